@@ -1,0 +1,1 @@
+"""Instance generators, the benchmark harness, suites, reports and plots."""

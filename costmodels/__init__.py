@@ -1,0 +1,18 @@
+"""rlplan's language and judge: specs, plans and analytic cost models. Imports nothing of ours."""
+
+from costmodels.catalog import GPUSpec, ModelSpec, get_gpu, get_model, gpu_catalog, model_catalog
+from costmodels.circuits import Circuit, CircuitPlan, CircuitProblem
+from costmodels.cluster import ClusterSpec, build_topology
+from costmodels.errors import SpecError
+from costmodels.fabric import DemandSpec, FabricSpec
+from costmodels.jobs import CoscheduleProblem, JobsSpec
+from costmodels.placement import CostParams, PlacementPlan, PlacementProblem, TaskGroup, TaskPlacement
+from costmodels.violations import Violation
+from costmodels.workflow import WorkflowSpec
+
+__all__ = [
+    "Circuit", "CircuitPlan", "CircuitProblem", "ClusterSpec", "CoscheduleProblem", "CostParams",
+    "DemandSpec", "FabricSpec", "GPUSpec", "JobsSpec", "ModelSpec", "PlacementPlan",
+    "PlacementProblem", "SpecError", "TaskGroup", "TaskPlacement", "Violation", "WorkflowSpec",
+    "build_topology", "get_gpu", "get_model", "gpu_catalog", "model_catalog",
+]

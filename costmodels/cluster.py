@@ -1,0 +1,234 @@
+"""Cluster specs: GPU nodes and the network between any two GPUs (HetRL §3.1, Appendix B.1).
+
+The network is given hierarchically, the way operators describe it:
+
+* intra-node links come from the GPU catalog (``intra_node_gb_per_s``) unless the node or the
+  network section overrides them;
+* GPUs in different nodes of one zone talk over ``intra_zone``;
+* GPUs in two different zones talk over the ``inter_zone`` entry for that zone pair; every pair of
+  zones that hold GPUs must have one;
+* ``matrix`` optionally overrides everything with explicit N x N bandwidth/latency matrices over
+  the GPUs in declaration order.
+
+:func:`build_topology` turns a spec into the device list and the alpha (latency, s) and beta
+(bandwidth, GB/s) matrices of HetRL Appendix B.1.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from costmodels.catalog import GPUSpec, get_gpu
+from costmodels.errors import SpecError
+
+#: Latency of an intra-node hop when nothing else is said (NVLink/PCIe are a few microseconds).
+DEFAULT_INTRA_NODE_LATENCY_MS = 0.005
+
+_STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+
+class LinkSpec(BaseModel):
+    """A link class: bandwidth in Gbit/s and one-way latency in milliseconds."""
+
+    model_config = _STRICT
+
+    bandwidth_gbps: float = Field(gt=0)
+    latency_ms: float = Field(ge=0)
+
+
+class InterZoneLink(LinkSpec):
+    """The link between GPUs of two different zones."""
+
+    zones: tuple[str, str]
+
+
+class MatrixOverride(BaseModel):
+    """Explicit N x N matrices over the cluster's GPUs in declaration order (diagonal ignored)."""
+
+    model_config = _STRICT
+
+    bandwidth_gbps: list[list[float]]
+    latency_ms: list[list[float]]
+
+
+class NetworkSpec(BaseModel):
+    model_config = _STRICT
+
+    intra_node: LinkSpec | None = None
+    intra_zone: LinkSpec
+    inter_zone: list[InterZoneLink] = Field(default_factory=list)
+    matrix: MatrixOverride | None = None
+
+
+class NodeSpec(BaseModel):
+    """A machine: ``count`` GPUs of one type in one zone (region defaults to the zone)."""
+
+    model_config = _STRICT
+
+    name: str = Field(min_length=1)
+    gpu: str = Field(min_length=1)
+    count: int = Field(gt=0)
+    zone: str = Field(min_length=1)
+    region: str | None = None
+    intra_node: LinkSpec | None = None
+
+
+class ClusterSpec(BaseModel):
+    """A heterogeneous cluster. ``gpus`` adds user-defined GPU types to the shipped catalog."""
+
+    model_config = _STRICT
+
+    name: str = ""
+    description: str = ""
+    gpus: list[GPUSpec] = Field(default_factory=list)
+    nodes: list[NodeSpec] = Field(min_length=1)
+    network: NetworkSpec
+
+    def check(self) -> None:
+        """Cross-field checks pydantic cannot express; raises SpecError with the field path."""
+        custom = self.custom_gpus()
+        seen: set[str] = set()
+        for i, node in enumerate(self.nodes):
+            if node.name in seen:
+                raise SpecError(f"nodes[{i}].name", node.name, "duplicate node name")
+            seen.add(node.name)
+            try:
+                get_gpu(node.gpu, custom)
+            except SpecError as exc:
+                raise SpecError(f"nodes[{i}].gpu", node.gpu, exc.reason) from None
+        zones = self.zones()
+        links: dict[frozenset[str], int] = {}
+        for i, link in enumerate(self.network.inter_zone):
+            a, b = link.zones
+            if a == b:
+                raise SpecError(f"network.inter_zone[{i}].zones", list(link.zones), "an inter-zone link needs two different zones")
+            for z in (a, b):
+                if z not in zones:
+                    raise SpecError(f"network.inter_zone[{i}].zones", list(link.zones), f"zone {z!r} has no nodes; zones: {', '.join(sorted(zones))}")
+            key = frozenset((a, b))
+            if key in links:
+                raise SpecError(f"network.inter_zone[{i}].zones", list(link.zones), f"duplicate link for this zone pair (also inter_zone[{links[key]}])")
+            links[key] = i
+        n = self.num_gpus
+        if self.network.matrix is not None:
+            for fname in ("bandwidth_gbps", "latency_ms"):
+                m = getattr(self.network.matrix, fname)
+                if len(m) != n or any(len(row) != n for row in m):
+                    raise SpecError(f"network.matrix.{fname}", f"{len(m)} rows", f"must be {n} x {n} (one row and column per GPU)")
+                for r, row in enumerate(m):
+                    for c, v in enumerate(row):
+                        if r == c:
+                            continue
+                        if (fname == "bandwidth_gbps" and v <= 0) or (fname == "latency_ms" and v < 0):
+                            raise SpecError(f"network.matrix.{fname}[{r}][{c}]", v, "bandwidth must be > 0 and latency >= 0")
+        else:
+            for a, b in itertools.combinations(sorted(zones), 2):
+                if frozenset((a, b)) not in links:
+                    raise SpecError("network.inter_zone", [a, b], "no link between these zones; add an inter_zone entry for the pair")
+
+    def custom_gpus(self) -> dict[str, GPUSpec]:
+        return {g.name: g for g in self.gpus}
+
+    def zones(self) -> set[str]:
+        return {node.zone for node in self.nodes}
+
+    @property
+    def num_gpus(self) -> int:
+        return sum(node.count for node in self.nodes)
+
+
+@dataclass(frozen=True)
+class Device:
+    """One GPU of a cluster. ``id`` is ``<node>:<local index>`` and is what plans refer to."""
+
+    index: int
+    id: str
+    node: str
+    local_index: int
+    gpu: GPUSpec
+    zone: str
+    region: str
+
+
+@dataclass(frozen=True)
+class Topology:
+    """Resolved device graph G_D of HetRL Appendix B.1.
+
+    ``latency_s[i, j]`` is alpha in seconds and ``bandwidth_gbs[i, j]`` is beta in GB/s (bytes,
+    not bits). Diagonals are 0 and +inf: a GPU talking to itself costs nothing.
+    """
+
+    devices: tuple[Device, ...]
+    latency_s: np.ndarray
+    bandwidth_gbs: np.ndarray
+    explicit_matrix: bool
+
+    @property
+    def n(self) -> int:
+        return len(self.devices)
+
+    def index_of(self) -> dict[str, int]:
+        return {d.id: d.index for d in self.devices}
+
+    def node_of(self) -> np.ndarray:
+        names = {name: i for i, name in enumerate(dict.fromkeys(d.node for d in self.devices))}
+        return np.array([names[d.node] for d in self.devices])
+
+    def zone_of(self) -> np.ndarray:
+        names = {name: i for i, name in enumerate(dict.fromkeys(d.zone for d in self.devices))}
+        return np.array([names[d.zone] for d in self.devices])
+
+    def link(self, i: int, j: int) -> tuple[float, float]:
+        """(alpha seconds, beta GB/s) between devices i and j."""
+        return float(self.latency_s[i, j]), float(self.bandwidth_gbs[i, j])
+
+
+def build_topology(spec: ClusterSpec) -> Topology:
+    """Expand a cluster spec into devices and alpha/beta matrices (units: s and GB/s)."""
+    custom = spec.custom_gpus()
+    devices: list[Device] = []
+    for node in spec.nodes:
+        gpu = get_gpu(node.gpu, custom)
+        for k in range(node.count):
+            devices.append(Device(len(devices), f"{node.name}:{k}", node.name, k, gpu, node.zone, node.region or node.zone))
+    n = len(devices)
+    lat = np.zeros((n, n))
+    bw = np.full((n, n), np.inf)
+    matrix = spec.network.matrix
+    if matrix is not None:
+        lat = np.asarray(matrix.latency_ms, dtype=float) / 1e3
+        bw = np.asarray(matrix.bandwidth_gbps, dtype=float) / 8.0
+        np.fill_diagonal(lat, 0.0)
+        np.fill_diagonal(bw, np.inf)
+        return Topology(tuple(devices), lat, bw, True)
+    inter = {frozenset(link.zones): link for link in spec.network.inter_zone}
+    node_specs = {node.name: node for node in spec.nodes}
+    for a, b in itertools.combinations(range(n), 2):
+        da, db = devices[a], devices[b]
+        if da.node == db.node:
+            override = node_specs[da.node].intra_node or spec.network.intra_node
+            if override is not None:
+                latency_ms, gbs = override.latency_ms, override.bandwidth_gbps / 8.0
+            else:
+                latency_ms, gbs = DEFAULT_INTRA_NODE_LATENCY_MS, da.gpu.intra_node_gb_per_s
+        elif da.zone == db.zone:
+            latency_ms, gbs = spec.network.intra_zone.latency_ms, spec.network.intra_zone.bandwidth_gbps / 8.0
+        else:
+            link = inter[frozenset((da.zone, db.zone))]
+            latency_ms, gbs = link.latency_ms, link.bandwidth_gbps / 8.0
+        lat[a, b] = lat[b, a] = latency_ms / 1e3
+        bw[a, b] = bw[b, a] = gbs
+    return Topology(tuple(devices), lat, bw, False)
+
+
+def describe(spec: ClusterSpec) -> dict[str, Any]:
+    """A short summary (GPU counts per type and zone) for tables and listings."""
+    by_type: dict[str, int] = {}
+    for node in spec.nodes:
+        by_type[node.gpu] = by_type.get(node.gpu, 0) + node.count
+    return {"gpus": spec.num_gpus, "by_type": by_type, "zones": sorted(spec.zones())}

@@ -1,0 +1,148 @@
+"""Alpha-beta communication costs and the bottleneck ring (HetRL Appendix B.2).
+
+A collective over a device set runs on a ring; its time per step is set by the ring's slowest
+edge, and HetRL takes the best ring: ``min over rings r of max over edges e in r of
+(alpha_e + volume / beta_e)`` (a bottleneck travelling-salesman problem).
+
+:func:`bottleneck_ring` returns that value with a lower bound and says whether it is proven
+optimal. Its ring keeps each node's GPUs together and each zone's nodes together, and orders the
+zones by an exact search when there are at most :data:`EXACT_ZONE_LIMIT` of them (a greedy order
+otherwise). The lower bound is the larger of (a) the bottleneck spanning tree's heaviest edge and
+(b) every vertex's second-lightest edge (a Hamiltonian cycle uses two edges at every vertex).
+On hierarchical networks (uniform links inside a node, inside a zone and per zone pair) the two
+meet whenever a zone-contiguous ring is optimal, which covers one node, one zone and two zones;
+the breakdown reports ``ring_exact`` so a user sees when a number is only an upper bound.
+Units: seconds, GB, GB/s.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+from costmodels.cluster import Topology
+
+EXACT_ZONE_LIMIT = 7
+
+
+@dataclass(frozen=True)
+class RingCost:
+    seconds: float
+    lower_bound: float
+
+    @property
+    def exact(self) -> bool:
+        return self.seconds <= self.lower_bound * (1 + 1e-9) + 1e-15
+
+
+def link_time(topo: Topology, a: int, b: int, volume_gb: float) -> float:
+    """alpha + volume / beta for one transfer between devices a and b."""
+    if a == b:
+        return 0.0
+    return float(topo.latency_s[a, b] + volume_gb / topo.bandwidth_gbs[a, b])
+
+
+def edge_weights(topo: Topology, devices: list[int], volume_gb: float) -> np.ndarray:
+    idx = np.asarray(devices)
+    lat = topo.latency_s[np.ix_(idx, idx)]
+    bw = topo.bandwidth_gbs[np.ix_(idx, idx)]
+    with np.errstate(divide="ignore"):
+        w = lat + volume_gb / bw
+    np.fill_diagonal(w, np.inf)
+    return w
+
+
+def _ring_value(w: np.ndarray, order: list[int]) -> float:
+    nxt = order[1:] + order[:1]
+    return float(max(w[a, b] for a, b in zip(order, nxt, strict=True)))
+
+
+def _lower_bound(w: np.ndarray) -> float:
+    n = w.shape[0]
+    if n <= 2:
+        return float(w[0, 1]) if n == 2 else 0.0
+    # (b) every vertex needs two ring edges
+    second = np.sort(w, axis=1)[:, 1]
+    # (a) bottleneck spanning tree (Prim on the dense matrix)
+    in_tree = np.zeros(n, dtype=bool)
+    in_tree[0] = True
+    best = w[0].copy()
+    heaviest = 0.0
+    for _ in range(n - 1):
+        cand = np.where(in_tree, np.inf, best)
+        v = int(np.argmin(cand))
+        heaviest = max(heaviest, float(cand[v]))
+        in_tree[v] = True
+        best = np.minimum(best, w[v])
+    return max(float(second.max()), heaviest)
+
+
+def _contiguous_order(topo: Topology, devices: list[int], w: np.ndarray) -> list[int]:
+    """Positions 0..n-1 of ``devices`` ordered node-contiguously and zone-contiguously."""
+    nodes: dict[str, list[int]] = {}
+    zones: dict[str, list[str]] = {}
+    for pos, d in enumerate(devices):
+        dev = topo.devices[d]
+        if dev.node not in nodes:
+            nodes[dev.node] = []
+            zones.setdefault(dev.zone, []).append(dev.node)
+        nodes[dev.node].append(pos)
+    blocks = {z: [p for node in ns for p in nodes[node]] for z, ns in zones.items()}
+    names = list(blocks)
+    if len(names) <= 2:
+        return [p for z in names for p in blocks[z]]
+
+    def zone_w(a: str, b: str) -> float:
+        # a zone block is entered at its first device and left at its last
+        return float(w[blocks[a][-1], blocks[b][0]])
+
+    if len(names) <= EXACT_ZONE_LIMIT:
+        first, rest = names[0], names[1:]
+        best_order, best_val = None, np.inf
+        for perm in itertools.permutations(rest):
+            seq = [first, *perm]
+            val = max(zone_w(a, b) for a, b in zip(seq, seq[1:] + seq[:1], strict=True))
+            if val < best_val:
+                best_order, best_val = seq, val
+        seq = best_order or names
+    else:
+        seq = [names[0]]
+        left = set(names[1:])
+        while left:
+            nxt = min(left, key=lambda z: zone_w(seq[-1], z))
+            seq.append(nxt)
+            left.remove(nxt)
+    return [p for z in seq for p in blocks[z]]
+
+
+def bottleneck_ring(topo: Topology, devices: list[int], volume_gb: float) -> RingCost:
+    """Best-ring step time for sending ``volume_gb`` between ring neighbours (HetRL B.2)."""
+    n = len(devices)
+    if n <= 1:
+        return RingCost(0.0, 0.0)
+    w = edge_weights(topo, devices, volume_gb)
+    if n == 2:
+        v = float(w[0, 1])
+        return RingCost(v, v)
+    order = _contiguous_order(topo, devices, w)
+    return RingCost(_ring_value(w, order), _lower_bound(w))
+
+
+def ring_latency(topo: Topology, devices: list[int]) -> float:
+    """Largest hop latency on the best ring (the per-step cost of a latency-bound collective)."""
+    return bottleneck_ring(topo, devices, 0.0).seconds
+
+
+def best_pair(topo: Topology, src: list[int], dst: list[int], volume_gb: float) -> float:
+    """min over d in src, d' in dst of alpha + volume / beta (HetRL's PP and p2p terms)."""
+    a = np.asarray(src)
+    b = np.asarray(dst)
+    lat = topo.latency_s[np.ix_(a, b)]
+    bw = topo.bandwidth_gbs[np.ix_(a, b)]
+    with np.errstate(divide="ignore"):
+        t = lat + volume_gb / bw
+    same = a[:, None] == b[None, :]
+    t = np.where(same, 0.0, t)
+    return float(t.min())

@@ -1,0 +1,53 @@
+"""Errors raised while loading and checking specs.
+
+A :class:`SpecError` always names where the bad value came from (file), which field holds it
+(a dotted path such as ``nodes[2].count``), the value itself, and why it is rejected, so the CLI
+can print one line and exit with code 2 (DESIGN.md, "Interfaces people use").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class SpecError(ValueError):
+    """A spec (cluster, workflow, fabric, demand, jobs, plan file) is malformed or inconsistent."""
+
+    def __init__(self, field: str, value: Any, reason: str, source: str | None = None) -> None:
+        self.field = field
+        self.value = value
+        self.reason = reason
+        self.source = source
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = f"{self.source}: " if self.source else ""
+        field = self.field or "<document>"
+        return f"{where}{field}: {self.reason} (got {_short(self.value)})"
+
+    def with_source(self, source: str) -> SpecError:
+        """The same error, attributed to ``source`` (a file name or preset name)."""
+        if self.source:
+            return self
+        return SpecError(self.field, self.value, self.reason, source)
+
+    def prefixed(self, prefix: str) -> SpecError:
+        """The same error with its field path nested under ``prefix`` (e.g. ``cluster``)."""
+        field = f"{prefix}.{self.field}" if self.field else prefix
+        return SpecError(field, self.value, self.reason, self.source)
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def field_path(loc: tuple[Any, ...] | list[Any]) -> str:
+    """Render a pydantic-style location tuple as ``a.b[3].c``."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out

@@ -1,0 +1,112 @@
+"""The placement problem of HetRL §3.1 and the shape of its plans.
+
+A plan partitions the workflow's tasks into task groups (Level 1), gives each group a disjoint
+set of GPUs (Levels 2-3), gives each task a parallel strategy (TP, PP, DP; Level 4) and maps
+every tasklet l^t_{i,j,k} (replica i, stage j, TP rank k) to one GPU (Level 5):
+``devices[i][j][k]`` is that GPU's id (``<node>:<index>``).
+
+Optional load balancing (HetRL §4.2): ``batch_shares[i]`` is replica i's share of the task's
+samples (uneven local batch sizes) and ``layers_per_stage[j]`` is stage j's layer count (uneven
+layer split).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from costmodels.cluster import ClusterSpec, Topology, build_topology
+from costmodels.workflow import Task, WorkflowSpec
+
+_STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+
+class CostParams(BaseModel):
+    """Knobs of the analytic cost model; they travel with a plan so it can be re-checked.
+
+    Defaults follow HetRL Appendix B (peak FLOP/s and HBM bandwidth, no efficiency derating) and
+    Megatron's mixed-precision Adam with the distributed optimizer: BF16 weights (2 B/param),
+    FP32 gradients (4 B/param) and FP32 master weights + Adam moments (12 B/param) sharded over DP.
+    """
+
+    model_config = _STRICT
+
+    compute_efficiency: float = Field(default=1.0, gt=0, le=1)
+    hbm_efficiency: float = Field(default=1.0, gt=0, le=1)
+    memory_reserve_gb: float = Field(default=1.0, ge=0, description="per-GPU memory kept for the runtime")
+    grad_bytes_per_param: float = Field(default=4.0, ge=0)
+    optimizer_bytes_per_param: float = Field(default=12.0, ge=0)
+    distributed_optimizer: bool = True
+    group_aware_overlap: bool = Field(
+        default=True,
+        description="tasks on disjoint GPU groups run fully in parallel; eta applies within a group",
+    )
+
+
+class TaskPlacement(BaseModel):
+    """One task's parallel strategy and tasklet-to-GPU map ``devices[dp][pp][tp]``."""
+
+    model_config = _STRICT
+
+    task: str
+    tp: int = Field(ge=1)
+    pp: int = Field(ge=1)
+    dp: int = Field(ge=1)
+    devices: list[list[list[str]]]
+    layers_per_stage: list[int] | None = None
+    batch_shares: list[float] | None = None
+
+    def all_devices(self) -> list[str]:
+        return [d for replica in self.devices for stage in replica for d in stage]
+
+
+class TaskGroup(BaseModel):
+    """Tasks co-located on one GPU group (HetRL Level 1-3)."""
+
+    model_config = _STRICT
+
+    tasks: list[str] = Field(min_length=1)
+    devices: list[str] = Field(min_length=1)
+
+
+class PlacementPlan(BaseModel):
+    model_config = _STRICT
+
+    groups: list[TaskGroup] = Field(min_length=1)
+    tasks: list[TaskPlacement] = Field(min_length=1)
+
+    def task(self, name: str) -> TaskPlacement:
+        for t in self.tasks:
+            if t.task == name:
+                return t
+        raise KeyError(name)
+
+    def group_of(self) -> dict[str, int]:
+        return {task: gi for gi, g in enumerate(self.groups) for task in g.tasks}
+
+
+@dataclass(frozen=True, eq=False)
+class PlacementProblem:
+    """Place an RL workflow on a heterogeneous cluster (HetRL Definition 1)."""
+
+    cluster: ClusterSpec
+    workflow: WorkflowSpec
+    params: CostParams = field(default_factory=CostParams)
+    kind: str = field(default="placement", init=False)
+    topology: Topology = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "topology", build_topology(self.cluster))
+
+    @property
+    def tasks(self) -> tuple[Task, ...]:
+        return self.workflow.tasks()
+
+    def to_inputs(self) -> dict[str, Any]:
+        return {
+            "cluster": self.cluster.model_dump(mode="json"),
+            "workflow": self.workflow.model_dump(mode="json"),
+            "params": self.params.model_dump(mode="json"),
+        }

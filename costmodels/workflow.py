@@ -1,0 +1,126 @@
+"""RL workflow specs and the task graph derived from the algorithm (HetRL §2.1, Appendix B.4).
+
+PPO has six tasks: actor generation (G^1), reward, reference and critic inference (G^2..G^4, in
+parallel) and actor and critic training (G^5, G^6). GRPO drops the critic: generation, reward and
+reference inference, actor training. A workflow without a reward model (rule-based reward, as for
+GSM8k-style verifiable rewards) has no reward-inference task.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from costmodels.catalog import ModelSpec, get_model
+from costmodels.errors import SpecError
+
+_STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+
+class TaskKind(StrEnum):
+    GENERATION = "generation"
+    INFERENCE = "inference"
+    TRAINING = "training"
+
+
+class RoleModels(BaseModel):
+    """The model of each role. ``reference`` defaults to the actor's model; no ``reward`` means
+    a rule-based reward with no inference task; ``critic`` is required by PPO only."""
+
+    model_config = _STRICT
+
+    actor: str = Field(min_length=1)
+    critic: str | None = None
+    reference: str | None = None
+    reward: str | None = None
+
+
+class WorkflowSpec(BaseModel):
+    """One RL post-training job as HetRL §4.1 receives it.
+
+    ``global_batch`` is prompts per iteration; each prompt gets ``responses_per_prompt`` responses.
+    ``eta`` is the task-parallelism coefficient of HetRL §3.3 (0 sequential, 1 fully parallel).
+    """
+
+    model_config = _STRICT
+
+    name: str = ""
+    description: str = ""
+    algorithm: Literal["ppo", "grpo"]
+    mode: Literal["sync", "async"]
+    models: RoleModels
+    custom_models: list[ModelSpec] = Field(default_factory=list)
+    global_batch: int = Field(gt=0)
+    responses_per_prompt: int = Field(gt=0)
+    prompt_length: int = Field(gt=0)
+    response_length: int = Field(gt=0)
+    eta: float = Field(default=0.0, ge=0, le=1, description="task parallelism among tasks sharing a GPU group: 0 one after another, 1 fully overlapped")
+    micro_batch_size: int = Field(default=1, gt=0, description="sequences per training/inference micro-batch")
+    decode_batch_size: int = Field(default=256, gt=0, description="max concurrent sequences per serving engine (dbs)")
+    recompute: bool = Field(default=True, description="activation recomputation in training")
+
+    def check(self) -> None:
+        """Cross-field checks; raises SpecError with the field path."""
+        custom = {m.name: m for m in self.custom_models}
+        for role in ("actor", "critic", "reference", "reward"):
+            name = getattr(self.models, role)
+            if name is None:
+                continue
+            try:
+                get_model(name, custom)
+            except SpecError as exc:
+                raise SpecError(f"models.{role}", name, exc.reason) from None
+        if self.algorithm == "ppo" and self.models.critic is None:
+            raise SpecError("models.critic", None, "PPO needs a critic model")
+        if self.algorithm == "grpo" and self.models.critic is not None:
+            raise SpecError("models.critic", self.models.critic, "GRPO has no critic; remove it or use algorithm: ppo")
+
+    def model(self, role: str) -> ModelSpec:
+        custom = {m.name: m for m in self.custom_models}
+        name = getattr(self.models, role)
+        if role == "reference" and name is None:
+            name = self.models.actor
+        if name is None:
+            raise KeyError(f"workflow has no {role} model")
+        return get_model(name, custom)
+
+    @property
+    def samples(self) -> int:
+        """Sequences per iteration: prompts x responses per prompt."""
+        return self.global_batch * self.responses_per_prompt
+
+    def tasks(self) -> tuple[Task, ...]:
+        return derive_tasks(self)
+
+
+@dataclass(frozen=True)
+class Task:
+    """One RL task G^t: what it runs, on which role's model, after which tasks."""
+
+    name: str
+    kind: TaskKind
+    role: str
+    depends_on: tuple[str, ...]
+
+    @property
+    def trains(self) -> bool:
+        return self.kind is TaskKind.TRAINING
+
+
+def derive_tasks(spec: WorkflowSpec) -> tuple[Task, ...]:
+    """The task DAG of HetRL §3.3 / Appendix B.4 for the spec's algorithm."""
+    gen = Task("actor_generation", TaskKind.GENERATION, "actor", ())
+    inference: list[Task] = []
+    if spec.models.reward is not None:
+        inference.append(Task("reward_inference", TaskKind.INFERENCE, "reward", (gen.name,)))
+    inference.append(Task("reference_inference", TaskKind.INFERENCE, "reference", (gen.name,)))
+    if spec.algorithm == "ppo":
+        inference.append(Task("critic_inference", TaskKind.INFERENCE, "critic", (gen.name,)))
+    after = tuple(t.name for t in inference)
+    training = [Task("actor_training", TaskKind.TRAINING, "actor", after)]
+    if spec.algorithm == "ppo":
+        training.append(Task("critic_training", TaskKind.TRAINING, "critic", after))
+    return (gen, *inference, *training)

@@ -1,0 +1,1 @@
+"""Exact models (MILP/ILP/CP-SAT), one module per problem. Imports costmodels only."""

@@ -1,0 +1,1 @@
+"""Fast solvers, one module per algorithm. Imports costmodels only."""

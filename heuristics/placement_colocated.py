@@ -1,0 +1,77 @@
+"""verl-style placement baseline (HetRL §5.1 baselines, issue 4 item 5).
+
+verl co-locates every task on every GPU (one resource pool) and gives each task a homogeneous
+parallel configuration. We sweep what a verl user would sweep: the rollout TP degree (vLLM,
+PP = 1, DP = the rest) and one (TP, PP, DP) shared by the inference and training tasks, TP kept
+inside a node. Tasklets are laid out TP-innermost over the GPUs in cluster order, as verl's
+resource pool does. Every candidate is scored by the cost model and checked against C1-C3; the
+best valid one is returned.
+"""
+
+from __future__ import annotations
+
+import time
+
+from costmodels.hetrl_cost import evaluate_placement
+from costmodels.placement import PlacementPlan, PlacementProblem, TaskGroup, TaskPlacement
+from costmodels.placement_check import check_placement
+from costmodels.solving import SolverOutput, Status
+from costmodels.workflow import TaskKind
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def layout(devices: list[str], tp: int, pp: int, dp: int) -> list[list[list[str]]]:
+    """Tasklet map [dp][pp][tp] filling ``devices`` in order, TP innermost."""
+    it = iter(devices)
+    return [[[next(it) for _ in range(tp)] for _ in range(pp)] for _ in range(dp)]
+
+
+def colocated_plan(problem: PlacementProblem, gen_tp: int, tp: int, pp: int) -> PlacementPlan:
+    devices = [d.id for d in problem.topology.devices]
+    n = len(devices)
+    tasks = []
+    for task in problem.tasks:
+        if task.kind is TaskKind.GENERATION:
+            t, p = gen_tp, 1
+        else:
+            t, p = tp, pp
+        dp = n // (t * p)
+        tasks.append(TaskPlacement(task=task.name, tp=t, pp=p, dp=dp, devices=layout(devices, t, p, dp)))
+    return PlacementPlan(groups=[TaskGroup(tasks=[t.name for t in problem.tasks], devices=devices)], tasks=tasks)
+
+
+def solve_colocated(problem: PlacementProblem, *, time_limit: float | None = None, seed: int = 0) -> SolverOutput:
+    """Sweep verl's configuration knobs; return the best plan that fits in memory."""
+    del seed  # deterministic sweep
+    start = time.perf_counter()
+    n = problem.topology.n
+    min_node = min(sum(1 for d in problem.topology.devices if d.node == node) for node in {d.node for d in problem.topology.devices})
+    tps = [t for t in (1, 2, 4, 8) if t <= max(min_node, 1) and n % t == 0]
+    best: tuple[float, PlacementPlan] | None = None
+    tried = feasible = 0
+    timed_out = False
+    for gen_tp in tps:
+        for tp in tps:
+            for pp in _divisors(n // tp):
+                if time_limit is not None and time.perf_counter() - start > time_limit and best is not None:
+                    timed_out = True
+                    break
+                tried += 1
+                try:
+                    plan = colocated_plan(problem, gen_tp, tp, pp)
+                except ValueError:
+                    continue
+                if check_placement(problem, plan):
+                    continue
+                feasible += 1
+                cost = evaluate_placement(problem, plan).objective
+                if best is None or cost < best[0]:
+                    best = (cost, plan)
+    stats = {"candidates": tried, "feasible": feasible}
+    if best is None:
+        return SolverOutput(Status.INFEASIBLE, message="no co-located configuration fits in GPU memory", stats=stats)
+    msg = "time limit reached during the sweep" if timed_out else "best of the full verl-style sweep"
+    return SolverOutput(Status.FEASIBLE, plan=best[1], objective=best[0], message=msg, stats=stats)

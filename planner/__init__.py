@@ -1,0 +1,32 @@
+"""What users touch: ``solve()``, ``load_problem()``, the Result, the solver registry, plan files.
+
+>>> from planner import solve, load_problem
+>>> result = solve(load_problem("default"), solver="verl")
+"""
+
+__version__ = "0.1.0"
+
+from costmodels import (  # noqa: E402  (re-exported so schedulers import from one place)
+    CircuitPlan,
+    CircuitProblem,
+    ClusterSpec,
+    CoscheduleProblem,
+    CostParams,
+    FabricSpec,
+    PlacementPlan,
+    PlacementProblem,
+    SpecError,
+    WorkflowSpec,
+)
+from costmodels.solving import SolverOutput, Status  # noqa: E402
+from planner.io import load_cluster, load_problem, load_workflow  # noqa: E402
+from planner.registry import Registry, UnknownSolverError, default_registry  # noqa: E402
+from planner.result import Result  # noqa: E402
+from planner.solve import solve  # noqa: E402
+
+__all__ = [
+    "CircuitPlan", "CircuitProblem", "ClusterSpec", "CoscheduleProblem", "CostParams", "FabricSpec",
+    "PlacementPlan", "PlacementProblem", "Registry", "Result", "SolverOutput", "SpecError", "Status",
+    "UnknownSolverError", "WorkflowSpec", "default_registry", "load_cluster", "load_problem",
+    "load_workflow", "solve",
+]

@@ -1,0 +1,214 @@
+"""The ``rlplan`` command line (typer + rich).
+
+Exit codes (DESIGN.md): 0 a plan was written / the check passed; 1 no feasible plan, or a plan
+file with violations; 2 bad input or usage, with one line naming the file, field and value.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+from costmodels.errors import SpecError
+from planner.io import build_problem, load_problem, write_atomic
+from planner.planfile import read_plan_file, recheck, result_to_json
+from planner.presets import get_preset, presets
+from planner.registry import UnknownSolverError, default_registry
+from planner.result import Result
+from planner.solve import solve
+
+app = typer.Typer(
+    name="rlplan",
+    help="Plan LLM RL post-training deployments: placement (HetRL), circuits (RFabric), and more.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+presets_app = typer.Typer(help="List and show the shipped example clusters, workflows, fabrics and problems.", invoke_without_command=True)
+app.add_typer(presets_app, name="presets")
+
+out = Console()
+err = Console(stderr=True)
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def _parse_options(pairs: list[str]) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        if "=" not in pair:
+            fail(f"--option expects key=value, got {pair!r}")
+        key, raw = pair.split("=", 1)
+        try:
+            options[key] = yaml.safe_load(raw)
+        except yaml.YAMLError:
+            options[key] = raw
+    return options
+
+
+def _solver_table(problem: str) -> Table:
+    reg = default_registry()
+    table = Table(title=f"solvers for `{problem}`")
+    for col in ("solver", "exact", "options", "description"):
+        table.add_column(col)
+    for s in reg.solvers(problem):
+        name = s.name + (" (default)" if s.name == reg.default(problem) else "")
+        table.add_row(name, "yes" if s.exact else "no", ", ".join(s.options) or "-", s.description)
+    return table
+
+
+def _placement_summary(result: Result) -> Table:
+    plan = result.plan
+    b = result.breakdown
+    topo = result.problem.topology
+    gpu_of = {d.id: d.gpu.name for d in topo.devices}
+    table = Table(title=f"placement by {result.solver}: {result.objective:.2f} s/iteration, "
+                        f"{b['throughput_samples_per_s']:.1f} samples/s ({result.status.value})")
+    for col in ("task", "group", "TP", "PP", "DP", "GPUs", "time (s)", "comp", "comm", "hbm"):
+        table.add_column(col, justify="right" if col not in ("task", "GPUs") else "left")
+    group_of = plan.group_of()
+    for tp_ in plan.tasks:
+        c = b["tasks"][tp_.task]
+        mix: dict[str, int] = {}
+        for d in tp_.all_devices():
+            mix[gpu_of[d]] = mix.get(gpu_of[d], 0) + 1
+        comm = c["tp_s"] + c["pp_s"] + c["dp_s"]
+        table.add_row(tp_.task, str(group_of[tp_.task]), str(tp_.tp), str(tp_.pp), str(tp_.dp),
+                      " + ".join(f"{k} {g}" for g, k in mix.items()), f"{c['time_s']:.2f}",
+                      f"{c['comp_s']:.2f}", f"{comm:.2f}", f"{c['hbm_s']:.2f}")
+    ph = b["phases"]
+    table.caption = (f"generation {ph['generation_s']:.2f} s + inference {ph['inference_s']:.2f} s + training {ph['training_s']:.2f} s"
+                     f" + {ph['weight_transfer']} {ph['weight_transfer_s']:.2f} s; peak memory {b['memory']['peak_utilization']:.0%}"
+                     f" on {b['memory']['tightest_device']}")
+    return table
+
+
+def _generic_summary(result: Result) -> Table:
+    table = Table(title=f"{result.kind} by {result.solver} ({result.status.value})")
+    table.add_column("field")
+    table.add_column("value")
+    table.add_row("objective", f"{result.objective:.6g}" if result.objective is not None else "-")
+    for k, v in result.breakdown.items():
+        if not isinstance(v, dict | list):
+            table.add_row(k, str(v))
+    return table
+
+
+@app.command()
+def plan(
+    problem: Annotated[str, typer.Argument(help="placement, circuits, or a problem file / preset name")] = "placement",
+    cluster: Annotated[str | None, typer.Option(help="cluster spec file or preset (placement)")] = None,
+    workflow: Annotated[str | None, typer.Option(help="workflow spec file or preset (placement)")] = None,
+    fabric: Annotated[str | None, typer.Option(help="fabric spec file or preset (circuits)")] = None,
+    demand: Annotated[str | None, typer.Option(help="demand CSV (src,dst,bytes) or preset (circuits)")] = None,
+    solver: Annotated[str | None, typer.Option(help="solver name; `help` lists them")] = None,
+    time_limit: Annotated[float | None, typer.Option("--time-limit", help="seconds; the best plan found by then is returned")] = None,
+    seed: Annotated[int, typer.Option(help="random seed (same seed, same plan)")] = 0,
+    option: Annotated[list[str] | None, typer.Option("--option", "-O", help="solver option key=value (repeatable)")] = None,
+    output: Annotated[str, typer.Option("--output", "-o", help="plan JSON file; `-` for stdout")] = "plan.json",
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no summary table")] = False,
+) -> None:
+    """Solve a planning problem and write its plan JSON. With no arguments: the shipped default
+    placement example (HetRL testbed, GRPO sync on Qwen3-8B)."""
+    defaults = {"placement": {"cluster": "hetrl-single-region", "workflow": "grpo-sync-qwen3-8b"},
+                "circuits": {"fabric": "fabric-8", "demand": "demand-alltoall-8"}}
+    try:
+        if problem in defaults:
+            given = {"cluster": cluster, "workflow": workflow, "fabric": fabric, "demand": demand}
+            fields = {k: (given[k] if given[k] is not None else v) for k, v in defaults[problem].items()}
+            stray = [k for k, v in given.items() if v is not None and k not in fields]
+            if stray:
+                fail(f"--{stray[0]} does not apply to a {problem} problem")
+            kind = problem
+            if solver == "help":
+                out.print(_solver_table(kind))
+                raise typer.Exit(0)
+            prob = build_problem(kind, fields)
+        else:
+            if any(v is not None for v in (cluster, workflow, fabric, demand)):
+                fail("spec options go with `placement` or `circuits`, not with a problem file")
+            prob = load_problem(problem)
+            kind = prob.kind
+            if solver == "help":
+                out.print(_solver_table(kind))
+                raise typer.Exit(0)
+        options = _parse_options(option or [])
+        result = solve(prob, solver, time_limit=time_limit, seed=seed, **options)
+    except SpecError as exc:
+        fail(str(exc))
+    except (UnknownSolverError, TypeError, ValueError) as exc:
+        fail(str(exc))
+    if not result.success:
+        detail = "; ".join(result.violations[:5])
+        fail(f"no feasible plan: {result.solver} ended with status {result.status.value}. {result.message} {detail}".strip(), code=1)
+    text = result_to_json(result)
+    if output == "-":
+        sys.stdout.write(text)
+    else:
+        write_atomic(Path(output), text)
+    if not quiet and output != "-":
+        out.print(_placement_summary(result) if result.kind == "placement" else _generic_summary(result))
+        out.print(f"wrote {output}")
+
+
+@app.command()
+def validate(
+    plan_file: Annotated[Path, typer.Argument(help="a plan JSON written by `rlplan plan`")],
+    as_json: Annotated[bool, typer.Option("--json", help="machine-readable verdict")] = False,
+) -> None:
+    """Re-check a plan file against its own inputs: exit 0 when valid, 1 with the violations."""
+    try:
+        doc = read_plan_file(plan_file)
+        violations = recheck(doc, str(plan_file))
+    except SpecError as exc:
+        fail(str(exc))
+    if as_json:
+        out.print_json(json.dumps({"file": str(plan_file), "valid": not violations, "violations": violations}))
+    elif violations:
+        err.print(f"[bold red]invalid:[/] {plan_file}: {len(violations)} violation(s)", highlight=False)
+        for v in violations:
+            err.print(f"  {v}", highlight=False, soft_wrap=True)
+    else:
+        out.print(f"valid: {plan_file} ({doc.problem} plan by {doc.solver}, objective {doc.objective:.6g})", highlight=False)
+    raise typer.Exit(1 if violations else 0)
+
+
+@presets_app.callback()
+def presets_list(ctx: typer.Context, kind: Annotated[str | None, typer.Option(help="only this kind")] = None) -> None:
+    """List the shipped presets (any CLI option that takes a file also takes a preset name)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    table = Table(title="rlplan presets")
+    for col in ("name", "kind", "description"):
+        table.add_column(col)
+    for p in presets(kind):
+        table.add_row(p.name, p.kind, p.description)
+    out.print(table)
+    out.print("Show one with `rlplan presets show NAME`; save it with `rlplan presets show NAME > my.yaml`.")
+
+
+@presets_app.command("show")
+def presets_show(name: Annotated[str, typer.Argument(help="preset name")]) -> None:
+    """Print a preset as YAML (demand presets as CSV), ready to copy and edit."""
+    p = get_preset(name)
+    if p is None:
+        fail(f"no preset named {name!r}; see `rlplan presets`")
+    data = p.data()
+    if p.kind == "demand":
+        sys.stdout.write("src,dst,bytes\n" + "".join(f"{r['src']},{r['dst']},{r['bytes']:.0f}\n" for r in data))
+    else:
+        sys.stdout.write(yaml.safe_dump(data, sort_keys=False))
+
+
+def main() -> None:
+    app()

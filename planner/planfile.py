@@ -1,0 +1,187 @@
+"""Plan JSON files: writing, reading back, re-checking, and the published JSON Schema.
+
+A plan file carries the problem it solves (``inputs``), so the file alone can be re-checked by
+``rlplan validate`` (issue 2, item 8). The schema is generated from the pydantic models below and
+shipped as ``planner/schema/plan.schema.json``; a test fails when the two drift.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+import planner
+from costmodels.circuits import CircuitPlan
+from costmodels.cluster import ClusterSpec
+from costmodels.errors import SpecError, field_path
+from costmodels.fabric import DemandSpec, FabricSpec
+from costmodels.placement import CostParams, PlacementPlan
+from costmodels.problems import kind_of
+from costmodels.solving import Status
+from costmodels.workflow import WorkflowSpec
+from planner.io import build_problem, read_document
+from planner.result import Result
+from planner.solve import EXACT_RTOL, check_plan
+
+SCHEMA_VERSION = "1.0"
+
+
+class PlacementInputs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    cluster: ClusterSpec
+    workflow: WorkflowSpec
+    params: CostParams = CostParams()
+
+
+class CircuitInputs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    fabric: FabricSpec
+    demand: DemandSpec
+
+
+class _PlanFileBase(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal["1.0"] = SCHEMA_VERSION
+    rlplan_version: str = ""
+    solver: str
+    status: Status
+    objective: float | None = Field(description="the cost model's objective for `plan` (see `objective_meaning`)")
+    objective_meaning: str = ""
+    bound: float | None = None
+    gap: float | None = None
+    wall_time_s: float = Field(ge=0)
+    seed: int | None = None
+    time_limit: float | None = None
+    options: dict[str, Any] = Field(default_factory=dict)
+    message: str = ""
+    violations: list[str] = Field(default_factory=list)
+    breakdown: dict[str, Any] = Field(default_factory=dict)
+
+
+class PlacementPlanFile(_PlanFileBase):
+    problem: Literal["placement"]
+    plan: PlacementPlan | None
+    inputs: PlacementInputs
+
+
+class CircuitPlanFile(_PlanFileBase):
+    problem: Literal["circuits"]
+    plan: CircuitPlan | None
+    inputs: CircuitInputs
+
+
+PlanFile = Annotated[PlacementPlanFile | CircuitPlanFile, Field(discriminator="problem")]
+_ADAPTER: TypeAdapter[Any] = TypeAdapter(PlanFile)
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of plan files, generated from the models."""
+    schema = _ADAPTER.json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "rlplan plan file"
+    return schema
+
+
+def shipped_schema() -> dict[str, Any]:
+    text = resources.files("planner").joinpath("schema", "plan.schema.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def _finite(obj: Any) -> Any:
+    """Replace non-finite floats (JSON has none) by None, recursively."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {str(k): _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def result_to_dict(result: Result) -> dict[str, Any]:
+    kind = kind_of(result.problem)
+    doc = {
+        "schema_version": SCHEMA_VERSION,
+        "rlplan_version": planner.__version__,
+        "problem": kind.name,
+        "solver": result.solver,
+        "status": result.status.value,
+        "objective": result.objective,
+        "objective_meaning": kind.objective,
+        "bound": result.bound,
+        "gap": result.gap,
+        "wall_time_s": result.wall_time_s,
+        "seed": result.seed,
+        "time_limit": result.time_limit,
+        "options": result.options,
+        "message": result.message,
+        "violations": result.violations,
+        "plan": result.plan.model_dump(mode="json") if result.plan is not None else None,
+        "breakdown": result.breakdown,
+        "inputs": result.problem.to_inputs(),
+    }
+    doc = _finite(doc)
+    _ADAPTER.validate_python(doc)  # what we write must be what we publish
+    return doc
+
+
+def result_to_json(result: Result) -> str:
+    return json.dumps(result_to_dict(result), indent=2, allow_nan=False) + "\n"
+
+
+def read_plan_file(path: Path) -> PlacementPlanFile | CircuitPlanFile:
+    """Parse a plan file; malformed content raises SpecError naming the field."""
+    data = read_document(Path(path))
+    if not isinstance(data, dict):
+        raise SpecError("", type(data).__name__, "a plan file is a JSON object", str(path))
+    try:
+        return _ADAPTER.validate_python(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = err["loc"]
+        # drop the discriminator tag pydantic puts first in union locations
+        if loc and loc[0] in ("placement", "circuits"):
+            loc = loc[1:]
+        value = err.get("input") if err["type"] != "missing" else None
+        msg = "required field is missing" if err["type"] == "missing" else err["msg"]
+        raise SpecError(field_path(loc), value, msg, str(path)) from None
+
+
+def recheck(doc: PlacementPlanFile | CircuitPlanFile, source: str = "") -> list[str]:
+    """Re-check a plan file against its own inputs: the plan's constraints, and that the recorded
+    objective, bound and gap agree with the cost model. Returns the violations."""
+    try:
+        problem = build_problem(doc.problem, doc.inputs.model_dump(mode="json"), source=source)
+    except SpecError as exc:
+        raise exc.prefixed("inputs").with_source(source) from None
+    if doc.plan is None:
+        return [f"[no-plan] the file holds no plan (status {doc.status.value})"]
+    violations, objective, _ = check_plan(problem, doc.plan)
+    if violations:
+        return violations
+    out = []
+    assert objective is not None
+    if doc.objective is None or abs(doc.objective - objective) > EXACT_RTOL * max(1.0, abs(objective)):
+        out.append(f"[objective] recorded objective {doc.objective!r} but the cost model gives {objective:.9g}")
+    if doc.bound is not None and doc.bound > objective * (1 + EXACT_RTOL) + 1e-12:
+        out.append(f"[bound] recorded bound {doc.bound:.9g} exceeds the plan's objective {objective:.9g}")
+    if not doc.status.has_plan:
+        out.append(f"[status] status {doc.status.value!r} but the file holds a valid plan")
+    return out
+
+
+def main() -> None:  # python -m planner.planfile: regenerate the shipped schema
+    path = Path(__file__).parent / "schema" / "plan.schema.json"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(json.dumps(json_schema(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""Solver registry: one per process, keyed by (problem kind, solver name) (after vidur's
+registries). Unknown or duplicate keys fail loudly; option names are checked against each
+solver's allow-list before it runs (after scipy.optimize.milp)."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from costmodels.solving import SolverOutput
+
+SolverFn = Callable[..., SolverOutput]
+
+
+class UnknownSolverError(LookupError):
+    pass
+
+
+@dataclass(frozen=True)
+class SolverInfo:
+    problem: str
+    name: str
+    func: SolverFn
+    description: str
+    exact: bool = False
+    options: tuple[str, ...] = field(default=())
+
+
+class Registry:
+    def __init__(self) -> None:
+        self._solvers: dict[tuple[str, str], SolverInfo] = {}
+        self._defaults: dict[str, str] = {}
+
+    def register(self, problem: str, name: str, func: SolverFn, *, description: str, exact: bool = False, default: bool = False) -> SolverInfo:
+        """Add a solver. Its options are the keyword-only parameters of ``func`` other than
+        ``time_limit`` and ``seed``."""
+        key = (problem, name)
+        if key in self._solvers:
+            raise ValueError(f"solver {name!r} is already registered for problem {problem!r}")
+        params = inspect.signature(func).parameters
+        for required in ("time_limit", "seed"):
+            if required not in params:
+                raise TypeError(f"solver {name!r} must accept keyword {required!r}")
+        options = tuple(p for p, spec in params.items() if spec.kind is inspect.Parameter.KEYWORD_ONLY and p not in ("time_limit", "seed"))
+        info = SolverInfo(problem, name, func, description, exact, options)
+        self._solvers[key] = info
+        if default or problem not in self._defaults:
+            self._defaults[problem] = name
+        return info
+
+    def get(self, problem: str, name: str | None = None) -> SolverInfo:
+        name = name or self._defaults.get(problem)
+        if (problem, name) not in self._solvers:
+            known = ", ".join(s.name for s in self.solvers(problem)) or "none"
+            raise UnknownSolverError(f"unknown solver {name!r} for problem {problem!r}; available: {known}")
+        return self._solvers[(problem, name)]  # type: ignore[index]
+
+    def default(self, problem: str) -> str | None:
+        return self._defaults.get(problem)
+
+    def solvers(self, problem: str | None = None) -> list[SolverInfo]:
+        return [s for (p, _), s in sorted(self._solvers.items()) if problem is None or p == problem]
+
+    def problems(self) -> list[str]:
+        return sorted({p for p, _ in self._solvers})
+
+    def check_options(self, info: SolverInfo, options: dict[str, Any]) -> None:
+        unknown = sorted(set(options) - set(info.options))
+        if unknown:
+            allowed = ", ".join(info.options) or "none"
+            raise TypeError(f"solver {info.name!r} does not take option(s) {', '.join(unknown)}; it takes: {allowed}")
+
+
+def _register_builtins(reg: Registry) -> None:
+    """Every solver rlplan ships. Solvers import costmodels only; the planner wires them up."""
+    from heuristics.placement_colocated import solve_colocated
+
+    reg.register("placement", "verl", solve_colocated, default=True,
+                 description="verl-style baseline: all tasks co-located on all GPUs, one homogeneous config per task, best of a sweep")
+
+
+@functools.cache
+def default_registry() -> Registry:
+    """The process-wide registry with the built-in solvers and any ``rlplan.solvers`` plugins."""
+    from importlib.metadata import entry_points
+
+    reg = Registry()
+    _register_builtins(reg)
+    for ep in entry_points(group="rlplan.solvers"):
+        ep.load()(reg)
+    return reg

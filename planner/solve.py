@@ -1,0 +1,101 @@
+"""The façade: ``solve(problem, solver=..., time_limit=..., seed=..., **options) -> Result``.
+
+It looks the solver up, checks its options, runs it, then re-evaluates the returned plan with
+the cost model and checks it with the independent validator (DESIGN.md, "Data flow" step 2). A
+solver's crash becomes a Result with status ``error``; a plan the validator rejects becomes
+status ``invalid`` with the violations listed. The objective is always the cost model's.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import traceback
+from typing import Any
+
+from costmodels.problems import kind_of
+from costmodels.solving import SolverOutput, Status
+from planner.registry import Registry, default_registry
+from planner.result import Result, relative_gap
+
+#: relative tolerance between an exact solver's own objective and the cost model (DESIGN.md)
+EXACT_RTOL = 1e-6
+
+
+def check_plan(problem: Any, plan: Any) -> tuple[list[str], float | None, dict[str, Any]]:
+    """Validate ``plan`` and, when valid, evaluate it: (violations, objective, breakdown)."""
+    kind = kind_of(problem)
+    violations = [str(v) for v in kind.check(problem, plan)]
+    if violations:
+        return violations, None, {}
+    objective, breakdown = kind.evaluate(problem, plan)
+    return [], objective, breakdown
+
+
+def solve(
+    problem: Any,
+    solver: str | None = None,
+    *,
+    time_limit: float | None = None,
+    seed: int = 0,
+    registry: Registry | None = None,
+    **options: Any,
+) -> Result:
+    """Solve ``problem`` with the named solver (the problem's default when None).
+
+    Raises ``UnknownSolverError`` for an unknown solver and ``TypeError`` for an option the
+    solver does not take; everything that goes wrong inside the solver is reported in the Result.
+    """
+    kind = kind_of(problem)
+    reg = registry or default_registry()
+    info = reg.get(kind.name, solver)
+    reg.check_options(info, options)
+    if time_limit is not None and not (time_limit > 0):
+        raise ValueError(f"time_limit must be > 0 seconds, got {time_limit!r}")
+    start = time.perf_counter()
+    base = {"problem": problem, "solver": info.name, "options": dict(options), "seed": seed, "time_limit": time_limit}
+    try:
+        out = info.func(problem, time_limit=time_limit, seed=seed, **options)
+    except Exception as exc:  # a crash is a result, never a silent skip (issue 6)
+        return Result(status=Status.ERROR, wall_time_s=time.perf_counter() - start,
+                      message=f"{type(exc).__name__}: {exc}", stats={"traceback": traceback.format_exc()}, **base)
+    wall = time.perf_counter() - start
+    if not isinstance(out, SolverOutput):
+        return Result(status=Status.ERROR, wall_time_s=wall, message=f"solver returned {type(out).__name__}, not SolverOutput", **base)
+    result = Result(status=out.status, wall_time_s=wall, plan=out.plan, bound=out.bound, message=out.message,
+                    solver_objective=out.objective, stats=dict(out.stats), **base)
+    if out.plan is None:
+        if out.status.has_plan:
+            result.status = Status.ERROR
+            result.message = f"solver reported {out.status.value} without a plan. {out.message}".strip()
+        return result
+    if not isinstance(out.plan, kind.plan_type):
+        result.status = Status.ERROR
+        result.message = f"solver returned a {type(out.plan).__name__}, not a {kind.plan_type.__name__}"
+        return result
+    try:
+        violations, objective, breakdown = check_plan(problem, out.plan)
+    except Exception as exc:
+        result.status = Status.ERROR
+        result.message = f"cost model failed on the plan: {type(exc).__name__}: {exc}"
+        return result
+    if violations:
+        result.status = Status.INVALID
+        result.violations = violations
+        result.message = f"the validator rejected the plan ({len(violations)} violations). {out.message}".strip()
+        return result
+    if not out.status.has_plan:
+        result.status = Status.FEASIBLE
+    result.objective = objective
+    result.breakdown = breakdown
+    if out.bound is not None and objective is not None and out.bound > objective * (1 + EXACT_RTOL) + 1e-12:
+        result.message += f" [bound {out.bound:.9g} exceeds the cost model's objective {objective:.9g}: bound dropped]"
+        result.bound = None
+    result.gap = relative_gap(result.objective, result.bound)
+    if out.objective is not None and objective is not None and math.isfinite(out.objective):
+        mismatch = abs(out.objective - objective) > EXACT_RTOL * max(1.0, abs(objective))
+        if mismatch:
+            result.stats["objective_mismatch"] = {"solver": out.objective, "cost_model": objective}
+            if info.exact:
+                result.message += f" [exact solver claimed {out.objective:.9g}, cost model says {objective:.9g}]"
+    return result
