@@ -1,0 +1,44 @@
+# The README's two commands: `make plan` and `make test`. Both create .venv when it is missing
+# and install the project (with its test and Ray extras) from pyproject.toml; nothing else is
+# assumed on the machine but Python 3.11 and make.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+JOBS   ?= 2
+
+.PHONY: plan test test-fast lint bench schema clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev,ray]'
+	@touch $(STAMP)
+
+## plan: solve the shipped default example (HetRL testbed, GRPO sync, Qwen3-8B) into plan.json
+plan: $(STAMP)
+	$(BIN)/rlplan plan --output plan.json
+	$(BIN)/rlplan validate plan.json
+
+## test: the whole test suite, slow tests included (what CI runs)
+test: $(STAMP)
+	$(BIN)/python -m pytest -n $(JOBS) -q
+
+## test-fast: the suite without tests marked slow
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -n $(JOBS) -q -m "not slow"
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+## bench: the benchmark scenarios into bench-out/
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks.scenarios --out bench-out
+
+## schema: regenerate planner/schema/plan.schema.json after changing the plan models
+schema: $(STAMP)
+	$(BIN)/python -m planner.planfile
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis plan.json bench-out
