@@ -212,3 +212,7 @@ def presets_show(name: Annotated[str, typer.Argument(help="preset name")]) -> No
 
 def main() -> None:
     app()
+
+
+if __name__ == "__main__":
+    main()

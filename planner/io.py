@@ -46,7 +46,9 @@ def read_document(path: Path) -> Any:
         try:
             return json.loads(text)
         except json.JSONDecodeError as exc:
-            raise SpecError(f"line {exc.lineno} column {exc.colno}", text.splitlines()[exc.lineno - 1][:60] if text else "", f"malformed JSON: {exc.msg}", str(path)) from None
+            lines = text.splitlines()
+            near = lines[exc.lineno - 1][:60] if 0 < exc.lineno <= len(lines) else "<end of file>"
+            raise SpecError(f"line {exc.lineno} column {exc.colno}", near, f"malformed JSON: {exc.msg}", str(path)) from None
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -147,13 +149,23 @@ def build_problem(kind: str, fields: dict[str, Any], base: Path | None = None, s
     for name in PROBLEM_FIELDS[kind]:
         if fields.get(name) is None:
             raise SpecError(name, None, f"a {kind} problem needs a {name}", source)
+    def attributed(name: str, load: Any, *args: Any) -> Any:
+        # errors in an inline field, or in resolving a name, belong to the problem file
+        try:
+            return load(fields[name], *args)
+        except SpecError as exc:
+            if source and (exc.source is None or exc.source.startswith("<inline")):
+                field = exc.field if exc.field == name or exc.source is None else f"{name}.{exc.field}"
+                raise SpecError(field, exc.value, exc.reason, source) from None
+            raise
+
     if kind == "placement":
         params = parse_model(CostParams, fields.get("params") or {}, source)
-        return PlacementProblem(load_cluster(fields["cluster"], base), load_workflow(fields["workflow"], base), params)
+        return PlacementProblem(attributed("cluster", load_cluster, base), attributed("workflow", load_workflow, base), params)
     if kind == "circuits":
-        fabric = load_fabric(fields["fabric"], base)
-        return CircuitProblem(fabric, load_demand(fields["demand"], fabric, base))
-    return CoscheduleProblem(load_jobs(fields["jobs"], base))
+        fabric = attributed("fabric", load_fabric, base)
+        return CircuitProblem(fabric, attributed("demand", load_demand, fabric, base))
+    return CoscheduleProblem(attributed("jobs", load_jobs, base))
 
 
 def load_problem(ref: Any) -> Any:
