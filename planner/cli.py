@@ -39,7 +39,8 @@ err = Console(stderr=True)
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
-    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    err.print("[bold red]error:[/] ", end="")
+    err.print(message, markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -175,11 +176,11 @@ def validate(
     if as_json:
         out.print_json(json.dumps({"file": str(plan_file), "valid": not violations, "violations": violations}))
     elif violations:
-        err.print(f"[bold red]invalid:[/] {plan_file}: {len(violations)} violation(s)", highlight=False)
+        err.print(f"invalid: {plan_file}: {len(violations)} violation(s)", markup=False, highlight=False, soft_wrap=True)
         for v in violations:
-            err.print(f"  {v}", highlight=False, soft_wrap=True)
+            err.print(f"  {v}", markup=False, highlight=False, soft_wrap=True)
     else:
-        out.print(f"valid: {plan_file} ({doc.problem} plan by {doc.solver}, objective {doc.objective:.6g})", highlight=False)
+        out.print(f"valid: {plan_file} ({doc.problem} plan by {doc.solver}, objective {doc.objective:.6g})", markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(1 if violations else 0)
 
 

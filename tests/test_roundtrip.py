@@ -1,0 +1,129 @@
+"""load spec -> solve -> write JSON -> `rlplan validate` -> exit 0; tamper -> exit 1 (issue 2)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from costmodels.circuits import Circuit, CircuitPlan
+from costmodels.solving import SolverOutput, Status
+from heuristics.placement_colocated import colocated_plan
+from planner import Registry, load_problem, solve
+from planner.io import build_problem, write_atomic
+from planner.planfile import result_to_json
+from tests.conftest import run_cli
+
+
+def trivial_placement(problem, *, time_limit=None, seed=0):
+    """Test double: every task on every GPU, TP=2, PP=1, no search."""
+    return SolverOutput(Status.FEASIBLE, plan=colocated_plan(problem, 2, 2, 1), message="test double")
+
+
+def trivial_circuits(problem, *, time_limit=None, seed=0):
+    """Test double: one circuit per demanded pair while ports last."""
+    free = problem.fabric.degrees()
+    circuits = []
+    for pair in sorted(problem.pair_demand(), key=sorted):
+        a, b = sorted(pair)
+        if free[a] and free[b] and pair in problem.fabric.eligible_pairs():
+            circuits.append(Circuit(a=a, b=b, count=1))
+            free[a] -= 1
+            free[b] -= 1
+    return SolverOutput(Status.FEASIBLE, plan=CircuitPlan(circuits=circuits))
+
+
+@pytest.fixture
+def registry() -> Registry:
+    reg = Registry()
+    reg.register("placement", "trivial", trivial_placement, description="test double")
+    reg.register("circuits", "trivial", trivial_circuits, description="test double")
+    return reg
+
+
+def _write(result, path: Path) -> Path:
+    write_atomic(path, result_to_json(result))
+    return path
+
+
+def test_placement_round_trip_and_tamper(registry, tmp_path: Path):
+    problem = build_problem("placement", {"cluster": "small-16", "workflow": "grpo-sync-qwen3-4b"})
+    result = solve(problem, "trivial", registry=registry)
+    assert result.success, result.message + str(result.violations)
+    path = _write(result, tmp_path / "plan.json")
+    proc = run_cli("validate", str(path))
+    assert proc.returncode == 0, proc.stderr
+    assert "valid" in proc.stdout
+
+    # tamper a number in the plan: the recorded objective no longer matches the cost model
+    doc = json.loads(path.read_text())
+    doc["objective"] *= 0.9
+    bad = tmp_path / "tampered-objective.json"
+    bad.write_text(json.dumps(doc))
+    proc = run_cli("validate", str(bad))
+    assert proc.returncode == 1
+    assert "[objective]" in proc.stderr
+
+    # tamper the plan itself: one tasklet moved onto a GPU the task already uses (C1)
+    doc = json.loads(path.read_text())
+    task = doc["plan"]["tasks"][0]
+    task["devices"][1][0][0] = task["devices"][0][0][0]
+    bad = tmp_path / "tampered-plan.json"
+    bad.write_text(json.dumps(doc))
+    proc = run_cli("validate", str(bad))
+    assert proc.returncode == 1
+    assert "C1-tasklets" in proc.stderr
+
+
+def test_memory_tamper_names_c3(registry, tmp_path: Path):
+    problem = build_problem("placement", {"cluster": "small-16", "workflow": "grpo-sync-qwen3-4b"})
+    path = _write(solve(problem, "trivial", registry=registry), tmp_path / "plan.json")
+    doc = json.loads(path.read_text())
+    doc["inputs"]["workflow"]["models"] = {"actor": "Qwen3-14B", "reference": "Qwen3-14B", "reward": "Qwen3-14B"}
+    path.write_text(json.dumps(doc))
+    proc = run_cli("validate", str(path))
+    assert proc.returncode == 1
+    assert "C3-memory" in proc.stderr and "GB" in proc.stderr
+
+
+def test_circuit_round_trip_and_tamper(registry, tmp_path: Path):
+    problem = load_problem("circuits-example")
+    result = solve(problem, "trivial", registry=registry)
+    assert result.success
+    path = _write(result, tmp_path / "circuits.json")
+    assert run_cli("validate", str(path)).returncode == 0
+    doc = json.loads(path.read_text())
+    doc["plan"]["circuits"][0]["count"] = 99
+    doc["objective"] = None
+    path.write_text(json.dumps(doc))
+    proc = run_cli("validate", str(path))
+    assert proc.returncode == 1 and "port-budget" in proc.stderr
+
+
+def test_cli_plan_then_validate(tmp_path: Path):
+    out = tmp_path / "plan.json"
+    proc = run_cli("plan", "placement", "--cluster", "small-16", "--workflow", "grpo-sync-qwen3-4b", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "actor_generation" in proc.stdout
+    doc = json.loads(out.read_text())
+    for key in ("schema_version", "problem", "solver", "status", "objective", "bound", "gap", "wall_time_s", "plan", "breakdown", "inputs"):
+        assert key in doc
+    assert doc["problem"] == "placement" and doc["status"] == "feasible"
+    assert run_cli("validate", str(out)).returncode == 0
+
+
+def test_plan_to_stdout(tmp_path: Path):
+    proc = run_cli("plan", "placement", "--cluster", "small-8", "--workflow", "grpo-sync-qwen3-4b", "-o", "-", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["problem"] == "placement"
+    assert not list(tmp_path.iterdir())
+
+
+def test_no_feasible_plan_exits_1_and_writes_nothing(tmp_path: Path):
+    # Qwen3-14B PPO cannot fit on 4 GPUs with four model copies
+    out = tmp_path / "plan.json"
+    proc = run_cli("plan", "placement", "--cluster", "small-4", "--workflow", "ppo-sync-qwen3-14b", "-o", str(out))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "no feasible plan" in proc.stderr
+    assert not out.exists()
