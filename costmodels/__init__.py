@@ -6,7 +6,13 @@ from costmodels.cluster import ClusterSpec, build_topology
 from costmodels.errors import SpecError
 from costmodels.fabric import DemandSpec, FabricSpec
 from costmodels.jobs import CoscheduleProblem, JobsSpec
-from costmodels.placement import CostParams, PlacementPlan, PlacementProblem, TaskGroup, TaskPlacement
+from costmodels.placement import (
+    CostParams,
+    PlacementPlan,
+    PlacementProblem,
+    TaskGroup,
+    TaskPlacement,
+)
 from costmodels.violations import Violation
 from costmodels.workflow import WorkflowSpec
 

@@ -113,7 +113,7 @@ def _build(cls: type[BaseModel], rows: list[dict[str, Any]], what: str) -> dict[
         except ValidationError as exc:  # a broken shipped table is a packaging bug; say where
             err = exc.errors()[0]
             raise SpecError(field_path((i, *err["loc"])), err.get("input"), err["msg"], what) from None
-        key = getattr(item, "name", None) or getattr(item, "technology", None) or getattr(item, "link_gbps")
+        key = getattr(item, "name", None) or getattr(item, "technology", None) or item.link_gbps
         out[key] = item
     return out
 

@@ -6,8 +6,9 @@ The planner looks problems up here so that ``solve()`` never special-cases a kin
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from pydantic import BaseModel
 

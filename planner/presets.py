@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 CITIES = {
     "virginia": (38.9, -77.4), "ohio": (40.0, -83.0), "paris": (48.86, 2.35),

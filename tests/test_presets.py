@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import pytest
 import yaml
 
-import pytest
-
-from planner.io import build_problem, load_cluster, load_fabric, load_jobs, load_problem, load_workflow
+from planner.io import (
+    build_problem,
+    load_cluster,
+    load_fabric,
+    load_jobs,
+    load_problem,
+    load_workflow,
+)
 from planner.presets import get_preset, presets
 from tests.conftest import run_cli
 

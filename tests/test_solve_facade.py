@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from costmodels.placement import PlacementPlan, TaskGroup, TaskPlacement
+from costmodels.placement import PlacementPlan
 from costmodels.solving import SolverOutput, Status
 from heuristics.placement_colocated import colocated_plan
 from planner import Registry, UnknownSolverError, default_registry, solve

@@ -7,12 +7,17 @@ import pytest
 
 from costmodels import SpecError, get_gpu, get_model, gpu_catalog, model_catalog
 from costmodels.catalog import network_prices, ocs_devices
-from costmodels.cluster import DEFAULT_INTRA_NODE_LATENCY_MS, build_topology
+from costmodels.cluster import DEFAULT_INTRA_NODE_LATENCY_MS, ClusterSpec, build_topology
 from costmodels.fabric import parse_demand_csv
-from costmodels.workflow import TaskKind
-from planner.io import build_problem, load_cluster, load_fabric, load_jobs, load_workflow, parse_model
-from costmodels.cluster import ClusterSpec
-from costmodels.workflow import WorkflowSpec
+from costmodels.workflow import TaskKind, WorkflowSpec
+from planner.io import (
+    build_problem,
+    load_cluster,
+    load_fabric,
+    load_jobs,
+    load_workflow,
+    parse_model,
+)
 
 
 def test_catalogs_load_by_name():
