@@ -75,20 +75,27 @@ def _placement_summary(result: Result) -> Table:
     gpu_of = {d.id: d.gpu.name for d in topo.devices}
     table = Table(title=f"placement by {result.solver}: {result.objective:.2f} s/iteration, "
                         f"{b['throughput_samples_per_s']:.1f} samples/s ({result.status.value})")
-    for col in ("task", "group", "TP", "PP", "DP", "GPUs", "time (s)", "comp", "comm", "hbm"):
-        table.add_column(col, justify="right" if col not in ("task", "GPUs") else "left")
+    table.add_column("task", no_wrap=True)
+    for col in ("grp", "TP", "PP", "DP"):
+        table.add_column(col, justify="right")
+    table.add_column("GPUs", justify="right")
+    for col in ("time s", "comp", "comm", "hbm"):
+        table.add_column(col, justify="right", no_wrap=True)
     group_of = plan.group_of()
     for tp_ in plan.tasks:
         c = b["tasks"][tp_.task]
-        mix: dict[str, int] = {}
-        for d in tp_.all_devices():
-            mix[gpu_of[d]] = mix.get(gpu_of[d], 0) + 1
         comm = c["tp_s"] + c["pp_s"] + c["dp_s"]
         table.add_row(tp_.task, str(group_of[tp_.task]), str(tp_.tp), str(tp_.pp), str(tp_.dp),
-                      " + ".join(f"{k} {g}" for g, k in mix.items()), f"{c['time_s']:.2f}",
-                      f"{c['comp_s']:.2f}", f"{comm:.2f}", f"{c['hbm_s']:.2f}")
+                      str(len(tp_.all_devices())), f"{c['time_s']:.1f}",
+                      f"{c['comp_s']:.1f}", f"{comm:.1f}", f"{c['hbm_s']:.1f}")
     ph = b["phases"]
-    table.caption = (f"generation {ph['generation_s']:.2f} s + inference {ph['inference_s']:.2f} s + training {ph['training_s']:.2f} s"
+    groups = []
+    for gi, g in enumerate(plan.groups):
+        mix: dict[str, int] = {}
+        for d in g.devices:
+            mix[gpu_of[d]] = mix.get(gpu_of[d], 0) + 1
+        groups.append(f"group {gi}: " + " + ".join(f"{k} {name}" for name, k in mix.items()))
+    table.caption = ("; ".join(groups) + "\n" +f"generation {ph['generation_s']:.2f} s + inference {ph['inference_s']:.2f} s + training {ph['training_s']:.2f} s"
                      f" + {ph['weight_transfer']} {ph['weight_transfer_s']:.2f} s; peak memory {b['memory']['peak_utilization']:.0%}"
                      f" on {b['memory']['tightest_device']}")
     return table
