@@ -107,19 +107,24 @@ def _checked(spec: Any, source: str) -> Any:
     return spec
 
 
+def _load_spec(cls: type[M], kind: str, ref: Any, base: Path | None) -> M:
+    data, src = _resolve(ref, kind, base)
+    return _checked(parse_model(cls, data, src), src)
+
+
 def load_cluster(ref: Any, base: Path | None = None) -> ClusterSpec:
-    data, src = _resolve(ref, "cluster", base)
-    return _checked(parse_model(ClusterSpec, data, src), src)
+    """A cluster spec from a file, a preset name or a mapping, validated."""
+    return _load_spec(ClusterSpec, "cluster", ref, base)
 
 
 def load_workflow(ref: Any, base: Path | None = None) -> WorkflowSpec:
-    data, src = _resolve(ref, "workflow", base)
-    return _checked(parse_model(WorkflowSpec, data, src), src)
+    """A workflow spec from a file, a preset name or a mapping, validated."""
+    return _load_spec(WorkflowSpec, "workflow", ref, base)
 
 
 def load_fabric(ref: Any, base: Path | None = None) -> FabricSpec:
-    data, src = _resolve(ref, "fabric", base)
-    return _checked(parse_model(FabricSpec, data, src), src)
+    """A fabric spec from a file, a preset name or a mapping, validated."""
+    return _load_spec(FabricSpec, "fabric", ref, base)
 
 
 def load_demand(ref: Any, fabric: FabricSpec, base: Path | None = None) -> DemandSpec:
@@ -138,8 +143,8 @@ def load_demand(ref: Any, fabric: FabricSpec, base: Path | None = None) -> Deman
 
 
 def load_jobs(ref: Any, base: Path | None = None) -> JobsSpec:
-    data, src = _resolve(ref, "jobs", base)
-    return _checked(parse_model(JobsSpec, data, src), src)
+    """A co-scheduling jobs spec from a file, a preset name or a mapping, validated."""
+    return _load_spec(JobsSpec, "jobs", ref, base)
 
 
 def build_problem(kind: str, fields: dict[str, Any], base: Path | None = None, source: str | None = None) -> Any:

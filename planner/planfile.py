@@ -135,6 +135,11 @@ def result_to_json(result: Result) -> str:
     return json.dumps(result_to_dict(result), indent=2, allow_nan=False) + "\n"
 
 
+def plan_file_from_dict(data: dict[str, Any]) -> PlacementPlanFile | CircuitPlanFile:
+    """Validate a plan-file mapping (raises pydantic's ValidationError)."""
+    return _ADAPTER.validate_python(data)
+
+
 def read_plan_file(path: Path) -> PlacementPlanFile | CircuitPlanFile:
     """Parse a plan file; malformed content raises SpecError naming the field."""
     data = read_document(Path(path))

@@ -12,7 +12,7 @@ from costmodels.placement_check import check_placement
 from heuristics.placement_colocated import colocated_plan
 from planner import solve
 from planner.io import load_cluster, load_workflow
-from planner.planfile import recheck, result_to_dict, _ADAPTER
+from planner.planfile import plan_file_from_dict, recheck, result_to_dict
 
 GPUS = ["A100-40GB", "L40S", "H800", "H20"]
 
@@ -47,7 +47,7 @@ def test_returned_plans_pass_validation_and_recheck(cluster, workflow):
     if not result.success:
         return
     assert check_placement(problem, result.plan) == []
-    doc = _ADAPTER.validate_python(result_to_dict(result))
+    doc = plan_file_from_dict(result_to_dict(result))
     assert recheck(doc) == []
 
 
