@@ -53,6 +53,8 @@ class Registry:
 
     def get(self, problem: str, name: str | None = None) -> SolverInfo:
         name = name or self._defaults.get(problem)
+        if name is None:
+            raise UnknownSolverError(f"no solvers are registered for problem {problem!r} yet")
         if (problem, name) not in self._solvers:
             known = ", ".join(s.name for s in self.solvers(problem)) or "none"
             raise UnknownSolverError(f"unknown solver {name!r} for problem {problem!r}; available: {known}")
