@@ -17,7 +17,7 @@ The network is given hierarchically, the way operators describe it:
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -155,18 +155,20 @@ class Device:
     region: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Topology:
     """Resolved device graph G_D of HetRL Appendix B.1.
 
     ``latency_s[i, j]`` is alpha in seconds and ``bandwidth_gbs[i, j]`` is beta in GB/s (bytes,
-    not bits). Diagonals are 0 and +inf: a GPU talking to itself costs nothing.
+    not bits). Diagonals are 0 and +inf: a GPU talking to itself costs nothing. ``memo`` holds
+    per-topology memoised results of pure functions of it (ring costs); it never changes a value.
     """
 
     devices: tuple[Device, ...]
     latency_s: np.ndarray
     bandwidth_gbs: np.ndarray
     explicit_matrix: bool
+    memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def n(self) -> int:

@@ -9,9 +9,15 @@ optimal. Its ring keeps each node's GPUs together and each zone's nodes together
 zones by an exact search when there are at most :data:`EXACT_ZONE_LIMIT` of them (a greedy order
 otherwise). The lower bound is the larger of (a) the bottleneck spanning tree's heaviest edge and
 (b) every vertex's second-lightest edge (a Hamiltonian cycle uses two edges at every vertex).
-On hierarchical networks (uniform links inside a node, inside a zone and per zone pair) the two
-meet whenever a zone-contiguous ring is optimal, which covers one node, one zone and two zones;
-the breakdown reports ``ring_exact`` so a user sees when a number is only an upper bound.
+When the two differ the ring problem is solved exactly on the network's hierarchy: GPUs of one
+node are interchangeable (their links to everything else are the same), so a Hamiltonian cycle
+is a sequence of node visits, and a dynamic programme over "how many GPUs of each node are used
+so far" decides, for a threshold, whether a ring with no edge above it exists; a binary search
+over the distinct edge weights finds the optimum. That is exact for every network given
+hierarchically (nodes in zones, links per zone pair) and runs whenever its state space is small
+(at most :data:`EXACT_STATE_LIMIT` states), which covers TP, PP and DP groups and all-gathers
+over a few nodes. Beyond it (or with an explicit per-GPU matrix and many GPUs) the contiguous
+ring stands with its lower bound, and the breakdown's ``ring_exact`` says so.
 Units: seconds, GB, GB/s.
 """
 
@@ -25,6 +31,7 @@ import numpy as np
 from costmodels.cluster import Topology
 
 EXACT_ZONE_LIMIT = 7
+EXACT_STATE_LIMIT = 200_000
 
 
 @dataclass(frozen=True)
@@ -117,17 +124,112 @@ def _contiguous_order(topo: Topology, devices: list[int], w: np.ndarray) -> list
     return [p for z in seq for p in blocks[z]]
 
 
+def _classes(topo: Topology, devices: list[int]) -> list[list[int]]:
+    """Positions of ``devices`` grouped into interchangeable classes: by node on a hierarchical
+    network, one class per GPU when an explicit matrix may make every link different."""
+    if topo.explicit_matrix:
+        return [[p] for p in range(len(devices))]
+    groups: dict[str, list[int]] = {}
+    for pos, d in enumerate(devices):
+        groups.setdefault(topo.devices[d].node, []).append(pos)
+    return list(groups.values())
+
+
+def _hamiltonian_within(w: np.ndarray, classes: list[list[int]], threshold: float) -> bool:
+    """Is there a ring over all positions using only edges of weight <= threshold?
+
+    Positions in one class have identical weights to every other class and among themselves, so
+    a ring is decided by the order of class visits. DP state: (GPUs used per class, last class);
+    the ring starts at a GPU of class 0.
+    """
+    k = len(classes)
+    sizes = [len(c) for c in classes]
+    rep = [c[0] for c in classes]
+    allowed = [[False] * k for _ in range(k)]
+    for a in range(k):
+        for b in range(k):
+            if a != b:
+                allowed[a][b] = bool(w[rep[a], rep[b]] <= threshold)
+            elif sizes[a] >= 2:
+                allowed[a][a] = bool(w[classes[a][0], classes[a][1]] <= threshold)
+    total = sum(sizes)
+    seen: set[tuple[tuple[int, ...], int]] = set()
+    start = tuple(1 if a == 0 else 0 for a in range(k))
+    stack = [(start, 0)]
+    while stack:
+        used, last = stack.pop()
+        if sum(used) == total:
+            # close the ring back to the first GPU (class 0); a second GPU of class 0 needs the
+            # intra-class edge, a GPU of another class the inter-class edge
+            if last == 0 and allowed[0][0] or last != 0 and allowed[last][0]:
+                return True
+            continue
+        for c in range(k):
+            if used[c] < sizes[c] and allowed[last][c]:
+                nxt = used[:c] + (used[c] + 1,) + used[c + 1:]
+                key = (nxt, c)
+                if key not in seen:
+                    seen.add(key)
+                    stack.append(key)
+    return False
+
+
+def _exact_ring(w: np.ndarray, classes: list[list[int]], lower: float, upper: float) -> float | None:
+    states = len(classes)
+    for c in classes:
+        states *= len(c) + 1
+    if states > EXACT_STATE_LIMIT:
+        return None
+    candidates = np.unique(w[np.isfinite(w)])
+    candidates = candidates[(candidates >= lower * (1 - 1e-12)) & (candidates <= upper)]
+    lo, hi = 0, len(candidates) - 1
+    best = upper
+    while lo <= hi:  # feasibility is monotone in the threshold
+        mid = (lo + hi) // 2
+        if _hamiltonian_within(w, classes, float(candidates[mid])):
+            best = float(candidates[mid])
+            hi = mid - 1
+        else:
+            lo = mid + 1
+    return best
+
+
 def bottleneck_ring(topo: Topology, devices: list[int], volume_gb: float) -> RingCost:
-    """Best-ring step time for sending ``volume_gb`` between ring neighbours (HetRL B.2)."""
+    """Best-ring step time for sending ``volume_gb`` between ring neighbours (HetRL B.2).
+
+    Results are memoised per topology on the GPUs' node structure, so the hot loops of the
+    search algorithms pay for each distinct group shape once.
+    """
     n = len(devices)
     if n <= 1:
         return RingCost(0.0, 0.0)
+    if topo.explicit_matrix:
+        key = ("dev", tuple(sorted(devices)), volume_gb)
+    else:
+        # a ring's cost depends only on how many GPUs of which nodes it spans
+        counts: dict[str, int] = {}
+        for d in devices:
+            counts[topo.devices[d].node] = counts.get(topo.devices[d].node, 0) + 1
+        key = ("node", tuple(sorted(counts.items())), volume_gb)
+    cache = topo.memo.setdefault("ring", {})
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
     w = edge_weights(topo, devices, volume_gb)
     if n == 2:
         v = float(w[0, 1])
-        return RingCost(v, v)
-    order = _contiguous_order(topo, devices, w)
-    return RingCost(_ring_value(w, order), _lower_bound(w))
+        result = RingCost(v, v)
+    else:
+        heuristic = _ring_value(w, _contiguous_order(topo, devices, w))
+        lower = _lower_bound(w)
+        result = RingCost(heuristic, lower)
+        if not result.exact:
+            exact = _exact_ring(w, _classes(topo, devices), lower, heuristic)
+            if exact is not None:
+                result = RingCost(exact, exact)
+    if len(cache) < 100_000:
+        cache[key] = result
+    return result
 
 
 def ring_latency(topo: Topology, devices: list[int]) -> float:
