@@ -37,7 +37,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from costmodels.catalog import GPUSpec, ModelSpec
 from costmodels.memory import GB
-from costmodels.transformer import BYTES_BF16, attention_params, kv_bytes_per_token, mlp_params, total_params
+from costmodels.transformer import (
+    BYTES_BF16,
+    attention_params,
+    kv_bytes_per_token,
+    mlp_params,
+    total_params,
+)
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 

@@ -33,6 +33,8 @@ app = typer.Typer(
 )
 presets_app = typer.Typer(help="List and show the shipped example clusters, workflows, fabrics and problems.", invoke_without_command=True)
 app.add_typer(presets_app, name="presets")
+estimate_app = typer.Typer(help="Cost-model estimates without solving (generation makespan per TP/DP configuration).", no_args_is_help=True)
+app.add_typer(estimate_app, name="estimate")
 
 out = Console()
 err = Console(stderr=True)
@@ -189,6 +191,106 @@ def validate(
     else:
         out.print(f"valid: {plan_file} ({doc.problem} plan by {doc.solver}, objective {doc.objective:.6g})", markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(1 if violations else 0)
+
+
+def _task_table(breakdown: dict[str, Any], title: str) -> Table:
+    table = Table(title=title)
+    table.add_column("task", no_wrap=True)
+    for col in ("time", "comp", "tp", "pp", "dp", "bubble", "hbm"):
+        table.add_column(col, justify="right", no_wrap=True)
+    for name, c in breakdown["tasks"].items():
+        table.add_row(name, *(f"{c[k]:.2f}" for k in ("time_s", "comp_s", "tp_s", "pp_s", "dp_s", "bubble_s", "hbm_s")))
+    ph = breakdown["phases"]
+    table.caption = (f"seconds; iteration {breakdown['iteration_time_s']:.2f} s = generation {ph['generation_s']:.2f}"
+                     f" + inference {ph['inference_s']:.2f} + training {ph['training_s']:.2f} + {ph['weight_transfer']}"
+                     f" {ph['weight_transfer_s']:.2f};"
+                     f" rings {'exact' if breakdown['ring_exact'] else 'upper bounds (heuristic)'}")
+    return table
+
+
+@app.command()
+def evaluate(
+    plan_file: Annotated[Path, typer.Argument(help="a plan JSON written by `rlplan plan`, or a problem file with a `plan:` section")],
+    as_json: Annotated[bool, typer.Option("--json", help="print the breakdown as JSON")] = False,
+) -> None:
+    """Print a plan's cost breakdown (per task, per component) as the cost model computes it."""
+    from planner.planfile import load_plan_and_problem
+    from planner.solve import check_plan
+
+    try:
+        problem, plan = load_plan_and_problem(plan_file)
+    except SpecError as exc:
+        fail(str(exc))
+    violations, objective, breakdown = check_plan(problem, plan)
+    if violations:
+        for v in violations:
+            err.print(f"  {v}", markup=False, highlight=False, soft_wrap=True)
+        fail(f"{plan_file}: the plan violates {len(violations)} constraint(s)", code=1)
+    if as_json:
+        from planner.planfile import _finite
+
+        sys.stdout.write(json.dumps(_finite({"objective": objective, "breakdown": breakdown}), indent=2) + "\n")
+        return
+    if problem.kind == "placement":
+        out.print(_task_table(breakdown, f"{plan_file}: {objective:.2f} s per iteration"))
+    else:
+        table = Table(title=f"{plan_file}: objective {objective:.6g}")
+        table.add_column("field")
+        table.add_column("value")
+        for k, v in breakdown.items():
+            table.add_row(k, str(v))
+        out.print(table)
+
+
+@estimate_app.command("generation")
+def estimate_generation(
+    model: Annotated[str, typer.Option(help="model name from the catalog (e.g. Qwen2.5-14B)")] = "Qwen2.5-14B",
+    gpu: Annotated[str, typer.Option(help="GPU type from the catalog")] = "H800",
+    gpus: Annotated[int, typer.Option(help="GPU budget (TP x DP)")] = 8,
+    lengths: Annotated[str, typer.Option(help="histogram CSV (remaining,count[,context]) or NAME:key=value,... (uniform, lognormal, constant)")] = "uniform:low=256,high=4096,n=512,context=1024",
+    bin_tokens: Annotated[int, typer.Option("--bin", help="bin width in tokens for named distributions")] = 256,
+    max_num_seqs: Annotated[int, typer.Option(help="engine's max concurrent sequences per instance")] = 256,
+    gpus_per_node: Annotated[int, typer.Option(help="TP stays inside a node of this many GPUs")] = 8,
+    seed: Annotated[int, typer.Option(help="seed for sampling a named distribution")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="machine-readable rows")] = False,
+) -> None:
+    """Makespan of the remaining requests under every feasible TP x DP configuration
+    (OrchestrRL T_k, §2.1/§4.1), fastest first."""
+    from costmodels.catalog import get_gpu, get_model
+    from costmodels.generation import ServingParams, sweep
+    from costmodels.lengths import parse_distribution, parse_histogram_csv
+
+    try:
+        if gpus <= 0:
+            raise SpecError("--gpus", gpus, "must be > 0")
+        m = get_model(model)
+        g = get_gpu(gpu)
+        path = Path(lengths)
+        if path.exists():
+            hist = parse_histogram_csv(path.read_text(encoding="utf-8"), str(path))
+        else:
+            hist = parse_distribution(lengths, seed=seed, bin_tokens=bin_tokens)
+        params = ServingParams(max_num_seqs=max_num_seqs)
+    except SpecError as exc:
+        fail(str(exc))
+    except ValueError as exc:
+        fail(str(exc))
+    rows = sweep(m, g, gpus, hist.requests(), params, gpus_per_node)
+    if not rows:
+        fail(f"no TP degree divides {gpus} GPUs within a {gpus_per_node}-GPU node for {model}")
+    if as_json:
+        from planner.planfile import _finite
+
+        sys.stdout.write(json.dumps(_finite({"model": model, "gpu": gpu, "gpus": gpus, "requests": hist.total, "configurations": rows}), indent=2) + "\n")
+        return
+    table = Table(title=f"{model} on {gpus} x {gpu}: {hist.total} requests, remaining up to {max(hist.upper)} tokens")
+    for col in ("TP", "DP", "makespan s", "KV tokens / instance", "peak batch", "decode steps", "feasible"):
+        table.add_column(col, justify="right")
+    for r in rows:
+        table.add_row(str(r["tp"]), str(r["dp"]), f"{r['makespan_s']:.1f}", f"{r['kv_capacity_tokens']:,}", str(r["peak_batch"]), str(r["steps"]), "yes" if r["feasible"] else "no (KV)")
+    out.print(table)
+    best = rows[0]
+    out.print(f"fastest: TP={best['tp']} x DP={best['dp']}", highlight=False)
 
 
 @presets_app.callback()

@@ -158,6 +158,30 @@ def read_plan_file(path: Path) -> PlacementPlanFile | CircuitPlanFile:
         raise SpecError(field_path(loc), value, msg, str(path)) from None
 
 
+def load_plan_and_problem(path: Path) -> tuple[Any, Any]:
+    """(problem, plan) from a plan file written by rlplan, or from a hand-written document that
+    holds a problem (``problem:`` and its fields, as in a problem file) plus a ``plan:``."""
+    from costmodels.problems import KINDS
+    from planner.io import parse_model
+
+    path = Path(path)
+    data = read_document(path)
+    if isinstance(data, dict) and "schema_version" not in data and "plan" in data:
+        fields = {k: v for k, v in data.items() if k != "plan"}
+        kind = fields.get("problem")
+        problem = build_problem(kind, fields, base=path.parent, source=str(path))
+        plan = parse_model(KINDS[kind].plan_type, data["plan"], str(path))
+        return problem, plan
+    doc = read_plan_file(path)
+    if doc.plan is None:
+        raise SpecError("plan", None, f"the file holds no plan (status {doc.status.value})", str(path))
+    try:
+        problem = build_problem(doc.problem, doc.inputs.model_dump(mode="json"), source=str(path))
+    except SpecError as exc:
+        raise exc.prefixed("inputs").with_source(str(path)) from None
+    return problem, doc.plan
+
+
 def recheck(doc: PlacementPlanFile | CircuitPlanFile, source: str = "") -> list[str]:
     """Re-check a plan file against its own inputs: the plan's constraints, and that the recorded
     objective, bound and gap agree with the cost model. Returns the violations."""

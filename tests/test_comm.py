@@ -20,13 +20,13 @@ def brute_force_ring(topo, devices, volume):
     best = np.inf
     for perm in itertools.permutations(range(1, n)):
         order = (0, *perm)
-        best = min(best, max(w[a, b] for a, b in zip(order, order[1:] + order[:1])))
+        best = min(best, max(w[a, b] for a, b in zip(order, order[1:] + order[:1], strict=True)))
     return best
 
 
 def cluster(nodes, links, intra=(100, 0.05)):
     return {"nodes": nodes, "network": {"intra_zone": {"bandwidth_gbps": intra[0], "latency_ms": intra[1]},
-                                        "inter_zone": [{"zones": list(z), "bandwidth_gbps": b, "latency_ms": l} for z, b, l in links]}}
+                                        "inter_zone": [{"zones": list(z), "bandwidth_gbps": b, "latency_ms": lat} for z, b, lat in links]}}
 
 
 def test_two_gpus_is_the_single_link():

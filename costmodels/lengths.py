@@ -1,0 +1,97 @@
+"""Remaining-length distributions for generation estimates (OrchestrRL §4.1).
+
+A histogram file is CSV with columns ``remaining,count`` and optionally ``context`` (tokens
+already cached). A named distribution is ``NAME:key=value,...``:
+
+* ``uniform:low=256,high=4096,n=512,context=1024``
+* ``lognormal:median=3000,sigma=0.7,n=512,context=1024,max=16384``
+* ``constant:length=2048,n=16,context=8192``
+
+Samples are drawn with a seeded generator and binned into ``bin``-token bins (default 256),
+each bin's upper bound standing for its requests' length, as OrchestrRL does.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+
+import numpy as np
+
+from costmodels.errors import SpecError
+from costmodels.generation import LengthHistogram
+
+DISTRIBUTIONS = {
+    "uniform": {"low", "high", "n", "context"},
+    "lognormal": {"median", "sigma", "n", "context", "max"},
+    "constant": {"length", "n", "context"},
+}
+
+
+def bin_lengths(lengths: np.ndarray, contexts: np.ndarray, bin_tokens: int) -> LengthHistogram:
+    upper = np.maximum(bin_tokens, np.ceil(lengths / bin_tokens) * bin_tokens).astype(int)
+    keys: dict[tuple[int, int], int] = {}
+    for u, c in zip(upper.tolist(), contexts.astype(int).tolist(), strict=True):
+        keys[(u, c)] = keys.get((u, c), 0) + 1
+    items = sorted(keys.items())
+    return LengthHistogram(upper=[k[0] for k, _ in items], counts=[v for _, v in items], context=[k[1] for k, _ in items])
+
+
+def parse_distribution(text: str, seed: int = 0, bin_tokens: int = 256) -> LengthHistogram:
+    """A histogram from ``NAME:key=value,...`` (see module doc)."""
+    name, _, rest = text.partition(":")
+    if name not in DISTRIBUTIONS:
+        raise SpecError("lengths", text, f"unknown distribution {name!r}; known: {', '.join(DISTRIBUTIONS)} (or a histogram CSV file)")
+    args: dict[str, float] = {}
+    for part in filter(None, rest.split(",")):
+        key, eq, value = part.partition("=")
+        if not eq or key not in DISTRIBUTIONS[name]:
+            raise SpecError(f"lengths.{key}", part, f"{name} takes {', '.join(sorted(DISTRIBUTIONS[name]))}")
+        try:
+            args[key] = float(value)
+        except ValueError:
+            raise SpecError(f"lengths.{key}", value, "not a number") from None
+    n = int(args.get("n", 512))
+    if n <= 0:
+        raise SpecError("lengths.n", n, "must be > 0")
+    context = np.full(n, args.get("context", 0.0))
+    rng = np.random.default_rng(seed)
+    if name == "uniform":
+        low, high = args.get("low", 256), args.get("high", 4096)
+        if not 0 < low <= high:
+            raise SpecError("lengths.low", low, "need 0 < low <= high")
+        lengths = rng.uniform(low, high, n)
+    elif name == "lognormal":
+        median, sigma = args.get("median", 2048), args.get("sigma", 0.7)
+        if median <= 0 or sigma < 0:
+            raise SpecError("lengths.median", median, "need median > 0 and sigma >= 0")
+        lengths = np.minimum(rng.lognormal(math.log(median), sigma, n), args.get("max", 32768))
+    else:
+        length = args.get("length", 1024)
+        if length <= 0:
+            raise SpecError("lengths.length", length, "must be > 0")
+        lengths = np.full(n, length)
+    return bin_lengths(lengths, context, bin_tokens)
+
+
+def parse_histogram_csv(text: str, source: str) -> LengthHistogram:
+    """A histogram from CSV text with ``remaining,count[,context]`` columns."""
+    reader = csv.DictReader(io.StringIO(text))
+    header = reader.fieldnames or []
+    if "remaining" not in header or "count" not in header:
+        raise SpecError("header", ",".join(header), "histogram CSV needs columns remaining,count[,context]", source)
+    upper, counts, ctx = [], [], []
+    for i, row in enumerate(reader):
+        try:
+            u, c, x = int(float(row["remaining"])), int(float(row["count"])), int(float(row.get("context") or 0))
+        except (TypeError, ValueError):
+            raise SpecError(f"row {i + 2}", dict(row), "remaining, count and context must be numbers", source) from None
+        if u <= 0 or c < 0 or x < 0:
+            raise SpecError(f"row {i + 2}", dict(row), "need remaining > 0, count >= 0, context >= 0", source)
+        upper.append(u)
+        counts.append(c)
+        ctx.append(x)
+    if not upper or sum(counts) == 0:
+        raise SpecError("", source, "the histogram holds no requests", source)
+    return LengthHistogram(upper=upper, counts=counts, context=ctx)
