@@ -72,33 +72,47 @@ def phi(costs: list[float], eta: float) -> float:
     return eta * max(costs) + (1 - eta) * sum(costs)
 
 
-def device_memory(problem: PlacementProblem, plan: PlacementPlan) -> dict[int, dict[str, float]]:
-    """Per-GPU resident (model) memory sum and largest working memory, GB (constraint C3)."""
+def task_memory(problem: PlacementProblem, task: Task, tp_: TaskPlacement) -> dict[int, tuple[float, float]]:
+    """(model GB, working GB) of each GPU's tasklet of one task (HetRL C3 terms).
+
+    A generation task with an explicit ``decode_batch`` holds the KV cache of that many sequences
+    (or of its replica's samples, if fewer) as working memory.
+    """
     wf = problem.workflow
     index = problem.topology.index_of()
+    m = wf.model(task.role)
+    split = layer_split(m.layers, tp_.pp, tp_.layers_per_stage)
+    shares = batch_shares(tp_.dp, tp_.batch_shares)
+    seq = wf.prompt_length + wf.response_length
+    out: dict[int, tuple[float, float]] = {}
+    for i, replica in enumerate(tp_.devices):
+        samples = wf.samples * shares[i]
+        nm = samples / wf.micro_batch_size
+        for j, stage in enumerate(replica):
+            mem = tasklet_memory(
+                task.kind, m, stage_layers=split[j], first=j == 0, last=j == tp_.pp - 1,
+                tp=tp_.tp, pp=tp_.pp, dp=tp_.dp, seq=seq, mbs=wf.micro_batch_size, micro_batches=nm,
+                recompute=wf.recompute, grad_bytes=problem.params.grad_bytes_per_param,
+                optimizer_bytes=problem.params.optimizer_bytes_per_param,
+                distributed_optimizer=problem.params.distributed_optimizer,
+            )
+            working = mem.working_gb
+            if task.kind is TaskKind.GENERATION and tp_.decode_batch is not None:
+                working *= max(1, min(tp_.decode_batch, math.ceil(samples)))
+            for dev in stage:
+                out[index[dev]] = (mem.model_gb, working)
+    return out
+
+
+def device_memory(problem: PlacementProblem, plan: PlacementPlan) -> dict[int, dict[str, float]]:
+    """Per-GPU resident (model) memory sum and largest working memory, GB (constraint C3)."""
     tasks = {t.name: t for t in problem.tasks}
     out: dict[int, dict[str, float]] = {}
     for tp_ in plan.tasks:
-        task = tasks[tp_.task]
-        m = wf.model(task.role)
-        split = layer_split(m.layers, tp_.pp, tp_.layers_per_stage)
-        shares = batch_shares(tp_.dp, tp_.batch_shares)
-        for i, replica in enumerate(tp_.devices):
-            nm = wf.samples * shares[i] / wf.micro_batch_size
-            for j, stage in enumerate(replica):
-                mem = tasklet_memory(
-                    task.kind, m, stage_layers=split[j], first=j == 0, last=j == tp_.pp - 1,
-                    tp=tp_.tp, pp=tp_.pp, dp=tp_.dp, seq=wf.prompt_length + wf.response_length,
-                    mbs=wf.micro_batch_size, micro_batches=nm, recompute=wf.recompute,
-                    grad_bytes=problem.params.grad_bytes_per_param,
-                    optimizer_bytes=problem.params.optimizer_bytes_per_param,
-                    distributed_optimizer=problem.params.distributed_optimizer,
-                )
-                for dev in stage:
-                    d = index[dev]
-                    slot = out.setdefault(d, {"model_gb": 0.0, "working_gb": 0.0})
-                    slot["model_gb"] += mem.model_gb
-                    slot["working_gb"] = max(slot["working_gb"], mem.working_gb)
+        for d, (model, working) in task_memory(problem, tasks[tp_.task], tp_).items():
+            slot = out.setdefault(d, {"model_gb": 0.0, "working_gb": 0.0})
+            slot["model_gb"] += model
+            slot["working_gb"] = max(slot["working_gb"], working)
     for d, slot in out.items():
         slot["capacity_gb"] = problem.topology.devices[d].gpu.memory_gb - problem.params.memory_reserve_gb
     return out
@@ -107,7 +121,7 @@ def device_memory(problem: PlacementProblem, plan: PlacementPlan) -> dict[int, d
 class _TaskCoster:
     """Component costs of one task under one placement (HetRL Appendix B.2)."""
 
-    def __init__(self, problem: PlacementProblem, task: Task, tp_: TaskPlacement, mem: dict[int, dict[str, float]]):
+    def __init__(self, problem: PlacementProblem, task: Task, tp_: TaskPlacement, mem: dict[int, dict[str, float]] | None):
         self.problem, self.task, self.tp_ = problem, task, tp_
         self.wf = problem.workflow
         self.topo = problem.topology
@@ -193,7 +207,12 @@ class _TaskCoster:
         return out
 
     def _decode_batch(self, replica: list[list[int]]) -> int:
-        """dbs of B.2 capped by the KV cache that fits beside the resident models on each GPU."""
+        """dbs of B.2: the plan's ``decode_batch``, or the workflow's limit capped by the KV cache
+        that fits beside the resident models on each GPU."""
+        if self.tp_.decode_batch is not None:
+            return self.tp_.decode_batch
+        if self.mem is None:
+            raise ValueError("a generation task without decode_batch needs the plan's memory map")
         wf, m = self.wf, self.m
         seq = wf.prompt_length + wf.response_length
         cap = wf.decode_batch_size
@@ -218,38 +237,65 @@ class _TaskCoster:
         return worst
 
 
+def task_cost(problem: PlacementProblem, task: Task, tp_: TaskPlacement, mem: dict[int, dict[str, float]] | None = None) -> tuple[dict[str, Any], bool]:
+    """One task's cost C^t with its components (HetRL B.2-B.3) and whether its rings are exact.
+    ``mem`` (the plan's per-GPU memory) is needed only by generation without ``decode_batch``."""
+    coster = _TaskCoster(problem, task, tp_, mem)
+    return coster.cost(), coster.exact
+
+
 def _replica_devices(idx: list[list[list[int]]], i: int) -> list[int]:
     return [d for stage in idx[i] for d in stage]
 
 
+@dataclass(frozen=True)
+class TransferParts:
+    """Pieces of C_reshard / C_sync (HetRL B.2): all-gather per training replica, broadcast per
+    generation replica, and the best training-to-generation point-to-point copy."""
+
+    allgather_s: tuple[float, ...]
+    broadcast_s: tuple[float, ...]
+    p2p_s: float
+    exact: bool
+
+
+def full_weights_gb(problem: PlacementProblem) -> float:
+    return BYTES_BF16 * total_params(problem.workflow.model("actor")) / GB
+
+
+def replica_allgather(problem: PlacementProblem, tp_: TaskPlacement) -> tuple[list[float], bool]:
+    """All-gather of the full actor weights inside each replica of ``tp_`` (B.2 resharding)."""
+    topo = problem.topology
+    index = topo.index_of()
+    full = full_weights_gb(problem)
+    out, exact = [], True
+    for replica in tp_.devices:
+        devs = [index[d] for stage in replica for d in stage]
+        n = len(devs)
+        r = comm.bottleneck_ring(topo, devs, full * (n - 1) / n)
+        out.append(r.seconds)
+        exact = exact and r.exact
+    return out, exact
+
+
+def transfer_parts(problem: PlacementProblem, train: TaskPlacement, gen: TaskPlacement) -> TransferParts:
+    index = problem.topology.index_of()
+    ag, e1 = replica_allgather(problem, train)
+    bc, e2 = replica_allgather(problem, gen)
+    p2p = comm.best_pair(problem.topology, [index[d] for d in train.all_devices()], [index[d] for d in gen.all_devices()], full_weights_gb(problem))
+    return TransferParts(tuple(ag), tuple(bc), p2p, e1 and e2)
+
+
 def weight_transfer(problem: PlacementProblem, plan: PlacementPlan) -> tuple[str, float, bool]:
     """C_reshard or C_sync of HetRL B.2, whichever the plan's layout needs (see module doc)."""
-    topo, wf = problem.topology, problem.workflow
-    index = topo.index_of()
     train = plan.task("actor_training")
     gen = plan.task("actor_generation")
     groups = plan.group_of()
-    m = wf.model("actor")
-    full = BYTES_BF16 * total_params(m) / GB
-    tidx = [[[index[d] for d in s] for s in r] for r in train.devices]
-    gidx = [[[index[d] for d in s] for s in r] for r in gen.devices]
-    exact = True
-
-    def allgather(replica: list[int]) -> float:
-        nonlocal exact
-        n = len(replica)
-        r = comm.bottleneck_ring(topo, replica, full * (n - 1) / n)
-        exact = exact and r.exact
-        return r.seconds
-
-    ag = [allgather(_replica_devices(tidx, i)) for i in range(train.dp)]
-    if wf.mode == "sync" and groups["actor_generation"] == groups["actor_training"]:
+    if problem.workflow.mode == "sync" and groups["actor_generation"] == groups["actor_training"]:
+        ag, exact = replica_allgather(problem, train)
         return "reshard", max(ag), exact
-    bc = [allgather(_replica_devices(gidx, i)) for i in range(gen.dp)]
-    all_train = [d for i in range(train.dp) for d in _replica_devices(tidx, i)]
-    all_gen = [d for i in range(gen.dp) for d in _replica_devices(gidx, i)]
-    p2p = comm.best_pair(topo, all_train, all_gen, full)
-    return "sync", min(ag) + max(bc) + p2p, exact
+    parts = transfer_parts(problem, train, gen)
+    return "sync", min(parts.allgather_s) + max(parts.broadcast_s) + parts.p2p_s, parts.exact
 
 
 def evaluate_placement(problem: PlacementProblem, plan: PlacementPlan) -> Evaluation:
@@ -260,9 +306,8 @@ def evaluate_placement(problem: PlacementProblem, plan: PlacementPlan) -> Evalua
     task_costs: dict[str, dict[str, Any]] = {}
     exact = True
     for task in problem.tasks:
-        coster = _TaskCoster(problem, task, plan.task(task.name), mem)
-        task_costs[task.name] = coster.cost()
-        exact = exact and coster.exact
+        task_costs[task.name], task_exact = task_cost(problem, task, plan.task(task.name), mem)
+        exact = exact and task_exact
 
     def stage_cost(kind: TaskKind) -> float:
         names = [t.name for t in problem.tasks if t.kind is kind]

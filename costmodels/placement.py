@@ -57,6 +57,7 @@ class TaskPlacement(BaseModel):
     devices: list[list[list[str]]]
     layers_per_stage: list[int] | None = None
     batch_shares: list[float] | None = None
+    decode_batch: int | None = Field(default=None, ge=1, description="generation only: the serving engine's max concurrent sequences per replica (dbs); its KV cache counts as working memory. When absent, dbs is the workflow's limit capped by the memory left beside the resident models.")
 
     def all_devices(self) -> list[str]:
         return [d for replica in self.devices for stage in replica for d in stage]

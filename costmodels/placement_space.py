@@ -1,0 +1,173 @@
+"""rlplan's placement search space (HetRL §3.2), shared by every placement solver.
+
+Levels 1-4 are searched as in HetRL: a task grouping (set partition of the tasks), disjoint GPU
+groups, the concrete GPUs of each group, and a parallel strategy per task. Level 5 (tasklet to
+GPU) is canonical: a task uses all of its group's GPUs, taken in cluster order (node by node),
+filled TP-innermost, then PP stages, then DP replicas; what Level 5 would tune is instead chosen
+by HetRL §4.2's load balancing (``balance``: batch shares per replica and layers per stage in
+proportion to speed) and, for generation, by the serving engine's decode batch ``dbs``.
+
+Because GPUs of one node are interchangeable on a hierarchical network, a GPU group is
+characterised by how many GPUs it takes from each node (its *composition*); the exact ILP and the
+brute-force enumerator use that symmetry, the evolutionary searches work on concrete GPUs. All
+solvers explore exactly this space, so their objectives are comparable.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from costmodels.placement import PlacementPlan, PlacementProblem, TaskGroup, TaskPlacement
+from costmodels.workflow import Task, TaskKind
+
+#: largest TP degree considered (TP inside an 8-GPU server, as in HetRL's testbed)
+MAX_TP = 8
+
+
+@dataclass(frozen=True, order=True)
+class TaskConfig:
+    """Level 4 (+ load balancing): one task's parallel strategy on its group."""
+
+    tp: int
+    pp: int
+    dp: int
+    balance: bool = False
+    decode_batch: int | None = None
+
+    def label(self) -> str:
+        extra = (", balanced" if self.balance else "") + (f", dbs={self.decode_batch}" if self.decode_batch else "")
+        return f"TP{self.tp} PP{self.pp} DP{self.dp}{extra}"
+
+
+def set_partitions(items: list[str]) -> Iterator[list[list[str]]]:
+    """All set partitions (Bell number many) in a deterministic order."""
+    if not items:
+        yield []
+        return
+    first, rest = items[0], items[1:]
+    for part in set_partitions(rest):
+        for i in range(len(part)):
+            yield [*part[:i], [first, *part[i]], *part[i + 1:]]
+        yield [[first], *part]
+
+
+def decode_batch_candidates(max_dbs: int, count: int = 4) -> tuple[int, ...]:
+    """The engine limit and its halvings (``count`` values at most, never below 1)."""
+    out = []
+    b = max_dbs
+    while b >= 1 and len(out) < count:
+        out.append(b)
+        b //= 2
+    return tuple(out)
+
+
+def task_configs(problem: PlacementProblem, task: Task, gpus: int, heterogeneous: bool = True) -> list[TaskConfig]:
+    """Every (TP, PP, DP) with TP*PP*DP == ``gpus`` that the model admits, with and without
+    load balancing (only when the group mixes GPU types), and decode-batch choices for
+    generation."""
+    m = problem.workflow.model(task.role)
+    out = []
+    for tp in range(1, min(gpus, MAX_TP) + 1):
+        if gpus % tp or m.query_heads % tp or (m.kv_heads % tp and tp % m.kv_heads):
+            continue
+        rest = gpus // tp
+        for pp in range(1, min(rest, m.layers) + 1):
+            if rest % pp:
+                continue
+            dp = rest // pp
+            balances = (False, True) if heterogeneous and (dp > 1 or pp > 1) else (False,)
+            dbs_options: tuple[int | None, ...] = (None,)
+            if task.kind is TaskKind.GENERATION:
+                dbs_options = decode_batch_candidates(problem.workflow.decode_batch_size)
+            for bal in balances:
+                for dbs in dbs_options:
+                    out.append(TaskConfig(tp, pp, dp, bal, dbs))
+    return out
+
+
+def _speed(problem: PlacementProblem, task: Task, device_ids: list[str]) -> float:
+    index = problem.topology.index_of()
+    gpus = [problem.topology.devices[index[d]].gpu for d in device_ids]
+    if task.kind is TaskKind.GENERATION:
+        return min(g.hbm_gb_per_s for g in gpus)
+    return min(g.tflops_bf16_dense for g in gpus)
+
+
+def proportional_split(total: int, weights: list[float]) -> list[int]:
+    """Integers >= 1 summing to ``total`` in proportion to ``weights`` (largest remainder)."""
+    n = len(weights)
+    if total < n:
+        raise ValueError("fewer units than parts")
+    raw = [total * w / sum(weights) for w in weights]
+    base = [max(1, math.floor(r)) for r in raw]
+    while sum(base) > total:
+        i = max(range(n), key=lambda k: (base[k] - raw[k], k))
+        base[i] -= 1
+    order = sorted(range(n), key=lambda k: (-(raw[k] - base[k]), k))
+    k = 0
+    while sum(base) < total:
+        base[order[k % n]] += 1
+        k += 1
+    return base
+
+
+def place_task(problem: PlacementProblem, task: Task, group_gpus: list[str], cfg: TaskConfig) -> TaskPlacement:
+    """Canonical tasklet layout of ``task`` on ``group_gpus`` (already in cluster order)."""
+    if cfg.tp * cfg.pp * cfg.dp != len(group_gpus):
+        raise ValueError(f"{cfg.label()} needs {cfg.tp * cfg.pp * cfg.dp} GPUs, the group has {len(group_gpus)}")
+    it = iter(group_gpus)
+    devices = [[[next(it) for _ in range(cfg.tp)] for _ in range(cfg.pp)] for _ in range(cfg.dp)]
+    layers = shares = None
+    if cfg.balance:
+        m = problem.workflow.model(task.role)
+        if cfg.pp > 1:
+            # stage speed: the slowest GPU of the stage, summed over replicas' worst case
+            stage_speed = [min(_speed(problem, task, devices[i][j]) for i in range(cfg.dp)) for j in range(cfg.pp)]
+            layers = proportional_split(m.layers, stage_speed)
+        if cfg.dp > 1:
+            speed = [sum(_speed(problem, task, stage) for stage in replica) for replica in devices]
+            shares = [s / sum(speed) for s in speed]
+    return TaskPlacement(task=task.name, tp=cfg.tp, pp=cfg.pp, dp=cfg.dp, devices=devices,
+                         layers_per_stage=layers, batch_shares=shares, decode_batch=cfg.decode_batch)
+
+
+def build_plan(problem: PlacementProblem, groups: list[tuple[list[str], list[str]]], configs: dict[str, TaskConfig]) -> PlacementPlan:
+    """A plan from (tasks, GPUs) groups and a config per task; GPUs are put in cluster order."""
+    index = problem.topology.index_of()
+    tasks = {t.name: t for t in problem.tasks}
+    plan_groups, placements = [], []
+    for names, gpus in groups:
+        ordered = sorted(gpus, key=lambda d: index[d])
+        plan_groups.append(TaskGroup(tasks=list(names), devices=ordered))
+        for name in names:
+            placements.append(place_task(problem, tasks[name], ordered, configs[name]))
+    order = {t.name: i for i, t in enumerate(problem.tasks)}
+    placements.sort(key=lambda p: order[p.task])
+    return PlacementPlan(groups=plan_groups, tasks=placements)
+
+
+def node_classes(problem: PlacementProblem) -> list[tuple[str, list[str]]]:
+    """Interchangeable GPU classes: the GPUs of each node on a hierarchical network, each GPU on
+    its own with an explicit per-GPU matrix."""
+    topo = problem.topology
+    if topo.explicit_matrix:
+        return [(d.id, [d.id]) for d in topo.devices]
+    out: dict[str, list[str]] = {}
+    for d in topo.devices:
+        out.setdefault(d.node, []).append(d.id)
+    return list(out.items())
+
+
+def compositions(capacity: list[int]) -> Iterator[tuple[int, ...]]:
+    """Every nonzero per-class GPU count vector within ``capacity``."""
+    for c in itertools.product(*(range(k + 1) for k in capacity)):
+        if any(c):
+            yield c
+
+
+def is_heterogeneous(problem: PlacementProblem, gpus: list[str]) -> bool:
+    index = problem.topology.index_of()
+    return len({problem.topology.devices[index[d]].gpu.name for d in gpus}) > 1

@@ -1,0 +1,93 @@
+"""Brute-force enumeration of rlplan's placement space (``costmodels.placement_space``).
+
+Every task grouping, every per-node GPU composition of every group, every task configuration:
+each plan is built, validated and scored by the full cost model. It is the ground truth the exact
+ILP is tested against on instances small enough to enumerate; ``max_plans`` refuses the rest.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+
+from costmodels.hetrl_cost import evaluate_placement
+from costmodels.placement import PlacementProblem
+from costmodels.placement_check import check_placement
+from costmodels.placement_space import build_plan, compositions, is_heterogeneous, node_classes, set_partitions, task_configs
+from costmodels.solving import SolverOutput, Status
+
+
+def allocate(classes: list[tuple[str, list[str]]], comps: list[tuple[int, ...]]) -> list[list[str]] | None:
+    """Concrete GPUs for groups with per-class counts ``comps`` (None if over capacity)."""
+    used = [0] * len(classes)
+    out = []
+    for comp in comps:
+        gpus = []
+        for k, n in enumerate(comp):
+            if used[k] + n > len(classes[k][1]):
+                return None
+            gpus.extend(classes[k][1][used[k]:used[k] + n])
+            used[k] += n
+        out.append(gpus)
+    return out
+
+
+def count_plans(problem: PlacementProblem) -> int:
+    """How many plans :func:`solve_placement_bruteforce` would enumerate."""
+    classes = node_classes(problem)
+    cap = [len(g) for _, g in classes]
+    tasks = {t.name: t for t in problem.tasks}
+    total = 0
+    for partition in set_partitions(list(tasks)):
+        for comps in itertools.product(list(compositions(cap)), repeat=len(partition)):
+            groups = allocate(classes, list(comps))
+            if groups is None:
+                continue
+            n = 1
+            for names, gpus in zip(partition, groups, strict=True):
+                het = is_heterogeneous(problem, gpus)
+                for name in names:
+                    n *= len(task_configs(problem, tasks[name], len(gpus), het))
+            total += n
+    return total
+
+
+def solve_placement_bruteforce(problem: PlacementProblem, *, time_limit: float | None = None, seed: int = 0, max_plans: int = 200_000) -> SolverOutput:
+    """Enumerate the whole space; optimal by exhaustion."""
+    del seed
+    start = time.perf_counter()
+    total = count_plans(problem)
+    if total > max_plans:
+        return SolverOutput(Status.NO_SOLUTION, message=f"{total} plans exceed max_plans={max_plans}; brute force is for tiny instances")
+    classes = node_classes(problem)
+    cap = [len(g) for _, g in classes]
+    tasks = {t.name: t for t in problem.tasks}
+    best, best_plan, seen, valid = math.inf, None, 0, 0
+    for partition in set_partitions(list(tasks)):
+        for comps in itertools.product(list(compositions(cap)), repeat=len(partition)):
+            groups = allocate(classes, list(comps))
+            if groups is None:
+                continue
+            choices = []
+            for names, gpus in zip(partition, groups, strict=True):
+                het = is_heterogeneous(problem, gpus)
+                for name in names:
+                    choices.append([(name, c) for c in task_configs(problem, tasks[name], len(gpus), het)])
+            for combo in itertools.product(*choices):
+                if time_limit is not None and time.perf_counter() - start > time_limit:
+                    status = Status.FEASIBLE if best_plan is not None else Status.NO_SOLUTION
+                    return SolverOutput(status, plan=best_plan, objective=best if best_plan else None,
+                                        message=f"time limit after {seen} of {total} plans", stats={"plans": seen, "valid": valid})
+                seen += 1
+                plan = build_plan(problem, list(zip(partition, groups, strict=True)), dict(combo))
+                if check_placement(problem, plan):
+                    continue
+                valid += 1
+                cost = evaluate_placement(problem, plan).objective
+                if cost < best - 1e-12:
+                    best, best_plan = cost, plan
+    stats = {"plans": seen, "valid": valid}
+    if best_plan is None:
+        return SolverOutput(Status.INFEASIBLE, message="no plan in the space fits in memory", stats=stats)
+    return SolverOutput(Status.OPTIMAL, plan=best_plan, objective=best, bound=best, message=f"exhaustive over {seen} plans", stats=stats)
