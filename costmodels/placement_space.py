@@ -171,3 +171,23 @@ def compositions(capacity: list[int]) -> Iterator[tuple[int, ...]]:
 def is_heterogeneous(problem: PlacementProblem, gpus: list[str]) -> bool:
     index = problem.topology.index_of()
     return len({problem.topology.devices[index[d]].gpu.name for d in gpus}) > 1
+
+
+def colocated_candidates(problem: PlacementProblem) -> Iterator[PlacementPlan]:
+    """verl-style plans inside this space: every task on all GPUs (one group), generation with
+    its own TP (PP = 1), the other tasks sharing one (TP, PP, DP), for every decode batch choice."""
+    gpus = [d.id for d in problem.topology.devices]
+    n = len(gpus)
+    het = is_heterogeneous(problem, gpus)
+    tasks = problem.tasks
+    gen = next(t for t in tasks if t.kind is TaskKind.GENERATION)
+    gen_cfgs = [c for c in task_configs(problem, gen, n, het) if c.pp == 1]
+    others = [t for t in tasks if t.kind is not TaskKind.GENERATION]
+    shared = None
+    for t in others:
+        cfgs = {c for c in task_configs(problem, t, n, het)}
+        shared = cfgs if shared is None else shared & cfgs
+    for gc in gen_cfgs:
+        for oc in sorted(shared or ()):
+            configs = {gen.name: gc, **{t.name: oc for t in others}}
+            yield build_plan(problem, [([t.name for t in tasks], gpus)], configs)

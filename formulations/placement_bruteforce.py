@@ -14,7 +14,14 @@ import time
 from costmodels.hetrl_cost import evaluate_placement
 from costmodels.placement import PlacementProblem
 from costmodels.placement_check import check_placement
-from costmodels.placement_space import build_plan, compositions, is_heterogeneous, node_classes, set_partitions, task_configs
+from costmodels.placement_space import (
+    build_plan,
+    compositions,
+    is_heterogeneous,
+    node_classes,
+    set_partitions,
+    task_configs,
+)
 from costmodels.solving import SolverOutput, Status
 
 
