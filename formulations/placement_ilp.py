@@ -36,134 +36,20 @@ default); the enumeration grows with prod_k (N_k + 1), which keeps it to a few n
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
-from costmodels import comm
-from costmodels.hetrl_cost import full_weights_gb, replica_allgather, task_cost, task_memory
 from costmodels.placement import PlacementProblem
+from costmodels.placement_options import GroupOption, GroupOptions, Partial
 from costmodels.placement_space import (
-    TaskConfig,
     build_plan,
     colocated_candidates,
     compositions,
-    is_heterogeneous,
-    node_classes,
-    place_task,
-    task_configs,
 )
 from costmodels.solving import SolverOutput, Status
 from costmodels.workflow import TaskKind
-
-
-@dataclass
-class _Cand:
-    cfg: TaskConfig
-    time: float
-    model: np.ndarray
-    working: np.ndarray
-    ag_min: float = 0.0
-    ag_max: float = 0.0
-    bc_max: float = 0.0
-
-
-@dataclass
-class _Option:
-    tasks: tuple[str, ...]
-    comp: tuple[int, ...]
-    configs: dict[str, TaskConfig]
-    gen: float
-    inf: float
-    trn: float
-    xfer: float
-    meta: dict[str, Any] = field(default_factory=dict)
-
-
-def _dominates(a: _Cand, b: _Cand) -> bool:
-    return (a.time <= b.time and a.ag_min <= b.ag_min and a.ag_max <= b.ag_max and a.bc_max <= b.bc_max
-            and bool(np.all(a.model <= b.model)) and bool(np.all(a.working <= b.working)))
-
-
-def _pareto(cands: list[_Cand]) -> list[_Cand]:
-    cands = sorted(cands, key=lambda c: (c.time, float(c.model.sum()), float(c.working.sum())))
-    kept: list[_Cand] = []
-    for c in cands:
-        if not any(_dominates(k, c) for k in kept):
-            kept.append(c)
-    return kept
-
-
-def _pareto_vectors(rows: list[tuple[tuple[float, ...], Any]]) -> list[Any]:
-    rows = sorted(rows, key=lambda r: r[0])
-    kept: list[tuple[tuple[float, ...], Any]] = []
-    for vec, item in rows:
-        if not any(all(a <= b + 1e-15 for a, b in zip(kv, vec, strict=True)) for kv, _ in kept):
-            kept.append((vec, item))
-    return [item for _, item in kept]
-
-
-@dataclass
-class _Partial:
-    """A partial combination of task configurations on one composition."""
-
-    key: tuple[float, ...]  # gen, inf_max, inf_sum, trn_max, trn_sum, ag_min, ag_max, bc_max
-    model: np.ndarray
-    working: np.ndarray
-    configs: dict[str, TaskConfig]
-
-    @staticmethod
-    def empty(n: int) -> _Partial:
-        return _Partial((0.0,) * 8, np.zeros(n), np.zeros(n), {})
-
-    def add(self, name: str, kind: TaskKind, c: _Cand) -> _Partial:
-        gen, imax, isum, tmax, tsum, agn, agx, bcx = self.key
-        if kind is TaskKind.GENERATION:
-            gen = c.time
-            bcx = c.bc_max
-        elif kind is TaskKind.INFERENCE:
-            imax, isum = max(imax, c.time), isum + c.time
-        else:
-            tmax, tsum = max(tmax, c.time), tsum + c.time
-        if name == "actor_training":
-            agn, agx = c.ag_min, c.ag_max
-        return _Partial((gen, imax, isum, tmax, tsum, agn, agx, bcx), self.model + c.model,
-                        np.maximum(self.working, c.working), {**self.configs, name: c.cfg})
-
-    def option(self, subset: tuple[str, ...], comp: tuple[int, ...], wf: Any) -> _Option:
-        gen, imax, isum, tmax, tsum, agn, agx, bcx = self.key
-        inf = wf.eta * imax + (1 - wf.eta) * isum
-        trn = wf.eta * tmax + (1 - wf.eta) * tsum
-        has_gen, has_train = "actor_generation" in subset, "actor_training" in subset
-        if has_gen and has_train:
-            xfer = agx if wf.mode == "sync" else agn + bcx
-        elif has_train:
-            xfer = agn
-        elif has_gen:
-            xfer = bcx
-        else:
-            xfer = 0.0
-        return _Option(subset, comp, dict(self.configs), gen, inf, trn, xfer)
-
-
-def _prune(states: list[_Partial]) -> list[_Partial]:
-    """Drop partial combinations dominated in every metric and every GPU's memory (vectorised)."""
-    if len(states) <= 1:
-        return states
-    mat = np.array([np.concatenate([np.asarray(st.key), st.model, st.working]) for st in states])
-    order = np.lexsort(mat.T[::-1])
-    kept_rows: list[int] = []
-    kept = np.empty((0, mat.shape[1]))
-    for i in order:
-        row = mat[i]
-        if kept.shape[0] and np.any(np.all(kept <= row + 1e-12, axis=1)):
-            continue
-        kept_rows.append(int(i))
-        kept = np.vstack([kept, row])
-    return [states[i] for i in kept_rows]
 
 
 class PlacementILP:
@@ -174,17 +60,13 @@ class PlacementILP:
             raise ValueError("the placement ILP models group-aware task overlap (CostParams.group_aware_overlap=True)")
         self.problem = problem
         self.deadline = deadline
-        self.classes = node_classes(problem)
-        self.cap = [len(g) for _, g in self.classes]
-        self.tasks = {t.name: t for t in problem.tasks}
+        self.builder = GroupOptions(problem)
+        self.classes = self.builder.classes
+        self.cap = self.builder.cap
+        self.tasks = self.builder.tasks
         self.stats: dict[str, Any] = {}
         self.ub = math.inf if upper_bound is None else upper_bound
         self.lb = {k: 0.0 for k in TaskKind}
-        cap_gb = {d.id: d.gpu.memory_gb - problem.params.memory_reserve_gb for d in problem.topology.devices}
-        self.capacity = {c: np.array([cap_gb[g] for g in self._gpus(c)]) for c in compositions(self.cap)}
-
-    def _gpus(self, comp: tuple[int, ...]) -> list[str]:
-        return [g for k, n in enumerate(comp) for g in self.classes[k][1][:n]]
 
     def _check_time(self) -> None:
         if self.deadline is not None and time.perf_counter() > self.deadline:
@@ -205,12 +87,16 @@ class PlacementILP:
                 best, best_plan = cost, plan
         return best, best_plan
 
-    def _phase_bounds(self, cands: dict[tuple[str, tuple[int, ...]], list[_Cand]]) -> dict[TaskKind, float]:
+    def _phase_bounds(self) -> dict[TaskKind, float]:
         """Lower bound of each phase: no plan's phase is faster than its slowest task's fastest
-        configuration."""
+        configuration on any composition."""
         best: dict[str, float] = {}
-        for (name, _), lst in cands.items():
-            best[name] = min(best.get(name, math.inf), min(c.time for c in lst))
+        for name in self.tasks:
+            for comp in compositions(self.cap):
+                self._check_time()
+                lst = self.builder.candidates(name, comp)
+                if lst:
+                    best[name] = min(best.get(name, math.inf), min(c.time for c in lst))
         out = {}
         for kind in TaskKind:
             times = [best.get(n, math.inf) for n, t in self.tasks.items() if t.kind is kind]
@@ -222,106 +108,29 @@ class PlacementILP:
         g, i, r = max(gen, lb[TaskKind.GENERATION]), max(inf, lb[TaskKind.INFERENCE]), max(trn, lb[TaskKind.TRAINING])
         return g + i + r if self.problem.workflow.mode == "sync" else max(g, i + r)
 
-    def task_candidates(self) -> dict[tuple[str, tuple[int, ...]], list[_Cand]]:
-        p = self.problem
-        index = p.topology.index_of()
-        out: dict[tuple[str, tuple[int, ...]], list[_Cand]] = {}
-        evaluated = 0
-        for comp, capacity in self.capacity.items():
-            gpus = self._gpus(comp)
-            pos = {index[g]: i for i, g in enumerate(gpus)}
-            het = is_heterogeneous(p, gpus)
-            for name, task in self.tasks.items():
-                self._check_time()
-                cands = []
-                for cfg in task_configs(p, task, len(gpus), het):
-                    placement = place_task(p, task, gpus, cfg)
-                    mem = task_memory(p, task, placement)
-                    model = np.zeros(len(gpus))
-                    working = np.zeros(len(gpus))
-                    for d, (mo, wo) in mem.items():
-                        model[pos[d]], working[pos[d]] = mo, wo
-                    if np.any(model + working > capacity + 1e-9):
-                        continue
-                    cost, _ = task_cost(p, task, placement)
-                    evaluated += 1
-                    cand = _Cand(cfg, cost["time_s"], model, working)
-                    if name == "actor_training" or name == "actor_generation":
-                        ag, _ = replica_allgather(p, placement)
-                        if name == "actor_training":
-                            cand.ag_min, cand.ag_max = min(ag), max(ag)
-                        else:
-                            cand.bc_max = max(ag)
-                    cands.append(cand)
-                if cands:
-                    out[(name, comp)] = _pareto(cands)
-        self.stats["task_evaluations"] = evaluated
-        self.lb = self._phase_bounds(out)
-        if math.isfinite(self.ub):
-            # a configuration whose own time already forces the objective above a known plan's
-            # cost cannot be in an optimal plan
-            kept = {}
-            for (name, comp), lst in out.items():
-                kind = self.tasks[name].kind
-                lst = [c for c in lst if self._lower_bound(*(c.time if kind is k else 0.0 for k in TaskKind)) <= self.ub * (1 + 1e-9)]
-                if lst:
-                    kept[(name, comp)] = lst
-            out = kept
-        self.stats["candidates"] = sum(len(v) for v in out.values())
-        return out
-
-    def options(self) -> list[_Option]:
-        """Group options per composition, built task by task with Pareto pruning of partial
-        combinations on (metrics, per-GPU memory) so large task subsets stay tractable."""
-        cands = self.task_candidates()
+    def options(self) -> list[GroupOption]:
+        """Every group option of every task subset on every composition, bound-pruned."""
+        self.lb = self._phase_bounds()
         names = list(self.tasks)
-        opts: list[_Option] = []
-        for comp, capacity in self.capacity.items():
-            self._check_time()
-            # partial states: (subset, state list); a state is (key vector, model, working, configs)
-            frontier: list[tuple[tuple[str, ...], list[_Partial]]] = [((), [_Partial.empty(len(capacity))])]
-            for name in names:
-                nxt = []
-                for subset, states in frontier:
-                    nxt.append((subset, states))  # without this task
-                    lst = cands.get((name, comp))
-                    if not lst:
-                        continue
-                    merged = [s.add(name, self.tasks[name].kind, c) for s in states for c in lst]
-                    merged = [m for m in merged if np.all(m.model + m.working <= capacity + 1e-9)
-                              and self._partial_bound(m) <= self.ub * (1 + 1e-9)]
-                    if merged:
-                        nxt.append(((*subset, name), _prune(merged)))
-                frontier = nxt
-            for subset, states in frontier:
-                if not subset:
-                    continue
-                rows = []
-                for st in states:
-                    o = st.option(subset, comp, self.problem.workflow)
-                    rows.append(((o.gen, o.inf, o.trn, o.xfer), o))
-                opts.extend(_pareto_vectors(rows))
+        eta = self.problem.workflow.eta
+
+        def keep(st: Partial) -> bool:
+            gen, imax, isum, tmax, tsum, *_ = st.key
+            lb = self._lower_bound(gen, eta * imax + (1 - eta) * isum, eta * tmax + (1 - eta) * tsum)
+            return lb <= self.ub * (1 + 1e-9)
+
+        opts: list[GroupOption] = []
+        for r in range(1, len(names) + 1):
+            for subset in itertools.combinations(names, r):
+                for comp in compositions(self.cap):
+                    self._check_time()
+                    opts.extend(self.builder.options(subset, comp, keep if math.isfinite(self.ub) else None))
+        self.stats["task_evaluations"] = self.builder.evaluations
         self.stats["options"] = len(opts)
         return opts
 
-    def _partial_bound(self, st: _Partial) -> float:
-        gen, imax, isum, tmax, tsum, *_ = st.key
-        eta = self.problem.workflow.eta
-        return self._lower_bound(gen, eta * imax + (1 - eta) * isum, eta * tmax + (1 - eta) * tsum)
-
     def p2p_weights(self) -> dict[tuple[int, int], float]:
-        """Full-weights copy time between a GPU of class a and a different GPU of class b."""
-        topo = self.problem.topology
-        index = topo.index_of()
-        full = full_weights_gb(self.problem)
-        out = {}
-        for a, (_, ga) in enumerate(self.classes):
-            for b, (_, gb) in enumerate(self.classes):
-                if a == b and len(ga) < 2:
-                    continue
-                da, db = index[ga[0]], index[gb[1] if a == b else gb[0]]
-                out[(a, b)] = comm.link_time(topo, da, db, full)
-        return out
+        return self.builder.p2p_weights()
 
     def solve(self, backend: str, time_limit: float | None, threads: int | None = None) -> SolverOutput:
         import pulp
@@ -411,7 +220,7 @@ class PlacementILP:
             return SolverOutput(Status.NO_SOLUTION, message=why, stats=self.stats)
         return SolverOutput(Status.FEASIBLE, plan=plan, objective=cost, message=f"{why}; returning the co-located incumbent", stats=self.stats)
 
-    def decode(self, chosen: list[_Option]):
+    def decode(self, chosen: list[GroupOption]):
         used = [0] * len(self.classes)
         groups, configs = [], {}
         for o in chosen:

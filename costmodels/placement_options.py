@@ -1,0 +1,272 @@
+"""Group options: the Pareto-optimal ways to run a set of co-located tasks on a GPU group.
+
+For a task subset T and a group *composition* c (GPUs taken from each interchangeable class,
+``costmodels.placement_space.node_classes``), every task configuration is costed by the cost
+model on the canonical layout; configurations that break C3 alone are dropped, dominated ones (in
+time, per-GPU resident and working memory, and weight-transfer terms) too; the survivors are
+merged task by task, dropping combinations that break C3 together and partial combinations that
+are dominated. What is left is the Pareto front of (generation time, inference phase Φ, training
+phase Φ, weight-transfer share) over the group's feasible configuration choices.
+
+The exact ILP (``formulations.placement_ilp``) chooses among these options; SHA-EA
+(``heuristics.placement_sha_ea``) uses them to solve Level 4 exactly for a Level-3 assignment,
+as HetRL enumerates intra-model parallelization at Level 4 (§3.4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from costmodels import comm
+from costmodels.hetrl_cost import full_weights_gb, replica_allgather, task_cost, task_memory
+from costmodels.placement import PlacementProblem
+from costmodels.placement_space import (
+    TaskConfig,
+    is_heterogeneous,
+    node_classes,
+    place_task,
+    task_configs,
+)
+from costmodels.workflow import TaskKind
+
+
+@dataclass
+class Candidate:
+    cfg: TaskConfig
+    time: float
+    model: np.ndarray
+    working: np.ndarray
+    ag_min: float = 0.0
+    ag_max: float = 0.0
+    bc_max: float = 0.0
+
+
+@dataclass
+class GroupOption:
+    tasks: tuple[str, ...]
+    comp: tuple[int, ...]
+    configs: dict[str, TaskConfig]
+    gen: float
+    inf: float
+    trn: float
+    xfer: float
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def dominates(a: Candidate, b: Candidate) -> bool:
+    return (a.time <= b.time and a.ag_min <= b.ag_min and a.ag_max <= b.ag_max and a.bc_max <= b.bc_max
+            and bool(np.all(a.model <= b.model)) and bool(np.all(a.working <= b.working)))
+
+
+def pareto_candidates(cands: list[Candidate]) -> list[Candidate]:
+    cands = sorted(cands, key=lambda c: (c.time, float(c.model.sum()), float(c.working.sum())))
+    kept: list[Candidate] = []
+    for c in cands:
+        if not any(dominates(k, c) for k in kept):
+            kept.append(c)
+    return kept
+
+
+def pareto_rows(rows: list[tuple[tuple[float, ...], Any]]) -> list[Any]:
+    rows = sorted(rows, key=lambda r: r[0])
+    kept: list[tuple[tuple[float, ...], Any]] = []
+    for vec, item in rows:
+        if not any(all(a <= b + 1e-15 for a, b in zip(kv, vec, strict=True)) for kv, _ in kept):
+            kept.append((vec, item))
+    return [item for _, item in kept]
+
+
+@dataclass
+class Partial:
+    """A partial combination of task configurations on one composition."""
+
+    key: tuple[float, ...]  # gen, inf_max, inf_sum, trn_max, trn_sum, ag_min, ag_max, bc_max
+    model: np.ndarray
+    working: np.ndarray
+    configs: dict[str, TaskConfig]
+
+    @staticmethod
+    def empty(n: int) -> Partial:
+        return Partial((0.0,) * 8, np.zeros(n), np.zeros(n), {})
+
+    def add(self, name: str, kind: TaskKind, c: Candidate) -> Partial:
+        gen, imax, isum, tmax, tsum, agn, agx, bcx = self.key
+        if kind is TaskKind.GENERATION:
+            gen = c.time
+            bcx = c.bc_max
+        elif kind is TaskKind.INFERENCE:
+            imax, isum = max(imax, c.time), isum + c.time
+        else:
+            tmax, tsum = max(tmax, c.time), tsum + c.time
+        if name == "actor_training":
+            agn, agx = c.ag_min, c.ag_max
+        return Partial((gen, imax, isum, tmax, tsum, agn, agx, bcx), self.model + c.model,
+                        np.maximum(self.working, c.working), {**self.configs, name: c.cfg})
+
+    def option(self, subset: tuple[str, ...], comp: tuple[int, ...], wf: Any) -> GroupOption:
+        gen, imax, isum, tmax, tsum, agn, agx, bcx = self.key
+        inf = wf.eta * imax + (1 - wf.eta) * isum
+        trn = wf.eta * tmax + (1 - wf.eta) * tsum
+        has_gen, has_train = "actor_generation" in subset, "actor_training" in subset
+        if has_gen and has_train:
+            xfer = agx if wf.mode == "sync" else agn + bcx
+        elif has_train:
+            xfer = agn
+        elif has_gen:
+            xfer = bcx
+        else:
+            xfer = 0.0
+        return GroupOption(subset, comp, dict(self.configs), gen, inf, trn, xfer)
+
+
+def prune_partials(states: list[Partial]) -> list[Partial]:
+    """Drop partial combinations dominated in every metric and every GPU's memory (vectorised)."""
+    if len(states) <= 1:
+        return states
+    mat = np.array([np.concatenate([np.asarray(st.key), st.model, st.working]) for st in states])
+    order = np.lexsort(mat.T[::-1])
+    kept_rows: list[int] = []
+    kept = np.empty((0, mat.shape[1]))
+    for i in order:
+        row = mat[i]
+        if kept.shape[0] and np.any(np.all(kept <= row + 1e-12, axis=1)):
+            continue
+        kept_rows.append(int(i))
+        kept = np.vstack([kept, row])
+    return [states[i] for i in kept_rows]
+
+
+class GroupOptions:
+    """Cached candidates and options of one problem, keyed by (task or subset, composition)."""
+
+    def __init__(self, problem: PlacementProblem):
+        self.problem = problem
+        self.classes = node_classes(problem)
+        self.cap = [len(g) for _, g in self.classes]
+        self.tasks = {t.name: t for t in problem.tasks}
+        self._cap_gb = {d.id: d.gpu.memory_gb - problem.params.memory_reserve_gb for d in problem.topology.devices}
+        self._index = problem.topology.index_of()
+        self._cands: dict[tuple[str, tuple[int, ...]], list[Candidate]] = {}
+        self._opts: dict[tuple[tuple[str, ...], tuple[int, ...]], list[GroupOption]] = {}
+        self.evaluations = 0
+
+    def gpus(self, comp: tuple[int, ...]) -> list[str]:
+        return [g for k, n in enumerate(comp) for g in self.classes[k][1][:n]]
+
+    def capacity(self, comp: tuple[int, ...]) -> np.ndarray:
+        return np.array([self._cap_gb[g] for g in self.gpus(comp)])
+
+    def composition(self, gpus: list[str]) -> tuple[int, ...]:
+        """The composition of a concrete GPU set."""
+        of = {g: k for k, (_, members) in enumerate(self.classes) for g in members}
+        comp = [0] * len(self.classes)
+        for g in gpus:
+            comp[of[g]] += 1
+        return tuple(comp)
+
+    def candidates(self, name: str, comp: tuple[int, ...]) -> list[Candidate]:
+        key = (name, comp)
+        if key in self._cands:
+            return self._cands[key]
+        p, task = self.problem, self.tasks[name]
+        gpus = self.gpus(comp)
+        capacity = self.capacity(comp)
+        pos = {self._index[g]: i for i, g in enumerate(gpus)}
+        cands = []
+        for cfg in task_configs(p, task, len(gpus), is_heterogeneous(p, gpus)):
+            placement = place_task(p, task, gpus, cfg)
+            model = np.zeros(len(gpus))
+            working = np.zeros(len(gpus))
+            for d, (mo, wo) in task_memory(p, task, placement).items():
+                model[pos[d]], working[pos[d]] = mo, wo
+            if np.any(model + working > capacity + 1e-9):
+                continue
+            cost, _ = task_cost(p, task, placement)
+            self.evaluations += 1
+            cand = Candidate(cfg, cost["time_s"], model, working)
+            if name in ("actor_training", "actor_generation"):
+                ag, _ = replica_allgather(p, placement)
+                if name == "actor_training":
+                    cand.ag_min, cand.ag_max = min(ag), max(ag)
+                else:
+                    cand.bc_max = max(ag)
+            cands.append(cand)
+        self._cands[key] = pareto_candidates(cands)
+        return self._cands[key]
+
+    def options(self, subset: tuple[str, ...], comp: tuple[int, ...],
+                keep: Callable[[Partial], bool] | None = None) -> list[GroupOption]:
+        """Pareto options of ``subset`` on ``comp``; ``keep`` may prune partial combinations
+        (bound-based pruning; results with a ``keep`` are not cached)."""
+        key = (subset, comp)
+        if keep is None and key in self._opts:
+            return self._opts[key]
+        capacity = self.capacity(comp)
+        states = [Partial.empty(len(capacity))]
+        for name in subset:
+            lst = self.candidates(name, comp)
+            if not lst:
+                states = []
+                break
+            merged = [s.add(name, self.tasks[name].kind, c) for s in states for c in lst]
+            merged = [m for m in merged if np.all(m.model + m.working <= capacity + 1e-9) and (keep is None or keep(m))]
+            states = prune_partials(merged)
+            if not states:
+                break
+        rows = []
+        for st in states:
+            o = st.option(subset, comp, self.problem.workflow)
+            rows.append(((o.gen, o.inf, o.trn, o.xfer), o))
+        out = pareto_rows(rows)
+        if keep is None:
+            self._opts[key] = out
+        return out
+
+    def p2p_weights(self) -> dict[tuple[int, int], float]:
+        """Full-weights copy time between a GPU of class a and a different GPU of class b."""
+        topo = self.problem.topology
+        full = full_weights_gb(self.problem)
+        out = {}
+        for a, (_, ga) in enumerate(self.classes):
+            for b, (_, gb) in enumerate(self.classes):
+                if a == b and len(ga) < 2:
+                    continue
+                da, db = self._index[ga[0]], self._index[gb[1] if a == b else gb[0]]
+                out[(a, b)] = comm.link_time(topo, da, db, full)
+        return out
+
+
+def combine(options_per_group: list[list[GroupOption]], mode: str, p2p: float) -> tuple[float, list[GroupOption]] | None:
+    """Best choice of one option per group: iteration time (HetRL B.4) and the options.
+
+    ``p2p`` is the point-to-point weight copy when generation and actor training sit in
+    different groups (0 otherwise); it depends only on the groups' compositions."""
+    states: list[tuple[tuple[float, float, float, float], list[GroupOption]]] = [((0.0, 0.0, 0.0, 0.0), [])]
+    for opts in options_per_group:
+        if not opts:
+            return None
+        merged = []
+        for (g, i, t, x), chosen in states:
+            for o in opts:
+                merged.append(((g + o.gen, max(i, o.inf), max(t, o.trn), x + o.xfer), [*chosen, o]))
+        states = [(k, v) for k, v in zip([r[0] for r in merged], [r[1] for r in merged], strict=True)]
+        states = [(row_key, item) for row_key, item in _pareto_pairs(states)]
+    best = None
+    for (g, i, t, x), chosen in states:
+        total = (g + i + t if mode == "sync" else max(g, i + t)) + x + p2p
+        if best is None or total < best[0]:
+            best = (total, chosen)
+    return best
+
+
+def _pareto_pairs(rows: list[tuple[tuple[float, ...], Any]]) -> list[tuple[tuple[float, ...], Any]]:
+    rows = sorted(rows, key=lambda r: r[0])
+    kept: list[tuple[tuple[float, ...], Any]] = []
+    for vec, item in rows:
+        if not any(all(a <= b + 1e-15 for a, b in zip(kv, vec, strict=True)) for kv, _ in kept):
+            kept.append((vec, item))
+    return kept

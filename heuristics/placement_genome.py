@@ -1,0 +1,151 @@
+"""Genotype, decoding and memoised evaluation shared by rlplan's placement searches.
+
+An individual fixes a task grouping (Level 1), GPU groups (Levels 2-3: ``assign[g]`` is the group
+of GPU g, or -1 for an idle GPU) and one configuration per task (Level 4 with load balancing and
+the decode batch; ``costmodels.placement_space``). Decoding builds the canonical plan; the cost
+model scores it; plans that break C1-C3 score +inf. Scores are memoised on the phenotype's
+symmetry class (per group: tasks, per-node GPU counts, configurations), since GPUs of one node are
+interchangeable.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from costmodels.hetrl_cost import evaluate_placement
+from costmodels.placement import PlacementPlan, PlacementProblem
+from costmodels.placement_check import check_placement
+from costmodels.placement_space import TaskConfig, build_plan, task_configs
+from costmodels.workflow import TaskKind
+
+
+@dataclass
+class Individual:
+    grouping: tuple[tuple[str, ...], ...]
+    assign: list[int]
+    configs: dict[str, int]
+    fitness: float = math.inf
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def copy(self) -> Individual:
+        return Individual(self.grouping, list(self.assign), dict(self.configs), self.fitness)
+
+
+class PlacementSpace:
+    """Decoding and evaluation for one problem (picklable: workers rebuild caches lazily)."""
+
+    def __init__(self, problem: PlacementProblem):
+        self.problem = problem
+        self.devices = [d.id for d in problem.topology.devices]
+        self.node = [d.node for d in problem.topology.devices]
+        self.zone = [d.zone for d in problem.topology.devices]
+        self.region = [d.region for d in problem.topology.devices]
+        self.tflops = [d.gpu.tflops_bf16_dense for d in problem.topology.devices]
+        self.tasks = {t.name: t for t in problem.tasks}
+        self._configs: dict[tuple[str, int], list[TaskConfig]] = {}
+        self._memo: dict[Any, float] = {}
+        self.evaluations = 0
+
+    def configs(self, task: str, size: int) -> list[TaskConfig]:
+        key = (task, size)
+        if key not in self._configs:
+            self._configs[key] = task_configs(self.problem, self.tasks[task], size, heterogeneous=True)
+        return self._configs[key]
+
+    def groups(self, ind: Individual) -> list[list[str]]:
+        out: list[list[str]] = [[] for _ in ind.grouping]
+        for g, a in enumerate(ind.assign):
+            if a >= 0:
+                out[a].append(self.devices[g])
+        return out
+
+    def decode(self, ind: Individual) -> PlacementPlan | None:
+        gpus = self.groups(ind)
+        if any(not g for g in gpus):
+            return None
+        configs = {}
+        for names, group in zip(ind.grouping, gpus, strict=True):
+            for name in names:
+                options = self.configs(name, len(group))
+                if not options:
+                    return None
+                configs[name] = options[ind.configs[name] % len(options)]
+        return build_plan(self.problem, [(list(n), g) for n, g in zip(ind.grouping, gpus, strict=True)], configs)
+
+    def key(self, ind: Individual) -> Any:
+        counts: list[dict[str, int]] = [{} for _ in ind.grouping]
+        for g, a in enumerate(ind.assign):
+            if a >= 0:
+                counts[a][self.node[g]] = counts[a].get(self.node[g], 0) + 1
+        sizes = [sum(c.values()) for c in counts]
+        cfg = tuple((n, ind.configs[n] % max(1, len(self.configs(n, sizes[gi])))) for gi, names in enumerate(ind.grouping) for n in names)
+        return (ind.grouping, tuple(tuple(sorted(c.items())) for c in counts), cfg)
+
+    def evaluate(self, ind: Individual) -> float:
+        """The cost model's objective for the individual's plan (+inf when invalid)."""
+        if self.problem.topology.explicit_matrix:
+            key = (ind.grouping, tuple(ind.assign), tuple(sorted(ind.configs.items())))
+        else:
+            key = self.key(ind)
+        if key in self._memo:
+            return self._memo[key]
+        self.evaluations += 1
+        plan = self.decode(ind)
+        cost = math.inf
+        if plan is not None and not check_placement(self.problem, plan):
+            cost = evaluate_placement(self.problem, plan).objective
+        self._memo[key] = cost
+        return cost
+
+    def repair_decode_batch(self, ind: Individual) -> None:
+        """Lower generation's decode batch until the plan fits, when only that breaks memory."""
+        gen = next((n for n in ind.configs if self.tasks[n].kind is TaskKind.GENERATION), None)
+        if gen is None:
+            return
+        plan = self.decode(ind)
+        if plan is None or not check_placement(self.problem, plan):
+            return
+        size = len(plan.task(gen).all_devices())
+        options = self.configs(gen, size)
+        cur = options[ind.configs[gen] % len(options)]
+        for i, c in enumerate(options):
+            if (c.tp, c.pp, c.dp, c.balance) == (cur.tp, cur.pp, cur.dp, cur.balance) and (c.decode_batch or 0) < (cur.decode_batch or 0):
+                trial = ind.copy()
+                trial.configs[gen] = i
+                p = self.decode(trial)
+                if p is not None and not check_placement(self.problem, p):
+                    ind.configs[gen] = i
+                    return
+
+    def random_individual(self, rng: random.Random, grouping: tuple[tuple[str, ...], ...], sizes: tuple[int, ...]) -> Individual:
+        order = list(range(len(self.devices)))
+        rng.shuffle(order)
+        assign = [-1] * len(self.devices)
+        pos = 0
+        for gi, size in enumerate(sizes):
+            for g in order[pos:pos + size]:
+                assign[g] = gi
+            pos += size
+        configs = {}
+        for gi, names in enumerate(grouping):
+            for n in names:
+                configs[n] = rng.randrange(max(1, len(self.configs(n, sizes[gi]))))
+        return Individual(grouping, assign, configs)
+
+    def locality(self, assign: list[int]) -> float:
+        """Machine-, zone- and region-level affinity of GPU groups (pairs in the same place)."""
+        score = 0.0
+        groups: dict[int, list[int]] = {}
+        for g, a in enumerate(assign):
+            if a >= 0:
+                groups.setdefault(a, []).append(g)
+        for members in groups.values():
+            for level, weight in ((self.node, 4.0), (self.zone, 2.0), (self.region, 1.0)):
+                counts: dict[str, int] = {}
+                for g in members:
+                    counts[level[g]] = counts.get(level[g], 0) + 1
+                score += weight * sum(c * (c - 1) / 2 for c in counts.values())
+        return score

@@ -1,0 +1,304 @@
+"""SHA-EA: HetRL's hybrid scheduling algorithm (HetRL §3.4, Algorithm 1).
+
+Nested successive halving allocates the search budget: task groupings are the Level-1 arms,
+GPU groupings (group sizes, plus idle GPUs) the Level-2 arms of each task grouping; every
+(task grouping, GPU grouping) arm runs a steady-state evolutionary algorithm over Levels 3-5
+whose state persists across rounds, and after each round the worse half of the arms is dropped
+and the budget per arm doubles (lines 14-33).
+
+The EA (Levels 3-5) is HetRL's: offspring come from mutation (with probability
+``fast_gpu_rate``, a GPU of a training group is swapped for a higher-TFLOPS GPU outside every
+training group; otherwise a cross-group GPU swap or a new task configuration), then a swap-based
+local search greedily raises GPU-group locality (node, zone, region affinity) keeping group
+sizes; the offspring enters the population with the better of its own and its improved
+phenotype's cost, replacing the worst individual if it is better, and the improved phenotype is
+not written back to the genotype (Baldwinian learning, as HetRL describes).
+
+The budget is counted in cost-model evaluations (``evaluations``), which makes a run exactly
+reproducible for a seed; with only ``time_limit`` the evaluation budget is estimated from the
+measured evaluation rate and the wall clock also stops the search. Evaluations of a batch go
+through ``toolbox.map`` (DEAP), a process pool when ``workers > 1``.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from deap import base
+
+from costmodels.placement import PlacementProblem
+from costmodels.placement_space import set_partitions
+from costmodels.solving import SolverOutput, Status
+from costmodels.workflow import TaskKind
+from heuristics.placement_genome import Individual, PlacementSpace
+
+_WORKER_SPACE: PlacementSpace | None = None
+
+
+def _init_worker(problem: PlacementProblem) -> None:
+    global _WORKER_SPACE  # one space per worker process, built once
+    _WORKER_SPACE = PlacementSpace(problem)
+
+
+def _worker_eval(ind: Individual) -> float:
+    assert _WORKER_SPACE is not None
+    return _WORKER_SPACE.evaluate(ind)
+
+
+class Evaluator:
+    """Budgeted, memoised evaluation with a DEAP toolbox whose ``map`` may be a process pool."""
+
+    def __init__(self, space: PlacementSpace, budget: int, deadline: float | None, workers: int = 1,
+                 progress: Callable[[int, int, float], None] | None = None):
+        self.space, self.budget, self.deadline = space, budget, deadline
+        self.used = 0
+        self.best = math.inf
+        self.best_ind: Individual | None = None
+        self.trace: list[tuple[float, int, float]] = []  # (elapsed s, evaluations, best cost)
+        self.start = time.perf_counter()
+        self.progress = progress
+        self.toolbox = base.Toolbox()
+        self.pool = None
+        if workers > 1:
+            self.pool = ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(space.problem,))
+            self.toolbox.register("map", self.pool.map)
+            self.toolbox.register("evaluate", _worker_eval)
+        else:
+            self.toolbox.register("map", map)
+            self.toolbox.register("evaluate", space.evaluate)
+
+    def exhausted(self) -> bool:
+        return self.used >= self.budget or (self.deadline is not None and time.perf_counter() > self.deadline)
+
+    def __call__(self, inds: list[Individual]) -> None:
+        costs = list(self.toolbox.map(self.toolbox.evaluate, inds))
+        for ind, cost in zip(inds, costs, strict=True):
+            ind.fitness = cost
+            self.used += 1
+            if cost < self.best:
+                self.best, self.best_ind = cost, ind.copy()
+                self.best_ind.fitness = cost
+        self.trace.append((time.perf_counter() - self.start, self.used, self.best))
+        if self.progress:
+            self.progress(self.used, self.budget, self.best)
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown()
+
+
+@dataclass
+class ArmEA:
+    """The steady-state EA of one (task grouping, GPU grouping) arm; resumable across rounds."""
+
+    space: PlacementSpace
+    grouping: tuple[tuple[str, ...], ...]
+    sizes: tuple[int, ...]
+    rng: random.Random
+    population_size: int = 8
+    fast_gpu_rate: float = 0.3
+    batch: int = 4
+    population: list[Individual] = field(default_factory=list)
+
+    @property
+    def best(self) -> float:
+        return min((i.fitness for i in self.population), default=math.inf)
+
+    def run(self, evaluate: Evaluator, evals: int) -> None:
+        target = evaluate.used + max(1, evals)
+        if not self.population:
+            self.population = [self.space.random_individual(self.rng, self.grouping, self.sizes) for _ in range(self.population_size)]
+            for ind in self.population:
+                self.space.repair_decode_batch(ind)
+            evaluate(self.population)
+        while evaluate.used < target and not evaluate.exhausted():
+            kids, improved = [], []
+            for _ in range(self.batch):
+                parent = self._tournament()
+                child = self.mutate(parent)
+                kids.append(child)
+                improved.append(self.local_search(child))
+            evaluate(kids + improved)
+            for child, better in zip(kids, improved, strict=True):
+                child.fitness = min(child.fitness, better.fitness)  # Baldwinian: genotype kept
+                worst = max(range(len(self.population)), key=lambda i: self.population[i].fitness)
+                if child.fitness < self.population[worst].fitness:
+                    self.population[worst] = child
+
+    def _tournament(self, k: int = 2) -> Individual:
+        picks = [self.population[self.rng.randrange(len(self.population))] for _ in range(k)]
+        return min(picks, key=lambda i: i.fitness)
+
+    def _training_groups(self) -> set[int]:
+        return {gi for gi, names in enumerate(self.grouping) if any(self.space.tasks[n].kind is TaskKind.TRAINING for n in names)}
+
+    def mutate(self, parent: Individual) -> Individual:
+        child = parent.copy()
+        child.fitness = math.inf
+        rng, sp = self.rng, self.space
+        roll = rng.random()
+        train = self._training_groups()
+        if roll < self.fast_gpu_rate and train:
+            # HetRL's mutation: a training-group GPU for a faster GPU outside every training group
+            inside = [g for g, a in enumerate(child.assign) if a in train]
+            outside = [g for g, a in enumerate(child.assign) if a not in train]
+            if inside and outside:
+                g = rng.choice(inside)
+                faster = [h for h in outside if sp.tflops[h] > sp.tflops[g]]
+                if faster:
+                    h = rng.choice(faster)
+                    child.assign[g], child.assign[h] = child.assign[h], child.assign[g]
+                    return child
+        if roll < 0.65:
+            g, h = rng.randrange(len(child.assign)), rng.randrange(len(child.assign))
+            child.assign[g], child.assign[h] = child.assign[h], child.assign[g]
+        else:
+            name = rng.choice(sorted(child.configs))
+            gi = next(i for i, names in enumerate(self.grouping) if name in names)
+            child.configs[name] = rng.randrange(max(1, len(sp.configs(name, self.sizes[gi]))))
+        return child
+
+    def local_search(self, ind: Individual) -> Individual:
+        """Greedy cross-group swaps that raise locality, group sizes fixed (phenotype only)."""
+        sp = self.space
+        best = ind.copy()
+        score = sp.locality(best.assign)
+        n = len(best.assign)
+        for _ in range(n):
+            gain, swap = 0.0, None
+            for g in range(n):
+                for h in range(g + 1, n):
+                    if best.assign[g] == best.assign[h] or sp.node[g] == sp.node[h]:
+                        continue
+                    best.assign[g], best.assign[h] = best.assign[h], best.assign[g]
+                    s = sp.locality(best.assign)
+                    best.assign[g], best.assign[h] = best.assign[h], best.assign[g]
+                    if s - score > gain + 1e-12:
+                        gain, swap = s - score, (g, h)
+            if swap is None:
+                break
+            g, h = swap
+            best.assign[g], best.assign[h] = best.assign[h], best.assign[g]
+            score += gain
+        best.fitness = math.inf
+        return best
+
+
+def gpu_groupings(space: PlacementSpace, grouping: tuple[tuple[str, ...], ...], rng: random.Random, count: int) -> list[tuple[int, ...]]:
+    """Level-2 arms: group sizes in proportion to each group's work, whole-node variants and
+    random perturbations; with and without leaving the slowest GPUs idle."""
+    n = len(space.devices)
+    k = len(grouping)
+    if n < k:
+        return []
+    wf = space.problem.workflow
+    weight = []
+    for names in grouping:
+        w = 0.0
+        for name in names:
+            kind = space.tasks[name].kind
+            params = wf.model(space.tasks[name].role).params_b
+            w += params * (3.0 if kind is TaskKind.TRAINING else 1.5 if kind is TaskKind.GENERATION else 1.0)
+        weight.append(w)
+    out: list[tuple[int, ...]] = []
+
+    def add(sizes: list[int]) -> None:
+        t = tuple(sizes)
+        if all(s >= 1 for s in t) and sum(t) <= n and t not in out:
+            out.append(t)
+
+    for total in (n, n - n // 4):
+        raw = [total * w / sum(weight) for w in weight]
+        base = [max(1, int(r)) for r in raw]
+        while sum(base) < total:
+            base[max(range(k), key=lambda i: raw[i] - base[i])] += 1
+        while sum(base) > total:
+            base[max(range(k), key=lambda i: base[i])] -= 1
+        add(base)
+        add([max(1, 2 ** round(math.log2(max(b, 1)))) for b in base])
+    tries = 0
+    while len(out) < count and tries < 50 * count:
+        tries += 1
+        cuts = sorted(rng.sample(range(1, n), k - 1)) if k > 1 else []
+        add([b - a for a, b in zip([0, *cuts], [*cuts, n], strict=True)])
+    return out[:count]
+
+
+def successive_halving(arms: list[Any], budget: float, run: Callable[[Any, float], None], score: Callable[[Any], float],
+                       stop: Callable[[], bool]) -> list[Any]:
+    """Algorithm 1's halving loop: ceil(log2 |arms|) rounds, budget B / (|arms_m| * rounds) each."""
+    rounds = max(1, math.ceil(math.log2(len(arms)))) if arms else 0
+    alive = list(arms)
+    for _ in range(rounds):
+        if stop() or len(alive) <= 1:
+            break
+        per_arm = budget / (len(alive) * rounds)
+        for arm in alive:
+            if stop():
+                break
+            run(arm, per_arm)
+        alive = sorted(alive, key=score)[: max(1, math.ceil(len(alive) / 2))]
+    for arm in alive:  # what is left of the budget goes to the survivors
+        if stop():
+            break
+        run(arm, budget / (max(1, len(alive)) * max(1, rounds)))
+    return alive
+
+
+def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, seed: int = 0, evaluations: int | None = None,
+                 population: int = 8, gpu_groupings_per_arm: int = 6, fast_gpu_rate: float = 0.3, workers: int = 1,
+                 progress: Callable[[int, int, float], None] | None = None) -> SolverOutput:
+    """Run SHA-EA. ``evaluations`` is the reproducible budget; default: 60 per second of
+    ``time_limit`` as measured here, or 3000 with neither."""
+    rng = random.Random(seed)
+    space = PlacementSpace(problem)
+    start = time.perf_counter()
+    deadline = start + time_limit if time_limit is not None else None
+    if evaluations is None:
+        evaluations = _budget_from_time(space, rng, time_limit) if time_limit is not None else 3000
+    ev = Evaluator(space, evaluations, deadline, workers, progress)
+    try:
+        names = [t.name for t in problem.tasks]
+        groupings = [tuple(tuple(g) for g in part) for part in set_partitions(names)]
+        arms_by_tg: dict[Any, list[ArmEA]] = {}
+        for tg in groupings:
+            sizes = gpu_groupings(space, tg, rng, gpu_groupings_per_arm)
+            arms_by_tg[tg] = [ArmEA(space, tg, s, random.Random(rng.random()), population, fast_gpu_rate) for s in sizes]
+        tgs = [tg for tg in groupings if arms_by_tg[tg]]
+
+        def best_of(tg: Any) -> float:
+            return min((a.best for a in arms_by_tg[tg]), default=math.inf)
+
+        def run_tg(tg: Any, budget: float) -> None:  # Level 2: halving over GPU groupings
+            arms_by_tg[tg] = successive_halving(arms_by_tg[tg], budget, lambda arm, b: arm.run(ev, int(b)),
+                                                lambda arm: arm.best, ev.exhausted) + [
+                a for a in arms_by_tg[tg] if False]
+
+        successive_halving(tgs, float(evaluations), run_tg, best_of, ev.exhausted)
+    finally:
+        ev.close()
+    stats = {"evaluations": ev.used, "distinct_plans": space.evaluations, "budget": evaluations, "trace": ev.trace[-200:]}
+    if ev.best_ind is None or not math.isfinite(ev.best):
+        return SolverOutput(Status.NO_SOLUTION, message="no valid plan found within the budget", stats=stats)
+    plan = space.decode(ev.best_ind)
+    stopped = "time limit" if deadline is not None and time.perf_counter() > deadline else "budget"
+    return SolverOutput(Status.FEASIBLE, plan=plan, objective=ev.best, message=f"SHA-EA: best of {ev.used} evaluations ({stopped})", stats=stats)
+
+
+def _budget_from_time(space: PlacementSpace, rng: random.Random, time_limit: float) -> int:
+    """Evaluations that fit in ``time_limit``, from timing a few random plans."""
+    names = tuple(t.name for t in space.problem.tasks)
+    n = len(space.devices)
+    t0 = time.perf_counter()
+    probes = 0
+    probe_space = PlacementSpace(space.problem)
+    while probes < 10:
+        probe_space.evaluate(probe_space.random_individual(random.Random(probes), (names,), (n,)))
+        probes += 1
+    rate = probes / max(time.perf_counter() - t0, 1e-6)
+    return max(50, int(rate * time_limit * 0.8))
