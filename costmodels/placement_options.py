@@ -129,15 +129,16 @@ def prune_partials(states: list[Partial]) -> list[Partial]:
         return states
     mat = np.array([np.concatenate([np.asarray(st.key), st.model, st.working]) for st in states])
     order = np.lexsort(mat.T[::-1])
-    kept_rows: list[int] = []
-    kept = np.empty((0, mat.shape[1]))
+    kept = np.empty_like(mat)
+    rows: list[int] = []
     for i in order:
         row = mat[i]
-        if kept.shape[0] and np.any(np.all(kept <= row + 1e-12, axis=1)):
+        k = len(rows)
+        if k and np.any(np.all(kept[:k] <= row + 1e-12, axis=1)):
             continue
-        kept_rows.append(int(i))
-        kept = np.vstack([kept, row])
-    return [states[i] for i in kept_rows]
+        kept[k] = row
+        rows.append(int(i))
+    return [states[i] for i in rows]
 
 
 class GroupOptions:
@@ -199,19 +200,26 @@ class GroupOptions:
         return self._cands[key]
 
     def options(self, subset: tuple[str, ...], comp: tuple[int, ...],
-                keep: Callable[[Partial], bool] | None = None) -> list[GroupOption]:
+                keep: Callable[[Partial], bool] | None = None, cache_pruned: bool = False) -> list[GroupOption]:
         """Pareto options of ``subset`` on ``comp``; ``keep`` may prune partial combinations
-        (bound-based pruning; results with a ``keep`` are not cached)."""
+        (bound-based pruning). Pruned results are cached only with ``cache_pruned``, for callers
+        whose bound never rises (an incumbent)."""
         key = (subset, comp)
-        if keep is None and key in self._opts:
+        if key in self._opts:
             return self._opts[key]
         capacity = self.capacity(comp)
+        lists = [self.candidates(name, comp) for name in subset]
+        if any(not lst for lst in lists):
+            return self._store(key, [], keep is None or cache_pruned)
+        # GPUs whose memory rows agree for every candidate (same stage of different replicas,
+        # same capacity) are one constraint: merge them to keep dominance checks small
+        cols = np.vstack([capacity] + [c.model for lst in lists for c in lst] + [c.working for lst in lists for c in lst])
+        _, first, inverse = np.unique(cols, axis=1, return_index=True, return_inverse=True)
+        keep_cols = np.sort(first)
+        capacity = capacity[keep_cols]
+        lists = [[Candidate(c.cfg, c.time, c.model[keep_cols], c.working[keep_cols], c.ag_min, c.ag_max, c.bc_max) for c in lst] for lst in lists]
         states = [Partial.empty(len(capacity))]
-        for name in subset:
-            lst = self.candidates(name, comp)
-            if not lst:
-                states = []
-                break
+        for name, lst in zip(subset, lists, strict=True):
             merged = [s.add(name, self.tasks[name].kind, c) for s in states for c in lst]
             merged = [m for m in merged if np.all(m.model + m.working <= capacity + 1e-9) and (keep is None or keep(m))]
             states = prune_partials(merged)
@@ -221,8 +229,10 @@ class GroupOptions:
         for st in states:
             o = st.option(subset, comp, self.problem.workflow)
             rows.append(((o.gen, o.inf, o.trn, o.xfer), o))
-        out = pareto_rows(rows)
-        if keep is None:
+        return self._store(key, pareto_rows(rows), keep is None or cache_pruned)
+
+    def _store(self, key: Any, out: list[GroupOption], cache: bool) -> list[GroupOption]:
+        if cache:
             self._opts[key] = out
         return out
 

@@ -18,6 +18,7 @@ from typing import Any
 from costmodels.hetrl_cost import evaluate_placement
 from costmodels.placement import PlacementPlan, PlacementProblem
 from costmodels.placement_check import check_placement
+from costmodels.placement_options import GroupOptions, combine
 from costmodels.placement_space import TaskConfig, build_plan, task_configs
 from costmodels.workflow import TaskKind
 
@@ -47,7 +48,11 @@ class PlacementSpace:
         self.tasks = {t.name: t for t in problem.tasks}
         self._configs: dict[tuple[str, int], list[TaskConfig]] = {}
         self._memo: dict[Any, float] = {}
+        self._level4: dict[Any, tuple[float, dict[str, TaskConfig] | None]] = {}
         self.evaluations = 0
+        self._builder: GroupOptions | None = None
+        self._p2p: dict[tuple[int, int], float] | None = None
+        self.incumbent = math.inf
 
     def configs(self, task: str, size: int) -> list[TaskConfig]:
         key = (task, size)
@@ -99,6 +104,63 @@ class PlacementSpace:
             cost = evaluate_placement(self.problem, plan).objective
         self._memo[key] = cost
         return cost
+
+    # -- Level 4 solved exactly (SHA-EA) ---------------------------------------------------
+
+    @property
+    def builder(self) -> GroupOptions:
+        if self._builder is None:
+            self._builder = GroupOptions(self.problem)
+            self._p2p = self._builder.p2p_weights()
+        return self._builder
+
+    def best_configs(self, ind: Individual) -> tuple[float, dict[str, TaskConfig] | None]:
+        """The best configuration of every task for the individual's groups (HetRL enumerates
+        Level 4): per group the Pareto options of its tasks on its composition, then the best
+        combination; memoised on (grouping, compositions)."""
+        b = self.builder
+        gpus = self.groups(ind)
+        if any(not g for g in gpus):
+            return math.inf, None
+        comps = tuple(b.composition(g) for g in gpus)
+        key = (ind.grouping, comps)
+        if key in self._level4:
+            return self._level4[key]
+        self.evaluations += 1
+        bound = self.incumbent
+
+        def keep(st: Any) -> bool:
+            # a partial combination already slower than the best plan found cannot help; the
+            # incumbent only falls, so options kept under an older bound stay valid
+            gen, imax, isum, tmax, tsum, *_ = st.key
+            eta = self.problem.workflow.eta
+            g, i, t = gen, eta * imax + (1 - eta) * isum, eta * tmax + (1 - eta) * tsum
+            return (g + i + t if self.problem.workflow.mode == "sync" else max(g, i + t)) <= bound * (1 + 1e-9)
+
+        options = [b.options(tuple(names), comp, keep if math.isfinite(bound) else None, cache_pruned=True)
+                   for names, comp in zip(ind.grouping, comps, strict=True)]
+        gi_gen = next(i for i, names in enumerate(ind.grouping) if "actor_generation" in names)
+        gi_train = next(i for i, names in enumerate(ind.grouping) if "actor_training" in names)
+        p2p = 0.0
+        if gi_gen != gi_train:
+            assert self._p2p is not None
+            p2p = min(w for (a, c), w in self._p2p.items() if comps[gi_gen][a] and comps[gi_train][c])
+        best = combine(options, self.problem.workflow.mode, p2p)
+        if best is not None and best[0] < self.incumbent:
+            self.incumbent = best[0]
+        if best is None:
+            result: tuple[float, dict[str, TaskConfig] | None] = (math.inf, None)
+        else:
+            configs: dict[str, TaskConfig] = {}
+            for o in best[1]:
+                configs.update(o.configs)
+            result = (best[0], configs)
+        self._level4[key] = result
+        return result
+
+    def decode_with(self, ind: Individual, configs: dict[str, TaskConfig]) -> PlacementPlan:
+        gpus = self.groups(ind)
+        return build_plan(self.problem, [(list(n), g) for n, g in zip(ind.grouping, gpus, strict=True)], configs)
 
     def repair_decode_batch(self, ind: Individual) -> None:
         """Lower generation's decode batch until the plan fits, when only that breaks memory."""

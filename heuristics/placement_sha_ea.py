@@ -6,7 +6,10 @@ GPU groupings (group sizes, plus idle GPUs) the Level-2 arms of each task groupi
 whose state persists across rounds, and after each round the worse half of the arms is dropped
 and the budget per arm doubles (lines 14-33).
 
-The EA (Levels 3-5) is HetRL's: offspring come from mutation (with probability
+The EA searches Level 3 (which GPUs form each group; HetRL: randomly initialised medium-grained
+assignments) and, for every phenotype, enumerates Level 4 exactly: the Pareto options of each
+group's tasks on its composition (``costmodels.placement_options``) and their best combination.
+Offspring come from mutation (with probability
 ``fast_gpu_rate``, a GPU of a training group is swapped for a higher-TFLOPS GPU outside every
 training group; otherwise a cross-group GPU swap or a new task configuration), then a swap-based
 local search greedily raises GPU-group locality (node, zone, region affinity) keeping group
@@ -47,7 +50,11 @@ def _init_worker(problem: PlacementProblem) -> None:
 
 def _worker_eval(ind: Individual) -> float:
     assert _WORKER_SPACE is not None
-    return _WORKER_SPACE.evaluate(ind)
+    return _WORKER_SPACE.best_configs(ind)[0]
+
+
+def _level4_cost(space: PlacementSpace) -> Callable[[Individual], float]:
+    return lambda ind: space.best_configs(ind)[0]
 
 
 class Evaluator:
@@ -70,7 +77,7 @@ class Evaluator:
             self.toolbox.register("evaluate", _worker_eval)
         else:
             self.toolbox.register("map", map)
-            self.toolbox.register("evaluate", space.evaluate)
+            self.toolbox.register("evaluate", _level4_cost(space))
 
     def exhausted(self) -> bool:
         return self.used >= self.budget or (self.deadline is not None and time.perf_counter() > self.deadline)
@@ -113,8 +120,6 @@ class ArmEA:
         target = evaluate.used + max(1, evals)
         if not self.population:
             self.population = [self.space.random_individual(self.rng, self.grouping, self.sizes) for _ in range(self.population_size)]
-            for ind in self.population:
-                self.space.repair_decode_batch(ind)
             evaluate(self.population)
         while evaluate.used < target and not evaluate.exhausted():
             kids, improved = [], []
@@ -154,38 +159,68 @@ class ArmEA:
                     h = rng.choice(faster)
                     child.assign[g], child.assign[h] = child.assign[h], child.assign[g]
                     return child
-        if roll < 0.65:
+        # a cross-group swap (Level 3); Level 4 is enumerated for every phenotype
+        for _ in range(8):
             g, h = rng.randrange(len(child.assign)), rng.randrange(len(child.assign))
-            child.assign[g], child.assign[h] = child.assign[h], child.assign[g]
-        else:
-            name = rng.choice(sorted(child.configs))
-            gi = next(i for i, names in enumerate(self.grouping) if name in names)
-            child.configs[name] = rng.randrange(max(1, len(sp.configs(name, self.sizes[gi]))))
+            if child.assign[g] != child.assign[h] and sp.node[g] != sp.node[h]:
+                child.assign[g], child.assign[h] = child.assign[h], child.assign[g]
+                break
         return child
 
     def local_search(self, ind: Individual) -> Individual:
-        """Greedy cross-group swaps that raise locality, group sizes fixed (phenotype only)."""
+        """Greedy cross-group swaps that raise locality, group sizes fixed (phenotype only).
+
+        Locality counts same-node, same-zone and same-region GPU pairs inside each group
+        (weights 4, 2, 1); a swap's gain is computed from per-group counts in O(1)."""
         sp = self.space
         best = ind.copy()
-        score = sp.locality(best.assign)
-        n = len(best.assign)
+        best.fitness = math.inf
+        assign = best.assign
+        n = len(assign)
+        levels = ((sp.node, 4.0), (sp.zone, 2.0), (sp.region, 1.0))
+        counts: list[dict[int, dict[str, int]]] = []
+        for level, _ in levels:
+            c: dict[int, dict[str, int]] = {}
+            for g, a in enumerate(assign):
+                if a >= 0:
+                    c.setdefault(a, {})
+                    c[a][level[g]] = c[a].get(level[g], 0) + 1
+            counts.append(c)
+
+        def gain(g: int, h: int) -> float:
+            a, b = assign[g], assign[h]
+            total = 0.0
+            for (level, weight), c in zip(levels, counts, strict=True):
+                vg, vh = level[g], level[h]
+                if vg == vh:
+                    continue
+                if a >= 0:
+                    total += weight * (c[a].get(vh, 0) - (c[a][vg] - 1))
+                if b >= 0:
+                    total += weight * (c[b].get(vg, 0) - (c[b][vh] - 1))
+            return total
+
         for _ in range(n):
-            gain, swap = 0.0, None
+            top, swap = 1e-12, None
             for g in range(n):
                 for h in range(g + 1, n):
-                    if best.assign[g] == best.assign[h] or sp.node[g] == sp.node[h]:
-                        continue
-                    best.assign[g], best.assign[h] = best.assign[h], best.assign[g]
-                    s = sp.locality(best.assign)
-                    best.assign[g], best.assign[h] = best.assign[h], best.assign[g]
-                    if s - score > gain + 1e-12:
-                        gain, swap = s - score, (g, h)
+                    if assign[g] != assign[h]:
+                        d = gain(g, h)
+                        if d > top:
+                            top, swap = d, (g, h)
             if swap is None:
                 break
             g, h = swap
-            best.assign[g], best.assign[h] = best.assign[h], best.assign[g]
-            score += gain
-        best.fitness = math.inf
+            a, b = assign[g], assign[h]
+            for (level, _), c in zip(levels, counts, strict=True):
+                vg, vh = level[g], level[h]
+                if a >= 0:
+                    c[a][vg] -= 1
+                    c[a][vh] = c[a].get(vh, 0) + 1
+                if b >= 0:
+                    c[b][vh] -= 1
+                    c[b][vg] = c[b].get(vg, 0) + 1
+            assign[g], assign[h] = b, a
         return best
 
 
@@ -261,6 +296,9 @@ def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, 
     deadline = start + time_limit if time_limit is not None else None
     if evaluations is None:
         evaluations = _budget_from_time(space, rng, time_limit) if time_limit is not None else 3000
+    # an in-space co-located plan seeds the incumbent, so Level-4 enumeration prunes from the start
+    seed_plan, seed_cost = _colocated_incumbent(space, deadline)
+    space.incumbent = seed_cost
     ev = Evaluator(space, evaluations, deadline, workers, progress)
     try:
         names = [t.name for t in problem.tasks]
@@ -283,11 +321,33 @@ def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, 
     finally:
         ev.close()
     stats = {"evaluations": ev.used, "distinct_plans": space.evaluations, "budget": evaluations, "trace": ev.trace[-200:]}
+    if (ev.best_ind is None or not ev.best < seed_cost) and seed_plan is not None:
+        return SolverOutput(Status.FEASIBLE, plan=seed_plan, objective=seed_cost, message="SHA-EA: the co-located seed plan was not beaten", stats=stats)
     if ev.best_ind is None or not math.isfinite(ev.best):
         return SolverOutput(Status.NO_SOLUTION, message="no valid plan found within the budget", stats=stats)
-    plan = space.decode(ev.best_ind)
+    _, configs = space.best_configs(ev.best_ind)
+    assert configs is not None
+    plan = space.decode_with(ev.best_ind, configs)
     stopped = "time limit" if deadline is not None and time.perf_counter() > deadline else "budget"
     return SolverOutput(Status.FEASIBLE, plan=plan, objective=ev.best, message=f"SHA-EA: best of {ev.used} evaluations ({stopped})", stats=stats)
+
+
+def _colocated_incumbent(space: PlacementSpace, deadline: float | None) -> tuple[Any, float]:
+    """Best verl-style co-located plan of the space (an upper bound for pruning)."""
+    from costmodels.hetrl_cost import evaluate_placement
+    from costmodels.placement_check import check_placement
+    from costmodels.placement_space import colocated_candidates
+
+    best, best_plan = math.inf, None
+    for plan in colocated_candidates(space.problem):
+        if deadline is not None and time.perf_counter() > deadline:
+            break
+        if check_placement(space.problem, plan):
+            continue
+        cost = evaluate_placement(space.problem, plan).objective
+        if cost < best:
+            best, best_plan = cost, plan
+    return best_plan, best
 
 
 def _budget_from_time(space: PlacementSpace, rng: random.Random, time_limit: float) -> int:
@@ -298,7 +358,7 @@ def _budget_from_time(space: PlacementSpace, rng: random.Random, time_limit: flo
     probes = 0
     probe_space = PlacementSpace(space.problem)
     while probes < 10:
-        probe_space.evaluate(probe_space.random_individual(random.Random(probes), (names,), (n,)))
+        probe_space.best_configs(probe_space.random_individual(random.Random(probes), (names,), (max(1, n - probes),)))
         probes += 1
     rate = probes / max(time.perf_counter() - t0, 1e-6)
     return max(50, int(rate * time_limit * 0.8))
