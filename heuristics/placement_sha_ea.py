@@ -28,9 +28,10 @@ from __future__ import annotations
 import math
 import random
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from deap import base
 
@@ -288,14 +289,14 @@ def successive_halving(arms: list[Any], budget: float, run: Callable[[Any, float
 def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, seed: int = 0, evaluations: int | None = None,
                  population: int = 8, gpu_groupings_per_arm: int = 6, fast_gpu_rate: float = 0.3, workers: int = 1,
                  progress: Callable[[int, int, float], None] | None = None) -> SolverOutput:
-    """Run SHA-EA. ``evaluations`` is the reproducible budget; default: 60 per second of
-    ``time_limit`` as measured here, or 3000 with neither."""
+    """Run SHA-EA. ``evaluations`` is the reproducible budget; with only ``time_limit`` it is
+    estimated from the measured evaluation rate; with neither it is 300."""
     rng = random.Random(seed)
     space = PlacementSpace(problem)
     start = time.perf_counter()
     deadline = start + time_limit if time_limit is not None else None
     if evaluations is None:
-        evaluations = _budget_from_time(space, rng, time_limit) if time_limit is not None else 3000
+        evaluations = _budget_from_time(space, rng, time_limit) if time_limit is not None else 300
     # an in-space co-located plan seeds the incumbent, so Level-4 enumeration prunes from the start
     seed_plan, seed_cost = _colocated_incumbent(space, deadline)
     space.incumbent = seed_cost

@@ -127,6 +127,7 @@ def plan(
     option: Annotated[list[str] | None, typer.Option("--option", "-O", help="solver option key=value (repeatable)")] = None,
     output: Annotated[str, typer.Option("--output", "-o", help="plan JSON file; `-` for stdout")] = "plan.json",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no summary table")] = False,
+    export: Annotated[list[str] | None, typer.Option("--export", help="also write a framework config snippet: verl, roll (placement)")] = None,
 ) -> None:
     """Solve a planning problem and write its plan JSON. With no arguments: the shipped default
     placement example (HetRL testbed, GRPO sync on Qwen3-8B)."""
@@ -153,7 +154,14 @@ def plan(
                 out.print(_solver_table(kind))
                 raise typer.Exit(0)
         options = _parse_options(option or [])
-        result = solve(prob, solver, time_limit=time_limit, seed=seed, **options)
+        for fmt in export or []:
+            if fmt not in ("verl", "roll") or kind != "placement":
+                fail(f"--export {fmt}: supported for placement plans: verl, roll")
+        info = default_registry().get(kind, solver)
+        if "progress" in info.options and sys.stderr.isatty() and not quiet:
+            result = _solve_with_progress(prob, solver, time_limit, seed, options)
+        else:
+            result = solve(prob, solver, time_limit=time_limit, seed=seed, **options)
     except SpecError as exc:
         fail(str(exc))
     except (UnknownSolverError, TypeError, ValueError) as exc:
@@ -166,9 +174,29 @@ def plan(
         sys.stdout.write(text)
     else:
         write_atomic(Path(output), text)
+        from planner.export import export_roll, export_verl
+
+        for fmt in export or []:
+            snippet = (export_verl if fmt == "verl" else export_roll)(result.problem, result.plan)
+            target = Path(output).with_suffix(f".{fmt}.yaml")
+            write_atomic(target, yaml.safe_dump(snippet, sort_keys=False))
+            out.print(f"wrote {target}" + (f" ({len(snippet['not_expressible'])} settings not expressible there, listed in the file)" if snippet["not_expressible"] else ""), highlight=False)
     if not quiet and output != "-":
         out.print(_placement_summary(result) if result.kind == "placement" else _generic_summary(result))
         out.print(f"wrote {output}")
+
+
+def _solve_with_progress(prob: Any, solver: str | None, time_limit: float | None, seed: int, options: dict[str, Any]) -> Result:
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} evaluations"),
+                  TextColumn("best {task.fields[best]}"), TimeElapsedColumn(), console=err, transient=True) as bar:
+        task = bar.add_task(f"searching ({solver or 'default'})", total=None, best="-")
+
+        def report(used: int, budget: int, best: float) -> None:
+            bar.update(task, completed=used, total=budget, best=f"{best:.2f} s" if best < float("inf") else "-")
+
+        return solve(prob, solver, time_limit=time_limit, seed=seed, progress=report, **options)
 
 
 @app.command()

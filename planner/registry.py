@@ -78,10 +78,24 @@ class Registry:
 
 def _register_builtins(reg: Registry) -> None:
     """Every solver rlplan ships. Solvers import costmodels only; the planner wires them up."""
+    from formulations.placement_bruteforce import solve_placement_bruteforce
+    from formulations.placement_ilp import solve_placement_ilp
     from heuristics.placement_colocated import solve_colocated
+    from heuristics.placement_ea import solve_plain_ea, solve_random
+    from heuristics.placement_sha_ea import solve_sha_ea
+    from heuristics.placement_streamrl import solve_streamrl
 
-    reg.register("placement", "verl", solve_colocated, default=True,
+    reg.register("placement", "sha-ea", solve_sha_ea, default=True,
+                 description="HetRL SHA-EA (§3.4): nested successive halving over task and GPU groupings, EA over GPU assignment, exact Level 4")
+    reg.register("placement", "ilp", solve_placement_ilp, exact=True,
+                 description="HetRL ILP (§3.5) on HiGHS via PuLP (backend=cbc for CBC); optimal over rlplan's placement space")
+    reg.register("placement", "ea", solve_plain_ea, description="plain DEAP-style evolutionary algorithm over the same space (HetRL §5.4 baseline)")
+    reg.register("placement", "verl", solve_colocated,
                  description="verl-style baseline: all tasks co-located on all GPUs, one homogeneous config per task, best of a sweep")
+    reg.register("placement", "streamrl", solve_streamrl, description="StreamRL-style baseline: generation on one node set, all other tasks on the rest")
+    reg.register("placement", "random", solve_random, description="random feasible plans from the same space, best kept")
+    reg.register("placement", "bruteforce", solve_placement_bruteforce, exact=True,
+                 description="enumerate the whole space (tiny instances only; ground truth for the ILP)")
 
 
 @functools.cache

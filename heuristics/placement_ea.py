@@ -1,0 +1,103 @@
+"""Baselines over the same placement space: a plain evolutionary algorithm and random search.
+
+Plain EA (HetRL §5.4's "standard evolutionary algorithm implemented using DEAP"): one flat
+genotype (task grouping index, a group label per GPU with -1 for idle, a configuration index per
+task), generational evolution with tournament selection, two-point crossover and uniform integer
+mutation, elitism through a DEAP ``HallOfFame``; no successive halving, no Level-4 enumeration,
+no local search. Random search samples the same genotype uniformly. Both use their own seeded
+``random.Random`` (DEAP's operators use the global ``random``; we keep it untouched).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+
+from deap import base, tools
+
+from costmodels.placement import PlacementProblem
+from costmodels.placement_space import set_partitions
+from costmodels.solving import SolverOutput, Status
+from heuristics.placement_genome import Individual, PlacementSpace
+
+
+class _Codec:
+    def __init__(self, space: PlacementSpace):
+        names = [t.name for t in space.problem.tasks]
+        self.space = space
+        self.groupings = [tuple(tuple(g) for g in part) for part in set_partitions(names)]
+        self.names = names
+        self.n = len(space.devices)
+
+    def random(self, rng: random.Random) -> list[int]:
+        k = max(len(g) for g in self.groupings)
+        return [rng.randrange(len(self.groupings))] + [rng.randrange(-1, k) for _ in range(self.n)] + [rng.randrange(1 << 16) for _ in self.names]
+
+    def decode(self, genes: list[int]) -> Individual:
+        grouping = self.groupings[genes[0] % len(self.groupings)]
+        k = len(grouping)
+        assign = [(-1 if g < 0 else g % k) for g in genes[1:1 + self.n]]
+        return Individual(grouping, assign, dict(zip(self.names, genes[1 + self.n:], strict=True)))
+
+
+def _result(space: PlacementSpace, best: Individual | None, cost: float, evals: int, what: str) -> SolverOutput:
+    stats = {"evaluations": evals, "distinct_plans": space.evaluations}
+    if best is None or not math.isfinite(cost):
+        return SolverOutput(Status.NO_SOLUTION, message=f"{what}: no valid plan within the budget", stats=stats)
+    return SolverOutput(Status.FEASIBLE, plan=space.decode(best), objective=cost, message=f"{what}: best of {evals} evaluations", stats=stats)
+
+
+def solve_plain_ea(problem: PlacementProblem, *, time_limit: float | None = None, seed: int = 0, evaluations: int = 3000,
+                   population: int = 32, crossover: float = 0.7, mutation: float = 0.2) -> SolverOutput:
+    rng = random.Random(seed)
+    space = PlacementSpace(problem)
+    codec = _Codec(space)
+    deadline = time.perf_counter() + time_limit if time_limit is not None else None
+    toolbox = base.Toolbox()
+    toolbox.register("map", map)
+    toolbox.register("evaluate", lambda genes: space.evaluate(codec.decode(genes)))
+    hof = tools.HallOfFame(1, similar=lambda a, b: a == b)
+    pop = [codec.random(rng) for _ in range(population)]
+    fits = list(toolbox.map(toolbox.evaluate, pop))
+    used = len(pop)
+    best_genes, best = min(zip(pop, fits, strict=True), key=lambda x: x[1])
+    while used < evaluations and (deadline is None or time.perf_counter() < deadline):
+        nxt = [min((rng.randrange(population) for _ in range(3)), key=lambda i: fits[i]) for _ in range(population)]
+        kids = [list(pop[i]) for i in nxt]
+        for a, b in zip(kids[::2], kids[1::2], strict=False):
+            if rng.random() < crossover:
+                i, j = sorted(rng.sample(range(len(a)), 2))
+                a[i:j], b[i:j] = b[i:j], a[i:j]
+        template = codec.random(rng)
+        for kid in kids:
+            for g in range(len(kid)):
+                if rng.random() < mutation / len(kid) * 4:
+                    kid[g] = codec.random(rng)[g] if g else rng.randrange(len(codec.groupings))
+        del template
+        kid_fits = list(toolbox.map(toolbox.evaluate, kids))
+        used += len(kids)
+        # elitism: the best so far survives
+        worst = max(range(population), key=lambda i: kid_fits[i])
+        kids[worst], kid_fits[worst] = list(best_genes), best
+        pop, fits = kids, kid_fits
+        i = min(range(population), key=lambda i: fits[i])
+        if fits[i] < best:
+            best_genes, best = list(pop[i]), fits[i]
+    hof_ind = codec.decode(best_genes) if math.isfinite(best) else None
+    return _result(space, hof_ind, best, used, "plain EA")
+
+
+def solve_random(problem: PlacementProblem, *, time_limit: float | None = None, seed: int = 0, evaluations: int = 3000) -> SolverOutput:
+    rng = random.Random(seed)
+    space = PlacementSpace(problem)
+    codec = _Codec(space)
+    deadline = time.perf_counter() + time_limit if time_limit is not None else None
+    best, best_ind, used = math.inf, None, 0
+    while used < evaluations and (deadline is None or time.perf_counter() < deadline):
+        ind = codec.decode(codec.random(rng))
+        used += 1
+        cost = space.evaluate(ind)
+        if cost < best:
+            best, best_ind = cost, ind
+    return _result(space, best_ind, best, used, "random search")
