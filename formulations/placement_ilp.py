@@ -39,6 +39,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
+import warnings
 from typing import Any
 
 from costmodels.placement import PlacementProblem
@@ -146,9 +147,10 @@ class PlacementILP:
         if not opts:
             return SolverOutput(Status.INFEASIBLE, message="no group option fits in GPU memory", stats=self.stats)
         prob = pulp.LpProblem("hetrl_placement", pulp.LpMinimize)
-        x = [pulp.LpVariable(f"x{i}", cat="Binary") for i in range(len(opts))]
-        inf_v = pulp.LpVariable("I", lowBound=0)
-        trn_v = pulp.LpVariable("R", lowBound=0)
+        var = _variable_factory(prob)
+        x = [var(f"x{i}", cat="Binary") for i in range(len(opts))]
+        inf_v = var("I", lowBound=0)
+        trn_v = var("R", lowBound=0)
         for t in self.tasks:  # (1)
             prob += pulp.lpSum(x[i] for i, o in enumerate(opts) if t in o.tasks) == 1, f"cover_{t}"
         for k, cap in enumerate(self.cap):  # (2)
@@ -164,17 +166,17 @@ class PlacementILP:
         gen_only = [i for i, o in enumerate(opts) if "actor_generation" in o.tasks and "actor_training" not in o.tasks]
         train_only = [i for i, o in enumerate(opts) if "actor_training" in o.tasks and "actor_generation" not in o.tasks]
         w = self.p2p_weights()
-        q = {ab: pulp.LpVariable(f"q_{ab[0]}_{ab[1]}", lowBound=0, upBound=1) for ab in w}
+        q = {ab: var(f"q_{ab[0]}_{ab[1]}", lowBound=0, upBound=1) for ab in w}
         prob += pulp.lpSum(q.values()) == 1 - pulp.lpSum(x[i] for i in together), "p2p_iff_apart"  # (4)
-        for (a, b), var in q.items():  # (5)
-            prob += var <= pulp.lpSum(x[i] for i in gen_only if opts[i].comp[a]), f"p2p_gen_{a}_{b}"
-            prob += var <= pulp.lpSum(x[i] for i in train_only if opts[i].comp[b]), f"p2p_train_{a}_{b}"
+        for (a, b), qv in q.items():  # (5)
+            prob += qv <= pulp.lpSum(x[i] for i in gen_only if opts[i].comp[a]), f"p2p_gen_{a}_{b}"
+            prob += qv <= pulp.lpSum(x[i] for i in train_only if opts[i].comp[b]), f"p2p_train_{a}_{b}"
         gen = pulp.lpSum(o.gen * x[i] for i, o in enumerate(opts) if o.gen)
         xfer = pulp.lpSum(o.xfer * x[i] for i, o in enumerate(opts) if o.xfer) + pulp.lpSum(w[ab] * v for ab, v in q.items())
         if wf.mode == "sync":
             prob += gen + inf_v + trn_v + xfer
         else:
-            m = pulp.LpVariable("M", lowBound=0)
+            m = var("M", lowBound=0)
             prob += m >= gen, "async_gen"
             prob += m >= inf_v + trn_v, "async_rest"
             prob += m + xfer
@@ -186,14 +188,16 @@ class PlacementILP:
         if backend == "highs":
             solver = pulp.HiGHS(msg=False, timeLimit=remaining, threads=threads)
         elif backend == "cbc":
-            solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=remaining, threads=threads)
+            with warnings.catch_warnings():  # PuLP 3.x marks its bundled CBC deprecated; it still ships it
+                warnings.simplefilter("ignore", DeprecationWarning)
+                solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=remaining, threads=threads)
         else:
             raise ValueError(f"unknown backend {backend!r}; use highs or cbc")
         solve_start = time.perf_counter()
         prob.solve(solver)
         self.stats["solve_s"] = time.perf_counter() - solve_start
         self.stats["variables"] = len(prob.variables())
-        self.stats["constraints"] = len(prob.constraints)
+        self.stats["constraints"] = prob.numConstraints()
         if prob.status == pulp.LpStatusInfeasible:
             return SolverOutput(Status.INFEASIBLE, message="the ILP is infeasible: no placement fits", stats=self.stats)
         chosen = [opts[i] for i, v in enumerate(x) if v.value() is not None and v.value() > 0.5]
@@ -231,6 +235,15 @@ class PlacementILP:
             groups.append((list(o.tasks), gpus))
             configs.update(o.configs)
         return build_plan(self.problem, groups, configs)
+
+
+def _variable_factory(prob: Any) -> Any:
+    """``prob.add_variable`` where PuLP has it (3.x onwards), else ``LpVariable``."""
+    import pulp
+
+    if hasattr(prob, "add_variable"):
+        return lambda name, **kw: prob.add_variable(name, **kw)
+    return lambda name, **kw: pulp.LpVariable(name, **kw)
 
 
 def solve_placement_ilp(problem: PlacementProblem, *, time_limit: float | None = None, seed: int = 0,

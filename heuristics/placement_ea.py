@@ -3,7 +3,7 @@
 Plain EA (HetRL §5.4's "standard evolutionary algorithm implemented using DEAP"): one flat
 genotype (task grouping index, a group label per GPU with -1 for idle, a configuration index per
 task), generational evolution with tournament selection, two-point crossover and uniform integer
-mutation, elitism through a DEAP ``HallOfFame``; no successive halving, no Level-4 enumeration,
+mutation, elitism (the best so far replaces the worst child); no successive halving, no Level-4 enumeration,
 no local search. Random search samples the same genotype uniformly. Both use their own seeded
 ``random.Random`` (DEAP's operators use the global ``random``; we keep it untouched).
 """
@@ -14,7 +14,7 @@ import math
 import random
 import time
 
-from deap import base, tools
+from deap import base
 
 from costmodels.placement import PlacementProblem
 from costmodels.placement_space import set_partitions
@@ -57,7 +57,6 @@ def solve_plain_ea(problem: PlacementProblem, *, time_limit: float | None = None
     toolbox = base.Toolbox()
     toolbox.register("map", map)
     toolbox.register("evaluate", lambda genes: space.evaluate(codec.decode(genes)))
-    hof = tools.HallOfFame(1, similar=lambda a, b: a == b)
     pop = [codec.random(rng) for _ in range(population)]
     fits = list(toolbox.map(toolbox.evaluate, pop))
     used = len(pop)
@@ -69,12 +68,11 @@ def solve_plain_ea(problem: PlacementProblem, *, time_limit: float | None = None
             if rng.random() < crossover:
                 i, j = sorted(rng.sample(range(len(a)), 2))
                 a[i:j], b[i:j] = b[i:j], a[i:j]
-        template = codec.random(rng)
-        for kid in kids:
+        for kid in kids:  # uniform integer mutation, about ``mutation`` x 4 genes per child
+            fresh = codec.random(rng)
             for g in range(len(kid)):
-                if rng.random() < mutation / len(kid) * 4:
-                    kid[g] = codec.random(rng)[g] if g else rng.randrange(len(codec.groupings))
-        del template
+                if rng.random() < mutation * 4 / len(kid):
+                    kid[g] = fresh[g]
         kid_fits = list(toolbox.map(toolbox.evaluate, kids))
         used += len(kids)
         # elitism: the best so far survives
@@ -84,8 +82,8 @@ def solve_plain_ea(problem: PlacementProblem, *, time_limit: float | None = None
         i = min(range(population), key=lambda i: fits[i])
         if fits[i] < best:
             best_genes, best = list(pop[i]), fits[i]
-    hof_ind = codec.decode(best_genes) if math.isfinite(best) else None
-    return _result(space, hof_ind, best, used, "plain EA")
+    best_ind = codec.decode(best_genes) if math.isfinite(best) else None
+    return _result(space, best_ind, best, used, "plain EA")
 
 
 def solve_random(problem: PlacementProblem, *, time_limit: float | None = None, seed: int = 0, evaluations: int = 3000) -> SolverOutput:

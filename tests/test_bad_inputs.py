@@ -91,6 +91,6 @@ def test_missing_file_exits_2(tmp_path: Path):
 def test_unknown_solver_and_option_exit_2(tmp_path: Path):
     proc = run_cli("plan", "--solver", "quantum", "-o", str(tmp_path / "p.json"))
     assert proc.returncode == 2 and "quantum" in proc.stderr and "verl" in proc.stderr
-    proc = run_cli("plan", "--option", "population=10", "-o", str(tmp_path / "p.json"))
-    assert proc.returncode == 2 and "population" in proc.stderr
+    proc = run_cli("plan", "--option", "warp_factor=10", "-o", str(tmp_path / "p.json"))
+    assert proc.returncode == 2 and "warp_factor" in proc.stderr
     assert not (tmp_path / "p.json").exists()
