@@ -32,9 +32,9 @@ test-fast: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
-## bench: the benchmark scenarios into bench-out/
+## bench: issue-4 placement measurements (ILP, SHA-EA, EA, baselines) into bench-out/
 bench: $(STAMP)
-	$(BIN)/python -m benchmarks.scenarios --out bench-out
+	$(BIN)/python -m benchmarks.placement_report --out bench-out
 
 ## schema: regenerate planner/schema/plan.schema.json after changing the plan models
 schema: $(STAMP)
