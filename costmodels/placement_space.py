@@ -191,3 +191,23 @@ def colocated_candidates(problem: PlacementProblem) -> Iterator[PlacementPlan]:
         for oc in sorted(shared or ()):
             configs = {gen.name: gc, **{t.name: oc for t in others}}
             yield build_plan(problem, [([t.name for t in tasks], gpus)], configs)
+
+
+def best_colocated(problem: PlacementProblem, deadline: float | None = None) -> tuple[float, PlacementPlan | None]:
+    """The best valid plan of :func:`colocated_candidates` (an in-space upper bound that the
+    exact ILP prunes with and SHA-EA starts from); (inf, None) when none fits."""
+    import time
+
+    from costmodels.hetrl_cost import evaluate_placement
+    from costmodels.placement_check import check_placement
+
+    best, best_plan = math.inf, None
+    for plan in colocated_candidates(problem):
+        if deadline is not None and time.perf_counter() > deadline:
+            break
+        if check_placement(problem, plan):
+            continue
+        cost = evaluate_placement(problem, plan).objective
+        if cost < best:
+            best, best_plan = cost, plan
+    return best, best_plan

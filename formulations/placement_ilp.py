@@ -44,11 +44,7 @@ from typing import Any
 
 from costmodels.placement import PlacementProblem
 from costmodels.placement_options import GroupOption, GroupOptions, Partial
-from costmodels.placement_space import (
-    build_plan,
-    colocated_candidates,
-    compositions,
-)
+from costmodels.placement_space import best_colocated, build_plan, compositions
 from costmodels.solving import SolverOutput, Status
 from costmodels.workflow import TaskKind
 
@@ -75,18 +71,7 @@ class PlacementILP:
 
     def upper_bound(self) -> tuple[float, Any]:
         """An in-space plan's cost (best verl-style co-located plan), for bound-based pruning."""
-        from costmodels.hetrl_cost import evaluate_placement
-        from costmodels.placement_check import check_placement
-
-        best, best_plan = math.inf, None
-        for plan in colocated_candidates(self.problem):
-            self._check_time()
-            if check_placement(self.problem, plan):
-                continue
-            cost = evaluate_placement(self.problem, plan).objective
-            if cost < best:
-                best, best_plan = cost, plan
-        return best, best_plan
+        return best_colocated(self.problem, self.deadline)
 
     def _phase_bounds(self) -> dict[TaskKind, float]:
         """Lower bound of each phase: no plan's phase is faster than its slowest task's fastest

@@ -36,7 +36,7 @@ from typing import Any
 from deap import base
 
 from costmodels.placement import PlacementProblem
-from costmodels.placement_space import set_partitions
+from costmodels.placement_space import best_colocated, set_partitions
 from costmodels.solving import SolverOutput, Status
 from costmodels.workflow import TaskKind
 from heuristics.placement_genome import Individual, PlacementSpace
@@ -298,7 +298,7 @@ def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, 
     if evaluations is None:
         evaluations = _budget_from_time(space, rng, time_limit) if time_limit is not None else 300
     # an in-space co-located plan seeds the incumbent, so Level-4 enumeration prunes from the start
-    seed_plan, seed_cost = _colocated_incumbent(space, deadline)
+    seed_cost, seed_plan = best_colocated(problem, deadline)
     space.incumbent = seed_cost
     ev = Evaluator(space, evaluations, deadline, workers, progress)
     try:
@@ -331,24 +331,6 @@ def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, 
     plan = space.decode_with(ev.best_ind, configs)
     stopped = "time limit" if deadline is not None and time.perf_counter() > deadline else "budget"
     return SolverOutput(Status.FEASIBLE, plan=plan, objective=ev.best, message=f"SHA-EA: best of {ev.used} evaluations ({stopped})", stats=stats)
-
-
-def _colocated_incumbent(space: PlacementSpace, deadline: float | None) -> tuple[Any, float]:
-    """Best verl-style co-located plan of the space (an upper bound for pruning)."""
-    from costmodels.hetrl_cost import evaluate_placement
-    from costmodels.placement_check import check_placement
-    from costmodels.placement_space import colocated_candidates
-
-    best, best_plan = math.inf, None
-    for plan in colocated_candidates(space.problem):
-        if deadline is not None and time.perf_counter() > deadline:
-            break
-        if check_placement(space.problem, plan):
-            continue
-        cost = evaluate_placement(space.problem, plan).objective
-        if cost < best:
-            best, best_plan = cost, plan
-    return best_plan, best
 
 
 def _budget_from_time(space: PlacementSpace, rng: random.Random, time_limit: float) -> int:
