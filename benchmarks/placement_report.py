@@ -33,8 +33,8 @@ def row(experiment: str, cluster: str, workflow: str, solver: str, budget: float
             "evaluations": r.stats.get("evaluations"), "message": r.message}
 
 
-def run(workflow: str, budgets: list[float], scenario_budget: float) -> pd.DataFrame:
-    rows = []
+def run(workflow: str, budgets: list[float], scenario_budget: float, out: Path | None = None) -> pd.DataFrame:
+    rows = _Rows(out)
     optimum = {}
     for cl in SMALL:
         p = build_problem("placement", {"cluster": cl, "workflow": workflow})
@@ -48,11 +48,29 @@ def run(workflow: str, budgets: list[float], scenario_budget: float) -> pd.DataF
         p = build_problem("placement", {"cluster": sc, "workflow": workflow})
         rows.append(row("scenario", sc, workflow, "verl", None, solve(p, "verl")))
         rows.append(row("scenario", sc, workflow, "sha-ea", scenario_budget, solve(p, "sha-ea", time_limit=scenario_budget, seed=0)))
-    df = pd.DataFrame(rows)
+    df = pd.DataFrame(list(rows))
     df["ratio_to_optimum"] = [
         (o / optimum[c]) if (o is not None and optimum.get(c)) else None for o, c in zip(df["objective_s"], df["cluster"], strict=True)
     ]
     return df
+
+
+class _Rows(list):
+    """Rows that are also appended to ``partial.jsonl`` as they come (long runs keep their data)."""
+
+    def __init__(self, out: Path | None):
+        super().__init__()
+        self.path = out / "partial.jsonl" if out else None
+        if self.path:
+            out.mkdir(parents=True, exist_ok=True)
+            self.path.write_text("")
+
+    def append(self, item: dict) -> None:
+        super().append(item)
+        if self.path:
+            with self.path.open("a") as fh:
+                fh.write(json.dumps(item, default=str) + "\n")
+        print(item["experiment"], item["cluster"], item["solver"], item["budget_s"], item["status"], item["objective_s"], f"{item['wall_time_s']:.1f}s", flush=True)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -62,7 +80,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--quick", action="store_true", help="2 s / 5 s budgets (a smoke run)")
     args = ap.parse_args(argv)
     budgets, scen = ([2.0, 5.0], 5.0) if args.quick else ([10.0, 60.0], 60.0)
-    df = run(args.workflow, budgets, scen)
+    df = run(args.workflow, budgets, scen, args.out)
     args.out.mkdir(parents=True, exist_ok=True)
     df.to_csv(args.out / "placement_report.csv", index=False)
     meta = {"machine": platform.platform(), "python": platform.python_version(), "workflow": args.workflow, "budgets_s": budgets}

@@ -295,11 +295,11 @@ def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, 
     space = PlacementSpace(problem)
     start = time.perf_counter()
     deadline = start + time_limit if time_limit is not None else None
-    if evaluations is None:
-        evaluations = _budget_from_time(space, rng, time_limit) if time_limit is not None else 300
     # an in-space co-located plan seeds the incumbent, so Level-4 enumeration prunes from the start
     seed_cost, seed_plan = best_colocated(problem, deadline)
     space.incumbent = seed_cost
+    if evaluations is None:
+        evaluations = _budget_from_time(space, time_limit, deadline) if time_limit is not None else 300
     ev = Evaluator(space, evaluations, deadline, workers, progress)
     try:
         names = [t.name for t in problem.tasks]
@@ -333,15 +333,15 @@ def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, 
     return SolverOutput(Status.FEASIBLE, plan=plan, objective=ev.best, message=f"SHA-EA: best of {ev.used} evaluations ({stopped})", stats=stats)
 
 
-def _budget_from_time(space: PlacementSpace, rng: random.Random, time_limit: float) -> int:
-    """Evaluations that fit in ``time_limit``, from timing a few random plans."""
+def _budget_from_time(space: PlacementSpace, time_limit: float, deadline: float | None) -> int:
+    """Evaluations that fit in ``time_limit``, from timing a few random plans on the (seeded,
+    pruning) space itself, so the probes also warm its caches."""
     names = tuple(t.name for t in space.problem.tasks)
     n = len(space.devices)
     t0 = time.perf_counter()
     probes = 0
-    probe_space = PlacementSpace(space.problem)
-    while probes < 10:
-        probe_space.best_configs(probe_space.random_individual(random.Random(probes), (names,), (max(1, n - probes),)))
+    while probes < 10 and (deadline is None or time.perf_counter() < deadline):
+        space.best_configs(space.random_individual(random.Random(probes), (names,), (max(1, n - probes),)))
         probes += 1
     rate = probes / max(time.perf_counter() - t0, 1e-6)
     return max(50, int(rate * time_limit * 0.8))
