@@ -41,6 +41,12 @@ class _Codec:
         return Individual(grouping, assign, dict(zip(self.names, genes[1 + self.n:], strict=True)))
 
 
+def _budget(evaluations: int | None, time_limit: float | None) -> int:
+    if evaluations is not None:
+        return evaluations
+    return 10**12 if time_limit is not None else 3000
+
+
 def _result(space: PlacementSpace, best: Individual | None, cost: float, evals: int, what: str) -> SolverOutput:
     stats = {"evaluations": evals, "distinct_plans": space.evaluations}
     if best is None or not math.isfinite(cost):
@@ -48,8 +54,11 @@ def _result(space: PlacementSpace, best: Individual | None, cost: float, evals: 
     return SolverOutput(Status.FEASIBLE, plan=space.decode(best), objective=cost, message=f"{what}: best of {evals} evaluations", stats=stats)
 
 
-def solve_plain_ea(problem: PlacementProblem, *, time_limit: float | None = None, seed: int = 0, evaluations: int = 3000,
+def solve_plain_ea(problem: PlacementProblem, *, time_limit: float | None = None, seed: int = 0, evaluations: int | None = None,
                    population: int = 32, crossover: float = 0.7, mutation: float = 0.2) -> SolverOutput:
+    """Budget: ``evaluations``; with only ``time_limit``, until the wall clock runs out; with
+    neither, 3000 evaluations."""
+    evaluations = _budget(evaluations, time_limit)
     rng = random.Random(seed)
     space = PlacementSpace(problem)
     codec = _Codec(space)
@@ -86,7 +95,9 @@ def solve_plain_ea(problem: PlacementProblem, *, time_limit: float | None = None
     return _result(space, best_ind, best, used, "plain EA")
 
 
-def solve_random(problem: PlacementProblem, *, time_limit: float | None = None, seed: int = 0, evaluations: int = 3000) -> SolverOutput:
+def solve_random(problem: PlacementProblem, *, time_limit: float | None = None, seed: int = 0, evaluations: int | None = None) -> SolverOutput:
+    """Same budget rules as :func:`solve_plain_ea`."""
+    evaluations = _budget(evaluations, time_limit)
     rng = random.Random(seed)
     space = PlacementSpace(problem)
     codec = _Codec(space)

@@ -120,7 +120,9 @@ class ArmEA:
     def run(self, evaluate: Evaluator, evals: int) -> None:
         target = evaluate.used + max(1, evals)
         if not self.population:
-            self.population = [self.space.random_individual(self.rng, self.grouping, self.sizes) for _ in range(self.population_size)]
+            # one greedy individual (fastest GPUs, node by node) beside the random ones
+            self.population = [self._fastest_first()] + [
+                self.space.random_individual(self.rng, self.grouping, self.sizes) for _ in range(self.population_size - 1)]
             evaluate(self.population)
         while evaluate.used < target and not evaluate.exhausted():
             kids, improved = [], []
@@ -135,6 +137,17 @@ class ArmEA:
                 worst = max(range(len(self.population)), key=lambda i: self.population[i].fitness)
                 if child.fitness < self.population[worst].fitness:
                     self.population[worst] = child
+
+    def _fastest_first(self) -> Individual:
+        sp = self.space
+        order = sorted(range(len(sp.devices)), key=lambda g: (-sp.tflops[g], g))
+        assign = [-1] * len(order)
+        pos = 0
+        for gi, size in enumerate(self.sizes):
+            for g in order[pos:pos + size]:
+                assign[g] = gi
+            pos += size
+        return Individual(self.grouping, assign, {n: 0 for names in self.grouping for n in names})
 
     def _tournament(self, k: int = 2) -> Individual:
         picks = [self.population[self.rng.randrange(len(self.population))] for _ in range(k)]
@@ -248,7 +261,15 @@ def gpu_groupings(space: PlacementSpace, grouping: tuple[tuple[str, ...], ...], 
         if all(s >= 1 for s in t) and sum(t) <= n and t not in out:
             out.append(t)
 
-    for total in (n, n - n // 4):
+    # totals: all GPUs, three quarters, and all but the slowest GPU types (a heterogeneous cluster's
+    # slowest GPUs can cost more than they add)
+    by_speed = sorted(set(space.tflops))
+    totals = [n, n - n // 4]
+    for cut in by_speed[:-1]:
+        kept = sum(1 for t in space.tflops if t > cut)
+        if kept >= k:
+            totals.append(kept)
+    for total in dict.fromkeys(totals):
         raw = [total * w / sum(weight) for w in weight]
         base = [max(1, int(r)) for r in raw]
         while sum(base) < total:
@@ -262,7 +283,7 @@ def gpu_groupings(space: PlacementSpace, grouping: tuple[tuple[str, ...], ...], 
         tries += 1
         cuts = sorted(rng.sample(range(1, n), k - 1)) if k > 1 else []
         add([b - a for a, b in zip([0, *cuts], [*cuts, n], strict=True)])
-    return out[:count]
+    return out[: max(count, len(totals))]
 
 
 def successive_halving(arms: list[Any], budget: float, run: Callable[[Any, float], None], score: Callable[[Any], float],
@@ -298,6 +319,7 @@ def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, 
     # an in-space co-located plan seeds the incumbent, so Level-4 enumeration prunes from the start
     seed_cost, seed_plan = best_colocated(problem, deadline)
     space.incumbent = seed_cost
+    by_time = evaluations is None and time_limit is not None
     if evaluations is None:
         evaluations = _budget_from_time(space, time_limit, deadline) if time_limit is not None else 300
     ev = Evaluator(space, evaluations, deadline, workers, progress)
@@ -318,7 +340,15 @@ def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, 
                                                 lambda arm: arm.best, ev.exhausted) + [
                 a for a in arms_by_tg[tg] if False]
 
-        successive_halving(tgs, float(evaluations), run_tg, best_of, ev.exhausted)
+        budget = float(evaluations)
+        while True:
+            successive_halving(tgs, budget, run_tg, best_of, ev.exhausted)
+            # with a wall-clock limit and time left, run the halving again with twice the budget:
+            # the arms keep their populations, so the search resumes where it stopped
+            if not (by_time and deadline is not None and time.perf_counter() < deadline):
+                break
+            ev.budget += int(budget) * 2
+            budget *= 2
     finally:
         ev.close()
     stats = {"evaluations": ev.used, "distinct_plans": space.evaluations, "budget": evaluations, "trace": ev.trace[-200:]}
