@@ -16,7 +16,7 @@ as HetRL enumerates intra-model parallelization at Level 4 (§3.4).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -54,7 +54,6 @@ class GroupOption:
     inf: float
     trn: float
     xfer: float
-    meta: dict[str, Any] = field(default_factory=dict)
 
 
 def dominates(a: Candidate, b: Candidate) -> bool:
@@ -71,13 +70,18 @@ def pareto_candidates(cands: list[Candidate]) -> list[Candidate]:
     return kept
 
 
-def pareto_rows(rows: list[tuple[tuple[float, ...], Any]]) -> list[Any]:
+def pareto_pairs(rows: list[tuple[tuple[float, ...], Any]]) -> list[tuple[tuple[float, ...], Any]]:
+    """The (vector, item) rows whose vector no other kept row dominates (all <=)."""
     rows = sorted(rows, key=lambda r: r[0])
     kept: list[tuple[tuple[float, ...], Any]] = []
     for vec, item in rows:
         if not any(all(a <= b + 1e-15 for a, b in zip(kv, vec, strict=True)) for kv, _ in kept):
             kept.append((vec, item))
-    return [item for _, item in kept]
+    return kept
+
+
+def pareto_rows(rows: list[tuple[tuple[float, ...], Any]]) -> list[Any]:
+    return [item for _, item in pareto_pairs(rows)]
 
 
 @dataclass
@@ -263,8 +267,7 @@ def combine(options_per_group: list[list[GroupOption]], mode: str, p2p: float) -
         for (g, i, t, x), chosen in states:
             for o in opts:
                 merged.append(((g + o.gen, max(i, o.inf), max(t, o.trn), x + o.xfer), [*chosen, o]))
-        states = [(k, v) for k, v in zip([r[0] for r in merged], [r[1] for r in merged], strict=True)]
-        states = [(row_key, item) for row_key, item in _pareto_pairs(states)]
+        states = pareto_pairs(merged)
     best = None
     for (g, i, t, x), chosen in states:
         total = (g + i + t if mode == "sync" else max(g, i + t)) + x + p2p
@@ -273,10 +276,3 @@ def combine(options_per_group: list[list[GroupOption]], mode: str, p2p: float) -
     return best
 
 
-def _pareto_pairs(rows: list[tuple[tuple[float, ...], Any]]) -> list[tuple[tuple[float, ...], Any]]:
-    rows = sorted(rows, key=lambda r: r[0])
-    kept: list[tuple[tuple[float, ...], Any]] = []
-    for vec, item in rows:
-        if not any(all(a <= b + 1e-15 for a, b in zip(kv, vec, strict=True)) for kv, _ in kept):
-            kept.append((vec, item))
-    return kept

@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from costmodels.hetrl_cost import evaluate_placement
 from costmodels.placement import PlacementPlan, PlacementProblem, TaskGroup, TaskPlacement
+from costmodels.placement_check import check_placement
 from costmodels.workflow import Task, TaskKind
 
 #: largest TP degree considered (TP inside an 8-GPU server, as in HetRL's testbed)
@@ -114,12 +117,17 @@ def proportional_split(total: int, weights: list[float]) -> list[int]:
     return base
 
 
+def tasklet_layout(devices: list[str], tp: int, pp: int, dp: int) -> list[list[list[str]]]:
+    """Tasklet map [dp][pp][tp] filling ``devices`` in order, TP innermost (Level 5)."""
+    it = iter(devices)
+    return [[[next(it) for _ in range(tp)] for _ in range(pp)] for _ in range(dp)]
+
+
 def place_task(problem: PlacementProblem, task: Task, group_gpus: list[str], cfg: TaskConfig) -> TaskPlacement:
     """Canonical tasklet layout of ``task`` on ``group_gpus`` (already in cluster order)."""
     if cfg.tp * cfg.pp * cfg.dp != len(group_gpus):
         raise ValueError(f"{cfg.label()} needs {cfg.tp * cfg.pp * cfg.dp} GPUs, the group has {len(group_gpus)}")
-    it = iter(group_gpus)
-    devices = [[[next(it) for _ in range(cfg.tp)] for _ in range(cfg.pp)] for _ in range(cfg.dp)]
+    devices = tasklet_layout(group_gpus, cfg.tp, cfg.pp, cfg.dp)
     layers = shares = None
     if cfg.balance:
         m = problem.workflow.model(task.role)
@@ -196,11 +204,6 @@ def colocated_candidates(problem: PlacementProblem) -> Iterator[PlacementPlan]:
 def best_colocated(problem: PlacementProblem, deadline: float | None = None) -> tuple[float, PlacementPlan | None]:
     """The best valid plan of :func:`colocated_candidates` (an in-space upper bound that the
     exact ILP prunes with and SHA-EA starts from); (inf, None) when none fits."""
-    import time
-
-    from costmodels.hetrl_cost import evaluate_placement
-    from costmodels.placement_check import check_placement
-
     best, best_plan = math.inf, None
     for plan in colocated_candidates(problem):
         if deadline is not None and time.perf_counter() > deadline:

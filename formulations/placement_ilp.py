@@ -53,6 +53,8 @@ class PlacementILP:
     """Builds the option set and the ILP for one problem; :meth:`solve` returns a SolverOutput."""
 
     def __init__(self, problem: PlacementProblem, deadline: float | None = None, upper_bound: float | None = None):
+        self.start = time.perf_counter()
+        self.incumbent: tuple[float, Any] = (math.inf, None)
         if not problem.params.group_aware_overlap:
             raise ValueError("the placement ILP models group-aware task overlap (CostParams.group_aware_overlap=True)")
         self.problem = problem
@@ -167,7 +169,7 @@ class PlacementILP:
             prob += m + xfer
         remaining = None
         if time_limit is not None:
-            remaining = time_limit - (time.perf_counter() - self._start)
+            remaining = time_limit - (time.perf_counter() - self.start)
             if remaining <= 0:
                 return self._fallback("time limit reached before the ILP solve")
         if backend == "highs":
@@ -204,7 +206,7 @@ class PlacementILP:
 
     def _fallback(self, why: str) -> SolverOutput:
         """Out of time: the best plan known (the co-located upper-bound plan), status feasible."""
-        cost, plan = getattr(self, "incumbent", (math.inf, None))
+        cost, plan = self.incumbent
         if plan is None:
             return SolverOutput(Status.NO_SOLUTION, message=why, stats=self.stats)
         return SolverOutput(Status.FEASIBLE, plan=plan, objective=cost, message=f"{why}; returning the co-located incumbent", stats=self.stats)
@@ -237,10 +239,8 @@ def solve_placement_ilp(problem: PlacementProblem, *, time_limit: float | None =
     incumbent with status feasible and the solver's bound; the option enumeration counts against
     the limit too."""
     del seed  # deterministic
-    start = time.perf_counter()
-    deadline = start + time_limit if time_limit is not None else None
+    deadline = time.perf_counter() + time_limit if time_limit is not None else None
     model = PlacementILP(problem, deadline, upper_bound)
-    model._start = start
     try:
         return model.solve(backend, time_limit, threads)
     except TimeoutError:

@@ -15,18 +15,13 @@ import time
 from costmodels.hetrl_cost import evaluate_placement
 from costmodels.placement import PlacementPlan, PlacementProblem, TaskGroup, TaskPlacement
 from costmodels.placement_check import check_placement
+from costmodels.placement_space import tasklet_layout as layout
 from costmodels.solving import SolverOutput, Status
 from costmodels.workflow import TaskKind
 
 
 def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
-
-
-def layout(devices: list[str], tp: int, pp: int, dp: int) -> list[list[list[str]]]:
-    """Tasklet map [dp][pp][tp] filling ``devices`` in order, TP innermost."""
-    it = iter(devices)
-    return [[[next(it) for _ in range(tp)] for _ in range(pp)] for _ in range(dp)]
 
 
 def colocated_plan(problem: PlacementProblem, gen_tp: int, tp: int, pp: int) -> PlacementPlan:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from costmodels.hetrl_cost import evaluate_placement
@@ -20,7 +20,6 @@ from costmodels.placement import PlacementPlan, PlacementProblem
 from costmodels.placement_check import check_placement
 from costmodels.placement_options import GroupOptions, combine
 from costmodels.placement_space import TaskConfig, build_plan, task_configs
-from costmodels.workflow import TaskKind
 
 
 @dataclass
@@ -29,7 +28,6 @@ class Individual:
     assign: list[int]
     configs: dict[str, int]
     fitness: float = math.inf
-    meta: dict[str, Any] = field(default_factory=dict)
 
     def copy(self) -> Individual:
         return Individual(self.grouping, list(self.assign), dict(self.configs), self.fitness)
@@ -161,26 +159,6 @@ class PlacementSpace:
     def decode_with(self, ind: Individual, configs: dict[str, TaskConfig]) -> PlacementPlan:
         gpus = self.groups(ind)
         return build_plan(self.problem, [(list(n), g) for n, g in zip(ind.grouping, gpus, strict=True)], configs)
-
-    def repair_decode_batch(self, ind: Individual) -> None:
-        """Lower generation's decode batch until the plan fits, when only that breaks memory."""
-        gen = next((n for n in ind.configs if self.tasks[n].kind is TaskKind.GENERATION), None)
-        if gen is None:
-            return
-        plan = self.decode(ind)
-        if plan is None or not check_placement(self.problem, plan):
-            return
-        size = len(plan.task(gen).all_devices())
-        options = self.configs(gen, size)
-        cur = options[ind.configs[gen] % len(options)]
-        for i, c in enumerate(options):
-            if (c.tp, c.pp, c.dp, c.balance) == (cur.tp, cur.pp, cur.dp, cur.balance) and (c.decode_batch or 0) < (cur.decode_batch or 0):
-                trial = ind.copy()
-                trial.configs[gen] = i
-                p = self.decode(trial)
-                if p is not None and not check_placement(self.problem, p):
-                    ind.configs[gen] = i
-                    return
 
     def random_individual(self, rng: random.Random, grouping: tuple[tuple[str, ...], ...], sizes: tuple[int, ...]) -> Individual:
         order = list(range(len(self.devices)))

@@ -337,8 +337,7 @@ def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, 
 
         def run_tg(tg: Any, budget: float) -> None:  # Level 2: halving over GPU groupings
             arms_by_tg[tg] = successive_halving(arms_by_tg[tg], budget, lambda arm, b: arm.run(ev, int(b)),
-                                                lambda arm: arm.best, ev.exhausted) + [
-                a for a in arms_by_tg[tg] if False]
+                                                lambda arm: arm.best, ev.exhausted)
 
         budget = float(evaluations)
         while True:

@@ -103,15 +103,18 @@ def _placement_summary(result: Result) -> Table:
     return table
 
 
-def _generic_summary(result: Result) -> Table:
-    table = Table(title=f"{result.kind} by {result.solver} ({result.status.value})")
+def _breakdown_table(title: str, objective: float | None, breakdown: dict[str, Any]) -> Table:
+    table = Table(title=title)
     table.add_column("field")
     table.add_column("value")
-    table.add_row("objective", f"{result.objective:.6g}" if result.objective is not None else "-")
-    for k, v in result.breakdown.items():
-        if not isinstance(v, dict | list):
-            table.add_row(k, str(v))
+    table.add_row("objective", f"{objective:.6g}" if objective is not None else "-")
+    for k, v in breakdown.items():
+        table.add_row(k, str(v))
     return table
+
+
+def _generic_summary(result: Result) -> Table:
+    return _breakdown_table(f"{result.kind} by {result.solver} ({result.status.value})", result.objective, result.breakdown)
 
 
 @app.command()
@@ -255,19 +258,14 @@ def evaluate(
             err.print(f"  {v}", markup=False, highlight=False, soft_wrap=True)
         fail(f"{plan_file}: the plan violates {len(violations)} constraint(s)", code=1)
     if as_json:
-        from planner.planfile import _finite
+        from planner.planfile import json_safe
 
-        sys.stdout.write(json.dumps(_finite({"objective": objective, "breakdown": breakdown}), indent=2) + "\n")
+        sys.stdout.write(json.dumps(json_safe({"objective": objective, "breakdown": breakdown}), indent=2) + "\n")
         return
     if problem.kind == "placement":
         out.print(_task_table(breakdown, f"{plan_file}: {objective:.2f} s per iteration"))
     else:
-        table = Table(title=f"{plan_file}: objective {objective:.6g}")
-        table.add_column("field")
-        table.add_column("value")
-        for k, v in breakdown.items():
-            table.add_row(k, str(v))
-        out.print(table)
+        out.print(_breakdown_table(str(plan_file), objective, breakdown))
 
 
 @estimate_app.command("generation")
@@ -307,9 +305,9 @@ def estimate_generation(
     if not rows:
         fail(f"no TP degree divides {gpus} GPUs within a {gpus_per_node}-GPU node for {model}")
     if as_json:
-        from planner.planfile import _finite
+        from planner.planfile import json_safe
 
-        sys.stdout.write(json.dumps(_finite({"model": model, "gpu": gpu, "gpus": gpus, "requests": hist.total, "configurations": rows}), indent=2) + "\n")
+        sys.stdout.write(json.dumps(json_safe({"model": model, "gpu": gpu, "gpus": gpus, "requests": hist.total, "configurations": rows}), indent=2) + "\n")
         return
     table = Table(title=f"{model} on {gpus} x {gpu}: {hist.total} requests, remaining up to {max(hist.upper)} tokens")
     for col in ("TP", "DP", "makespan s", "KV tokens / instance", "peak batch", "decode steps", "feasible"):

@@ -93,14 +93,14 @@ def shipped_schema() -> dict[str, Any]:
     return json.loads(text)
 
 
-def _finite(obj: Any) -> Any:
+def json_safe(obj: Any) -> Any:
     """Replace non-finite floats (JSON has none) by None, recursively."""
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
     if isinstance(obj, dict):
-        return {str(k): _finite(v) for k, v in obj.items()}
+        return {str(k): json_safe(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
-        return [_finite(v) for v in obj]
+        return [json_safe(v) for v in obj]
     return obj
 
 
@@ -126,7 +126,7 @@ def result_to_dict(result: Result) -> dict[str, Any]:
         "breakdown": result.breakdown,
         "inputs": result.problem.to_inputs(),
     }
-    doc = _finite(doc)
+    doc = json_safe(doc)
     _ADAPTER.validate_python(doc)  # what we write must be what we publish
     return doc
 
