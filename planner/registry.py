@@ -76,10 +76,24 @@ class Registry:
             raise TypeError(f"solver {info.name!r} does not take option(s) {', '.join(unknown)}; it takes: {allowed}")
 
 
+def _exact_with_fill(exact: SolverFn, filler: Callable[..., Any]) -> SolverFn:
+    """Wrap an exact circuits model so spare ports are filled by ``filler`` (Algorithm 3): the
+    planner passes the heuristic in because formulations never import heuristics (DESIGN.md)."""
+
+    def solve(problem: Any, *, time_limit: float | None = None, seed: int = 0, fill: bool = True) -> SolverOutput:
+        return exact(problem, time_limit=time_limit, seed=seed, fill=filler if fill else None)
+
+    solve.__doc__ = exact.__doc__
+    return solve
+
+
 def _register_builtins(reg: Registry) -> None:
     """Every solver rlplan ships. Solvers import costmodels only; the planner wires them up."""
+    from formulations.circuits_bruteforce import solve_circuits_bruteforce
+    from formulations.circuits_exact import solve_circuits_cpsat, solve_circuits_milp
     from formulations.placement_bruteforce import solve_placement_bruteforce
     from formulations.placement_ilp import solve_placement_ilp
+    from heuristics.circuits_greedy import allocate_greedy, solve_greedy, solve_greedy_reference, solve_uniform
     from heuristics.placement_colocated import solve_colocated
     from heuristics.placement_ea import solve_plain_ea, solve_random
     from heuristics.placement_sha_ea import solve_sha_ea
@@ -96,6 +110,19 @@ def _register_builtins(reg: Registry) -> None:
     reg.register("placement", "random", solve_random, description="random feasible plans from the same space, best kept")
     reg.register("placement", "bruteforce", solve_placement_bruteforce, exact=True,
                  description="enumerate the whole space (tiny instances only; ground truth for the ILP)")
+
+    reg.register("circuits", "greedy", solve_greedy, default=True,
+                 description="OrchestrRL Algorithm 3 (App. D.2): one circuit at a time to the largest pair time, heap-based")
+    reg.register("circuits", "greedy-reference", solve_greedy_reference,
+                 description="plain transcription of Algorithm 3 (rescans every pair each step); same allocation as greedy")
+    reg.register("circuits", "milp", _exact_with_fill(solve_circuits_milp, allocate_greedy), exact=True,
+                 description="exact lexicographic model (max covered demand, then min bottleneck) on HiGHS via PuLP")
+    reg.register("circuits", "cpsat", _exact_with_fill(solve_circuits_cpsat, allocate_greedy), exact=True,
+                 description="the same exact model on OR-Tools CP-SAT (bottleneck picked from its candidate set)")
+    reg.register("circuits", "uniform", solve_uniform,
+                 description="uniform splitting baseline (App. I): each endpoint's ports spread evenly over its demanded pairs")
+    reg.register("circuits", "bruteforce", solve_circuits_bruteforce, exact=True,
+                 description="enumerate every allocation (tiny instances only; ground truth for the exact models)")
 
 
 @functools.cache

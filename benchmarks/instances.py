@@ -1,0 +1,115 @@
+"""Seeded instance generators and stable instance ids (issue 6 item 1).
+
+Every generator is a pure function of its arguments (numpy ``default_rng(seed)``), so the same
+call gives the same problem on any machine; :func:`instance_id` hashes a problem's content, so the
+same instance gets the same id however it was made (generator, preset or file).
+
+Circuits (OrchestrRL App. D, I): demand shapes ``all-to-all`` (EP/CP all-to-all with skewed
+expert load), ``all-reduce`` (ring all-reduce over ranks spread unevenly over ToRs, aggregated to
+ToR pairs as AGGREGATEDEMAND does), ``m2n`` (bipartite attention -> FFN traffic under AFD),
+``fan-out`` (weight-sync from a few training endpoints to many generation ones) and ``sparse``
+(random pairs, log-normal volumes).
+
+Placement (HetRL §5.4): random heterogeneous clusters (zones of mixed GPU types, inter-zone links
+drawn from the paper's ranges) with one of the shipped workflows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import numpy as np
+
+from costmodels.circuits import CircuitProblem
+from costmodels.fabric import DemandEntry, DemandSpec, FabricSpec
+
+DEMAND_SHAPES = ("all-to-all", "all-reduce", "m2n", "fan-out", "sparse")
+
+
+def instance_id(problem: Any) -> str:
+    """12 hex digits of the SHA-256 of the problem's canonical JSON inputs."""
+    blob = json.dumps({"kind": problem.kind, **problem.to_inputs()}, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def instance_size(problem: Any) -> int:
+    """The size axis of the reports: demanded pairs (circuits) or GPUs (placement)."""
+    if problem.kind == "circuits":
+        return len(problem.pair_demand())
+    if problem.kind == "placement":
+        return len(problem.topology.devices) if hasattr(problem, "topology") else sum(n.gpus for n in problem.cluster.nodes)
+    return 0
+
+
+def _entries(matrix: dict[tuple[int, int], float], names: list[str]) -> list[DemandEntry]:
+    return [DemandEntry(src=names[u], dst=names[v], bytes=float(round(b))) for (u, v), b in sorted(matrix.items()) if b > 0 and u != v]
+
+
+def circuits_instance(endpoints: int, ports: int, shape: str, *, seed: int = 0, link_gbps: float = 400.0,
+                      pairs: int | None = None, gb: float = 1.0, failed_ports: int = 0, pods: int = 1) -> CircuitProblem:
+    """A random circuit-allocation instance: ``endpoints`` ToRs with ``ports`` OCS ports each.
+
+    ``gb`` scales the volumes (GB per pair on average), ``pairs`` is the number of demanded pairs
+    for ``sparse``, ``failed_ports`` masks that many ports on randomly chosen endpoints and
+    ``pods`` labels endpoints round-robin into PoDs (for templates)."""
+    if shape not in DEMAND_SHAPES:
+        raise ValueError(f"unknown demand shape {shape!r}; known: {', '.join(DEMAND_SHAPES)}")
+    rng = np.random.default_rng(seed)
+    n = endpoints
+    names = [f"tor{i:0{len(str(n - 1))}d}" for i in range(n)]
+    unit = gb * 1e9
+    m: dict[tuple[int, int], float] = {}
+    side = None
+    template = "all-pairs"
+    if shape == "all-to-all":
+        load = rng.lognormal(0.0, 0.6, n)  # hot experts make some endpoints send/receive more
+        for u in range(n):
+            for v in range(n):
+                if u != v:
+                    m[(u, v)] = unit * load[u] * load[v] * rng.uniform(0.8, 1.2)
+    elif shape == "all-reduce":
+        ranks_per = rng.integers(1, 5, n)  # uneven ranks per ToR
+        ranks = np.repeat(np.arange(n), ranks_per)
+        rings = max(1, int(rng.integers(1, 4)))
+        for _ in range(rings):
+            order = rng.permutation(ranks)
+            for i, u in enumerate(order):
+                v = order[(i + 1) % len(order)]
+                if u != v:
+                    m[(int(u), int(v))] = m.get((int(u), int(v)), 0.0) + unit
+    elif shape == "m2n":
+        k = max(1, n // 2)
+        side = ["attn" if i < k else "ffn" for i in range(n)]
+        template = "bipartite"
+        hot = rng.lognormal(0.0, 0.5, n)
+        for u in range(k):
+            for v in range(k, n):
+                m[(u, v)] = unit * hot[v] * rng.uniform(0.5, 1.5)
+                m[(v, u)] = 0.5 * unit * hot[v] * rng.uniform(0.5, 1.5)
+    elif shape == "fan-out":
+        senders = max(1, n // 8)
+        for u in range(senders):
+            for v in range(senders, n):
+                m[(u, v)] = unit * rng.uniform(0.9, 1.1) / senders
+    else:  # sparse
+        count = pairs or 4 * n
+        count = min(count, n * (n - 1))
+        seen: set[tuple[int, int]] = set()
+        while len(seen) < count:
+            u, v = (int(x) for x in rng.integers(0, n, 2))
+            if u != v:
+                seen.add((u, v))
+        for u, v in sorted(seen):
+            m[(u, v)] = unit * rng.lognormal(0.0, 1.0)
+    failed: dict[str, int] = {}
+    for i in rng.choice(n, size=min(failed_ports, n), replace=False) if failed_ports else ():
+        failed[names[int(i)]] = 1
+    fabric = FabricSpec(
+        name=f"{shape}-{n}x{ports}-s{seed}", link_gbps=link_gbps, template=template,
+        endpoints=[{"name": names[i], "ports": ports, "pod": f"pod{i % pods}", "side": side[i] if side else None} for i in range(n)],
+        failed_ports=failed,
+    )
+    fabric.check()
+    return CircuitProblem(fabric, DemandSpec(entries=_entries(m, names)))

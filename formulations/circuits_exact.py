@@ -1,0 +1,249 @@
+"""Exact circuit allocation: the optimum of Algorithm 3's objective (OrchestrRL App. D.1–D.2).
+
+The objective is lexicographic (issue 5):
+
+1. maximise the demand volume on covered pairs (a demanded eligible pair is covered when it has
+   at least one circuit), i.e. minimise the volume left at +inf pair time;
+2. among allocations with that coverage, minimise the bottleneck max_p t1_p / c_p over covered
+   pairs, where t1_p = max(D(a->b), D(b->a)) * 8 / B_link is the pair's one-circuit time (Eq. 7).
+
+Notation: pairs p = demanded eligible pairs, cap_p = min(deg(a), deg(b)); integer c_p in
+[0, cap_p]; binary y_p = [c_p >= 1] (y_p <= c_p <= cap_p * y_p); port budgets (Eq. 6)
+sum_{p ∋ v} c_p <= deg(v).
+
+Two models of stage 2, one per solver:
+
+* ``milp`` (HiGHS through PuLP) maximises a throughput floor w: w <= s_p * c_p + M (1 - y_p) with
+  s_p = t_min / t1_p (scaled so that 0 < s_p <= 1) and M = max cap_p; the bottleneck is t_min / w.
+  Stage 1 weighs coverage by demand / max demand.
+* ``cpsat`` (OR-Tools CP-SAT, integers only) picks the bottleneck from its finite candidate set
+  {t1_p / k}: an index variable i into the sorted candidates and, per pair, an element constraint
+  giving the circuits that candidate needs, ceil(t1_p / cand_i); covered pairs must have at least
+  that many. Only candidates no worse than the stage-1 solution's bottleneck are listed. Stage 1
+  weighs coverage by whole bytes.
+
+After stage 2, spare ports can be handed out by a ``fill`` allocator (the planner passes
+Algorithm 3, DESIGN.md: formulations never import heuristics): adding circuits never raises a
+pair time, so the optimum is kept and no port a user paid for sits idle.
+
+A time limit is shared by both stages; when it runs out the best allocation found so far is
+returned with status ``feasible`` (an all-zero allocation is always feasible, so there always is
+one).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from costmodels.circuits import CircuitProblem, DemandedPair, demanded_pairs, pair_time_s, plan_from_counts
+from costmodels.solving import SolverOutput, Status
+
+Counts = dict[tuple[str, str], int]
+Fill = Callable[[CircuitProblem, Counts], Counts]
+
+
+def _remaining(deadline: float | None) -> float | None:
+    return None if deadline is None else max(0.0, deadline - time.perf_counter())
+
+
+def _bottleneck(pairs: list[DemandedPair], counts: Counts, link_gbps: float) -> float:
+    return max((pair_time_s(p.demand, counts.get((p.a, p.b), 0), link_gbps) for p in pairs if counts.get((p.a, p.b), 0) > 0), default=0.0)
+
+
+def _incident(pairs: list[DemandedPair]) -> dict[str, list[int]]:
+    inc: dict[str, list[int]] = {}
+    for i, p in enumerate(pairs):
+        inc.setdefault(p.a, []).append(i)
+        inc.setdefault(p.b, []).append(i)
+    return inc
+
+
+class _Model:
+    """Shared stage structure; subclasses supply the two solves."""
+
+    def __init__(self, problem: CircuitProblem, time_limit: float | None):
+        self.problem = problem
+        self.link = problem.fabric.link_gbps
+        self.deg = problem.fabric.degrees()
+        self.pairs = [p for p in demanded_pairs(problem) if p.cap > 0]
+        self.t1 = [pair_time_s(p.demand, 1, self.link) for p in self.pairs]
+        self.inc = _incident(self.pairs)
+        self.deadline = None if time_limit is None else time.perf_counter() + time_limit
+        self.stats: dict[str, Any] = {"pairs": len(self.pairs)}
+
+    def counts_of(self, values: list[int]) -> Counts:
+        return {(p.a, p.b): int(v) for p, v in zip(self.pairs, values, strict=True) if v > 0}
+
+    def run(self, fill: Fill | None) -> SolverOutput:
+        if not self.pairs:
+            return SolverOutput(Status.OPTIMAL, plan_from_counts({}), objective=0.0, bound=0.0, message="no demanded eligible pair can get a circuit", stats=self.stats)
+        t0 = time.perf_counter()
+        cover, cover_optimal = self.stage1()
+        self.stats["stage1_s"] = time.perf_counter() - t0
+        covered = [i for i, v in enumerate(cover) if v > 0]
+        self.stats["covered_pairs"] = len(covered)
+        t1 = time.perf_counter()
+        best, optimal, bound = self.stage2(cover) if _remaining(self.deadline) != 0 else (None, False, None)
+        self.stats["stage2_s"] = time.perf_counter() - t1
+        counts = self.counts_of(best) if best is not None else self.counts_of(cover)
+        optimal = optimal and cover_optimal and best is not None
+        objective = _bottleneck(self.pairs, counts, self.link)
+        if fill is not None:
+            counts = fill(self.problem, counts)
+            objective = _bottleneck(self.pairs, counts, self.link)
+        status = Status.OPTIMAL if optimal else Status.FEASIBLE
+        why = "optimal" if optimal else "time limit reached: best allocation so far"
+        return SolverOutput(status, plan_from_counts(counts), objective=objective,
+                            bound=objective if optimal else (bound if cover_optimal else None),
+                            message=f"{self.name}: {why}", stats=self.stats)
+
+    name = "exact"
+
+    def stage1(self) -> tuple[list[int], bool]:
+        raise NotImplementedError
+
+    def stage2(self, cover: list[int]) -> tuple[list[int] | None, bool, float | None]:
+        raise NotImplementedError
+
+
+class _HighsModel(_Model):
+    name = "milp (HiGHS)"
+
+    def _base(self, sense: int):
+        import pulp
+
+        prob = pulp.LpProblem("circuits", sense)
+        c = [pulp.LpVariable(f"c_{i}", lowBound=0, upBound=p.cap, cat="Integer") for i, p in enumerate(self.pairs)]
+        y = [pulp.LpVariable(f"y_{i}", cat="Binary") for i in range(len(self.pairs))]
+        for i, p in enumerate(self.pairs):
+            prob += c[i] >= y[i], f"cover_lo_{i}"
+            prob += c[i] <= p.cap * y[i], f"cover_hi_{i}"
+        for v, idx in self.inc.items():
+            if sum(self.pairs[i].cap for i in idx) > self.deg[v]:
+                prob += pulp.lpSum(c[i] for i in idx) <= self.deg[v], f"ports_{len(prob.constraints)}"
+        return prob, c, y
+
+    def _solve(self, prob) -> tuple[bool, bool]:
+        import pulp
+
+        limit = _remaining(self.deadline)
+        solver = pulp.HiGHS(msg=False, timeLimit=limit, gapRel=0.0, gapAbs=0.0, threads=1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            prob.solve(solver)
+        has = prob.sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible)
+        return has, prob.sol_status == pulp.LpSolutionOptimal
+
+    def stage1(self) -> tuple[list[int], bool]:
+        import pulp
+
+        prob, c, y = self._base(pulp.LpMaximize)
+        dmax = max(p.demand for p in self.pairs)
+        self.weights = [p.demand / dmax for p in self.pairs]
+        prob += pulp.lpSum(w * yi for w, yi in zip(self.weights, y, strict=True))
+        has, optimal = self._solve(prob)
+        if not has:
+            return [0] * len(self.pairs), False
+        self.cover_value = float(pulp.value(prob.objective))
+        return [round(v.value()) for v in c], optimal
+
+    def stage2(self, cover: list[int]):
+        import pulp
+
+        prob, c, y = self._base(pulp.LpMaximize)
+        tmin = min(self.t1)
+        big_m = max(p.cap for p in self.pairs)
+        w = pulp.LpVariable("w", lowBound=0, upBound=big_m)
+        prob += w
+        target = sum(wt for wt, v in zip(self.weights, cover, strict=True) if v > 0)
+        prob += pulp.lpSum(wt * yi for wt, yi in zip(self.weights, y, strict=True)) >= target * (1 - 1e-9), "keep_coverage"
+        for i, p in enumerate(self.pairs):
+            prob += w <= (tmin / self.t1[i]) * c[i] + big_m * (1 - y[i]), f"floor_{i}"
+        has, optimal = self._solve(prob)
+        if not has:
+            return None, False, None
+        bound = None
+        try:
+            wb = float(prob.solverModel.getInfo().mip_dual_bound)
+            bound = tmin / wb if wb > 0 and math.isfinite(wb) else None
+        except Exception:  # noqa: BLE001 - the bound is informative only
+            pass
+        return [round(v.value()) for v in c], optimal, bound
+
+
+class _CpSatModel(_Model):
+    name = "cpsat (OR-Tools CP-SAT)"
+
+    def _base(self):
+        from ortools.sat.python import cp_model
+
+        m = cp_model.CpModel()
+        c = [m.NewIntVar(0, p.cap, f"c_{i}") for i, p in enumerate(self.pairs)]
+        y = [m.NewBoolVar(f"y_{i}") for i in range(len(self.pairs))]
+        for i, p in enumerate(self.pairs):
+            m.Add(c[i] >= 1).OnlyEnforceIf(y[i])
+            m.Add(c[i] == 0).OnlyEnforceIf(y[i].Not())
+        for v, idx in self.inc.items():
+            if sum(self.pairs[i].cap for i in idx) > self.deg[v]:
+                m.Add(sum(c[i] for i in idx) <= self.deg[v])
+        return m, c, y
+
+    def _solve(self, m):
+        from ortools.sat.python import cp_model
+
+        solver = cp_model.CpSolver()
+        limit = _remaining(self.deadline)
+        if limit is not None:
+            solver.parameters.max_time_in_seconds = max(limit, 1e-3)
+        solver.parameters.num_workers = 1  # deterministic; the benchmark compares one core each
+        status = solver.Solve(m)
+        return solver, status in (cp_model.OPTIMAL, cp_model.FEASIBLE), status == cp_model.OPTIMAL
+
+    def stage1(self) -> tuple[list[int], bool]:
+        m, c, y = self._base()
+        self.weights = [max(1, round(p.demand)) for p in self.pairs]
+        m.Maximize(sum(w * yi for w, yi in zip(self.weights, y, strict=True)))
+        solver, has, optimal = self._solve(m)
+        if not has:
+            return [0] * len(self.pairs), False
+        return [solver.Value(ci) for ci in c], optimal
+
+    def stage2(self, cover: list[int]):
+        m, c, y = self._base()
+        covered_weight = sum(w for w, v in zip(self.weights, cover, strict=True) if v > 0)
+        m.Add(sum(w * yi for w, yi in zip(self.weights, y, strict=True)) >= covered_weight)
+        start = self.counts_of(cover)
+        upper = _bottleneck(self.pairs, start, self.link)
+        # candidates: t1_p / k for k = 1..cap_p, no worse than the stage-1 allocation (ascending)
+        cands = sorted({self.t1[i] / k for i, p in enumerate(self.pairs) for k in range(1, p.cap + 1) if self.t1[i] / k <= upper * (1 + 1e-12)})
+        self.stats["candidates"] = len(cands)
+        idx = m.NewIntVar(0, len(cands) - 1, "bottleneck_index")
+        for i, p in enumerate(self.pairs):
+            need = [min(p.cap + 1, math.ceil(self.t1[i] / t * (1 - 1e-12))) for t in cands]
+            if need[0] <= 1:
+                continue  # one circuit meets every candidate: nothing to constrain
+            n_i = m.NewIntVar(1, p.cap + 1, f"need_{i}")
+            m.AddElement(idx, need, n_i)
+            m.Add(c[i] >= n_i).OnlyEnforceIf(y[i])
+        for ci, v in zip(c, cover, strict=True):
+            m.AddHint(ci, v)
+        m.Minimize(idx)
+        solver, has, optimal = self._solve(m)
+        if not has:
+            return None, False, None
+        bound = cands[int(solver.BestObjectiveBound())] if not optimal else None
+        return [solver.Value(ci) for ci in c], optimal, bound
+
+
+def solve_circuits_milp(problem: CircuitProblem, *, time_limit: float | None = None, seed: int = 0, fill: Fill | None = None) -> SolverOutput:
+    """The lexicographic exact model on HiGHS through PuLP (module docstring)."""
+    return _HighsModel(problem, time_limit).run(fill)
+
+
+def solve_circuits_cpsat(problem: CircuitProblem, *, time_limit: float | None = None, seed: int = 0, fill: Fill | None = None) -> SolverOutput:
+    """The lexicographic exact model on OR-Tools CP-SAT (module docstring)."""
+    return _CpSatModel(problem, time_limit).run(fill)
