@@ -39,8 +39,15 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from costmodels.circuits import CircuitProblem, DemandedPair, demanded_pairs, pair_time_s, plan_from_counts
+from costmodels.circuits import (
+    CircuitProblem,
+    DemandedPair,
+    demanded_pairs,
+    pair_time_s,
+    plan_from_counts,
+)
 from costmodels.solving import SolverOutput, Status
+from formulations.pulp_util import variable_factory
 
 Counts = dict[tuple[str, str], int]
 Fill = Callable[[CircuitProblem, Counts], Counts]
@@ -117,14 +124,15 @@ class _HighsModel(_Model):
         import pulp
 
         prob = pulp.LpProblem("circuits", sense)
-        c = [pulp.LpVariable(f"c_{i}", lowBound=0, upBound=p.cap, cat="Integer") for i, p in enumerate(self.pairs)]
-        y = [pulp.LpVariable(f"y_{i}", cat="Binary") for i in range(len(self.pairs))]
+        var = variable_factory(prob)
+        c = [var(f"c_{i}", lowBound=0, upBound=p.cap, cat="Integer") for i, p in enumerate(self.pairs)]
+        y = [var(f"y_{i}", cat="Binary") for i in range(len(self.pairs))]
         for i, p in enumerate(self.pairs):
             prob += c[i] >= y[i], f"cover_lo_{i}"
             prob += c[i] <= p.cap * y[i], f"cover_hi_{i}"
-        for v, idx in self.inc.items():
-            if sum(self.pairs[i].cap for i in idx) > self.deg[v]:
-                prob += pulp.lpSum(c[i] for i in idx) <= self.deg[v], f"ports_{len(prob.constraints)}"
+        for k, (v, idx) in enumerate(self.inc.items()):
+            if sum(self.pairs[i].cap for i in idx) > self.deg[v]:  # (6), only where it can bind
+                prob += pulp.lpSum(c[i] for i in idx) <= self.deg[v], f"ports_{k}"
         return prob, c, y
 
     def _solve(self, prob) -> tuple[bool, bool]:
@@ -157,11 +165,11 @@ class _HighsModel(_Model):
         prob, c, y = self._base(pulp.LpMaximize)
         tmin = min(self.t1)
         big_m = max(p.cap for p in self.pairs)
-        w = pulp.LpVariable("w", lowBound=0, upBound=big_m)
+        w = variable_factory(prob)("w", lowBound=0, upBound=big_m)
         prob += w
         target = sum(wt for wt, v in zip(self.weights, cover, strict=True) if v > 0)
         prob += pulp.lpSum(wt * yi for wt, yi in zip(self.weights, y, strict=True)) >= target * (1 - 1e-9), "keep_coverage"
-        for i, p in enumerate(self.pairs):
+        for i in range(len(self.pairs)):
             prob += w <= (tmin / self.t1[i]) * c[i] + big_m * (1 - y[i]), f"floor_{i}"
         has, optimal = self._solve(prob)
         if not has:
@@ -184,7 +192,7 @@ class _CpSatModel(_Model):
         m = cp_model.CpModel()
         c = [m.NewIntVar(0, p.cap, f"c_{i}") for i, p in enumerate(self.pairs)]
         y = [m.NewBoolVar(f"y_{i}") for i in range(len(self.pairs))]
-        for i, p in enumerate(self.pairs):
+        for i in range(len(self.pairs)):
             m.Add(c[i] >= 1).OnlyEnforceIf(y[i])
             m.Add(c[i] == 0).OnlyEnforceIf(y[i].Not())
         for v, idx in self.inc.items():

@@ -47,6 +47,7 @@ from costmodels.placement_options import GroupOption, GroupOptions, Partial
 from costmodels.placement_space import best_colocated, build_plan, compositions
 from costmodels.solving import SolverOutput, Status
 from costmodels.workflow import TaskKind
+from formulations.pulp_util import variable_factory
 
 
 class PlacementILP:
@@ -134,7 +135,7 @@ class PlacementILP:
         if not opts:
             return SolverOutput(Status.INFEASIBLE, message="no group option fits in GPU memory", stats=self.stats)
         prob = pulp.LpProblem("hetrl_placement", pulp.LpMinimize)
-        var = _variable_factory(prob)
+        var = variable_factory(prob)
         x = [var(f"x{i}", cat="Binary") for i in range(len(opts))]
         inf_v = var("I", lowBound=0)
         trn_v = var("R", lowBound=0)
@@ -222,15 +223,6 @@ class PlacementILP:
             groups.append((list(o.tasks), gpus))
             configs.update(o.configs)
         return build_plan(self.problem, groups, configs)
-
-
-def _variable_factory(prob: Any) -> Any:
-    """``prob.add_variable`` where PuLP has it (3.x onwards), else ``LpVariable``."""
-    import pulp
-
-    if hasattr(prob, "add_variable"):
-        return lambda name, **kw: prob.add_variable(name, **kw)
-    return lambda name, **kw: pulp.LpVariable(name, **kw)
 
 
 def solve_placement_ilp(problem: PlacementProblem, *, time_limit: float | None = None, seed: int = 0,

@@ -23,7 +23,13 @@ import heapq
 import time
 from collections.abc import Callable
 
-from costmodels.circuits import CircuitProblem, DemandedPair, demanded_pairs, pair_time_s, plan_from_counts
+from costmodels.circuits import (
+    CircuitProblem,
+    DemandedPair,
+    demanded_pairs,
+    pair_time_s,
+    plan_from_counts,
+)
 from costmodels.solving import SolverOutput, Status
 
 Counts = dict[tuple[str, str], int]

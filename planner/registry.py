@@ -93,7 +93,12 @@ def _register_builtins(reg: Registry) -> None:
     from formulations.circuits_exact import solve_circuits_cpsat, solve_circuits_milp
     from formulations.placement_bruteforce import solve_placement_bruteforce
     from formulations.placement_ilp import solve_placement_ilp
-    from heuristics.circuits_greedy import allocate_greedy, solve_greedy, solve_greedy_reference, solve_uniform
+    from heuristics.circuits_greedy import (
+        allocate_greedy,
+        solve_greedy,
+        solve_greedy_reference,
+        solve_uniform,
+    )
     from heuristics.placement_colocated import solve_colocated
     from heuristics.placement_ea import solve_plain_ea, solve_random
     from heuristics.placement_sha_ea import solve_sha_ea
