@@ -12,6 +12,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from costmodels.broadcast import (
+    BroadcastPlan,
+    BroadcastProblem,
+    check_broadcast,
+    evaluate_broadcast,
+)
 from costmodels.circuits import CircuitPlan, CircuitProblem, check_circuits, evaluate_circuits
 from costmodels.hetrl_cost import evaluate_placement
 from costmodels.placement import PlacementPlan, PlacementProblem
@@ -42,6 +48,10 @@ KINDS: dict[str, ProblemKind] = {
     "circuits": ProblemKind(
         "circuits", CircuitProblem, CircuitPlan, evaluate_circuits, check_circuits,
         "bottleneck pair time in seconds (OrchestrRL Eq. 7)",
+    ),
+    "broadcast": ProblemKind(
+        "broadcast", BroadcastProblem, BroadcastPlan, evaluate_broadcast, check_broadcast,
+        "weight-sync completion time in seconds, Phase A waves + Phase B fan-out (OrchestrRL App. E)",
     ),
 }
 

@@ -19,6 +19,7 @@ from rich.table import Table
 from costmodels.errors import SpecError
 from planner.io import build_problem, load_problem, write_atomic
 from planner.planfile import read_plan_file, recheck, result_to_json
+from planner.plots import PLOTTERS
 from planner.presets import get_preset, presets
 from planner.registry import UnknownSolverError, default_registry
 from planner.result import Result
@@ -113,17 +114,48 @@ def _breakdown_table(title: str, objective: float | None, breakdown: dict[str, A
     return table
 
 
+def _circuits_summary(result: Result) -> Table:
+    b = result.breakdown
+    fabric = result.problem.fabric
+    counts = result.plan.counts()
+    link = fabric.link_gbps
+    table = Table(title=f"circuits by {result.solver}: bottleneck {b['bottleneck_s']:.4g} s, {b['circuits']} circuits, "
+                        f"{b['ports_used']} of {sum(fabric.degrees().values())} ports ({result.status.value})")
+    for col in ("pair", "demand GB", "circuits", "pair time s"):
+        table.add_column(col, justify="right")
+    rows = sorted(result.problem.pair_demand().items(), key=lambda kv: -kv[1] / max(counts.get(kv[0], 0), 1e-9))
+    for pair, d in rows[:10]:
+        c = counts.get(pair, 0)
+        table.add_row("-".join(sorted(pair)), f"{d / 1e9:.3g}", str(c), f"{d * 8 / (c * link * 1e9):.4g}" if c else "inf (no circuit)")
+    table.caption = (f"slowest {min(10, len(rows))} of {len(rows)} demanded pairs"
+                     + (f"; {b['uncovered_pairs']} pairs ({b['uncovered_gb']:.3g} GB) have no circuit" if b["uncovered_pairs"] else ""))
+    return table
+
+
+def _broadcast_summary(result: Result) -> Table:
+    b = result.breakdown
+    table = Table(title=f"weight sync by {result.solver}: {b['total_s']:.3g} s ({result.status.value})")
+    table.add_column("part")
+    table.add_column("seconds", justify="right")
+    table.add_column("detail")
+    table.add_row("Phase A", f"{b['phase_a_s']:.3g}", f"{b['waves']} waves, {b['inter_pod_edges']} inter-PoD transfers, {b['inter_pod_gb']:.0f} GB")
+    table.add_row("Phase B", f"{b['phase_b_s']:.3g}", f"{len(result.plan.phase_b)} intra-PoD fan-out trees")
+    table.caption = f"shard {b['shard_gb']:.3g} GB; each wave pays the OCS reconfiguration delay ({result.problem.spec.ocs_device})"
+    return table
+
+
 def _generic_summary(result: Result) -> Table:
     return _breakdown_table(f"{result.kind} by {result.solver} ({result.status.value})", result.objective, result.breakdown)
 
 
 @app.command()
 def plan(
-    problem: Annotated[str, typer.Argument(help="placement, circuits, or a problem file / preset name")] = "placement",
+    problem: Annotated[str, typer.Argument(help="placement, circuits, broadcast, or a problem file / preset name")] = "placement",
     cluster: Annotated[str | None, typer.Option(help="cluster spec file or preset (placement)")] = None,
     workflow: Annotated[str | None, typer.Option(help="workflow spec file or preset (placement)")] = None,
     fabric: Annotated[str | None, typer.Option(help="fabric spec file or preset (circuits)")] = None,
     demand: Annotated[str | None, typer.Option(help="demand CSV (src,dst,bytes) or preset (circuits)")] = None,
+    sync: Annotated[str | None, typer.Option(help="weight-sync spec file or preset (broadcast)")] = None,
     solver: Annotated[str | None, typer.Option(help="solver name; `help` lists them")] = None,
     time_limit: Annotated[float | None, typer.Option("--time-limit", help="seconds; the best plan found by then is returned")] = None,
     seed: Annotated[int, typer.Option(help="random seed (same seed, same plan)")] = 0,
@@ -131,14 +163,16 @@ def plan(
     output: Annotated[str, typer.Option("--output", "-o", help="plan JSON file; `-` for stdout")] = "plan.json",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no summary table")] = False,
     export: Annotated[list[str] | None, typer.Option("--export", help="also write a framework config snippet: verl, roll (placement)")] = None,
+    plot: Annotated[Path | None, typer.Option("--plot", help="also draw the plan to this PNG (circuits, broadcast)")] = None,
 ) -> None:
     """Solve a planning problem and write its plan JSON. With no arguments: the shipped default
     placement example (HetRL testbed, GRPO sync on Qwen3-8B)."""
     defaults = {"placement": {"cluster": "hetrl-single-region", "workflow": "grpo-sync-qwen3-8b"},
-                "circuits": {"fabric": "fabric-8", "demand": "demand-alltoall-8"}}
+                "circuits": {"fabric": "fabric-8", "demand": "demand-alltoall-8"},
+                "broadcast": {"sync": "weight-sync-example"}}
     try:
         if problem in defaults:
-            given = {"cluster": cluster, "workflow": workflow, "fabric": fabric, "demand": demand}
+            given = {"cluster": cluster, "workflow": workflow, "fabric": fabric, "demand": demand, "sync": sync}
             fields = {k: (given[k] if given[k] is not None else v) for k, v in defaults[problem].items()}
             stray = [k for k, v in given.items() if v is not None and k not in fields]
             if stray:
@@ -149,8 +183,8 @@ def plan(
                 raise typer.Exit(0)
             prob = build_problem(kind, fields)
         else:
-            if any(v is not None for v in (cluster, workflow, fabric, demand)):
-                fail("spec options go with `placement` or `circuits`, not with a problem file")
+            if any(v is not None for v in (cluster, workflow, fabric, demand, sync)):
+                fail("spec options go with `placement`, `circuits` or `broadcast`, not with a problem file")
             prob = load_problem(problem)
             kind = prob.kind
             if solver == "help":
@@ -160,6 +194,8 @@ def plan(
         for fmt in export or []:
             if fmt not in ("verl", "roll") or kind != "placement":
                 fail(f"--export {fmt}: supported for placement plans: verl, roll")
+        if plot is not None and kind not in PLOTTERS:
+            fail(f"--plot: pictures exist for {', '.join(PLOTTERS)} plans, not {kind}")
         info = default_registry().get(kind, solver)
         if "progress" in info.options and sys.stderr.isatty() and not quiet:
             result = _solve_with_progress(prob, solver, time_limit, seed, options)
@@ -184,9 +220,17 @@ def plan(
             target = Path(output).with_suffix(f".{fmt}.yaml")
             write_atomic(target, yaml.safe_dump(snippet, sort_keys=False))
             out.print(f"wrote {target}" + (f" ({len(snippet['not_expressible'])} settings not expressible there, listed in the file)" if snippet["not_expressible"] else ""), highlight=False)
+    if plot is not None:
+        import tempfile
+
+        # draw to a temporary file first: no partial picture on failure
+        with tempfile.NamedTemporaryFile(suffix=".png", dir=plot.parent if plot.parent.exists() else None, delete=False) as tmp:
+            PLOTTERS[kind](result.problem, result.plan, result.breakdown, Path(tmp.name), f"{kind} by {result.solver}: ")
+        Path(tmp.name).replace(plot)
     if not quiet and output != "-":
-        out.print(_placement_summary(result) if result.kind == "placement" else _generic_summary(result))
-        out.print(f"wrote {output}")
+        summaries = {"placement": _placement_summary, "circuits": _circuits_summary, "broadcast": _broadcast_summary}
+        out.print(summaries.get(result.kind, _generic_summary)(result))
+        out.print(f"wrote {output}" + (f" and {plot}" if plot is not None else ""))
 
 
 def _solve_with_progress(prob: Any, solver: str | None, time_limit: float | None, seed: int, options: dict[str, Any]) -> Result:

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from costmodels.broadcast import BroadcastProblem, BroadcastSpec
 from costmodels.circuits import CircuitProblem
 from costmodels.cluster import ClusterSpec
 from costmodels.errors import SpecError, field_path
@@ -31,6 +32,7 @@ PROBLEM_FIELDS = {
     "placement": ("cluster", "workflow"),
     "circuits": ("fabric", "demand"),
     "cosched": ("jobs",),
+    "broadcast": ("sync",),
 }
 
 
@@ -142,6 +144,11 @@ def load_demand(ref: Any, fabric: FabricSpec, base: Path | None = None) -> Deman
     return demand
 
 
+def load_sync(ref: Any, base: Path | None = None) -> BroadcastSpec:
+    """A weight-sync broadcast spec (PoDs, budgets, weights) from a file, preset or mapping."""
+    return _load_spec(BroadcastSpec, "sync", ref, base)
+
+
 def load_jobs(ref: Any, base: Path | None = None) -> JobsSpec:
     """A co-scheduling jobs spec from a file, a preset name or a mapping, validated."""
     return _load_spec(JobsSpec, "jobs", ref, base)
@@ -170,6 +177,8 @@ def build_problem(kind: str, fields: dict[str, Any], base: Path | None = None, s
     if kind == "circuits":
         fabric = attributed("fabric", load_fabric, base)
         return CircuitProblem(fabric, attributed("demand", load_demand, fabric, base))
+    if kind == "broadcast":
+        return BroadcastProblem(attributed("sync", load_sync, base))
     return CoscheduleProblem(attributed("jobs", load_jobs, base))
 
 

@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 import planner
+from costmodels.broadcast import BroadcastPlan, BroadcastSpec
 from costmodels.circuits import CircuitPlan
 from costmodels.cluster import ClusterSpec
 from costmodels.errors import SpecError, field_path
@@ -42,6 +43,11 @@ class CircuitInputs(BaseModel):
     model_config = ConfigDict(extra="forbid")
     fabric: FabricSpec
     demand: DemandSpec
+
+
+class BroadcastInputs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    sync: BroadcastSpec
 
 
 class _PlanFileBase(BaseModel):
@@ -76,7 +82,14 @@ class CircuitPlanFile(_PlanFileBase):
     inputs: CircuitInputs
 
 
-PlanFile = Annotated[PlacementPlanFile | CircuitPlanFile, Field(discriminator="problem")]
+class BroadcastPlanFile(_PlanFileBase):
+    problem: Literal["broadcast"]
+    plan: BroadcastPlan | None
+    inputs: BroadcastInputs
+
+
+AnyPlanFile = PlacementPlanFile | CircuitPlanFile | BroadcastPlanFile
+PlanFile = Annotated[AnyPlanFile, Field(discriminator="problem")]
 _ADAPTER: TypeAdapter[Any] = TypeAdapter(PlanFile)
 
 
@@ -135,12 +148,12 @@ def result_to_json(result: Result) -> str:
     return json.dumps(result_to_dict(result), indent=2, allow_nan=False) + "\n"
 
 
-def plan_file_from_dict(data: dict[str, Any]) -> PlacementPlanFile | CircuitPlanFile:
+def plan_file_from_dict(data: dict[str, Any]) -> AnyPlanFile:
     """Validate a plan-file mapping (raises pydantic's ValidationError)."""
     return _ADAPTER.validate_python(data)
 
 
-def read_plan_file(path: Path) -> PlacementPlanFile | CircuitPlanFile:
+def read_plan_file(path: Path) -> AnyPlanFile:
     """Parse a plan file; malformed content raises SpecError naming the field."""
     data = read_document(Path(path))
     if not isinstance(data, dict):
@@ -151,7 +164,7 @@ def read_plan_file(path: Path) -> PlacementPlanFile | CircuitPlanFile:
         err = exc.errors()[0]
         loc = err["loc"]
         # drop the discriminator tag pydantic puts first in union locations
-        if loc and loc[0] in ("placement", "circuits"):
+        if loc and loc[0] in ("placement", "circuits", "broadcast"):
             loc = loc[1:]
         value = err.get("input") if err["type"] != "missing" else None
         msg = "required field is missing" if err["type"] == "missing" else err["msg"]
@@ -182,7 +195,7 @@ def load_plan_and_problem(path: Path) -> tuple[Any, Any]:
     return problem, doc.plan
 
 
-def recheck(doc: PlacementPlanFile | CircuitPlanFile, source: str = "") -> list[str]:
+def recheck(doc: AnyPlanFile, source: str = "") -> list[str]:
     """Re-check a plan file against its own inputs: the plan's constraints, and that the recorded
     objective, bound and gap agree with the cost model. Returns the violations."""
     try:

@@ -9,7 +9,8 @@
 * Small heterogeneous clusters of 4, 8, 16 and 24 GPUs for exact solving.
 * PPO/GRPO x sync/async workflows on Qwen3-4B/8B/14B with HetRL's hyper-parameters (global batch
   384, 8 responses per prompt, prompt and response length 1024).
-* A small OCS fabric with an all-to-all demand, and a RollMux-style job mix.
+* OCS fabrics with all-to-all demands (fabric-8: port-starved; fabric-moe-16: skewed MoE traffic),
+  a weight-sync broadcast setting (App. E), and a RollMux-style job mix.
 * ``default``: the placement problem ``rlplan plan`` solves when given nothing.
 """
 
@@ -35,7 +36,7 @@ FAST_LAN = {"bandwidth_gbps": 100.0, "latency_ms": 0.05}
 @dataclass(frozen=True)
 class Preset:
     name: str
-    kind: str  # cluster, workflow, fabric, demand, jobs, problem
+    kind: str  # cluster, workflow, fabric, demand, sync, jobs, problem
     description: str
     build: Callable[[], Any]
 
@@ -155,6 +156,25 @@ def demand_alltoall_8() -> list[dict[str, Any]]:
     return [{"src": f"tor{i}", "dst": f"tor{j}", "bytes": 1e9 * (1 + (i + j) % 3)} for i in range(8) for j in range(8) if i != j]
 
 
+def fabric_moe_16() -> dict[str, Any]:
+    return {"name": "fabric-moe-16", "description": "16 ToRs in 2 PoDs with 32 OCS ports each at 400 Gbps, any pair eligible",
+            "link_gbps": 400, "endpoints": [{"name": f"tor{i:02d}", "ports": 32, "pod": f"pod{i // 8}"} for i in range(16)],
+            "template": "all-pairs"}
+
+
+def demand_moe_16() -> list[dict[str, Any]]:
+    # EP all-to-all with hot experts: ToR i's load factor cycles 1, 1.5, 2, 3 (App. I, Figure 23)
+    load = [(1.0, 1.5, 2.0, 3.0)[(i * 3) % 4] for i in range(16)]
+    return [{"src": f"tor{i:02d}", "dst": f"tor{j:02d}", "bytes": 1e9 * load[i] * load[j]} for i in range(16) for j in range(16) if i != j]
+
+
+def weight_sync_example() -> dict[str, Any]:
+    pods = [{"name": f"train{i}", "role": "train", "ranks": 32, "budget": 8, "holders": 8} for i in range(2)]
+    pods += [{"name": f"gen{i}", "role": "gen", "ranks": 32, "budget": 4} for i in range(6)]
+    return {"name": "weight-sync-example", "description": "Qwen2.5-32B (64 GB BF16) from 2 train PoDs (16 shard holders) to 6 gen PoDs x 32 ranks",
+            "weights_gb": 64.0, "link_gbps": 400, "intra_gbps": 400, "seeds_per_pod": 2, "ocs_device": "piezo", "pods": pods}
+
+
 def jobs_mixed() -> dict[str, Any]:
     # one job per RollMux Table 6 profile (midpoints), SLO 1.5x, 8+8 GPUs
     from costmodels.catalog import reference_table
@@ -187,11 +207,18 @@ def _all() -> dict[str, Preset]:
     items += [
         Preset("fabric-8", "fabric", "8 ToRs x 4 OCS ports, 400 Gbps, all pairs eligible", fabric_8),
         Preset("demand-alltoall-8", "demand", "all-to-all demand between the 8 ToRs of fabric-8 (1-3 GB per pair)", demand_alltoall_8),
+        Preset("fabric-moe-16", "fabric", "16 ToRs x 32 OCS ports in 2 PoDs, 400 Gbps, all pairs eligible", fabric_moe_16),
+        Preset("demand-moe-16", "demand", "skewed MoE all-to-all between the 16 ToRs of fabric-moe-16 (1-9 GB per pair)", demand_moe_16),
+        Preset("weight-sync-example", "sync", "weight-sync broadcast: 64 GB from 2 train PoDs to 6 gen PoDs of 32 ranks", weight_sync_example),
         Preset("rollmux-mixed", "jobs", "nine RL jobs from RollMux Table 6 profiles", jobs_mixed),
         Preset("default", "problem", "placement: GRPO sync on Qwen3-8B over the single-region HetRL testbed",
                lambda: {"problem": "placement", "cluster": "hetrl-single-region", "workflow": "grpo-sync-qwen3-8b"}),
         Preset("circuits-example", "problem", "circuits: fabric-8 under all-to-all demand",
                lambda: {"problem": "circuits", "fabric": "fabric-8", "demand": "demand-alltoall-8"}),
+        Preset("circuits-moe", "problem", "circuits: skewed MoE all-to-all on fabric-moe-16 (every pair can be covered)",
+               lambda: {"problem": "circuits", "fabric": "fabric-moe-16", "demand": "demand-moe-16"}),
+        Preset("broadcast-example", "problem", "broadcast: the weight-sync-example schedule",
+               lambda: {"problem": "broadcast", "sync": "weight-sync-example"}),
     ]
     return {p.name: p for p in items}
 

@@ -93,6 +93,7 @@ def _register_builtins(reg: Registry) -> None:
     from formulations.circuits_exact import solve_circuits_cpsat, solve_circuits_milp
     from formulations.placement_bruteforce import solve_placement_bruteforce
     from formulations.placement_ilp import solve_placement_ilp
+    from heuristics.broadcast_schedule import solve_naive, solve_two_level
     from heuristics.circuits_greedy import (
         allocate_greedy,
         solve_greedy,
@@ -128,6 +129,10 @@ def _register_builtins(reg: Registry) -> None:
                  description="uniform splitting baseline (App. I): each endpoint's ports spread evenly over its demanded pairs")
     reg.register("circuits", "bruteforce", solve_circuits_bruteforce, exact=True,
                  description="enumerate every allocation (tiny instances only; ground truth for the exact models)")
+
+    reg.register("broadcast", "two-level", solve_two_level, default=True,
+                 description="RFabric App. E: cross-PoD seeding in budget-aware waves (relay on), intra-PoD fan-out trees")
+    reg.register("broadcast", "naive", solve_naive, description="naive one-to-all: every generation rank fetches every shard from its holder")
 
 
 @functools.cache

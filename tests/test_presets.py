@@ -11,19 +11,22 @@ from planner.io import (
     load_fabric,
     load_jobs,
     load_problem,
+    load_sync,
     load_workflow,
 )
 from planner.presets import get_preset, presets
 from tests.conftest import run_cli
 
-LOADERS = {"cluster": load_cluster, "workflow": load_workflow, "fabric": load_fabric, "jobs": load_jobs, "problem": load_problem}
+LOADERS = {"cluster": load_cluster, "workflow": load_workflow, "fabric": load_fabric, "jobs": load_jobs, "problem": load_problem,
+           "sync": load_sync}
+FABRIC_OF_DEMAND = {"demand-moe-16": "fabric-moe-16"}
 
 
 @pytest.mark.parametrize("name", [p.name for p in presets()])
 def test_every_preset_loads(name):
     p = get_preset(name)
     if p.kind == "demand":
-        build_problem("circuits", {"fabric": "fabric-8", "demand": name})
+        build_problem("circuits", {"fabric": FABRIC_OF_DEMAND.get(name, "fabric-8"), "demand": name})
     else:
         LOADERS[p.kind](name)
 
