@@ -44,6 +44,8 @@ MUST_NAME = {
     "plan-missing-field.json": "inputs",
     "problem-unknown-kind.yaml": "teleportation",
     "problem-unknown-preset.yaml": "small-7",
+    "sync-holders-exceed-ranks.yaml": "pods[0].holders",
+    "sync-zero-budget.yaml": "pods[1].budget",
 }
 
 
@@ -57,6 +59,8 @@ def command_for(path: Path, out: Path) -> list[str]:
         return ["plan", "circuits", "--fabric", str(path), "-o", str(out)]
     if kind == "demand":
         return ["plan", "circuits", "--demand", str(path), "-o", str(out)]
+    if kind == "sync":
+        return ["plan", "broadcast", "--sync", str(path), "-o", str(out)]
     if kind == "plan":
         return ["validate", str(path)]
     return ["plan", str(path), "-o", str(out)]

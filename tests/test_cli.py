@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.conftest import run_cli
@@ -59,3 +61,33 @@ def test_evaluate_hand_written_plan_and_plan_file(tmp_path):
     bad.write_text(example.read_text().replace("tp: 4", "tp: 3", 1))
     proc = run_cli("evaluate", str(bad))
     assert proc.returncode == 1 and "shape" in proc.stderr
+
+
+def test_plan_circuits_every_solver_with_plot(tmp_path):
+    for solver in ("greedy", "greedy-reference", "milp", "cpsat", "uniform"):
+        out, png = tmp_path / f"{solver}.json", tmp_path / f"{solver}.png"
+        r = run_cli("plan", "circuits", "--fabric", "fabric-moe-16", "--demand", "demand-moe-16", "--solver", solver,
+                    "-o", str(out), "--plot", str(png))
+        assert r.returncode == 0, r.stderr
+        doc = json.loads(out.read_text())
+        assert doc["problem"] == "circuits" and doc["plan"]["circuits"][0].keys() == {"a", "b", "count"}
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert run_cli("validate", str(out)).returncode == 0
+
+
+def test_plan_broadcast_two_level_and_naive(tmp_path):
+    objectives = {}
+    for solver in ("two-level", "naive"):
+        out = tmp_path / f"{solver}.json"
+        r = run_cli("plan", "broadcast", "--solver", solver, "-o", str(out), "--plot", str(tmp_path / f"{solver}.png"))
+        assert r.returncode == 0, r.stderr
+        assert "Phase A" in r.stdout
+        objectives[solver] = json.loads(out.read_text())["objective"]
+        assert run_cli("validate", str(out)).returncode == 0
+    assert objectives["two-level"] < objectives["naive"]
+
+
+def test_plot_is_refused_for_placement(tmp_path):
+    r = run_cli("plan", "placement", "--cluster", "small-4", "--plot", str(tmp_path / "x.png"), "-o", str(tmp_path / "p.json"))
+    assert r.returncode == 2 and "--plot" in r.stderr
+    assert not (tmp_path / "p.json").exists()

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from costmodels.broadcast import BroadcastPlan, BroadcastProblem, BroadcastSpec, Edge, Wave, check_broadcast
+from costmodels.broadcast import (
+    BroadcastPlan,
+    BroadcastProblem,
+    BroadcastSpec,
+    Edge,
+    Wave,
+    check_broadcast,
+)
 from costmodels.fabric import DemandSpec
 from costmodels.rfabric import RFabricSpec, aggregate_demand, check_materialized
 from costmodels.solving import Status
