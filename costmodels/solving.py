@@ -39,3 +39,15 @@ class SolverOutput:
     bound: float | None = None
     message: str = ""
     stats: dict[str, Any] = field(default_factory=dict)
+
+
+def improvements(trace: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """An anytime trace (elapsed s, ..., best) cut to the points where the best improved, plus the
+    last point, so a long search keeps its whole curve in a few entries."""
+    out: list[tuple[Any, ...]] = []
+    for point in trace:
+        if not out or point[-1] < out[-1][-1]:
+            out.append(point)
+    if trace and out[-1] is not trace[-1]:
+        out.append(trace[-1])
+    return out

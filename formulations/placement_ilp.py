@@ -173,8 +173,17 @@ class PlacementILP:
             remaining = time_limit - (time.perf_counter() - self.start)
             if remaining <= 0:
                 return self._fallback("time limit reached before the ILP solve")
+        trace = self.stats.setdefault("trace", [])  # anytime curve: (elapsed s, incumbent)
+        if math.isfinite(self.incumbent[0]):
+            trace.append((time.perf_counter() - self.start, self.incumbent[0]))
         if backend == "highs":
-            solver = pulp.HiGHS(msg=False, timeLimit=remaining, threads=threads)
+            import highspy
+
+            def improving(_type, _message, data_out, _data_in, sink):
+                sink.append((time.perf_counter() - self.start, float(data_out.objective_function_value)))
+
+            solver = pulp.HiGHS(msg=False, timeLimit=remaining, threads=threads, callbackTuple=(improving, trace),
+                                callbacksToActivate=[highspy.cb.HighsCallbackType.kCallbackMipImprovingSolution])
         elif backend == "cbc":
             with warnings.catch_warnings():  # PuLP 3.x marks its bundled CBC deprecated; it still ships it
                 warnings.simplefilter("ignore", DeprecationWarning)

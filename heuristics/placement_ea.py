@@ -18,7 +18,7 @@ from deap import base
 
 from costmodels.placement import PlacementProblem
 from costmodels.placement_space import set_partitions
-from costmodels.solving import SolverOutput, Status
+from costmodels.solving import SolverOutput, Status, improvements
 from heuristics.placement_genome import Individual, PlacementSpace
 
 
@@ -47,8 +47,9 @@ def _budget(evaluations: int | None, time_limit: float | None) -> int:
     return 10**12 if time_limit is not None else 3000
 
 
-def _result(space: PlacementSpace, best: Individual | None, cost: float, evals: int, what: str) -> SolverOutput:
-    stats = {"evaluations": evals, "distinct_plans": space.evaluations}
+def _result(space: PlacementSpace, best: Individual | None, cost: float, evals: int, what: str,
+            trace: list[tuple[float, int, float]]) -> SolverOutput:
+    stats = {"evaluations": evals, "distinct_plans": space.evaluations, "trace": improvements(trace)}
     if best is None or not math.isfinite(cost):
         return SolverOutput(Status.NO_SOLUTION, message=f"{what}: no valid plan within the budget", stats=stats)
     return SolverOutput(Status.FEASIBLE, plan=space.decode(best), objective=cost, message=f"{what}: best of {evals} evaluations", stats=stats)
@@ -70,6 +71,8 @@ def solve_plain_ea(problem: PlacementProblem, *, time_limit: float | None = None
     fits = list(toolbox.map(toolbox.evaluate, pop))
     used = len(pop)
     best_genes, best = min(zip(pop, fits, strict=True), key=lambda x: x[1])
+    start = time.perf_counter()
+    trace = [(0.0, used, best)]  # (elapsed s, evaluations, best cost), one point per generation
     while used < evaluations and (deadline is None or time.perf_counter() < deadline):
         nxt = [min((rng.randrange(population) for _ in range(3)), key=lambda i: fits[i]) for _ in range(population)]
         kids = [list(pop[i]) for i in nxt]
@@ -91,8 +94,9 @@ def solve_plain_ea(problem: PlacementProblem, *, time_limit: float | None = None
         i = min(range(population), key=lambda i: fits[i])
         if fits[i] < best:
             best_genes, best = list(pop[i]), fits[i]
+        trace.append((time.perf_counter() - start, used, best))
     best_ind = codec.decode(best_genes) if math.isfinite(best) else None
-    return _result(space, best_ind, best, used, "plain EA")
+    return _result(space, best_ind, best, used, "plain EA", trace)
 
 
 def solve_random(problem: PlacementProblem, *, time_limit: float | None = None, seed: int = 0, evaluations: int | None = None) -> SolverOutput:
@@ -103,10 +107,12 @@ def solve_random(problem: PlacementProblem, *, time_limit: float | None = None, 
     codec = _Codec(space)
     deadline = time.perf_counter() + time_limit if time_limit is not None else None
     best, best_ind, used = math.inf, None, 0
+    start, trace = time.perf_counter(), []
     while used < evaluations and (deadline is None or time.perf_counter() < deadline):
         ind = codec.decode(codec.random(rng))
         used += 1
         cost = space.evaluate(ind)
         if cost < best:
             best, best_ind = cost, ind
-    return _result(space, best_ind, best, used, "random search")
+            trace.append((time.perf_counter() - start, used, best))
+    return _result(space, best_ind, best, used, "random search", trace)

@@ -37,7 +37,7 @@ from deap import base
 
 from costmodels.placement import PlacementProblem
 from costmodels.placement_space import best_colocated, set_partitions
-from costmodels.solving import SolverOutput, Status
+from costmodels.solving import SolverOutput, Status, improvements
 from costmodels.workflow import TaskKind
 from heuristics.placement_genome import Individual, PlacementSpace
 
@@ -350,7 +350,7 @@ def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, 
             budget *= 2
     finally:
         ev.close()
-    stats = {"evaluations": ev.used, "distinct_plans": space.evaluations, "budget": evaluations, "trace": ev.trace[-200:]}
+    stats = {"evaluations": ev.used, "distinct_plans": space.evaluations, "budget": evaluations, "trace": improvements(ev.trace)}
     if (ev.best_ind is None or not ev.best < seed_cost) and seed_plan is not None:
         return SolverOutput(Status.FEASIBLE, plan=seed_plan, objective=seed_cost, message="SHA-EA: the co-located seed plan was not beaten", stats=stats)
     if ev.best_ind is None or not math.isfinite(ev.best):

@@ -135,13 +135,26 @@ def _register_builtins(reg: Registry) -> None:
     reg.register("broadcast", "naive", solve_naive, description="naive one-to-all: every generation rank fetches every shard from its holder")
 
 
-@functools.cache
-def default_registry() -> Registry:
-    """The process-wide registry with the built-in solvers and any ``rlplan.solvers`` plugins."""
+def build_registry(plugins: tuple[str, ...] = ()) -> Registry:
+    """A fresh registry: the built-ins, the ``rlplan.solvers`` entry points, then each plugin
+    given as ``module:function`` (called with the registry; how `rlplan bench --plugin` and the
+    tests add solvers without packaging them)."""
+    import importlib
     from importlib.metadata import entry_points
 
     reg = Registry()
     _register_builtins(reg)
     for ep in entry_points(group="rlplan.solvers"):
         ep.load()(reg)
+    for ref in plugins:
+        module, _, func = ref.partition(":")
+        if not module or not func:
+            raise ValueError(f"plugin {ref!r}: expected module:function")
+        getattr(importlib.import_module(module), func)(reg)
     return reg
+
+
+@functools.cache
+def default_registry() -> Registry:
+    """The process-wide registry with the built-in solvers and any ``rlplan.solvers`` plugins."""
+    return build_registry()
