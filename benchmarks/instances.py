@@ -39,7 +39,9 @@ def instance_size(problem: Any) -> int:
     if problem.kind == "circuits":
         return len(problem.pair_demand())
     if problem.kind == "placement":
-        return len(problem.topology.devices) if hasattr(problem, "topology") else sum(n.gpus for n in problem.cluster.nodes)
+        return sum(n.count for n in problem.cluster.nodes)
+    if problem.kind == "broadcast":
+        return sum(p.ranks for p in problem.spec.pods if p.role == "gen")
     return 0
 
 
@@ -47,9 +49,10 @@ def _entries(matrix: dict[tuple[int, int], float], names: list[str]) -> list[Dem
     return [DemandEntry(src=names[u], dst=names[v], bytes=float(round(b))) for (u, v), b in sorted(matrix.items()) if b > 0 and u != v]
 
 
-def circuits_instance(endpoints: int, ports: int, shape: str, *, seed: int = 0, link_gbps: float = 400.0,
-                      pairs: int | None = None, gb: float = 1.0, failed_ports: int = 0, pods: int = 1) -> CircuitProblem:
-    """A random circuit-allocation instance: ``endpoints`` ToRs with ``ports`` OCS ports each.
+def circuits_instance(endpoints: int, ports: int | None, shape: str, *, seed: int = 0, link_gbps: float = 400.0,
+                      pairs: int | None = None, gb: float = 1.0, failed_ports: int = 0, pods: int = 1, spare: int = 0) -> CircuitProblem:
+    """A random circuit-allocation instance: ``endpoints`` ToRs with ``ports`` OCS ports each
+    (``None``: just enough for every demanded pair to get a circuit, plus ``spare``).
 
     ``gb`` scales the volumes (GB per pair on average), ``pairs`` is the number of demanded pairs
     for ``sparse``, ``failed_ports`` masks that many ports on randomly chosen endpoints and
@@ -103,6 +106,12 @@ def circuits_instance(endpoints: int, ports: int, shape: str, *, seed: int = 0, 
                 seen.add((u, v))
         for u, v in sorted(seen):
             m[(u, v)] = unit * rng.lognormal(0.0, 1.0)
+    if ports is None:
+        fanout = [0] * n
+        for u, v in {tuple(sorted(k)) for k, b in m.items() if b > 0 and k[0] != k[1]}:
+            fanout[u] += 1
+            fanout[v] += 1
+        ports = max(fanout) + spare
     failed: dict[str, int] = {}
     for i in rng.choice(n, size=min(failed_ports, n), replace=False) if failed_ports else ():
         failed[names[int(i)]] = 1
@@ -113,3 +122,28 @@ def circuits_instance(endpoints: int, ports: int, shape: str, *, seed: int = 0, 
     )
     fabric.check()
     return CircuitProblem(fabric, DemandSpec(entries=_entries(m, names)))
+
+
+#: GPU types the random clusters draw from (all in the shipped catalog)
+PLACEMENT_GPUS = ("A100-40GB", "H100-SXM", "H800", "L40S", "L4", "H20")
+
+
+def random_cluster(gpus: int, *, seed: int = 0, zones: int = 2, per_node: int = 4) -> dict[str, Any]:
+    """A random heterogeneous cluster spec (a mapping, like a cluster YAML): ``gpus`` GPUs in nodes of
+    ``per_node``, each node one GPU type, spread over ``zones`` zones; links inside a zone 100 Gbps,
+    between zones drawn from HetRL §5.1's ranges (5-60 ms, 0.9-5 Gbps)."""
+    rng = np.random.default_rng(seed)
+    if gpus % per_node:
+        raise ValueError(f"gpus ({gpus}) must be a multiple of per_node ({per_node})")
+    types = list(rng.choice(PLACEMENT_GPUS, size=min(3, len(PLACEMENT_GPUS)), replace=False))
+    nodes = []
+    for i in range(gpus // per_node):
+        gpu = str(types[i % len(types)])
+        nodes.append({"name": f"n{i}", "gpu": gpu, "count": per_node, "zone": f"z{i % zones}"})
+    links = [{"zones": [f"z{a}", f"z{b}"], "latency_ms": round(float(rng.uniform(5, 60)), 1),
+              "bandwidth_gbps": round(float(rng.uniform(0.9, 5.0)), 2)}
+             for a in range(zones) for b in range(a + 1, zones)]
+    used = {n["zone"] for n in nodes}
+    links = [lk for lk in links if set(lk["zones"]) <= used]
+    return {"name": f"random-{gpus}-s{seed}", "description": f"random heterogeneous cluster ({gpus} GPUs, seed {seed})",
+            "nodes": nodes, "network": {"intra_zone": {"bandwidth_gbps": 100.0, "latency_ms": 0.05}, "inter_zone": links}}

@@ -7,6 +7,7 @@ file with violations; 2 bad input or usage, with one line naming the file, field
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -361,6 +362,52 @@ def estimate_generation(
     out.print(table)
     best = rows[0]
     out.print(f"fastest: TP={best['tp']} x DP={best['dp']}", highlight=False)
+
+
+@app.command()
+def bench(
+    suite: Annotated[str, typer.Option(help="smoke, placement or circuits")] = "smoke",
+    out_dir: Annotated[Path, typer.Option("--out", help="output directory (rerunning into it skips finished runs)")] = Path("bench-out"),
+    jobs: Annotated[int, typer.Option(help="runs in parallel")] = 1,
+    executor: Annotated[str, typer.Option(help="local (process pool) or ray")] = "local",
+    ray_address: Annotated[str | None, typer.Option("--ray-address", help="connect to this Ray cluster instead of starting one")] = None,
+    plugin: Annotated[list[str] | None, typer.Option(help="module:function that registers extra solvers (repeatable)")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar or tables")] = False,
+) -> None:
+    """Run a benchmark suite: every solver on the same instances, checked rows, CSV/Parquet/JSON,
+    plots and a markdown report in --out."""
+    # the CLI is the composition root: importing the benchmarks layer here, only for `bench`
+    from benchmarks.harness import run_specs
+    from benchmarks.report import write_report
+    from benchmarks.suites import SUITES, get_suite
+
+    if suite not in SUITES:
+        fail(f"--suite: unknown suite {suite!r}; known: {', '.join(SUITES)}")
+    if executor not in ("local", "ray"):
+        fail(f"--executor: unknown executor {executor!r}; use local or ray")
+    if jobs < 1:
+        fail(f"--jobs: must be >= 1, got {jobs}")
+    if executor == "ray":
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            fail("--executor ray needs Ray: pip install 'rlplan[ray]'")
+    plugins = tuple(plugin or ())
+    if plugins and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # plugins import from the current directory, as with `python -m`
+    try:
+        from planner.registry import build_registry
+
+        build_registry(plugins)  # a bad plugin is a usage error, before any run starts
+    except (ImportError, AttributeError, ValueError) as exc:
+        fail(f"--plugin: {exc}")
+    s = get_suite(suite, plugins)
+    rows = run_specs(s.runs, out_dir, executor=executor, jobs=jobs, ray_address=ray_address, progress=not quiet)
+    command = "rlplan " + " ".join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith("rlplan") else f"rlplan bench --suite {suite} --out {out_dir}"
+    summary = write_report(s, rows, out_dir, command)
+    if not quiet:
+        out.print((out_dir / "report.md").read_text(encoding="utf-8"), markup=False, highlight=False)
+    out.print(f"{summary['runs']} runs; " + ", ".join(f"{k} {n}" for k, n in summary["statuses"].items()) + f"; wrote {out_dir}/report.md", highlight=False)
 
 
 @presets_app.callback()

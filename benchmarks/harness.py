@@ -1,0 +1,249 @@
+"""The benchmark harness: every solver of a problem on the same instances, honest rows (issue 6).
+
+A suite is a list of :class:`RunSpec` = instance x solver x options x seed x time limit. Every run
+goes through ``planner.solve`` in a worker process, so its objective is the cost model's and its
+plan was validated; a crash is a row with status ``error``, a rejected plan a row with status
+``invalid`` (never a silent skip). Each row is appended to ``runs.jsonl`` in the output directory
+as soon as it finishes, so an interrupted suite resumes where it stopped: runs whose key is
+already there are skipped.
+
+Executors: ``local`` runs a process pool of ``jobs`` workers, one fresh process per run (so peak
+memory is that run's); ``ray`` submits the same function as Ray tasks (one fresh worker per run),
+to a local Ray started on the fly or to ``ray_address``. Rows do not depend on the executor.
+
+Instances are recipes (:class:`InstanceRef`: a generator call, a preset, a file, or inline
+fields), rebuilt inside the worker; the instance id is the hash of the built problem's content.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import resource
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROW_FIELDS = ("key", "suite", "instance_id", "instance", "kind", "size", "solver", "exact", "options", "seed", "time_limit",
+              "status", "objective", "bound", "gap", "wall_time_s", "peak_rss_mb", "message", "violations", "extra", "trace")
+
+
+@dataclass(frozen=True)
+class InstanceRef:
+    """How to build one problem: ``generator`` (a function in benchmarks.instances) with ``args``,
+    or ``fields`` for ``planner.io.build_problem(kind, fields)`` (each field inline, a file or a
+    preset), or ``problem`` (a problem file or preset name)."""
+
+    name: str
+    kind: str
+    generator: str | None = None
+    args: dict[str, Any] = field(default_factory=dict)
+    fields: dict[str, Any] | None = None
+    problem: str | None = None
+
+    def build(self) -> Any:
+        from benchmarks import instances
+        from planner.io import build_problem, load_problem
+
+        if self.generator is not None:
+            made = getattr(instances, self.generator)(**self.args)
+            if self.kind == "placement":  # placement generators make a cluster mapping
+                return build_problem("placement", {"cluster": made, **(self.fields or {})})
+            return made
+        if self.fields is not None:
+            return build_problem(self.kind, self.fields)
+        return load_problem(self.problem)
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    suite: str
+    instance: InstanceRef
+    solver: str
+    options: dict[str, Any] = field(default_factory=dict)
+    seed: int = 0
+    time_limit: float | None = None
+    plugins: tuple[str, ...] = ()
+
+    def key(self) -> str:
+        blob = json.dumps({"suite": self.suite, "instance": asdict(self.instance), "solver": self.solver, "options": self.options,
+                           "seed": self.seed, "time_limit": self.time_limit}, sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _peak_rss_mb() -> float:
+    # Linux reports KiB; a fresh process per run makes this the run's own peak
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _extra(kind: str, breakdown: dict[str, Any]) -> dict[str, Any]:
+    """Problem-specific columns the reports need next to the objective."""
+    if kind == "circuits":
+        return {k: breakdown.get(k) for k in ("uncovered_pairs", "uncovered_gb", "circuits")}
+    if kind == "placement":
+        return {"samples_per_s": breakdown.get("throughput_samples_per_s")}
+    if kind == "broadcast":
+        return {k: breakdown.get(k) for k in ("waves", "phase_a_s", "phase_b_s")}
+    return {}
+
+
+def execute_run(spec: RunSpec) -> dict[str, Any]:
+    """Build the instance, solve it through planner.solve, return one row. Never raises."""
+    from benchmarks.instances import instance_id, instance_size
+    from planner.planfile import json_safe
+    from planner.registry import build_registry
+    from planner.solve import solve
+
+    row: dict[str, Any] = {"key": spec.key(), "suite": spec.suite, "instance": spec.instance.name, "kind": spec.instance.kind,
+                           "solver": spec.solver, "options": json.dumps(spec.options, sort_keys=True), "seed": spec.seed,
+                           "time_limit": spec.time_limit, "instance_id": None, "size": None, "exact": None,
+                           "objective": None, "bound": None, "gap": None, "message": "", "violations": 0, "extra": {}, "trace": None}
+    start = time.perf_counter()
+    try:
+        problem = spec.instance.build()
+        row["instance_id"], row["size"] = instance_id(problem), instance_size(problem)
+        registry = build_registry(spec.plugins)
+        row["exact"] = registry.get(problem.kind, spec.solver).exact
+        result = solve(problem, spec.solver, time_limit=spec.time_limit, seed=spec.seed, registry=registry, **spec.options)
+        row.update(status=result.status.value, objective=result.objective, bound=result.bound, gap=result.gap,
+                   wall_time_s=result.wall_time_s, message=result.message[:500], violations=len(result.violations),
+                   extra=_extra(problem.kind, result.breakdown), trace=result.stats.get("trace"))
+    except Exception as exc:  # bad instance or solver setup: still a row
+        row.update(status="error", wall_time_s=time.perf_counter() - start,
+                   message=f"{type(exc).__name__}: {exc}"[:500], extra={"traceback": traceback.format_exc()[-2000:]})
+    row["peak_rss_mb"] = _peak_rss_mb()
+    return json_safe(row)
+
+
+# ---------------------------------------------------------------- executors
+
+def _local(specs: list[RunSpec], jobs: int, on_row: Callable[[dict[str, Any]], None]) -> None:
+    import multiprocessing as mp
+
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["planner", "benchmarks.harness", "benchmarks.instances"])
+    with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=ctx, max_tasks_per_child=1) as pool:
+        pending = {pool.submit(execute_run, s): s for s in specs}
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in done:
+                spec = pending.pop(fut)
+                try:
+                    on_row(fut.result())
+                except Exception as exc:  # the worker died (e.g. killed for memory): still a row
+                    on_row(_crashed_row(spec, exc))
+
+
+def _ray(specs: list[RunSpec], jobs: int, on_row: Callable[[dict[str, Any]], None], address: str | None) -> None:
+    import ray
+
+    started = False
+    if not ray.is_initialized():
+        ray.init(address=address, num_cpus=None if address else max(1, jobs), include_dashboard=False,
+                 log_to_driver=False, configure_logging=False,
+                 runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(filter(None, [str(Path.cwd()), os.environ.get("PYTHONPATH", "")]))}})
+        started = True
+    try:
+        remote = ray.remote(num_cpus=1, max_calls=1, max_retries=0)(execute_run)
+        refs = {remote.remote(s): s for s in specs}
+        while refs:
+            done, _ = ray.wait(list(refs), num_returns=1)
+            for ref in done:
+                spec = refs.pop(ref)
+                try:
+                    on_row(ray.get(ref))
+                except Exception as exc:
+                    on_row(_crashed_row(spec, exc))
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _crashed_row(spec: RunSpec, exc: BaseException) -> dict[str, Any]:
+    return {"key": spec.key(), "suite": spec.suite, "instance": spec.instance.name, "kind": spec.instance.kind,
+            "solver": spec.solver, "options": json.dumps(spec.options, sort_keys=True), "seed": spec.seed,
+            "time_limit": spec.time_limit, "status": "error", "message": f"worker died: {type(exc).__name__}: {exc}"[:500],
+            "violations": 0, "extra": {}, "trace": None}
+
+
+# ---------------------------------------------------------------- suite runner
+
+def load_rows(path: Path) -> list[dict[str, Any]]:
+    """Rows already in ``runs.jsonl`` (a torn last line from a killed run is ignored)."""
+    rows = []
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return rows
+
+
+def run_specs(specs: Iterable[RunSpec], out: Path, *, executor: str = "local", jobs: int = 1, ray_address: str | None = None,
+              progress: bool = True) -> list[dict[str, Any]]:
+    """Run every spec not already in ``out/runs.jsonl``; return all rows of these specs."""
+    specs = list(specs)
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / "runs.jsonl"
+    done = {r["key"]: r for r in load_rows(log)}
+    todo = [s for s in specs if s.key() not in done]
+    bar = _Progress(len(specs), len(specs) - len(todo), progress)
+
+    def on_row(row: dict[str, Any]) -> None:
+        with log.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(row, allow_nan=False) + "\n")
+        done[row["key"]] = row
+        bar.advance(row)
+
+    with bar:
+        if todo:
+            if executor == "local":
+                _local(todo, jobs, on_row)
+            elif executor == "ray":
+                _ray(todo, jobs, on_row, ray_address)
+            else:
+                raise ValueError(f"unknown executor {executor!r}; use local or ray")
+    return [done[s.key()] for s in specs if s.key() in done]
+
+
+class _Progress:
+    """A rich progress bar over runs (solver and instance of the last finished one); silent when
+    not on a terminal or when disabled."""
+
+    def __init__(self, total: int, skipped: int, enabled: bool):
+        import sys
+
+        self.enabled = enabled and sys.stderr.isatty()
+        self.total, self.skipped = total, skipped
+        self.bar = None
+
+    def __enter__(self):
+        if self.enabled:
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                                console=Console(stderr=True), transient=False)
+            self.bar.__enter__()
+            self.task = self.bar.add_task(f"runs ({self.skipped} already done)", total=self.total, completed=self.skipped)
+        return self
+
+    def advance(self, row: dict[str, Any]) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, advance=1, description=f"{row['solver']} on {row['instance']}: {row['status']}")
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.__exit__(*exc)

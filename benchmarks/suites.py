@@ -1,0 +1,142 @@
+"""Benchmark suites: instances x solvers x seeds x time limits, each one command away
+(``rlplan bench --suite NAME --out DIR``; issue 6 item 5).
+
+* ``smoke``: a taste of every problem and solver, under a minute on two cores; the tests run it.
+* ``placement``: HetRL §5.4-style: the ILP against SHA-EA and the plain EA at two time budgets,
+  random search and the verl / StreamRL baselines, on the small clusters and random
+  heterogeneous ones (GRPO sync, Qwen3-8B).
+* ``circuits``: OrchestrRL App. D/I: greedy (heap) against its plain transcription at scale,
+  greedy and uniform against the exact optimum on 100 random instances, the exact models' solve
+  time against size on HiGHS and CP-SAT, traffic-aware against uniform on collective shapes.
+
+A suite also names the side-by-side comparisons its report prints (``Comparison``): the ratio of
+one solver's metric to another's on the same instance.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from benchmarks.harness import InstanceRef, RunSpec
+from benchmarks.instances import DEMAND_SHAPES
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Per instance, ``numerator``'s ``metric`` over ``denominator``'s (same seed where both have
+    one), summarised by median / min / max in the report."""
+
+    title: str
+    numerator: str
+    denominator: str
+    metric: str  # objective or wall_time_s
+
+
+@dataclass
+class Suite:
+    name: str
+    description: str
+    runs: list[RunSpec]
+    comparisons: list[Comparison] = field(default_factory=list)
+    anytime: tuple[str, ...] = ()  # solvers whose traces make the anytime plot
+
+
+def _circ(name: str, **args) -> InstanceRef:
+    return InstanceRef(name=name, kind="circuits", generator="circuits_instance", args=args)
+
+
+def plugin_solvers(plugins: tuple[str, ...], kind: str) -> list[str]:
+    """Solvers of ``kind`` that the plugins add: a suite runs them next to the built-ins."""
+    if not plugins:
+        return []
+    from planner.registry import build_registry
+
+    builtin = {s.name for s in build_registry().solvers(kind)}
+    return [s.name for s in build_registry(plugins).solvers(kind) if s.name not in builtin]
+
+
+def _runs(suite: str, instances: list[InstanceRef], solvers: list[tuple[str, dict, float | None, tuple[int, ...]]],
+          plugins: tuple[str, ...] = (), with_plugins: bool = True) -> list[RunSpec]:
+    out = []
+    kinds = {inst.kind for inst in instances}
+    extra = [(name, {}, None, (0,)) for kind in sorted(kinds) for name in plugin_solvers(plugins, kind)] if with_plugins else []
+    for inst in instances:
+        for solver, options, limit, seeds in [*solvers, *extra]:
+            out.extend(RunSpec(suite, inst, solver, dict(options), seed, limit, plugins) for seed in seeds)
+    return out
+
+
+TINY_SYNC = {"weights_gb": 8, "link_gbps": 400, "intra_gbps": 400, "seeds_per_pod": 1, "pods": [
+    {"name": "tr", "role": "train", "ranks": 4, "budget": 2, "holders": 2},
+    {"name": "g0", "role": "gen", "ranks": 4, "budget": 2}, {"name": "g1", "role": "gen", "ranks": 4, "budget": 2}]}
+
+
+def smoke(plugins: tuple[str, ...] = ()) -> Suite:
+    circ = [_circ("tiny-sparse-5", endpoints=5, ports=2, shape="sparse", pairs=6, seed=0),
+            _circ("alltoall-8", endpoints=8, ports=None, shape="all-to-all", spare=2, seed=1),
+            _circ("m2n-10", endpoints=10, ports=None, shape="m2n", spare=1, seed=2)]
+    runs = _runs("smoke", circ, [(s, {}, 30.0, (0,)) for s in ("greedy", "greedy-reference", "milp", "cpsat", "uniform")], plugins)
+    runs += _runs("smoke", circ[:1], [("bruteforce", {}, 30.0, (0,))], plugins, with_plugins=False)
+    place = [InstanceRef("small-4/grpo-4b", "placement", fields={"cluster": "small-4", "workflow": "grpo-sync-qwen3-4b"})]
+    runs += _runs("smoke", place, [("ilp", {}, 60.0, (0,)), ("sha-ea", {"evaluations": 60}, None, (0,)),
+                                   ("ea", {"evaluations": 64}, None, (0,)), ("random", {"evaluations": 40}, None, (0,)),
+                                   ("verl", {}, None, (0,))], plugins)
+    sync = [InstanceRef("tiny-sync", "broadcast", fields={"sync": TINY_SYNC})]
+    runs += _runs("smoke", sync, [("two-level", {}, None, (0,)), ("naive", {}, None, (0,))], plugins)
+    return Suite("smoke", "every problem and solver on tiny instances (tests)", runs,
+                 [Comparison("uniform / greedy bottleneck", "uniform", "greedy", "objective"),
+                  Comparison("naive / two-level weight-sync time", "naive", "two-level", "objective")],
+                 anytime=("sha-ea", "ea", "ilp"))
+
+
+def placement(plugins: tuple[str, ...] = ()) -> Suite:
+    wf = "grpo-sync-qwen3-8b"
+    instances = [InstanceRef(f"{c}/grpo-8b", "placement", fields={"cluster": c, "workflow": wf}) for c in ("small-8", "small-16", "small-24")]
+    instances += [InstanceRef(f"random-16-s{s}/grpo-8b", "placement", generator="random_cluster", args={"gpus": 16, "seed": s},
+                              fields={"workflow": wf}) for s in range(3)]
+    solvers = [("ilp", {}, 600.0, (0,)),
+               ("sha-ea", {}, 10.0, (0, 1)), ("sha-ea", {}, 60.0, (0,)),
+               ("ea", {}, 10.0, (0, 1)), ("ea", {}, 60.0, (0,)),
+               ("random", {}, 10.0, (0,)), ("verl", {}, None, (0,)), ("streamrl", {}, None, (0,))]
+    return Suite("placement", "HetRL §5.4: ILP vs SHA-EA vs EA vs baselines over time budgets", _runs("placement", instances, solvers, plugins),
+                 [Comparison("SHA-EA / ILP iteration time", "sha-ea", "ilp", "objective"),
+                  Comparison("EA / ILP iteration time", "ea", "ilp", "objective"),
+                  Comparison("verl / SHA-EA iteration time", "verl", "sha-ea", "objective")],
+                 anytime=("sha-ea", "ea", "ilp"))
+
+
+def circuits(plugins: tuple[str, ...] = ()) -> Suite:
+    runs: list[RunSpec] = []
+    # (a) greedy (heap) vs the plain transcription of Algorithm 3, growing to 1024 endpoints / 64 ports / 1e4 pairs
+    scale = [_circ(f"scale-{n}x{p}-{k}", endpoints=n, ports=p, shape="sparse", pairs=k, seed=0)
+             for n, p, k in ((128, 16, 1250), (256, 32, 2500), (512, 48, 5000), (1024, 64, 10000))]
+    runs += _runs("circuits", scale, [("greedy", {}, None, (0,)), ("greedy-reference", {}, None, (0,))], plugins, with_plugins=False)
+    # (b) quality: 100 random instances, every pair coverable, greedy/uniform vs the exact optimum
+    quality = []
+    for i in range(100):
+        shape = DEMAND_SHAPES[i % len(DEMAND_SHAPES)]
+        quality.append(_circ(f"q{i:03d}-{shape}", endpoints=12 + (i % 13), ports=None, spare=i % 4, shape=shape, seed=1000 + i,
+                             pairs=3 * (12 + i % 13)))
+    runs += _runs("circuits", quality, [(s, {}, 60.0, (0,)) for s in ("greedy", "uniform", "cpsat", "milp")], plugins)
+    # (c) exact solve time vs size, both backends, on skewed all-to-all and sparse demand
+    sizes = [_circ(f"size-{shape}-{n}", endpoints=n, ports=None, spare=n // 4, shape=shape, seed=7, pairs=4 * n)
+             for shape in ("all-to-all", "sparse") for n in (8, 16, 32, 64, 128)]
+    runs += _runs("circuits", sizes, [(s, {}, 120.0, (0,)) for s in ("greedy", "uniform", "milp", "cpsat")], plugins)
+    # (d) traffic-aware vs uniform on the paper's collectives (App. I): all-to-all and all-reduce
+    collectives = [_circ(f"coll-{shape}-{n}-s{s}", endpoints=n, ports=None, spare=n // 2, shape=shape, seed=s)
+                   for shape in ("all-to-all", "all-reduce") for n in (16, 32, 64) for s in range(3)]
+    runs += _runs("circuits", collectives, [("greedy", {}, None, (0,)), ("uniform", {}, None, (0,))], plugins, with_plugins=False)
+    return Suite("circuits", "OrchestrRL App. D/I: greedy vs reference vs exact vs uniform over sizes", runs,
+                 [Comparison("speed-up of greedy (heap) over the plain Algorithm 3 transcription", "greedy-reference", "greedy", "wall_time_s"),
+                  Comparison("greedy / exact optimum bottleneck", "greedy", "cpsat", "objective"),
+                  Comparison("uniform / greedy bottleneck (communication time)", "uniform", "greedy", "objective"),
+                  Comparison("HiGHS / CP-SAT solve time", "milp", "cpsat", "wall_time_s")])
+
+
+SUITES = {"smoke": smoke, "placement": placement, "circuits": circuits}
+
+
+def get_suite(name: str, plugins: tuple[str, ...] = ()) -> Suite:
+    if name not in SUITES:
+        raise KeyError(f"unknown suite {name!r}; known: {', '.join(SUITES)}")
+    return SUITES[name](plugins)

@@ -1,0 +1,105 @@
+"""The benchmark harness (issue 6): `rlplan bench --suite smoke` end to end, crash and invalid
+rows, resumption, Ray giving the same objectives, stable instance ids."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from benchmarks.harness import InstanceRef, RunSpec, execute_run, load_rows
+from benchmarks.instances import circuits_instance, instance_id
+from benchmarks.suites import get_suite
+from planner.io import build_problem
+from tests.conftest import run_cli
+
+PLUGIN = "tests.bench_doubles:register"
+
+
+@pytest.fixture(scope="module")
+def smoke_local(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("smoke-local")
+    r = run_cli("bench", "--suite", "smoke", "--out", str(out), "--jobs", "2", "--plugin", PLUGIN, "-q", cwd=Path(__file__).parents[1])
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def test_smoke_writes_a_row_for_every_run(smoke_local):
+    suite = get_suite("smoke", (PLUGIN,))
+    df = pd.read_csv(smoke_local / "runs.csv")
+    assert len(df) == len(suite.runs) == len({s.key() for s in suite.runs})
+    assert set(df["key"]) == {s.key() for s in suite.runs}
+    assert pd.read_parquet(smoke_local / "runs.parquet").shape[0] == len(df)
+    for name in ("summary.json", "report.md", "ratio_box.png", "time_vs_size.png", "anytime.png"):
+        assert (smoke_local / name).exists(), name
+    summary = json.loads((smoke_local / "summary.json").read_text())
+    assert summary["runs"] == len(df) and summary["machine"]["cores"] >= 1 and summary["versions"]["highspy"] == "1.12.0"
+    report = (smoke_local / "report.md").read_text()
+    assert "rlplan bench --suite smoke" in report and "Machine:" in report and "highspy 1.12.0" in report
+
+
+def test_crash_and_invalid_plans_are_rows_not_skips(smoke_local):
+    df = pd.read_csv(smoke_local / "runs.csv")
+    crash = df[df["solver"] == "crashing"]
+    bogus = df[df["solver"] == "over-budget"]
+    assert len(crash) == len(bogus) == 3  # one per circuits instance of the smoke suite
+    assert set(crash["status"]) == {"error"} and crash["message"].str.contains("always crashes").all()
+    assert set(bogus["status"]) == {"invalid"} and (bogus["violations"] > 0).all()
+    assert bogus["objective"].isna().all()
+    honest = df[~df["solver"].isin(["crashing", "over-budget"])]
+    assert set(honest["status"]) <= {"optimal", "feasible", "no_solution"}
+
+
+def test_exact_solvers_define_best_known_and_ratios(smoke_local):
+    df = pd.read_csv(smoke_local / "runs.csv")
+    circ = df[(df["kind"] == "circuits") & df["status"].isin(["optimal", "feasible"])]
+    assert circ["best_known"].notna().all()
+    assert (circ["ratio"] >= 1 - 1e-9).all()  # nothing beats a proven optimum
+    assert (circ[circ["solver"].isin(["milp", "cpsat", "bruteforce"])]["ratio"].round(9) == 1).all()
+
+
+def test_rerun_skips_finished_rows(smoke_local):
+    before = (smoke_local / "runs.jsonl").read_text().count("\n")
+    r = run_cli("bench", "--suite", "smoke", "--out", str(smoke_local), "--plugin", PLUGIN, "-q", cwd=Path(__file__).parents[1])
+    assert r.returncode == 0, r.stderr
+    assert (smoke_local / "runs.jsonl").read_text().count("\n") == before
+
+
+def test_ray_executor_gives_the_same_objectives(smoke_local, tmp_path):
+    pytest.importorskip("ray")
+    r = run_cli("bench", "--suite", "smoke", "--out", str(tmp_path), "--executor", "ray", "--jobs", "2", "--plugin", PLUGIN, "-q",
+                cwd=Path(__file__).parents[1], timeout=600)
+    assert r.returncode == 0, r.stderr
+    local = {row["key"]: row for row in load_rows(smoke_local / "runs.jsonl")}
+    remote = {row["key"]: row for row in load_rows(tmp_path / "runs.jsonl")}
+    assert local.keys() == remote.keys()
+    for key, row in local.items():
+        assert remote[key]["status"] == row["status"], row["solver"]
+        if row["objective"] is not None:
+            assert remote[key]["objective"] == pytest.approx(row["objective"], rel=1e-9), (row["solver"], row["instance"])
+
+
+def test_bad_suite_and_plugin_are_usage_errors(tmp_path):
+    r = run_cli("bench", "--suite", "nope", "--out", str(tmp_path / "x"))
+    assert r.returncode == 2 and "nope" in r.stderr and not (tmp_path / "x").exists()
+    r = run_cli("bench", "--plugin", "no_such_module:register", "--out", str(tmp_path / "y"))
+    assert r.returncode == 2 and "no_such_module" in r.stderr and not (tmp_path / "y").exists()
+
+
+def test_instance_ids_are_stable_content_hashes():
+    a = circuits_instance(8, 4, "sparse", seed=3)
+    assert instance_id(a) == instance_id(circuits_instance(8, 4, "sparse", seed=3))
+    assert instance_id(a) != instance_id(circuits_instance(8, 4, "sparse", seed=4))
+    preset = build_problem("placement", {"cluster": "small-4", "workflow": "grpo-sync-qwen3-4b"})
+    from planner.presets import get_preset
+
+    inline = build_problem("placement", {"cluster": get_preset("small-4").data(), "workflow": get_preset("grpo-sync-qwen3-4b").data()})
+    assert instance_id(preset) == instance_id(inline)
+
+
+def test_a_broken_instance_is_an_error_row():
+    spec = RunSpec("t", InstanceRef("broken", "circuits", fields={"fabric": "no-such-fabric", "demand": "demand-alltoall-8"}), "greedy")
+    row = execute_run(spec)
+    assert row["status"] == "error" and "no-such-fabric" in row["message"]
