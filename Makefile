@@ -32,9 +32,9 @@ test-fast: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
-## bench: issue-4 placement measurements (ILP, SHA-EA, EA, baselines) into bench-out/
+## bench: the benchmark suites (reports, CSV/Parquet, plots) into bench-out/<suite>/
 bench: $(STAMP)
-	$(BIN)/python -m benchmarks.placement_report --out bench-out
+	for s in circuits broadcast scenarios placement; do $(BIN)/rlplan bench --suite $$s --out bench-out/$$s --jobs $(JOBS) || exit 1; done
 
 ## schema: regenerate planner/schema/plan.schema.json after changing the plan models
 schema: $(STAMP)

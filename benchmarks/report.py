@@ -100,7 +100,7 @@ def solver_table(df: pd.DataFrame) -> pd.DataFrame:
             "peak_rss_mb": g["peak_rss_mb"].max(),
         })
 
-    keys = ["kind", "solver", df["time_limit"].fillna(-1).rename("time_limit")]
+    keys = ["kind", "solver", "options", df["time_limit"].fillna(-1).rename("time_limit")]
     out = df.groupby(keys, dropna=False).apply(summarise, include_groups=False).reset_index()
     out["time_limit"] = out["time_limit"].replace(-1, np.nan)
     return out
@@ -111,11 +111,11 @@ def comparison_table(df: pd.DataFrame, comparisons: list[Any]) -> pd.DataFrame:
     ok = df[df["status"].isin(OK)]
     for c in comparisons:
         a = ok[ok["solver"] == c.numerator]
-        b = ok[ok["solver"] == c.denominator]
-        # one value per (instance, time limit) on each side: the median over seeds
-        ga = a.groupby(["instance_id", a["time_limit"].fillna(-1)])[c.metric].median()
+        b = ok[(ok["solver"] == c.denominator) & (ok["options"] == "{}")]  # the denominator at its defaults
+        # one value per (instance, time limit, options) on the numerator side: the median over seeds
+        ga = a.groupby(["instance_id", a["time_limit"].fillna(-1), "options"])[c.metric].median()
         gb = b.groupby("instance_id")[c.metric].median()
-        pairs = [(va, gb[iid]) for (iid, _), va in ga.items() if iid in gb.index]
+        pairs = [(va, gb[iid]) for (iid, _, _), va in ga.items() if iid in gb.index]
         ratios = [x / y for x, y in pairs if y and y > 0 and math.isfinite(x)]
         rows.append({"comparison": c.title, "numerator": c.numerator, "denominator": c.denominator, "metric": c.metric,
                      "instances": len(ratios), "median": float(np.median(ratios)) if ratios else np.nan,
@@ -126,7 +126,8 @@ def comparison_table(df: pd.DataFrame, comparisons: list[Any]) -> pd.DataFrame:
 
 def _label(row: pd.Series) -> str:
     tl = row["time_limit"]
-    return row["solver"] + ("" if pd.isna(tl) else f" {tl:g}s")
+    opts = "" if row.get("options", "{}") in ("{}", None) else " " + str(row["options"])
+    return row["solver"] + opts + ("" if pd.isna(tl) else f" {tl:g}s")
 
 
 def plot_ratios(df: pd.DataFrame, path: Path) -> bool:

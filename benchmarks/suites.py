@@ -5,6 +5,8 @@
 * ``placement``: HetRL §5.4-style: the ILP against SHA-EA and the plain EA at two time budgets,
   random search and the verl / StreamRL baselines, on the small clusters and random
   heterogeneous ones (GRPO sync, Qwen3-8B).
+* ``scenarios``: HetRL §5.2: SHA-EA against the baselines on the four 64-GPU testbed scenarios.
+* ``broadcast``: OrchestrRL App. E: the two-level weight-sync broadcast against naive one-to-all.
 * ``circuits``: OrchestrRL App. D/I: greedy (heap) against its plain transcription at scale,
   greedy and uniform against the exact optimum on 100 random instances, the exact models' solve
   time against size on HiGHS and CP-SAT, traffic-aware against uniform on collective shapes.
@@ -133,7 +135,35 @@ def circuits(plugins: tuple[str, ...] = ()) -> Suite:
                   Comparison("HiGHS / CP-SAT solve time", "milp", "cpsat", "wall_time_s")])
 
 
-SUITES = {"smoke": smoke, "placement": placement, "circuits": circuits}
+def scenarios(plugins: tuple[str, ...] = ()) -> Suite:
+    """HetRL §5.2: the four testbed network scenarios, SHA-EA against the verl and StreamRL
+    baselines (64 GPUs: too large for the ILP to finish, so ratios are between solvers)."""
+    instances = [InstanceRef(f"{c}/{wf}", "placement", fields={"cluster": f"hetrl-{c}", "workflow": wf})
+                 for c in ("single-region", "multi-region-hybrid", "multi-country", "multi-continent")
+                 for wf in ("grpo-sync-qwen3-8b", "ppo-sync-qwen3-8b")]
+    solvers = [("sha-ea", {}, 60.0, (0,)), ("verl", {}, None, (0,)), ("streamrl", {}, None, (0,))]
+    return Suite("scenarios", "HetRL §5.2 testbed scenarios: SHA-EA vs verl / StreamRL baselines", _runs("scenarios", instances, solvers, plugins),
+                 [Comparison("verl / SHA-EA iteration time", "verl", "sha-ea", "objective"),
+                  Comparison("StreamRL / SHA-EA iteration time", "streamrl", "sha-ea", "objective")],
+                 anytime=("sha-ea",))
+
+
+def broadcast(plugins: tuple[str, ...] = ()) -> Suite:
+    """App. E: two-level broadcast against naive one-to-all as generation PoDs and budgets grow."""
+    instances = []
+    for pods in (2, 4, 8, 16):
+        for budget in (2, 8):
+            sync = {"weights_gb": 64, "link_gbps": 400, "intra_gbps": 400, "seeds_per_pod": 2, "pods": [
+                {"name": "train0", "role": "train", "ranks": 32, "budget": 2 * budget, "holders": 16},
+                *({"name": f"gen{i}", "role": "gen", "ranks": 32, "budget": budget} for i in range(pods))]}
+            instances.append(InstanceRef(f"gen{pods}-d{budget}", "broadcast", fields={"sync": sync}))
+    solvers = [("two-level", {}, None, (0,)), ("two-level", {"relay": False}, None, (0,)), ("naive", {}, None, (0,))]
+    return Suite("broadcast", "OrchestrRL App. E: two-level weight-sync broadcast vs naive one-to-all",
+                 _runs("broadcast", instances, solvers, plugins),
+                 [Comparison("naive / two-level weight-sync time", "naive", "two-level", "objective")])
+
+
+SUITES = {"smoke": smoke, "placement": placement, "circuits": circuits, "scenarios": scenarios, "broadcast": broadcast}
 
 
 def get_suite(name: str, plugins: tuple[str, ...] = ()) -> Suite:
