@@ -89,7 +89,11 @@ def demanded_pairs(problem: CircuitProblem) -> list[DemandedPair]:
     return out
 
 
-def plan_from_counts(counts: dict[tuple[str, str], int]) -> CircuitPlan:
+#: circuits per unordered pair, keyed by (a, b) with a < b: what allocators produce
+Counts = dict[tuple[str, str], int]
+
+
+def plan_from_counts(counts: Counts) -> CircuitPlan:
     """A plan listing every pair with at least one circuit, sorted by endpoint names."""
     return CircuitPlan(circuits=[Circuit(a=a, b=b, count=n) for (a, b), n in sorted(counts.items()) if n > 0])
 

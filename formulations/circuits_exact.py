@@ -41,6 +41,7 @@ from typing import Any
 
 from costmodels.circuits import (
     CircuitProblem,
+    Counts,
     DemandedPair,
     demanded_pairs,
     pair_time_s,
@@ -49,7 +50,6 @@ from costmodels.circuits import (
 from costmodels.solving import SolverOutput, Status
 from formulations.pulp_util import variable_factory
 
-Counts = dict[tuple[str, str], int]
 Fill = Callable[[CircuitProblem, Counts], Counts]
 
 

@@ -25,14 +25,12 @@ from collections.abc import Callable
 
 from costmodels.circuits import (
     CircuitProblem,
-    DemandedPair,
+    Counts,
     demanded_pairs,
     pair_time_s,
     plan_from_counts,
 )
 from costmodels.solving import SolverOutput, Status
-
-Counts = dict[tuple[str, str], int]
 
 
 def _free_ports(problem: CircuitProblem, start: Counts | None) -> dict[str, int]:
@@ -136,5 +134,5 @@ solve_greedy = _as_solver(allocate_greedy, "greedy")
 solve_greedy_reference = _as_solver(allocate_greedy_reference, "greedy-reference")
 solve_uniform = _as_solver(allocate_uniform, "uniform")
 
-__all__ = ["DemandedPair", "allocate_greedy", "allocate_greedy_reference", "allocate_uniform",
+__all__ = ["allocate_greedy", "allocate_greedy_reference", "allocate_uniform",
            "solve_greedy", "solve_greedy_reference", "solve_uniform"]
