@@ -186,12 +186,15 @@ def load_rows(path: Path) -> list[dict[str, Any]]:
 
 
 def run_specs(specs: Iterable[RunSpec], out: Path, *, executor: str = "local", jobs: int = 1, ray_address: str | None = None,
-              progress: bool = True) -> list[dict[str, Any]]:
-    """Run every spec not already in ``out/runs.jsonl``; return all rows of these specs."""
+              progress: bool = True, retry_errors: bool = False) -> list[dict[str, Any]]:
+    """Run every spec not already in ``out/runs.jsonl`` (with ``retry_errors``, rows with status
+    error run again and their new row supersedes the old); return all rows of these specs."""
     specs = list(specs)
     out.mkdir(parents=True, exist_ok=True)
     log = out / "runs.jsonl"
-    done = {r["key"]: r for r in load_rows(log)}
+    done = {r["key"]: r for r in load_rows(log)}  # a later row for a key supersedes an earlier one
+    if retry_errors:
+        done = {k: r for k, r in done.items() if r.get("status") != "error"}
     todo = [s for s in specs if s.key() not in done]
     bar = _Progress(len(specs), len(specs) - len(todo), progress)
 

@@ -103,3 +103,17 @@ def test_a_broken_instance_is_an_error_row():
     spec = RunSpec("t", InstanceRef("broken", "circuits", fields={"fabric": "no-such-fabric", "demand": "demand-alltoall-8"}), "greedy")
     row = execute_run(spec)
     assert row["status"] == "error" and "no-such-fabric" in row["message"]
+
+
+def test_retry_errors_reruns_only_the_error_rows(tmp_path):
+    from benchmarks.harness import run_specs
+
+    inst = InstanceRef("tiny", "circuits", generator="circuits_instance", args={"endpoints": 4, "ports": 2, "shape": "sparse", "pairs": 4})
+    specs = [RunSpec("t", inst, "crashing", plugins=(PLUGIN,)), RunSpec("t", inst, "greedy", plugins=(PLUGIN,))]
+    first = run_specs(specs, tmp_path, progress=False)
+    assert [r["status"] for r in first] == ["error", "feasible"]
+    assert len(load_rows(tmp_path / "runs.jsonl")) == 2
+    run_specs(specs, tmp_path, progress=False)
+    assert len(load_rows(tmp_path / "runs.jsonl")) == 2  # finished, errors included, are skipped
+    again = run_specs(specs, tmp_path, progress=False, retry_errors=True)
+    assert len(load_rows(tmp_path / "runs.jsonl")) == 3 and [r["status"] for r in again] == ["error", "feasible"]
