@@ -7,8 +7,8 @@ plan was validated; a crash is a row with status ``error``, a rejected plan a ro
 as soon as it finishes, so an interrupted suite resumes where it stopped: runs whose key is
 already there are skipped.
 
-Executors: ``local`` runs a process pool of ``jobs`` workers, one fresh process per run (so peak
-memory is that run's); ``ray`` submits the same function as Ray tasks (one fresh worker per run),
+Executors: ``local`` runs ``jobs`` processes at a time, one fresh process per run (so peak memory
+is that run's, and a run killed for memory or by the watchdog is an error row for that run only); ``ray`` submits the same function as Ray tasks (one fresh worker per run),
 to a local Ray started on the fly or to ``ray_address``. Rows do not depend on the executor.
 
 Instances are recipes (:class:`InstanceRef`: a generator call, a preset, a file, or inline
@@ -24,7 +24,6 @@ import resource
 import time
 import traceback
 from collections.abc import Callable, Iterable
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -76,6 +75,15 @@ class RunSpec:
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+def _base_row(spec: RunSpec) -> dict[str, Any]:
+    """Every column of a row, filled in as far as the spec alone allows."""
+    row: dict[str, Any] = dict.fromkeys(ROW_FIELDS)
+    row.update(key=spec.key(), suite=spec.suite, instance=spec.instance.name, kind=spec.instance.kind, solver=spec.solver,
+               options=json.dumps(spec.options, sort_keys=True), seed=spec.seed, time_limit=spec.time_limit,
+               message="", violations=0, extra={})
+    return row
+
+
 def _peak_rss_mb() -> float:
     # Linux reports KiB; a fresh process per run makes this the run's own peak
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -99,10 +107,7 @@ def execute_run(spec: RunSpec) -> dict[str, Any]:
     from planner.registry import build_registry
     from planner.solve import solve
 
-    row: dict[str, Any] = {"key": spec.key(), "suite": spec.suite, "instance": spec.instance.name, "kind": spec.instance.kind,
-                           "solver": spec.solver, "options": json.dumps(spec.options, sort_keys=True), "seed": spec.seed,
-                           "time_limit": spec.time_limit, "instance_id": None, "size": None, "exact": None,
-                           "objective": None, "bound": None, "gap": None, "message": "", "violations": 0, "extra": {}, "trace": None}
+    row = _base_row(spec)
     start = time.perf_counter()
     try:
         problem = spec.instance.build()
@@ -122,21 +127,67 @@ def execute_run(spec: RunSpec) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- executors
 
-def _local(specs: list[RunSpec], jobs: int, on_row: Callable[[dict[str, Any]], None]) -> None:
+def _child(conn: Any, spec: RunSpec, memory_limit_gb: float | None) -> None:
+    if memory_limit_gb:
+        cap = int(memory_limit_gb * 2**30)
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+    conn.send(execute_run(spec))
+    conn.close()
+
+
+def run_timeout(spec: RunSpec) -> float | None:
+    """The watchdog: a run may overrun its own time limit (model building, a solver that checks
+    the clock rarely) but not forever: twice the limit plus two minutes."""
+    return None if spec.time_limit is None else 2 * spec.time_limit + 120
+
+
+def _local(specs: list[RunSpec], jobs: int, on_row: Callable[[dict[str, Any]], None], memory_limit_gb: float | None = None) -> None:
+    """A fresh process per run (forkserver: forked from a server that has imported rlplan), at
+    most ``jobs`` at a time. A process that dies (killed for memory, a segfault in a native
+    solver) or outlives its watchdog becomes an error row for that run alone."""
     import multiprocessing as mp
+    from multiprocessing.connection import wait as wait_any
 
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload(["planner", "benchmarks.harness", "benchmarks.instances"])
-    with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=ctx, max_tasks_per_child=1) as pool:
-        pending = {pool.submit(execute_run, s): s for s in specs}
-        while pending:
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in done:
-                spec = pending.pop(fut)
-                try:
-                    on_row(fut.result())
-                except Exception as exc:  # the worker died (e.g. killed for memory): still a row
-                    on_row(_crashed_row(spec, exc))
+    queue = list(specs)
+    running: dict[Any, tuple[RunSpec, Any, float]] = {}
+    try:
+        while queue or running:
+            while queue and len(running) < max(1, jobs):
+                spec = queue.pop(0)
+                recv, send = ctx.Pipe(duplex=False)
+                proc = ctx.Process(target=_child, args=(send, spec, memory_limit_gb), daemon=True)
+                proc.start()
+                send.close()
+                running[proc] = (spec, recv, time.monotonic())
+            wait_any([p.sentinel for p in running] + [r for _, r, _ in running.values()], timeout=1.0)
+            for proc, (spec, recv, started) in list(running.items()):
+                limit = run_timeout(spec)
+                row, closed = None, False
+                if recv.poll():
+                    try:
+                        row = recv.recv()
+                    except EOFError:
+                        closed = True  # the pipe closed without a row: the process died
+                if row is not None:
+                    on_row(row)
+                elif closed or not proc.is_alive():
+                    proc.join(timeout=10)
+                    code = proc.exitcode
+                    why = f"killed by signal {-code}" + (" (SIGKILL: out of memory?)" if code == -9 else "") if code and code < 0 else f"exit code {code}"
+                    on_row(_crashed_row(spec, RuntimeError(f"the run's process died without a result: {why}")))
+                elif limit is not None and time.monotonic() - started > limit:
+                    proc.kill()
+                    on_row(_crashed_row(spec, TimeoutError(f"no result after {limit:g} s (watchdog: 2 x time limit + 120 s)")))
+                else:
+                    continue
+                proc.join()
+                recv.close()
+                del running[proc]
+    finally:
+        for proc in running:
+            proc.kill()
 
 
 def _ray(specs: list[RunSpec], jobs: int, on_row: Callable[[dict[str, Any]], None], address: str | None) -> None:
@@ -165,10 +216,7 @@ def _ray(specs: list[RunSpec], jobs: int, on_row: Callable[[dict[str, Any]], Non
 
 
 def _crashed_row(spec: RunSpec, exc: BaseException) -> dict[str, Any]:
-    return {"key": spec.key(), "suite": spec.suite, "instance": spec.instance.name, "kind": spec.instance.kind,
-            "solver": spec.solver, "options": json.dumps(spec.options, sort_keys=True), "seed": spec.seed,
-            "time_limit": spec.time_limit, "status": "error", "message": f"worker died: {type(exc).__name__}: {exc}"[:500],
-            "violations": 0, "extra": {}, "trace": None}
+    return {**_base_row(spec), "status": "error", "message": f"{type(exc).__name__}: {exc}"[:500]}
 
 
 # ---------------------------------------------------------------- suite runner
@@ -186,7 +234,7 @@ def load_rows(path: Path) -> list[dict[str, Any]]:
 
 
 def run_specs(specs: Iterable[RunSpec], out: Path, *, executor: str = "local", jobs: int = 1, ray_address: str | None = None,
-              progress: bool = True, retry_errors: bool = False) -> list[dict[str, Any]]:
+              progress: bool = True, retry_errors: bool = False, memory_limit_gb: float | None = None) -> list[dict[str, Any]]:
     """Run every spec not already in ``out/runs.jsonl`` (with ``retry_errors``, rows with status
     error run again and their new row supersedes the old); return all rows of these specs."""
     specs = list(specs)
@@ -207,7 +255,7 @@ def run_specs(specs: Iterable[RunSpec], out: Path, *, executor: str = "local", j
     with bar:
         if todo:
             if executor == "local":
-                _local(todo, jobs, on_row)
+                _local(todo, jobs, on_row, memory_limit_gb)
             elif executor == "ray":
                 _ray(todo, jobs, on_row, ray_address)
             else:

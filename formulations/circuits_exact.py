@@ -33,6 +33,7 @@ one).
 
 from __future__ import annotations
 
+import bisect
 import math
 import time
 import warnings
@@ -91,29 +92,51 @@ class _Model:
         t0 = time.perf_counter()
         cover, cover_optimal = self.stage1()
         self.stats["stage1_s"] = time.perf_counter() - t0
-        covered = [i for i, v in enumerate(cover) if v > 0]
-        self.stats["covered_pairs"] = len(covered)
+        self.stats["covered_pairs"] = sum(1 for v in cover if v > 0)
+        # incumbent with the stage-1 coverage: spare ports filled (Algorithm 3 when the planner
+        # passes it); its bottleneck bounds the optimum from above
+        incumbent = self.counts_of(cover)
+        if fill is not None:
+            incumbent = fill(self.problem, incumbent)
+        self.window(cover, _bottleneck(self.pairs, incumbent, self.link))
         t1 = time.perf_counter()
-        best, optimal, bound = self.stage2(cover) if _remaining(self.deadline) != 0 else (None, False, None)
+        best, optimal, bound = self.stage2(cover, incumbent) if _remaining(self.deadline) != 0 else (None, False, None)
         self.stats["stage2_s"] = time.perf_counter() - t1
-        counts = self.counts_of(best) if best is not None else self.counts_of(cover)
+        counts = self.counts_of(best) if best is not None else incumbent
         optimal = optimal and cover_optimal and best is not None
-        objective = _bottleneck(self.pairs, counts, self.link)
         if fill is not None:
             counts = fill(self.problem, counts)
-            objective = _bottleneck(self.pairs, counts, self.link)
+        objective = _bottleneck(self.pairs, counts, self.link)
         status = Status.OPTIMAL if optimal else Status.FEASIBLE
         why = "optimal" if optimal else "time limit reached: best allocation so far"
         return SolverOutput(status, plan_from_counts(counts), objective=objective,
                             bound=objective if optimal else (bound if cover_optimal else None),
                             message=f"{self.name}: {why}", stats=self.stats)
 
+    def window(self, cover: list[int], upper: float) -> None:
+        """Bounds on the optimal bottleneck T* and, per pair, the circuits a covered pair needs:
+        T* <= ``upper`` (an incumbent), and when every pair is covered T* >= the per-endpoint
+        bound sum_{p at v} t1_p / deg(v) and >= t1_p / cap_p. A covered pair then needs between
+        kmin_p = ceil(t1_p / upper) and kmax_p = ceil(t1_p / lower) circuits; nothing outside
+        this window can matter, which keeps both models small."""
+        lower = 0.0
+        if all(v > 0 for v in cover):
+            lower = max(t / p.cap for t, p in zip(self.t1, self.pairs, strict=True))
+            for v, idx in self.inc.items():
+                if self.deg[v] > 0:
+                    lower = max(lower, sum(self.t1[i] for i in idx) / self.deg[v])
+        self.upper, self.lower = upper, min(lower, upper)
+        shrink = 1 - 1e-12  # t1 / (t1 / k) may round just above k
+        self.kmin = [max(1, min(p.cap, math.ceil(t / upper * shrink))) if upper > 0 else 1 for t, p in zip(self.t1, self.pairs, strict=True)]
+        self.kmax = [min(p.cap, math.ceil(t / self.lower * shrink)) if self.lower > 0 else p.cap for t, p in zip(self.t1, self.pairs, strict=True)]
+        self.stats.update(upper_s=upper, lower_s=self.lower)
+
     name = "exact"
 
     def stage1(self) -> tuple[list[int], bool]:
         raise NotImplementedError
 
-    def stage2(self, cover: list[int]) -> tuple[list[int] | None, bool, float | None]:
+    def stage2(self, cover: list[int], incumbent: Counts) -> tuple[list[int] | None, bool, float | None]:
         raise NotImplementedError
 
 
@@ -159,18 +182,22 @@ class _HighsModel(_Model):
         self.cover_value = float(pulp.value(prob.objective))
         return [round(v.value()) for v in c], optimal
 
-    def stage2(self, cover: list[int]):
+    def stage2(self, cover: list[int], incumbent: Counts):
         import pulp
 
         prob, c, y = self._base(pulp.LpMaximize)
         tmin = min(self.t1)
         big_m = max(p.cap for p in self.pairs)
-        w = variable_factory(prob)("w", lowBound=0, upBound=big_m)
+        # w = tmin / T: a throughput floor; the incumbent and the lower bound bracket it
+        w = variable_factory(prob)("w", lowBound=tmin / self.upper if self.upper > 0 else 0,
+                                   upBound=tmin / self.lower if self.lower > 0 else big_m)
         prob += w
         target = sum(wt for wt, v in zip(self.weights, cover, strict=True) if v > 0)
         prob += pulp.lpSum(wt * yi for wt, yi in zip(self.weights, y, strict=True)) >= target * (1 - 1e-9), "keep_coverage"
         for i in range(len(self.pairs)):
             prob += w <= (tmin / self.t1[i]) * c[i] + big_m * (1 - y[i]), f"floor_{i}"
+            if self.kmin[i] > 1:
+                prob += c[i] >= self.kmin[i] * y[i], f"kmin_{i}"
         has, optimal = self._solve(prob)
         if not has:
             return None, False, None
@@ -220,25 +247,42 @@ class _CpSatModel(_Model):
             return [0] * len(self.pairs), False
         return [solver.Value(ci) for ci in c], optimal
 
-    def stage2(self, cover: list[int]):
+    def stage2(self, cover: list[int], incumbent: Counts):
         m, c, y = self._base()
         covered_weight = sum(w for w, v in zip(self.weights, cover, strict=True) if v > 0)
         m.Add(sum(w * yi for w, yi in zip(self.weights, y, strict=True)) >= covered_weight)
-        start = self.counts_of(cover)
-        upper = _bottleneck(self.pairs, start, self.link)
-        # candidates: t1_p / k for k = 1..cap_p, no worse than the stage-1 allocation (ascending)
-        cands = sorted({self.t1[i] / k for i, p in enumerate(self.pairs) for k in range(1, p.cap + 1) if self.t1[i] / k <= upper * (1 + 1e-12)})
+        # candidates for T*: t1_p / k inside the window, ascending; T* is one of them
+        tol = 1e-12
+        cands = sorted({self.t1[i] / k for i in range(len(self.pairs)) for k in range(self.kmin[i], self.kmax[i] + 1)
+                        if self.lower * (1 - tol) <= self.t1[i] / k <= self.upper * (1 + tol)})
         self.stats["candidates"] = len(cands)
         idx = m.NewIntVar(0, len(cands) - 1, "bottleneck_index")
-        for i, p in enumerate(self.pairs):
-            need = [min(p.cap + 1, math.ceil(self.t1[i] / t * (1 - 1e-12))) for t in cands]
-            if need[0] <= 1:
-                continue  # one circuit meets every candidate: nothing to constrain
-            n_i = m.NewIntVar(1, p.cap + 1, f"need_{i}")
-            m.AddElement(idx, need, n_i)
-            m.Add(c[i] >= n_i).OnlyEnforceIf(y[i])
-        for ci, v in zip(c, cover, strict=True):
+        at_least: dict[int, Any] = {}  # j -> literal [idx >= j], shared by every pair that needs it
+
+        def index_at_least(j: int):
+            if j not in at_least:
+                b = m.NewBoolVar(f"idx_ge_{j}")
+                m.Add(idx >= j).OnlyEnforceIf(b)
+                m.Add(idx < j).OnlyEnforceIf(b.Not())
+                at_least[j] = b
+            return at_least[j]
+
+        for i in range(len(self.pairs)):
+            if self.kmin[i] > 1:
+                m.Add(c[i] >= self.kmin[i]).OnlyEnforceIf(y[i])
+            for k in range(self.kmin[i] + 1, self.kmax[i] + 1):
+                # a covered pair needs k circuits exactly when T < t1 / (k - 1)
+                j = bisect.bisect_left(cands, self.t1[i] / (k - 1) * (1 - tol))
+                if j == 0:
+                    continue  # every candidate is >= t1 / (k - 1): k - 1 circuits always do
+                if j < len(cands):
+                    m.Add(c[i] >= k).OnlyEnforceIf([y[i], index_at_least(j).Not()])
+                else:
+                    m.Add(c[i] >= k).OnlyEnforceIf(y[i])  # every candidate is below t1 / (k - 1)
+        hint = [incumbent.get((p.a, p.b), 0) for p in self.pairs]
+        for ci, yi, v in zip(c, y, hint, strict=True):
             m.AddHint(ci, v)
+            m.AddHint(yi, v > 0)
         m.Minimize(idx)
         solver, has, optimal = self._solve(m)
         if not has:

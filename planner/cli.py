@@ -373,6 +373,7 @@ def bench(
     ray_address: Annotated[str | None, typer.Option("--ray-address", help="connect to this Ray cluster instead of starting one")] = None,
     plugin: Annotated[list[str] | None, typer.Option(help="module:function that registers extra solvers (repeatable)")] = None,
     retry_errors: Annotated[bool, typer.Option("--retry-errors", help="run again the runs that ended with status error")] = False,
+    memory_limit_gb: Annotated[float | None, typer.Option("--memory-limit-gb", help="cap each run's address space (local executor)")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar or tables")] = False,
 ) -> None:
     """Run a benchmark suite: every solver on the same instances, checked rows, CSV/Parquet/JSON,
@@ -403,7 +404,8 @@ def bench(
     except (ImportError, AttributeError, ValueError) as exc:
         fail(f"--plugin: {exc}")
     s = get_suite(suite, plugins)
-    rows = run_specs(s.runs, out_dir, executor=executor, jobs=jobs, ray_address=ray_address, progress=not quiet, retry_errors=retry_errors)
+    rows = run_specs(s.runs, out_dir, executor=executor, jobs=jobs, ray_address=ray_address, progress=not quiet, retry_errors=retry_errors,
+                     memory_limit_gb=memory_limit_gb)
     command = "rlplan " + " ".join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith("rlplan") else f"rlplan bench --suite {suite} --out {out_dir}"
     summary = write_report(s, rows, out_dir, command)
     if not quiet:

@@ -44,11 +44,13 @@ def test_crash_and_invalid_plans_are_rows_not_skips(smoke_local):
     df = pd.read_csv(smoke_local / "runs.csv")
     crash = df[df["solver"] == "crashing"]
     bogus = df[df["solver"] == "over-budget"]
-    assert len(crash) == len(bogus) == 3  # one per circuits instance of the smoke suite
+    killed = df[df["solver"] == "killed"]
+    assert len(crash) == len(bogus) == len(killed) == 3  # one per circuits instance of the smoke suite
     assert set(crash["status"]) == {"error"} and crash["message"].str.contains("always crashes").all()
+    assert set(killed["status"]) == {"error"}  # a killed process is that run's error row only
     assert set(bogus["status"]) == {"invalid"} and (bogus["violations"] > 0).all()
     assert bogus["objective"].isna().all()
-    honest = df[~df["solver"].isin(["crashing", "over-budget"])]
+    honest = df[~df["solver"].isin(["crashing", "over-budget", "killed"])]
     assert set(honest["status"]) <= {"optimal", "feasible", "no_solution"}
 
 
