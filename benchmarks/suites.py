@@ -163,6 +163,26 @@ def broadcast(plugins: tuple[str, ...] = ()) -> Suite:
                  [Comparison("naive / two-level weight-sync time", "naive", "two-level", "objective")])
 
 
+def custom(problems: list[str], solvers: list[str] | None = None, time_limits: list[float | None] | None = None,
+           seeds: int = 1, plugins: tuple[str, ...] = ()) -> Suite:
+    """An ad-hoc suite over the user's own problem files or preset names: every named solver (by
+    default every solver registered for each problem's kind, brute force excepted) at every time
+    limit, ``seeds`` seeds each."""
+    from planner.io import load_problem
+    from planner.registry import build_registry
+
+    registry = build_registry(plugins)
+    runs: list[RunSpec] = []
+    for ref in problems:
+        kind = load_problem(ref).kind  # a bad file fails here, before any run starts
+        names = solvers or [s.name for s in registry.solvers(kind) if s.name != "bruteforce"]
+        for name in names:
+            registry.get(kind, name)
+            for limit in time_limits or [None]:
+                runs.extend(RunSpec("custom", InstanceRef(ref, kind, problem=ref), name, {}, seed, limit, plugins) for seed in range(seeds))
+    return Suite("custom", f"{len(problems)} problem(s) from the command line", runs, anytime=("sha-ea", "ea", "ilp"))
+
+
 SUITES = {"smoke": smoke, "placement": placement, "circuits": circuits, "scenarios": scenarios, "broadcast": broadcast}
 
 

@@ -366,7 +366,11 @@ def estimate_generation(
 
 @app.command()
 def bench(
-    suite: Annotated[str, typer.Option(help="smoke, placement or circuits")] = "smoke",
+    suite: Annotated[str, typer.Option(help="smoke, placement, circuits, scenarios, broadcast; or custom with --problem")] = "smoke",
+    problem: Annotated[list[str] | None, typer.Option("--problem", help="custom suite: a problem file or preset (repeatable)")] = None,
+    solver: Annotated[list[str] | None, typer.Option("--solver", help="custom suite: a solver (repeatable; default all)")] = None,
+    time_limit: Annotated[list[float] | None, typer.Option("--time-limit", help="custom suite: a time limit in s (repeatable)")] = None,
+    seeds: Annotated[int, typer.Option(help="custom suite: seeds per solver")] = 1,
     out_dir: Annotated[Path, typer.Option("--out", help="output directory (rerunning into it skips finished runs)")] = Path("bench-out"),
     jobs: Annotated[int, typer.Option(help="runs in parallel")] = 1,
     executor: Annotated[str, typer.Option(help="local (process pool) or ray")] = "local",
@@ -381,10 +385,16 @@ def bench(
     # the CLI is the composition root: importing the benchmarks layer here, only for `bench`
     from benchmarks.harness import run_specs
     from benchmarks.report import write_report
-    from benchmarks.suites import SUITES, get_suite
+    from benchmarks.suites import SUITES, custom, get_suite
 
-    if suite not in SUITES:
-        fail(f"--suite: unknown suite {suite!r}; known: {', '.join(SUITES)}")
+    if problem and suite == "smoke":
+        suite = "custom"
+    if suite != "custom" and suite not in SUITES:
+        fail(f"--suite: unknown suite {suite!r}; known: {', '.join(SUITES)}, custom")
+    if suite == "custom" and not problem:
+        fail("--suite custom needs at least one --problem FILE")
+    if suite != "custom" and (solver or time_limit):
+        fail("--solver and --time-limit go with --problem (a custom suite); the named suites fix their own")
     if executor not in ("local", "ray"):
         fail(f"--executor: unknown executor {executor!r}; use local or ray")
     if jobs < 1:
@@ -403,7 +413,12 @@ def bench(
         build_registry(plugins)  # a bad plugin is a usage error, before any run starts
     except (ImportError, AttributeError, ValueError) as exc:
         fail(f"--plugin: {exc}")
-    s = get_suite(suite, plugins)
+    try:
+        s = custom(problem, solver, time_limit, seeds, plugins) if suite == "custom" else get_suite(suite, plugins)
+    except SpecError as exc:
+        fail(str(exc))
+    except UnknownSolverError as exc:
+        fail(f"--solver: {exc}")
     rows = run_specs(s.runs, out_dir, executor=executor, jobs=jobs, ray_address=ray_address, progress=not quiet, retry_errors=retry_errors,
                      memory_limit_gb=memory_limit_gb)
     command = "rlplan " + " ".join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith("rlplan") else f"rlplan bench --suite {suite} --out {out_dir}"

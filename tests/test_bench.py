@@ -119,3 +119,19 @@ def test_retry_errors_reruns_only_the_error_rows(tmp_path):
     assert len(load_rows(tmp_path / "runs.jsonl")) == 2  # finished, errors included, are skipped
     again = run_specs(specs, tmp_path, progress=False, retry_errors=True)
     assert len(load_rows(tmp_path / "runs.jsonl")) == 3 and [r["status"] for r in again] == ["error", "feasible"]
+
+
+def test_custom_suite_over_user_files(tmp_path):
+    problem = tmp_path / "mine.yaml"
+    problem.write_text("problem: circuits\nfabric: fabric-moe-16\ndemand: demand-moe-16\n")
+    out = tmp_path / "out"
+    r = run_cli("bench", "--problem", str(problem), "--problem", "broadcast-example", "--solver", "greedy", "--solver", "cpsat",
+                "--time-limit", "30", "--out", str(out), "-q")
+    assert r.returncode == 2 and "broadcast" in r.stderr  # broadcast has no greedy: refused before any run
+    assert not out.exists()
+    r = run_cli("bench", "--problem", str(problem), "--solver", "greedy", "--solver", "cpsat", "--time-limit", "30", "--seeds", "2",
+                "--out", str(out), "-q")
+    assert r.returncode == 0, r.stderr
+    df = pd.read_csv(out / "runs.csv")
+    assert len(df) == 4 and set(df["solver"]) == {"greedy", "cpsat"} and set(df["seed"]) == {0, 1}
+    assert (df["ratio"] >= 1 - 1e-9).all() and df["instance"].iloc[0] == str(problem)
