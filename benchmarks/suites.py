@@ -8,7 +8,8 @@
 * ``scenarios``: HetRL §5.2: SHA-EA against the baselines on the four 64-GPU testbed scenarios.
 * ``broadcast``: OrchestrRL App. E: the two-level weight-sync broadcast against naive one-to-all.
 * ``circuits``: OrchestrRL App. D/I: greedy (heap) against its plain transcription at scale,
-  greedy and uniform against the exact optimum on 100 random instances, the exact models' solve
+  greedy and uniform against the exact optimum on 100 random instances where every pair can get a
+  circuit and on 100 port-starved ones where it cannot (coverage decides), the exact models' solve
   time against size on HiGHS and CP-SAT, traffic-aware against uniform on collective shapes.
 
 A suite also names the side-by-side comparisons its report prints (``Comparison``): the ratio of
@@ -120,6 +121,13 @@ def circuits(plugins: tuple[str, ...] = ()) -> Suite:
         quality.append(_circ(f"q{i:03d}-{shape}", endpoints=12 + (i % 13), ports=None, spare=i % 4, shape=shape, seed=1000 + i,
                              pairs=3 * (12 + i % 13)))
     runs += _runs("circuits", quality, [(s, {}, 60.0, (0,)) for s in ("greedy", "uniform", "cpsat", "milp")], plugins)
+    # (b') port-starved: not every pair can get a circuit, so coverage (the first key) decides
+    starved = []
+    for i in range(100):
+        shape = DEMAND_SHAPES[i % len(DEMAND_SHAPES)]
+        starved.append(_circ(f"p{i:03d}-{shape}", endpoints=10 + (i % 13), ports=2 + i % 3, shape=shape, seed=2000 + i,
+                             pairs=3 * (10 + i % 13)))
+    runs += _runs("circuits", starved, [(s, {}, 60.0, (0,)) for s in ("greedy", "uniform", "cpsat", "milp")], plugins)
     # (c) exact solve time vs size, both backends, on skewed all-to-all and sparse demand
     sizes = [_circ(f"size-{shape}-{n}", endpoints=n, ports=None, spare=n // 4, shape=shape, seed=7, pairs=4 * n)
              for shape in ("all-to-all", "sparse") for n in (8, 16, 32, 64, 128)]

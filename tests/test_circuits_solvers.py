@@ -146,3 +146,17 @@ def test_exact_time_limit_returns_a_feasible_plan():
     r = solve(p, "cpsat", time_limit=0.5)
     assert r.status in (Status.OPTIMAL, Status.FEASIBLE)
     assert check_circuits(p, r.plan) == [] and math.isfinite(r.objective)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_problems())
+def test_greedy_is_optimal_whenever_it_covers_every_pair(problem):
+    # Let b be greedy's bottleneck pair and v the endpoint of b that filled up first. Every circuit
+    # at v went to a pair whose time before it was >= b's time then >= T_greedy, so beating
+    # T_greedy needs one more circuit at v than deg(v). Hence only coverage can leave a gap.
+    greedy = solve(problem, "greedy")
+    if greedy.breakdown["uncovered_pairs"] > sum(1 for p in problem.pair_demand() if min(problem.fabric.degrees()[v] for v in p) == 0
+                                                 or not problem.fabric.eligibility()(*sorted(p))):
+        return
+    best = solve(problem, "bruteforce")
+    assert greedy.objective == pytest.approx(best.objective, rel=1e-12)
