@@ -11,20 +11,29 @@ Notation: pairs p = demanded eligible pairs, cap_p = min(deg(a), deg(b)); intege
 [0, cap_p]; binary y_p = [c_p >= 1] (y_p <= c_p <= cap_p * y_p); port budgets (Eq. 6)
 sum_{p ∋ v} c_p <= deg(v).
 
-Two models of stage 2, one per solver:
+Both stages are solved on one solver; stage 2 keeps stage 1's covered volume as a constraint.
+Between the stages the bottleneck is bracketed (``_Model.window``): above by an incumbent (stage
+1's coverage with spare ports filled by the ``fill`` allocator, Algorithm 3 when the planner
+passes it in; DESIGN.md: formulations never import heuristics), below, when every pair is
+covered, by max_v sum_{p at v} t1_p / deg(v) and max_p t1_p / cap_p. A covered pair then needs
+kmin_p..kmax_p circuits; nothing outside that window can matter, which keeps both models small.
 
 * ``milp`` (HiGHS through PuLP) maximises a throughput floor w: w <= s_p * c_p + M (1 - y_p) with
-  s_p = t_min / t1_p (scaled so that 0 < s_p <= 1) and M = max cap_p; the bottleneck is t_min / w.
-  Stage 1 weighs coverage by demand / max demand.
+  s_p = t_min / t1_p (scaled so that 0 < s_p <= 1) and M = max cap_p; the bottleneck is t_min / w;
+  c_p >= kmin_p y_p. Stage 1 weighs coverage by demand / max demand.
 * ``cpsat`` (OR-Tools CP-SAT, integers only) picks the bottleneck from its finite candidate set
-  {t1_p / k}: an index variable i into the sorted candidates and, per pair, an element constraint
-  giving the circuits that candidate needs, ceil(t1_p / cand_i); covered pairs must have at least
-  that many. Only candidates no worse than the stage-1 solution's bottleneck are listed. Stage 1
-  weighs coverage by whole bytes.
+  {t1_p / k} inside the window: an index variable i into the sorted candidates and, per pair and
+  k in (kmin_p, kmax_p], "c_p >= k unless i >= j_pk" where j_pk is the first candidate at or above
+  t1_p / (k - 1). Stage 1 weighs coverage by whole bytes.
 
-After stage 2, spare ports can be handed out by a ``fill`` allocator (the planner passes
-Algorithm 3, DESIGN.md: formulations never import heuristics): adding circuits never raises a
-pair time, so the optimum is kept and no port a user paid for sits idle.
+After stage 2 the ``fill`` allocator hands out spare ports: adding circuits never raises a pair
+time, so the optimum is kept and no port sits idle.
+
+Note (tested in tests/test_circuits_solvers.py): when Algorithm 3 covers every demanded pair, its
+bottleneck is already optimal; let b be its bottleneck pair and v the endpoint of b that filled up
+first: every circuit at v went to a pair whose time before it was >= b's time then >= T_greedy, so
+beating T_greedy needs deg(v) + 1 circuits at v. The exact models earn their keep on coverage
+(port-starved fabrics, where covering the most volume is a b-matching) and as certificates.
 
 A time limit is shared by both stages; when it runs out the best allocation found so far is
 returned with status ``feasible`` (an all-zero allocation is always feasible, so there always is
