@@ -18,13 +18,18 @@ from costmodels import (  # noqa: E402  (re-exported so schedulers import from o
     SpecError,
     WorkflowSpec,
 )
+from costmodels.broadcast import BroadcastPlan, BroadcastProblem, BroadcastSpec  # noqa: E402
+from costmodels.fabric import DemandSpec  # noqa: E402
+from costmodels.rfabric import RFabricSpec  # noqa: E402
 from costmodels.solving import SolverOutput, Status  # noqa: E402
 from planner.io import load_cluster, load_problem, load_workflow  # noqa: E402
+from planner.materialize import Materializer  # noqa: E402
 from planner.registry import Registry, UnknownSolverError, default_registry  # noqa: E402
 from planner.result import Result  # noqa: E402
 from planner.solve import solve  # noqa: E402
 
 __all__ = [
+    "BroadcastPlan", "BroadcastProblem", "BroadcastSpec", "DemandSpec", "Materializer", "RFabricSpec",
     "CircuitPlan", "CircuitProblem", "ClusterSpec", "CoscheduleProblem", "CostParams", "FabricSpec",
     "PlacementPlan", "PlacementProblem", "Registry", "Result", "SolverOutput", "SpecError", "Status",
     "UnknownSolverError", "WorkflowSpec", "default_registry", "load_cluster", "load_problem",
