@@ -15,6 +15,7 @@ as HetRL enumerates intra-model parallelization at Level 4 (§3.4).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -127,15 +128,27 @@ class Partial:
         return GroupOption(subset, comp, dict(self.configs), gen, inf, trn, xfer)
 
 
-def prune_partials(states: list[Partial]) -> list[Partial]:
-    """Drop partial combinations dominated in every metric and every GPU's memory (vectorised)."""
+class DeadlineExceeded(Exception):
+    """Raised inside a Level-4 enumeration that ran past the caller's deadline (nothing cached)."""
+
+
+def _check(deadline: float | None) -> None:
+    if deadline is not None and time.perf_counter() > deadline:
+        raise DeadlineExceeded
+
+
+def prune_partials(states: list[Partial], deadline: float | None = None) -> list[Partial]:
+    """Drop partial combinations dominated in every metric and every GPU's memory (vectorised).
+    Quadratic in the states, so it checks ``deadline`` as it goes."""
     if len(states) <= 1:
         return states
     mat = np.array([np.concatenate([np.asarray(st.key), st.model, st.working]) for st in states])
     order = np.lexsort(mat.T[::-1])
     kept = np.empty_like(mat)
     rows: list[int] = []
-    for i in order:
+    for n, i in enumerate(order):
+        if n % 256 == 255:
+            _check(deadline)
         row = mat[i]
         k = len(rows)
         if k and np.any(np.all(kept[:k] <= row + 1e-12, axis=1)):
@@ -204,13 +217,16 @@ class GroupOptions:
         return self._cands[key]
 
     def options(self, subset: tuple[str, ...], comp: tuple[int, ...],
-                keep: Callable[[Partial], bool] | None = None, cache_pruned: bool = False) -> list[GroupOption]:
+                keep: Callable[[Partial], bool] | None = None, cache_pruned: bool = False,
+                deadline: float | None = None) -> list[GroupOption]:
         """Pareto options of ``subset`` on ``comp``; ``keep`` may prune partial combinations
         (bound-based pruning). Pruned results are cached only with ``cache_pruned``, for callers
-        whose bound never rises (an incumbent)."""
+        whose bound never rises (an incumbent). The combination of many co-located tasks can
+        explode; past ``deadline`` it raises :class:`DeadlineExceeded` and caches nothing."""
         key = (subset, comp)
         if key in self._opts:
             return self._opts[key]
+        _check(deadline)
         capacity = self.capacity(comp)
         lists = [self.candidates(name, comp) for name in subset]
         if any(not lst for lst in lists):
@@ -226,7 +242,8 @@ class GroupOptions:
         for name, lst in zip(subset, lists, strict=True):
             merged = [s.add(name, self.tasks[name].kind, c) for s in states for c in lst]
             merged = [m for m in merged if np.all(m.model + m.working <= capacity + 1e-9) and (keep is None or keep(m))]
-            states = prune_partials(merged)
+            _check(deadline)
+            states = prune_partials(merged, deadline)
             if not states:
                 break
         rows = []

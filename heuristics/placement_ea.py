@@ -64,6 +64,7 @@ def solve_plain_ea(problem: PlacementProblem, *, time_limit: float | None = None
     space = PlacementSpace(problem)
     codec = _Codec(space)
     deadline = time.perf_counter() + time_limit if time_limit is not None else None
+    space.deadline = deadline
     toolbox = base.Toolbox()
     toolbox.register("map", map)
     toolbox.register("evaluate", lambda genes: space.evaluate(codec.decode(genes)))
@@ -106,6 +107,7 @@ def solve_random(problem: PlacementProblem, *, time_limit: float | None = None, 
     space = PlacementSpace(problem)
     codec = _Codec(space)
     deadline = time.perf_counter() + time_limit if time_limit is not None else None
+    space.deadline = deadline
     best, best_ind, used = math.inf, None, 0
     start, trace = time.perf_counter(), []
     while used < evaluations and (deadline is None or time.perf_counter() < deadline):

@@ -18,7 +18,7 @@ from typing import Any
 from costmodels.hetrl_cost import evaluate_placement
 from costmodels.placement import PlacementPlan, PlacementProblem
 from costmodels.placement_check import check_placement
-from costmodels.placement_options import GroupOptions, combine
+from costmodels.placement_options import DeadlineExceeded, GroupOptions, combine
 from costmodels.placement_space import TaskConfig, build_plan, task_configs
 
 
@@ -51,6 +51,7 @@ class PlacementSpace:
         self._builder: GroupOptions | None = None
         self._p2p: dict[tuple[int, int], float] | None = None
         self.incumbent = math.inf
+        self.deadline: float | None = None  # Level-4 enumerations stop here (the solver's time limit)
 
     def configs(self, task: str, size: int) -> list[TaskConfig]:
         key = (task, size)
@@ -135,8 +136,11 @@ class PlacementSpace:
             g, i, t = gen, eta * imax + (1 - eta) * isum, eta * tmax + (1 - eta) * tsum
             return (g + i + t if self.problem.workflow.mode == "sync" else max(g, i + t)) <= bound * (1 + 1e-9)
 
-        options = [b.options(tuple(names), comp, keep if math.isfinite(bound) else None, cache_pruned=True)
-                   for names, comp in zip(ind.grouping, comps, strict=True)]
+        try:
+            options = [b.options(tuple(names), comp, keep if math.isfinite(bound) else None, cache_pruned=True, deadline=self.deadline)
+                       for names, comp in zip(ind.grouping, comps, strict=True)]
+        except DeadlineExceeded:  # out of time: this individual stays unevaluated (not cached)
+            return math.inf, None
         gi_gen = next(i for i, names in enumerate(ind.grouping) if "actor_generation" in names)
         gi_train = next(i for i, names in enumerate(ind.grouping) if "actor_training" in names)
         p2p = 0.0

@@ -120,9 +120,14 @@ class ArmEA:
     def run(self, evaluate: Evaluator, evals: int) -> None:
         target = evaluate.used + max(1, evals)
         if not self.population:
-            # one greedy individual (fastest GPUs, node by node) beside the random ones
-            self.population = [self._fastest_first()] + [
-                self.space.random_individual(self.rng, self.grouping, self.sizes) for _ in range(self.population_size - 1)]
+            # greedy individuals (fastest GPUs node by node, in group order and training first)
+            # beside the random ones
+            seeded = [self._fastest_first(range(len(self.grouping)))]
+            priority = sorted(range(len(self.grouping)), key=self._role_rank)
+            if priority != list(range(len(self.grouping))):
+                seeded.append(self._fastest_first(priority))
+            self.population = seeded + [
+                self.space.random_individual(self.rng, self.grouping, self.sizes) for _ in range(self.population_size - len(seeded))]
             evaluate(self.population)
         while evaluate.used < target and not evaluate.exhausted():
             kids, improved = [], []
@@ -138,12 +143,19 @@ class ArmEA:
                 if child.fitness < self.population[worst].fitness:
                     self.population[worst] = child
 
-    def _fastest_first(self) -> Individual:
+    def _role_rank(self, gi: int) -> int:
+        """Training groups first, then generation, then inference-only groups (HetRL §4: the
+        fastest GPUs pay off most in training)."""
+        kinds = {self.space.tasks[n].kind for n in self.grouping[gi]}
+        return 0 if TaskKind.TRAINING in kinds else 1 if TaskKind.GENERATION in kinds else 2
+
+    def _fastest_first(self, group_order: Any) -> Individual:
         sp = self.space
         order = sorted(range(len(sp.devices)), key=lambda g: (-sp.tflops[g], g))
         assign = [-1] * len(order)
         pos = 0
-        for gi, size in enumerate(self.sizes):
+        for gi in group_order:
+            size = self.sizes[gi]
             for g in order[pos:pos + size]:
                 assign[g] = gi
             pos += size
@@ -278,12 +290,28 @@ def gpu_groupings(space: PlacementSpace, grouping: tuple[tuple[str, ...], ...], 
             base[max(range(k), key=lambda i: base[i])] -= 1
         add(base)
         add([max(1, 2 ** round(math.log2(max(b, 1)))) for b in base])
+    # whole-node splits: group sizes that are sums of nodes taken fastest first (a group that owns
+    # whole nodes keeps its traffic off the slower links)
+    node_sizes: dict[str, int] = {}
+    node_speed: dict[str, float] = {}
+    for g, node in enumerate(space.node):
+        node_sizes[node] = node_sizes.get(node, 0) + 1
+        node_speed[node] = space.tflops[g]
+    nodes = sorted(node_sizes, key=lambda nd: -node_speed[nd])
+    node_based = 0
+    for _ in range(20 * count if 1 < k <= len(nodes) else 0):
+        if node_based >= count:
+            break
+        bounds = [0, *sorted(rng.sample(range(1, len(nodes)), k - 1)), len(nodes)]
+        before = len(out)
+        add([sum(node_sizes[nd] for nd in nodes[a:b]) for a, b in zip(bounds, bounds[1:], strict=False)])
+        node_based += len(out) > before
     tries = 0
     while len(out) < count and tries < 50 * count:
         tries += 1
         cuts = sorted(rng.sample(range(1, n), k - 1)) if k > 1 else []
         add([b - a for a, b in zip([0, *cuts], [*cuts, n], strict=True)])
-    return out[: max(count, len(totals))]
+    return out[: max(count, len(totals)) + node_based]
 
 
 def successive_halving(arms: list[Any], budget: float, run: Callable[[Any, float], None], score: Callable[[Any], float],
@@ -316,6 +344,7 @@ def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, 
     space = PlacementSpace(problem)
     start = time.perf_counter()
     deadline = start + time_limit if time_limit is not None else None
+    space.deadline = deadline
     # an in-space co-located plan seeds the incumbent, so Level-4 enumeration prunes from the start
     seed_cost, seed_plan = best_colocated(problem, deadline)
     space.incumbent = seed_cost
