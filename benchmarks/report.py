@@ -113,11 +113,25 @@ def comparison_table(df: pd.DataFrame, comparisons: list[Any]) -> pd.DataFrame:
         a = ok[ok["solver"] == c.numerator]
         b = ok[(ok["solver"] == c.denominator) & (ok["options"] == "{}")]  # the denominator at its defaults
         # one value per (instance, time limit, options) on the numerator side: the median over seeds
-        ga = a.groupby(["instance_id", a["time_limit"].fillna(-1), "options"])[c.metric].median()
+        keys = ["instance_id", a["time_limit"].fillna(-1), "options"]
+        ga = a.groupby(keys)[c.metric].median()
         gb = b.groupby("instance_id")[c.metric].median()
-        pairs = [(va, gb[iid]) for (iid, _, _), va in ga.items() if iid in gb.index]
+        # circuits are lexicographic: bottlenecks compare only between equal coverage
+        lexi = c.metric == "objective" and "x_uncovered_gb" in ok
+        ca = a.groupby(keys)["x_uncovered_gb"].median() if lexi else None
+        cb = b.groupby("instance_id")["x_uncovered_gb"].median() if lexi else None
+        pairs, differ = [], 0
+        for k, va in ga.items():
+            iid = k[0]
+            if iid not in gb.index:
+                continue
+            if lexi and abs(ca[k] - cb[iid]) > 1e-9:
+                differ += 1
+                continue
+            pairs.append((va, gb[iid]))
         ratios = [x / y for x, y in pairs if y and y > 0 and math.isfinite(x)]
         rows.append({"comparison": c.title, "numerator": c.numerator, "denominator": c.denominator, "metric": c.metric,
+                     "coverage_differs": differ,
                      "instances": len(ratios), "median": float(np.median(ratios)) if ratios else np.nan,
                      "min": float(np.min(ratios)) if ratios else np.nan, "max": float(np.max(ratios)) if ratios else np.nan,
                      "geomean": float(np.exp(np.mean(np.log(ratios)))) if ratios else np.nan})
