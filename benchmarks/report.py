@@ -191,8 +191,12 @@ def plot_anytime(df: pd.DataFrame, solvers: tuple[str, ...], path: Path) -> bool
     if data.empty:
         return False
     instances = sorted(data["instance"].unique())[:6]
-    fig, axes = plt.subplots(1, len(instances), figsize=(4.5 * len(instances), 4), constrained_layout=True, squeeze=False)
-    for ax, inst in zip(axes[0], instances, strict=True):
+    cols = min(3, len(instances))
+    rows_ = math.ceil(len(instances) / cols)
+    fig, axes = plt.subplots(rows_, cols, figsize=(5 * cols, 4 * rows_), constrained_layout=True, squeeze=False)
+    for ax in axes.flat[len(instances):]:
+        ax.set_visible(False)
+    for ax, inst in zip(axes.flat, instances, strict=False):
         for _, r in data[data["instance"] == inst].iterrows():
             pts = [(p[0], p[-1]) for p in r["trace"] if p[-1] is not None and math.isfinite(p[-1])]
             if not pts:
@@ -201,6 +205,7 @@ def plot_anytime(df: pd.DataFrame, solvers: tuple[str, ...], path: Path) -> bool
             y = [p[1] / r["best_known"] for p in pts] + [pts[-1][1] / r["best_known"]]
             ax.step(t, y, where="post", label=f"{_label(r)} seed {r['seed']}")
         ax.set_xscale("log")
+        ax.set_yscale("log")
         ax.axhline(1.0, color="grey", lw=0.8, ls="--")
         ax.set_title(inst, fontsize=9)
         ax.set_xlabel("elapsed s")
