@@ -18,6 +18,7 @@ one solver's metric to another's on the same instance.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from benchmarks.harness import InstanceRef, RunSpec
@@ -48,6 +49,7 @@ def _circ(name: str, **args) -> InstanceRef:
     return InstanceRef(name=name, kind="circuits", generator="circuits_instance", args=args)
 
 
+@functools.cache
 def plugin_solvers(plugins: tuple[str, ...], kind: str) -> list[str]:
     """Solvers of ``kind`` that the plugins add: a suite runs them next to the built-ins."""
     if not plugins:

@@ -111,10 +111,12 @@ class _Model:
         t1 = time.perf_counter()
         best, optimal, bound = self.stage2(cover, incumbent) if _remaining(self.deadline) != 0 else (None, False, None)
         self.stats["stage2_s"] = time.perf_counter() - t1
-        counts = self.counts_of(best) if best is not None else incumbent
+        counts = incumbent  # already filled
+        if best is not None:
+            counts = self.counts_of(best)
+            if fill is not None:
+                counts = fill(self.problem, counts)
         optimal = optimal and cover_optimal and best is not None
-        if fill is not None:
-            counts = fill(self.problem, counts)
         objective = _bottleneck(self.pairs, counts, self.link)
         status = Status.OPTIMAL if optimal else Status.FEASIBLE
         why = "optimal" if optimal else "time limit reached: best allocation so far"
@@ -188,7 +190,6 @@ class _HighsModel(_Model):
         has, optimal = self._solve(prob)
         if not has:
             return [0] * len(self.pairs), False
-        self.cover_value = float(pulp.value(prob.objective))
         return [round(v.value()) for v in c], optimal
 
     def stage2(self, cover: list[int], incumbent: Counts):

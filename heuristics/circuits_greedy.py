@@ -122,8 +122,7 @@ def _as_solver(allocate: Callable[[CircuitProblem], Counts], name: str):
         t0 = time.perf_counter()
         counts = allocate(problem)
         return SolverOutput(Status.FEASIBLE, plan_from_counts(counts),
-                            stats={"allocate_s": time.perf_counter() - t0, "circuits": sum(counts.values()),
-                                   "demanded_pairs": len(demanded_pairs(problem))},
+                            stats={"allocate_s": time.perf_counter() - t0, "circuits": sum(counts.values())},
                             message=f"{name}: {sum(counts.values())} circuits")
     solve.__name__ = f"solve_{name.replace('-', '_')}"
     solve.__doc__ = allocate.__doc__

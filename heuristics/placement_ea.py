@@ -55,16 +55,19 @@ def _result(space: PlacementSpace, best: Individual | None, cost: float, evals: 
     return SolverOutput(Status.FEASIBLE, plan=space.decode(best), objective=cost, message=f"{what}: best of {evals} evaluations", stats=stats)
 
 
+def _setup(problem: PlacementProblem, time_limit: float | None, seed: int, evaluations: int | None):
+    """What both searches start from: budget, rng, deadline-aware space and codec, clock."""
+    start = time.perf_counter()
+    deadline = start + time_limit if time_limit is not None else None
+    space = PlacementSpace(problem, deadline)
+    return _budget(evaluations, time_limit), random.Random(seed), space, _Codec(space), start, deadline
+
+
 def solve_plain_ea(problem: PlacementProblem, *, time_limit: float | None = None, seed: int = 0, evaluations: int | None = None,
                    population: int = 32, crossover: float = 0.7, mutation: float = 0.2) -> SolverOutput:
     """Budget: ``evaluations``; with only ``time_limit``, until the wall clock runs out; with
     neither, 3000 evaluations."""
-    evaluations = _budget(evaluations, time_limit)
-    rng = random.Random(seed)
-    space = PlacementSpace(problem)
-    codec = _Codec(space)
-    deadline = time.perf_counter() + time_limit if time_limit is not None else None
-    space.deadline = deadline
+    evaluations, rng, space, codec, start, deadline = _setup(problem, time_limit, seed, evaluations)
     toolbox = base.Toolbox()
     toolbox.register("map", map)
     toolbox.register("evaluate", lambda genes: space.evaluate(codec.decode(genes)))
@@ -72,8 +75,7 @@ def solve_plain_ea(problem: PlacementProblem, *, time_limit: float | None = None
     fits = list(toolbox.map(toolbox.evaluate, pop))
     used = len(pop)
     best_genes, best = min(zip(pop, fits, strict=True), key=lambda x: x[1])
-    start = time.perf_counter()
-    trace = [(0.0, used, best)]  # (elapsed s, evaluations, best cost), one point per generation
+    trace = [(time.perf_counter() - start, used, best)]  # (elapsed s, evaluations, best cost), per generation
     while used < evaluations and (deadline is None or time.perf_counter() < deadline):
         nxt = [min((rng.randrange(population) for _ in range(3)), key=lambda i: fits[i]) for _ in range(population)]
         kids = [list(pop[i]) for i in nxt]
@@ -102,14 +104,9 @@ def solve_plain_ea(problem: PlacementProblem, *, time_limit: float | None = None
 
 def solve_random(problem: PlacementProblem, *, time_limit: float | None = None, seed: int = 0, evaluations: int | None = None) -> SolverOutput:
     """Same budget rules as :func:`solve_plain_ea`."""
-    evaluations = _budget(evaluations, time_limit)
-    rng = random.Random(seed)
-    space = PlacementSpace(problem)
-    codec = _Codec(space)
-    deadline = time.perf_counter() + time_limit if time_limit is not None else None
-    space.deadline = deadline
+    evaluations, rng, space, codec, start, deadline = _setup(problem, time_limit, seed, evaluations)
     best, best_ind, used = math.inf, None, 0
-    start, trace = time.perf_counter(), []
+    trace = []
     while used < evaluations and (deadline is None or time.perf_counter() < deadline):
         ind = codec.decode(codec.random(rng))
         used += 1

@@ -36,7 +36,7 @@ class Individual:
 class PlacementSpace:
     """Decoding and evaluation for one problem (picklable: workers rebuild caches lazily)."""
 
-    def __init__(self, problem: PlacementProblem):
+    def __init__(self, problem: PlacementProblem, deadline: float | None = None):
         self.problem = problem
         self.devices = [d.id for d in problem.topology.devices]
         self.node = [d.node for d in problem.topology.devices]
@@ -51,7 +51,7 @@ class PlacementSpace:
         self._builder: GroupOptions | None = None
         self._p2p: dict[tuple[int, int], float] | None = None
         self.incumbent = math.inf
-        self.deadline: float | None = None  # Level-4 enumerations stop here (the solver's time limit)
+        self.deadline = deadline  # Level-4 enumerations stop here (the solver's time limit)
 
     def configs(self, task: str, size: int) -> list[TaskConfig]:
         key = (task, size)

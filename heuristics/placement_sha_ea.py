@@ -341,10 +341,9 @@ def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, 
     """Run SHA-EA. ``evaluations`` is the reproducible budget; with only ``time_limit`` it is
     estimated from the measured evaluation rate; with neither it is 300."""
     rng = random.Random(seed)
-    space = PlacementSpace(problem)
     start = time.perf_counter()
     deadline = start + time_limit if time_limit is not None else None
-    space.deadline = deadline
+    space = PlacementSpace(problem, deadline)
     # an in-space co-located plan seeds the incumbent, so Level-4 enumeration prunes from the start
     seed_cost, seed_plan = best_colocated(problem, deadline)
     space.incumbent = seed_cost

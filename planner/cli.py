@@ -16,6 +16,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from costmodels.circuits import pair_time_s
 from costmodels.errors import SpecError
 from planner.io import build_problem, load_problem, write_atomic
 from planner.planfile import read_plan_file, recheck, result_to_json
@@ -123,10 +124,10 @@ def _circuits_summary(result: Result) -> Table:
                         f"{b['ports_used']} of {sum(fabric.degrees().values())} ports ({result.status.value})")
     for col in ("pair", "demand GB", "circuits", "pair time s"):
         table.add_column(col, justify="right")
-    rows = sorted(result.problem.pair_demand().items(), key=lambda kv: -kv[1] / max(counts.get(kv[0], 0), 1e-9))
+    rows = sorted(result.problem.pair_demand().items(), key=lambda kv: -pair_time_s(kv[1], counts.get(kv[0], 0), link))
     for pair, d in rows[:10]:
         c = counts.get(pair, 0)
-        table.add_row("-".join(sorted(pair)), f"{d / 1e9:.3g}", str(c), f"{d * 8 / (c * link * 1e9):.4g}" if c else "inf (no circuit)")
+        table.add_row("-".join(sorted(pair)), f"{d / 1e9:.3g}", str(c), f"{pair_time_s(d, c, link):.4g}" if c else "inf (no circuit)")
     table.caption = (f"slowest {min(10, len(rows))} of {len(rows)} demanded pairs"
                      + (f"; {b['uncovered_pairs']} pairs ({b['uncovered_gb']:.3g} GB) have no circuit" if b["uncovered_pairs"] else ""))
     return table
@@ -196,6 +197,8 @@ def plan(
                 fail(f"--export {fmt}: supported for placement plans: verl, roll")
         if plot is not None and kind not in PLOTTERS:
             fail(f"--plot: pictures exist for {', '.join(PLOTTERS)} plans, not {kind}")
+        if plot is not None and not plot.parent.is_dir():
+            fail(f"--plot: no such directory {str(plot.parent)!r}")
         info = default_registry().get(kind, solver)
         if "progress" in info.options and sys.stderr.isatty() and not quiet:
             result = _solve_with_progress(prob, solver, time_limit, seed, options)
@@ -224,7 +227,7 @@ def plan(
         import tempfile
 
         # draw to a temporary file first: no partial picture on failure
-        with tempfile.NamedTemporaryFile(suffix=".png", dir=plot.parent if plot.parent.exists() else None, delete=False) as tmp:
+        with tempfile.NamedTemporaryFile(suffix=".png", dir=plot.parent, delete=False) as tmp:
             PLOTTERS[kind](result.problem, result.plan, result.breakdown, Path(tmp.name), f"{kind} by {result.solver}: ")
         Path(tmp.name).replace(plot)
     if not quiet and output != "-":

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from costmodels.catalog import ocs_devices
 from costmodels.circuits import CircuitPlan, CircuitProblem, evaluate_circuits, plan_from_counts
@@ -106,7 +105,3 @@ class Materializer:
         self.active = plan  # line 8: commit in the next safe window
         return Outcome(plan, True, "committed", candidate=plan, bottleneck_s=times)
 
-
-def summary(outcome: Outcome) -> dict[str, Any]:
-    return {"committed": outcome.committed, "reason": outcome.reason, "violations": outcome.violations,
-            "bottleneck_s": outcome.bottleneck_s}
