@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from costmodels.circuits import CircuitProblem
-from costmodels.fabric import DemandEntry, DemandSpec, FabricSpec
+from costmodels.circuits.problem import CircuitProblem
+from costmodels.circuits.fabric import DemandEntry, DemandSpec, FabricSpec
 
 DEMAND_SHAPES = ("all-to-all", "all-reduce", "m2n", "fan-out", "sparse")
 

@@ -12,16 +12,16 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from costmodels.broadcast import (
+from costmodels.broadcast.problem import (
     BroadcastPlan,
     BroadcastProblem,
     check_broadcast,
     evaluate_broadcast,
 )
-from costmodels.circuits import CircuitPlan, CircuitProblem, check_circuits, evaluate_circuits
-from costmodels.hetrl_cost import evaluate_placement
-from costmodels.placement import PlacementPlan, PlacementProblem
-from costmodels.placement_check import check_placement
+from costmodels.circuits.problem import CircuitPlan, CircuitProblem, check_circuits, evaluate_circuits
+from costmodels.placement.cost import evaluate_placement
+from costmodels.placement.problem import PlacementPlan, PlacementProblem
+from costmodels.placement.check import check_placement
 from costmodels.violations import Violation
 
 

@@ -14,7 +14,7 @@ Units: seconds, tokens, GB, GB/s.
 
 from __future__ import annotations
 
-from costmodels.generation import Instance
+from costmodels.decode import Instance
 from costmodels.memory import GB
 from costmodels.transformer import BYTES_BF16, kv_bytes_per_token, total_params
 

@@ -16,7 +16,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from costmodels.circuits import pair_time_s
+from costmodels.circuits.problem import pair_time_s
 from costmodels.errors import SpecError
 from planner.io import build_problem, load_problem, write_atomic
 from planner.planfile import read_plan_file, recheck, result_to_json
@@ -216,7 +216,7 @@ def plan(
         sys.stdout.write(text)
     else:
         write_atomic(Path(output), text)
-        from planner.export import export_roll, export_verl
+        from costmodels.placement.export import export_roll, export_verl
 
         for fmt in export or []:
             snippet = (export_verl if fmt == "verl" else export_roll)(result.problem, result.plan)
@@ -330,8 +330,8 @@ def estimate_generation(
     """Makespan of the remaining requests under every feasible TP x DP configuration
     (OrchestrRL T_k, §2.1/§4.1), fastest first."""
     from costmodels.catalog import get_gpu, get_model
-    from costmodels.generation import ServingParams, sweep
-    from costmodels.lengths import parse_distribution, parse_histogram_csv
+    from costmodels.decode import ServingParams, sweep
+    from costmodels.generation.lengths import parse_distribution, parse_histogram_csv
 
     try:
         if gpus <= 0:

@@ -16,13 +16,13 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from costmodels.broadcast import BroadcastProblem, BroadcastSpec
-from costmodels.circuits import CircuitProblem
+from costmodels.broadcast.problem import BroadcastProblem, BroadcastSpec
+from costmodels.circuits.problem import CircuitProblem
 from costmodels.cluster import ClusterSpec
 from costmodels.errors import SpecError, field_path
-from costmodels.fabric import DemandSpec, FabricSpec, parse_demand_csv
-from costmodels.jobs import CoscheduleProblem, JobsSpec
-from costmodels.placement import CostParams, PlacementProblem
+from costmodels.circuits.fabric import DemandSpec, FabricSpec, parse_demand_csv
+from costmodels.cosched.problem import CoscheduleProblem, JobsSpec
+from costmodels.placement.problem import CostParams, PlacementProblem
 from costmodels.workflow import WorkflowSpec
 from planner.presets import get_preset
 

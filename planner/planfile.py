@@ -16,12 +16,12 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 import planner
-from costmodels.broadcast import BroadcastPlan, BroadcastSpec
-from costmodels.circuits import CircuitPlan
+from costmodels.broadcast.problem import BroadcastPlan, BroadcastSpec
+from costmodels.circuits.problem import CircuitPlan
 from costmodels.cluster import ClusterSpec
 from costmodels.errors import SpecError, field_path
-from costmodels.fabric import DemandSpec, FabricSpec
-from costmodels.placement import CostParams, PlacementPlan
+from costmodels.circuits.fabric import DemandSpec, FabricSpec
+from costmodels.placement.problem import CostParams, PlacementPlan
 from costmodels.problems import kind_of
 from costmodels.solving import Status
 from costmodels.workflow import WorkflowSpec

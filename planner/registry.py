@@ -89,21 +89,21 @@ def _exact_with_fill(exact: SolverFn, filler: Callable[..., Any]) -> SolverFn:
 
 def _register_builtins(reg: Registry) -> None:
     """Every solver rlplan ships. Solvers import costmodels only; the planner wires them up."""
-    from formulations.circuits_bruteforce import solve_circuits_bruteforce
-    from formulations.circuits_exact import solve_circuits_cpsat, solve_circuits_milp
-    from formulations.placement_bruteforce import solve_placement_bruteforce
-    from formulations.placement_ilp import solve_placement_ilp
-    from heuristics.broadcast_schedule import solve_naive, solve_two_level
-    from heuristics.circuits_greedy import (
+    from formulations.circuits.bruteforce import solve_circuits_bruteforce
+    from formulations.circuits.exact import solve_circuits_cpsat, solve_circuits_milp
+    from formulations.placement.bruteforce import solve_placement_bruteforce
+    from formulations.placement.ilp import solve_placement_ilp
+    from heuristics.broadcast.schedule import solve_naive, solve_two_level
+    from heuristics.circuits.greedy import (
         allocate_greedy,
         solve_greedy,
         solve_greedy_reference,
         solve_uniform,
     )
-    from heuristics.placement_colocated import solve_colocated
-    from heuristics.placement_ea import solve_plain_ea, solve_random
-    from heuristics.placement_sha_ea import solve_sha_ea
-    from heuristics.placement_streamrl import solve_streamrl
+    from heuristics.placement.colocated import solve_colocated
+    from heuristics.placement.ea import solve_plain_ea, solve_random
+    from heuristics.placement.sha_ea import solve_sha_ea
+    from heuristics.placement.streamrl import solve_streamrl
 
     reg.register("placement", "sha-ea", solve_sha_ea, default=True,
                  description="HetRL SHA-EA (§3.4): nested successive halving over task and GPU groupings, EA over GPU assignment, exact Level 4")

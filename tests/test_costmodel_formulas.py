@@ -6,9 +6,9 @@ import pytest
 
 from costmodels import transformer as tf
 from costmodels.catalog import get_model
-from costmodels.hetrl_cost import evaluate_placement, phi
+from costmodels.placement.cost import evaluate_placement, phi
 from costmodels.memory import tasklet_memory
-from costmodels.placement import PlacementPlan, PlacementProblem, TaskGroup, TaskPlacement
+from costmodels.placement.problem import PlacementPlan, PlacementProblem, TaskGroup, TaskPlacement
 from costmodels.workflow import TaskKind
 from planner.io import load_cluster, load_workflow
 

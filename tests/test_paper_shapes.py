@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from costmodels.catalog import get_gpu, get_model
-from costmodels.generation import Instance, configuration_makespan, sweep
-from costmodels.lengths import parse_distribution
+from costmodels.decode import Instance, configuration_makespan, sweep
+from costmodels.generation.lengths import parse_distribution
 from costmodels.memory import tasklet_memory
 from costmodels.network_cost import fabric_cost, relative_costs
 from costmodels.reconfig import migration_cost, shard_overlap, switch_cost

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from costmodels.placement import PlacementPlan, TaskGroup
-from costmodels.placement_check import check_placement
-from heuristics.placement_colocated import colocated_plan, layout
+from costmodels.placement.problem import PlacementPlan, TaskGroup
+from costmodels.placement.check import check_placement
+from heuristics.placement.colocated import colocated_plan, layout
 from planner.io import build_problem
 
 

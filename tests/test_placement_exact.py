@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from costmodels.hetrl_cost import evaluate_placement
-from costmodels.placement_check import check_placement
+from costmodels.placement.cost import evaluate_placement
+from costmodels.placement.check import check_placement
 from costmodels.solving import Status
-from formulations.placement_bruteforce import count_plans, solve_placement_bruteforce
-from formulations.placement_ilp import solve_placement_ilp
+from formulations.placement.bruteforce import count_plans, solve_placement_bruteforce
+from formulations.placement.ilp import solve_placement_ilp
 from planner import solve
 from planner.io import build_problem
 from planner.planfile import result_to_dict

@@ -6,10 +6,10 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from costmodels.hetrl_cost import evaluate_placement
-from costmodels.placement import PlacementProblem
-from costmodels.placement_check import check_placement
-from heuristics.placement_colocated import colocated_plan
+from costmodels.placement.cost import evaluate_placement
+from costmodels.placement.problem import PlacementProblem
+from costmodels.placement.check import check_placement
+from heuristics.placement.colocated import colocated_plan
 from planner import solve
 from planner.io import load_cluster, load_workflow
 from planner.planfile import plan_file_from_dict, recheck, result_to_dict

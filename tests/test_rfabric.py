@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from costmodels.broadcast import (
+from costmodels.broadcast.problem import (
     BroadcastPlan,
     BroadcastProblem,
     BroadcastSpec,
@@ -13,11 +13,11 @@ from costmodels.broadcast import (
     Wave,
     check_broadcast,
 )
-from costmodels.fabric import DemandSpec
-from costmodels.rfabric import RFabricSpec, aggregate_demand, check_materialized
+from costmodels.circuits.fabric import DemandSpec
+from costmodels.circuits.rfabric import RFabricSpec, aggregate_demand, check_materialized
 from costmodels.solving import Status
 from planner import solve
-from planner.materialize import Materializer, should_reconfigure
+from heuristics.circuits.materialize import Materializer, should_reconfigure
 
 
 def fabric(**kw) -> RFabricSpec:

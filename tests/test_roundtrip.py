@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from costmodels.circuits import Circuit, CircuitPlan
+from costmodels.circuits.problem import Circuit, CircuitPlan
 from costmodels.solving import SolverOutput, Status
-from heuristics.placement_colocated import colocated_plan
+from heuristics.placement.colocated import colocated_plan
 from planner import Registry, load_problem, solve
 from planner.io import build_problem, write_atomic
 from planner.planfile import result_to_json

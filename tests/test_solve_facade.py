@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from costmodels.placement import PlacementPlan
+from costmodels.placement.problem import PlacementPlan
 from costmodels.solving import SolverOutput, Status
-from heuristics.placement_colocated import colocated_plan
+from heuristics.placement.colocated import colocated_plan
 from planner import Registry, UnknownSolverError, default_registry, solve
 from planner.io import build_problem
 
@@ -82,7 +82,7 @@ def test_plan_claimed_without_plan_is_error(problem):
 
 
 def test_wrong_plan_type_is_error(problem):
-    from costmodels.circuits import CircuitPlan
+    from costmodels.circuits.problem import CircuitPlan
 
     r = solve(problem, "s", registry=_reg(lambda p, *, time_limit=None, seed=0: SolverOutput(Status.FEASIBLE, plan=CircuitPlan())))
     assert r.status is Status.ERROR and "CircuitPlan" in r.message

@@ -8,7 +8,7 @@ import pytest
 from costmodels import SpecError, get_gpu, get_model, gpu_catalog, model_catalog
 from costmodels.catalog import network_prices, ocs_devices
 from costmodels.cluster import DEFAULT_INTRA_NODE_LATENCY_MS, ClusterSpec, build_topology
-from costmodels.fabric import parse_demand_csv
+from costmodels.circuits.fabric import parse_demand_csv
 from costmodels.workflow import TaskKind, WorkflowSpec
 from planner.io import (
     build_problem,

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import time
 
-from costmodels.hetrl_cost import evaluate_placement
-from costmodels.placement import PlacementPlan, PlacementProblem, TaskGroup, TaskPlacement
-from costmodels.placement_check import check_placement
-from costmodels.placement_space import tasklet_layout as layout
+from costmodels.placement.cost import evaluate_placement
+from costmodels.placement.problem import PlacementPlan, PlacementProblem, TaskGroup, TaskPlacement
+from costmodels.placement.check import check_placement
+from costmodels.placement.space import tasklet_layout as layout
 from costmodels.solving import SolverOutput, Status
 from costmodels.workflow import TaskKind
 

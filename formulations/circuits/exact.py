@@ -49,7 +49,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from costmodels.circuits import (
+from costmodels.circuits.problem import (
     CircuitProblem,
     Counts,
     DemandedPair,

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from costmodels.fabric import DemandSpec, FabricSpec
+from costmodels.circuits.fabric import DemandSpec, FabricSpec
 from costmodels.violations import Violation
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)

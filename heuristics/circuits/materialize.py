@@ -19,9 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from costmodels.catalog import ocs_devices
-from costmodels.circuits import CircuitPlan, CircuitProblem, evaluate_circuits, plan_from_counts
-from costmodels.fabric import DemandSpec
-from costmodels.rfabric import (
+from costmodels.circuits.problem import CircuitPlan, CircuitProblem, evaluate_circuits, plan_from_counts
+from costmodels.circuits.fabric import DemandSpec
+from costmodels.circuits.rfabric import (
     MaterializedPlan,
     RFabricSpec,
     Template,
@@ -32,7 +32,7 @@ from costmodels.rfabric import (
     core_problem,
     template_for,
 )
-from heuristics.circuits_greedy import allocate_greedy
+from heuristics.circuits.greedy import allocate_greedy
 
 Allocator = Callable[[CircuitProblem], dict[tuple[str, str], int]]
 

@@ -11,10 +11,10 @@ import itertools
 import math
 import time
 
-from costmodels.hetrl_cost import evaluate_placement
-from costmodels.placement import PlacementProblem
-from costmodels.placement_check import check_placement
-from costmodels.placement_space import build_plan, is_heterogeneous, node_classes, task_configs
+from costmodels.placement.cost import evaluate_placement
+from costmodels.placement.problem import PlacementProblem
+from costmodels.placement.check import check_placement
+from costmodels.placement.space import build_plan, is_heterogeneous, node_classes, task_configs
 from costmodels.solving import SolverOutput, Status
 from costmodels.workflow import TaskKind
 

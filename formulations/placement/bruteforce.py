@@ -1,4 +1,4 @@
-"""Brute-force enumeration of rlplan's placement space (``costmodels.placement_space``).
+"""Brute-force enumeration of rlplan's placement space (``costmodels.placement.space``).
 
 Every task grouping, every per-node GPU composition of every group, every task configuration:
 each plan is built, validated and scored by the full cost model. It is the ground truth the exact
@@ -11,10 +11,10 @@ import itertools
 import math
 import time
 
-from costmodels.hetrl_cost import evaluate_placement
-from costmodels.placement import PlacementProblem
-from costmodels.placement_check import check_placement
-from costmodels.placement_space import (
+from costmodels.placement.cost import evaluate_placement
+from costmodels.placement.problem import PlacementProblem
+from costmodels.placement.check import check_placement
+from costmodels.placement.space import (
     build_plan,
     compositions,
     is_heterogeneous,

@@ -14,8 +14,8 @@ It re-derives every rule from the problem rather than trusting a solver's encodi
 
 from __future__ import annotations
 
-from costmodels.hetrl_cost import device_memory
-from costmodels.placement import PlacementPlan, PlacementProblem
+from costmodels.placement.cost import device_memory
+from costmodels.placement.problem import PlacementPlan, PlacementProblem
 from costmodels.violations import Violation
 
 

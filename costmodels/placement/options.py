@@ -1,15 +1,15 @@
 """Group options: the Pareto-optimal ways to run a set of co-located tasks on a GPU group.
 
 For a task subset T and a group *composition* c (GPUs taken from each interchangeable class,
-``costmodels.placement_space.node_classes``), every task configuration is costed by the cost
+``costmodels.placement.space.node_classes``), every task configuration is costed by the cost
 model on the canonical layout; configurations that break C3 alone are dropped, dominated ones (in
 time, per-GPU resident and working memory, and weight-transfer terms) too; the survivors are
 merged task by task, dropping combinations that break C3 together and partial combinations that
 are dominated. What is left is the Pareto front of (generation time, inference phase Φ, training
 phase Φ, weight-transfer share) over the group's feasible configuration choices.
 
-The exact ILP (``formulations.placement_ilp``) chooses among these options; SHA-EA
-(``heuristics.placement_sha_ea``) uses them to solve Level 4 exactly for a Level-3 assignment,
+The exact ILP (``formulations.placement.ilp``) chooses among these options; SHA-EA
+(``heuristics.placement.sha_ea``) uses them to solve Level 4 exactly for a Level-3 assignment,
 as HetRL enumerates intra-model parallelization at Level 4 (§3.4).
 """
 
@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 
 from costmodels import comm
-from costmodels.hetrl_cost import full_weights_gb, replica_allgather, task_cost, task_memory
-from costmodels.placement import PlacementProblem
-from costmodels.placement_space import (
+from costmodels.placement.cost import full_weights_gb, replica_allgather, task_cost, task_memory
+from costmodels.placement.problem import PlacementProblem
+from costmodels.placement.space import (
     TaskConfig,
     is_heterogeneous,
     node_classes,

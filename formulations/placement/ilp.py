@@ -42,9 +42,9 @@ import time
 import warnings
 from typing import Any
 
-from costmodels.placement import PlacementProblem
-from costmodels.placement_options import GroupOption, GroupOptions, Partial
-from costmodels.placement_space import best_colocated, build_plan, compositions
+from costmodels.placement.problem import PlacementProblem
+from costmodels.placement.options import GroupOption, GroupOptions, Partial
+from costmodels.placement.space import best_colocated, build_plan, compositions
 from costmodels.solving import SolverOutput, Status
 from costmodels.workflow import TaskKind
 from formulations.pulp_util import variable_factory

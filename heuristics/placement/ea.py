@@ -16,10 +16,10 @@ import time
 
 from deap import base
 
-from costmodels.placement import PlacementProblem
-from costmodels.placement_space import set_partitions
+from costmodels.placement.problem import PlacementProblem
+from costmodels.placement.space import set_partitions
 from costmodels.solving import SolverOutput, Status, improvements
-from heuristics.placement_genome import Individual, PlacementSpace
+from heuristics.placement.genome import Individual, PlacementSpace
 
 
 class _Codec:

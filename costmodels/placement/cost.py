@@ -2,7 +2,7 @@
 
 ``evaluate_placement(problem, plan)`` returns the predicted iteration time in seconds and a
 breakdown per task and per component. It assumes the plan is structurally valid
-(``check_placement`` in ``costmodels.placement_check`` says so); the planner always validates
+(``check_placement`` in ``costmodels.placement.check`` says so); the planner always validates
 first.
 
 Readings of the paper where its text is garbled or silent (a systems engineer's choice each):
@@ -30,7 +30,7 @@ from typing import Any
 
 from costmodels import comm
 from costmodels.memory import GB, kv_capacity_sequences, tasklet_memory
-from costmodels.placement import PlacementPlan, PlacementProblem, TaskPlacement
+from costmodels.placement.problem import PlacementPlan, PlacementProblem, TaskPlacement
 from costmodels.transformer import (
     BYTES_BF16,
     layer_forward_flops,

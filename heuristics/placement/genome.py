@@ -2,7 +2,7 @@
 
 An individual fixes a task grouping (Level 1), GPU groups (Levels 2-3: ``assign[g]`` is the group
 of GPU g, or -1 for an idle GPU) and one configuration per task (Level 4 with load balancing and
-the decode batch; ``costmodels.placement_space``). Decoding builds the canonical plan; the cost
+the decode batch; ``costmodels.placement.space``). Decoding builds the canonical plan; the cost
 model scores it; plans that break C1-C3 score +inf. Scores are memoised on the phenotype's
 symmetry class (per group: tasks, per-node GPU counts, configurations), since GPUs of one node are
 interchangeable.
@@ -15,11 +15,11 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from costmodels.hetrl_cost import evaluate_placement
-from costmodels.placement import PlacementPlan, PlacementProblem
-from costmodels.placement_check import check_placement
-from costmodels.placement_options import DeadlineExceeded, GroupOptions, combine
-from costmodels.placement_space import TaskConfig, build_plan, task_configs
+from costmodels.placement.cost import evaluate_placement
+from costmodels.placement.problem import PlacementPlan, PlacementProblem
+from costmodels.placement.check import check_placement
+from costmodels.placement.options import DeadlineExceeded, GroupOptions, combine
+from costmodels.placement.space import TaskConfig, build_plan, task_configs
 
 
 @dataclass

@@ -19,7 +19,7 @@ from __future__ import annotations
 import heapq
 import time
 
-from costmodels.broadcast import BroadcastPlan, BroadcastProblem, Edge, FanoutTree, Wave, pod_of
+from costmodels.broadcast.problem import BroadcastPlan, BroadcastProblem, Edge, FanoutTree, Wave, pod_of
 from costmodels.solving import SolverOutput, Status
 
 

@@ -23,7 +23,7 @@ import heapq
 import time
 from collections.abc import Callable
 
-from costmodels.circuits import (
+from costmodels.circuits.problem import (
     CircuitProblem,
     Counts,
     demanded_pairs,

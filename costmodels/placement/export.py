@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from costmodels.placement import PlacementPlan, PlacementProblem
+from costmodels.placement.problem import PlacementPlan, PlacementProblem
 
 VERL_ROLES = {
     "actor_generation": "actor_rollout_ref.rollout",

@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from costmodels.errors import SpecError
-from costmodels.generation import LengthHistogram
+from costmodels.decode import LengthHistogram
 
 DISTRIBUTIONS = {
     "uniform": {"low", "high", "n", "context"},

@@ -1,0 +1,1 @@
+"""Exact circuit-allocation models (lexicographic MILP on HiGHS, CP-SAT) and brute force."""

@@ -1,0 +1,1 @@
+"""Weight-sync broadcast schedules: two-level (App. E) and naive one-to-all."""

@@ -1,0 +1,1 @@
+"""HetRL placement heuristics: SHA-EA, the plain EA, random search and the verl / StreamRL baselines."""
