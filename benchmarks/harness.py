@@ -29,14 +29,16 @@ from pathlib import Path
 from typing import Any
 
 ROW_FIELDS = ("key", "suite", "instance_id", "instance", "kind", "size", "solver", "exact", "options", "seed", "time_limit",
-              "status", "objective", "bound", "gap", "wall_time_s", "peak_rss_mb", "message", "violations", "extra", "trace")
+              "status", "objective", "primary", "bound", "gap", "wall_time_s", "peak_rss_mb", "message", "violations", "extra", "trace")
 
 
 @dataclass(frozen=True)
 class InstanceRef:
-    """How to build one problem: ``generator`` (a function in benchmarks.instances) with ``args``,
-    or ``fields`` for ``planner.io.build_problem(kind, fields)`` (each field inline, a file or a
-    preset), or ``problem`` (a problem file or preset name)."""
+    """How to build one problem: ``generator`` (a function in benchmarks.instances, or any
+    ``module:function``) called with ``args``, which makes a whole problem or, with
+    ``generates="cluster"``, one field that ``fields`` completes; or ``fields`` for
+    ``planner.io.build_problem(kind, fields)`` (each field inline, a file or a preset); or
+    ``problem`` (a problem file or preset name)."""
 
     name: str
     kind: str
@@ -44,19 +46,22 @@ class InstanceRef:
     args: dict[str, Any] = field(default_factory=dict)
     fields: dict[str, Any] | None = None
     problem: str | None = None
+    generates: str | None = None
 
-    def build(self) -> Any:
+    def build(self, registry: Any = None) -> Any:
         from benchmarks import instances
         from planner.io import build_problem, load_problem
+        from planner.registry import resolve
 
         if self.generator is not None:
-            made = getattr(instances, self.generator)(**self.args)
-            if self.kind == "placement":  # placement generators make a cluster mapping
-                return build_problem("placement", {"cluster": made, **(self.fields or {})})
+            gen = resolve(self.generator) if ":" in self.generator else getattr(instances, self.generator)
+            made = gen(**self.args)
+            if self.generates is not None:
+                return build_problem(self.kind, {self.generates: made, **(self.fields or {})}, registry=registry)
             return made
         if self.fields is not None:
-            return build_problem(self.kind, self.fields)
-        return load_problem(self.problem)
+            return build_problem(self.kind, self.fields, registry=registry)
+        return load_problem(self.problem, registry)
 
 
 @dataclass(frozen=True)
@@ -89,15 +94,10 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _extra(kind: str, breakdown: dict[str, Any]) -> dict[str, Any]:
-    """Problem-specific columns the reports need next to the objective."""
-    if kind == "circuits":
-        return {k: breakdown.get(k) for k in ("uncovered_pairs", "uncovered_gb", "circuits")}
-    if kind == "placement":
-        return {"samples_per_s": breakdown.get("throughput_samples_per_s")}
-    if kind == "broadcast":
-        return {k: breakdown.get(k) for k in ("waves", "phase_a_s", "phase_b_s")}
-    return {}
+def _extra(kind: Any, breakdown: dict[str, Any]) -> dict[str, Any]:
+    """Problem-specific columns the reports keep next to the objective (the descriptor's
+    ``bench_extras``: column name -> breakdown key)."""
+    return {column: breakdown.get(key) for column, key in kind.bench_extras.items()}
 
 
 def execute_run(spec: RunSpec) -> dict[str, Any]:
@@ -110,14 +110,16 @@ def execute_run(spec: RunSpec) -> dict[str, Any]:
     row = _base_row(spec)
     start = time.perf_counter()
     try:
-        problem = spec.instance.build()
-        row["instance_id"], row["size"] = instance_id(problem), instance_size(problem)
         registry = build_registry(spec.plugins)
-        row["exact"] = registry.get(problem.kind, spec.solver).exact
+        problem = spec.instance.build(registry)
+        row["instance_id"], row["size"] = instance_id(problem), instance_size(problem, registry)
+        kind = registry.kind_of(problem)
+        row["exact"] = registry.get(kind.name, spec.solver).exact
         result = solve(problem, spec.solver, time_limit=spec.time_limit, seed=spec.seed, registry=registry, **spec.options)
-        row.update(status=result.status.value, objective=result.objective, bound=result.bound, gap=result.gap,
+        primary = result.breakdown.get(kind.primary_key) if kind.primary_key and result.objective is not None else None
+        row.update(status=result.status.value, objective=result.objective, primary=primary, bound=result.bound, gap=result.gap,
                    wall_time_s=result.wall_time_s, message=result.message[:500], violations=len(result.violations),
-                   extra=_extra(problem.kind, result.breakdown), trace=result.stats.get("trace"))
+                   extra=_extra(kind, result.breakdown), trace=result.stats.get("trace"))
     except Exception as exc:  # bad instance or solver setup: still a row
         row.update(status="error", wall_time_s=time.perf_counter() - start,
                    message=f"{type(exc).__name__}: {exc}"[:500], extra={"traceback": traceback.format_exc()[-2000:]})

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from costmodels.circuits.problem import CircuitProblem
 from costmodels.circuits.fabric import DemandEntry, DemandSpec, FabricSpec
+from costmodels.circuits.problem import CircuitProblem
 
 DEMAND_SHAPES = ("all-to-all", "all-reduce", "m2n", "fan-out", "sparse")
 
@@ -34,15 +34,13 @@ def instance_id(problem: Any) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
-def instance_size(problem: Any) -> int:
-    """The size axis of the reports: demanded pairs (circuits) or GPUs (placement)."""
-    if problem.kind == "circuits":
-        return len(problem.pair_demand())
-    if problem.kind == "placement":
-        return sum(n.count for n in problem.cluster.nodes)
-    if problem.kind == "broadcast":
-        return sum(p.ranks for p in problem.spec.pods if p.role == "gen")
-    return 0
+def instance_size(problem: Any, registry: Any = None) -> int:
+    """The size axis of the reports, as the problem's descriptor defines it (demanded pairs for
+    circuits, GPUs for placement, ...); 0 when it defines none."""
+    from planner.registry import default_registry
+
+    kind = (registry or default_registry()).kind_of(problem)
+    return kind.size(problem) if kind.size is not None else 0
 
 
 def _entries(matrix: dict[tuple[int, int], float], names: list[str]) -> list[DemandEntry]:

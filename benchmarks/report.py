@@ -11,8 +11,9 @@ From the rows (``runs.jsonl``) it writes, into the output directory:
   from the solvers' traces: SHA-EA, EA, the ILP's incumbents);
 * ``report.md``: the machine, the versions, the exact command, the tables and the plots' names.
 
-Circuits are lexicographic (App. D): a run that leaves more demand uncovered than the optimum is
-worse whatever its bottleneck; its ratio is left empty and counted in ``worse_coverage``.
+Lexicographic objectives (a descriptor's ``primary_key``; circuits: uncovered demand first, App. D)
+compare the ``primary`` column first: a run whose primary is worse than the optimum's is worse
+whatever its objective; its ratio is left empty and counted in ``worse_primary``.
 """
 
 from __future__ import annotations
@@ -77,13 +78,13 @@ def tidy(rows: list[dict[str, Any]]) -> pd.DataFrame:
     best = df[exact].groupby("instance_id")["objective"].min()
     df["best_known"] = df["instance_id"].map(best)
     df["ratio"] = np.where(ok & df["best_known"].notna(), df["objective"] / df["best_known"].where(df["best_known"] > 0), np.nan)
-    if "x_uncovered_gb" in df:
-        opt_cov = df[exact].groupby("instance_id")["x_uncovered_gb"].min()
-        worse = ok & (df["x_uncovered_gb"] > df["instance_id"].map(opt_cov) + 1e-9)
-        df["worse_coverage"] = worse
+    if "primary" in df and df["primary"].notna().any():
+        opt_primary = df[exact].groupby("instance_id")["primary"].min()
+        worse = ok & (df["primary"] > df["instance_id"].map(opt_primary) + 1e-9)
+        df["worse_primary"] = worse
         df.loc[worse, "ratio"] = np.nan
     else:
-        df["worse_coverage"] = False
+        df["worse_primary"] = False
     df["time_limit"] = df["time_limit"].astype(float)
     return df
 
@@ -94,7 +95,7 @@ def solver_table(df: pd.DataFrame) -> pd.DataFrame:
         return pd.Series({
             "runs": len(g), "ok": int(g["status"].isin(OK).sum()), "optimal": int((g["status"] == "optimal").sum()),
             "no_solution": int((g["status"] == "no_solution").sum()), "invalid": int((g["status"] == "invalid").sum()),
-            "error": int((g["status"] == "error").sum()), "worse_coverage": int(g["worse_coverage"].sum()),
+            "error": int((g["status"] == "error").sum()), "worse_primary": int(g["worse_primary"].sum()),
             "median_ratio": r.median() if len(r) else np.nan, "worst_ratio": r.max() if len(r) else np.nan,
             "median_wall_s": g["wall_time_s"].median(), "max_wall_s": g["wall_time_s"].max(),
             "peak_rss_mb": g["peak_rss_mb"].max(),
@@ -116,10 +117,10 @@ def comparison_table(df: pd.DataFrame, comparisons: list[Any]) -> pd.DataFrame:
         keys = ["instance_id", a["time_limit"].fillna(-1), "options"]
         ga = a.groupby(keys)[c.metric].median()
         gb = b.groupby("instance_id")[c.metric].median()
-        # circuits are lexicographic: bottlenecks compare only between equal coverage
-        lexi = c.metric == "objective" and "x_uncovered_gb" in ok
-        ca = a.groupby(keys)["x_uncovered_gb"].median() if lexi else None
-        cb = b.groupby("instance_id")["x_uncovered_gb"].median() if lexi else None
+        # lexicographic objectives: compare only between equal primaries (circuits: equal coverage)
+        lexi = c.metric == "objective" and "primary" in ok and ok["primary"].notna().any()
+        ca = a.groupby(keys)["primary"].median() if lexi else None
+        cb = b.groupby("instance_id")["primary"].median() if lexi else None
         pairs, differ = [], 0
         for k, va in ga.items():
             iid = k[0]
@@ -131,7 +132,7 @@ def comparison_table(df: pd.DataFrame, comparisons: list[Any]) -> pd.DataFrame:
             pairs.append((va, gb[iid]))
         ratios = [x / y for x, y in pairs if y and y > 0 and math.isfinite(x)]
         rows.append({"comparison": c.title, "numerator": c.numerator, "denominator": c.denominator, "metric": c.metric,
-                     "coverage_differs": differ,
+                     "primary_differs": differ,
                      "instances": len(ratios), "median": float(np.median(ratios)) if ratios else np.nan,
                      "min": float(np.min(ratios)) if ratios else np.nan, "max": float(np.max(ratios)) if ratios else np.nan,
                      "geomean": float(np.exp(np.mean(np.log(ratios)))) if ratios else np.nan})
@@ -164,6 +165,13 @@ def plot_ratios(df: pd.DataFrame, path: Path) -> bool:
     return True
 
 
+def _size_label(kind: str) -> str:
+    from planner.registry import default_registry
+
+    known = {k.name: k.size_label for k in default_registry().kinds()}
+    return known.get(kind, "size")
+
+
 def plot_time_vs_size(df: pd.DataFrame, path: Path) -> bool:
     data = df[df["status"].isin(OK) & (df["size"].fillna(0) > 0) & (df["wall_time_s"] > 0)]
     if data.empty:
@@ -177,7 +185,7 @@ def plot_time_vs_size(df: pd.DataFrame, path: Path) -> bool:
             ax.plot(g.index, g.values, marker="o", label=solver)
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_xlabel({"circuits": "demanded pairs", "placement": "GPUs"}.get(kind, "size"))
+        ax.set_xlabel(_size_label(kind))
         ax.set_ylabel("wall time, s (median)")
         ax.set_title(f"{kind}: solve time vs instance size")
         ax.legend(fontsize=8)

@@ -97,7 +97,7 @@ def smoke(plugins: tuple[str, ...] = ()) -> Suite:
 def placement(plugins: tuple[str, ...] = ()) -> Suite:
     wf = "grpo-sync-qwen3-8b"
     instances = [InstanceRef(f"{c}/grpo-8b", "placement", fields={"cluster": c, "workflow": wf}) for c in ("small-8", "small-16", "small-24")]
-    instances += [InstanceRef(f"random-16-s{s}/grpo-8b", "placement", generator="random_cluster", args={"gpus": 16, "seed": s},
+    instances += [InstanceRef(f"random-16-s{s}/grpo-8b", "placement", generator="random_cluster", generates="cluster", args={"gpus": 16, "seed": s},
                               fields={"workflow": wf}) for s in range(3)]
     solvers = [("ilp", {}, 600.0, (0,)),
                ("sha-ea", {}, 10.0, (0, 1)), ("sha-ea", {}, 60.0, (0,)),

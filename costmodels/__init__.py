@@ -1,11 +1,11 @@
 """rlplan's language and judge: specs, plans and analytic cost models. Imports nothing of ours."""
 
 from costmodels.catalog import GPUSpec, ModelSpec, get_gpu, get_model, gpu_catalog, model_catalog
+from costmodels.circuits.fabric import DemandSpec, FabricSpec
 from costmodels.circuits.problem import Circuit, CircuitPlan, CircuitProblem
 from costmodels.cluster import ClusterSpec, build_topology
-from costmodels.errors import SpecError
-from costmodels.circuits.fabric import DemandSpec, FabricSpec
 from costmodels.cosched.problem import CoscheduleProblem, JobsSpec
+from costmodels.errors import SpecError
 from costmodels.placement.problem import (
     CostParams,
     PlacementPlan,

@@ -22,8 +22,8 @@ from costmodels.broadcast.problem import BroadcastPlan, BroadcastProblem, Broadc
 from costmodels.circuits.fabric import DemandSpec  # noqa: E402
 from costmodels.circuits.rfabric import RFabricSpec  # noqa: E402
 from costmodels.solving import SolverOutput, Status  # noqa: E402
-from planner.io import load_cluster, load_problem, load_workflow  # noqa: E402
 from heuristics.circuits.materialize import Materializer  # noqa: E402
+from planner.io import load_cluster, load_problem, load_workflow  # noqa: E402
 from planner.registry import Registry, UnknownSolverError, default_registry  # noqa: E402
 from planner.result import Result  # noqa: E402
 from planner.solve import solve  # noqa: E402

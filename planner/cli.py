@@ -6,6 +6,7 @@ file with violations; 2 bad input or usage, with one line naming the file, field
 
 from __future__ import annotations
 
+import inspect
 import json
 import sys
 from pathlib import Path
@@ -16,11 +17,10 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from costmodels.circuits.problem import pair_time_s
 from costmodels.errors import SpecError
-from planner.io import build_problem, load_problem, write_atomic
+from costmodels.problem import ProblemKind, Summary
+from planner.io import build_problem, load_problem, solvable_kind, write_atomic
 from planner.planfile import read_plan_file, recheck, result_to_json
-from planner.plots import PLOTTERS
 from planner.presets import get_preset, presets
 from planner.registry import UnknownSolverError, default_registry
 from planner.result import Result
@@ -28,12 +28,12 @@ from planner.solve import solve
 
 app = typer.Typer(
     name="rlplan",
-    help="Plan LLM RL post-training deployments: placement (HetRL), circuits (RFabric), and more.",
+    help="Plan LLM RL post-training deployments with real solvers on one set of cost models (`rlplan plan --help` lists the problems).",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-presets_app = typer.Typer(help="List and show the shipped example clusters, workflows, fabrics and problems.", invoke_without_command=True)
+presets_app = typer.Typer(help="List and show the shipped examples (specs and whole problems).", invoke_without_command=True)
 app.add_typer(presets_app, name="presets")
 estimate_app = typer.Typer(help="Cost-model estimates without solving (generation makespan per TP/DP configuration).", no_args_is_help=True)
 app.add_typer(estimate_app, name="estimate")
@@ -64,149 +64,109 @@ def _parse_options(pairs: list[str]) -> dict[str, Any]:
 def _solver_table(problem: str) -> Table:
     reg = default_registry()
     table = Table(title=f"solvers for `{problem}`")
-    for col in ("solver", "exact", "options", "description"):
+    for col in ("solver", "exact", "description"):
         table.add_column(col)
     for s in reg.solvers(problem):
         name = s.name + (" (default)" if s.name == reg.default(problem) else "")
-        table.add_row(name, "yes" if s.exact else "no", ", ".join(s.options) or "-", s.description)
+        table.add_row(name, "yes" if s.exact else "no", s.description)
     return table
 
 
-def _placement_summary(result: Result) -> Table:
-    plan = result.plan
-    b = result.breakdown
-    topo = result.problem.topology
-    gpu_of = {d.id: d.gpu.name for d in topo.devices}
-    table = Table(title=f"placement by {result.solver}: {result.objective:.2f} s/iteration, "
-                        f"{b['throughput_samples_per_s']:.1f} samples/s ({result.status.value})")
-    table.add_column("task", no_wrap=True)
-    for col in ("grp", "TP", "PP", "DP"):
-        table.add_column(col, justify="right")
-    table.add_column("GPUs", justify="right")
-    for col in ("time s", "comp", "comm", "hbm"):
-        table.add_column(col, justify="right", no_wrap=True)
-    group_of = plan.group_of()
-    for tp_ in plan.tasks:
-        c = b["tasks"][tp_.task]
-        comm = c["tp_s"] + c["pp_s"] + c["dp_s"]
-        table.add_row(tp_.task, str(group_of[tp_.task]), str(tp_.tp), str(tp_.pp), str(tp_.dp),
-                      str(len(tp_.all_devices())), f"{c['time_s']:.1f}",
-                      f"{c['comp_s']:.1f}", f"{comm:.1f}", f"{c['hbm_s']:.1f}")
-    ph = b["phases"]
-    groups = []
-    for gi, g in enumerate(plan.groups):
-        mix: dict[str, int] = {}
-        for d in g.devices:
-            mix[gpu_of[d]] = mix.get(gpu_of[d], 0) + 1
-        groups.append(f"group {gi}: " + " + ".join(f"{k} {name}" for name, k in mix.items()))
-    table.caption = ("; ".join(groups) + "\n" +f"generation {ph['generation_s']:.2f} s + inference {ph['inference_s']:.2f} s + training {ph['training_s']:.2f} s"
-                     f" + {ph['weight_transfer']} {ph['weight_transfer_s']:.2f} s; peak memory {b['memory']['peak_utilization']:.0%}"
-                     f" on {b['memory']['tightest_device']}")
+def _options_table(problem: str) -> Table:
+    table = Table(title=f"options (-O key=value) of the solvers for `{problem}`")
+    for col in ("solver", "option", "type", "default", "meaning"):
+        table.add_column(col)
+    for s in default_registry().solvers(problem):
+        for i, (name, kind, default, meaning) in enumerate(s.option_help()):
+            table.add_row(s.name if i == 0 else "", name, kind, default, meaning)
     return table
 
 
-def _breakdown_table(title: str, objective: float | None, breakdown: dict[str, Any]) -> Table:
-    table = Table(title=title)
-    table.add_column("field")
-    table.add_column("value")
-    table.add_row("objective", f"{objective:.6g}" if objective is not None else "-")
-    for k, v in breakdown.items():
-        table.add_row(k, str(v))
+def _print_solver_help(problem: str) -> NoReturn:
+    out.print(_solver_table(problem))
+    out.print(_options_table(problem))
+    out.print("Every solver also takes --time-limit S and --seed N.", highlight=False)
+    raise typer.Exit(0)
+
+
+def render(summary: Summary) -> Table:
+    """A problem's :class:`Summary` as a rich table."""
+    table = Table(title=summary.title)
+    for i, col in enumerate(summary.columns):
+        table.add_column(col, justify="left" if i == 0 else "right", no_wrap=i == 0)
+    for row in summary.rows:
+        table.add_row(*row)
+    table.caption = summary.caption or None
     return table
 
 
-def _circuits_summary(result: Result) -> Table:
-    b = result.breakdown
-    fabric = result.problem.fabric
-    counts = result.plan.counts()
-    link = fabric.link_gbps
-    table = Table(title=f"circuits by {result.solver}: bottleneck {b['bottleneck_s']:.4g} s, {b['circuits']} circuits, "
-                        f"{b['ports_used']} of {sum(fabric.degrees().values())} ports ({result.status.value})")
-    for col in ("pair", "demand GB", "circuits", "pair time s"):
-        table.add_column(col, justify="right")
-    rows = sorted(result.problem.pair_demand().items(), key=lambda kv: -pair_time_s(kv[1], counts.get(kv[0], 0), link))
-    for pair, d in rows[:10]:
-        c = counts.get(pair, 0)
-        table.add_row("-".join(sorted(pair)), f"{d / 1e9:.3g}", str(c), f"{pair_time_s(d, c, link):.4g}" if c else "inf (no circuit)")
-    table.caption = (f"slowest {min(10, len(rows))} of {len(rows)} demanded pairs"
-                     + (f"; {b['uncovered_pairs']} pairs ({b['uncovered_gb']:.3g} GB) have no circuit" if b["uncovered_pairs"] else ""))
-    return table
+def _breakdown_summary(title: str, objective: float | None, breakdown: dict[str, Any]) -> Summary:
+    rows = [("objective", f"{objective:.6g}" if objective is not None else "-")]
+    rows += [(str(k), str(v)) for k, v in breakdown.items()]
+    return Summary(title, ("field", "value"), rows)
 
 
-def _broadcast_summary(result: Result) -> Table:
-    b = result.breakdown
-    table = Table(title=f"weight sync by {result.solver}: {b['total_s']:.3g} s ({result.status.value})")
-    table.add_column("part")
-    table.add_column("seconds", justify="right")
-    table.add_column("detail")
-    table.add_row("Phase A", f"{b['phase_a_s']:.3g}", f"{b['waves']} waves, {b['inter_pod_edges']} inter-PoD transfers, {b['inter_pod_gb']:.0f} GB")
-    table.add_row("Phase B", f"{b['phase_b_s']:.3g}", f"{len(result.plan.phase_b)} intra-PoD fan-out trees")
-    table.caption = f"shard {b['shard_gb']:.3g} GB; each wave pays the OCS reconfiguration delay ({result.problem.spec.ocs_device})"
-    return table
+def _file_fields() -> dict[str, list[ProblemKind]]:
+    """Spec fields read from files, by name, with the problems that have them (CLI options)."""
+    fields: dict[str, list[ProblemKind]] = {}
+    for kind in default_registry().solvable():
+        for f in kind.fields:
+            if f.file:
+                fields.setdefault(f.name, []).append(kind)
+    return fields
 
 
-def _generic_summary(result: Result) -> Table:
-    return _breakdown_table(f"{result.kind} by {result.solver} ({result.status.value})", result.objective, result.breakdown)
-
-
-@app.command()
-def plan(
-    problem: Annotated[str, typer.Argument(help="placement, circuits, broadcast, or a problem file / preset name")] = "placement",
-    cluster: Annotated[str | None, typer.Option(help="cluster spec file or preset (placement)")] = None,
-    workflow: Annotated[str | None, typer.Option(help="workflow spec file or preset (placement)")] = None,
-    fabric: Annotated[str | None, typer.Option(help="fabric spec file or preset (circuits)")] = None,
-    demand: Annotated[str | None, typer.Option(help="demand CSV (src,dst,bytes) or preset (circuits)")] = None,
-    sync: Annotated[str | None, typer.Option(help="weight-sync spec file or preset (broadcast)")] = None,
-    solver: Annotated[str | None, typer.Option(help="solver name; `help` lists them")] = None,
-    time_limit: Annotated[float | None, typer.Option("--time-limit", help="seconds; the best plan found by then is returned")] = None,
-    seed: Annotated[int, typer.Option(help="random seed (same seed, same plan)")] = 0,
-    option: Annotated[list[str] | None, typer.Option("--option", "-O", help="solver option key=value (repeatable)")] = None,
-    output: Annotated[str, typer.Option("--output", "-o", help="plan JSON file; `-` for stdout")] = "plan.json",
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no summary table")] = False,
-    export: Annotated[list[str] | None, typer.Option("--export", help="also write a framework config snippet: verl, roll (placement)")] = None,
-    plot: Annotated[Path | None, typer.Option("--plot", help="also draw the plan to this PNG (circuits, broadcast)")] = None,
+def plan_command(
+    problem: str | None,
+    fields: dict[str, str | None],
+    solver: str | None,
+    time_limit: float | None,
+    seed: int,
+    option: list[str] | None,
+    output: str,
+    quiet: bool,
+    export: list[str] | None,
+    plot: Path | None,
 ) -> None:
-    """Solve a planning problem and write its plan JSON. With no arguments: the shipped default
-    placement example (HetRL testbed, GRPO sync on Qwen3-8B)."""
-    defaults = {"placement": {"cluster": "hetrl-single-region", "workflow": "grpo-sync-qwen3-8b"},
-                "circuits": {"fabric": "fabric-8", "demand": "demand-alltoall-8"},
-                "broadcast": {"sync": "weight-sync-example"}}
+    """``rlplan plan``: see :func:`plan` for the options (built from the problem descriptors)."""
+    reg = default_registry()
+    kinds = {k.name: k for k in reg.kinds()}
+    given = {k: v for k, v in fields.items() if v is not None}
+    problem = problem or reg.solvable()[0].name
     try:
-        if problem in defaults:
-            given = {"cluster": cluster, "workflow": workflow, "fabric": fabric, "demand": demand, "sync": sync}
-            fields = {k: (given[k] if given[k] is not None else v) for k, v in defaults[problem].items()}
-            stray = [k for k, v in given.items() if v is not None and k not in fields]
+        if problem in kinds:
+            kind = solvable_kind(problem, None, reg)
+            stray = sorted(set(given) - {f.name for f in kind.fields})
             if stray:
                 fail(f"--{stray[0]} does not apply to a {problem} problem")
-            kind = problem
             if solver == "help":
-                out.print(_solver_table(kind))
-                raise typer.Exit(0)
-            prob = build_problem(kind, fields)
+                _print_solver_help(kind.name)
+            prob = build_problem(kind.name, {**kind.defaults(), **given})
         else:
-            if any(v is not None for v in (cluster, workflow, fabric, demand, sync)):
-                fail("spec options go with `placement`, `circuits` or `broadcast`, not with a problem file")
+            if given:
+                fail(f"--{sorted(given)[0]} goes with a problem name ({', '.join(reg.problems())}), not with a problem file")
             prob = load_problem(problem)
-            kind = prob.kind
+            kind = reg.kind_of(prob)
             if solver == "help":
-                out.print(_solver_table(kind))
-                raise typer.Exit(0)
+                _print_solver_help(kind.name)
         options = _parse_options(option or [])
         for fmt in export or []:
-            if fmt not in ("verl", "roll") or kind != "placement":
-                fail(f"--export {fmt}: supported for placement plans: verl, roll")
-        if plot is not None and kind not in PLOTTERS:
-            fail(f"--plot: pictures exist for {', '.join(PLOTTERS)} plans, not {kind}")
+            if fmt not in kind.exports:
+                supported = ", ".join(f"{e} ({k.name})" for k in reg.solvable() for e in k.exports) or "none"
+                fail(f"--export {fmt}: not available for {kind.name} plans; exports: {supported}")
+        if plot is not None and kind.plot is None:
+            fail(f"--plot: pictures exist for {', '.join(k.name for k in reg.solvable() if k.plot)} plans, not {kind.name}")
         if plot is not None and not plot.parent.is_dir():
             fail(f"--plot: no such directory {str(plot.parent)!r}")
-        info = default_registry().get(kind, solver)
-        if "progress" in info.options and sys.stderr.isatty() and not quiet:
+        info = reg.get(kind.name, solver)
+        options = reg.check_options(info, options)
+        if info.takes_progress and sys.stderr.isatty() and not quiet:
             result = _solve_with_progress(prob, solver, time_limit, seed, options)
         else:
             result = solve(prob, solver, time_limit=time_limit, seed=seed, **options)
     except SpecError as exc:
         fail(str(exc))
-    except (UnknownSolverError, TypeError, ValueError) as exc:
+    except (UnknownSolverError, ValueError) as exc:
         fail(str(exc))
     if not result.success:
         detail = "; ".join(result.violations[:5])
@@ -216,24 +176,65 @@ def plan(
         sys.stdout.write(text)
     else:
         write_atomic(Path(output), text)
-        from costmodels.placement.export import export_roll, export_verl
-
         for fmt in export or []:
-            snippet = (export_verl if fmt == "verl" else export_roll)(result.problem, result.plan)
+            snippet = kind.exports[fmt](result.problem, result.plan)
             target = Path(output).with_suffix(f".{fmt}.yaml")
             write_atomic(target, yaml.safe_dump(snippet, sort_keys=False))
-            out.print(f"wrote {target}" + (f" ({len(snippet['not_expressible'])} settings not expressible there, listed in the file)" if snippet["not_expressible"] else ""), highlight=False)
+            caveats = snippet.get("not_expressible") or []
+            out.print(f"wrote {target}" + (f" ({len(caveats)} settings not expressible there, listed in the file)" if caveats else ""), highlight=False)
     if plot is not None:
         import tempfile
 
         # draw to a temporary file first: no partial picture on failure
         with tempfile.NamedTemporaryFile(suffix=".png", dir=plot.parent, delete=False) as tmp:
-            PLOTTERS[kind](result.problem, result.plan, result.breakdown, Path(tmp.name), f"{kind} by {result.solver}: ")
+            kind.plot(result.problem, result.plan, result.breakdown, Path(tmp.name), f"{kind.name} by {result.solver}: ")
         Path(tmp.name).replace(plot)
     if not quiet and output != "-":
-        summaries = {"placement": _placement_summary, "circuits": _circuits_summary, "broadcast": _broadcast_summary}
-        out.print(summaries.get(result.kind, _generic_summary)(result))
+        if kind.summary_table is not None:
+            summary = kind.summary_table(result.problem, result.plan, result.objective, result.breakdown, result.solver, result.status.value)
+        else:
+            summary = _breakdown_summary(f"{kind.name} by {result.solver} ({result.status.value})", result.objective, result.breakdown)
+        out.print(render(summary))
         out.print(f"wrote {output}" + (f" and {plot}" if plot is not None else ""))
+
+
+def _build_plan_command() -> Any:
+    """The typer command ``plan``, with one ``--<field>`` option per spec field of the registered
+    problems (``--cluster``, ``--fabric``, ...): the descriptors decide, not this module."""
+    reg = default_registry()
+    names = ", ".join(reg.problems())
+    P = inspect.Parameter
+    params = [P("problem", P.POSITIONAL_OR_KEYWORD, default=None,
+                annotation=Annotated[str | None, typer.Argument(help=f"{names}, or a problem file / preset name; default {reg.problems()[0]}",
+                                                                show_default=False)])]
+    file_fields = _file_fields()
+    for name, kinds in file_fields.items():
+        helps = "; ".join(f"{k.spec_field(name).help} ({k.name})" for k in kinds)
+        params.append(P(name, P.KEYWORD_ONLY, default=None, annotation=Annotated[str | None, typer.Option(help=helps)]))
+    exports = sorted({e for k in reg.solvable() for e in k.exports})
+    plots = [k.name for k in reg.solvable() if k.plot]
+    params += [
+        P("solver", P.KEYWORD_ONLY, default=None, annotation=Annotated[str | None, typer.Option(help="solver name; `help` lists them and their options")]),
+        P("time_limit", P.KEYWORD_ONLY, default=None, annotation=Annotated[float | None, typer.Option("--time-limit", help="seconds; the best plan found by then is returned")]),
+        P("seed", P.KEYWORD_ONLY, default=0, annotation=Annotated[int, typer.Option(help="random seed (same seed, same plan)")]),
+        P("option", P.KEYWORD_ONLY, default=None, annotation=Annotated[list[str] | None, typer.Option("--option", "-O", help="solver option key=value (repeatable); `--solver help` lists them")]),
+        P("output", P.KEYWORD_ONLY, default="plan.json", annotation=Annotated[str, typer.Option("--output", "-o", help="plan JSON file; `-` for stdout")]),
+        P("quiet", P.KEYWORD_ONLY, default=False, annotation=Annotated[bool, typer.Option("--quiet", "-q", help="no summary table")]),
+        P("export", P.KEYWORD_ONLY, default=None, annotation=Annotated[list[str] | None, typer.Option("--export", help=f"also write a framework config snippet: {', '.join(exports) or 'none'}")]),
+        P("plot", P.KEYWORD_ONLY, default=None, annotation=Annotated[Path | None, typer.Option("--plot", help=f"also draw the plan to this PNG ({', '.join(plots)})")]),
+    ]
+
+    def plan(**kwargs: Any) -> None:
+        fields = {name: kwargs.pop(name) for name in file_fields}
+        plan_command(kwargs.pop("problem"), fields, **kwargs)
+
+    plan.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    plan.__doc__ = ("Solve a planning problem and write its plan JSON. With no arguments: the shipped default "
+                    f"example ({reg.problems()[0]}: " + ", ".join(f"{k}={v}" for k, v in reg.solvable()[0].defaults().items()) + ").")
+    return plan
+
+
+app.command("plan")(_build_plan_command())
 
 
 def _solve_with_progress(prob: Any, solver: str | None, time_limit: float | None, seed: int, options: dict[str, Any]) -> Result:
@@ -244,7 +245,7 @@ def _solve_with_progress(prob: Any, solver: str | None, time_limit: float | None
         task = bar.add_task(f"searching ({solver or 'default'})", total=None, best="-")
 
         def report(used: int, budget: int, best: float) -> None:
-            bar.update(task, completed=used, total=budget, best=f"{best:.2f} s" if best < float("inf") else "-")
+            bar.update(task, completed=used, total=budget, best=f"{best:.2f}" if best < float("inf") else "-")
 
         return solve(prob, solver, time_limit=time_limit, seed=seed, progress=report, **options)
 
@@ -271,21 +272,6 @@ def validate(
     raise typer.Exit(1 if violations else 0)
 
 
-def _task_table(breakdown: dict[str, Any], title: str) -> Table:
-    table = Table(title=title)
-    table.add_column("task", no_wrap=True)
-    for col in ("time", "comp", "tp", "pp", "dp", "bubble", "hbm"):
-        table.add_column(col, justify="right", no_wrap=True)
-    for name, c in breakdown["tasks"].items():
-        table.add_row(name, *(f"{c[k]:.2f}" for k in ("time_s", "comp_s", "tp_s", "pp_s", "dp_s", "bubble_s", "hbm_s")))
-    ph = breakdown["phases"]
-    table.caption = (f"seconds; iteration {breakdown['iteration_time_s']:.2f} s = generation {ph['generation_s']:.2f}"
-                     f" + inference {ph['inference_s']:.2f} + training {ph['training_s']:.2f} + {ph['weight_transfer']}"
-                     f" {ph['weight_transfer_s']:.2f};"
-                     f" rings {'exact' if breakdown['ring_exact'] else 'upper bounds (heuristic)'}")
-    return table
-
-
 @app.command()
 def evaluate(
     plan_file: Annotated[Path, typer.Argument(help="a plan JSON written by `rlplan plan`, or a problem file with a `plan:` section")],
@@ -309,10 +295,11 @@ def evaluate(
 
         sys.stdout.write(json.dumps(json_safe({"objective": objective, "breakdown": breakdown}), indent=2) + "\n")
         return
-    if problem.kind == "placement":
-        out.print(_task_table(breakdown, f"{plan_file}: {objective:.2f} s per iteration"))
+    kind = default_registry().kind_of(problem)
+    if kind.evaluate_table is not None:
+        out.print(render(kind.evaluate_table(problem, plan, objective, breakdown, str(plan_file))))
     else:
-        out.print(_breakdown_table(str(plan_file), objective, breakdown))
+        out.print(render(_breakdown_summary(str(plan_file), objective, breakdown)))
 
 
 @estimate_app.command("generation")
@@ -382,15 +369,12 @@ def presets_list(ctx: typer.Context, kind: Annotated[str | None, typer.Option(he
 
 @presets_app.command("show")
 def presets_show(name: Annotated[str, typer.Argument(help="preset name")]) -> None:
-    """Print a preset as YAML (demand presets as CSV), ready to copy and edit."""
+    """Print a preset in the format its files use (YAML; demands as CSV), ready to copy and edit."""
     p = get_preset(name)
     if p is None:
         fail(f"no preset named {name!r}; see `rlplan presets`")
     data = p.data()
-    if p.kind == "demand":
-        sys.stdout.write("src,dst,bytes\n" + "".join(f"{r['src']},{r['dst']},{r['bytes']:.0f}\n" for r in data))
-    else:
-        sys.stdout.write(yaml.safe_dump(data, sort_keys=False))
+    sys.stdout.write(p.text(data) if p.text is not None else yaml.safe_dump(data, sort_keys=False))
 
 
 def main() -> None:

@@ -16,24 +16,11 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from costmodels.broadcast.problem import BroadcastProblem, BroadcastSpec
-from costmodels.circuits.problem import CircuitProblem
-from costmodels.cluster import ClusterSpec
 from costmodels.errors import SpecError, field_path
-from costmodels.circuits.fabric import DemandSpec, FabricSpec, parse_demand_csv
-from costmodels.cosched.problem import CoscheduleProblem, JobsSpec
-from costmodels.placement.problem import CostParams, PlacementProblem
-from costmodels.workflow import WorkflowSpec
-from planner.presets import get_preset
+from costmodels.problem import ProblemKind, SpecField
+from planner.registry import Registry, default_registry
 
 M = TypeVar("M", bound=BaseModel)
-
-PROBLEM_FIELDS = {
-    "placement": ("cluster", "workflow"),
-    "circuits": ("fabric", "demand"),
-    "cosched": ("jobs",),
-    "broadcast": ("sync",),
-}
 
 
 def read_document(path: Path) -> Any:
@@ -78,22 +65,24 @@ def parse_model(cls: type[M], data: Any, source: str | None = None) -> M:
         raise SpecError(field_path(err["loc"]), value, msg, source) from None
 
 
-def _resolve(ref: Any, kind: str, base: Path | None = None) -> tuple[Any, str]:
-    """Data and source name for an inline mapping, a preset name or a file path."""
-    if isinstance(ref, dict | list):
+def _resolve(ref: Any, kind: str, base: Path | None = None, registry: Registry | None = None,
+             csv: Any = None) -> tuple[Any, str]:
+    """Data and source name for an inline mapping, a preset name or a file path (``csv`` parses a
+    ``.csv`` file's text)."""
+    if isinstance(ref, dict | list | BaseModel):
         return ref, f"<inline {kind}>"
     text = str(ref)
     path = Path(text)
     if base is not None and not path.is_absolute():
         path = base / path
     if path.exists():
-        if kind == "demand" and path.suffix.lower() == ".csv":
+        if csv is not None and path.suffix.lower() == ".csv":
             try:
-                return parse_demand_csv(path.read_text(encoding="utf-8")), str(path)
+                return csv(path.read_text(encoding="utf-8")), str(path)
             except SpecError as exc:
                 raise exc.with_source(str(path)) from None
         return read_document(path), str(path)
-    preset = get_preset(text)
+    preset = (registry or default_registry()).preset(text)
     if preset is not None:
         if preset.kind != kind:
             raise SpecError(kind, text, f"preset {text!r} is a {preset.kind}, not a {kind}")
@@ -101,104 +90,97 @@ def _resolve(ref: Any, kind: str, base: Path | None = None) -> tuple[Any, str]:
     raise SpecError(kind, text, "no such file or preset (see `rlplan presets`)")
 
 
-def _checked(spec: Any, source: str) -> Any:
-    try:
-        spec.check()
-    except SpecError as exc:
-        raise exc.with_source(source) from None
-    return spec
-
-
-def _load_spec(cls: type[M], kind: str, ref: Any, base: Path | None) -> M:
-    data, src = _resolve(ref, kind, base)
-    return _checked(parse_model(cls, data, src), src)
-
-
-def load_cluster(ref: Any, base: Path | None = None) -> ClusterSpec:
-    """A cluster spec from a file, a preset name or a mapping, validated."""
-    return _load_spec(ClusterSpec, "cluster", ref, base)
-
-
-def load_workflow(ref: Any, base: Path | None = None) -> WorkflowSpec:
-    """A workflow spec from a file, a preset name or a mapping, validated."""
-    return _load_spec(WorkflowSpec, "workflow", ref, base)
-
-
-def load_fabric(ref: Any, base: Path | None = None) -> FabricSpec:
-    """A fabric spec from a file, a preset name or a mapping, validated."""
-    return _load_spec(FabricSpec, "fabric", ref, base)
-
-
-def load_demand(ref: Any, fabric: FabricSpec, base: Path | None = None) -> DemandSpec:
-    data, src = _resolve(ref, "demand", base)
-    if isinstance(data, DemandSpec):
-        demand = data
-    elif isinstance(data, list):
-        demand = parse_model(DemandSpec, {"entries": data}, src)
+def load_field(spec: SpecField, ref: Any, loaded: dict[str, Any] | None = None, base: Path | None = None,
+               registry: Registry | None = None) -> Any:
+    """One input of a problem from a file, a preset name or inline data: parsed, validated by the
+    field's model, its own ``check()`` run, then checked against the fields it depends on."""
+    if not spec.file and not isinstance(ref, dict | BaseModel):
+        raise SpecError(spec.name, ref, "expected an inline mapping (this field is not read from a file)")
+    data, src = _resolve(ref, spec.name, base, registry, spec.csv)
+    if isinstance(data, spec.model):
+        value = data
     else:
-        demand = parse_model(DemandSpec, data, src)
+        if isinstance(data, list) and spec.list_key:
+            data = {spec.list_key: data}
+        value = parse_model(spec.model, data, src)
     try:
-        demand.check_against(fabric)
+        if hasattr(value, "check"):
+            value.check()
+        if spec.check_with is not None:
+            spec.check_with(value, loaded or {})
     except SpecError as exc:
         raise exc.with_source(src) from None
-    return demand
+    return value
 
 
-def load_sync(ref: Any, base: Path | None = None) -> BroadcastSpec:
-    """A weight-sync broadcast spec (PoDs, budgets, weights) from a file, preset or mapping."""
-    return _load_spec(BroadcastSpec, "sync", ref, base)
+def load_spec(problem: str, field: str, ref: Any, base: Path | None = None) -> Any:
+    """One input of ``problem`` (e.g. ``load_spec("placement", "cluster", "small-8")``)."""
+    return load_field(default_registry().kind(problem).spec_field(field), ref, base=base)
 
 
-def load_jobs(ref: Any, base: Path | None = None) -> JobsSpec:
-    """A co-scheduling jobs spec from a file, a preset name or a mapping, validated."""
-    return _load_spec(JobsSpec, "jobs", ref, base)
+def load_cluster(ref: Any, base: Path | None = None) -> Any:
+    """A cluster spec from a file, a preset name or a mapping, validated."""
+    return load_spec("placement", "cluster", ref, base)
 
 
-def build_problem(kind: str, fields: dict[str, Any], base: Path | None = None, source: str | None = None) -> Any:
+def load_workflow(ref: Any, base: Path | None = None) -> Any:
+    """A workflow spec from a file, a preset name or a mapping, validated."""
+    return load_spec("placement", "workflow", ref, base)
+
+
+def solvable_kind(name: Any, source: str | None = None, registry: Registry | None = None) -> ProblemKind:
+    """The descriptor of problem ``name``; a SpecError on field ``problem`` when it is unknown or
+    has no solvers yet."""
+    reg = registry or default_registry()
+    solvable = ", ".join(reg.problems())
+    if name not in {k.name for k in reg.kinds()}:
+        raise SpecError("problem", name, f"unknown problem kind; known: {solvable}", source)
+    if not reg.solvers(name):
+        raise SpecError("problem", name, f"no solvers are registered for this problem yet; solvable: {solvable}", source)
+    return reg.kind(name)
+
+
+def build_problem(kind: str, fields: dict[str, Any], base: Path | None = None, source: str | None = None,
+                  registry: Registry | None = None) -> Any:
     """A problem of ``kind`` from its fields (each inline, a file path or a preset name)."""
-    if kind not in PROBLEM_FIELDS:
-        raise SpecError("problem", kind, f"unknown problem kind; known: {', '.join(PROBLEM_FIELDS)}", source)
-    for name in PROBLEM_FIELDS[kind]:
-        if fields.get(name) is None:
-            raise SpecError(name, None, f"a {kind} problem needs a {name}", source)
-    def attributed(name: str, load: Any, *args: Any) -> Any:
-        # errors in an inline field, or in resolving a name, belong to the problem file
+    reg = registry or default_registry()
+    desc = solvable_kind(kind, source, reg)
+    loaded: dict[str, Any] = {}
+    for spec in desc.fields:
+        ref = fields.get(spec.name)
+        if ref is None:
+            if spec.required:
+                raise SpecError(spec.name, None, f"a {kind} problem needs a {spec.name}", source)
+            continue
         try:
-            return load(fields[name], *args)
+            loaded[spec.name] = load_field(spec, ref, loaded, base, reg)
         except SpecError as exc:
+            # errors in an inline field, or in resolving a name, belong to the problem file
             if source and (exc.source is None or exc.source.startswith("<inline")):
-                field = exc.field if exc.field == name or exc.source is None else f"{name}.{exc.field}"
+                field = exc.field if exc.field == spec.name or exc.source is None else f"{spec.name}.{exc.field}"
                 raise SpecError(field, exc.value, exc.reason, source) from None
             raise
-
-    if kind == "placement":
-        params = parse_model(CostParams, fields.get("params") or {}, source)
-        return PlacementProblem(attributed("cluster", load_cluster, base), attributed("workflow", load_workflow, base), params)
-    if kind == "circuits":
-        fabric = attributed("fabric", load_fabric, base)
-        return CircuitProblem(fabric, attributed("demand", load_demand, fabric, base))
-    if kind == "broadcast":
-        return BroadcastProblem(attributed("sync", load_sync, base))
-    return CoscheduleProblem(attributed("jobs", load_jobs, base))
+    return desc.build(**loaded)
 
 
-def load_problem(ref: Any) -> Any:
-    """A problem from a problem file (``problem: placement`` plus its fields), a preset name, or
-    a mapping. Paths inside a problem file are relative to the file."""
+def load_problem(ref: Any, registry: Registry | None = None) -> Any:
+    """A problem from a problem file (``problem: <kind>`` plus its fields), a preset name, or a
+    mapping. Paths inside a problem file are relative to the file."""
+    reg = registry or default_registry()
     base = None
     if isinstance(ref, dict):
         data, src = ref, "<inline problem>"
     else:
-        data, src = _resolve(ref, "problem")
+        data, src = _resolve(ref, "problem", registry=reg)
         if not src.startswith("preset"):
             base = Path(src).parent
     if not isinstance(data, dict):
         raise SpecError("", type(data).__name__, "a problem file is a mapping with a `problem:` key", src)
-    kind = data.get("problem")
-    extra = set(data) - {"problem", "params", *PROBLEM_FIELDS.get(kind, ())}
-    if kind in PROBLEM_FIELDS and extra:
-        raise SpecError(sorted(extra)[0], data[sorted(extra)[0]], f"unknown field for a {kind} problem", src)
-    return build_problem(kind, data, base, src)
+    desc = solvable_kind(data.get("problem"), src, reg)
+    extra = sorted(set(data) - {"problem", *(f.name for f in desc.fields)})
+    if extra:
+        raise SpecError(extra[0], data[extra[0]], f"unknown field for a {desc.name} problem", src)
+    return build_problem(desc.name, data, base, src, reg)
 
 
 def write_atomic(path: Path, text: str) -> None:

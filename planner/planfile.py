@@ -7,47 +7,25 @@ shipped as ``planner/schema/plan.schema.json``; a test fails when the two drift.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
 import planner
-from costmodels.broadcast.problem import BroadcastPlan, BroadcastSpec
-from costmodels.circuits.problem import CircuitPlan
-from costmodels.cluster import ClusterSpec
 from costmodels.errors import SpecError, field_path
-from costmodels.circuits.fabric import DemandSpec, FabricSpec
-from costmodels.placement.problem import CostParams, PlacementPlan
-from costmodels.problems import kind_of
+from costmodels.problem import ProblemKind
 from costmodels.solving import Status
-from costmodels.workflow import WorkflowSpec
 from planner.io import build_problem, read_document
+from planner.registry import Registry, default_registry
 from planner.result import Result
 from planner.solve import EXACT_RTOL, check_plan
 
 SCHEMA_VERSION = "1.0"
-
-
-class PlacementInputs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    cluster: ClusterSpec
-    workflow: WorkflowSpec
-    params: CostParams = CostParams()
-
-
-class CircuitInputs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    fabric: FabricSpec
-    demand: DemandSpec
-
-
-class BroadcastInputs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    sync: BroadcastSpec
 
 
 class _PlanFileBase(BaseModel):
@@ -70,32 +48,44 @@ class _PlanFileBase(BaseModel):
     breakdown: dict[str, Any] = Field(default_factory=dict)
 
 
-class PlacementPlanFile(_PlanFileBase):
-    problem: Literal["placement"]
-    plan: PlacementPlan | None
-    inputs: PlacementInputs
+def _inputs_model(kind: ProblemKind) -> type[BaseModel]:
+    """``<Title>Inputs``: the problem's fields, as a plan file records them."""
+    fields: dict[str, Any] = {}
+    for f in kind.fields:
+        fields[f.name] = (f.model, ...) if f.required else (f.model, f.model())
+    return create_model(f"{kind.title}Inputs", __config__=ConfigDict(extra="forbid"), **fields)
 
 
-class CircuitPlanFile(_PlanFileBase):
-    problem: Literal["circuits"]
-    plan: CircuitPlan | None
-    inputs: CircuitInputs
+def _plan_file_model(kind: ProblemKind) -> type[_PlanFileBase]:
+    """``<Title>PlanFile``: the common header, the problem tag, the plan and the inputs."""
+    return create_model(f"{kind.title}PlanFile", __base__=_PlanFileBase, problem=(Literal[kind.name], ...),  # type: ignore[valid-type]
+                        plan=(kind.plan_type | None, ...), inputs=(_inputs_model(kind), ...))
 
 
-class BroadcastPlanFile(_PlanFileBase):
-    problem: Literal["broadcast"]
-    plan: BroadcastPlan | None
-    inputs: BroadcastInputs
+@functools.cache
+def _adapter(kinds: tuple[ProblemKind, ...]) -> TypeAdapter[Any]:
+    models = tuple(_plan_file_model(k) for k in kinds)
+    if len(models) == 1:
+        return TypeAdapter(models[0])
+    return TypeAdapter(Annotated[Union[models], Field(discriminator="problem")])  # noqa: UP007 (a runtime tuple of types)
 
 
-AnyPlanFile = PlacementPlanFile | CircuitPlanFile | BroadcastPlanFile
-PlanFile = Annotated[AnyPlanFile, Field(discriminator="problem")]
-_ADAPTER: TypeAdapter[Any] = TypeAdapter(PlanFile)
+def plan_file_adapter(registry: Registry | None = None) -> TypeAdapter[Any]:
+    """The pydantic adapter of plan files of every solvable problem in ``registry``."""
+    return _adapter(tuple((registry or default_registry()).solvable()))
 
 
-def json_schema() -> dict[str, Any]:
-    """The JSON Schema of plan files, generated from the models."""
-    schema = _ADAPTER.json_schema()
+def json_schema(registry: Registry | None = None) -> dict[str, Any]:
+    """The JSON Schema of plan files, generated from the problem descriptors (the shipped one:
+    rlplan's own problems, no plugins)."""
+    from costmodels.problems import builtin_kinds
+    from planner.registry import Registry as _Registry
+
+    if registry is None:
+        registry = _Registry()
+        for k in builtin_kinds():
+            registry.add_problem(k)
+    schema = plan_file_adapter(registry).json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "rlplan plan file"
     return schema
@@ -117,8 +107,8 @@ def json_safe(obj: Any) -> Any:
     return obj
 
 
-def result_to_dict(result: Result) -> dict[str, Any]:
-    kind = kind_of(result.problem)
+def result_to_dict(result: Result, registry: Registry | None = None) -> dict[str, Any]:
+    kind = (registry or default_registry()).kind_of(result.problem)
     doc = {
         "schema_version": SCHEMA_VERSION,
         "rlplan_version": planner.__version__,
@@ -140,7 +130,7 @@ def result_to_dict(result: Result) -> dict[str, Any]:
         "inputs": result.problem.to_inputs(),
     }
     doc = json_safe(doc)
-    _ADAPTER.validate_python(doc)  # what we write must be what we publish
+    plan_file_adapter(registry).validate_python(doc)  # what we write must be what we publish
     return doc
 
 
@@ -148,23 +138,23 @@ def result_to_json(result: Result) -> str:
     return json.dumps(result_to_dict(result), indent=2, allow_nan=False) + "\n"
 
 
-def plan_file_from_dict(data: dict[str, Any]) -> AnyPlanFile:
+def plan_file_from_dict(data: dict[str, Any]) -> Any:
     """Validate a plan-file mapping (raises pydantic's ValidationError)."""
-    return _ADAPTER.validate_python(data)
+    return plan_file_adapter().validate_python(data)
 
 
-def read_plan_file(path: Path) -> AnyPlanFile:
+def read_plan_file(path: Path) -> Any:
     """Parse a plan file; malformed content raises SpecError naming the field."""
     data = read_document(Path(path))
     if not isinstance(data, dict):
         raise SpecError("", type(data).__name__, "a plan file is a JSON object", str(path))
     try:
-        return _ADAPTER.validate_python(data)
+        return plan_file_adapter().validate_python(data)
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = err["loc"]
         # drop the discriminator tag pydantic puts first in union locations
-        if loc and loc[0] in ("placement", "circuits", "broadcast"):
+        if loc and loc[0] in {k.name for k in default_registry().kinds()}:
             loc = loc[1:]
         value = err.get("input") if err["type"] != "missing" else None
         msg = "required field is missing" if err["type"] == "missing" else err["msg"]
@@ -174,8 +164,7 @@ def read_plan_file(path: Path) -> AnyPlanFile:
 def load_plan_and_problem(path: Path) -> tuple[Any, Any]:
     """(problem, plan) from a plan file written by rlplan, or from a hand-written document that
     holds a problem (``problem:`` and its fields, as in a problem file) plus a ``plan:``."""
-    from costmodels.problems import KINDS
-    from planner.io import parse_model
+    from planner.io import parse_model, solvable_kind
 
     path = Path(path)
     data = read_document(path)
@@ -183,7 +172,7 @@ def load_plan_and_problem(path: Path) -> tuple[Any, Any]:
         fields = {k: v for k, v in data.items() if k != "plan"}
         kind = fields.get("problem")
         problem = build_problem(kind, fields, base=path.parent, source=str(path))
-        plan = parse_model(KINDS[kind].plan_type, data["plan"], str(path))
+        plan = parse_model(solvable_kind(kind, str(path)).plan_type, data["plan"], str(path))
         return problem, plan
     doc = read_plan_file(path)
     if doc.plan is None:
@@ -195,7 +184,7 @@ def load_plan_and_problem(path: Path) -> tuple[Any, Any]:
     return problem, doc.plan
 
 
-def recheck(doc: AnyPlanFile, source: str = "") -> list[str]:
+def recheck(doc: Any, source: str = "") -> list[str]:
     """Re-check a plan file against its own inputs: the plan's constraints, and that the recorded
     objective, bound and gap agree with the cost model. Returns the violations."""
     try:

@@ -1,54 +1,211 @@
-"""Solver registry: one per process, keyed by (problem kind, solver name) (after vidur's
-registries). Unknown or duplicate keys fail loudly; option names are checked against each
-solver's allow-list before it runs (after scipy.optimize.milp)."""
+"""The registry: problem kinds and their solvers, one per process (after vidur's registries).
+
+Every problem arrives as a descriptor (``costmodels.problem.ProblemKind``) whose solvers are
+references ``"module:function"``; the registry imports a solver only when it is used, so
+``rlplan --help`` does not import HiGHS, CP-SAT or DEAP. Unknown or duplicate keys fail loudly.
+
+Solver options (after ``scipy.optimize.milp``'s allow-list, typed): a solver's options are its
+keyword-only parameters other than those the façade owns (``time_limit``, ``seed``, ``progress``)
+and those the planner injects (``SolverEntry.inject``). Their annotations, with pydantic
+``Field`` constraints and descriptions where a solver gives them, make a pydantic model that
+validates option values before the solver runs: ``-O population=0`` or ``-O backend=foo`` is a
+:class:`SolverOptionError` naming the option and the value, never a crash inside the solver.
+
+Plugins (a function ``register(registry)``): the ``rlplan.plugins`` entry-point group, the
+``RLPLAN_PLUGINS`` environment variable (``module:function`` separated by commas), and
+``build_registry(plugins=...)`` (``rlplan bench --plugin``). A plugin may add solvers to a kind
+(:meth:`Registry.register`) or whole problems (:meth:`Registry.add_problem`).
+"""
 
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
+import os
+import typing
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from costmodels.problem import Preset, ProblemKind
+from costmodels.problems import builtin_kinds
 from costmodels.solving import SolverOutput
 
 SolverFn = Callable[..., SolverOutput]
+
+#: keyword parameters the façade owns: never user options
+FACADE_PARAMS = ("time_limit", "seed", "progress")
+PLUGINS_ENV = "RLPLAN_PLUGINS"
 
 
 class UnknownSolverError(LookupError):
     pass
 
 
-@dataclass(frozen=True)
+class SolverOptionError(ValueError):
+    """An option the solver does not take, or a value its type or range rejects."""
+
+
+def resolve(ref: str) -> Any:
+    """The object a ``"module:function"`` reference names."""
+    module, _, name = ref.partition(":")
+    if not module or not name:
+        raise ValueError(f"{ref!r}: expected module:function")
+    return getattr(importlib.import_module(module), name)
+
+
 class SolverInfo:
-    problem: str
-    name: str
-    func: SolverFn
-    description: str
-    exact: bool = False
-    options: tuple[str, ...] = field(default=())
+    """A registered solver. ``func`` (with injected objects bound) and the typed options model
+    are built on first use."""
+
+    def __init__(self, problem: str, name: str, description: str, *, exact: bool = False,
+                 func: SolverFn | None = None, target: str | None = None, inject: dict[str, str] | None = None) -> None:
+        if (func is None) == (target is None):
+            raise TypeError("give a solver function or a module:function target, not both")
+        self.problem, self.name, self.description, self.exact = problem, name, description, exact
+        self._func, self.target, self.inject = func, target, dict(inject or {})
+
+    def __repr__(self) -> str:
+        return f"SolverInfo({self.problem!r}, {self.name!r})"
+
+    @functools.cached_property
+    def raw(self) -> SolverFn:
+        func = self._func if self._func is not None else resolve(self.target)  # type: ignore[arg-type]
+        params = inspect.signature(func).parameters
+        for required in ("time_limit", "seed"):
+            if required not in params:
+                raise TypeError(f"solver {self.name!r} must accept keyword {required!r}")
+        missing = sorted(set(self.inject) - set(params))
+        if missing:
+            raise TypeError(f"solver {self.name!r} has no parameter {missing[0]!r} to inject")
+        return func
+
+    @functools.cached_property
+    def func(self) -> SolverFn:
+        if not self.inject:
+            return self.raw
+        return functools.partial(self.raw, **{k: resolve(ref) for k, ref in self.inject.items()})
+
+    @property
+    def takes_progress(self) -> bool:
+        return "progress" in inspect.signature(self.raw).parameters
+
+    @functools.cached_property
+    def options_model(self) -> type[BaseModel]:
+        try:
+            hints = typing.get_type_hints(self.raw, include_extras=True)
+        except Exception:  # an annotation that does not resolve: accept any value for it
+            hints = {}
+        fields: dict[str, Any] = {}
+        for p, spec in inspect.signature(self.raw).parameters.items():
+            if spec.kind is not inspect.Parameter.KEYWORD_ONLY or p in FACADE_PARAMS or p in self.inject:
+                continue
+            default = spec.default if spec.default is not inspect.Parameter.empty else ...
+            fields[p] = (hints.get(p, Any), default)
+        return create_model(f"{self.name}-options", __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True), **fields)
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        return tuple(self.options_model.model_fields)
+
+    def option_help(self) -> list[tuple[str, str, str, str]]:
+        """(name, type, default, meaning) per option, for ``--solver help``."""
+        out = []
+        for name, f in self.options_model.model_fields.items():
+            ann = f.annotation
+            kind = getattr(ann, "__name__", None) if not typing.get_args(ann) else None
+            kind = kind or str(ann).replace("typing.", "").replace("NoneType", "None")
+            bounds = [f"{k} {v}" for m in f.metadata for k, v in (("≥", getattr(m, "ge", None)), (">", getattr(m, "gt", None)),
+                                                                   ("≤", getattr(m, "le", None)), ("<", getattr(m, "lt", None))) if v is not None]
+            out.append((name, kind + (f" ({', '.join(bounds)})" if bounds else ""), "required" if f.is_required() else repr(f.default),
+                        f.description or ""))
+        return out
+
+    def validate_options(self, options: dict[str, Any]) -> dict[str, Any]:
+        """The options checked by name, type and range; values coerced to the declared types."""
+        unknown = sorted(set(options) - set(self.options))
+        if unknown:
+            allowed = ", ".join(self.options) or "none"
+            raise SolverOptionError(f"solver {self.name!r} does not take option {unknown[0]!r}; it takes: {allowed}")
+        try:
+            model = self.options_model.model_validate(options)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            name = str(err["loc"][0]) if err["loc"] else "?"
+            raise SolverOptionError(f"solver {self.name!r} option {name}={options.get(name)!r}: {err['msg']}") from None
+        return {k: getattr(model, k) for k in options}
 
 
 class Registry:
     def __init__(self) -> None:
+        self._kinds: dict[str, ProblemKind] = {}
         self._solvers: dict[tuple[str, str], SolverInfo] = {}
         self._defaults: dict[str, str] = {}
 
+    @classmethod
+    def builtin_problems(cls) -> Registry:
+        """rlplan's problems with none of their solvers: for registering your own (or test
+        doubles) alone."""
+        reg = cls()
+        for kind in builtin_kinds():
+            reg._kinds[kind.name] = kind
+        return reg
+
+    # ------------------------------------------------------------------ problems
+
+    def add_problem(self, kind: ProblemKind) -> None:
+        """Add a problem and the solvers its descriptor names."""
+        if kind.name in self._kinds:
+            raise ValueError(f"problem {kind.name!r} is already registered")
+        self._kinds[kind.name] = kind
+        for entry in kind.solvers:
+            self._add(SolverInfo(kind.name, entry.name, entry.description, exact=entry.exact, target=entry.target,
+                                 inject=dict(entry.inject)), default=entry.default)
+
+    def kind(self, name: str) -> ProblemKind:
+        if name not in self._kinds:
+            raise KeyError(f"unknown problem {name!r}; known: {', '.join(self._kinds)}")
+        return self._kinds[name]
+
+    def kinds(self) -> list[ProblemKind]:
+        """Every registered problem, in registration order (built-ins first)."""
+        return list(self._kinds.values())
+
+    def solvable(self) -> list[ProblemKind]:
+        """The problems that have solvers (a kind whose solvers have not landed has none)."""
+        return [k for k in self._kinds.values() if self.solvers(k.name)]
+
+    def kind_of(self, problem: Any) -> ProblemKind:
+        name = getattr(problem, "kind", None)
+        if name not in self._kinds:
+            raise TypeError(f"not a problem rlplan can solve: {type(problem).__name__} (kind {name!r})")
+        return self._kinds[name]
+
+    def presets(self, kind: str | None = None) -> list[Preset]:
+        return [p for k in self._kinds.values() for p in k.presets if kind is None or p.kind == kind]
+
+    def preset(self, name: str) -> Preset | None:
+        return next((p for p in self.presets() if p.name == name), None)
+
+    # ------------------------------------------------------------------ solvers
+
     def register(self, problem: str, name: str, func: SolverFn, *, description: str, exact: bool = False, default: bool = False) -> SolverInfo:
-        """Add a solver. Its options are the keyword-only parameters of ``func`` other than
-        ``time_limit`` and ``seed``."""
-        key = (problem, name)
+        """Add a solver function to a registered problem."""
+        if problem not in self._kinds:
+            raise ValueError(f"cannot register solver {name!r}: unknown problem {problem!r}; known: {', '.join(self._kinds)}")
+        info = SolverInfo(problem, name, description, exact=exact, func=func)
+        info.raw  # noqa: B018  (a function without time_limit/seed fails at registration, not at solve time)
+        return self._add(info, default=default)
+
+    def _add(self, info: SolverInfo, *, default: bool) -> SolverInfo:
+        key = (info.problem, info.name)
         if key in self._solvers:
-            raise ValueError(f"solver {name!r} is already registered for problem {problem!r}")
-        params = inspect.signature(func).parameters
-        for required in ("time_limit", "seed"):
-            if required not in params:
-                raise TypeError(f"solver {name!r} must accept keyword {required!r}")
-        options = tuple(p for p, spec in params.items() if spec.kind is inspect.Parameter.KEYWORD_ONLY and p not in ("time_limit", "seed"))
-        info = SolverInfo(problem, name, func, description, exact, options)
+            raise ValueError(f"solver {info.name!r} is already registered for problem {info.problem!r}")
         self._solvers[key] = info
-        if default or problem not in self._defaults:
-            self._defaults[problem] = name
+        if default or info.problem not in self._defaults:
+            self._defaults[info.problem] = info.name
         return info
 
     def get(self, problem: str, name: str | None = None) -> SolverInfo:
@@ -58,7 +215,7 @@ class Registry:
         if (problem, name) not in self._solvers:
             known = ", ".join(s.name for s in self.solvers(problem)) or "none"
             raise UnknownSolverError(f"unknown solver {name!r} for problem {problem!r}; available: {known}")
-        return self._solvers[(problem, name)]  # type: ignore[index]
+        return self._solvers[(problem, name)]
 
     def default(self, problem: str) -> str | None:
         return self._defaults.get(problem)
@@ -67,94 +224,37 @@ class Registry:
         return [s for (p, _), s in sorted(self._solvers.items()) if problem is None or p == problem]
 
     def problems(self) -> list[str]:
-        return sorted({p for p, _ in self._solvers})
+        return [k.name for k in self.solvable()]
 
-    def check_options(self, info: SolverInfo, options: dict[str, Any]) -> None:
-        unknown = sorted(set(options) - set(info.options))
-        if unknown:
-            allowed = ", ".join(info.options) or "none"
-            raise TypeError(f"solver {info.name!r} does not take option(s) {', '.join(unknown)}; it takes: {allowed}")
+    def check_options(self, info: SolverInfo, options: dict[str, Any]) -> dict[str, Any]:
+        return info.validate_options(options)
 
 
-def _exact_with_fill(exact: SolverFn, filler: Callable[..., Any]) -> SolverFn:
-    """Wrap an exact circuits model so spare ports are filled by ``filler`` (Algorithm 3): the
-    planner passes the heuristic in because formulations never import heuristics (DESIGN.md)."""
-
-    def solve(problem: Any, *, time_limit: float | None = None, seed: int = 0, fill: bool = True) -> SolverOutput:
-        return exact(problem, time_limit=time_limit, seed=seed, fill=filler if fill else None)
-
-    solve.__doc__ = exact.__doc__
-    return solve
-
-
-def _register_builtins(reg: Registry) -> None:
-    """Every solver rlplan ships. Solvers import costmodels only; the planner wires them up."""
-    from formulations.circuits.bruteforce import solve_circuits_bruteforce
-    from formulations.circuits.exact import solve_circuits_cpsat, solve_circuits_milp
-    from formulations.placement.bruteforce import solve_placement_bruteforce
-    from formulations.placement.ilp import solve_placement_ilp
-    from heuristics.broadcast.schedule import solve_naive, solve_two_level
-    from heuristics.circuits.greedy import (
-        allocate_greedy,
-        solve_greedy,
-        solve_greedy_reference,
-        solve_uniform,
-    )
-    from heuristics.placement.colocated import solve_colocated
-    from heuristics.placement.ea import solve_plain_ea, solve_random
-    from heuristics.placement.sha_ea import solve_sha_ea
-    from heuristics.placement.streamrl import solve_streamrl
-
-    reg.register("placement", "sha-ea", solve_sha_ea, default=True,
-                 description="HetRL SHA-EA (§3.4): nested successive halving over task and GPU groupings, EA over GPU assignment, exact Level 4")
-    reg.register("placement", "ilp", solve_placement_ilp, exact=True,
-                 description="HetRL ILP (§3.5) on HiGHS via PuLP (backend=cbc for CBC); optimal over rlplan's placement space")
-    reg.register("placement", "ea", solve_plain_ea, description="plain DEAP-style evolutionary algorithm over the same space (HetRL §5.4 baseline)")
-    reg.register("placement", "verl", solve_colocated,
-                 description="verl-style baseline: all tasks co-located on all GPUs, one homogeneous config per task, best of a sweep")
-    reg.register("placement", "streamrl", solve_streamrl, description="StreamRL-style baseline: generation on one node set, all other tasks on the rest")
-    reg.register("placement", "random", solve_random, description="random feasible plans from the same space, best kept")
-    reg.register("placement", "bruteforce", solve_placement_bruteforce, exact=True,
-                 description="enumerate the whole space (tiny instances only; ground truth for the ILP)")
-
-    reg.register("circuits", "greedy", solve_greedy, default=True,
-                 description="OrchestrRL Algorithm 3 (App. D.2): one circuit at a time to the largest pair time, heap-based")
-    reg.register("circuits", "greedy-reference", solve_greedy_reference,
-                 description="plain transcription of Algorithm 3 (rescans every pair each step); same allocation as greedy")
-    reg.register("circuits", "milp", _exact_with_fill(solve_circuits_milp, allocate_greedy), exact=True,
-                 description="exact lexicographic model (max covered demand, then min bottleneck) on HiGHS via PuLP")
-    reg.register("circuits", "cpsat", _exact_with_fill(solve_circuits_cpsat, allocate_greedy), exact=True,
-                 description="the same exact model on OR-Tools CP-SAT (bottleneck picked from its candidate set)")
-    reg.register("circuits", "uniform", solve_uniform,
-                 description="uniform splitting baseline (App. I): each endpoint's ports spread evenly over its demanded pairs")
-    reg.register("circuits", "bruteforce", solve_circuits_bruteforce, exact=True,
-                 description="enumerate every allocation (tiny instances only; ground truth for the exact models)")
-
-    reg.register("broadcast", "two-level", solve_two_level, default=True,
-                 description="RFabric App. E: cross-PoD seeding in budget-aware waves (relay on), intra-PoD fan-out trees")
-    reg.register("broadcast", "naive", solve_naive, description="naive one-to-all: every generation rank fetches every shard from its holder")
+def _plugin_refs(plugins: tuple[str, ...]) -> list[str]:
+    env = [r.strip() for r in os.environ.get(PLUGINS_ENV, "").split(",") if r.strip()]
+    return [*env, *plugins]
 
 
 def build_registry(plugins: tuple[str, ...] = ()) -> Registry:
-    """A fresh registry: the built-ins, the ``rlplan.solvers`` entry points, then each plugin
-    given as ``module:function`` (called with the registry; how `rlplan bench --plugin` and the
-    tests add solvers without packaging them)."""
-    import importlib
+    """A fresh registry: the built-in problems with their solvers, then the ``rlplan.plugins``
+    and legacy ``rlplan.solvers`` entry points, then ``$RLPLAN_PLUGINS``, then each of
+    ``plugins`` (``module:function``, called with the registry)."""
     from importlib.metadata import entry_points
 
     reg = Registry()
-    _register_builtins(reg)
-    for ep in entry_points(group="rlplan.solvers"):
-        ep.load()(reg)
-    for ref in plugins:
-        module, _, func = ref.partition(":")
-        if not module or not func:
-            raise ValueError(f"plugin {ref!r}: expected module:function")
-        getattr(importlib.import_module(module), func)(reg)
+    for kind in builtin_kinds():
+        reg.add_problem(kind)
+    for group in ("rlplan.plugins", "rlplan.solvers"):
+        for ep in entry_points(group=group):
+            ep.load()(reg)
+    for ref in _plugin_refs(plugins):
+        resolve(ref)(reg)
     return reg
 
 
 @functools.cache
 def default_registry() -> Registry:
-    """The process-wide registry with the built-in solvers and any ``rlplan.solvers`` plugins."""
+    """The process-wide registry: built-ins plus every plugin named by entry points or
+    ``$RLPLAN_PLUGINS``."""
     return build_registry()
+

@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 import time
 import traceback
+from collections.abc import Callable
 from typing import Any
 
-from costmodels.problems import kind_of
 from costmodels.solving import SolverOutput, Status
 from planner.registry import Registry, default_registry
 from planner.result import Result, relative_gap
@@ -22,9 +22,9 @@ from planner.result import Result, relative_gap
 EXACT_RTOL = 1e-6
 
 
-def check_plan(problem: Any, plan: Any) -> tuple[list[str], float | None, dict[str, Any]]:
+def check_plan(problem: Any, plan: Any, registry: Registry | None = None) -> tuple[list[str], float | None, dict[str, Any]]:
     """Validate ``plan`` and, when valid, evaluate it: (violations, objective, breakdown)."""
-    kind = kind_of(problem)
+    kind = (registry or default_registry()).kind_of(problem)
     violations = [str(v) for v in kind.check(problem, plan)]
     if violations:
         return violations, None, {}
@@ -39,23 +39,27 @@ def solve(
     time_limit: float | None = None,
     seed: int = 0,
     registry: Registry | None = None,
+    progress: Callable[[int, int, float], None] | None = None,
     **options: Any,
 ) -> Result:
     """Solve ``problem`` with the named solver (the problem's default when None).
 
-    Raises ``UnknownSolverError`` for an unknown solver and ``TypeError`` for an option the
-    solver does not take; everything that goes wrong inside the solver is reported in the Result.
+    ``progress(used, budget, best)`` is called by solvers that report progress (others ignore
+    it). Raises ``UnknownSolverError`` for an unknown solver and ``SolverOptionError`` (a
+    ``ValueError``) for an option the solver does not take or a value it rejects, before the
+    solver starts; everything that goes wrong inside the solver is reported in the Result.
     """
-    kind = kind_of(problem)
     reg = registry or default_registry()
+    kind = reg.kind_of(problem)
     info = reg.get(kind.name, solver)
-    reg.check_options(info, options)
+    options = reg.check_options(info, options)
     if time_limit is not None and not (time_limit > 0):
         raise ValueError(f"time_limit must be > 0 seconds, got {time_limit!r}")
     start = time.perf_counter()
     base = {"problem": problem, "solver": info.name, "options": dict(options), "seed": seed, "time_limit": time_limit}
+    facade = {"progress": progress} if progress is not None and info.takes_progress else {}
     try:
-        out = info.func(problem, time_limit=time_limit, seed=seed, **options)
+        out = info.func(problem, time_limit=time_limit, seed=seed, **facade, **options)
     except Exception as exc:  # a crash is a result, never a silent skip (issue 6)
         return Result(status=Status.ERROR, wall_time_s=time.perf_counter() - start,
                       message=f"{type(exc).__name__}: {exc}", stats={"traceback": traceback.format_exc()}, **base)
@@ -74,7 +78,7 @@ def solve(
         result.message = f"solver returned a {type(out.plan).__name__}, not a {kind.plan_type.__name__}"
         return result
     try:
-        violations, objective, breakdown = check_plan(problem, out.plan)
+        violations, objective, breakdown = check_plan(problem, out.plan, reg)
     except Exception as exc:
         result.status = Status.ERROR
         result.message = f"cost model failed on the plan: {type(exc).__name__}: {exc}"

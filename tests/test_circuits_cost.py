@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import math
 
-from costmodels.circuits.problem import Circuit, CircuitPlan, check_circuits, evaluate_circuits, pair_time_s
+from costmodels.circuits.problem import (
+    Circuit,
+    CircuitPlan,
+    check_circuits,
+    evaluate_circuits,
+    pair_time_s,
+)
 from planner.io import build_problem
 
 

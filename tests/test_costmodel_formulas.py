@@ -6,8 +6,8 @@ import pytest
 
 from costmodels import transformer as tf
 from costmodels.catalog import get_model
-from costmodels.placement.cost import evaluate_placement, phi
 from costmodels.memory import tasklet_memory
+from costmodels.placement.cost import evaluate_placement, phi
 from costmodels.placement.problem import PlacementPlan, PlacementProblem, TaskGroup, TaskPlacement
 from costmodels.workflow import TaskKind
 from planner.io import load_cluster, load_workflow

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from costmodels.placement.problem import PlacementPlan, TaskGroup
 from costmodels.placement.check import check_placement
+from costmodels.placement.problem import PlacementPlan, TaskGroup
 from heuristics.placement.colocated import colocated_plan, layout
 from planner.io import build_problem
 

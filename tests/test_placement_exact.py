@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from costmodels.placement.cost import evaluate_placement
 from costmodels.placement.check import check_placement
+from costmodels.placement.cost import evaluate_placement
 from costmodels.solving import Status
 from formulations.placement.bruteforce import count_plans, solve_placement_bruteforce
 from formulations.placement.ilp import solve_placement_ilp

@@ -5,30 +5,30 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from planner.io import (
-    build_problem,
-    load_cluster,
-    load_fabric,
-    load_jobs,
-    load_problem,
-    load_sync,
-    load_workflow,
-)
+from planner.io import build_problem, load_cluster, load_field, load_problem
 from planner.presets import get_preset, presets
+from planner.registry import default_registry
 from tests.conftest import run_cli
-
-LOADERS = {"cluster": load_cluster, "workflow": load_workflow, "fabric": load_fabric, "jobs": load_jobs, "problem": load_problem,
-           "sync": load_sync}
-FABRIC_OF_DEMAND = {"demand-moe-16": "fabric-moe-16"}
 
 
 @pytest.mark.parametrize("name", [p.name for p in presets()])
 def test_every_preset_loads(name):
+    """Problem presets load whole; a spec preset loads as its field, inside a problem preset that
+    uses it when it depends on other fields (a demand on its fabric)."""
     p = get_preset(name)
-    if p.kind == "demand":
-        build_problem("circuits", {"fabric": FABRIC_OF_DEMAND.get(name, "fabric-8"), "demand": name})
+    if p.kind == "problem":
+        load_problem(name)
+        return
+    kind = next(k for k in default_registry().kinds() if any(f.name == p.kind for f in k.fields))
+    field = kind.spec_field(p.kind)
+    if not field.depends:
+        load_field(field, name)
+        return
+    users = [q.name for q in presets("problem") if q.data().get(p.kind) == name]
+    if users:
+        load_problem(users[0])
     else:
-        LOADERS[p.kind](name)
+        build_problem(kind.name, {**kind.defaults(), p.kind: name})
 
 
 def test_required_presets_exist():

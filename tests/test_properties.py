@@ -6,9 +6,9 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from costmodels.placement.check import check_placement
 from costmodels.placement.cost import evaluate_placement
 from costmodels.placement.problem import PlacementProblem
-from costmodels.placement.check import check_placement
 from heuristics.placement.colocated import colocated_plan
 from planner import solve
 from planner.io import load_cluster, load_workflow

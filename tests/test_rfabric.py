@@ -16,8 +16,8 @@ from costmodels.broadcast.problem import (
 from costmodels.circuits.fabric import DemandSpec
 from costmodels.circuits.rfabric import RFabricSpec, aggregate_demand, check_materialized
 from costmodels.solving import Status
-from planner import solve
 from heuristics.circuits.materialize import Materializer, should_reconfigure
+from planner import solve
 
 
 def fabric(**kw) -> RFabricSpec:

@@ -36,7 +36,7 @@ def trivial_circuits(problem, *, time_limit=None, seed=0):
 
 @pytest.fixture
 def registry() -> Registry:
-    reg = Registry()
+    reg = Registry.builtin_problems()
     reg.register("placement", "trivial", trivial_placement, description="test double")
     reg.register("circuits", "trivial", trivial_circuits, description="test double")
     return reg

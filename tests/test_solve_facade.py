@@ -9,6 +9,7 @@ from costmodels.solving import SolverOutput, Status
 from heuristics.placement.colocated import colocated_plan
 from planner import Registry, UnknownSolverError, default_registry, solve
 from planner.io import build_problem
+from planner.registry import SolverOptionError
 
 
 @pytest.fixture(scope="module")
@@ -17,7 +18,7 @@ def problem():
 
 
 def _reg(func, name="s", exact=False):
-    reg = Registry()
+    reg = Registry.builtin_problems()
     reg.register("placement", name, func, description="test double", exact=exact)
     return reg
 
@@ -99,14 +100,14 @@ def test_options_are_checked_and_passed(problem):
     assert reg.get("placement", "s").options == ("population",)
     r = solve(problem, "s", registry=reg, population=7, seed=3, time_limit=5)
     assert seen == {"population": 7, "seed": 3, "time_limit": 5} and r.options == {"population": 7}
-    with pytest.raises(TypeError, match="mutation"):
+    with pytest.raises(SolverOptionError, match="mutation"):
         solve(problem, "s", registry=reg, mutation=0.1)
     with pytest.raises(ValueError):
         solve(problem, "s", registry=reg, time_limit=0)
 
 
 def test_registry_fails_loudly():
-    reg = Registry()
+    reg = Registry.builtin_problems()
     f = lambda p, *, time_limit=None, seed=0: None  # noqa: E731
     reg.register("placement", "a", f, description="")
     with pytest.raises(ValueError, match="already registered"):

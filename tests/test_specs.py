@@ -7,14 +7,13 @@ import pytest
 
 from costmodels import SpecError, get_gpu, get_model, gpu_catalog, model_catalog
 from costmodels.catalog import network_prices, ocs_devices
-from costmodels.cluster import DEFAULT_INTRA_NODE_LATENCY_MS, ClusterSpec, build_topology
 from costmodels.circuits.fabric import parse_demand_csv
+from costmodels.cluster import DEFAULT_INTRA_NODE_LATENCY_MS, ClusterSpec, build_topology
 from costmodels.workflow import TaskKind, WorkflowSpec
 from planner.io import (
     build_problem,
     load_cluster,
-    load_fabric,
-    load_jobs,
+    load_spec,
     load_workflow,
     parse_model,
 )
@@ -116,19 +115,19 @@ def test_json_and_yaml_specs_are_equivalent(tmp_path):
 
 
 def test_fabric_demand_and_jobs_shapes():
-    fabric = load_fabric("fabric-8")
+    fabric = load_spec("circuits", "fabric", "fabric-8")
     assert fabric.degrees()["tor0"] == 4 and len(fabric.eligible_pairs()) == 28
     demand = parse_demand_csv("src,dst,bytes\ntor0,tor1,5e9\ntor1,tor0,2e9\ntor0,tor1,1e9\n")
     assert demand.matrix() == {("tor0", "tor1"): 6e9, ("tor1", "tor0"): 2e9}
     problem = build_problem("circuits", {"fabric": "fabric-8", "demand": [e.model_dump() for e in demand.entries]})
     assert problem.pair_demand() == {frozenset(("tor0", "tor1")): 6e9}
-    failed = load_fabric({**fabric.model_dump(), "failed_ports": {"tor3": 3}, "reserved_ports": {"tor3": 1}})
+    failed = load_spec("circuits", "fabric", {**fabric.model_dump(), "failed_ports": {"tor3": 3}, "reserved_ports": {"tor3": 1}})
     assert failed.degrees()["tor3"] == 0
-    bip = load_fabric({"link_gbps": 100, "template": "bipartite",
+    bip = load_spec("circuits", "fabric", {"link_gbps": 100, "template": "bipartite",
                        "endpoints": [{"name": "g0", "ports": 2, "side": "gen"}, {"name": "g1", "ports": 2, "side": "gen"},
                                      {"name": "t0", "ports": 2, "side": "train"}]})
     assert bip.eligible_pairs() == {frozenset(("g0", "t0")), frozenset(("g1", "t0"))}
-    jobs = load_jobs("rollmux-mixed")
+    jobs = load_spec("cosched", "jobs", "rollmux-mixed")
     assert len(jobs.jobs) == 9 and jobs.max_group_size == 5
 
 

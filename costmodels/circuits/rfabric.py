@@ -28,9 +28,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from costmodels.circuits.fabric import DemandEntry, DemandSpec, FabricSpec
 from costmodels.circuits.problem import CircuitPlan, CircuitProblem, check_circuits
 from costmodels.errors import SpecError
-from costmodels.circuits.fabric import DemandEntry, DemandSpec, FabricSpec
 from costmodels.violations import Violation
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)

@@ -19,8 +19,8 @@ import math
 
 import numpy as np
 
-from costmodels.errors import SpecError
 from costmodels.decode import LengthHistogram
+from costmodels.errors import SpecError
 
 DISTRIBUTIONS = {
     "uniform": {"low", "high", "n", "context"},

@@ -21,9 +21,9 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from costmodels.placement.check import check_placement
 from costmodels.placement.cost import evaluate_placement
 from costmodels.placement.problem import PlacementPlan, PlacementProblem, TaskGroup, TaskPlacement
-from costmodels.placement.check import check_placement
 from costmodels.workflow import Task, TaskKind
 
 #: largest TP degree considered (TP inside an 8-GPU server, as in HetRL's testbed)

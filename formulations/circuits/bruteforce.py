@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import itertools
 
-from costmodels.circuits.problem import CircuitProblem, demanded_pairs, pair_time_s, plan_from_counts
+from costmodels.circuits.problem import (
+    CircuitProblem,
+    demanded_pairs,
+    pair_time_s,
+    plan_from_counts,
+)
 from costmodels.solving import SolverOutput, Status
 
 MAX_ALLOCATIONS = 2_000_000

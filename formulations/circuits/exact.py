@@ -47,7 +47,9 @@ import math
 import time
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from costmodels.circuits.problem import (
     CircuitProblem,
@@ -301,11 +303,13 @@ class _CpSatModel(_Model):
         return [solver.Value(ci) for ci in c], optimal, bound
 
 
-def solve_circuits_milp(problem: CircuitProblem, *, time_limit: float | None = None, seed: int = 0, fill: Fill | None = None) -> SolverOutput:
+def solve_circuits_milp(problem: CircuitProblem, *, time_limit: float | None = None, seed: int = 0,
+                         fill: Annotated[bool, Field(description="hand spare ports out with Algorithm 3 after the exact stages")] = True, fill_with: Fill | None = None) -> SolverOutput:
     """The lexicographic exact model on HiGHS through PuLP (module docstring)."""
-    return _HighsModel(problem, time_limit).run(fill)
+    return _HighsModel(problem, time_limit).run(fill_with if fill else None)
 
 
-def solve_circuits_cpsat(problem: CircuitProblem, *, time_limit: float | None = None, seed: int = 0, fill: Fill | None = None) -> SolverOutput:
+def solve_circuits_cpsat(problem: CircuitProblem, *, time_limit: float | None = None, seed: int = 0,
+                         fill: Annotated[bool, Field(description="hand spare ports out with Algorithm 3 after the exact stages")] = True, fill_with: Fill | None = None) -> SolverOutput:
     """The lexicographic exact model on OR-Tools CP-SAT (module docstring)."""
-    return _CpSatModel(problem, time_limit).run(fill)
+    return _CpSatModel(problem, time_limit).run(fill_with if fill else None)

@@ -10,10 +10,13 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from typing import Annotated
 
+from pydantic import Field
+
+from costmodels.placement.check import check_placement
 from costmodels.placement.cost import evaluate_placement
 from costmodels.placement.problem import PlacementProblem
-from costmodels.placement.check import check_placement
 from costmodels.placement.space import (
     build_plan,
     compositions,
@@ -60,7 +63,8 @@ def count_plans(problem: PlacementProblem) -> int:
     return total
 
 
-def solve_placement_bruteforce(problem: PlacementProblem, *, time_limit: float | None = None, seed: int = 0, max_plans: int = 200_000) -> SolverOutput:
+def solve_placement_bruteforce(problem: PlacementProblem, *, time_limit: float | None = None, seed: int = 0,
+                               max_plans: Annotated[int, Field(ge=1, description="refuse spaces larger than this")] = 200_000) -> SolverOutput:
     """Enumerate the whole space; optimal by exhaustion."""
     del seed
     start = time.perf_counter()

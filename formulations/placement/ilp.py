@@ -40,10 +40,12 @@ import itertools
 import math
 import time
 import warnings
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from costmodels.placement.problem import PlacementProblem
+from pydantic import Field
+
 from costmodels.placement.options import GroupOption, GroupOptions, Partial
+from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.space import best_colocated, build_plan, compositions
 from costmodels.solving import SolverOutput, Status
 from costmodels.workflow import TaskKind
@@ -235,7 +237,9 @@ class PlacementILP:
 
 
 def solve_placement_ilp(problem: PlacementProblem, *, time_limit: float | None = None, seed: int = 0,
-                        backend: str = "highs", threads: int | None = None, upper_bound: float | None = None) -> SolverOutput:
+                        backend: Annotated[Literal["highs", "cbc"], Field(description="MILP backend through PuLP")] = "highs",
+                        threads: Annotated[int | None, Field(ge=1, description="solver threads (default: the backend's)")] = None,
+                        upper_bound: Annotated[float | None, Field(gt=0, description="prune options whose cost exceeds this (s/iteration)")] = None) -> SolverOutput:
     """HetRL §3.5 ILP on HiGHS (``backend="cbc"`` for CBC). With a time limit it returns the
     incumbent with status feasible and the solver's bound; the option enumeration counts against
     the limit too."""

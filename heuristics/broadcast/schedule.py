@@ -18,8 +18,18 @@ from __future__ import annotations
 
 import heapq
 import time
+from typing import Annotated
 
-from costmodels.broadcast.problem import BroadcastPlan, BroadcastProblem, Edge, FanoutTree, Wave, pod_of
+from pydantic import Field
+
+from costmodels.broadcast.problem import (
+    BroadcastPlan,
+    BroadcastProblem,
+    Edge,
+    FanoutTree,
+    Wave,
+    pod_of,
+)
 from costmodels.solving import SolverOutput, Status
 
 
@@ -70,7 +80,8 @@ def _finish(problem: BroadcastProblem, plan: BroadcastPlan, t0: float, name: str
                         stats={"schedule_s": time.perf_counter() - t0})
 
 
-def solve_two_level(problem: BroadcastProblem, *, time_limit: float | None = None, seed: int = 0, relay: bool = True) -> SolverOutput:
+def solve_two_level(problem: BroadcastProblem, *, time_limit: float | None = None, seed: int = 0,
+                    relay: Annotated[bool, Field(description="seeded PoDs relay to PoDs not yet seeded")] = True) -> SolverOutput:
     """RFabric's two-level broadcast (App. E): cross-PoD seeding in waves, then intra-PoD trees."""
     t0 = time.perf_counter()
     s = problem.spec

@@ -19,8 +19,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from costmodels.catalog import ocs_devices
-from costmodels.circuits.problem import CircuitPlan, CircuitProblem, evaluate_circuits, plan_from_counts
 from costmodels.circuits.fabric import DemandSpec
+from costmodels.circuits.problem import (
+    CircuitPlan,
+    CircuitProblem,
+    evaluate_circuits,
+    plan_from_counts,
+)
 from costmodels.circuits.rfabric import (
     MaterializedPlan,
     RFabricSpec,

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import time
 
+from costmodels.placement.check import check_placement
 from costmodels.placement.cost import evaluate_placement
 from costmodels.placement.problem import PlacementPlan, PlacementProblem, TaskGroup, TaskPlacement
-from costmodels.placement.check import check_placement
 from costmodels.placement.space import tasklet_layout as layout
 from costmodels.solving import SolverOutput, Status
 from costmodels.workflow import TaskKind

@@ -13,8 +13,10 @@ from __future__ import annotations
 import math
 import random
 import time
+from typing import Annotated
 
 from deap import base
+from pydantic import Field
 
 from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.space import set_partitions
@@ -63,8 +65,11 @@ def _setup(problem: PlacementProblem, time_limit: float | None, seed: int, evalu
     return _budget(evaluations, time_limit), random.Random(seed), space, _Codec(space), start, deadline
 
 
-def solve_plain_ea(problem: PlacementProblem, *, time_limit: float | None = None, seed: int = 0, evaluations: int | None = None,
-                   population: int = 32, crossover: float = 0.7, mutation: float = 0.2) -> SolverOutput:
+def solve_plain_ea(problem: PlacementProblem, *, time_limit: float | None = None, seed: int = 0,
+                   evaluations: Annotated[int | None, Field(ge=1, description="evaluation budget: same seed and budget, same plan; default from the time limit")] = None,
+                   population: Annotated[int, Field(ge=2, description="individuals per generation")] = 32,
+                   crossover: Annotated[float, Field(ge=0, le=1, description="crossover probability")] = 0.7,
+                   mutation: Annotated[float, Field(ge=0, le=1, description="mutation probability")] = 0.2) -> SolverOutput:
     """Budget: ``evaluations``; with only ``time_limit``, until the wall clock runs out; with
     neither, 3000 evaluations."""
     evaluations, rng, space, codec, start, deadline = _setup(problem, time_limit, seed, evaluations)
@@ -102,7 +107,8 @@ def solve_plain_ea(problem: PlacementProblem, *, time_limit: float | None = None
     return _result(space, best_ind, best, used, "plain EA", trace)
 
 
-def solve_random(problem: PlacementProblem, *, time_limit: float | None = None, seed: int = 0, evaluations: int | None = None) -> SolverOutput:
+def solve_random(problem: PlacementProblem, *, time_limit: float | None = None, seed: int = 0,
+                 evaluations: Annotated[int | None, Field(ge=1, description="evaluation budget: same seed and budget, same plan; default from the time limit")] = None) -> SolverOutput:
     """Same budget rules as :func:`solve_plain_ea`."""
     evaluations, rng, space, codec, start, deadline = _setup(problem, time_limit, seed, evaluations)
     best, best_ind, used = math.inf, None, 0

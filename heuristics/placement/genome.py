@@ -15,10 +15,10 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from costmodels.placement.cost import evaluate_placement
-from costmodels.placement.problem import PlacementPlan, PlacementProblem
 from costmodels.placement.check import check_placement
+from costmodels.placement.cost import evaluate_placement
 from costmodels.placement.options import DeadlineExceeded, GroupOptions, combine
+from costmodels.placement.problem import PlacementPlan, PlacementProblem
 from costmodels.placement.space import TaskConfig, build_plan, task_configs
 
 

@@ -31,9 +31,10 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 from deap import base
+from pydantic import Field
 
 from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.space import best_colocated, set_partitions
@@ -335,8 +336,12 @@ def successive_halving(arms: list[Any], budget: float, run: Callable[[Any, float
     return alive
 
 
-def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, seed: int = 0, evaluations: int | None = None,
-                 population: int = 8, gpu_groupings_per_arm: int = 6, fast_gpu_rate: float = 0.3, workers: int = 1,
+def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, seed: int = 0,
+                 evaluations: Annotated[int | None, Field(ge=1, description="evaluation budget: same seed and budget, same plan; default from the time limit")] = None,
+                 population: Annotated[int, Field(ge=2, description="EA population per arm")] = 8,
+                 gpu_groupings_per_arm: Annotated[int, Field(ge=1, description="GPU groupings tried per task grouping (successive-halving arms)")] = 6,
+                 fast_gpu_rate: Annotated[float, Field(ge=0, le=1, description="probability of HetRL's fast-GPU mutation")] = 0.3,
+                 workers: Annotated[int, Field(ge=1, description="processes evaluating candidates in parallel")] = 1,
                  progress: Callable[[int, int, float], None] | None = None) -> SolverOutput:
     """Run SHA-EA. ``evaluations`` is the reproducible budget; with only ``time_limit`` it is
     estimated from the measured evaluation rate; with neither it is 300."""

@@ -11,9 +11,9 @@ import itertools
 import math
 import time
 
+from costmodels.placement.check import check_placement
 from costmodels.placement.cost import evaluate_placement
 from costmodels.placement.problem import PlacementProblem
-from costmodels.placement.check import check_placement
 from costmodels.placement.space import build_plan, is_heterogeneous, node_classes, task_configs
 from costmodels.solving import SolverOutput, Status
 from costmodels.workflow import TaskKind

@@ -1,0 +1,67 @@
+"""The circuit-allocation problem's descriptor (RFabric, OrchestrRL App. D)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from costmodels.circuits.canned import canned_circuits
+from costmodels.circuits.fabric import DemandSpec, FabricSpec, parse_demand_csv
+from costmodels.circuits.plot import plot_circuits
+from costmodels.circuits.presets import circuits_presets
+from costmodels.circuits.problem import (
+    CircuitPlan,
+    CircuitProblem,
+    check_circuits,
+    evaluate_circuits,
+)
+from costmodels.circuits.summary import circuits_summary
+from costmodels.problem import ProblemKind, SolverEntry, SpecField
+
+
+def _demand_fits_fabric(demand: DemandSpec, loaded: dict[str, Any]) -> None:
+    demand.check_against(loaded["fabric"])
+
+
+_FILL = {"fill_with": "heuristics.circuits.greedy:allocate_greedy"}  # spare ports go to Algorithm 3
+
+SOLVERS = (
+    SolverEntry("greedy", "heuristics.circuits.greedy:solve_greedy", default=True,
+                description="OrchestrRL Algorithm 3 (App. D.2): one circuit at a time to the largest pair time, heap-based"),
+    SolverEntry("greedy-reference", "heuristics.circuits.greedy:solve_greedy_reference",
+                description="plain transcription of Algorithm 3 (rescans every pair each step); same allocation as greedy"),
+    SolverEntry("milp", "formulations.circuits.exact:solve_circuits_milp", exact=True, inject=_FILL,
+                description="exact lexicographic model (max covered demand, then min bottleneck) on HiGHS via PuLP"),
+    SolverEntry("cpsat", "formulations.circuits.exact:solve_circuits_cpsat", exact=True, inject=_FILL,
+                description="the same exact model on OR-Tools CP-SAT (bottleneck picked from its candidate set)"),
+    SolverEntry("uniform", "heuristics.circuits.greedy:solve_uniform",
+                description="uniform splitting baseline (App. I): each endpoint's ports spread evenly over its demanded pairs"),
+    SolverEntry("bruteforce", "formulations.circuits.bruteforce:solve_circuits_bruteforce", exact=True,
+                description="enumerate every allocation (tiny instances only; ground truth for the exact models)"),
+)
+
+KIND = ProblemKind(
+    name="circuits",
+    summary="allocate optical circuits to a communication period's demand (RFabric)",
+    title="Circuit",
+    fields=(
+        SpecField("fabric", FabricSpec, "fabric spec file or preset", default="fabric-8"),
+        SpecField("demand", DemandSpec, "demand CSV (src,dst,bytes) or preset", default="demand-alltoall-8",
+                  depends=("fabric",), check_with=_demand_fits_fabric, csv=parse_demand_csv, list_key="entries"),
+    ),
+    problem_type=CircuitProblem,
+    build=CircuitProblem,
+    plan_type=CircuitPlan,
+    evaluate=evaluate_circuits,
+    check=check_circuits,
+    objective="bottleneck pair time in seconds (OrchestrRL Eq. 7)",
+    units="s",
+    solvers=SOLVERS,
+    presets=circuits_presets(),
+    summary_table=circuits_summary,
+    plot=plot_circuits,
+    size=lambda problem: len(problem.pair_demand()),
+    size_label="demanded pairs",
+    bench_extras={"uncovered_pairs": "uncovered_pairs", "uncovered_gb": "uncovered_gb", "circuits": "circuits"},
+    primary_key="uncovered_gb",
+    canned=canned_circuits,
+)

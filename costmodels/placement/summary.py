@@ -1,0 +1,56 @@
+"""What ``rlplan plan placement`` and ``rlplan evaluate`` print for a placement plan, as plain
+:class:`~costmodels.problem.Summary` tables (the CLI renders them)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from costmodels.placement.problem import PlacementPlan, PlacementProblem
+from costmodels.problem import Summary
+
+
+def _phases(breakdown: dict[str, Any]) -> str:
+    ph = breakdown["phases"]
+    return (f"generation {ph['generation_s']:.2f} s + inference {ph['inference_s']:.2f} s + training {ph['training_s']:.2f} s"
+            f" + {ph['weight_transfer']} {ph['weight_transfer_s']:.2f} s")
+
+
+def placement_summary(problem: PlacementProblem, plan: PlacementPlan, objective: float, breakdown: dict[str, Any],
+                      solver: str, status: str) -> Summary:
+    """Per task: group, parallel sizes, GPUs and cost components; the groups' GPU mix below."""
+    gpu_of = {d.id: d.gpu.name for d in problem.topology.devices}
+    group_of = plan.group_of()
+    rows = []
+    for tp_ in plan.tasks:
+        c = breakdown["tasks"][tp_.task]
+        comm = c["tp_s"] + c["pp_s"] + c["dp_s"]
+        rows.append((tp_.task, str(group_of[tp_.task]), str(tp_.tp), str(tp_.pp), str(tp_.dp), str(len(tp_.all_devices())),
+                     f"{c['time_s']:.1f}", f"{c['comp_s']:.1f}", f"{comm:.1f}", f"{c['hbm_s']:.1f}"))
+    groups = []
+    for gi, g in enumerate(plan.groups):
+        mix: dict[str, int] = {}
+        for d in g.devices:
+            mix[gpu_of[d]] = mix.get(gpu_of[d], 0) + 1
+        groups.append(f"group {gi}: " + " + ".join(f"{k} {name}" for name, k in mix.items()))
+    mem = breakdown["memory"]
+    return Summary(
+        title=f"placement by {solver}: {objective:.2f} s/iteration, {breakdown['throughput_samples_per_s']:.1f} samples/s ({status})",
+        columns=("task", "grp", "TP", "PP", "DP", "GPUs", "time s", "comp", "comm", "hbm"),
+        rows=rows,
+        caption="; ".join(groups) + "\n" + _phases(breakdown)
+        + f"; peak memory {mem['peak_utilization']:.0%} on {mem['tightest_device']}",
+    )
+
+
+def placement_cost_table(problem: PlacementProblem, plan: PlacementPlan, objective: float, breakdown: dict[str, Any],
+                         source: str) -> Summary:
+    """``rlplan evaluate``: every cost component per task, in seconds."""
+    keys = ("time_s", "comp_s", "tp_s", "pp_s", "dp_s", "bubble_s", "hbm_s")
+    rows = [(name, *(f"{c[k]:.2f}" for k in keys)) for name, c in breakdown["tasks"].items()]
+    return Summary(
+        title=f"{source}: {objective:.2f} s per iteration",
+        columns=("task", "time", "comp", "tp", "pp", "dp", "bubble", "hbm"),
+        rows=rows,
+        caption=f"seconds; iteration {breakdown['iteration_time_s']:.2f} s = {_phases(breakdown)};"
+                f" rings {'exact' if breakdown['ring_exact'] else 'upper bounds (heuristic)'}",
+    )
