@@ -6,6 +6,9 @@ return type lives here. The planner turns a :class:`SolverOutput` into a checked
 
 from __future__ import annotations
 
+import math
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -41,13 +44,102 @@ class SolverOutput:
     stats: dict[str, Any] = field(default_factory=dict)
 
 
-def improvements(trace: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    """An anytime trace (elapsed s, ..., best) cut to the points where the best improved, plus the
-    last point, so a long search keeps its whole curve in a few entries."""
-    out: list[tuple[Any, ...]] = []
+class DeadlineExceeded(Exception):
+    """Raised by :meth:`Deadline.check` inside work that must stop at the solver's time limit;
+    the solver catches it and returns its best plan so far."""
+
+
+class Deadline:
+    """A solver's wall-clock limit, made once from ``time_limit`` and handed to everything that
+    can stop early (one object instead of ``float | None`` arithmetic in every loop)."""
+
+    def __init__(self, time_limit: float | None) -> None:
+        self.start = time.perf_counter()
+        self.time_limit = time_limit
+        self.at = None if time_limit is None else self.start + time_limit
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+    def remaining(self) -> float | None:
+        """Seconds left (never negative), or None without a limit."""
+        return None if self.at is None else max(0.0, self.at - time.perf_counter())
+
+    def expired(self) -> bool:
+        return self.at is not None and time.perf_counter() > self.at
+
+    def check(self) -> None:
+        """Raise :class:`DeadlineExceeded` once the limit has passed."""
+        if self.expired():
+            raise DeadlineExceeded(f"time limit of {self.time_limit:g} s reached")
+
+
+
+@dataclass(frozen=True)
+class TracePoint:
+    """One point of an anytime curve: ``t`` seconds after the solver started, the best
+    objective so far, and the evaluations spent (None for solvers that do not count them)."""
+
+    t: float
+    best: float
+    evaluations: int | None = None
+
+    def as_row(self) -> list[Any]:
+        """``[t, evaluations, best]``: the JSON form the harness stores (best last)."""
+        return [self.t, self.evaluations, self.best]
+
+
+#: no limit: the default of functions that take an optional deadline
+UNLIMITED = Deadline(None)
+
+
+class Trace:
+    """An anytime trace, recorded against a :class:`Deadline`'s clock."""
+
+    def __init__(self, deadline: Deadline) -> None:
+        self.deadline = deadline
+        self.points: list[TracePoint] = []
+
+    def record(self, best: float, evaluations: int | None = None) -> None:
+        self.points.append(TracePoint(self.deadline.elapsed(), best, evaluations))
+
+    def rows(self) -> list[list[Any]]:
+        """The points where the best improved, plus the last one, as ``[t, evaluations, best]``."""
+        return [p.as_row() for p in improvements(self.points)]
+
+
+def improvements(trace: list[TracePoint]) -> list[TracePoint]:
+    """An anytime trace cut to the points where the best improved, plus the last point, so a
+    long search keeps its whole curve in a few entries."""
+    out: list[TracePoint] = []
     for point in trace:
-        if not out or point[-1] < out[-1][-1]:
+        if not out or point.best < out[-1].best:
             out.append(point)
     if trace and out[-1] is not trace[-1]:
         out.append(trace[-1])
     return out
+
+
+class KeepBest:
+    """Validate, score, keep the best: the loop every sweep-style solver runs (baselines, brute
+    force). ``offer(plan)`` checks the plan with the problem's validator and scores it with its
+    evaluator; invalid plans are counted, never kept. A later plan replaces the best only when it
+    is better by more than ``tol`` (so ties keep the first)."""
+
+    def __init__(self, problem: Any, evaluate: Callable[[Any, Any], float], check: Callable[[Any, Any], list[Any]],
+                 tol: float = 0.0) -> None:
+        self.problem, self._evaluate, self._check, self.tol = problem, evaluate, check, tol
+        self.best: float = math.inf
+        self.plan: Any = None
+        self.offered = self.rejected = 0
+
+    def offer(self, plan: Any) -> float:
+        """The plan's objective (inf when the validator rejects it); kept when it is the best."""
+        self.offered += 1
+        if self._check(self.problem, plan):
+            self.rejected += 1
+            return math.inf
+        cost = self._evaluate(self.problem, plan)
+        if cost < self.best - self.tol:
+            self.best, self.plan = cost, plan
+        return cost

@@ -8,6 +8,7 @@ GSM8k-style verifiable rewards) has no reward-inference task.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
@@ -79,13 +80,23 @@ class WorkflowSpec(BaseModel):
             raise SpecError("models.critic", self.models.critic, "GRPO has no critic; remove it or use algorithm: ppo")
 
     def model(self, role: str) -> ModelSpec:
-        custom = {m.name: m for m in self.custom_models}
-        name = getattr(self.models, role)
-        if role == "reference" and name is None:
-            name = self.models.actor
-        if name is None:
+        """The model a role runs (the reference defaults to the actor's), resolved once."""
+        if role not in self._models:
             raise KeyError(f"workflow has no {role} model")
-        return get_model(name, custom)
+        return self._models[role]
+
+    @functools.cached_property
+    def _models(self) -> dict[str, ModelSpec]:
+        # derived once per spec (frozen): cost sweeps look roles up thousands of times
+        custom = {m.name: m for m in self.custom_models}
+        out = {}
+        for role in ("actor", "critic", "reference", "reward"):
+            name = getattr(self.models, role)
+            if role == "reference" and name is None:
+                name = self.models.actor
+            if name is not None:
+                out[role] = get_model(name, custom)
+        return out
 
     @property
     def samples(self) -> int:
@@ -93,7 +104,21 @@ class WorkflowSpec(BaseModel):
         return self.global_batch * self.responses_per_prompt
 
     def tasks(self) -> tuple[Task, ...]:
+        """The task DAG (derived once per spec)."""
+        return self._tasks
+
+    @functools.cached_property
+    def _tasks(self) -> tuple[Task, ...]:
         return derive_tasks(self)
+
+
+#: task names of the RL workflow DAG (HetRL §3.3): use these, never string literals
+ACTOR_GENERATION = "actor_generation"
+REWARD_INFERENCE = "reward_inference"
+REFERENCE_INFERENCE = "reference_inference"
+CRITIC_INFERENCE = "critic_inference"
+ACTOR_TRAINING = "actor_training"
+CRITIC_TRAINING = "critic_training"
 
 
 @dataclass(frozen=True)
@@ -112,15 +137,15 @@ class Task:
 
 def derive_tasks(spec: WorkflowSpec) -> tuple[Task, ...]:
     """The task DAG of HetRL §3.3 / Appendix B.4 for the spec's algorithm."""
-    gen = Task("actor_generation", TaskKind.GENERATION, "actor", ())
+    gen = Task(ACTOR_GENERATION, TaskKind.GENERATION, "actor", ())
     inference: list[Task] = []
     if spec.models.reward is not None:
-        inference.append(Task("reward_inference", TaskKind.INFERENCE, "reward", (gen.name,)))
-    inference.append(Task("reference_inference", TaskKind.INFERENCE, "reference", (gen.name,)))
+        inference.append(Task(REWARD_INFERENCE, TaskKind.INFERENCE, "reward", (gen.name,)))
+    inference.append(Task(REFERENCE_INFERENCE, TaskKind.INFERENCE, "reference", (gen.name,)))
     if spec.algorithm == "ppo":
-        inference.append(Task("critic_inference", TaskKind.INFERENCE, "critic", (gen.name,)))
+        inference.append(Task(CRITIC_INFERENCE, TaskKind.INFERENCE, "critic", (gen.name,)))
     after = tuple(t.name for t in inference)
-    training = [Task("actor_training", TaskKind.TRAINING, "actor", after)]
+    training = [Task(ACTOR_TRAINING, TaskKind.TRAINING, "actor", after)]
     if spec.algorithm == "ppo":
-        training.append(Task("critic_training", TaskKind.TRAINING, "critic", after))
+        training.append(Task(CRITIC_TRAINING, TaskKind.TRAINING, "critic", after))
     return (gen, *inference, *training)

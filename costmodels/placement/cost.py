@@ -38,7 +38,7 @@ from costmodels.transformer import (
     stage_params,
     total_params,
 )
-from costmodels.workflow import Task, TaskKind
+from costmodels.workflow import ACTOR_GENERATION, ACTOR_TRAINING, Task, TaskKind
 
 
 @dataclass(frozen=True)
@@ -288,10 +288,10 @@ def transfer_parts(problem: PlacementProblem, train: TaskPlacement, gen: TaskPla
 
 def weight_transfer(problem: PlacementProblem, plan: PlacementPlan) -> tuple[str, float, bool]:
     """C_reshard or C_sync of HetRL B.2, whichever the plan's layout needs (see module doc)."""
-    train = plan.task("actor_training")
-    gen = plan.task("actor_generation")
+    train = plan.task(ACTOR_TRAINING)
+    gen = plan.task(ACTOR_GENERATION)
     groups = plan.group_of()
-    if problem.workflow.mode == "sync" and groups["actor_generation"] == groups["actor_training"]:
+    if problem.workflow.mode == "sync" and groups[ACTOR_GENERATION] == groups[ACTOR_TRAINING]:
         ag, exact = replica_allgather(problem, train)
         return "reshard", max(ag), exact
     parts = transfer_parts(problem, train, gen)
@@ -318,7 +318,7 @@ def evaluate_placement(problem: PlacementProblem, plan: PlacementPlan) -> Evalua
             by_group.setdefault(groups[n], []).append(task_costs[n]["time_s"])
         return max((phi(v, wf.eta) for v in by_group.values()), default=0.0)
 
-    gen = task_costs["actor_generation"]["time_s"]
+    gen = task_costs[ACTOR_GENERATION]["time_s"]
     inf = stage_cost(TaskKind.INFERENCE)
     trn = stage_cost(TaskKind.TRAINING)
     transfer_kind, transfer, transfer_exact = weight_transfer(problem, plan)

@@ -12,22 +12,30 @@ from __future__ import annotations
 from typing import Any
 
 from costmodels.placement.problem import PlacementPlan, PlacementProblem
+from costmodels.workflow import (
+    ACTOR_GENERATION,
+    ACTOR_TRAINING,
+    CRITIC_INFERENCE,
+    CRITIC_TRAINING,
+    REFERENCE_INFERENCE,
+    REWARD_INFERENCE,
+)
 
 VERL_ROLES = {
-    "actor_generation": "actor_rollout_ref.rollout",
-    "actor_training": "actor_rollout_ref.actor",
-    "reference_inference": "actor_rollout_ref.ref",
-    "critic_inference": "critic",
-    "critic_training": "critic",
-    "reward_inference": "reward_model",
+    ACTOR_GENERATION: "actor_rollout_ref.rollout",
+    ACTOR_TRAINING: "actor_rollout_ref.actor",
+    REFERENCE_INFERENCE: "actor_rollout_ref.ref",
+    CRITIC_INFERENCE: "critic",
+    CRITIC_TRAINING: "critic",
+    REWARD_INFERENCE: "reward_model",
 }
 ROLL_WORKERS = {
-    "actor_generation": "actor_infer",
-    "actor_training": "actor_train",
-    "reference_inference": "reference",
-    "critic_inference": "critic",
-    "critic_training": "critic",
-    "reward_inference": "reward",
+    ACTOR_GENERATION: "actor_infer",
+    ACTOR_TRAINING: "actor_train",
+    REFERENCE_INFERENCE: "reference",
+    CRITIC_INFERENCE: "critic",
+    CRITIC_TRAINING: "critic",
+    REWARD_INFERENCE: "reward",
 }
 
 

@@ -15,7 +15,6 @@ as HetRL enumerates intra-model parallelization at Level 4 (§3.4).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -32,7 +31,8 @@ from costmodels.placement.space import (
     place_task,
     task_configs,
 )
-from costmodels.workflow import TaskKind
+from costmodels.solving import UNLIMITED, Deadline
+from costmodels.workflow import ACTOR_GENERATION, ACTOR_TRAINING, TaskKind
 
 
 @dataclass
@@ -107,7 +107,7 @@ class Partial:
             imax, isum = max(imax, c.time), isum + c.time
         else:
             tmax, tsum = max(tmax, c.time), tsum + c.time
-        if name == "actor_training":
+        if name == ACTOR_TRAINING:
             agn, agx = c.ag_min, c.ag_max
         return Partial((gen, imax, isum, tmax, tsum, agn, agx, bcx), self.model + c.model,
                         np.maximum(self.working, c.working), {**self.configs, name: c.cfg})
@@ -116,7 +116,7 @@ class Partial:
         gen, imax, isum, tmax, tsum, agn, agx, bcx = self.key
         inf = wf.eta * imax + (1 - wf.eta) * isum
         trn = wf.eta * tmax + (1 - wf.eta) * tsum
-        has_gen, has_train = "actor_generation" in subset, "actor_training" in subset
+        has_gen, has_train = ACTOR_GENERATION in subset, ACTOR_TRAINING in subset
         if has_gen and has_train:
             xfer = agx if wf.mode == "sync" else agn + bcx
         elif has_train:
@@ -128,16 +128,7 @@ class Partial:
         return GroupOption(subset, comp, dict(self.configs), gen, inf, trn, xfer)
 
 
-class DeadlineExceeded(Exception):
-    """Raised inside a Level-4 enumeration that ran past the caller's deadline (nothing cached)."""
-
-
-def _check(deadline: float | None) -> None:
-    if deadline is not None and time.perf_counter() > deadline:
-        raise DeadlineExceeded
-
-
-def prune_partials(states: list[Partial], deadline: float | None = None) -> list[Partial]:
+def prune_partials(states: list[Partial], deadline: Deadline = UNLIMITED) -> list[Partial]:
     """Drop partial combinations dominated in every metric and every GPU's memory (vectorised).
     Quadratic in the states, so it checks ``deadline`` as it goes."""
     if len(states) <= 1:
@@ -148,7 +139,7 @@ def prune_partials(states: list[Partial], deadline: float | None = None) -> list
     rows: list[int] = []
     for n, i in enumerate(order):
         if n % 256 == 255:
-            _check(deadline)
+            deadline.check()
         row = mat[i]
         k = len(rows)
         if k and np.any(np.all(kept[:k] <= row + 1e-12, axis=1)):
@@ -206,9 +197,9 @@ class GroupOptions:
             cost, _ = task_cost(p, task, placement)
             self.evaluations += 1
             cand = Candidate(cfg, cost["time_s"], model, working)
-            if name in ("actor_training", "actor_generation"):
+            if name in (ACTOR_TRAINING, ACTOR_GENERATION):
                 ag, _ = replica_allgather(p, placement)
-                if name == "actor_training":
+                if name == ACTOR_TRAINING:
                     cand.ag_min, cand.ag_max = min(ag), max(ag)
                 else:
                     cand.bc_max = max(ag)
@@ -218,15 +209,15 @@ class GroupOptions:
 
     def options(self, subset: tuple[str, ...], comp: tuple[int, ...],
                 keep: Callable[[Partial], bool] | None = None, cache_pruned: bool = False,
-                deadline: float | None = None) -> list[GroupOption]:
+                deadline: Deadline = UNLIMITED) -> list[GroupOption]:
         """Pareto options of ``subset`` on ``comp``; ``keep`` may prune partial combinations
         (bound-based pruning). Pruned results are cached only with ``cache_pruned``, for callers
         whose bound never rises (an incumbent). The combination of many co-located tasks can
-        explode; past ``deadline`` it raises :class:`DeadlineExceeded` and caches nothing."""
+        explode; past ``deadline`` it raises :class:`costmodels.solving.DeadlineExceeded` and caches nothing."""
         key = (subset, comp)
         if key in self._opts:
             return self._opts[key]
-        _check(deadline)
+        deadline.check()
         capacity = self.capacity(comp)
         lists = [self.candidates(name, comp) for name in subset]
         if any(not lst for lst in lists):
@@ -242,7 +233,7 @@ class GroupOptions:
         for name, lst in zip(subset, lists, strict=True):
             merged = [s.add(name, self.tasks[name].kind, c) for s in states for c in lst]
             merged = [m for m in merged if np.all(m.model + m.working <= capacity + 1e-9) and (keep is None or keep(m))]
-            _check(deadline)
+            deadline.check()
             states = prune_partials(merged, deadline)
             if not states:
                 break

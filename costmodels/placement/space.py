@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from costmodels.placement.check import check_placement
 from costmodels.placement.cost import evaluate_placement
 from costmodels.placement.problem import PlacementPlan, PlacementProblem, TaskGroup, TaskPlacement
+from costmodels.solving import UNLIMITED, Deadline, KeepBest
 from costmodels.workflow import Task, TaskKind
 
 #: largest TP degree considered (TP inside an 8-GPU server, as in HetRL's testbed)
@@ -201,16 +201,18 @@ def colocated_candidates(problem: PlacementProblem) -> Iterator[PlacementPlan]:
             yield build_plan(problem, [([t.name for t in tasks], gpus)], configs)
 
 
-def best_colocated(problem: PlacementProblem, deadline: float | None = None) -> tuple[float, PlacementPlan | None]:
+def placement_keeper(problem: PlacementProblem, tol: float = 0.0) -> KeepBest:
+    """Validate, score and keep the best placement plan (the sweeps of the baselines and of brute
+    force): invalid plans are counted, never kept."""
+    return KeepBest(problem, lambda p, plan: evaluate_placement(p, plan).objective, check_placement, tol)
+
+
+def best_colocated(problem: PlacementProblem, deadline: Deadline = UNLIMITED) -> tuple[float, PlacementPlan | None]:
     """The best valid plan of :func:`colocated_candidates` (an in-space upper bound that the
     exact ILP prunes with and SHA-EA starts from); (inf, None) when none fits."""
-    best, best_plan = math.inf, None
+    keep = placement_keeper(problem)
     for plan in colocated_candidates(problem):
-        if deadline is not None and time.perf_counter() > deadline:
+        if deadline.expired():
             break
-        if check_placement(problem, plan):
-            continue
-        cost = evaluate_placement(problem, plan).objective
-        if cost < best:
-            best, best_plan = cost, plan
-    return best, best_plan
+        keep.offer(plan)
+    return keep.best, keep.plan

@@ -59,14 +59,10 @@ from costmodels.circuits.problem import (
     pair_time_s,
     plan_from_counts,
 )
-from costmodels.solving import SolverOutput, Status
+from costmodels.solving import Deadline, SolverOutput, Status
 from formulations.pulp_util import variable_factory
 
 Fill = Callable[[CircuitProblem, Counts], Counts]
-
-
-def _remaining(deadline: float | None) -> float | None:
-    return None if deadline is None else max(0.0, deadline - time.perf_counter())
 
 
 def _bottleneck(pairs: list[DemandedPair], counts: Counts, link_gbps: float) -> float:
@@ -91,8 +87,9 @@ class _Model:
         self.pairs = [p for p in demanded_pairs(problem) if p.cap > 0]
         self.t1 = [pair_time_s(p.demand, 1, self.link) for p in self.pairs]
         self.inc = _incident(self.pairs)
-        self.deadline = None if time_limit is None else time.perf_counter() + time_limit
+        self.deadline = Deadline(time_limit)
         self.stats: dict[str, Any] = {"pairs": len(self.pairs)}
+        self.said: list[str] = []  # the backend's own status after each solve, kept in the message
 
     def counts_of(self, values: list[int]) -> Counts:
         return {(p.a, p.b): int(v) for p, v in zip(self.pairs, values, strict=True) if v > 0}
@@ -111,7 +108,7 @@ class _Model:
             incumbent = fill(self.problem, incumbent)
         self.window(cover, _bottleneck(self.pairs, incumbent, self.link))
         t1 = time.perf_counter()
-        best, optimal, bound = self.stage2(cover, incumbent) if _remaining(self.deadline) != 0 else (None, False, None)
+        best, optimal, bound = self.stage2(cover, incumbent) if self.deadline.remaining() != 0 else (None, False, None)
         self.stats["stage2_s"] = time.perf_counter() - t1
         counts = incumbent  # already filled
         if best is not None:
@@ -121,10 +118,15 @@ class _Model:
         optimal = optimal and cover_optimal and best is not None
         objective = _bottleneck(self.pairs, counts, self.link)
         status = Status.OPTIMAL if optimal else Status.FEASIBLE
-        why = "optimal" if optimal else "time limit reached: best allocation so far"
+        if optimal:
+            why = "optimal"
+        elif self.deadline.expired() or self.deadline.remaining() == 0:
+            why = "time limit reached: best allocation so far"
+        else:
+            why = "the backend stopped without proving optimality: best allocation so far"
         return SolverOutput(status, plan_from_counts(counts), objective=objective,
                             bound=objective if optimal else (bound if cover_optimal else None),
-                            message=f"{self.name}: {why}", stats=self.stats)
+                            message=f"{self.name}: {why} ({'; '.join(self.said)})", stats=self.stats)
 
     def window(self, cover: list[int], upper: float) -> None:
         """Bounds on the optimal bottleneck T* and, per pair, the circuits a covered pair needs:
@@ -174,11 +176,12 @@ class _HighsModel(_Model):
     def _solve(self, prob) -> tuple[bool, bool]:
         import pulp
 
-        limit = _remaining(self.deadline)
+        limit = self.deadline.remaining()
         solver = pulp.HiGHS(msg=False, timeLimit=limit, gapRel=0.0, gapAbs=0.0, threads=1)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             prob.solve(solver)
+        self.said.append(f"stage {len(self.said) + 1}: HiGHS {pulp.LpStatus.get(prob.status, prob.status)}, {pulp.LpSolution.get(prob.sol_status, prob.sol_status)}")
         has = prob.sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible)
         return has, prob.sol_status == pulp.LpSolutionOptimal
 
@@ -243,11 +246,12 @@ class _CpSatModel(_Model):
         from ortools.sat.python import cp_model
 
         solver = cp_model.CpSolver()
-        limit = _remaining(self.deadline)
+        limit = self.deadline.remaining()
         if limit is not None:
             solver.parameters.max_time_in_seconds = max(limit, 1e-3)
         solver.parameters.num_workers = 1  # deterministic; the benchmark compares one core each
         status = solver.Solve(m)
+        self.said.append(f"stage {len(self.said) + 1}: CP-SAT {solver.StatusName(status)}")
         return solver, status in (cp_model.OPTIMAL, cp_model.FEASIBLE), status == cp_model.OPTIMAL
 
     def stage1(self) -> tuple[list[int], bool]:

@@ -8,24 +8,21 @@ ILP is tested against on instances small enough to enumerate; ``max_plans`` refu
 from __future__ import annotations
 
 import itertools
-import math
-import time
 from typing import Annotated
 
 from pydantic import Field
 
-from costmodels.placement.check import check_placement
-from costmodels.placement.cost import evaluate_placement
 from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.space import (
     build_plan,
     compositions,
     is_heterogeneous,
     node_classes,
+    placement_keeper,
     set_partitions,
     task_configs,
 )
-from costmodels.solving import SolverOutput, Status
+from costmodels.solving import Deadline, SolverOutput, Status
 
 
 def allocate(classes: list[tuple[str, list[str]]], comps: list[tuple[int, ...]]) -> list[list[str]] | None:
@@ -67,14 +64,14 @@ def solve_placement_bruteforce(problem: PlacementProblem, *, time_limit: float |
                                max_plans: Annotated[int, Field(ge=1, description="refuse spaces larger than this")] = 200_000) -> SolverOutput:
     """Enumerate the whole space; optimal by exhaustion."""
     del seed
-    start = time.perf_counter()
+    deadline = Deadline(time_limit)
     total = count_plans(problem)
     if total > max_plans:
         return SolverOutput(Status.NO_SOLUTION, message=f"{total} plans exceed max_plans={max_plans}; brute force is for tiny instances")
     classes = node_classes(problem)
     cap = [len(g) for _, g in classes]
     tasks = {t.name: t for t in problem.tasks}
-    best, best_plan, seen, valid = math.inf, None, 0, 0
+    keep = placement_keeper(problem, tol=1e-12)  # ties keep the first plan in enumeration order
     for partition in set_partitions(list(tasks)):
         for comps in itertools.product(list(compositions(cap)), repeat=len(partition)):
             groups = allocate(classes, list(comps))
@@ -86,19 +83,13 @@ def solve_placement_bruteforce(problem: PlacementProblem, *, time_limit: float |
                 for name in names:
                     choices.append([(name, c) for c in task_configs(problem, tasks[name], len(gpus), het)])
             for combo in itertools.product(*choices):
-                if time_limit is not None and time.perf_counter() - start > time_limit:
-                    status = Status.FEASIBLE if best_plan is not None else Status.NO_SOLUTION
-                    return SolverOutput(status, plan=best_plan, objective=best if best_plan else None,
-                                        message=f"time limit after {seen} of {total} plans", stats={"plans": seen, "valid": valid})
-                seen += 1
-                plan = build_plan(problem, list(zip(partition, groups, strict=True)), dict(combo))
-                if check_placement(problem, plan):
-                    continue
-                valid += 1
-                cost = evaluate_placement(problem, plan).objective
-                if cost < best - 1e-12:
-                    best, best_plan = cost, plan
-    stats = {"plans": seen, "valid": valid}
-    if best_plan is None:
+                if deadline.expired():
+                    status = Status.FEASIBLE if keep.plan is not None else Status.NO_SOLUTION
+                    return SolverOutput(status, plan=keep.plan, objective=keep.best if keep.plan else None,
+                                        message=f"time limit after {keep.offered} of {total} plans",
+                                        stats={"plans": keep.offered, "valid": keep.offered - keep.rejected})
+                keep.offer(build_plan(problem, list(zip(partition, groups, strict=True)), dict(combo)))
+    stats = {"plans": keep.offered, "valid": keep.offered - keep.rejected}
+    if keep.plan is None:
         return SolverOutput(Status.INFEASIBLE, message="no plan in the space fits in memory", stats=stats)
-    return SolverOutput(Status.OPTIMAL, plan=best_plan, objective=best, bound=best, message=f"exhaustive over {seen} plans", stats=stats)
+    return SolverOutput(Status.OPTIMAL, plan=keep.plan, objective=keep.best, bound=keep.best, message=f"exhaustive over {keep.offered} plans", stats=stats)

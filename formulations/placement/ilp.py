@@ -47,21 +47,22 @@ from pydantic import Field
 from costmodels.placement.options import GroupOption, GroupOptions, Partial
 from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.space import best_colocated, build_plan, compositions
-from costmodels.solving import SolverOutput, Status
-from costmodels.workflow import TaskKind
+from costmodels.solving import UNLIMITED, Deadline, DeadlineExceeded, SolverOutput, Status, Trace
+from costmodels.workflow import ACTOR_GENERATION, ACTOR_TRAINING, TaskKind
 from formulations.pulp_util import variable_factory
 
 
 class PlacementILP:
     """Builds the option set and the ILP for one problem; :meth:`solve` returns a SolverOutput."""
 
-    def __init__(self, problem: PlacementProblem, deadline: float | None = None, upper_bound: float | None = None):
-        self.start = time.perf_counter()
+    def __init__(self, problem: PlacementProblem, deadline: Deadline = UNLIMITED, upper_bound: float | None = None):
+        self.start = deadline.start
         self.incumbent: tuple[float, Any] = (math.inf, None)
         if not problem.params.group_aware_overlap:
             raise ValueError("the placement ILP models group-aware task overlap (CostParams.group_aware_overlap=True)")
         self.problem = problem
         self.deadline = deadline
+        self.trace = Trace(deadline)  # anytime curve: the co-located incumbent, then HiGHS's improving solutions
         self.builder = GroupOptions(problem)
         self.classes = self.builder.classes
         self.cap = self.builder.cap
@@ -71,8 +72,7 @@ class PlacementILP:
         self.lb = {k: 0.0 for k in TaskKind}
 
     def _check_time(self) -> None:
-        if self.deadline is not None and time.perf_counter() > self.deadline:
-            raise TimeoutError
+        self.deadline.check()
 
     def upper_bound(self) -> tuple[float, Any]:
         """An in-space plan's cost (best verl-style co-located plan), for bound-based pruning."""
@@ -152,9 +152,9 @@ class PlacementILP:
                 prob += inf_v >= pulp.lpSum(o.inf * x[i] for i, o in enumerate(opts) if t in o.tasks and o.inf), f"inf_{t}"
             elif task.kind is TaskKind.TRAINING:
                 prob += trn_v >= pulp.lpSum(o.trn * x[i] for i, o in enumerate(opts) if t in o.tasks and o.trn), f"trn_{t}"
-        together = [i for i, o in enumerate(opts) if "actor_generation" in o.tasks and "actor_training" in o.tasks]
-        gen_only = [i for i, o in enumerate(opts) if "actor_generation" in o.tasks and "actor_training" not in o.tasks]
-        train_only = [i for i, o in enumerate(opts) if "actor_training" in o.tasks and "actor_generation" not in o.tasks]
+        together = [i for i, o in enumerate(opts) if ACTOR_GENERATION in o.tasks and ACTOR_TRAINING in o.tasks]
+        gen_only = [i for i, o in enumerate(opts) if ACTOR_GENERATION in o.tasks and ACTOR_TRAINING not in o.tasks]
+        train_only = [i for i, o in enumerate(opts) if ACTOR_TRAINING in o.tasks and ACTOR_GENERATION not in o.tasks]
         w = self.p2p_weights()
         q = {ab: var(f"q_{ab[0]}_{ab[1]}", lowBound=0, upBound=1) for ab in w}
         prob += pulp.lpSum(q.values()) == 1 - pulp.lpSum(x[i] for i in together), "p2p_iff_apart"  # (4)
@@ -170,19 +170,17 @@ class PlacementILP:
             prob += m >= gen, "async_gen"
             prob += m >= inf_v + trn_v, "async_rest"
             prob += m + xfer
-        remaining = None
-        if time_limit is not None:
-            remaining = time_limit - (time.perf_counter() - self.start)
-            if remaining <= 0:
-                return self._fallback("time limit reached before the ILP solve")
-        trace = self.stats.setdefault("trace", [])  # anytime curve: (elapsed s, incumbent)
+        remaining = self.deadline.remaining()
+        if remaining is not None and remaining <= 0:
+            return self._fallback("time limit reached before the ILP solve")
         if math.isfinite(self.incumbent[0]):
-            trace.append((time.perf_counter() - self.start, self.incumbent[0]))
+            self.trace.record(self.incumbent[0])
+        trace = self.trace
         if backend == "highs":
             import highspy
 
             def improving(_type, _message, data_out, _data_in, sink):
-                sink.append((time.perf_counter() - self.start, float(data_out.objective_function_value)))
+                sink.record(float(data_out.objective_function_value))
 
             solver = pulp.HiGHS(msg=False, timeLimit=remaining, threads=threads, callbackTuple=(improving, trace),
                                 callbacksToActivate=[highspy.cb.HighsCallbackType.kCallbackMipImprovingSolution])
@@ -197,11 +195,14 @@ class PlacementILP:
         self.stats["solve_s"] = time.perf_counter() - solve_start
         self.stats["variables"] = len(prob.variables())
         self.stats["constraints"] = prob.numConstraints()
+        self.stats["trace"] = self.trace.rows()
+        # the backend's own words, kept in every message (python-mip / scipy milp practice)
+        said = f"{backend} status {pulp.LpStatus.get(prob.status, prob.status)}, solution {pulp.LpSolution.get(prob.sol_status, prob.sol_status)}"
         if prob.status == pulp.LpStatusInfeasible:
-            return SolverOutput(Status.INFEASIBLE, message="the ILP is infeasible: no placement fits", stats=self.stats)
+            return SolverOutput(Status.INFEASIBLE, message=f"the ILP is infeasible: no placement fits ({said})", stats=self.stats)
         chosen = [opts[i] for i, v in enumerate(x) if v.value() is not None and v.value() > 0.5]
         if not chosen:
-            return self._fallback(f"{backend} stopped without an incumbent")
+            return self._fallback(f"{said}: no incumbent")
         plan = self.decode(chosen)
         objective = float(pulp.value(prob.objective))
         optimal = prob.sol_status == pulp.LpSolutionOptimal
@@ -213,12 +214,13 @@ class PlacementILP:
             except Exception:  # noqa: BLE001 - the bound is informative only
                 bound = None
         status = Status.OPTIMAL if optimal else Status.FEASIBLE
-        msg = f"{backend}: {len(opts)} group options, {'optimal' if optimal else 'stopped at the time limit'}"
+        msg = f"{len(opts)} group options; {said}"
         return SolverOutput(status, plan=plan, objective=objective, bound=bound, message=msg, stats=self.stats)
 
     def _fallback(self, why: str) -> SolverOutput:
         """Out of time: the best plan known (the co-located upper-bound plan), status feasible."""
         cost, plan = self.incumbent
+        self.stats["trace"] = self.trace.rows()
         if plan is None:
             return SolverOutput(Status.NO_SOLUTION, message=why, stats=self.stats)
         return SolverOutput(Status.FEASIBLE, plan=plan, objective=cost, message=f"{why}; returning the co-located incumbent", stats=self.stats)
@@ -244,9 +246,8 @@ def solve_placement_ilp(problem: PlacementProblem, *, time_limit: float | None =
     incumbent with status feasible and the solver's bound; the option enumeration counts against
     the limit too."""
     del seed  # deterministic
-    deadline = time.perf_counter() + time_limit if time_limit is not None else None
-    model = PlacementILP(problem, deadline, upper_bound)
+    model = PlacementILP(problem, Deadline(time_limit), upper_bound)
     try:
         return model.solve(backend, time_limit, threads)
-    except TimeoutError:
+    except DeadlineExceeded:
         return model._fallback("time limit reached while enumerating group options")

@@ -10,13 +10,10 @@ best valid one is returned.
 
 from __future__ import annotations
 
-import time
-
-from costmodels.placement.check import check_placement
-from costmodels.placement.cost import evaluate_placement
 from costmodels.placement.problem import PlacementPlan, PlacementProblem, TaskGroup, TaskPlacement
+from costmodels.placement.space import placement_keeper
 from costmodels.placement.space import tasklet_layout as layout
-from costmodels.solving import SolverOutput, Status
+from costmodels.solving import Deadline, SolverOutput, Status
 from costmodels.workflow import TaskKind
 
 
@@ -41,32 +38,25 @@ def colocated_plan(problem: PlacementProblem, gen_tp: int, tp: int, pp: int) -> 
 def solve_colocated(problem: PlacementProblem, *, time_limit: float | None = None, seed: int = 0) -> SolverOutput:
     """Sweep verl's configuration knobs; return the best plan that fits in memory."""
     del seed  # deterministic sweep
-    start = time.perf_counter()
+    deadline = Deadline(time_limit)
     n = problem.topology.n
     min_node = min(sum(1 for d in problem.topology.devices if d.node == node) for node in {d.node for d in problem.topology.devices})
     tps = [t for t in (1, 2, 4, 8) if t <= max(min_node, 1) and n % t == 0]
-    best: tuple[float, PlacementPlan] | None = None
-    tried = feasible = 0
+    keep = placement_keeper(problem)
     timed_out = False
     for gen_tp in tps:
         for tp in tps:
             for pp in _divisors(n // tp):
-                if time_limit is not None and time.perf_counter() - start > time_limit and best is not None:
+                if deadline.expired() and keep.plan is not None:
                     timed_out = True
                     break
-                tried += 1
                 try:
                     plan = colocated_plan(problem, gen_tp, tp, pp)
                 except ValueError:
                     continue
-                if check_placement(problem, plan):
-                    continue
-                feasible += 1
-                cost = evaluate_placement(problem, plan).objective
-                if best is None or cost < best[0]:
-                    best = (cost, plan)
-    stats = {"candidates": tried, "feasible": feasible}
-    if best is None:
+                keep.offer(plan)
+    stats = {"candidates": keep.offered, "feasible": keep.offered - keep.rejected}
+    if keep.plan is None:
         return SolverOutput(Status.INFEASIBLE, message="no co-located configuration fits in GPU memory", stats=stats)
     msg = "time limit reached during the sweep" if timed_out else "best of the full verl-style sweep"
-    return SolverOutput(Status.FEASIBLE, plan=best[1], objective=best[0], message=msg, stats=stats)
+    return SolverOutput(Status.FEASIBLE, plan=keep.plan, objective=keep.best, message=msg, stats=stats)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import random
-import time
 from typing import Annotated
 
 from deap import base
@@ -20,7 +19,7 @@ from pydantic import Field
 
 from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.space import set_partitions
-from costmodels.solving import SolverOutput, Status, improvements
+from costmodels.solving import Deadline, SolverOutput, Status, Trace
 from heuristics.placement.genome import Individual, PlacementSpace
 
 
@@ -49,20 +48,19 @@ def _budget(evaluations: int | None, time_limit: float | None) -> int:
     return 10**12 if time_limit is not None else 3000
 
 
-def _result(space: PlacementSpace, best: Individual | None, cost: float, evals: int, what: str,
-            trace: list[tuple[float, int, float]]) -> SolverOutput:
-    stats = {"evaluations": evals, "distinct_plans": space.evaluations, "trace": improvements(trace)}
+def _result(space: PlacementSpace, best: Individual | None, cost: float, evals: int, what: str, trace: Trace) -> SolverOutput:
+    stats = {"evaluations": evals, "distinct_plans": space.evaluations, "trace": trace.rows()}
     if best is None or not math.isfinite(cost):
         return SolverOutput(Status.NO_SOLUTION, message=f"{what}: no valid plan within the budget", stats=stats)
     return SolverOutput(Status.FEASIBLE, plan=space.decode(best), objective=cost, message=f"{what}: best of {evals} evaluations", stats=stats)
 
 
 def _setup(problem: PlacementProblem, time_limit: float | None, seed: int, evaluations: int | None):
-    """What both searches start from: budget, rng, deadline-aware space and codec, clock."""
-    start = time.perf_counter()
-    deadline = start + time_limit if time_limit is not None else None
+    """What both searches start from: budget, rng, deadline-aware space and codec, and the
+    anytime trace on the deadline's clock."""
+    deadline = Deadline(time_limit)
     space = PlacementSpace(problem, deadline)
-    return _budget(evaluations, time_limit), random.Random(seed), space, _Codec(space), start, deadline
+    return _budget(evaluations, time_limit), random.Random(seed), space, _Codec(space), Trace(deadline), deadline
 
 
 def solve_plain_ea(problem: PlacementProblem, *, time_limit: float | None = None, seed: int = 0,
@@ -72,7 +70,7 @@ def solve_plain_ea(problem: PlacementProblem, *, time_limit: float | None = None
                    mutation: Annotated[float, Field(ge=0, le=1, description="mutation probability")] = 0.2) -> SolverOutput:
     """Budget: ``evaluations``; with only ``time_limit``, until the wall clock runs out; with
     neither, 3000 evaluations."""
-    evaluations, rng, space, codec, start, deadline = _setup(problem, time_limit, seed, evaluations)
+    evaluations, rng, space, codec, trace, deadline = _setup(problem, time_limit, seed, evaluations)
     toolbox = base.Toolbox()
     toolbox.register("map", map)
     toolbox.register("evaluate", lambda genes: space.evaluate(codec.decode(genes)))
@@ -80,8 +78,8 @@ def solve_plain_ea(problem: PlacementProblem, *, time_limit: float | None = None
     fits = list(toolbox.map(toolbox.evaluate, pop))
     used = len(pop)
     best_genes, best = min(zip(pop, fits, strict=True), key=lambda x: x[1])
-    trace = [(time.perf_counter() - start, used, best)]  # (elapsed s, evaluations, best cost), per generation
-    while used < evaluations and (deadline is None or time.perf_counter() < deadline):
+    trace.record(best, used)  # per generation
+    while used < evaluations and not deadline.expired():
         nxt = [min((rng.randrange(population) for _ in range(3)), key=lambda i: fits[i]) for _ in range(population)]
         kids = [list(pop[i]) for i in nxt]
         for a, b in zip(kids[::2], kids[1::2], strict=False):
@@ -102,7 +100,7 @@ def solve_plain_ea(problem: PlacementProblem, *, time_limit: float | None = None
         i = min(range(population), key=lambda i: fits[i])
         if fits[i] < best:
             best_genes, best = list(pop[i]), fits[i]
-        trace.append((time.perf_counter() - start, used, best))
+        trace.record(best, used)
     best_ind = codec.decode(best_genes) if math.isfinite(best) else None
     return _result(space, best_ind, best, used, "plain EA", trace)
 
@@ -110,14 +108,13 @@ def solve_plain_ea(problem: PlacementProblem, *, time_limit: float | None = None
 def solve_random(problem: PlacementProblem, *, time_limit: float | None = None, seed: int = 0,
                  evaluations: Annotated[int | None, Field(ge=1, description="evaluation budget: same seed and budget, same plan; default from the time limit")] = None) -> SolverOutput:
     """Same budget rules as :func:`solve_plain_ea`."""
-    evaluations, rng, space, codec, start, deadline = _setup(problem, time_limit, seed, evaluations)
+    evaluations, rng, space, codec, trace, deadline = _setup(problem, time_limit, seed, evaluations)
     best, best_ind, used = math.inf, None, 0
-    trace = []
-    while used < evaluations and (deadline is None or time.perf_counter() < deadline):
+    while used < evaluations and not deadline.expired():
         ind = codec.decode(codec.random(rng))
         used += 1
         cost = space.evaluate(ind)
         if cost < best:
             best, best_ind = cost, ind
-            trace.append((time.perf_counter() - start, used, best))
+            trace.record(best, used)
     return _result(space, best_ind, best, used, "random search", trace)

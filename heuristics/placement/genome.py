@@ -17,9 +17,11 @@ from typing import Any
 
 from costmodels.placement.check import check_placement
 from costmodels.placement.cost import evaluate_placement
-from costmodels.placement.options import DeadlineExceeded, GroupOptions, combine
+from costmodels.placement.options import GroupOptions, combine
 from costmodels.placement.problem import PlacementPlan, PlacementProblem
 from costmodels.placement.space import TaskConfig, build_plan, task_configs
+from costmodels.solving import UNLIMITED, Deadline, DeadlineExceeded
+from costmodels.workflow import ACTOR_GENERATION, ACTOR_TRAINING
 
 
 @dataclass
@@ -36,7 +38,7 @@ class Individual:
 class PlacementSpace:
     """Decoding and evaluation for one problem (picklable: workers rebuild caches lazily)."""
 
-    def __init__(self, problem: PlacementProblem, deadline: float | None = None):
+    def __init__(self, problem: PlacementProblem, deadline: Deadline = UNLIMITED):
         self.problem = problem
         self.devices = [d.id for d in problem.topology.devices]
         self.node = [d.node for d in problem.topology.devices]
@@ -141,8 +143,8 @@ class PlacementSpace:
                        for names, comp in zip(ind.grouping, comps, strict=True)]
         except DeadlineExceeded:  # out of time: this individual stays unevaluated (not cached)
             return math.inf, None
-        gi_gen = next(i for i, names in enumerate(ind.grouping) if "actor_generation" in names)
-        gi_train = next(i for i, names in enumerate(ind.grouping) if "actor_training" in names)
+        gi_gen = next(i for i, names in enumerate(ind.grouping) if ACTOR_GENERATION in names)
+        gi_train = next(i for i, names in enumerate(ind.grouping) if ACTOR_TRAINING in names)
         p2p = 0.0
         if gi_gen != gi_train:
             assert self._p2p is not None

@@ -38,7 +38,7 @@ from pydantic import Field
 
 from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.space import best_colocated, set_partitions
-from costmodels.solving import SolverOutput, Status, improvements
+from costmodels.solving import Deadline, SolverOutput, Status, Trace
 from costmodels.workflow import TaskKind
 from heuristics.placement.genome import Individual, PlacementSpace
 
@@ -62,14 +62,13 @@ def _level4_cost(space: PlacementSpace) -> Callable[[Individual], float]:
 class Evaluator:
     """Budgeted, memoised evaluation with a DEAP toolbox whose ``map`` may be a process pool."""
 
-    def __init__(self, space: PlacementSpace, budget: int, deadline: float | None, workers: int = 1,
+    def __init__(self, space: PlacementSpace, budget: int, deadline: Deadline, workers: int = 1,
                  progress: Callable[[int, int, float], None] | None = None):
         self.space, self.budget, self.deadline = space, budget, deadline
         self.used = 0
         self.best = math.inf
         self.best_ind: Individual | None = None
-        self.trace: list[tuple[float, int, float]] = []  # (elapsed s, evaluations, best cost)
-        self.start = time.perf_counter()
+        self.trace = Trace(deadline)  # best cost after each batch of evaluations
         self.progress = progress
         self.toolbox = base.Toolbox()
         self.pool = None
@@ -82,7 +81,7 @@ class Evaluator:
             self.toolbox.register("evaluate", _level4_cost(space))
 
     def exhausted(self) -> bool:
-        return self.used >= self.budget or (self.deadline is not None and time.perf_counter() > self.deadline)
+        return self.used >= self.budget or self.deadline.expired()
 
     def __call__(self, inds: list[Individual]) -> None:
         costs = list(self.toolbox.map(self.toolbox.evaluate, inds))
@@ -92,7 +91,7 @@ class Evaluator:
             if cost < self.best:
                 self.best, self.best_ind = cost, ind.copy()
                 self.best_ind.fitness = cost
-        self.trace.append((time.perf_counter() - self.start, self.used, self.best))
+        self.trace.record(self.best, self.used)
         if self.progress:
             self.progress(self.used, self.budget, self.best)
 
@@ -346,8 +345,7 @@ def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, 
     """Run SHA-EA. ``evaluations`` is the reproducible budget; with only ``time_limit`` it is
     estimated from the measured evaluation rate; with neither it is 300."""
     rng = random.Random(seed)
-    start = time.perf_counter()
-    deadline = start + time_limit if time_limit is not None else None
+    deadline = Deadline(time_limit)
     space = PlacementSpace(problem, deadline)
     # an in-space co-located plan seeds the incumbent, so Level-4 enumeration prunes from the start
     seed_cost, seed_plan = best_colocated(problem, deadline)
@@ -377,13 +375,13 @@ def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, 
             successive_halving(tgs, budget, run_tg, best_of, ev.exhausted)
             # with a wall-clock limit and time left, run the halving again with twice the budget:
             # the arms keep their populations, so the search resumes where it stopped
-            if not (by_time and deadline is not None and time.perf_counter() < deadline):
+            if not (by_time and not deadline.expired()):
                 break
             ev.budget += int(budget) * 2
             budget *= 2
     finally:
         ev.close()
-    stats = {"evaluations": ev.used, "distinct_plans": space.evaluations, "budget": evaluations, "trace": improvements(ev.trace)}
+    stats = {"evaluations": ev.used, "distinct_plans": space.evaluations, "budget": evaluations, "trace": ev.trace.rows()}
     if (ev.best_ind is None or not ev.best < seed_cost) and seed_plan is not None:
         return SolverOutput(Status.FEASIBLE, plan=seed_plan, objective=seed_cost, message="SHA-EA: the co-located seed plan was not beaten", stats=stats)
     if ev.best_ind is None or not math.isfinite(ev.best):
@@ -391,18 +389,18 @@ def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, 
     _, configs = space.best_configs(ev.best_ind)
     assert configs is not None
     plan = space.decode_with(ev.best_ind, configs)
-    stopped = "time limit" if deadline is not None and time.perf_counter() > deadline else "budget"
+    stopped = "time limit" if deadline.expired() else "budget"
     return SolverOutput(Status.FEASIBLE, plan=plan, objective=ev.best, message=f"SHA-EA: best of {ev.used} evaluations ({stopped})", stats=stats)
 
 
-def _budget_from_time(space: PlacementSpace, time_limit: float, deadline: float | None) -> int:
+def _budget_from_time(space: PlacementSpace, time_limit: float, deadline: Deadline) -> int:
     """Evaluations that fit in ``time_limit``, from timing a few random plans on the (seeded,
     pruning) space itself, so the probes also warm its caches."""
     names = tuple(t.name for t in space.problem.tasks)
     n = len(space.devices)
     t0 = time.perf_counter()
     probes = 0
-    while probes < 10 and (deadline is None or time.perf_counter() < deadline):
+    while probes < 10 and not deadline.expired():
         space.best_configs(space.random_individual(random.Random(probes), (names,), (max(1, n - probes),)))
         probes += 1
     rate = probes / max(time.perf_counter() - t0, 1e-6)

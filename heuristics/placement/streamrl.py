@@ -8,28 +8,30 @@ candidate is validated and scored by the cost model.
 from __future__ import annotations
 
 import itertools
-import math
-import time
 
-from costmodels.placement.check import check_placement
-from costmodels.placement.cost import evaluate_placement
 from costmodels.placement.problem import PlacementProblem
-from costmodels.placement.space import build_plan, is_heterogeneous, node_classes, task_configs
-from costmodels.solving import SolverOutput, Status
+from costmodels.placement.space import (
+    build_plan,
+    is_heterogeneous,
+    node_classes,
+    placement_keeper,
+    task_configs,
+)
+from costmodels.solving import Deadline, SolverOutput, Status
 from costmodels.workflow import TaskKind
 
 
 def solve_streamrl(problem: PlacementProblem, *, time_limit: float | None = None, seed: int = 0) -> SolverOutput:
     del seed
-    start = time.perf_counter()
+    deadline = Deadline(time_limit)
     classes = node_classes(problem)
     tasks = problem.tasks
     gen = next(t for t in tasks if t.kind is TaskKind.GENERATION)
     others = [t for t in tasks if t is not gen]
-    best, best_plan, tried = math.inf, None, 0
+    keep = placement_keeper(problem)
     for r in range(1, len(classes)):
         for side in itertools.combinations(range(len(classes)), r):
-            if time_limit is not None and time.perf_counter() - start > time_limit and best_plan is not None:
+            if deadline.expired() and keep.plan is not None:
                 break
             gen_gpus = [g for k in side for g in classes[k][1]]
             rest = [g for k in range(len(classes)) if k not in side for g in classes[k][1]]
@@ -40,14 +42,9 @@ def solve_streamrl(problem: PlacementProblem, *, time_limit: float | None = None
                 shared = cfgs if shared is None else shared & cfgs
             for gc in gen_cfgs:
                 for oc in sorted(shared or ()):
-                    tried += 1
-                    plan = build_plan(problem, [([gen.name], gen_gpus), ([t.name for t in others], rest)],
-                                      {gen.name: gc, **{t.name: oc for t in others}})
-                    if check_placement(problem, plan):
-                        continue
-                    cost = evaluate_placement(problem, plan).objective
-                    if cost < best:
-                        best, best_plan = cost, plan
-    if best_plan is None:
-        return SolverOutput(Status.INFEASIBLE, message="no two-group split fits in memory", stats={"candidates": tried})
-    return SolverOutput(Status.FEASIBLE, plan=best_plan, objective=best, message=f"best of {tried} generation/rest splits", stats={"candidates": tried})
+                    keep.offer(build_plan(problem, [([gen.name], gen_gpus), ([t.name for t in others], rest)],
+                                          {gen.name: gc, **{t.name: oc for t in others}}))
+    if keep.plan is None:
+        return SolverOutput(Status.INFEASIBLE, message="no two-group split fits in memory", stats={"candidates": keep.offered})
+    return SolverOutput(Status.FEASIBLE, plan=keep.plan, objective=keep.best, message=f"best of {keep.offered} generation/rest splits",
+                        stats={"candidates": keep.offered})
