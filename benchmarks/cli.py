@@ -14,9 +14,6 @@ from typing import Annotated
 
 import typer
 
-from benchmarks.harness import run_specs
-from benchmarks.report import write_report
-from benchmarks.suites import SUITES, custom, get_suite
 from costmodels.errors import SpecError
 from planner.cli import app, fail, out
 from planner.registry import UnknownSolverError, build_registry
@@ -39,6 +36,11 @@ def bench(
 ) -> None:
     """Run a benchmark suite: every solver on the same instances, checked rows, CSV/Parquet/JSON,
     plots and a markdown report in --out."""
+    # imported here: pandas and matplotlib would cost every `rlplan` command half a second
+    from benchmarks.harness import run_specs
+    from benchmarks.report import write_report
+    from benchmarks.suites import SUITES, custom, get_suite
+
     if problem and suite == "smoke":
         suite = "custom"
     if suite != "custom" and suite not in SUITES:
