@@ -91,3 +91,33 @@ def test_plot_is_refused_for_placement(tmp_path):
     r = run_cli("plan", "placement", "--cluster", "small-4", "--plot", str(tmp_path / "x.png"), "-o", str(tmp_path / "p.json"))
     assert r.returncode == 2 and "--plot" in r.stderr
     assert not (tmp_path / "p.json").exists()
+
+
+def test_plan_in_a_terminal_writes_its_plan(tmp_path):
+    """On a terminal the search reports progress through the façade's callback; the callback is
+    not a solver option, so it never reaches the plan file (it used to crash json.dumps)."""
+    import os
+    import pty
+    import subprocess
+
+    from tests.conftest import rlplan_executable
+
+    primary, secondary = pty.openpty()
+    out = tmp_path / "plan.json"
+    proc = subprocess.run([rlplan_executable(), "plan", "--cluster", "small-8", "--workflow", "grpo-sync-qwen3-4b",
+                           "-O", "evaluations=20", "-o", str(out)], stdin=secondary, stdout=secondary, stderr=secondary,
+                          timeout=300, env={**os.environ, "COLUMNS": "120"})
+    os.close(secondary)
+    chunks = []
+    while True:
+        try:
+            data = os.read(primary, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(primary)
+    text = b"".join(chunks).decode(errors="replace")
+    assert proc.returncode == 0, text[-2000:]
+    assert "Traceback" not in text and json.loads(out.read_text())["options"] == {"evaluations": 20}
