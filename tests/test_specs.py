@@ -120,13 +120,13 @@ def test_fabric_demand_and_jobs_shapes():
     demand = parse_demand_csv("src,dst,bytes\ntor0,tor1,5e9\ntor1,tor0,2e9\ntor0,tor1,1e9\n")
     assert demand.matrix() == {("tor0", "tor1"): 6e9, ("tor1", "tor0"): 2e9}
     problem = build_problem("circuits", {"fabric": "fabric-8", "demand": [e.model_dump() for e in demand.entries]})
-    assert problem.pair_demand() == {frozenset(("tor0", "tor1")): 6e9}
+    assert problem.pair_demand() == {("tor0", "tor1"): 6e9}
     failed = load_spec("circuits", "fabric", {**fabric.model_dump(), "failed_ports": {"tor3": 3}, "reserved_ports": {"tor3": 1}})
     assert failed.degrees()["tor3"] == 0
     bip = load_spec("circuits", "fabric", {"link_gbps": 100, "template": "bipartite",
                        "endpoints": [{"name": "g0", "ports": 2, "side": "gen"}, {"name": "g1", "ports": 2, "side": "gen"},
                                      {"name": "t0", "ports": 2, "side": "train"}]})
-    assert bip.eligible_pairs() == {frozenset(("g0", "t0")), frozenset(("g1", "t0"))}
+    assert bip.eligible_pairs() == {("g0", "t0"), ("g1", "t0")}
     jobs = load_spec("cosched", "jobs", "rollmux-mixed")
     assert len(jobs.jobs) == 9 and jobs.max_group_size == 5
 

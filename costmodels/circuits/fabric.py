@@ -24,6 +24,15 @@ _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 TEMPLATES = ("all-pairs", "bipartite", "intra-pod", "cross-pod")
 
 
+#: the one representation of an unordered endpoint pair, everywhere in circuits: (min, max) by name
+Pair = tuple[str, str]
+
+
+def pair_key(a: str, b: str) -> Pair:
+    """The canonical key of the pair {a, b}: its names in sorted order."""
+    return (a, b) if a <= b else (b, a)
+
+
 class EndpointSpec(BaseModel):
     """One OCS-attached endpoint with ``ports`` physical ports; ``pod`` and ``side`` label it for
     templates."""
@@ -93,8 +102,8 @@ class FabricSpec(BaseModel):
         """A predicate ``eligible(a, b)`` for the explicit list or the template, O(1) per pair (so
         large fabrics never enumerate all |V|^2 pairs, App. D.1)."""
         if self.eligible is not None:
-            listed = {frozenset(p) for p in self.eligible}
-            return lambda a, b: frozenset((a, b)) in listed
+            listed = {pair_key(*p) for p in self.eligible}
+            return lambda a, b: pair_key(a, b) in listed
         by_name = {ep.name: ep for ep in self.endpoints}
         t = self.template or "all-pairs"
         rules = {
@@ -106,10 +115,10 @@ class FabricSpec(BaseModel):
         rule = rules[t]
         return lambda a, b: a != b and a in by_name and b in by_name and rule(by_name[a], by_name[b])
 
-    def eligible_pairs(self) -> set[frozenset[str]]:
+    def eligible_pairs(self) -> set[Pair]:
         """Every unordered eligible pair (small fabrics, tests and pictures)."""
         ok = self.eligibility()
-        return {frozenset((a.name, b.name)) for a, b in itertools.combinations(self.endpoints, 2) if ok(a.name, b.name)}
+        return {pair_key(a.name, b.name) for a, b in itertools.combinations(self.endpoints, 2) if ok(a.name, b.name)}
 
 
 class DemandEntry(BaseModel):

@@ -20,7 +20,7 @@ def plot_circuits(problem: Any, plan: Any, breakdown: dict[str, Any], path: Path
     n = len(names)
     demand = np.zeros((n, n))
     for pair, b in problem.pair_demand().items():
-        a, c = sorted(pair)
+        a, c = pair
         demand[index[a], index[c]] = demand[index[c], index[a]] = b / 1e9
     circuits = np.zeros((n, n))
     for c in plan.circuits:

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from costmodels.circuits.fabric import DemandSpec, FabricSpec
+from costmodels.circuits.fabric import DemandSpec, FabricSpec, Pair, pair_key
 from costmodels.violations import Violation
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
@@ -33,10 +33,10 @@ class CircuitPlan(BaseModel):
 
     circuits: list[Circuit] = Field(default_factory=list)
 
-    def counts(self) -> dict[frozenset[str], int]:
-        out: dict[frozenset[str], int] = {}
+    def counts(self) -> dict[Pair, int]:
+        out: dict[Pair, int] = {}
         for c in self.circuits:
-            key = frozenset((c.a, c.b))
+            key = pair_key(c.a, c.b)
             out[key] = out.get(key, 0) + c.count
         return out
 
@@ -52,13 +52,13 @@ class CircuitProblem:
     def to_inputs(self) -> dict[str, Any]:
         return {"fabric": self.fabric.model_dump(mode="json"), "demand": self.demand.model_dump(mode="json")}
 
-    def pair_demand(self) -> dict[frozenset[str], float]:
+    def pair_demand(self) -> dict[Pair, float]:
         """max(D(u->v), D(v->u)) in bytes per unordered demanded pair."""
-        out: dict[frozenset[str], float] = {}
+        out: dict[Pair, float] = {}
         for (u, v), b in self.demand.matrix().items():
             if b <= 0:
                 continue
-            key = frozenset((u, v))
+            key = pair_key(u, v)
             out[key] = max(out.get(key, 0.0), b)
         return out
 
@@ -82,7 +82,7 @@ def demanded_pairs(problem: CircuitProblem) -> list[DemandedPair]:
     eligible = problem.fabric.eligibility()
     out = []
     for pair, d in problem.pair_demand().items():
-        a, b = sorted(pair)
+        a, b = pair
         if eligible(a, b):
             out.append(DemandedPair(a, b, d, min(deg[a], deg[b])))
     out.sort(key=lambda p: (p.a, p.b))
@@ -90,7 +90,7 @@ def demanded_pairs(problem: CircuitProblem) -> list[DemandedPair]:
 
 
 #: circuits per unordered pair, keyed by (a, b) with a < b: what allocators produce
-Counts = dict[tuple[str, str], int]
+Counts = dict[Pair, int]  # circuits per canonical pair
 
 
 def plan_from_counts(counts: Counts) -> CircuitPlan:
@@ -120,7 +120,7 @@ def evaluate_circuits(problem: CircuitProblem, plan: CircuitPlan) -> tuple[float
             continue
         t = pair_time_s(b, c, link)
         if t > worst:
-            worst, worst_pair = t, sorted(pair)
+            worst, worst_pair = t, list(pair)
     used: dict[str, int] = {}
     for pair, c in counts.items():
         for v in pair:
@@ -141,7 +141,7 @@ def check_circuits(problem: CircuitProblem, plan: CircuitPlan) -> list[Violation
     deg = fabric.degrees()
     eligible = fabric.eligibility()
     out: list[Violation] = []
-    seen: set[frozenset[str]] = set()
+    seen: set[Pair] = set()
     used: dict[str, int] = {}
     for i, c in enumerate(plan.circuits):
         for v in (c.a, c.b):
@@ -150,7 +150,7 @@ def check_circuits(problem: CircuitProblem, plan: CircuitPlan) -> list[Violation
         if c.a == c.b:
             out.append(Violation("endpoint", f"circuits[{i}]: a circuit joins two different endpoints, got {c.a!r} twice"))
             continue
-        pair = frozenset((c.a, c.b))
+        pair = pair_key(c.a, c.b)
         if pair in seen:
             out.append(Violation("duplicate", f"circuits[{i}]: pair {c.a}-{c.b} listed twice"))
         seen.add(pair)

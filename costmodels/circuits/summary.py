@@ -19,7 +19,7 @@ def circuits_summary(problem: CircuitProblem, plan: CircuitPlan, objective: floa
     rows = []
     for pair, d in ranked[:10]:
         c = counts.get(pair, 0)
-        rows.append(("-".join(sorted(pair)), f"{d / 1e9:.3g}", str(c), f"{pair_time_s(d, c, link):.4g}" if c else "inf (no circuit)"))
+        rows.append(("-".join(pair), f"{d / 1e9:.3g}", str(c), f"{pair_time_s(d, c, link):.4g}" if c else "inf (no circuit)"))
     return Summary(
         title=f"circuits by {solver}: bottleneck {b['bottleneck_s']:.4g} s, {b['circuits']} circuits, "
               f"{b['ports_used']} of {sum(fabric.degrees().values())} ports ({status})",
