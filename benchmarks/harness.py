@@ -102,7 +102,7 @@ def _extra(kind: Any, breakdown: dict[str, Any]) -> dict[str, Any]:
 
 def execute_run(spec: RunSpec) -> dict[str, Any]:
     """Build the instance, solve it through planner.solve, return one row. Never raises."""
-    from benchmarks.instances import instance_id, instance_size
+    from benchmarks.instances import instance_id
     from planner.planfile import json_safe
     from planner.registry import build_registry
     from planner.solve import solve
@@ -112,8 +112,8 @@ def execute_run(spec: RunSpec) -> dict[str, Any]:
     try:
         registry = build_registry(spec.plugins)
         problem = spec.instance.build(registry)
-        row["instance_id"], row["size"] = instance_id(problem), instance_size(problem, registry)
         kind = registry.kind_of(problem)
+        row["instance_id"], row["size"] = instance_id(problem), kind.size(problem) if kind.size else 0
         row["exact"] = registry.get(kind.name, spec.solver).exact
         result = solve(problem, spec.solver, time_limit=spec.time_limit, seed=spec.seed, registry=registry, **spec.options)
         primary = result.breakdown.get(kind.primary_key) if kind.primary_key and result.objective is not None else None

@@ -34,15 +34,6 @@ def instance_id(problem: Any) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
-def instance_size(problem: Any, registry: Any = None) -> int:
-    """The size axis of the reports, as the problem's descriptor defines it (demanded pairs for
-    circuits, GPUs for placement, ...); 0 when it defines none."""
-    from planner.registry import default_registry
-
-    kind = (registry or default_registry()).kind_of(problem)
-    return kind.size(problem) if kind.size is not None else 0
-
-
 def _entries(matrix: dict[tuple[int, int], float], names: list[str]) -> list[DemandEntry]:
     return [DemandEntry(src=names[u], dst=names[v], bytes=float(round(b))) for (u, v), b in sorted(matrix.items()) if b > 0 and u != v]
 

@@ -130,25 +130,24 @@ def plan_command(
 ) -> None:
     """``rlplan plan``: see :func:`plan` for the options (built from the problem descriptors)."""
     reg = default_registry()
-    kinds = {k.name: k for k in reg.kinds()}
     given = {k: v for k, v in fields.items() if v is not None}
     problem = problem or reg.solvable()[0].name
     try:
-        if problem in kinds:
+        if problem in {k.name for k in reg.kinds()}:
             kind = solvable_kind(problem, None, reg)
             stray = sorted(set(given) - {f.name for f in kind.fields})
             if stray:
                 fail(f"--{stray[0]} does not apply to a {problem} problem")
-            if solver == "help":
-                _print_solver_help(kind.name)
-            prob = build_problem(kind.name, {**kind.defaults(), **given})
+            prob = None  # built after `--solver help`, which needs no inputs
         else:
             if given:
                 fail(f"--{sorted(given)[0]} goes with a problem name ({', '.join(reg.problems())}), not with a problem file")
             prob = load_problem(problem)
             kind = reg.kind_of(prob)
-            if solver == "help":
-                _print_solver_help(kind.name)
+        if solver == "help":
+            _print_solver_help(kind.name)
+        if prob is None:
+            prob = build_problem(kind.name, {**kind.defaults(), **given})
         options = _parse_options(option or [])
         for fmt in export or []:
             if fmt not in kind.exports:
@@ -159,7 +158,7 @@ def plan_command(
         if plot is not None and not plot.parent.is_dir():
             fail(f"--plot: no such directory {str(plot.parent)!r}")
         info = reg.get(kind.name, solver)
-        options = reg.check_options(info, options)
+        info.validate_options(options)  # solve() checks again; here so a bad value never opens a progress display
         if info.takes_progress and sys.stderr.isatty() and not quiet:
             result = _solve_with_progress(prob, solver, time_limit, seed, options)
         else:

@@ -16,8 +16,10 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from costmodels.cluster import ClusterSpec
 from costmodels.errors import SpecError, field_path
 from costmodels.problem import ProblemKind, SpecField
+from costmodels.workflow import WorkflowSpec
 from planner.registry import Registry, default_registry
 
 M = TypeVar("M", bound=BaseModel)
@@ -118,14 +120,15 @@ def load_spec(problem: str, field: str, ref: Any, base: Path | None = None) -> A
     return load_field(default_registry().kind(problem).spec_field(field), ref, base=base)
 
 
-def load_cluster(ref: Any, base: Path | None = None) -> Any:
-    """A cluster spec from a file, a preset name or a mapping, validated."""
-    return load_spec("placement", "cluster", ref, base)
+def load_cluster(ref: Any, base: Path | None = None) -> ClusterSpec:
+    """A cluster spec (shared by every problem that places work on GPUs) from a file, a preset
+    name or a mapping, validated."""
+    return load_field(SpecField("cluster", ClusterSpec, "cluster spec"), ref, base=base)
 
 
-def load_workflow(ref: Any, base: Path | None = None) -> Any:
-    """A workflow spec from a file, a preset name or a mapping, validated."""
-    return load_spec("placement", "workflow", ref, base)
+def load_workflow(ref: Any, base: Path | None = None) -> WorkflowSpec:
+    """An RL workflow spec from a file, a preset name or a mapping, validated."""
+    return load_field(SpecField("workflow", WorkflowSpec, "workflow spec"), ref, base=base)
 
 
 def solvable_kind(name: Any, source: str | None = None, registry: Registry | None = None) -> ProblemKind:

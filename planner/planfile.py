@@ -78,14 +78,9 @@ def plan_file_adapter(registry: Registry | None = None) -> TypeAdapter[Any]:
 def json_schema(registry: Registry | None = None) -> dict[str, Any]:
     """The JSON Schema of plan files, generated from the problem descriptors (the shipped one:
     rlplan's own problems, no plugins)."""
-    from costmodels.problems import builtin_kinds
-    from planner.registry import Registry as _Registry
+    from planner.registry import build_registry
 
-    if registry is None:
-        registry = _Registry()
-        for k in builtin_kinds():
-            registry.add_problem(k)
-    schema = plan_file_adapter(registry).json_schema()
+    schema = plan_file_adapter(registry or build_registry(external=False)).json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "rlplan plan file"
     return schema

@@ -88,7 +88,7 @@ class SolverInfo:
             return self.raw
         return functools.partial(self.raw, **{k: resolve(ref) for k, ref in self.inject.items()})
 
-    @property
+    @functools.cached_property
     def takes_progress(self) -> bool:
         return "progress" in inspect.signature(self.raw).parameters
 
@@ -226,8 +226,6 @@ class Registry:
     def problems(self) -> list[str]:
         return [k.name for k in self.solvable()]
 
-    def check_options(self, info: SolverInfo, options: dict[str, Any]) -> dict[str, Any]:
-        return info.validate_options(options)
 
 
 def _plugin_refs(plugins: tuple[str, ...]) -> list[str]:
@@ -235,15 +233,19 @@ def _plugin_refs(plugins: tuple[str, ...]) -> list[str]:
     return [*env, *plugins]
 
 
-def build_registry(plugins: tuple[str, ...] = ()) -> Registry:
-    """A fresh registry: the built-in problems with their solvers, then the ``rlplan.plugins``
-    and legacy ``rlplan.solvers`` entry points, then ``$RLPLAN_PLUGINS``, then each of
-    ``plugins`` (``module:function``, called with the registry)."""
+def build_registry(plugins: tuple[str, ...] = (), *, external: bool = True) -> Registry:
+    """A fresh registry: the built-in problems with their solvers, then (with ``external``) the
+    ``rlplan.plugins`` and legacy ``rlplan.solvers`` entry points and ``$RLPLAN_PLUGINS``, then
+    each of ``plugins`` (``module:function``, called with the registry)."""
     from importlib.metadata import entry_points
 
     reg = Registry()
     for kind in builtin_kinds():
         reg.add_problem(kind)
+    if not external:
+        for ref in plugins:
+            resolve(ref)(reg)
+        return reg
     for group in ("rlplan.plugins", "rlplan.solvers"):
         for ep in entry_points(group=group):
             ep.load()(reg)

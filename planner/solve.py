@@ -52,7 +52,7 @@ def solve(
     reg = registry or default_registry()
     kind = reg.kind_of(problem)
     info = reg.get(kind.name, solver)
-    options = reg.check_options(info, options)
+    options = info.validate_options(options)
     if time_limit is not None and not (time_limit > 0):
         raise ValueError(f"time_limit must be > 0 seconds, got {time_limit!r}")
     start = time.perf_counter()

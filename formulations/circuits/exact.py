@@ -120,7 +120,7 @@ class _Model:
         status = Status.OPTIMAL if optimal else Status.FEASIBLE
         if optimal:
             why = "optimal"
-        elif self.deadline.expired() or self.deadline.remaining() == 0:
+        elif self.deadline.remaining() == 0:
             why = "time limit reached: best allocation so far"
         else:
             why = "the backend stopped without proving optimality: best allocation so far"

@@ -56,7 +56,6 @@ class PlacementILP:
     """Builds the option set and the ILP for one problem; :meth:`solve` returns a SolverOutput."""
 
     def __init__(self, problem: PlacementProblem, deadline: Deadline = UNLIMITED, upper_bound: float | None = None):
-        self.start = deadline.start
         self.incumbent: tuple[float, Any] = (math.inf, None)
         if not problem.params.group_aware_overlap:
             raise ValueError("the placement ILP models group-aware task overlap (CostParams.group_aware_overlap=True)")
