@@ -10,6 +10,7 @@ fields); :func:`merge_gpus` and :func:`merge_models` overlay them on the shipped
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import functools
 from importlib import resources
@@ -29,9 +30,20 @@ class GPUSpec(BaseModel):
     tflops_bf16_dense: float = Field(gt=0, description="dense BF16 peak, TFLOP/s")
     memory_gb: float = Field(gt=0, description="HBM capacity, GB")
     hbm_gb_per_s: float = Field(gt=0, description="HBM bandwidth, GB/s")
-    intra_node_gb_per_s: float = Field(gt=0, description="per-GPU intra-node (NVLink/PCIe) bandwidth, GB/s")
+    intra_node_gb_per_s: float = Field(gt=0, description="per-GPU intra-node (NVLink/PCIe) bandwidth, both directions added together, GB/s (the spec-sheet figure)")
+    intra_node_per_direction_gb_per_s: float | None = Field(
+        default=None, gt=0,
+        description="per-GPU intra-node bandwidth in one direction, GB/s; what a ring step sends over (default: half the both-directions figure)")
     usd_per_hour: float | None = Field(default=None, ge=0)
     source: str = ""
+
+    @property
+    def link_gb_per_s(self) -> float:
+        """One-direction intra-node bandwidth: a ring collective sends one way on each link, so
+        this, not the spec sheet's both-directions sum, is its beta."""
+        if self.intra_node_per_direction_gb_per_s is not None:
+            return self.intra_node_per_direction_gb_per_s
+        return self.intra_node_gb_per_s / 2
 
 
 class ModelSpec(BaseModel):
@@ -48,8 +60,18 @@ class ModelSpec(BaseModel):
     experts_per_token: int | None = Field(default=None, gt=0)
     query_heads: int = Field(gt=0)
     kv_heads: int = Field(gt=0)
+    head_dim: int = Field(default=0, ge=0, description="attention head width; 0 or absent: hidden / query_heads (wrong for e.g. Qwen3-4B: give it)")
     vocab: int = Field(gt=0)
     source: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_head_dim(cls, data: Any) -> Any:
+        # Qwen3 models use 128 whatever hidden / heads says; the catalog gives it, user models may not
+        if isinstance(data, dict) and not data.get("head_dim") and data.get("hidden") and data.get("query_heads"):
+            with contextlib.suppress(TypeError, ValueError, ZeroDivisionError):  # the field validators name the bad value
+                data = {**data, "head_dim": int(data["hidden"]) // int(data["query_heads"])}
+        return data
 
     @model_validator(mode="after")
     def _check(self) -> ModelSpec:
@@ -59,15 +81,13 @@ class ModelSpec(BaseModel):
             raise ValueError("experts_per_token exceeds num_experts")
         if self.query_heads % self.kv_heads:
             raise ValueError("query_heads must be a multiple of kv_heads")
+        if self.head_dim <= 0:
+            raise ValueError("head_dim must be > 0 (give it, or hidden >= query_heads)")
         return self
 
     @property
     def is_moe(self) -> bool:
         return self.num_experts is not None
-
-    @property
-    def head_dim(self) -> int:
-        return self.hidden // self.query_heads
 
 
 class NetworkPrice(BaseModel):

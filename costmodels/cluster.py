@@ -2,8 +2,10 @@
 
 The network is given hierarchically, the way operators describe it:
 
-* intra-node links come from the GPU catalog (``intra_node_gb_per_s``) unless the node or the
-  network section overrides them;
+* intra-node links come from the GPU catalog, one direction (``GPUSpec.link_gb_per_s``: a ring
+  step sends one way, so the spec sheet's both-directions sum would double it), with the
+  project's one hop latency (``costmodels.efficiency``), unless the node or the network section
+  overrides them;
 * GPUs in different nodes of one zone talk over ``intra_zone``;
 * GPUs in two different zones talk over the ``inter_zone`` entry for that zone pair; every pair of
   zones that hold GPUs must have one;
@@ -24,16 +26,18 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from costmodels.catalog import GPUSpec, get_gpu
+from costmodels.efficiency import INTRA_NODE_HOP_LATENCY_MS
 from costmodels.errors import SpecError
 
-#: Latency of an intra-node hop when nothing else is said (NVLink/PCIe are a few microseconds).
-DEFAULT_INTRA_NODE_LATENCY_MS = 0.005
+#: Latency of an intra-node hop when nothing else is said: the project's one NVLink/PCIe hop
+DEFAULT_INTRA_NODE_LATENCY_MS = INTRA_NODE_HOP_LATENCY_MS
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class LinkSpec(BaseModel):
-    """A link class: bandwidth in Gbit/s and one-way latency in milliseconds."""
+    """A link class: bandwidth in Gbit/s in one direction (NIC and WAN rates are quoted per
+    direction, full duplex) and one-way latency in milliseconds."""
 
     model_config = _STRICT
 
@@ -217,7 +221,7 @@ def build_topology(spec: ClusterSpec) -> Topology:
             if override is not None:
                 latency_ms, gbs = override.latency_ms, override.bandwidth_gbps / 8.0
             else:
-                latency_ms, gbs = DEFAULT_INTRA_NODE_LATENCY_MS, da.gpu.intra_node_gb_per_s
+                latency_ms, gbs = DEFAULT_INTRA_NODE_LATENCY_MS, da.gpu.link_gb_per_s
         elif da.zone == db.zone:
             latency_ms, gbs = spec.network.intra_zone.latency_ms, spec.network.intra_zone.bandwidth_gbps / 8.0
         else:

@@ -23,7 +23,9 @@ Units: seconds, GB, GB/s.
 
 from __future__ import annotations
 
+import heapq
 import itertools
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -248,3 +250,60 @@ def best_pair(topo: Topology, src: list[int], dst: list[int], volume_gb: float) 
     same = a[:, None] == b[None, :]
     t = np.where(same, 0.0, t)
     return float(t.min())
+
+
+def _zone_links(topo: Topology) -> dict[tuple[str, str], tuple[float, float]]:
+    """(latency s, bandwidth GB/s) between every two zones (links are per zone pair)."""
+    cache = topo.memo.setdefault("zone_links", {})
+    if not cache:
+        first: dict[str, int] = {}
+        for d in topo.devices:
+            first.setdefault(d.zone, d.index)
+        for za, a in first.items():
+            for zb, b in first.items():
+                if za != zb:
+                    cache[(za, zb)] = (float(topo.latency_s[a, b]), float(topo.bandwidth_gbs[a, b]))
+    return cache
+
+
+def _zone_route(topo: Topology, src: str, dst: str, volume_gb: float) -> float:
+    """Fastest pipelined route between two zones, relays through any zone allowed:
+    min over paths of (sum of latencies + volume / slowest bandwidth on the path). Exact: for
+    every bandwidth threshold, the lowest-latency path over links at least that fast (Dijkstra)."""
+    links = _zone_links(topo)
+    best = math.inf
+    for threshold in sorted({bw for _, bw in links.values()}, reverse=True):
+        dist = {src: 0.0}
+        heap = [(0.0, src)]
+        done: set[str] = set()
+        while heap:
+            lat, z = heapq.heappop(heap)
+            if z in done:
+                continue
+            done.add(z)
+            if z == dst:
+                best = min(best, lat + volume_gb / threshold)
+                break
+            for (a, b), (alpha, bw) in links.items():
+                if a == z and bw >= threshold and lat + alpha < dist.get(b, math.inf):
+                    dist[b] = lat + alpha
+                    heapq.heappush(heap, (lat + alpha, b))
+    return best
+
+
+def route_time(topo: Topology, a: int, b: int, volume_gb: float) -> float:
+    """Seconds to stream ``volume_gb`` from device a to device b over the topology.
+
+    Inside a zone: the direct link. Across zones of a hierarchical network: the best pipelined
+    route over zones (a copy may be relayed through another zone's nodes when that is faster,
+    e.g. around a slow direct link). With an explicit per-GPU matrix: the direct link."""
+    if a == b:
+        return 0.0
+    da, db = topo.devices[a], topo.devices[b]
+    if topo.explicit_matrix or da.zone == db.zone:
+        return link_time(topo, a, b, volume_gb)
+    key = (da.zone, db.zone, volume_gb)
+    cache = topo.memo.setdefault("route", {})
+    if key not in cache:
+        cache[key] = _zone_route(topo, da.zone, db.zone, volume_gb)
+    return cache[key]

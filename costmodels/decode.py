@@ -1,22 +1,29 @@
-"""Generation makespan under a parallelism configuration (OrchestrRL §2.1, §4.1: T_k(R_k, y_k)).
+"""The one decode-step model of rlplan, and generation makespan under a parallelism configuration
+(OrchestrRL §2.1, §4.1: T_k(R_k, y_k)).
 
-A serving instance of ``tp`` GPUs (for MoE models, experts spread over the same GPUs: EP = TP)
-decodes a batch in steps. One decode step costs
+:func:`decode_step_time` is the only place a decode step is costed: placement's generation task
+(``costmodels.placement.cost``), ``rlplan estimate generation`` (:class:`Instance` below) and the
+generation simulator all call it. For one pipeline stage of ``L_s`` layers on a TP group of
+``tp`` GPUs, a batch of ``b`` sequences holding ``C`` context tokens in total costs
 
-    max(memory-bound term, compute-bound term) + TP (and EP) communication
+    t_step = max(t_mem, t_comp) + t_comm                                     (D1)
+    t_mem  = (W_read(b) + C * kv(L_s, tp)) / (HBM * e_hbm)                   (D2)
+    t_comp = (2 * P_active * b + 4 * C * h * L_s) / (tp * FLOPS * e_comp)    (D3)
+    t_comm = 2 * L_s * AR(b * h * 2 bytes)  [+ 2 * L_s * A2A for MoE]        (D4)
 
-* memory-bound: the weights held by one GPU plus the KV cache its batch reads, over HBM bandwidth;
-  for MoE only the experts the batch routes to are read (expected distinct experts of b tokens
-  choosing k of E: E * (1 - (1 - k/E)^b));
-* compute-bound: 2 FLOPs per active parameter per token plus attention (4 * context * hidden per
-  layer per token), split over TP;
-* communication: two all-reduces of the batch's hidden states per layer (Megatron TP), each a
-  ring of ``2 (tp-1)`` steps: ``2 (tp-1) * alpha_hop + 2 (tp-1)/tp * volume / beta`` on the
-  node's links, and for MoE two all-to-alls (dispatch, combine). Decoding moves little data per
-  step, so the per-hop latency is what makes a large TP group slow at high batch while its
-  smaller weight shard makes it fast in the latency-bound tail: the crossover of OrchestrRL §2.1.
-  (HetRL's training formulas charge one alpha per collective; at decode granularity the ring's
-  hop count matters.)
+* (D2) a step reads the GPU's weight shard ``W_read`` (stage parameters / tp, BF16; for MoE only
+  the experts the batch routes to: E * (1 - (1 - k/E)^b) of E) and the batch's whole KV cache
+  (``kv`` bytes per token per GPU for the stage's layers); a longer context is a slower step;
+* (D3) 2 FLOPs per active parameter per token (the LM head on the last stage) plus attention's
+  4 * context * hidden per layer; batching stops paying once compute-bound (the roofline);
+* (D4) two all-reduces of the batch's hidden states per layer (Megatron TP), each a ring of
+  ``2 (tp-1)`` steps: ``AR(v) = 2 (tp-1) * (alpha + v / tp / beta)`` on the group's slowest link
+  (``beta`` one direction), and for MoE two all-to-alls (dispatch, combine). Decoding moves
+  little data, so the hop latency is what makes a large TP group slow at high batch while its
+  smaller shard makes it fast in the latency-bound tail: OrchestrRL §2.1's crossover.
+
+The serving engine adds CPU time per step, ``o_step + b * o_seq`` (``Efficiency``), outside the
+GPU roofline. Peaks are derated by the project's one :class:`costmodels.efficiency.Efficiency`.
 
 KV capacity is the memory left on the instance after weights, at the engine's memory utilisation.
 A set of requests is given as a remaining-length histogram (OrchestrRL §4.1: bins, each bin's
@@ -30,40 +37,84 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from costmodels.catalog import GPUSpec, ModelSpec
+from costmodels.efficiency import INTRA_NODE_HOP_LATENCY_MS, Efficiency
 from costmodels.memory import GB
 from costmodels.transformer import (
     BYTES_BF16,
     attention_params,
     kv_bytes_per_token,
     mlp_params,
+    stage_params,
     total_params,
 )
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
+def weights_read_gb(m: ModelSpec, stage_layers: int, first: bool, last: bool, tp: int, batch: float) -> float:
+    """GB of weights one GPU of a TP group reads in a decode step of ``batch`` tokens (D2): its
+    shard of the stage, and for MoE only the experts the batch is expected to route to."""
+    shard = stage_params(m, stage_layers, first, last)
+    if m.is_moe:
+        e, k = m.num_experts, m.experts_per_token
+        expert = mlp_params(m, active=False) / e  # type: ignore[operator]
+        touched = e * (1 - (1 - k / e) ** max(batch, 0))  # type: ignore[operator]
+        shard -= stage_layers * (e - touched) * expert  # type: ignore[operator]
+    return BYTES_BF16 * shard / tp / GB
+
+
+def decode_step_time(m: ModelSpec, gpu: GPUSpec, *, tp: int, stage_layers: int, first: bool, last: bool,
+                     batch: float, context_tokens: float, efficiency: Efficiency,
+                     allreduce_s: Callable[[float], float], alltoall_s: Callable[[float], float] | None = None) -> dict[str, float]:
+    """One decode step of one pipeline stage on one GPU of its TP group, (D1)-(D4), seconds.
+
+    ``allreduce_s(volume_gb)`` is the TP group's all-reduce time (0 for tp = 1), ``alltoall_s``
+    the MoE expert exchange's; ``context_tokens`` is the batch's total context. The engine's CPU
+    overhead is the caller's (once per step, not per stage)."""
+    if batch <= 0:
+        return {"memory_s": 0.0, "compute_s": 0.0, "comm_s": 0.0, "step_s": 0.0}
+    kv_read = context_tokens * kv_bytes_per_token(m, stage_layers, tp) / GB
+    memory = (weights_read_gb(m, stage_layers, first, last, tp, batch) + kv_read) / efficiency.hbm_gbs(gpu)
+    active = stage_layers * (attention_params(m) + mlp_params(m, active=True)) + (m.vocab * m.hidden if last else 0)
+    flops = 2 * active * batch + 4 * context_tokens * m.hidden * stage_layers
+    compute = flops / (tp * efficiency.flops(gpu))
+    hidden_gb = batch * m.hidden * BYTES_BF16 / GB
+    comm = 2 * stage_layers * allreduce_s(hidden_gb) if tp > 1 else 0.0
+    if m.is_moe and tp > 1 and alltoall_s is not None:
+        comm += 2 * stage_layers * alltoall_s(hidden_gb * m.experts_per_token)  # type: ignore[operator]
+    return {"memory_s": memory, "compute_s": compute, "comm_s": comm, "step_s": max(memory, compute) + comm}
+
+
+def ring_allreduce_s(tp: int, hop_s: float, link_gbs: float, volume_gb: float) -> float:
+    """Ring all-reduce of ``volume_gb`` over ``tp`` GPUs: 2 (tp-1) steps of volume / tp (D4)."""
+    if tp <= 1:
+        return 0.0
+    return 2 * (tp - 1) * (hop_s + volume_gb / tp / link_gbs)
+
+
 class ServingParams(BaseModel):
-    """Serving-engine knobs (vLLM-like defaults). Efficiencies derate peak FLOP/s and HBM GB/s."""
+    """Serving-engine knobs (vLLM-like defaults); peaks are derated by the project's one
+    efficiency set."""
 
     model_config = _STRICT
 
-    compute_efficiency: float = Field(default=0.5, gt=0, le=1)
-    hbm_efficiency: float = Field(default=0.8, gt=0, le=1)
+    efficiency: Efficiency = Field(default_factory=Efficiency)
     max_num_seqs: int = Field(default=256, gt=0, description="engine's max concurrent sequences per instance")
     memory_utilization: float = Field(default=0.9, gt=0, le=1, description="share of GPU memory the engine may use")
     activation_reserve_gb: float = Field(default=2.0, ge=0, description="per-GPU memory kept for activations and graphs")
-    hop_latency_ms: float = Field(default=0.0015, ge=0, description="latency of one ring step between GPUs of a node (NVLink, NCCL low-latency protocol)")
+    hop_latency_ms: float = Field(default=INTRA_NODE_HOP_LATENCY_MS, ge=0, description="latency of one ring step between GPUs of a node (NVLink, NCCL low-latency protocol)")
 
 
 @dataclass(frozen=True)
 class Instance:
-    """One serving instance: a model on ``tp`` GPUs of one type (EP = TP for MoE)."""
+    """One serving instance: a model on ``tp`` GPUs of one type in one node (EP = TP for MoE)."""
 
     model: ModelSpec
     gpu: GPUSpec
@@ -72,7 +123,8 @@ class Instance:
 
     @property
     def link_gbs(self) -> float:
-        return self.gpu.intra_node_gb_per_s
+        """One-direction NVLink/PCIe bandwidth per GPU (a ring step sends one way)."""
+        return self.gpu.link_gb_per_s
 
     def weights_gb_per_gpu(self) -> float:
         return BYTES_BF16 * total_params(self.model) / self.tp / GB
@@ -89,37 +141,26 @@ class Instance:
             return 0
         return int(free * self.tp / self.kv_gb_per_token())
 
-    def _weights_read_gb(self, batch: int) -> float:
-        m = self.model
-        if not m.is_moe:
-            return self.weights_gb_per_gpu()
-        e, k = m.num_experts, m.experts_per_token
-        touched = e * (1 - (1 - k / e) ** max(batch, 0))  # type: ignore[operator]
-        expert = mlp_params(m, active=False) / e  # type: ignore[operator]
-        other = total_params(m) - m.layers * e * expert  # type: ignore[operator]
-        return BYTES_BF16 * (other + m.layers * touched * expert) / self.tp / GB
+    def _hop_s(self) -> float:
+        return self.params.hop_latency_ms / 1e3
 
     def _allreduce_s(self, volume_gb: float) -> float:
-        if self.tp == 1:
-            return 0.0
-        return 2 * (self.tp - 1) * self.params.hop_latency_ms / 1e3 + 2 * (self.tp - 1) / self.tp * volume_gb / self.link_gbs
+        return ring_allreduce_s(self.tp, self._hop_s(), self.link_gbs, volume_gb)
+
+    def _alltoall_s(self, volume_gb: float) -> float:
+        return (self.tp - 1) * self._hop_s() + volume_gb * (self.tp - 1) / self.tp / self.link_gbs
 
     def decode_step(self, batch: int, context_tokens: float) -> dict[str, float]:
-        """Seconds for one decode step of ``batch`` sequences holding ``context_tokens`` in total."""
-        m, p = self.model, self.params
-        if batch <= 0:
-            return {"memory_s": 0.0, "compute_s": 0.0, "comm_s": 0.0, "step_s": 0.0}
-        kv_read = context_tokens * kv_bytes_per_token(m, m.layers, self.tp) / GB
-        memory = (self._weights_read_gb(batch) + kv_read) / (self.gpu.hbm_gb_per_s * p.hbm_efficiency)
-        active = m.layers * (attention_params(m) + mlp_params(m, active=True)) + m.vocab * m.hidden
-        flops = 2 * active * batch + 4 * context_tokens * m.hidden * m.layers
-        compute = flops / (self.tp * self.gpu.tflops_bf16_dense * 1e12 * p.compute_efficiency)
-        hidden_gb = batch * m.hidden * BYTES_BF16 / GB
-        comm = 2 * m.layers * self._allreduce_s(hidden_gb)
-        if m.is_moe and self.tp > 1:
-            a2a = (self.tp - 1) * p.hop_latency_ms / 1e3 + hidden_gb * m.experts_per_token * (self.tp - 1) / self.tp / self.link_gbs  # type: ignore[operator]
-            comm += 2 * m.layers * a2a
-        return {"memory_s": memory, "compute_s": compute, "comm_s": comm, "step_s": max(memory, compute) + comm}
+        """Seconds for one decode step of ``batch`` sequences holding ``context_tokens`` in total:
+        :func:`decode_step_time` on the whole model plus the engine's per-step overhead."""
+        m = self.model
+        out = decode_step_time(m, self.gpu, tp=self.tp, stage_layers=m.layers, first=True, last=True, batch=batch,
+                               context_tokens=context_tokens, efficiency=self.params.efficiency,
+                               allreduce_s=self._allreduce_s, alltoall_s=self._alltoall_s)
+        if batch > 0:
+            out["overhead_s"] = self.params.efficiency.step_overhead_s(batch)
+            out["step_s"] += out["overhead_s"]
+        return out
 
     def prefill(self, tokens: int, context: int = 0) -> float:
         """Seconds to (re)compute the KV cache of ``tokens`` new tokens after ``context`` cached ones."""
@@ -129,15 +170,15 @@ class Instance:
         """Seconds to prefill several sequences in one batch: compute-bound (linear FLOPs plus
         causal attention per sequence), never faster than one pass over the weights, plus the TP
         all-reduces of the batch's hidden states."""
-        m, p = self.model, self.params
+        m, eff = self.model, self.params.efficiency
         contexts = contexts or [0] * len(tokens)
         total = sum(tokens)
         if total <= 0:
             return 0.0
         active = m.layers * (attention_params(m) + mlp_params(m, active=True))
         attn = sum(2 * 2 * m.hidden * m.layers * (t * c + t * (t + 1) / 2) for t, c in zip(tokens, contexts, strict=True))
-        compute = (2 * active * total + attn) / (self.tp * self.gpu.tflops_bf16_dense * 1e12 * p.compute_efficiency)
-        memory = self._weights_read_gb(total) / (self.gpu.hbm_gb_per_s * p.hbm_efficiency)
+        compute = (2 * active * total + attn) / (self.tp * eff.flops(self.gpu))
+        memory = weights_read_gb(m, m.layers, True, True, self.tp, total) / eff.hbm_gbs(self.gpu)
         comm = 2 * m.layers * self._allreduce_s(total * m.hidden * BYTES_BF16 / GB)
         return max(compute, memory) + comm
 

@@ -52,7 +52,7 @@ def test_evaluate_hand_written_plan_and_plan_file(tmp_path):
 
     doc = json.loads(proc.stdout)
     assert doc["breakdown"]["phases"]["weight_transfer"] == "sync"  # generation is disaggregated
-    assert set(doc["breakdown"]["tasks"]["actor_training"]) >= {"comp_s", "tp_s", "pp_s", "dp_s", "bubble_s", "hbm_s", "time_s"}
+    assert set(doc["breakdown"]["tasks"]["actor_training"]) >= {"comp_s", "tp_s", "pp_s", "dp_s", "bubble_s", "decode_s", "time_s"}
     out = tmp_path / "p.json"
     assert run_cli("plan", "placement", "--cluster", "small-8", "--workflow", "grpo-sync-qwen3-4b", "-o", str(out), "-q").returncode == 0
     proc = run_cli("evaluate", str(out))

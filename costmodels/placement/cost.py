@@ -1,25 +1,64 @@
-"""The HetRL analytic cost model of a placement plan (HetRL §3.3, Appendix B.2-B.4).
+"""The analytic cost model of a placement plan (HetRL §3.3, Appendix B.2-B.4), physically sound.
 
 ``evaluate_placement(problem, plan)`` returns the predicted iteration time in seconds and a
 breakdown per task and per component. It assumes the plan is structurally valid
 (``check_placement`` in ``costmodels.placement.check`` says so); the planner always validates
-first.
+first. Notation: replica i of DP, stage j of PP, TP degree tp, S_i the replica's sequences, P and
+R prompt and response lengths, W the actor's BF16 weights; every peak is derated by the one
+:class:`~costmodels.efficiency.Efficiency` (printed in every breakdown).
 
-Readings of the paper where its text is garbled or silent (a systems engineer's choice each):
+Term by term, where we follow Appendix B literally and where we depart (and why):
 
-* Ψ^gen and Ψ^inf take, per replica, ``max_j(C_comp + C_tp) + max_j C_pp (+ max_j C_hbm)``;
-  Ψ^train is ``max_i(max_j(C_comp + C_tp + C_pp) + C_bubble(i)) + C_dp`` (B.3).
-* Synchronous GRPO trains the actor, so its last term is C^5 (the paper prints C^6).
-* Decoding pays per-step latency that B.2 leaves out: each decode step of a TP group runs two
-  all-reduces per layer, and each PP boundary one hop; we add ``steps x hops x alpha``. Without it
-  a cross-region TP group would look as cheap as an NVLink one.
-* Decode steps are counted in whole batches, ``ceil(S_i / dbs)``, and the decode batch dbs is the
-  serving engine's limit capped by how many sequences' KV cache fit next to the resident models.
-* Φ applies η among tasks that share a GPU group; tasks on disjoint groups overlap fully
-  (``CostParams.group_aware_overlap``; off gives the paper's global η).
-* Weight transfer: synchronous plans whose generation shares GPUs with actor training pay
-  C_reshard (an all-gather inside each training replica); otherwise (async, or disjoint groups)
-  they pay C_sync = all-gather + broadcast + point-to-point (B.2 "Synchronization").
+* **Training and inference compute, TP, PP, bubble** (B.2 C_comp, C_tp, C_pp, C_bubble): literal
+  (forward FLOPs per layer 2*4*s*h^2 + 2*2*s^2*h + 2*3*s*h*h2 with the real GQA width;
+  3x / 4x for backward / recomputation; TP all-reduce volume 2 (tp-1)/tp * b*s*h; one PP hop per
+  micro-batch and direction), derated by ``compute`` efficiency (the paper: peak).
+* **DP gradient all-reduce** (B.2 C_dp): the paper's ring, with the gradient bytes the memory
+  model holds (FP32, ``grad_bytes_per_param``), not BF16: the same gradients in both.
+* Ψ^gen and Ψ^inf take, per replica, ``max_j(C_comp + C_tp) + max_j C_pp`` (+ decode);
+  Ψ^train is ``max_i(max_j(C_comp + C_tp + C_pp) + C_bubble(i)) + C_dp`` (B.3). Synchronous GRPO
+  trains the actor, so its last term is C^5 (the paper prints C^6).
+* **Prefill** (generation's C_comp): the prompt's forward pass, with TP/PP volumes over the prompt
+  only (the paper's s = P + R is the training sequence); with ``share_prompt_prefill`` the
+  responses of one prompt share its prefill, as vLLM's prefix cache does for GRPO/PPO groups.
+* **Decode** — departs (``decode_model="physical"``, the default). B.2 charges each step the
+  stage's weights over HBM bandwidth only: no KV-cache reads, no compute roofline, so a step costs
+  the same at 1k and 16k context and throughput grows without bound with the batch. We cost every
+  step with the project's one decode-step model (``costmodels.decode.decode_step_time``: weights +
+  KV read, compute roofline, 2 (tp-1) ring hops per all-reduce on the group's real links) plus the
+  engine's per-step overhead. The dbs sequences in flight per replica are spread over
+  m = min(PP, dbs) micro-batches of b = ceil(dbs/m); a token round costs
+
+      max(m * max_j t_j(b), sum_j t_j(b) + sum_j hop_j(b)) + overhead(dbs)
+
+  so m < PP is costed as the under-filled pipeline it is (the paper's formula assumes it full).
+  Contexts grow from P to P + R; each wave is integrated over its R steps by the midpoint rule
+  on :data:`DECODE_SEGMENTS` segments (exact for the linear memory term). Sequences run in waves of
+  dbs, the last one partial. ``decode_model="hetrl"`` keeps the paper's literal term (steps x
+  weights / HBM, ``ceil(S_i / dbs)`` full batches, plus our per-step TP/PP latency).
+* dbs is the plan's ``decode_batch``, or the workflow's limit capped by how many sequences' KV
+  cache fit next to the resident models; the KV of every sequence in flight is working memory.
+* **Overlap** (B.4 and Φ) — departs with ``group_aware_overlap`` (default): Φ applies η among
+  tasks that share a GPU group, tasks on disjoint groups overlap fully; in async mode generation
+  overlaps training only across disjoint GPUs: the period is
+  ``max(generation + Φ(inference and training tasks in generation's group), inference + training)``,
+  where the paper's ``max(generation, inference + training)`` would hide work that runs on the same
+  devices. Off: the paper's global η and literal async max.
+* **Weight transfer** (B.2 C_reshard / C_sync) — departs for C_sync. Synchronous plans whose
+  generation shares its group with actor training pay C_reshard (all-gather inside each training
+  replica, the slowest). Otherwise the paper charges one best-pair copy whatever the receivers;
+  we charge the fastest training replica's all-gather plus, for every zone z holding generation
+  GPUs, the arrival of the weights there and the fan-out inside it:
+
+      C_sync = min_i AG_i + max_z (A_z + F_z)
+      A_z = min over training GPU s, generation GPU r in z of route(s, r, W)   (0 if co-located)
+      F_z = (n_z - 2 + K) * ring_z(W / K)   for n_z >= 2 generation GPUs in z, else 0
+
+  ``route`` is the best pipelined path over the topology (``costmodels.comm.route_time``: relays
+  through other zones allowed, so a slow direct link is avoided when a detour is faster), F_z a
+  K-chunk pipelined chain broadcast (``costmodels.weight_sync``) over z's generation GPUs whose hop
+  is their bottleneck ring edge. Every generation GPU receives W (HetRL's broadcast-then-reshard).
+  Zones are fed in parallel (links are per zone pair).
 """
 
 from __future__ import annotations
@@ -29,6 +68,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from costmodels import comm
+from costmodels.decode import decode_step_time
 from costmodels.memory import GB, kv_capacity_sequences, tasklet_memory
 from costmodels.placement.problem import PlacementPlan, PlacementProblem, TaskPlacement
 from costmodels.transformer import (
@@ -39,6 +79,11 @@ from costmodels.transformer import (
     total_params,
 )
 from costmodels.workflow import ACTOR_GENERATION, ACTOR_TRAINING, Task, TaskKind
+
+#: segments of the midpoint rule over a decode wave's steps (context grows linearly)
+DECODE_SEGMENTS = 4
+#: chunks of the pipelined weight broadcast inside a zone
+BROADCAST_CHUNKS = 64
 
 
 @dataclass(frozen=True)
@@ -138,36 +183,52 @@ class _TaskCoster:
         self.exact = self.exact and r.exact
         return r.seconds
 
+    def _gpus(self, stage: list[int]) -> list[Any]:
+        """Distinct GPU types of a stage (a mixed TP group runs at its slowest member's pace)."""
+        seen: dict[str, Any] = {}
+        for d in stage:
+            g = self.topo.devices[d].gpu
+            seen.setdefault(g.name, g)
+        return list(seen.values())
+
     def cost(self) -> dict[str, Any]:
         kind = self.task.kind
         wf, m, tp, pp = self.wf, self.m, self.tp_.tp, self.tp_.pp
+        params = self.problem.params
+        eff = params.efficiency
+        gen = kind is TaskKind.GENERATION
         seq = wf.prompt_length + wf.response_length
-        seq_comp = wf.prompt_length if kind is TaskKind.GENERATION else seq
+        seq_comp = wf.prompt_length if gen else seq  # prefill covers the prompt; training the whole sequence
         train = kind is TaskKind.TRAINING
         comp_mult = (4 if wf.recompute else 3) if train else 1
         tp_mult = (6 if wf.recompute else 4) if train else 2
         pp_mult = 2 if train else 1
         layer_flops = layer_forward_flops(m, seq_comp)
         head_flops = lm_head_forward_flops(m, seq_comp)
-        cv_tp = BYTES_BF16 * wf.micro_batch_size * seq * m.hidden * 2 * (tp - 1) / tp / GB
-        cv_pp = BYTES_BF16 * wf.micro_batch_size * seq * m.hidden / GB
-        eff = self.problem.params.compute_efficiency
+        cv_tp = BYTES_BF16 * wf.micro_batch_size * seq_comp * m.hidden * 2 * (tp - 1) / tp / GB
+        cv_pp = BYTES_BF16 * wf.micro_batch_size * seq_comp * m.hidden / GB
+        literal = params.decode_model == "hetrl"
         per_replica = []
-        totals = {"comp_s": 0.0, "tp_s": 0.0, "pp_s": 0.0, "bubble_s": 0.0, "hbm_s": 0.0}
+        totals = {"comp_s": 0.0, "tp_s": 0.0, "pp_s": 0.0, "bubble_s": 0.0, "decode_s": 0.0}
+        decode_detail: dict[str, float] = {}
         decode_batches = []
         for i, replica in enumerate(self.idx):
             samples = wf.samples * self.shares[i]
-            nm = samples / wf.micro_batch_size
+            # prefill: one forward pass per prompt when the responses of a prompt share it
+            forward = samples / wf.responses_per_prompt if gen and params.share_prompt_prefill else samples
+            nm = forward / wf.micro_batch_size
             steps = 0.0
-            if kind is TaskKind.GENERATION:
+            dbs = 0
+            if gen:
                 dbs = self._decode_batch(replica)
                 decode_batches.append(dbs)
-                steps = wf.response_length * math.ceil(samples / dbs) if samples > 0 else 0.0
+                if literal:
+                    steps = wf.response_length * math.ceil(samples / dbs) if samples > 0 else 0.0
             comp, tpc, ppc, hbm = [], [], [], []
             for j, stage in enumerate(replica):
                 last = j == pp - 1
-                flops = samples * (self.split[j] * layer_flops + (head_flops if last else 0.0))
-                comp.append(max(comp_mult * flops / (self.topo.devices[d].gpu.tflops_bf16_dense * 1e12 * eff * tp) for d in stage))
+                flops = forward * (self.split[j] * layer_flops + (head_flops if last else 0.0))
+                comp.append(max(comp_mult * flops / (eff.flops(g) * tp) for g in self._gpus(stage)))
                 t = 0.0
                 if tp > 1:
                     t = tp_mult * nm * self.split[j] * self._ring(stage, cv_tp)
@@ -182,28 +243,82 @@ class _TaskCoster:
                 ppc.append(p)
                 if steps:
                     weights = BYTES_BF16 * stage_params(m, self.split[j], j == 0, last) / tp / GB
-                    hbm_eff = self.problem.params.hbm_efficiency
-                    hbm.append(max(steps * weights / (self.topo.devices[d].gpu.hbm_gb_per_s * hbm_eff) for d in stage))
+                    hbm.append(max(steps * weights / eff.hbm_gbs(g) for g in self._gpus(stage)))
                 else:
                     hbm.append(0.0)
+            decode = max(hbm) if literal else 0.0
+            if gen and not literal and samples > 0:
+                detail = self._decode_physical(replica, math.ceil(samples - 1e-9), dbs)
+                decode = detail["decode_s"]
+                for k, v in detail.items():
+                    decode_detail[k] = max(decode_detail.get(k, 0.0), v)
             if train:
                 core = max(c + t + p for c, t, p in zip(comp, tpc, ppc, strict=True))
                 bubble = sum(comp[j] + tpc[j] + ppc[j] for j in range(1, pp)) / nm if nm > 0 else 0.0
                 total = core + bubble
             else:
                 bubble = 0.0
-                total = max(c + t for c, t in zip(comp, tpc, strict=True)) + max(ppc) + max(hbm)
+                total = max(c + t for c, t in zip(comp, tpc, strict=True)) + max(ppc) + decode
             per_replica.append(total)
             totals["comp_s"] = max(totals["comp_s"], max(comp))
             totals["tp_s"] = max(totals["tp_s"], max(tpc))
             totals["pp_s"] = max(totals["pp_s"], max(ppc))
             totals["bubble_s"] = max(totals["bubble_s"], bubble)
-            totals["hbm_s"] = max(totals["hbm_s"], max(hbm))
+            totals["decode_s"] = max(totals["decode_s"], decode)
         dp_s = self._dp_cost() if train else 0.0
         out: dict[str, Any] = {"time_s": max(per_replica) + dp_s, **totals, "dp_s": dp_s}
         out["replica_times_s"] = per_replica
         if decode_batches:
             out["decode_batch"] = decode_batches
+        if decode_detail:
+            out["decode"] = decode_detail
+        return out
+
+    def _round_time(self, replica: list[list[int]], b: int, micro: int, context: float, ar: list[float], hops: list[float]) -> dict[str, float]:
+        """One token round of ``micro`` micro-batches of ``b`` sequences, each holding
+        ``context`` tokens: every micro-batch passes every stage once (module doc)."""
+        m, tp, eff = self.m, self.tp_.tp, self.problem.params.efficiency
+        pp = len(replica)
+        stage_t, mem, cmp_, com = [], 0.0, 0.0, 0.0
+        for j, stage in enumerate(replica):
+            worst = None
+            for g in self._gpus(stage):
+                r = decode_step_time(m, g, tp=tp, stage_layers=self.split[j], first=j == 0, last=j == pp - 1, batch=b,
+                                     context_tokens=b * context, efficiency=eff, allreduce_s=lambda _v, j=j: ar[j])
+                if worst is None or r["step_s"] > worst["step_s"]:
+                    worst = r
+            assert worst is not None
+            stage_t.append(worst["step_s"])
+            mem, cmp_, com = mem + worst["memory_s"], cmp_ + worst["compute_s"], com + worst["comm_s"]
+        chain = sum(stage_t) + sum(hops)
+        full = micro * max(stage_t)
+        overhead = eff.step_overhead_s(b * micro)
+        return {"round_s": max(full, chain) + overhead, "memory_s": mem, "compute_s": cmp_, "comm_s": com,
+                "pipeline_s": max(full, chain) - sum(stage_t), "overhead_s": overhead}
+
+    def _decode_physical(self, replica: list[list[int]], sequences: int, dbs: int) -> dict[str, float]:
+        """Decode time of one replica's ``sequences`` with ``dbs`` in flight (module doc)."""
+        wf, m, tp = self.wf, self.m, self.tp_.tp
+        pp = len(replica)
+        waves = [dbs] * (sequences // dbs) + ([sequences % dbs] if sequences % dbs else [])
+        out = {"decode_s": 0.0, "memory_s": 0.0, "compute_s": 0.0, "comm_s": 0.0, "pipeline_s": 0.0, "overhead_s": 0.0, "steps": 0.0}
+        seg = wf.response_length / DECODE_SEGMENTS
+        for width in sorted(set(waves)):
+            count = waves.count(width)
+            micro = min(pp, width)
+            b = math.ceil(width / micro)
+            hidden_gb = b * m.hidden * BYTES_BF16 / GB
+            # 2 (tp-1) ring steps of volume / tp, each at the ring's slowest edge (D4)
+            ar = [2 * (tp - 1) * self._ring(stage, hidden_gb / tp) if tp > 1 else 0.0 for stage in replica]
+            hops = [comm.best_pair(self.topo, replica[j], replica[j + 1], hidden_gb) for j in range(pp - 1)]
+            for k in range(DECODE_SEGMENTS):
+                ctx = wf.prompt_length + (k + 0.5) * seg
+                r = self._round_time(replica, b, micro, ctx, ar, hops)
+                out["decode_s"] += count * seg * r["round_s"]
+                for key in ("memory_s", "compute_s", "comm_s", "pipeline_s", "overhead_s"):
+                    out[key] += count * seg * r[key]
+            out["steps"] += count * wf.response_length
+        out["micro_batches"] = float(min(pp, dbs))
         return out
 
     def _decode_batch(self, replica: list[list[int]]) -> int:
@@ -230,7 +345,7 @@ class _TaskCoster:
         worst = 0.0
         for j in range(self.tp_.pp):
             params = stage_params(self.m, self.split[j], j == 0, j == self.tp_.pp - 1) / tp
-            cv = BYTES_BF16 * params * 2 * (dp - 1) / dp / GB
+            cv = self.problem.params.grad_bytes_per_param * params * 2 * (dp - 1) / dp / GB
             for k in range(tp):
                 devices = [self.idx[i][j][k] for i in range(dp)]
                 worst = max(worst, self._ring(devices, cv))
@@ -242,21 +357,6 @@ def task_cost(problem: PlacementProblem, task: Task, tp_: TaskPlacement, mem: di
     ``mem`` (the plan's per-GPU memory) is needed only by generation without ``decode_batch``."""
     coster = _TaskCoster(problem, task, tp_, mem)
     return coster.cost(), coster.exact
-
-
-def _replica_devices(idx: list[list[list[int]]], i: int) -> list[int]:
-    return [d for stage in idx[i] for d in stage]
-
-
-@dataclass(frozen=True)
-class TransferParts:
-    """Pieces of C_reshard / C_sync (HetRL B.2): all-gather per training replica, broadcast per
-    generation replica, and the best training-to-generation point-to-point copy."""
-
-    allgather_s: tuple[float, ...]
-    broadcast_s: tuple[float, ...]
-    p2p_s: float
-    exact: bool
 
 
 def full_weights_gb(problem: PlacementProblem) -> float:
@@ -278,29 +378,57 @@ def replica_allgather(problem: PlacementProblem, tp_: TaskPlacement) -> tuple[li
     return out, exact
 
 
-def transfer_parts(problem: PlacementProblem, train: TaskPlacement, gen: TaskPlacement) -> TransferParts:
-    index = problem.topology.index_of()
-    ag, e1 = replica_allgather(problem, train)
-    bc, e2 = replica_allgather(problem, gen)
-    p2p = comm.best_pair(problem.topology, [index[d] for d in train.all_devices()], [index[d] for d in gen.all_devices()], full_weights_gb(problem))
-    return TransferParts(tuple(ag), tuple(bc), p2p, e1 and e2)
+def zone_fanout(problem: PlacementProblem, receivers: list[int]) -> float:
+    """F_z: pipelined chain broadcast of the full weights from one GPU of the zone to the others
+    (module doc); ``receivers`` are the zone's generation GPUs (topology indices)."""
+    n = len(receivers)
+    if n < 2:
+        return 0.0
+    full = full_weights_gb(problem)
+    hop = comm.bottleneck_ring(problem.topology, receivers, full / BROADCAST_CHUNKS).seconds
+    # weight_sync.pipelined_broadcast_s to n - 1 receivers after the first: (n - 2 + K) chunk hops,
+    # each at the chain's slowest edge (alpha + W / K / beta)
+    return (n - 2 + BROADCAST_CHUNKS) * hop
 
 
-def weight_transfer(problem: PlacementProblem, plan: PlacementPlan) -> tuple[str, float, bool]:
-    """C_reshard or C_sync of HetRL B.2, whichever the plan's layout needs (see module doc)."""
+def gen_zones(problem: PlacementProblem, gen_devices: list[int]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for d in gen_devices:
+        out.setdefault(problem.topology.devices[d].zone, []).append(d)
+    return out
+
+
+def sync_arrivals(problem: PlacementProblem, train_devices: list[int], gen_devices: list[int], together: bool) -> dict[str, dict[str, float]]:
+    """A_z and F_z of every zone holding generation GPUs (module doc)."""
+    full = full_weights_gb(problem)
+    topo = problem.topology
+    out = {}
+    for z, receivers in gen_zones(problem, gen_devices).items():
+        arrival = 0.0 if together else min(comm.route_time(topo, s, r, full) for s in train_devices for r in receivers)
+        out[z] = {"arrival_s": arrival, "fanout_s": zone_fanout(problem, receivers)}
+    return out
+
+
+def weight_transfer(problem: PlacementProblem, plan: PlacementPlan) -> tuple[str, float, dict[str, Any], bool]:
+    """C_reshard or C_sync (module doc), whichever the plan's layout needs, with its parts."""
     train = plan.task(ACTOR_TRAINING)
     gen = plan.task(ACTOR_GENERATION)
     groups = plan.group_of()
-    if problem.workflow.mode == "sync" and groups[ACTOR_GENERATION] == groups[ACTOR_TRAINING]:
-        ag, exact = replica_allgather(problem, train)
-        return "reshard", max(ag), exact
-    parts = transfer_parts(problem, train, gen)
-    return "sync", min(parts.allgather_s) + max(parts.broadcast_s) + parts.p2p_s, parts.exact
+    together = groups[ACTOR_GENERATION] == groups[ACTOR_TRAINING]
+    ag, exact = replica_allgather(problem, train)
+    if problem.workflow.mode == "sync" and together:
+        return "reshard", max(ag), {"allgather_s": max(ag)}, exact
+    index = problem.topology.index_of()
+    zones = sync_arrivals(problem, [index[d] for d in train.all_devices()], [index[d] for d in gen.all_devices()], together)
+    worst = max((v["arrival_s"] + v["fanout_s"] for v in zones.values()), default=0.0)
+    return "sync", min(ag) + worst, {"allgather_s": min(ag), "zones": zones}, exact
 
 
 def evaluate_placement(problem: PlacementProblem, plan: PlacementPlan) -> Evaluation:
-    """Predicted seconds per iteration of ``plan`` (HetRL Appendix B.4) and its breakdown."""
+    """Predicted seconds per iteration of ``plan`` (HetRL Appendix B.4, module doc) and its
+    breakdown."""
     wf = problem.workflow
+    params = problem.params
     mem = device_memory(problem, plan)
     groups = plan.group_of()
     task_costs: dict[str, dict[str, Any]] = {}
@@ -309,9 +437,9 @@ def evaluate_placement(problem: PlacementProblem, plan: PlacementPlan) -> Evalua
         task_costs[task.name], task_exact = task_cost(problem, task, plan.task(task.name), mem)
         exact = exact and task_exact
 
-    def stage_cost(kind: TaskKind) -> float:
-        names = [t.name for t in problem.tasks if t.kind is kind]
-        if not problem.params.group_aware_overlap:
+    def stage_cost(kind: TaskKind, only_group: int | None = None) -> float:
+        names = [t.name for t in problem.tasks if t.kind is kind and (only_group is None or groups[t.name] == only_group)]
+        if not params.group_aware_overlap:
             return phi([task_costs[n]["time_s"] for n in names], wf.eta)
         by_group: dict[int, list[float]] = {}
         for n in names:
@@ -321,10 +449,18 @@ def evaluate_placement(problem: PlacementProblem, plan: PlacementPlan) -> Evalua
     gen = task_costs[ACTOR_GENERATION]["time_s"]
     inf = stage_cost(TaskKind.INFERENCE)
     trn = stage_cost(TaskKind.TRAINING)
-    transfer_kind, transfer, transfer_exact = weight_transfer(problem, plan)
+    transfer_kind, transfer, transfer_parts, transfer_exact = weight_transfer(problem, plan)
     exact = exact and transfer_exact
+    phases: dict[str, Any] = {"generation_s": gen, "inference_s": inf, "training_s": trn, "weight_transfer_s": transfer,
+                              "weight_transfer": transfer_kind, "weight_transfer_parts": transfer_parts}
     if wf.mode == "sync":
         total = gen + inf + trn + transfer
+    elif params.group_aware_overlap:
+        # generation overlaps training only on other GPUs: its group is busy with what shares it
+        g = groups[ACTOR_GENERATION]
+        busy = gen + stage_cost(TaskKind.INFERENCE, g) + stage_cost(TaskKind.TRAINING, g)
+        phases["generation_group_busy_s"] = busy
+        total = max(busy, inf + trn) + transfer
     else:
         total = max(gen, inf + trn) + transfer
     peak = max(((s["model_gb"] + s["working_gb"]) / s["capacity_gb"], d) for d, s in mem.items())
@@ -332,9 +468,12 @@ def evaluate_placement(problem: PlacementProblem, plan: PlacementPlan) -> Evalua
         "iteration_time_s": total,
         "throughput_samples_per_s": wf.samples / total if total > 0 else math.inf,
         "throughput_tokens_per_s": wf.samples * (wf.prompt_length + wf.response_length) / total if total > 0 else math.inf,
-        "phases": {"generation_s": gen, "inference_s": inf, "training_s": trn, "weight_transfer_s": transfer, "weight_transfer": transfer_kind},
+        "phases": phases,
         "tasks": task_costs,
         "memory": {"peak_utilization": peak[0], "tightest_device": problem.topology.devices[peak[1]].id},
+        "efficiency": params.efficiency.summary(),
+        "model": {"decode": params.decode_model, "group_aware_overlap": params.group_aware_overlap,
+                  "share_prompt_prefill": params.share_prompt_prefill},
         "ring_exact": exact,
     }
     return Evaluation(total, breakdown)

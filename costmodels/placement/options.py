@@ -22,7 +22,13 @@ from typing import Any
 import numpy as np
 
 from costmodels import comm
-from costmodels.placement.cost import full_weights_gb, replica_allgather, task_cost, task_memory
+from costmodels.placement.cost import (
+    full_weights_gb,
+    replica_allgather,
+    task_cost,
+    task_memory,
+    zone_fanout,
+)
 from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.space import (
     TaskConfig,
@@ -43,11 +49,15 @@ class Candidate:
     working: np.ndarray
     ag_min: float = 0.0
     ag_max: float = 0.0
-    bc_max: float = 0.0
 
 
 @dataclass
 class GroupOption:
+    """One way to run a task subset on a composition. ``busy`` is what keeps generation's GPUs
+    busy (generation plus the group's inference and training phases; 0 without generation);
+    ``xfer`` the group's own weight-transfer share (C_reshard, or the training all-gather of
+    C_sync); ``fanout`` F_z per zone of the group's generation GPUs (C_sync; none for C_reshard)."""
+
     tasks: tuple[str, ...]
     comp: tuple[int, ...]
     configs: dict[str, TaskConfig]
@@ -55,10 +65,12 @@ class GroupOption:
     inf: float
     trn: float
     xfer: float
+    busy: float = 0.0
+    fanout: dict[str, float] | None = None
 
 
 def dominates(a: Candidate, b: Candidate) -> bool:
-    return (a.time <= b.time and a.ag_min <= b.ag_min and a.ag_max <= b.ag_max and a.bc_max <= b.bc_max
+    return (a.time <= b.time and a.ag_min <= b.ag_min and a.ag_max <= b.ag_max
             and bool(np.all(a.model <= b.model)) and bool(np.all(a.working <= b.working)))
 
 
@@ -89,43 +101,42 @@ def pareto_rows(rows: list[tuple[tuple[float, ...], Any]]) -> list[Any]:
 class Partial:
     """A partial combination of task configurations on one composition."""
 
-    key: tuple[float, ...]  # gen, inf_max, inf_sum, trn_max, trn_sum, ag_min, ag_max, bc_max
+    key: tuple[float, ...]  # gen, inf_max, inf_sum, trn_max, trn_sum, ag_min, ag_max
     model: np.ndarray
     working: np.ndarray
     configs: dict[str, TaskConfig]
 
     @staticmethod
     def empty(n: int) -> Partial:
-        return Partial((0.0,) * 8, np.zeros(n), np.zeros(n), {})
+        return Partial((0.0,) * 7, np.zeros(n), np.zeros(n), {})
 
     def add(self, name: str, kind: TaskKind, c: Candidate) -> Partial:
-        gen, imax, isum, tmax, tsum, agn, agx, bcx = self.key
+        gen, imax, isum, tmax, tsum, agn, agx = self.key
         if kind is TaskKind.GENERATION:
             gen = c.time
-            bcx = c.bc_max
         elif kind is TaskKind.INFERENCE:
             imax, isum = max(imax, c.time), isum + c.time
         else:
             tmax, tsum = max(tmax, c.time), tsum + c.time
         if name == ACTOR_TRAINING:
             agn, agx = c.ag_min, c.ag_max
-        return Partial((gen, imax, isum, tmax, tsum, agn, agx, bcx), self.model + c.model,
+        return Partial((gen, imax, isum, tmax, tsum, agn, agx), self.model + c.model,
                         np.maximum(self.working, c.working), {**self.configs, name: c.cfg})
 
-    def option(self, subset: tuple[str, ...], comp: tuple[int, ...], wf: Any) -> GroupOption:
-        gen, imax, isum, tmax, tsum, agn, agx, bcx = self.key
+    def option(self, subset: tuple[str, ...], comp: tuple[int, ...], wf: Any, fanout: dict[str, float]) -> GroupOption:
+        """The group option of this combination (``fanout``: F_z of the group's GPUs)."""
+        gen, imax, isum, tmax, tsum, agn, agx = self.key
         inf = wf.eta * imax + (1 - wf.eta) * isum
         trn = wf.eta * tmax + (1 - wf.eta) * tsum
         has_gen, has_train = ACTOR_GENERATION in subset, ACTOR_TRAINING in subset
-        if has_gen and has_train:
-            xfer = agx if wf.mode == "sync" else agn + bcx
+        if has_gen and has_train and wf.mode == "sync":
+            xfer, fan = agx, None  # C_reshard
         elif has_train:
-            xfer = agn
-        elif has_gen:
-            xfer = bcx
+            xfer, fan = agn, (fanout if has_gen else None)
         else:
-            xfer = 0.0
-        return GroupOption(subset, comp, dict(self.configs), gen, inf, trn, xfer)
+            xfer, fan = 0.0, (fanout if has_gen else None)
+        busy = gen + inf + trn if has_gen else 0.0
+        return GroupOption(subset, comp, dict(self.configs), gen, inf, trn, xfer, busy, fan)
 
 
 def prune_partials(states: list[Partial], deadline: Deadline = UNLIMITED) -> list[Partial]:
@@ -161,6 +172,8 @@ class GroupOptions:
         self._index = problem.topology.index_of()
         self._cands: dict[tuple[str, tuple[int, ...]], list[Candidate]] = {}
         self._opts: dict[tuple[tuple[str, ...], tuple[int, ...]], list[GroupOption]] = {}
+        self._fan: dict[Any, dict[str, float]] = {}
+        self._routes: dict[tuple[int, int], float] | None = None
         self.evaluations = 0
 
     def gpus(self, comp: tuple[int, ...]) -> list[str]:
@@ -197,12 +210,9 @@ class GroupOptions:
             cost, _ = task_cost(p, task, placement)
             self.evaluations += 1
             cand = Candidate(cfg, cost["time_s"], model, working)
-            if name in (ACTOR_TRAINING, ACTOR_GENERATION):
+            if name == ACTOR_TRAINING:
                 ag, _ = replica_allgather(p, placement)
-                if name == ACTOR_TRAINING:
-                    cand.ag_min, cand.ag_max = min(ag), max(ag)
-                else:
-                    cand.bc_max = max(ag)
+                cand.ag_min, cand.ag_max = min(ag), max(ag)
             cands.append(cand)
         self._cands[key] = pareto_candidates(cands)
         return self._cands[key]
@@ -228,7 +238,7 @@ class GroupOptions:
         _, first, inverse = np.unique(cols, axis=1, return_index=True, return_inverse=True)
         keep_cols = np.sort(first)
         capacity = capacity[keep_cols]
-        lists = [[Candidate(c.cfg, c.time, c.model[keep_cols], c.working[keep_cols], c.ag_min, c.ag_max, c.bc_max) for c in lst] for lst in lists]
+        lists = [[Candidate(c.cfg, c.time, c.model[keep_cols], c.working[keep_cols], c.ag_min, c.ag_max) for c in lst] for lst in lists]
         states = [Partial.empty(len(capacity))]
         for name, lst in zip(subset, lists, strict=True):
             merged = [s.add(name, self.tasks[name].kind, c) for s in states for c in lst]
@@ -237,10 +247,11 @@ class GroupOptions:
             states = prune_partials(merged, deadline)
             if not states:
                 break
+        fanout = self.fanout(comp) if ACTOR_GENERATION in subset else {}
         rows = []
         for st in states:
-            o = st.option(subset, comp, self.problem.workflow)
-            rows.append(((o.gen, o.inf, o.trn, o.xfer), o))
+            o = st.option(subset, comp, self.problem.workflow, fanout)
+            rows.append(((o.gen, o.inf, o.trn, o.xfer, o.busy), o))
         return self._store(key, pareto_rows(rows), keep is None or cache_pruned)
 
     def _store(self, key: Any, out: list[GroupOption], cache: bool) -> list[GroupOption]:
@@ -248,39 +259,69 @@ class GroupOptions:
             self._opts[key] = out
         return out
 
-    def p2p_weights(self) -> dict[tuple[int, int], float]:
-        """Full-weights copy time between a GPU of class a and a different GPU of class b."""
-        topo = self.problem.topology
-        full = full_weights_gb(self.problem)
-        out = {}
-        for a, (_, ga) in enumerate(self.classes):
-            for b, (_, gb) in enumerate(self.classes):
-                if a == b and len(ga) < 2:
-                    continue
-                da, db = self._index[ga[0]], self._index[gb[1] if a == b else gb[0]]
-                out[(a, b)] = comm.link_time(topo, da, db, full)
-        return out
+    def zone_of_class(self) -> list[str]:
+        index = self._index
+        return [self.problem.topology.devices[index[g[0]]].zone for _, g in self.classes]
+
+    def fanout(self, comp: tuple[int, ...]) -> dict[str, float]:
+        """F_z of the generation GPUs of a composition, per zone (``cost.zone_fanout``)."""
+        key = ("fanout", comp)
+        if key not in self._fan:
+            zones: dict[str, list[int]] = {}
+            for g in self.gpus(comp):
+                d = self._index[g]
+                zones.setdefault(self.problem.topology.devices[d].zone, []).append(d)
+            self._fan[key] = {z: zone_fanout(self.problem, devs) for z, devs in zones.items()}
+        return self._fan[key]
+
+    def routes(self) -> dict[tuple[int, int], float]:
+        """R(a, b): full-weights route time from a training GPU of class b to a different
+        (generation) GPU of class a (``comm.route_time``); absent when class a == b has one GPU."""
+        if self._routes is None:
+            topo = self.problem.topology
+            full = full_weights_gb(self.problem)
+            out = {}
+            for a, (_, ga) in enumerate(self.classes):
+                for b, (_, gb) in enumerate(self.classes):
+                    if a == b and len(ga) < 2:
+                        continue
+                    da, db = self._index[ga[0]], self._index[gb[1] if a == b else gb[0]]
+                    out[(a, b)] = comm.route_time(topo, db, da, full)
+            self._routes = out
+        return self._routes
+
+    def sync_time(self, gen_comp: tuple[int, ...], train_comp: tuple[int, ...], together: bool) -> float:
+        """max_z (A_z + F_z) of C_sync for generation and actor training on these compositions
+        (the evaluator's ``cost.sync_arrivals`` at class level)."""
+        routes = self.routes()
+        zone = self.zone_of_class()
+        fan = self.fanout(gen_comp)
+        worst = 0.0
+        for z, f in fan.items():
+            arrival = 0.0
+            if not together:
+                arrival = min(routes[(a, b)] for a, na in enumerate(gen_comp) if na and zone[a] == z
+                              for b, nb in enumerate(train_comp) if nb and (a, b) in routes)
+            worst = max(worst, arrival + f)
+        return worst
 
 
-def combine(options_per_group: list[list[GroupOption]], mode: str, p2p: float) -> tuple[float, list[GroupOption]] | None:
-    """Best choice of one option per group: iteration time (HetRL B.4) and the options.
-
-    ``p2p`` is the point-to-point weight copy when generation and actor training sit in
-    different groups (0 otherwise); it depends only on the groups' compositions."""
-    states: list[tuple[tuple[float, float, float, float], list[GroupOption]]] = [((0.0, 0.0, 0.0, 0.0), [])]
+def combine(options_per_group: list[list[GroupOption]], mode: str, sync_s: float) -> tuple[float, list[GroupOption]] | None:
+    """Best choice of one option per group: iteration time (HetRL B.4 as ``cost`` reads it) and
+    the options. ``sync_s`` is max_z (A_z + F_z) of C_sync, fixed by the groups' compositions
+    (0 when synchronous generation shares its group with actor training: C_reshard)."""
+    states: list[tuple[tuple[float, ...], list[GroupOption]]] = [((0.0, 0.0, 0.0, 0.0, 0.0), [])]
     for opts in options_per_group:
         if not opts:
             return None
         merged = []
-        for (g, i, t, x), chosen in states:
+        for (g, i, t, x, b), chosen in states:
             for o in opts:
-                merged.append(((g + o.gen, max(i, o.inf), max(t, o.trn), x + o.xfer), [*chosen, o]))
+                merged.append(((g + o.gen, max(i, o.inf), max(t, o.trn), x + o.xfer, b + o.busy), [*chosen, o]))
         states = pareto_pairs(merged)
     best = None
-    for (g, i, t, x), chosen in states:
-        total = (g + i + t if mode == "sync" else max(g, i + t)) + x + p2p
+    for (g, i, t, x, b), chosen in states:
+        total = (g + i + t if mode == "sync" else max(b, i + t)) + x + sync_s
         if best is None or total < best[0]:
             best = (total, chosen)
     return best
-
-

@@ -7,17 +7,18 @@ every tasklet l^t_{i,j,k} (replica i, stage j, TP rank k) to one GPU (Level 5):
 
 Optional load balancing (HetRL §4.2): ``batch_shares[i]`` is replica i's share of the task's
 samples (uneven local batch sizes) and ``layers_per_stage[j]`` is stage j's layer count (uneven
-layer split).
+layer split); absent means even.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from costmodels.cluster import ClusterSpec, Topology, build_topology
+from costmodels.efficiency import Efficiency
 from costmodels.workflow import Task, WorkflowSpec
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
@@ -26,22 +27,33 @@ _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 class CostParams(BaseModel):
     """Knobs of the analytic cost model; they travel with a plan so it can be re-checked.
 
-    Defaults follow HetRL Appendix B (peak FLOP/s and HBM bandwidth, no efficiency derating) and
-    Megatron's mixed-precision Adam with the distributed optimizer: BF16 weights (2 B/param),
-    FP32 gradients (4 B/param) and FP32 master weights + Adam moments (12 B/param) sharded over DP.
+    Peaks are derated by the project's one :class:`~costmodels.efficiency.Efficiency` (the same
+    defaults as ``rlplan estimate`` and the generation simulator). Memory follows Megatron's
+    mixed-precision Adam with the distributed optimizer: BF16 weights (2 B/param), FP32 gradients
+    (4 B/param, also what the DP all-reduce sends) and FP32 master weights + Adam moments
+    (12 B/param) sharded over DP. ``decode_model="hetrl"`` and ``group_aware_overlap=False``
+    reproduce HetRL Appendix B's literal terms (see ``costmodels.placement.cost``).
     """
 
     model_config = _STRICT
 
-    compute_efficiency: float = Field(default=1.0, gt=0, le=1)
-    hbm_efficiency: float = Field(default=1.0, gt=0, le=1)
+    efficiency: Efficiency = Field(default_factory=Efficiency)
     memory_reserve_gb: float = Field(default=1.0, ge=0, description="per-GPU memory kept for the runtime")
     grad_bytes_per_param: float = Field(default=4.0, ge=0)
     optimizer_bytes_per_param: float = Field(default=12.0, ge=0)
     distributed_optimizer: bool = True
     group_aware_overlap: bool = Field(
         default=True,
-        description="tasks on disjoint GPU groups run fully in parallel; eta applies within a group",
+        description="tasks on disjoint GPU groups run fully in parallel and tasks sharing GPUs add up (eta within a "
+                    "group); false: HetRL's literal global eta and async max(generation, training)",
+    )
+    decode_model: Literal["physical", "hetrl"] = Field(
+        default="physical",
+        description="physical: the project's decode step (weights + KV reads, compute roofline, pipelined micro-batches); "
+                    "hetrl: Appendix B.2's weights-only term, to reproduce the paper",
+    )
+    share_prompt_prefill: bool = Field(
+        default=True, description="responses of one prompt share its prefill (prefix KV), as GRPO/PPO groups do in vLLM",
     )
 
 
@@ -57,7 +69,7 @@ class TaskPlacement(BaseModel):
     devices: list[list[list[str]]]
     layers_per_stage: list[int] | None = None
     batch_shares: list[float] | None = None
-    decode_batch: int | None = Field(default=None, ge=1, description="generation only: the serving engine's max concurrent sequences per replica (dbs); its KV cache counts as working memory. When absent, dbs is the workflow's limit capped by the memory left beside the resident models.")
+    decode_batch: int | None = Field(default=None, ge=1, description="generation only: sequences in flight per replica (dbs; with PP, spread over up to PP micro-batches); their KV cache counts as working memory. When absent, dbs is the workflow's limit capped by the memory left beside the resident models.")
 
     def all_devices(self) -> list[str]:
         return [d for replica in self.devices for stage in replica for d in stage]

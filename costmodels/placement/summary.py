@@ -11,8 +11,21 @@ from costmodels.problem import Summary
 
 def _phases(breakdown: dict[str, Any]) -> str:
     ph = breakdown["phases"]
-    return (f"generation {ph['generation_s']:.2f} s + inference {ph['inference_s']:.2f} s + training {ph['training_s']:.2f} s"
+    text = (f"generation {ph['generation_s']:.2f} s + inference {ph['inference_s']:.2f} s + training {ph['training_s']:.2f} s"
             f" + {ph['weight_transfer']} {ph['weight_transfer_s']:.2f} s")
+    if "generation_group_busy_s" in ph:
+        text += f" (async: generation's GPUs busy {ph['generation_group_busy_s']:.2f} s)"
+    return text
+
+
+def _efficiency(breakdown: dict[str, Any]) -> str:
+    """The one efficiency/latency set every term was derated with, and the model variant."""
+    e, m = breakdown["efficiency"], breakdown["model"]
+    text = (f"efficiency: compute {e['compute']:.0%} of peak, HBM {e['hbm']:.0%}, NVLink hop {e['intra_node_hop_latency_ms'] * 1e3:.1f} us,"
+            f" decode step overhead {e['decode_step_overhead_ms']:.2f} ms + {e['decode_sequence_overhead_us']:.0f} us/seq")
+    if e.get("per_gpu"):
+        text += " (per-GPU overrides: " + ", ".join(sorted(e["per_gpu"])) + ")"
+    return text + f"; decode model {m['decode']}"
 
 
 def placement_summary(problem: PlacementProblem, plan: PlacementPlan, objective: float, breakdown: dict[str, Any],
@@ -25,7 +38,7 @@ def placement_summary(problem: PlacementProblem, plan: PlacementPlan, objective:
         c = breakdown["tasks"][tp_.task]
         comm = c["tp_s"] + c["pp_s"] + c["dp_s"]
         rows.append((tp_.task, str(group_of[tp_.task]), str(tp_.tp), str(tp_.pp), str(tp_.dp), str(len(tp_.all_devices())),
-                     f"{c['time_s']:.1f}", f"{c['comp_s']:.1f}", f"{comm:.1f}", f"{c['hbm_s']:.1f}"))
+                     f"{c['time_s']:.1f}", f"{c['comp_s']:.1f}", f"{comm:.1f}", f"{c['decode_s']:.1f}"))
     groups = []
     for gi, g in enumerate(plan.groups):
         mix: dict[str, int] = {}
@@ -35,22 +48,22 @@ def placement_summary(problem: PlacementProblem, plan: PlacementPlan, objective:
     mem = breakdown["memory"]
     return Summary(
         title=f"placement by {solver}: {objective:.2f} s/iteration, {breakdown['throughput_samples_per_s']:.1f} samples/s ({status})",
-        columns=("task", "grp", "TP", "PP", "DP", "GPUs", "time s", "comp", "comm", "hbm"),
+        columns=("task", "grp", "TP", "PP", "DP", "GPUs", "time s", "comp", "comm", "decode"),
         rows=rows,
         caption="; ".join(groups) + "\n" + _phases(breakdown)
-        + f"; peak memory {mem['peak_utilization']:.0%} on {mem['tightest_device']}",
+        + f"; peak memory {mem['peak_utilization']:.0%} on {mem['tightest_device']}\n" + _efficiency(breakdown),
     )
 
 
 def placement_cost_table(problem: PlacementProblem, plan: PlacementPlan, objective: float, breakdown: dict[str, Any],
                          source: str) -> Summary:
     """``rlplan evaluate``: every cost component per task, in seconds."""
-    keys = ("time_s", "comp_s", "tp_s", "pp_s", "dp_s", "bubble_s", "hbm_s")
+    keys = ("time_s", "comp_s", "tp_s", "pp_s", "dp_s", "bubble_s", "decode_s")
     rows = [(name, *(f"{c[k]:.2f}" for k in keys)) for name, c in breakdown["tasks"].items()]
     return Summary(
         title=f"{source}: {objective:.2f} s per iteration",
-        columns=("task", "time", "comp", "tp", "pp", "dp", "bubble", "hbm"),
+        columns=("task", "time", "comp", "tp", "pp", "dp", "bubble", "decode"),
         rows=rows,
         caption=f"seconds; iteration {breakdown['iteration_time_s']:.2f} s = {_phases(breakdown)};"
-                f" rings {'exact' if breakdown['ring_exact'] else 'upper bounds (heuristic)'}",
+                f" rings {'exact' if breakdown['ring_exact'] else 'upper bounds (heuristic)'}\n{_efficiency(breakdown)}",
     )

@@ -6,28 +6,34 @@ configuration per task in T_o) whose costs are computed by the cost model itself
 
 * ``gen_o``  generation time C^1 if actor generation is in T_o, else 0;
 * ``inf_o``  Φ_η over the inference tasks of T_o;  ``trn_o`` Φ_η over its training tasks;
-* ``xfer_o`` its share of the weight transfer: C_reshard (sync, generation and actor training
-  together), min all-gather + max broadcast (async, together), min all-gather (actor training
-  without generation), max broadcast (generation without actor training).
+* ``busy_o`` gen_o + inf_o + trn_o if generation is in T_o (what keeps generation's GPUs busy in
+  async mode: tasks sharing GPUs add up), else 0;
+* ``xfer_o`` its own share of the weight transfer: C_reshard (sync, generation and actor training
+  together), the fastest training replica's all-gather (actor training otherwise), 0 otherwise;
+* ``F_z(o)`` the in-zone fan-out of C_sync over the option's generation GPUs in zone z (none for
+  C_reshard); ``R_ab`` the route time of the full weights from a training GPU of class b to a
+  generation GPU of class a (``GroupOptions.routes``; the evaluator's ``comm.route_time``).
 
 Options are enumerated per (T, c) and filtered: configurations dominated in (time, per-GPU
 memory, transfer terms) are dropped per task, combinations that break C3 on any GPU are dropped,
-and of the rest only Pareto-optimal (gen, inf, trn, xfer) vectors are kept. That keeps exactness:
-the objective is non-decreasing in each of the four.
+and of the rest only Pareto-optimal (gen, inf, trn, xfer, busy) vectors are kept (F_z is fixed by
+(T, c)). That keeps exactness: the objective is non-decreasing in each of them.
 
-Variables: x_o in {0,1}; continuous I, R >= 0 (inference and training phases); q_ab in [0,1]
-(the class pair carrying the point-to-point weight copy when generation and actor training are in
-different groups); M >= 0 (async).
+Variables: x_o in {0,1}; continuous I, R >= 0 (inference and training phases); S >= 0 (the
+arrival-plus-fan-out part of C_sync); q^z_ab in [0,1] (the class pair that feeds zone z when
+generation and actor training are in different groups); M >= 0 (async).
 
     (1) sum_{o: t in T_o} x_o = 1                      every task placed once (C2)
     (2) sum_o c_o[k] x_o <= N_k                         GPU groups are disjoint (C1)
     (3) I >= sum_{o ∋ t} inf_o x_o for every inference task t (R likewise for training tasks):
         the option covering t is unique, so this is "phase = slowest group" (Φ per group), and
         aggregating over the cover gives a far tighter LP relaxation than I >= inf_o x_o
-    (4) sum_ab q_ab = 1 - sum_{o ∋ gen, train} x_o      a p2p copy iff the two are apart
-    (5) q_ab <= sum_{o ∋ gen, ∌ train, c_o[a] > 0} x_o,  q_ab <= sum_{o ∋ train, ∌ gen, c_o[b] > 0} x_o
-    objective (sync)  sum gen_o x_o + I + R + sum xfer_o x_o + sum w_ab q_ab
-    objective (async) M + sum xfer_o x_o + sum w_ab q_ab,  M >= sum gen_o x_o,  M >= I + R
+    (4) sum_{a in z, b} q^z_ab = sum_{o ∋ gen, ∌ train, o has GPUs in z} x_o   zone z is fed
+        from outside iff generation is apart from training and has GPUs there
+    (5) q^z_ab <= sum_{o ∋ gen, ∌ train, c_o[a] > 0} x_o,  q^z_ab <= sum_{o ∋ train, ∌ gen, c_o[b] > 0} x_o
+    (6) S >= sum_ab R_ab q^z_ab + sum_{o ∋ gen} F_z(o) x_o   for every zone z: S = max_z (A_z + F_z)
+    objective (sync)  sum gen_o x_o + I + R + sum xfer_o x_o + S
+    objective (async) M + sum xfer_o x_o + S,  M >= sum busy_o x_o,  M >= I + R
 
 C3 (memory) is inside the option filter. The decoded plan is scored by the cost model and the two
 agree to 1e-6 (tests/test_placement_exact.py). Accepted instances: group-aware overlap (the
@@ -119,9 +125,6 @@ class PlacementILP:
         self.stats["options"] = len(opts)
         return opts
 
-    def p2p_weights(self) -> dict[tuple[int, int], float]:
-        return self.builder.p2p_weights()
-
     def solve(self, backend: str, time_limit: float | None, threads: int | None = None) -> SolverOutput:
         import pulp
 
@@ -151,22 +154,30 @@ class PlacementILP:
                 prob += inf_v >= pulp.lpSum(o.inf * x[i] for i, o in enumerate(opts) if t in o.tasks and o.inf), f"inf_{t}"
             elif task.kind is TaskKind.TRAINING:
                 prob += trn_v >= pulp.lpSum(o.trn * x[i] for i, o in enumerate(opts) if t in o.tasks and o.trn), f"trn_{t}"
-        together = [i for i, o in enumerate(opts) if ACTOR_GENERATION in o.tasks and ACTOR_TRAINING in o.tasks]
-        gen_only = [i for i, o in enumerate(opts) if ACTOR_GENERATION in o.tasks and ACTOR_TRAINING not in o.tasks]
-        train_only = [i for i, o in enumerate(opts) if ACTOR_TRAINING in o.tasks and ACTOR_GENERATION not in o.tasks]
-        w = self.p2p_weights()
-        q = {ab: var(f"q_{ab[0]}_{ab[1]}", lowBound=0, upBound=1) for ab in w}
-        prob += pulp.lpSum(q.values()) == 1 - pulp.lpSum(x[i] for i in together), "p2p_iff_apart"  # (4)
-        for (a, b), qv in q.items():  # (5)
-            prob += qv <= pulp.lpSum(x[i] for i in gen_only if opts[i].comp[a]), f"p2p_gen_{a}_{b}"
-            prob += qv <= pulp.lpSum(x[i] for i in train_only if opts[i].comp[b]), f"p2p_train_{a}_{b}"
+        gen_apart = [i for i, o in enumerate(opts) if ACTOR_GENERATION in o.tasks and ACTOR_TRAINING not in o.tasks]
+        train_apart = [i for i, o in enumerate(opts) if ACTOR_TRAINING in o.tasks and ACTOR_GENERATION not in o.tasks]
+        routes = self.builder.routes()
+        zone = self.builder.zone_of_class()
+        sync_v = var("S", lowBound=0)
+        gen_has = {a: pulp.lpSum(x[i] for i in gen_apart if opts[i].comp[a]) for a in range(len(self.cap))}
+        train_has = {b: pulp.lpSum(x[i] for i in train_apart if opts[i].comp[b]) for b in range(len(self.cap))}
+        for z in sorted(set(zone)):
+            members = [a for a in range(len(self.cap)) if zone[a] == z]
+            q = {(a, b): var(f"q_{a}_{b}", lowBound=0, upBound=1) for a in members for b in range(len(self.cap)) if (a, b) in routes}
+            fed = pulp.lpSum(x[i] for i in gen_apart if any(opts[i].comp[a] for a in members))
+            prob += pulp.lpSum(q.values()) == fed, f"fed_{z}"  # (4)
+            for (a, b), qv in q.items():  # (5)
+                prob += qv <= gen_has[a], f"route_gen_{a}_{b}"
+                prob += qv <= train_has[b], f"route_train_{a}_{b}"
+            fan = pulp.lpSum(o.fanout[z] * x[i] for i, o in enumerate(opts) if o.fanout and o.fanout.get(z))
+            prob += sync_v >= pulp.lpSum(routes[ab] * v for ab, v in q.items()) + fan, f"sync_{z}"  # (6)
         gen = pulp.lpSum(o.gen * x[i] for i, o in enumerate(opts) if o.gen)
-        xfer = pulp.lpSum(o.xfer * x[i] for i, o in enumerate(opts) if o.xfer) + pulp.lpSum(w[ab] * v for ab, v in q.items())
+        xfer = pulp.lpSum(o.xfer * x[i] for i, o in enumerate(opts) if o.xfer) + sync_v
         if wf.mode == "sync":
             prob += gen + inf_v + trn_v + xfer
         else:
             m = var("M", lowBound=0)
-            prob += m >= gen, "async_gen"
+            prob += m >= pulp.lpSum(o.busy * x[i] for i, o in enumerate(opts) if o.busy), "async_gen_group"
             prob += m >= inf_v + trn_v, "async_rest"
             prob += m + xfer
         remaining = self.deadline.remaining()

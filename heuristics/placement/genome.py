@@ -51,7 +51,6 @@ class PlacementSpace:
         self._level4: dict[Any, tuple[float, dict[str, TaskConfig] | None]] = {}
         self.evaluations = 0
         self._builder: GroupOptions | None = None
-        self._p2p: dict[tuple[int, int], float] | None = None
         self.incumbent = math.inf
         self.deadline = deadline  # Level-4 enumerations stop here (the solver's time limit)
 
@@ -112,7 +111,6 @@ class PlacementSpace:
     def builder(self) -> GroupOptions:
         if self._builder is None:
             self._builder = GroupOptions(self.problem)
-            self._p2p = self._builder.p2p_weights()
         return self._builder
 
     def best_configs(self, ind: Individual) -> tuple[float, dict[str, TaskConfig] | None]:
@@ -145,11 +143,10 @@ class PlacementSpace:
             return math.inf, None
         gi_gen = next(i for i, names in enumerate(ind.grouping) if ACTOR_GENERATION in names)
         gi_train = next(i for i, names in enumerate(ind.grouping) if ACTOR_TRAINING in names)
-        p2p = 0.0
-        if gi_gen != gi_train:
-            assert self._p2p is not None
-            p2p = min(w for (a, c), w in self._p2p.items() if comps[gi_gen][a] and comps[gi_train][c])
-        best = combine(options, self.problem.workflow.mode, p2p)
+        mode = self.problem.workflow.mode
+        together = gi_gen == gi_train
+        sync_s = 0.0 if together and mode == "sync" else b.sync_time(comps[gi_gen], comps[gi_train], together)
+        best = combine(options, mode, sync_s)
         if best is not None and best[0] < self.incumbent:
             self.incumbent = best[0]
         if best is None:
