@@ -25,15 +25,17 @@ THREE_ZONES = {"nodes": [{"name": "a", "gpu": "H800", "count": 1, "zone": "x"}, 
                                                  {"zones": ["y", "z"], "bandwidth_gbps": 3, "latency_ms": 20}]}}
 TWO_ZONES = {"nodes": [{"name": "a", "gpu": "A100-40GB", "count": 2, "zone": "us"}, {"name": "b", "gpu": "L4", "count": 1, "zone": "eu"}],
              "network": {**NET, "inter_zone": [{"zones": ["us", "eu"], "bandwidth_gbps": 2, "latency_ms": 40}]}}
-PAIR = {"nodes": [{"name": "a", "gpu": "H800", "count": 1, "zone": "z"}, {"name": "b", "gpu": "H20", "count": 1, "zone": "z"}], "network": NET}
+# PPO's six tasks on a heterogeneous pair would be 3^6 load-balancing choices too many to enumerate
+PAIR = {"nodes": [{"name": "a", "gpu": "H800", "count": 1, "zone": "x"}, {"name": "b", "gpu": "H800", "count": 1, "zone": "y"}],
+        "network": {**NET, "inter_zone": [{"zones": ["x", "y"], "bandwidth_gbps": 10, "latency_ms": 5}]}}
 
 
-def workflow(alg="grpo", mode="sync", eta=0.0):
+def workflow(alg="grpo", mode="sync", eta=0.0, dbs=32):
     models = {"actor": "Qwen3-1.7B"}
     if alg == "ppo":
         models["critic"] = "Qwen3-1.7B"
     return {"algorithm": alg, "mode": mode, "models": models, "global_batch": 16, "responses_per_prompt": 4,
-            "prompt_length": 512, "response_length": 512, "decode_batch_size": 32, "eta": eta}
+            "prompt_length": 512, "response_length": 512, "decode_batch_size": dbs, "eta": eta}
 
 
 INSTANCES = {
@@ -41,7 +43,7 @@ INSTANCES = {
     "three-zones-grpo-sync": (THREE_ZONES, workflow(eta=0.5)),
     "three-zones-grpo-async": (THREE_ZONES, workflow(mode="async")),
     "two-zones-grpo-sync": (TWO_ZONES, workflow(eta=0.3)),
-    "pair-ppo-sync": (PAIR, workflow("ppo")),
+    "pair-ppo-sync": (PAIR, workflow("ppo", dbs=4)),
 }
 
 

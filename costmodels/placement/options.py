@@ -49,6 +49,9 @@ class Candidate:
     working: np.ndarray
     ag_min: float = 0.0
     ag_max: float = 0.0
+    #: generation with dbs "as many as fit": its time depends on the group's other residents, so
+    #: it is costed when merged (last) into a combination, never compared on its own
+    deferred: bool = False
 
 
 @dataclass
@@ -75,10 +78,11 @@ def dominates(a: Candidate, b: Candidate) -> bool:
 
 
 def pareto_candidates(cands: list[Candidate]) -> list[Candidate]:
-    cands = sorted(cands, key=lambda c: (c.time, float(c.model.sum()), float(c.working.sum())))
-    kept: list[Candidate] = []
+    deferred = [c for c in cands if c.deferred]
+    cands = sorted((c for c in cands if not c.deferred), key=lambda c: (c.time, float(c.model.sum()), float(c.working.sum())))
+    kept: list[Candidate] = list(deferred)
     for c in cands:
-        if not any(dominates(k, c) for k in kept):
+        if not any(dominates(k, c) for k in kept if not k.deferred):
             kept.append(c)
     return kept
 
@@ -173,6 +177,7 @@ class GroupOptions:
         self._cands: dict[tuple[str, tuple[int, ...]], list[Candidate]] = {}
         self._opts: dict[tuple[tuple[str, ...], tuple[int, ...]], list[GroupOption]] = {}
         self._fan: dict[Any, dict[str, float]] = {}
+        self._resolved: dict[Any, float] = {}
         self._routes: dict[tuple[int, int], float] | None = None
         self.evaluations = 0
 
@@ -207,6 +212,9 @@ class GroupOptions:
                 model[pos[d]], working[pos[d]] = mo, wo
             if np.any(model + working > capacity + 1e-9):
                 continue
+            if task.kind is TaskKind.GENERATION and cfg.decode_batch is None:
+                cands.append(Candidate(cfg, 0.0, model, working, deferred=True))
+                continue
             cost, _ = task_cost(p, task, placement)
             self.evaluations += 1
             cand = Candidate(cfg, cost["time_s"], model, working)
@@ -238,10 +246,18 @@ class GroupOptions:
         _, first, inverse = np.unique(cols, axis=1, return_index=True, return_inverse=True)
         keep_cols = np.sort(first)
         capacity = capacity[keep_cols]
-        lists = [[Candidate(c.cfg, c.time, c.model[keep_cols], c.working[keep_cols], c.ag_min, c.ag_max) for c in lst] for lst in lists]
+        lists = [[Candidate(c.cfg, c.time, c.model[keep_cols], c.working[keep_cols], c.ag_min, c.ag_max, c.deferred) for c in lst] for lst in lists]
+        col_of = np.searchsorted(keep_cols, first[np.asarray(inverse).reshape(-1)])
         states = [Partial.empty(len(capacity))]
-        for name, lst in zip(subset, lists, strict=True):
-            merged = [s.add(name, self.tasks[name].kind, c) for s in states for c in lst]
+        # generation last: a deferred ("as many as fit") candidate is costed knowing every resident
+        merge = sorted(zip(subset, lists, strict=True), key=lambda nl: nl[0] == ACTOR_GENERATION)
+        for name, lst in merge:
+            merged = []
+            for st in states:
+                for c in lst:
+                    if c.deferred:
+                        c = self._resolve(name, comp, c, st, col_of)
+                    merged.append(st.add(name, self.tasks[name].kind, c))
             merged = [m for m in merged if np.all(m.model + m.working <= capacity + 1e-9) and (keep is None or keep(m))]
             deadline.check()
             states = prune_partials(merged, deadline)
@@ -253,6 +269,24 @@ class GroupOptions:
             o = st.option(subset, comp, self.problem.workflow, fanout)
             rows.append(((o.gen, o.inf, o.trn, o.xfer, o.busy), o))
         return self._store(key, pareto_rows(rows), keep is None or cache_pruned)
+
+    def _resolve(self, name: str, comp: tuple[int, ...], c: Candidate, st: Partial, col_of: np.ndarray) -> Candidate:
+        """Cost a deferred generation candidate in a combination: its dbs per replica is what the
+        KV cache left beside every resident model of the group allows (``cost._decode_batch``)."""
+        resident = st.model + c.model
+        key = (name, comp, c.cfg, tuple(np.round(resident, 9)))
+        hit = self._resolved.get(key)
+        if hit is None:
+            p = self.problem
+            gpus = self.gpus(comp)
+            capacity = self.capacity(comp)
+            mem = {self._index[g]: {"model_gb": float(resident[col_of[i]]), "working_gb": 0.0, "capacity_gb": float(capacity[i])}
+                   for i, g in enumerate(gpus)}
+            cost, _ = task_cost(p, self.tasks[name], place_task(p, self.tasks[name], gpus, c.cfg), mem)
+            self.evaluations += 1
+            hit = cost["time_s"]
+            self._resolved[key] = hit
+        return Candidate(c.cfg, hit, c.model, c.working, c.ag_min, c.ag_max)
 
     def _store(self, key: Any, out: list[GroupOption], cache: bool) -> list[GroupOption]:
         if cache:

@@ -4,8 +4,13 @@ Levels 1-4 are searched as in HetRL: a task grouping (set partition of the tasks
 groups, the concrete GPUs of each group, and a parallel strategy per task. Level 5 (tasklet to
 GPU) is canonical: a task uses all of its group's GPUs, taken in cluster order (node by node),
 filled TP-innermost, then PP stages, then DP replicas; what Level 5 would tune is instead chosen
-by HetRL §4.2's load balancing (``balance``: batch shares per replica and layers per stage in
-proportion to speed) and, for generation, by the serving engine's decode batch ``dbs``.
+by HetRL §4.2's load balancing, a choice per task (``balance``): ``even`` (equal batch shares and
+layers, what verl and every homogeneous framework do), ``speed`` (shares and layers in proportion
+to the GPUs' speed: HBM bandwidth for generation, FLOP/s otherwise) or ``memory`` (in proportion
+to GPU memory, which lets a mixed group fit what an even split cannot); and, for generation, by
+the sequences in flight per replica ``dbs``: "as many as fit" (``None``: the workflow's limit
+capped per replica by the KV cache that fits beside the group's resident models, which is what a
+serving engine does), or the limit and every halving of it down to 1.
 
 Because GPUs of one node are interchangeable on a hierarchical network, a GPU group is
 characterised by how many GPUs it takes from each node (its *composition*); the exact ILP and the
@@ -30,6 +35,10 @@ from costmodels.workflow import Task, TaskKind
 MAX_TP = 8
 
 
+#: load-balancing choices of HetRL §4.2 (module doc)
+BALANCES = ("even", "speed", "memory")
+
+
 @dataclass(frozen=True, order=True)
 class TaskConfig:
     """Level 4 (+ load balancing): one task's parallel strategy on its group."""
@@ -37,11 +46,11 @@ class TaskConfig:
     tp: int
     pp: int
     dp: int
-    balance: bool = False
+    balance: str = "even"
     decode_batch: int | None = None
 
     def label(self) -> str:
-        extra = (", balanced" if self.balance else "") + (f", dbs={self.decode_batch}" if self.decode_batch else "")
+        extra = (f", {self.balance}-balanced" if self.balance != "even" else "") + (f", dbs={self.decode_batch}" if self.decode_batch else "")
         return f"TP{self.tp} PP{self.pp} DP{self.dp}{extra}"
 
 
@@ -57,11 +66,11 @@ def set_partitions(items: list[str]) -> Iterator[list[list[str]]]:
         yield [[first], *part]
 
 
-def decode_batch_candidates(max_dbs: int, count: int = 4) -> tuple[int, ...]:
-    """The engine limit and its halvings (``count`` values at most, never below 1)."""
+def decode_batch_candidates(max_dbs: int) -> tuple[int, ...]:
+    """The engine limit and every halving of it down to 1 (what a serving engine can be told)."""
     out = []
     b = max_dbs
-    while b >= 1 and len(out) < count:
+    while b >= 1:
         out.append(b)
         b //= 2
     return tuple(out)
@@ -81,19 +90,24 @@ def task_configs(problem: PlacementProblem, task: Task, gpus: int, heterogeneous
             if rest % pp:
                 continue
             dp = rest // pp
-            balances = (False, True) if heterogeneous and (dp > 1 or pp > 1) else (False,)
+            balances = BALANCES if heterogeneous and (dp > 1 or pp > 1) else ("even",)
             dbs_options: tuple[int | None, ...] = (None,)
             if task.kind is TaskKind.GENERATION:
-                dbs_options = decode_batch_candidates(problem.workflow.decode_batch_size)
+                # None: as many as fit beside the group's resident models, per replica (vLLM's
+                # admission under max_num_seqs = the workflow's limit; what verl runs)
+                dbs_options = (None, *decode_batch_candidates(problem.workflow.decode_batch_size))
             for bal in balances:
                 for dbs in dbs_options:
                     out.append(TaskConfig(tp, pp, dp, bal, dbs))
     return out
 
 
-def _speed(problem: PlacementProblem, task: Task, device_ids: list[str]) -> float:
+def _weight(problem: PlacementProblem, task: Task, device_ids: list[str], balance: str) -> float:
+    """What a TP group is balanced by: its slowest member's speed, or its smallest memory."""
     index = problem.topology.index_of()
     gpus = [problem.topology.devices[index[d]].gpu for d in device_ids]
+    if balance == "memory":
+        return min(g.memory_gb for g in gpus)
     if task.kind is TaskKind.GENERATION:
         return min(g.hbm_gb_per_s for g in gpus)
     return min(g.tflops_bf16_dense for g in gpus)
@@ -129,15 +143,15 @@ def place_task(problem: PlacementProblem, task: Task, group_gpus: list[str], cfg
         raise ValueError(f"{cfg.label()} needs {cfg.tp * cfg.pp * cfg.dp} GPUs, the group has {len(group_gpus)}")
     devices = tasklet_layout(group_gpus, cfg.tp, cfg.pp, cfg.dp)
     layers = shares = None
-    if cfg.balance:
+    if cfg.balance != "even":
         m = problem.workflow.model(task.role)
         if cfg.pp > 1:
-            # stage speed: the slowest GPU of the stage, summed over replicas' worst case
-            stage_speed = [min(_speed(problem, task, devices[i][j]) for i in range(cfg.dp)) for j in range(cfg.pp)]
-            layers = proportional_split(m.layers, stage_speed)
+            # a stage's weight: its weakest TP group over the replicas
+            stage_w = [min(_weight(problem, task, devices[i][j], cfg.balance) for i in range(cfg.dp)) for j in range(cfg.pp)]
+            layers = proportional_split(m.layers, stage_w)
         if cfg.dp > 1:
-            speed = [sum(_speed(problem, task, stage) for stage in replica) for replica in devices]
-            shares = [s / sum(speed) for s in speed]
+            weight = [sum(_weight(problem, task, stage, cfg.balance) for stage in replica) for replica in devices]
+            shares = [s / sum(weight) for s in weight]
     return TaskPlacement(task=task.name, tp=cfg.tp, pp=cfg.pp, dp=cfg.dp, devices=devices,
                          layers_per_stage=layers, batch_shares=shares, decode_batch=cfg.decode_batch)
 
@@ -181,19 +195,24 @@ def is_heterogeneous(problem: PlacementProblem, gpus: list[str]) -> bool:
     return len({problem.topology.devices[index[d]].gpu.name for d in gpus}) > 1
 
 
-def colocated_candidates(problem: PlacementProblem) -> Iterator[PlacementPlan]:
+def colocated_candidates(problem: PlacementProblem, balances: tuple[str, ...] = BALANCES, max_tp: int = MAX_TP) -> Iterator[PlacementPlan]:
     """verl-style plans inside this space: every task on all GPUs (one group), generation with
-    its own TP (PP = 1), the other tasks sharing one (TP, PP, DP), for every decode batch choice."""
+    its own TP (PP = 1), the other tasks sharing one (TP, PP, DP), for every decode batch choice;
+    only the given load-balancing choices and TP up to ``max_tp``."""
     gpus = [d.id for d in problem.topology.devices]
     n = len(gpus)
     het = is_heterogeneous(problem, gpus)
     tasks = problem.tasks
+
+    def allowed(c: TaskConfig) -> bool:
+        return c.balance in balances and c.tp <= max_tp
+
     gen = next(t for t in tasks if t.kind is TaskKind.GENERATION)
-    gen_cfgs = [c for c in task_configs(problem, gen, n, het) if c.pp == 1]
+    gen_cfgs = [c for c in task_configs(problem, gen, n, het) if c.pp == 1 and allowed(c)]
     others = [t for t in tasks if t.kind is not TaskKind.GENERATION]
     shared = None
     for t in others:
-        cfgs = {c for c in task_configs(problem, t, n, het)}
+        cfgs = {c for c in task_configs(problem, t, n, het) if allowed(c)}
         shared = cfgs if shared is None else shared & cfgs
     for gc in gen_cfgs:
         for oc in sorted(shared or ()):
