@@ -340,7 +340,8 @@ def estimate_generation(
     if as_json:
         from planner.planfile import json_safe
 
-        sys.stdout.write(json.dumps(json_safe({"model": model, "gpu": gpu, "gpus": gpus, "requests": hist.total, "configurations": rows}), indent=2) + "\n")
+        sys.stdout.write(json.dumps(json_safe({"model": model, "gpu": gpu, "gpus": gpus, "requests": hist.total, "configurations": rows,
+                                               "efficiency": params.efficiency.summary()}), indent=2) + "\n")
         return
     table = Table(title=f"{model} on {gpus} x {gpu}: {hist.total} requests, remaining up to {max(hist.upper)} tokens")
     for col in ("TP", "DP", "makespan s", "KV tokens / instance", "peak batch", "decode steps", "feasible"):
@@ -350,6 +351,9 @@ def estimate_generation(
     out.print(table)
     best = rows[0]
     out.print(f"fastest: TP={best['tp']} x DP={best['dp']}", highlight=False)
+    e = params.efficiency
+    out.print(f"efficiency: compute {e.compute:.0%} of peak, HBM {e.hbm:.0%}, NVLink hop {params.hop_latency_ms * 1e3:.1f} us,"
+              f" decode step overhead {e.decode_step_overhead_ms:.2f} ms + {e.decode_sequence_overhead_us:.0f} us/seq", highlight=False)
 
 
 @presets_app.callback()

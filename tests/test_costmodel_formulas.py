@@ -1,4 +1,8 @@
-"""HetRL Appendix B formulas pinned on hand-computed cases (tiny model, round-number hardware)."""
+"""HetRL Appendix B formulas pinned on hand-computed cases (tiny model, round-number hardware).
+
+``LITERAL`` switches the judge to the paper's own terms (peak FLOP/s and HBM, weights-only decode,
+prefill per response) so the Appendix B formulas can be checked as printed; the physical terms
+that replace them by default are checked by hand below too (issue 11)."""
 
 from __future__ import annotations
 
@@ -8,7 +12,8 @@ from costmodels import transformer as tf
 from costmodels.catalog import get_model
 from costmodels.memory import tasklet_memory
 from costmodels.placement.cost import evaluate_placement, phi
-from costmodels.placement.problem import PlacementPlan, PlacementProblem, TaskGroup, TaskPlacement
+from costmodels.efficiency import Efficiency
+from costmodels.placement.problem import CostParams, PlacementPlan, PlacementProblem, TaskGroup, TaskPlacement
 from costmodels.workflow import TaskKind
 from planner.io import load_cluster, load_workflow
 
@@ -17,22 +22,27 @@ TINY = {"name": "Tiny", "params_b": 0.001, "hidden": 64, "layers": 4, "ffn_inter
 GPU = {"name": "Unit", "tflops_bf16_dense": 1, "memory_gb": 80, "hbm_gb_per_s": 100, "intra_node_gb_per_s": 10}
 
 
-def problem(mode="sync", count=2):
+PEAK = Efficiency(compute=1.0, hbm=1.0, decode_step_overhead_ms=0.0, decode_sequence_overhead_us=0.0)
+LITERAL = CostParams(efficiency=PEAK, decode_model="hetrl", share_prompt_prefill=False)
+
+
+def problem(mode="sync", count=2, params=LITERAL):
     cluster = load_cluster({"gpus": [GPU], "nodes": [{"name": "n", "gpu": "Unit", "count": count, "zone": "z",
                                                       "intra_node": {"bandwidth_gbps": 80, "latency_ms": 1.0}}],
                             "network": {"intra_zone": {"bandwidth_gbps": 8, "latency_ms": 10}}})
     wf = load_workflow({"algorithm": "grpo", "mode": mode, "models": {"actor": "Tiny"}, "custom_models": [TINY],
                         "global_batch": 2, "responses_per_prompt": 2, "prompt_length": 6, "response_length": 4})
-    return PlacementProblem(cluster, wf)
+    return PlacementProblem(cluster, wf, params)
 
 
-def plan_all(tp, pp, dp, count=2):
+def plan_all(tp, pp, dp, count=2, dbs=None):
     devs = [f"n:{i}" for i in range(count)]
     it = iter(devs)
     layout = [[[next(it) for _ in range(tp)] for _ in range(pp)] for _ in range(dp)]
     names = ["actor_generation", "reference_inference", "actor_training"]
     return PlacementPlan(groups=[TaskGroup(tasks=names, devices=devs)],
-                         tasks=[TaskPlacement(task=n, tp=tp, pp=pp, dp=dp, devices=layout) for n in names])
+                         tasks=[TaskPlacement(task=n, tp=tp, pp=pp, dp=dp, devices=layout, decode_batch=dbs if n == "actor_generation" else None)
+                                for n in names])
 
 
 def test_layer_terms_match_the_paper():
@@ -61,12 +71,13 @@ def test_dp_only_plan_by_hand():
     # decode: 4 steps (one batch) each reading 2 MB of weights at 100 GB/s
     gen_hbm = 4 * 0.002 / 100
     assert t["actor_generation"]["comp_s"] == pytest.approx(gen_comp)
-    assert t["actor_generation"]["hbm_s"] == pytest.approx(gen_hbm)
+    assert t["actor_generation"]["decode_s"] == pytest.approx(gen_hbm)
     assert t["actor_generation"]["time_s"] == pytest.approx(gen_comp + gen_hbm)
     inf = 2 * (4 * 844800 + 2 * 10 * 64 * 100) / 1e12
     assert t["reference_inference"]["time_s"] == pytest.approx(inf)
-    # training: fwd + bwd + recomputed fwd = 4x forward; DP ring of two GPUs: 1 ms + 2 MB / 10 GB/s
-    dp = 1e-3 + 0.002 / 10
+    # training: fwd + bwd + recomputed fwd = 4x forward; DP ring of two GPUs: 1 ms + 4 MB / 10 GB/s
+    # (the FP32 gradients the memory model holds, not the paper's BF16)
+    dp = 1e-3 + 0.004 / 10
     assert t["actor_training"]["comp_s"] == pytest.approx(4 * inf)
     assert t["actor_training"]["dp_s"] == pytest.approx(dp)
     assert ev.breakdown["phases"]["weight_transfer"] == "reshard"
@@ -85,8 +96,10 @@ def test_tp_plan_by_hand():
     assert t["actor_training"]["tp_s"] == pytest.approx(6 * nm * nl * ring)  # recomputation: 6x
     inf_comp = 4 * (4 * 844800 + 2 * 10 * 64 * 100) / 1e12 / 2
     assert t["reference_inference"]["comp_s"] == pytest.approx(inf_comp)
-    # decode adds 2 all-reduces per layer per step at the ring's latency: 4 steps x 2 x 4 layers x 1 ms
-    gen_tp = 2 * nm * nl * ring + 4 * 2 * 4 * 1e-3
+    # prefill's TP volume covers the prompt only (6 tokens); decode adds 2 all-reduces per layer
+    # per step at the ring's latency: 4 steps x 2 x 4 layers x 1 ms
+    prefill_ring = 1e-3 + (2 * 1 * 6 * 64 * 2 * 1 / 2) / 1e9 / 10
+    gen_tp = 2 * nm * nl * prefill_ring + 4 * 2 * 4 * 1e-3
     assert t["actor_generation"]["tp_s"] == pytest.approx(gen_tp)
     # reshard: all-gather of the 2 MB model inside the TP=2 training replica
     assert ev.breakdown["phases"]["weight_transfer_s"] == pytest.approx(1e-3 + 0.002 * 0.5 / 10)
@@ -114,7 +127,55 @@ def test_phi_and_async():
     ev = evaluate_placement(p, plan_all(1, 1, 2))
     ph = ev.breakdown["phases"]
     assert ph["weight_transfer"] == "sync"
-    assert ev.objective == pytest.approx(max(ph["generation_s"], ph["inference_s"] + ph["training_s"]) + ph["weight_transfer_s"])
+    # every task shares the two GPUs: nothing overlaps, generation's GPUs are busy for all of it
+    assert ph["generation_group_busy_s"] == pytest.approx(ph["generation_s"] + ph["inference_s"] + ph["training_s"])
+    assert ev.objective == pytest.approx(ph["generation_group_busy_s"] + ph["weight_transfer_s"])
+    # the paper's literal async max hides generation behind training on the same GPUs
+    literal = problem("async", params=LITERAL.model_copy(update={"group_aware_overlap": False}))
+    ev2 = evaluate_placement(literal, plan_all(1, 1, 2))
+    ph2 = ev2.breakdown["phases"]
+    assert ev2.objective == pytest.approx(max(ph2["generation_s"], ph2["inference_s"] + ph2["training_s"]) + ph2["weight_transfer_s"])
+    # C_sync on one node: no arrival (the zone holds training GPUs), the fan-out to the second
+    # GPU is 64 chunks of 2 MB / 64 over the 1 ms, 10 GB/s link, after the 1-GPU replicas' all-gather (0)
+    zone = ph["weight_transfer_parts"]["zones"]["z"]
+    assert zone["arrival_s"] == 0.0
+    assert zone["fanout_s"] == pytest.approx(64 * (1e-3 + 0.002 / 64 / 10))
+
+
+def test_physical_decode_by_hand():
+    """The default decode: every step reads the weights and the batch's KV (D2), against the
+    compute roofline (D3); contexts grow from P; midpoint rule over 4 segments of R = 4 steps."""
+    p = problem(params=CostParams(efficiency=PEAK))
+    ev = evaluate_placement(p, plan_all(1, 1, 2, dbs=2))
+    g = ev.breakdown["tasks"]["actor_generation"]
+    kv_token = 2 * 4 * 4 * 16 * 2 / 1e9  # K and V, 4 layers, 4 heads x 16, BF16
+    active = 4 * (4 * 64 * 64 + 3 * 64 * 128) + 100 * 64  # layers + LM head
+    decode = 0.0
+    for k in range(4):  # one wave of the replica's 2 sequences, one step per segment
+        ctx = 2 * (6 + k + 0.5)
+        memory = (0.002 + ctx * kv_token) / 100
+        compute = (2 * active * 2 + 4 * ctx * 64 * 4) / 1e12
+        decode += max(memory, compute)
+    assert g["decode_s"] == pytest.approx(decode)
+    assert g["decode"]["micro_batches"] == 1.0
+    # prefill once per prompt: the 2 responses of a prompt share it
+    prefill = 1 * (4 * (2 * 6 * 16384 + 4 * 36 * 64 + 2 * 6 * 24576) + 2 * 6 * 64 * 100) / 1e12
+    assert g["comp_s"] == pytest.approx(prefill)
+    assert g["time_s"] == pytest.approx(prefill + decode)
+
+
+def test_pipelined_decode_with_fewer_micro_batches_than_stages():
+    """PP = 2 with one sequence in flight: every token crosses both stages one after the other
+    (the paper's formula would cost it as perfectly pipelined, half of that)."""
+    p = problem(params=CostParams(efficiency=PEAK))
+    one = evaluate_placement(p, plan_all(1, 2, 1, dbs=1)).breakdown["tasks"]["actor_generation"]["decode"]
+    two = evaluate_placement(p, plan_all(1, 2, 1, dbs=2)).breakdown["tasks"]["actor_generation"]["decode"]
+    assert one["micro_batches"] == 1.0 and two["micro_batches"] == 2.0
+    # 4 sequences: one at a time takes 4 waves, two at a time 2 waves of two micro-batches
+    assert one["steps"] == 16 and two["steps"] == 8
+    # one micro-batch leaves a stage idle every round: the wave costs both stages' sum plus the hop
+    assert one["pipeline_s"] > 0
+    assert one["decode_s"] > two["decode_s"]
 
 
 def test_memory_by_hand():

@@ -21,7 +21,8 @@ from planner.io import (
 
 def test_catalogs_load_by_name():
     a100 = get_gpu("A100-40GB")
-    assert (a100.tflops_bf16_dense, a100.memory_gb, a100.hbm_gb_per_s, a100.intra_node_gb_per_s) == (312, 40, 2039, 600)
+    # the 40 GB SXM part: 1555 GB/s HBM (HetRL Table 1 prints the 80 GB part's 2039); NVLink 300 per direction
+    assert (a100.tflops_bf16_dense, a100.memory_gb, a100.hbm_gb_per_s, a100.intra_node_gb_per_s, a100.link_gb_per_s) == (312, 40, 1555, 600, 300)
     m = get_model("Qwen3-8B")
     assert (m.hidden, m.layers, m.query_heads, m.kv_heads) == (4096, 36, 32, 8)
     moe = get_model("Qwen2-57B-A14B")
@@ -61,8 +62,8 @@ def test_hierarchical_network_matrices():
     assert [d.id for d in topo.devices] == ["a0:0", "a0:1", "a1:0", "a1:1", "b0:0", "b0:1"]
     assert topo.devices[4].gpu.name == "MyGPU"  # user-defined GPU without editing the package
     # intra-node from the catalog (GB/s), intra-zone and inter-zone from the spec (Gbps -> GB/s)
-    assert topo.bandwidth_gbs[0, 1] == 600 and topo.latency_s[0, 1] == pytest.approx(DEFAULT_INTRA_NODE_LATENCY_MS / 1e3)
-    assert topo.bandwidth_gbs[4, 5] == 300
+    assert topo.bandwidth_gbs[0, 1] == 300 and topo.latency_s[0, 1] == pytest.approx(DEFAULT_INTRA_NODE_LATENCY_MS / 1e3)
+    assert topo.bandwidth_gbs[4, 5] == 150  # a user GPU without the per-direction figure: half its 300 GB/s
     assert topo.bandwidth_gbs[0, 2] == pytest.approx(12.5) and topo.latency_s[0, 2] == pytest.approx(5e-5)
     assert topo.bandwidth_gbs[0, 4] == pytest.approx(1.0) and topo.latency_s[0, 4] == pytest.approx(0.03)
     assert np.allclose(topo.bandwidth_gbs, topo.bandwidth_gbs.T)

@@ -359,6 +359,12 @@ def task_cost(problem: PlacementProblem, task: Task, tp_: TaskPlacement, mem: di
     return coster.cost(), coster.exact
 
 
+def decode_batches(problem: PlacementProblem, task: Task, tp_: TaskPlacement, mem: dict[int, dict[str, float]]) -> tuple[int, ...]:
+    """dbs of every replica of a generation task (cheap: memory arithmetic, no costing)."""
+    coster = _TaskCoster(problem, task, tp_, mem)
+    return tuple(coster._decode_batch(replica) for replica in coster.idx)
+
+
 def full_weights_gb(problem: PlacementProblem) -> float:
     return BYTES_BF16 * total_params(problem.workflow.model("actor")) / GB
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from costmodels import comm
 from costmodels.placement.cost import (
+    decode_batches,
     full_weights_gb,
     replica_allgather,
     task_cost,
@@ -274,15 +275,17 @@ class GroupOptions:
         """Cost a deferred generation candidate in a combination: its dbs per replica is what the
         KV cache left beside every resident model of the group allows (``cost._decode_batch``)."""
         resident = st.model + c.model
-        key = (name, comp, c.cfg, tuple(np.round(resident, 9)))
+        p, task = self.problem, self.tasks[name]
+        gpus = self.gpus(comp)
+        capacity = self.capacity(comp)
+        mem = {self._index[g]: {"model_gb": float(resident[col_of[i]]), "working_gb": 0.0, "capacity_gb": float(capacity[i])}
+               for i, g in enumerate(gpus)}
+        placement = place_task(p, task, gpus, c.cfg)
+        # the time depends on the residents only through each replica's dbs
+        key = (name, comp, c.cfg, decode_batches(p, task, placement, mem))
         hit = self._resolved.get(key)
         if hit is None:
-            p = self.problem
-            gpus = self.gpus(comp)
-            capacity = self.capacity(comp)
-            mem = {self._index[g]: {"model_gb": float(resident[col_of[i]]), "working_gb": 0.0, "capacity_gb": float(capacity[i])}
-                   for i, g in enumerate(gpus)}
-            cost, _ = task_cost(p, self.tasks[name], place_task(p, self.tasks[name], gpus, c.cfg), mem)
+            cost, _ = task_cost(p, task, placement, mem)
             self.evaluations += 1
             hit = cost["time_s"]
             self._resolved[key] = hit
