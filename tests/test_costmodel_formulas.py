@@ -10,10 +10,16 @@ import pytest
 
 from costmodels import transformer as tf
 from costmodels.catalog import get_model
+from costmodels.efficiency import Efficiency
 from costmodels.memory import tasklet_memory
 from costmodels.placement.cost import evaluate_placement, phi
-from costmodels.efficiency import Efficiency
-from costmodels.placement.problem import CostParams, PlacementPlan, PlacementProblem, TaskGroup, TaskPlacement
+from costmodels.placement.problem import (
+    CostParams,
+    PlacementPlan,
+    PlacementProblem,
+    TaskGroup,
+    TaskPlacement,
+)
 from costmodels.workflow import TaskKind
 from planner.io import load_cluster, load_workflow
 

@@ -121,7 +121,7 @@ def test_cli_export_snippets(tmp_path):
 
     verl = yaml.safe_load((tmp_path / "p.verl.yaml").read_text())
     roll = yaml.safe_load((tmp_path / "p.roll.yaml").read_text())
-    assert verl["framework"] == "verl" and verl["mapping"] and "not_expressible" in verl
+    assert verl["framework"] == "verl" and verl["release"] == "v0.7.0" and verl["resource_pools"] and "not_expressible" in verl
     assert roll["framework"] == "roll" and all(w["device_mapping"] for w in roll["workers"].values())
     assert run_cli("validate", str(out)).returncode == 0
 
