@@ -40,6 +40,7 @@ scheduler jitter. Units: seconds, tokens.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import deque
 from dataclasses import dataclass, field
@@ -144,10 +145,31 @@ class InstanceState:
     rem: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # tokens still to generate
     waiting: deque[int] = field(default_factory=deque)
     busy_s: float = 0.0
-    timeline: list[tuple[float, float, int, int]] = field(default_factory=list)  # (start, end, batch, blocks used)
+    timeline: list[tuple[float, float, int, int]] = field(default_factory=list)  # (start, end, batch, KV tokens)
 
     def blocks_used(self, extra: int = 0) -> int:
         return int(np.sum((self.ctx + extra + self.block - 1) // self.block))
+
+    def block_counter(self) -> BlockCounter:
+        return BlockCounter(self.ctx, self.block)
+
+
+class BlockCounter:
+    """Blocks the running requests hold after j more tokens each, in O(log n) per query.
+
+    With c = q B + r and j = a B + s, ceil((c + j) / B) = q + a + [r + s >= 1] + [r + s >= B + 1],
+    so the total is a sum of counts over the sorted residues r."""
+
+    def __init__(self, ctx: np.ndarray, block: int):
+        self.block, self.n = block, len(ctx)
+        self.base = int((ctx // block).sum())
+        self.residues = sorted((ctx % block).tolist())
+
+    def __call__(self, j: int) -> int:
+        a, s = divmod(j, self.block)
+        n = self.n
+        at_least = n - bisect.bisect_left(self.residues, 1 - s) + n - bisect.bisect_left(self.residues, self.block + 1 - s)
+        return self.base + n * a + at_least
 
 
 @dataclass
@@ -216,7 +238,7 @@ class Engine:
                     raise ValueError(f"request {rid} ({req.prompt}+{req.output} tokens) cannot fit instance {st.index}'s KV cache")
 
     def coef(self, st: InstanceState, batch: int) -> StepCoefficients:
-        key = (st.index, batch)
+        key = (id(st.inst), batch)  # identical instances share one table
         c = self._coef.get(key)
         if c is None:
             c = self._coef[key] = step_coefficients(st.inst, batch)
@@ -257,7 +279,7 @@ class Engine:
         st.running.extend(new_ids)
         st.ctx = np.concatenate([st.ctx, np.array(new_ctx, dtype=np.int64)])
         st.rem = np.concatenate([st.rem, np.array([self.requests[r].output - self.requests[r].generated for r in new_ids], dtype=np.int64)])
-        st.timeline.append((start, st.clock, len(st.running), st.blocks_used()))
+        st.timeline.append((start, st.clock, len(st.running), int(st.ctx.sum())))
 
     def _preempt_last(self, st: InstanceState) -> None:
         rid = st.running.pop()
@@ -270,12 +292,16 @@ class Engine:
 
     def _steps_until_full(self, st: InstanceState, limit: int) -> int:
         """Largest j <= limit such that j more steps fit in the cache (binary search)."""
-        if st.blocks_used(limit) <= st.capacity_blocks:
+        # cheap bound first: every request takes at most ceil(limit / B) more blocks
+        if st.blocks_used() + len(st.running) * (-(-limit // st.block)) <= st.capacity_blocks:
             return limit
-        lo, hi = 0, limit  # blocks_used(lo) fits, blocks_used(hi) does not
+        blocks = st.block_counter()
+        if blocks(limit) <= st.capacity_blocks:
+            return limit
+        lo, hi = 0, limit  # blocks(lo) fits, blocks(hi) does not
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            if st.blocks_used(mid) <= st.capacity_blocks:
+            if blocks(mid) <= st.capacity_blocks:
                 lo = mid
             else:
                 hi = mid
@@ -320,18 +346,22 @@ class Engine:
             if math.isfinite(horizon):
                 k = max(1, self._steps_until(st, coef, horizon, k))
             start = st.clock
-            st.clock += coef.total(float(st.ctx.sum()), len(st.running), k)
+            b = len(st.running)
+            context = int(st.ctx.sum())
+            st.clock += coef.total(float(context), b, k)
             st.busy_s += st.clock - start
             st.ctx += k
             st.rem -= k
-            st.timeline.append((start, st.clock, len(st.running), st.blocks_used()))
-            if np.any(st.rem == 0):
+            st.timeline.append((start, st.clock, b, context + b * k))
+            done = np.flatnonzero(st.rem == 0)
+            if len(done):
+                for pos in done.tolist():
+                    rid = st.running[pos]
+                    self.records[rid].completed = st.clock
+                    self.requests[rid].generated = self.requests[rid].output
+                for pos in reversed(done.tolist()):
+                    del st.running[pos]
                 keep = st.rem > 0
-                for rid, r in zip(st.running, st.rem.tolist(), strict=True):
-                    if r == 0:
-                        self.records[rid].completed = st.clock
-                        self.requests[rid].generated = self.requests[rid].output
-                st.running = [rid for rid, kp in zip(st.running, keep.tolist(), strict=True) if kp]
                 st.ctx, st.rem = st.ctx[keep], st.rem[keep]
 
     def run(self) -> SimResult:
