@@ -102,21 +102,29 @@ def test_plan_in_a_terminal_writes_its_plan(tmp_path):
 
     from tests.conftest import rlplan_executable
 
+    import threading
+
     primary, secondary = pty.openpty()
     out = tmp_path / "plan.json"
+    chunks: list[bytes] = []
+
+    def drain() -> None:  # a terminal reads as the program writes: an undrained pty blocks it
+        while True:
+            try:
+                data = os.read(primary, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            chunks.append(data)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
     proc = subprocess.run([rlplan_executable(), "plan", "--cluster", "small-8", "--workflow", "grpo-sync-qwen3-4b",
                            "-O", "evaluations=20", "-o", str(out)], stdin=secondary, stdout=secondary, stderr=secondary,
                           timeout=300, env={**os.environ, "COLUMNS": "120"})
     os.close(secondary)
-    chunks = []
-    while True:
-        try:
-            data = os.read(primary, 65536)
-        except OSError:
-            break
-        if not data:
-            break
-        chunks.append(data)
+    reader.join(timeout=10)
     os.close(primary)
     text = b"".join(chunks).decode(errors="replace")
     assert proc.returncode == 0, text[-2000:]
