@@ -99,10 +99,9 @@ def test_plan_in_a_terminal_writes_its_plan(tmp_path):
     import os
     import pty
     import subprocess
+    import threading
 
     from tests.conftest import rlplan_executable
-
-    import threading
 
     primary, secondary = pty.openpty()
     out = tmp_path / "plan.json"

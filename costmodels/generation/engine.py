@@ -107,7 +107,7 @@ class StepCoefficients:
         if s1 == s2:
             split = 0 if a1 >= a2 else steps
         else:
-            cross = (a2 - a1) / (s1 - s2)
+            cross = min(float(steps), max(0.0, (a2 - a1) / (s1 - s2)))  # clamped before ceil: may be +-inf
             split = min(steps, max(0, math.ceil(cross - 1e-12)))
         if s1 > s2:  # memory line on top from `split` on
             body = arith(a2, s2, 0, split) + arith(a1, s1, split, steps)

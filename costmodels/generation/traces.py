@@ -74,12 +74,13 @@ def synthetic_trace(prompts: int, responses_per_prompt: int, max_len: int = 1638
 
 
 def _int(value: str | None, source: str, where: str, field: str, minimum: int) -> int:
+    path = f"{where}.{field}" if field else where
     try:
         v = float(value) if value is not None and value != "" else math.nan
     except ValueError:
-        raise SpecError(f"{where}.{field}", value, "not a number", source) from None
+        raise SpecError(path, value, "not a number", source) from None
     if not math.isfinite(v) or v != int(v) or v < minimum:
-        raise SpecError(f"{where}.{field}", value, f"must be an integer >= {minimum}", source)
+        raise SpecError(path, value, f"must be an integer >= {minimum}", source)
     return int(v)
 
 

@@ -1,0 +1,200 @@
+"""The request-level generation simulator (issue 12): the event engine equals the per-token
+reference stepper, its closed forms equal their sums, the analytic T_k stays near it, the
+OrchestrRL §2.1 crossover holds in it, and the length traces match their calibration."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from costmodels.catalog import get_gpu, get_model
+from costmodels.decode import Instance, ServingParams, simulate_instance
+from costmodels.errors import SpecError
+from costmodels.generation.engine import (
+    Engine,
+    Request,
+    StepCoefficients,
+    reference_run,
+    simulate,
+    step_coefficients,
+)
+from costmodels.generation.traces import (
+    histogram,
+    read_plain_csv,
+    read_rollpacker_jsonl,
+    read_trace,
+    read_vidur_csv,
+    synthetic_trace,
+    write_plain_csv,
+    write_rollpacker_jsonl,
+    write_vidur_csv,
+)
+
+QWEN14, H800 = get_model("Qwen2.5-14B"), get_gpu("H800")
+
+
+@st.composite
+def workloads(draw):
+    """A few instances (some with a small KV cache, so requests get preempted) and requests."""
+    model = get_model(draw(st.sampled_from(["Qwen3-1.7B", "Qwen3-8B", "Qwen2.5-14B"])))
+    gpu = get_gpu(draw(st.sampled_from(["L40S", "H800", "A100-40GB"])))
+    n_inst = draw(st.integers(1, 3))
+    instances = []
+    for _ in range(n_inst):
+        tp = draw(st.sampled_from([1, 2, 4]))
+        util = draw(st.floats(0.3, 0.95))
+        inst = Instance(model, gpu, tp, ServingParams(max_num_seqs=draw(st.integers(1, 64)), memory_utilization=util))
+        if inst.kv_capacity_tokens() < 4096:
+            inst = Instance(model, gpu, tp)
+        instances.append(inst)
+    n = draw(st.integers(1, 60))
+    reqs = [Request(i, draw(st.integers(0, 600)), draw(st.integers(1, 1500)), group=i // 4,
+                    ready=draw(st.sampled_from([0.0, 0.0, draw(st.floats(0, 20))])),
+                    generated=0) for i in range(n)]
+    assignment = [draw(st.integers(0, n_inst - 1)) for _ in range(n)]
+    return instances, reqs, assignment, draw(st.sampled_from([1, 16]))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(workloads())
+def test_event_engine_equals_the_per_token_stepper(w):
+    instances, reqs, assignment, block = w
+    # shrink KV caches so preemption happens: capacity just above the longest request
+    longest = max(r.prompt + r.output for r in reqs)
+    engine = Engine(instances, reqs, assignment, block)
+    for st_ in engine.states:
+        st_.capacity_blocks = min(st_.capacity_blocks, max(-(-longest // block) + 2, st_.capacity_blocks // 1000))
+    caps = [s.capacity_blocks for s in engine.states]
+    result = engine.run()
+    ref = _reference_with_caps(instances, reqs, assignment, block, caps)
+    assert set(ref) == {r.id for r in reqs}
+    for rid, t in ref.items():
+        assert result.records[rid].completed == pytest.approx(t, rel=1e-9, abs=1e-12)
+
+
+def _reference_with_caps(instances, reqs, assignment, block, caps):
+    """The reference stepper on instances whose KV capacity is forced to ``caps`` blocks."""
+    from costmodels.generation import engine as eng
+
+    class Capped:
+        def __init__(self, inst, cap):
+            self._inst, self._cap = inst, cap
+
+        def __getattr__(self, name):
+            return getattr(self._inst, name)
+
+        def kv_capacity_tokens(self):
+            return self._cap * block
+
+    return eng.reference_run([Capped(i, c) for i, c in zip(instances, caps, strict=True)], reqs, assignment, block)
+
+
+def test_preemption_happens_and_is_counted():
+    inst = Instance(QWEN14, get_gpu("L40S"), 1, ServingParams(max_num_seqs=128))
+    rng = np.random.default_rng(3)
+    reqs = [Request(i, int(rng.integers(10, 1000)), int(rng.integers(1, 3000))) for i in range(150)]
+    result = simulate([inst], reqs)
+    ref = reference_run([inst], reqs, [0] * len(reqs))
+    assert result.preemptions > 0 and sum(r.preemptions for r in result.records.values()) == result.preemptions
+    assert max(abs(result.records[i].completed - t) / t for i, t in ref.items()) < 1e-9
+
+
+@settings(max_examples=100, deadline=None)
+@given(m0=st.floats(0, 1), m1=st.floats(0, 1e-3), c0=st.floats(0, 1), c1=st.floats(0, 1e-3), rest=st.floats(0, 1e-2),
+       start=st.floats(0, 1e5), growth=st.integers(1, 512), steps=st.integers(0, 300))
+def test_closed_form_segment_equals_the_sum_of_its_steps(m0, m1, c0, c1, rest, start, growth, steps):
+    coef = StepCoefficients(m0, m1, c0, c1, rest)
+    direct = sum(coef.at(start + growth * k) for k in range(steps))
+    assert coef.total(start, growth, steps) == pytest.approx(direct, rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("model", ["Qwen2.5-14B", "Qwen2-57B-A14B"])
+def test_step_coefficients_reproduce_the_decode_model(model):
+    inst = Instance(get_model(model), H800, 4)
+    for batch in (1, 7, 64, 256):
+        coef = step_coefficients(inst, batch)
+        for context in (0, 1000, 123_456, 2_000_000):
+            assert coef.at(context) == pytest.approx(inst.decode_step(batch, context)["step_s"], rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_orchestrrl_crossover_in_the_simulator(seed):
+    """OrchestrRL §2.1 on 8 H800, Qwen2.5-14B, batch 512: early a small TP finishes first (TP=4
+    in our model, the paper measures TP=2), in the long tail TP=8 finishes first."""
+    rng = np.random.default_rng(seed)
+    early = [Request(i, 1024, int(rng.uniform(256, 4096))) for i in range(512)]
+    tail = [Request(i, 8192, int(rng.uniform(4096, 8192))) for i in range(8)]
+    e = {tp: simulate([Instance(QWEN14, H800, tp)] * (8 // tp), early).makespan_s for tp in (2, 4, 8)}
+    t = {tp: simulate([Instance(QWEN14, H800, tp)] * (8 // tp), tail).makespan_s for tp in (2, 4, 8)}
+    assert min(e[2], e[4]) < e[8], e
+    assert t[8] < t[4] < t[2], t
+
+
+def test_analytic_makespan_stays_near_the_simulator():
+    """T_k of ``costmodels.decode`` (histogram at bin upper bounds, admission reserving the final
+    length) against the engine over random workloads: measured median +3 %, p90 |error| 19 %,
+    worst 26 % (closing note of issue 12); the bound keeps it from drifting."""
+    rng = np.random.default_rng(1)
+    errors = []
+    for trial in range(12):
+        model = get_model(["Qwen3-8B", "Qwen2.5-14B", "Qwen2.5-32B"][trial % 3])
+        inst = Instance(model, H800, int(rng.choice([2, 4, 8])), ServingParams(max_num_seqs=int(rng.choice([64, 128, 256]))))
+        reqs = synthetic_trace(int(rng.integers(8, 40)), 8, 8192, seed=trial)
+        sim = simulate([inst], reqs).makespan_s
+        ana = simulate_instance(inst, histogram(reqs).requests())["makespan_s"]
+        errors.append((ana - sim) / sim)
+    e = np.abs(errors)
+    assert np.median(e) < 0.15 and e.max() < 0.4, errors
+
+
+def test_outputs_curve_idle_and_json():
+    inst = Instance(QWEN14, H800, 2)
+    reqs = synthetic_trace(16, 4, 4096, seed=0)
+    res = simulate([inst, inst], reqs)
+    times, left = res.remaining_curve()
+    assert left[0] == len(reqs) and left[-1] == 0 and np.all(np.diff(times) >= 0)
+    assert res.makespan_s == pytest.approx(times[-1])
+    assert res.idle_gpu_s >= 0 and res.tokens == sum(r.output for r in reqs)
+    doc = res.to_dict()
+    assert doc["makespan_s"] == res.makespan_s and len(doc["requests"]) == len(reqs)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_synthetic_trace_matches_its_calibration(seed):
+    """RollPacker §2.2: P75 of 755-1.1k tokens at a 16k maximum, some responses at the limit;
+    OrchestrRL Fig. 3a: most responses under 7.5k; responses of one prompt correlate."""
+    reqs = synthetic_trace(512, 16, 16384, seed=seed)
+    lengths = np.array([r.output for r in reqs])
+    assert 755 <= np.percentile(lengths, 75) <= 1100
+    assert (lengths < 7500).mean() > 0.95 and lengths.max() == 16384
+    by_group = lengths.reshape(512, 16)
+    within = np.mean([np.std(np.log(g)) for g in by_group])
+    assert within < np.std(np.log(lengths))  # a prompt's responses are closer than the whole step's
+
+
+def test_trace_readers_round_trip():
+    reqs = synthetic_trace(8, 4, 4096, seed=5)
+    again = read_plain_csv(write_plain_csv(reqs), "t.csv")
+    assert [(r.prompt, r.output, r.group) for r in again] == [(r.prompt, r.output, r.group) for r in reqs]
+    vid = read_vidur_csv(write_vidur_csv(reqs), "v.csv")
+    assert [(r.prompt, r.output, r.ready) for r in vid] == [(r.prompt, r.output, r.ready) for r in reqs]
+    rp = read_rollpacker_jsonl(write_rollpacker_jsonl(reqs), "g.jsonl")
+    assert [(r.prompt, r.output, r.group) for r in rp] == [(r.prompt, r.output, r.group) for r in reqs]
+    assert len(read_trace(write_rollpacker_jsonl(reqs), "g.jsonl")) == len(reqs)
+    hist = histogram(reqs)
+    assert hist.total == len(reqs) and all(u % 256 == 0 for u in hist.upper)
+
+
+@pytest.mark.parametrize(("text", "where"), [
+    ("prompt_tokens,output_tokens,group\n10,-5,0\n", "row 2.output_tokens"),
+    ("prompt_tokens,output_tokens,group,color\n10,5,0,red\n", "header"),
+    ('{"response_lengths": []}\n', "line 1.response_lengths"),
+    ("num_prefill_tokens,num_decode_tokens\n10,abc\n", "row 2.num_decode_tokens"),
+    ("hello\n", "header"),
+])
+def test_bad_traces_name_the_row_and_value(text, where):
+    with pytest.raises(SpecError) as exc:
+        read_trace(text, "bad.trace")
+    assert exc.value.field == where and "bad.trace" in str(exc.value)
