@@ -37,6 +37,8 @@ presets_app = typer.Typer(help="List and show the shipped examples (specs and wh
 app.add_typer(presets_app, name="presets")
 estimate_app = typer.Typer(help="Cost-model estimates without solving (generation makespan per TP/DP configuration).", no_args_is_help=True)
 app.add_typer(estimate_app, name="estimate")
+simulate_app = typer.Typer(help="Request-level simulation (continuous batching under KV capacity) on the one decode model.", no_args_is_help=True)
+app.add_typer(simulate_app, name="simulate")
 
 out = Console()
 err = Console(stderr=True)
@@ -354,6 +356,95 @@ def estimate_generation(
     e = params.efficiency
     out.print(f"efficiency: compute {e.compute:.0%} of peak, HBM {e.hbm:.0%}, NVLink hop {params.hop_latency_ms * 1e3:.1f} us,"
               f" decode step overhead {e.decode_step_overhead_ms:.2f} ms + {e.decode_sequence_overhead_us:.0f} us/seq", highlight=False)
+
+
+def _parse_instances(text: str) -> list[tuple[int, int]]:
+    """``4xTP2`` or ``2xTP4,1xTP8`` -> [(count, tp), ...]."""
+    import re
+
+    out = []
+    for part in text.split(","):
+        m = re.fullmatch(r"\s*(\d+)\s*[xX]\s*TP(\d+)\s*", part)
+        if not m or int(m.group(1)) <= 0 or int(m.group(2)) <= 0:
+            raise SpecError("--instances", text, "expected COUNTxTPk[,COUNTxTPk...], e.g. 4xTP2")
+        out.append((int(m.group(1)), int(m.group(2))))
+    return out
+
+
+def _simulation_requests(lengths: str, seed: int) -> list[Any]:
+    """A trace file (Vidur CSV, plain CSV, RollPacker JSONL), ``synthetic:prompts=P,n=N,max=M``,
+    or a named distribution (its histogram's bins: context as prompt, upper bound as output)."""
+    from costmodels.generation.engine import Request
+    from costmodels.generation.lengths import parse_distribution
+    from costmodels.generation.traces import read_trace, synthetic_trace
+
+    path = Path(lengths)
+    if path.exists():
+        if path.is_dir():
+            raise SpecError("--lengths", lengths, "is a directory, not a trace file")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise SpecError("--lengths", lengths, "is not a UTF-8 text trace", str(path)) from None
+        return read_trace(text, str(path))
+    if lengths.startswith("synthetic"):
+        args = {"prompts": 64, "n": 16, "max": 16384, "step": 0}
+        for part in filter(None, lengths.partition(":")[2].split(",")):
+            key, _, value = part.partition("=")
+            if key not in args or not value.isdigit() or int(value) <= 0 and key != "step":
+                raise SpecError(f"lengths.{key}", part, "synthetic takes prompts, n, max, step (positive integers)")
+            args[key] = int(value)
+        return synthetic_trace(args["prompts"], args["n"], args["max"], seed=seed, step=args["step"])
+    hist = parse_distribution(lengths, seed=seed)
+    return [Request(i, r.context, r.remaining) for i, r in enumerate(hist.requests())]
+
+
+@simulate_app.command("generation")
+def simulate_generation(
+    model: Annotated[str, typer.Option(help="model name from the catalog")] = "Qwen2.5-14B",
+    gpu: Annotated[str, typer.Option(help="GPU type from the catalog")] = "H800",
+    instances: Annotated[str, typer.Option(help="serving instances, e.g. 4xTP2 or 2xTP2,1xTP4")] = "4xTP2",
+    lengths: Annotated[str, typer.Option(help="trace file (Vidur CSV, prompt_tokens/output_tokens/group CSV, RollPacker JSONL), synthetic:prompts=P,n=N,max=M, or NAME:key=value")] = "synthetic:prompts=64,n=8,max=8192",
+    max_num_seqs: Annotated[int, typer.Option(help="engine's max concurrent sequences per instance")] = 256,
+    seed: Annotated[int, typer.Option(help="seed for synthetic lengths")] = 0,
+    plot: Annotated[Path | None, typer.Option(help="also draw the timeline and remaining-requests curve to this PNG")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="machine-readable result")] = False,
+) -> None:
+    """Simulate one generation step: makespan, preemptions, idle GPU-seconds (continuous
+    batching, KV blocks, recompute preemption; ``costmodels.generation.engine``)."""
+    from costmodels.catalog import get_gpu, get_model
+    from costmodels.decode import Instance, ServingParams
+    from costmodels.generation.engine import simulate
+
+    try:
+        if max_num_seqs <= 0:
+            raise SpecError("--max-num-seqs", max_num_seqs, "must be > 0")
+        if plot is not None and (plot.suffix.lower() != ".png" or plot.is_dir()):
+            raise SpecError("--plot", str(plot), "must be a .png file path")
+        m, g = get_model(model), get_gpu(gpu)
+        params = ServingParams(max_num_seqs=max_num_seqs)
+        insts = [Instance(m, g, tp, params) for count, tp in _parse_instances(instances) for _ in range(count)]
+        for inst in insts:
+            if inst.kv_capacity_tokens() <= 0:
+                raise SpecError("--instances", instances, f"{model} does not fit TP{inst.tp} on {gpu} with room for a KV cache")
+        reqs = _simulation_requests(lengths, seed)
+        result = simulate(insts, reqs)
+    except SpecError as exc:
+        fail(str(exc))
+    except ValueError as exc:
+        fail(f"--lengths {lengths}: {exc}")
+    if plot is not None:
+        from costmodels.generation.plot import plot_simulation
+
+        tmp = plot.with_name(plot.name + ".tmp.png")
+        plot_simulation(result, tmp, f"{model} on {instances} x {gpu}: {len(reqs)} requests")
+        tmp.replace(plot)
+    doc = {"model": model, "gpu": gpu, "configuration": instances, "requests": len(reqs), **{k: v for k, v in result.to_dict().items() if k != "requests"}}
+    if as_json:
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        return
+    out.print(f"{len(reqs)} requests on {instances} x {gpu} ({model}): makespan {result.makespan_s:.1f} s, "
+              f"{result.tokens_per_s:,.0f} tokens/s, {result.preemptions} preemptions, {result.idle_gpu_s:,.0f} idle GPU-s", highlight=False)
 
 
 @presets_app.callback()

@@ -198,3 +198,21 @@ def test_bad_traces_name_the_row_and_value(text, where):
     with pytest.raises(SpecError) as exc:
         read_trace(text, "bad.trace")
     assert exc.value.field == where and "bad.trace" in str(exc.value)
+
+
+def test_cli_simulate_generation(tmp_path):
+    import json
+
+    from tests.conftest import run_cli
+
+    png = tmp_path / "sim.png"
+    proc = run_cli("simulate", "generation", "--instances", "2xTP4", "--lengths", "synthetic:prompts=16,n=8,max=4096", "--json", "--plot", str(png))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["makespan_s"] > 0 and doc["requests"] == 128 and "preemptions" in doc and "idle_gpu_s" in doc
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"prompt_length": 10, "response_lengths": [5, 0]}\n')
+    bad = run_cli("simulate", "generation", "--lengths", str(trace))
+    assert bad.returncode == 2 and "response_lengths[1]" in bad.stderr and "Traceback" not in bad.stderr
+    assert run_cli("simulate", "generation", "--instances", "2xTP3x").returncode == 2
