@@ -216,3 +216,94 @@ def test_cli_simulate_generation(tmp_path):
     bad = run_cli("simulate", "generation", "--lengths", str(trace))
     assert bad.returncode == 2 and "response_lengths[1]" in bad.stderr and "Traceback" not in bad.stderr
     assert run_cli("simulate", "generation", "--instances", "2xTP3x").returncode == 2
+
+
+class ChaosPolicy:
+    """A seeded policy that exercises every action: dispatches the unassigned, migrates running
+    requests, aborts queued ones, reconfigures an instance, releases and re-acquires one."""
+
+    def __init__(self, seed: int, tick: float, n_instances: int):
+        self.rng = np.random.default_rng(seed)
+        self.tick, self.n = tick, n_instances
+        self.released: int | None = None
+
+    def on_start(self, obs):
+        return self.on_tick(obs)
+
+    def on_tick(self, obs):
+        from costmodels.generation.engine import (
+            Abort,
+            Acquire,
+            Dispatch,
+            Migrate,
+            Reconfigure,
+            Release,
+        )
+
+        out = []
+        active = [v.index for v in obs.instances if v.active]
+        for rid in sorted(r.id for r in obs.requests.values() if r.state == "unassigned" and r.ready <= obs.time):
+            out.append(Dispatch(rid, active[int(self.rng.integers(len(active)))]))
+        running = sorted(r.id for r in obs.requests.values() if r.state == "running")
+        if running and self.n > 1 and self.rng.random() < 0.5:
+            rid = running[int(self.rng.integers(len(running)))]
+            src = obs.requests[rid].instance
+            dst = [i for i in active if i != src]
+            if dst:
+                out.append(Migrate(rid, dst[int(self.rng.integers(len(dst)))], bandwidth_gbs=float(self.rng.choice([0.5, 50.0]))))
+        queued = sorted(r.id for r in obs.requests.values() if r.state in ("waiting", "pending"))
+        if queued and self.rng.random() < 0.1:
+            out.append(Abort(queued[int(self.rng.integers(len(queued)))]))
+        if self.rng.random() < 0.05:
+            out.append(Reconfigure(active[int(self.rng.integers(len(active)))], int(self.rng.choice([1, 2])), pause_s=0.5))
+        if self.n > 1 and self.released is None and self.rng.random() < 0.05:
+            self.released = active[-1]
+            out.append(Release(self.released))
+        elif self.released is not None and self.rng.random() < 0.2:
+            out.append(Acquire(self.released))
+            self.released = None
+        return out
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(w=workloads(), seed=st.integers(0, 1000), tick=st.floats(0.05, 3.0), unassigned=st.floats(0, 1))
+def test_event_engine_equals_per_token_engine_under_a_policy(w, seed, tick, unassigned):
+    """Same rules, same policy, same actions: the closed forms and searches change nothing,
+    with dispatch, migration (transfer or recompute), aborts, reconfiguration and release."""
+    instances, reqs, assignment, block = w
+    rng = np.random.default_rng(seed)
+    assignment = [-1 if rng.random() < unassigned else a for a in assignment]
+    runs = []
+    for per_token in (False, True):
+        engine = Engine(instances, reqs, assignment, block, per_token=per_token)
+        runs.append(engine.run([ChaosPolicy(seed, tick, len(instances))]))
+    fast, slow = runs
+    assert [a["action"] for a in fast.actions] == [a["action"] for a in slow.actions]
+    for rid, rec in slow.records.items():
+        other = fast.records[rid]
+        assert (rec.completed is None) == (other.completed is None) and (rec.aborted is None) == (other.aborted is None)
+        if rec.completed is not None:
+            assert other.completed == pytest.approx(rec.completed, rel=1e-9, abs=1e-9)
+        assert other.preemptions == rec.preemptions and other.migrations == rec.migrations
+    assert fast.preemptions == slow.preemptions
+
+
+def test_policy_sees_no_true_lengths_and_actions_are_logged():
+    from costmodels.generation.engine import Dispatch, RequestView
+
+    assert "output" not in RequestView.__dataclass_fields__
+    inst = Instance(QWEN14, H800, 2)
+    reqs = synthetic_trace(4, 4, 2048, seed=1)
+
+    class RoundRobin:
+        tick = 0.5
+
+        def on_start(self, obs):
+            return [Dispatch(r, i % 2) for i, r in enumerate(sorted(obs.requests))]
+
+        def on_tick(self, obs):
+            return []
+
+    res = Engine([inst, inst], reqs, [-1] * len(reqs)).run([RoundRobin()])
+    assert len(res.actions) == len(reqs) and all(a["action"] == "Dispatch" for a in res.actions)
+    assert all(r.completed is not None for r in res.records.values())

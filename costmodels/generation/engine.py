@@ -44,7 +44,7 @@ import bisect
 import math
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -76,6 +76,8 @@ class RequestRecord:
     admitted: float | None = None
     completed: float | None = None
     preemptions: int = 0
+    migrations: int = 0
+    aborted: float | None = None
 
 
 @dataclass
@@ -146,6 +148,10 @@ class InstanceState:
     waiting: deque[int] = field(default_factory=deque)
     busy_s: float = 0.0
     timeline: list[tuple[float, float, int, int]] = field(default_factory=list)  # (start, end, batch, KV tokens)
+    active: bool = True
+    active_since: float = 0.0
+    active_s: float = 0.0  # time held before the last release
+    kv_ready: set[int] = field(default_factory=set)  # migrated with their KV: no prefill on admission
 
     def blocks_used(self, extra: int = 0) -> int:
         return int(np.sum((self.ctx + extra + self.block - 1) // self.block))
@@ -184,6 +190,7 @@ class SimResult:
     gpus: list[int]
     timelines: list[list[tuple[float, float, int, int]]]
     actions: list[dict[str, Any]]
+    held_s: list[float] | None = None  # time each instance held its GPUs (default: the makespan)
 
     @property
     def tokens_per_s(self) -> float:
@@ -192,12 +199,13 @@ class SimResult:
     @property
     def idle_gpu_s(self) -> float:
         """GPU-seconds instances sat idle before the makespan (the bubbles RollPacker/RollMux measure)."""
-        return sum(g * (self.makespan_s - b) for g, b in zip(self.gpus, self.busy_s, strict=True))
+        held = self.held_s or [self.makespan_s] * len(self.gpus)
+        return sum(g * max(0.0, h - b) for g, h, b in zip(self.gpus, held, self.busy_s, strict=True))
 
     def remaining_curve(self) -> tuple[np.ndarray, np.ndarray]:
         """(time, requests not yet complete) at every completion (OrchestrRL Fig. 11)."""
         done = np.sort(np.array([r.completed for r in self.records.values() if r.completed is not None]))
-        n = len(self.records)
+        n = len(done)
         return np.concatenate([[0.0], done]), n - np.arange(len(done) + 1)
 
     def to_dict(self) -> dict[str, Any]:
@@ -208,14 +216,21 @@ class SimResult:
 
 
 class Engine:
-    """Event-driven continuous batching over several instances (module doc)."""
+    """Event-driven continuous batching over several instances (module doc), with policy hooks.
 
-    def __init__(self, instances: list[Instance], requests: list[Request], assignment: list[int], block_size: int = 16):
+    ``assignment[i]`` is request i's instance, or -1 to leave it to the policies' ``Dispatch``.
+    ``per_token=True`` runs the same rules one decode step at a time with the decode model called
+    per step (no closed forms, no binary searches): the reference the tests hold the engine to."""
+
+    def __init__(self, instances: list[Instance], requests: list[Request], assignment: list[int], block_size: int = 16,
+                 per_token: bool = False):
         if len(assignment) != len(requests):
             raise ValueError("one instance index per request")
         self.requests = {r.id: Request(r.id, r.prompt, r.output, r.group, r.ready, r.generated) for r in requests}
         if len(self.requests) != len(requests):
             raise ValueError("request ids must be unique")
+        self.block = block_size
+        self.per_token = per_token
         self.states = []
         for i, inst in enumerate(instances):
             cap = inst.kv_capacity_tokens() // block_size
@@ -224,18 +239,23 @@ class Engine:
         self.actions: list[dict[str, Any]] = []
         self.preemptions = 0
         self._coef: dict[tuple[int, int], StepCoefficients] = {}
-        # per instance: requests in ready order, not yet queued
+        # per instance: requests in ready order, not yet queued; unassigned ones wait for Dispatch
         self.pending: list[deque[int]] = [deque() for _ in instances]
+        self.unassigned: list[int] = []
         for r in sorted(requests, key=lambda r: (r.ready, r.id)):
             a = self.records[r.id].instance
+            if a == -1:
+                self.unassigned.append(r.id)
+                continue
             if not 0 <= a < len(instances):
                 raise ValueError(f"request {r.id}: instance {a} does not exist")
+            self._check_fits(r.id, self.states[a])
             self.pending[a].append(r.id)
-        for st in self.states:
-            for rid in self.pending[st.index]:
-                req = self.requests[rid]
-                if math.ceil((req.prompt + req.output) / block_size) > st.capacity_blocks:
-                    raise ValueError(f"request {rid} ({req.prompt}+{req.output} tokens) cannot fit instance {st.index}'s KV cache")
+
+    def _check_fits(self, rid: int, st: InstanceState) -> None:
+        req = self.requests[rid]
+        if -(-(req.prompt + req.output) // self.block) > st.capacity_blocks:
+            raise ValueError(f"request {rid} ({req.prompt}+{req.output} tokens) cannot fit instance {st.index}'s KV cache")
 
     def coef(self, st: InstanceState, batch: int) -> StepCoefficients:
         key = (id(st.inst), batch)  # identical instances share one table
@@ -270,7 +290,10 @@ class Engine:
         if not new_ids:
             return
         start = st.clock
-        st.clock += st.inst.prefill_batch(new_ctx) if any(new_ctx) else 0.0
+        # a request that arrived with its KV (migrated by transfer) needs no prefill
+        prefill = [c for rid, c in zip(new_ids, new_ctx, strict=True) if rid not in st.kv_ready]
+        st.kv_ready.difference_update(new_ids)
+        st.clock += st.inst.prefill_batch(prefill) if any(prefill) else 0.0
         st.busy_s += st.clock - start
         for rid in new_ids:
             rec = self.records[rid]
@@ -281,11 +304,15 @@ class Engine:
         st.rem = np.concatenate([st.rem, np.array([self.requests[r].output - self.requests[r].generated for r in new_ids], dtype=np.int64)])
         st.timeline.append((start, st.clock, len(st.running), int(st.ctx.sum())))
 
+    def _remove_running(self, st: InstanceState, pos: int) -> int:
+        """Take the request at ``pos`` out of the batch, keeping its tokens; its id."""
+        rid = st.running.pop(pos)
+        self.requests[rid].generated = self.requests[rid].output - int(st.rem[pos])
+        st.ctx, st.rem = np.delete(st.ctx, pos), np.delete(st.rem, pos)
+        return rid
+
     def _preempt_last(self, st: InstanceState) -> None:
-        rid = st.running.pop()
-        done = self.requests[rid].output - int(st.rem[-1])
-        self.requests[rid].generated = done
-        st.ctx, st.rem = st.ctx[:-1], st.rem[:-1]
+        rid = self._remove_running(st, len(st.running) - 1)
         st.waiting.appendleft(rid)
         self.records[rid].preemptions += 1
         self.preemptions += 1
@@ -321,8 +348,34 @@ class Engine:
                 lo = mid
         return hi
 
+    def _step(self, st: InstanceState, k: int) -> None:
+        """Run k decode steps of the current batch and retire what completes."""
+        start = st.clock
+        b = len(st.running)
+        context = int(st.ctx.sum())
+        if self.per_token:
+            st.clock += st.inst.decode_step(b, float(context))["step_s"]
+        else:
+            st.clock += self.coef(st, b).total(float(context), b, k)
+        st.busy_s += st.clock - start
+        st.ctx += k
+        st.rem -= k
+        st.timeline.append((start, st.clock, b, context + b * k))
+        done = np.flatnonzero(st.rem == 0)
+        if len(done):
+            for pos in done.tolist():
+                rid = st.running[pos]
+                self.records[rid].completed = st.clock
+                self.requests[rid].generated = self.requests[rid].output
+            for pos in reversed(done.tolist()):
+                del st.running[pos]
+            keep = st.rem > 0
+            st.ctx, st.rem = st.ctx[keep], st.rem[keep]
+
     def advance(self, st: InstanceState, until: float = math.inf) -> None:
         """Run the instance to ``until`` (the step in flight then finishes) or to idle."""
+        if not st.active:
+            return
         while True:
             self._release_arrivals(st)
             self._admit(st)
@@ -334,46 +387,270 @@ class Engine:
                 continue
             if st.clock >= until:
                 return
+            if self.per_token:
+                if st.blocks_used(1) > st.capacity_blocks:
+                    self._preempt_last(st)
+                    continue
+                self._step(st, 1)
+                continue
             k = int(st.rem.min())
             fit = self._steps_until_full(st, k)
             if fit == 0:
                 self._preempt_last(st)
                 continue
             k = fit
-            coef = self.coef(st, len(st.running))
             q = self.pending[st.index]
             horizon = min(until, self.requests[q[0]].ready if q else math.inf)
             if math.isfinite(horizon):
-                k = max(1, self._steps_until(st, coef, horizon, k))
-            start = st.clock
-            b = len(st.running)
-            context = int(st.ctx.sum())
-            st.clock += coef.total(float(context), b, k)
-            st.busy_s += st.clock - start
-            st.ctx += k
-            st.rem -= k
-            st.timeline.append((start, st.clock, b, context + b * k))
-            done = np.flatnonzero(st.rem == 0)
-            if len(done):
-                for pos in done.tolist():
-                    rid = st.running[pos]
-                    self.records[rid].completed = st.clock
-                    self.requests[rid].generated = self.requests[rid].output
-                for pos in reversed(done.tolist()):
-                    del st.running[pos]
-                keep = st.rem > 0
-                st.ctx, st.rem = st.ctx[keep], st.rem[keep]
+                k = max(1, self._steps_until(st, self.coef(st, len(st.running)), horizon, k))
+            self._step(st, k)
 
-    def run(self) -> SimResult:
+    # -- policies ----------------------------------------------------------------------------
+
+    def observe(self, now: float) -> Observation:
+        """What a policy may see: queues, KV use, tokens done; never the true output lengths."""
+        views = []
+        where: dict[int, tuple[int, str]] = {}
         for st in self.states:
-            self.advance(st)
+            for rid in st.running:
+                where[rid] = (st.index, "running")
+            for rid in st.waiting:
+                where[rid] = (st.index, "waiting")
+            for rid in self.pending[st.index]:
+                where[rid] = (st.index, "pending")
+            views.append(InstanceView(st.index, st.inst.tp, st.inst.gpu.name, st.clock, tuple(st.running), tuple(st.waiting),
+                                      tuple(self.pending[st.index]), st.blocks_used(), st.capacity_blocks, st.active))
+        tokens = {rid: self.requests[rid].output - int(r) for st in self.states for rid, r in zip(st.running, st.rem.tolist(), strict=True)}
+        reqs = {}
+        for rid, req in self.requests.items():
+            rec = self.records[rid]
+            if rec.completed is not None:
+                inst, state = rec.instance, "done"
+            elif rec.aborted is not None:
+                inst, state = rec.instance, "aborted"
+            elif rid in where:
+                inst, state = where[rid]
+            else:
+                inst, state = -1, "unassigned"
+            reqs[rid] = RequestView(rid, req.group, req.prompt, tokens.get(rid, req.generated), req.ready, inst, state)
+        return Observation(now, tuple(views), reqs)
+
+    def _take_out(self, rid: int) -> int:
+        """Remove a request from wherever it is queued or running; its former instance or -1."""
+        if rid in self.unassigned:
+            self.unassigned.remove(rid)
+            return -1
+        for st in self.states:
+            if rid in st.running:
+                self._remove_running(st, st.running.index(rid))
+                return st.index
+            if rid in st.waiting:
+                st.waiting.remove(rid)
+                st.kv_ready.discard(rid)
+                return st.index
+            if rid in self.pending[st.index]:
+                self.pending[st.index].remove(rid)
+                st.kv_ready.discard(rid)
+                return st.index
+        raise ValueError(f"request {rid} is not waiting, running or unassigned")
+
+    def _enqueue(self, rid: int, st: InstanceState, ready: float) -> None:
+        self._check_fits(rid, st)
+        self.requests[rid].ready = ready
+        q = self.pending[st.index]
+        pos = len(q)
+        while pos > 0 and self.requests[q[pos - 1]].ready > ready:
+            pos -= 1
+        q.insert(pos, rid)
+        self.records[rid].instance = st.index
+
+    def apply(self, action: Action, now: float) -> None:
+        """Carry out one policy action at time ``now`` and log it."""
+        from costmodels.reconfig import migration_cost, switch_cost
+
+        entry: dict[str, Any] = {"time": now, "action": type(action).__name__, **vars(action)}
+        if isinstance(action, Dispatch):
+            if action.request not in self.unassigned:
+                raise ValueError(f"Dispatch: request {action.request} is not unassigned")
+            self.unassigned.remove(action.request)
+            self._enqueue(action.request, self.states[action.instance], max(now, self.requests[action.request].ready))
+        elif isinstance(action, Abort):
+            self._take_out(action.request)
+            self.records[action.request].aborted = now
+        elif isinstance(action, Migrate):
+            src = self._take_out(action.request)
+            dst = self.states[action.instance]
+            req = self.requests[action.request]
+            start = max(now, self.states[src].clock if src >= 0 else now)
+            cost = migration_cost(dst.inst, [req.prompt + req.generated], action.bandwidth_gbs) if req.prompt + req.generated else {"cost_s": 0.0, "choice": "recompute"}
+            if cost["choice"] == "transfer":
+                dst.kv_ready.add(action.request)
+            self.records[action.request].migrations += 1
+            entry.update({"from": src, "cost_s": cost["cost_s"], "how": cost["choice"]})
+            self._enqueue(action.request, dst, start + cost["cost_s"])
+        elif isinstance(action, Reconfigure):
+            st = self.states[action.instance]
+            while st.running:  # the engine restarts: running requests go back to the queue (recompute)
+                self._preempt_last(st)
+            old = st.inst.tp
+            st.inst = Instance(st.inst.model, st.inst.gpu, action.tp, st.inst.params)
+            st.capacity_blocks = st.inst.kv_capacity_tokens() // self.block
+            pause = switch_cost(st.inst, old, action.bandwidth_gbs)["cost_s"] + action.pause_s
+            st.clock = max(st.clock, now) + pause
+            entry["cost_s"] = pause
+        elif isinstance(action, Release):
+            st = self.states[action.instance]
+            for rid in [*st.running, *st.waiting, *self.pending[st.index]]:
+                self._take_out(rid)
+                self.unassigned.append(rid)
+                self.records[rid].instance = -1
+            st.active_s += max(now, st.clock) - st.active_since
+            st.active = False
+        elif isinstance(action, Acquire):
+            st = self.states[action.instance]
+            if not st.active:
+                st.active, st.active_since = True, max(now, st.clock)
+                st.clock = st.active_since
+        else:
+            raise TypeError(f"unknown action {action!r}")
+        self.actions.append(entry)
+
+    def _finished(self) -> bool:
+        if self.unassigned:
+            return False
+        return all(not st.running and not st.waiting and not self.pending[st.index] for st in self.states)
+
+    def run(self, policies: list[Policy] | None = None, horizon_s: float = 1e7) -> SimResult:
+        """Simulate to the end; with policies, stop every ``tick`` seconds to let them act."""
+        if not policies:
+            if self.unassigned:
+                raise ValueError("requests without an instance need a dispatching policy")
+            for st in self.states:
+                self.advance(st)
+            return self.result()
+        tick = min(p.tick for p in policies)
+        if not tick > 0:
+            raise ValueError("a policy's tick must be > 0 seconds")
+        now = 0.0
+        for action in [a for p in policies for a in p.on_start(self.observe(now))]:
+            self.apply(action, now)
+        while not self._finished():
+            now += tick
+            if now > horizon_s:
+                raise RuntimeError(f"generation did not finish within {horizon_s} s of simulated time (a policy holds requests back?)")
+            for st in self.states:
+                self.advance(st, now)
+            obs = self.observe(now)
+            for action in [a for p in policies for a in p.on_tick(obs)]:
+                self.apply(action, now)
         return self.result()
 
     def result(self) -> SimResult:
-        makespan = max((r.completed or 0.0) for r in self.records.values()) if self.records else 0.0
-        tokens = sum(r.output for r in self.requests.values())
+        done = [r.completed for r in self.records.values() if r.completed is not None]
+        makespan = max(done) if done else 0.0
+        tokens = sum(r.generated for r in self.requests.values())
+        held = [st.active_s + (makespan - st.active_since if st.active else 0.0) for st in self.states]
         return SimResult(makespan, self.records, self.preemptions, tokens, [s.busy_s for s in self.states],
-                         [s.inst.tp for s in self.states], [s.timeline for s in self.states], self.actions)
+                         [s.inst.tp for s in self.states], [s.timeline for s in self.states], self.actions, held)
+
+
+@dataclass(frozen=True)
+class InstanceView:
+    """One instance as a policy sees it."""
+
+    index: int
+    tp: int
+    gpu: str
+    clock: float
+    running: tuple[int, ...]
+    waiting: tuple[int, ...]
+    pending: tuple[int, ...]
+    kv_blocks_used: int
+    kv_blocks: int
+    active: bool
+
+
+@dataclass(frozen=True)
+class RequestView:
+    """One request as a policy sees it: tokens done so far, never the true output length."""
+
+    id: int
+    group: int
+    prompt: int
+    generated: int
+    ready: float
+    instance: int
+    state: str  # unassigned, pending, waiting, running, done, aborted
+
+
+@dataclass(frozen=True)
+class Observation:
+    time: float
+    instances: tuple[InstanceView, ...]
+    requests: dict[int, RequestView]
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    """Send an unassigned request to an instance's queue."""
+
+    request: int
+    instance: int
+
+
+@dataclass(frozen=True)
+class Migrate:
+    """Move a request (queued or running) to another instance, paying the cheaper of KV transfer
+    over ``bandwidth_gbs`` and recomputation (OrchestrRL Appendix A, ``costmodels.reconfig``)."""
+
+    request: int
+    instance: int
+    bandwidth_gbs: float = 25.0
+
+
+@dataclass(frozen=True)
+class Abort:
+    """Drop a request (speculative rollouts)."""
+
+    request: int
+
+
+@dataclass(frozen=True)
+class Reconfigure:
+    """Restart an instance with another TP (its running requests are recomputed later), paying the
+    weight re-sharding (``costmodels.reconfig.switch_cost``) plus ``pause_s``."""
+
+    instance: int
+    tp: int
+    bandwidth_gbs: float = 25.0
+    pause_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class Release:
+    """Give an instance's GPUs to other work; its requests become unassigned."""
+
+    instance: int
+
+
+@dataclass(frozen=True)
+class Acquire:
+    """Take a released instance's GPUs back."""
+
+    instance: int
+
+
+Action = Dispatch | Migrate | Abort | Reconfigure | Release | Acquire
+
+
+class Policy(Protocol):
+    """Online policy code (it lives in ``heuristics``; the planner passes it in)."""
+
+    tick: float
+
+    def on_start(self, obs: Observation) -> list[Action]: ...
+
+    def on_tick(self, obs: Observation) -> list[Action]: ...
 
 
 def simulate(instances: list[Instance], requests: list[Request], assignment: list[int] | None = None, block_size: int = 16) -> SimResult:
