@@ -274,6 +274,8 @@ class Engine:
     def _admit(self, st: InstanceState) -> None:
         """FCFS admission at a step boundary; prefill the admitted (module doc)."""
         p = st.inst.params
+        if not st.waiting or len(st.running) >= p.max_num_seqs:
+            return
         new_ids, new_ctx = [], []
         # running requests are scheduled first: their next token's blocks come before admissions
         used = st.blocks_used(1)
@@ -308,7 +310,10 @@ class Engine:
         """Take the request at ``pos`` out of the batch, keeping its tokens; its id."""
         rid = st.running.pop(pos)
         self.requests[rid].generated = self.requests[rid].output - int(st.rem[pos])
-        st.ctx, st.rem = np.delete(st.ctx, pos), np.delete(st.rem, pos)
+        if pos == len(st.running):  # the last admitted (preemption): a view, no copy
+            st.ctx, st.rem = st.ctx[:-1], st.rem[:-1]
+        else:
+            st.ctx, st.rem = np.delete(st.ctx, pos), np.delete(st.rem, pos)
         return rid
 
     def _preempt_last(self, st: InstanceState) -> None:
@@ -319,8 +324,9 @@ class Engine:
 
     def _steps_until_full(self, st: InstanceState, limit: int) -> int:
         """Largest j <= limit such that j more steps fit in the cache (binary search)."""
-        # cheap bound first: every request takes at most ceil(limit / B) more blocks
-        if st.blocks_used() + len(st.running) * (-(-limit // st.block)) <= st.capacity_blocks:
+        # cheap bound first: sum of ceil((c + j) / B) <= (C + n (j + B - 1)) / B
+        n = len(st.running)
+        if (int(st.ctx.sum()) + n * (limit + st.block - 1)) // st.block <= st.capacity_blocks:
             return limit
         blocks = st.block_counter()
         if blocks(limit) <= st.capacity_blocks:
