@@ -255,7 +255,9 @@ class ChaosPolicy:
         if queued and self.rng.random() < 0.1:
             out.append(Abort(queued[int(self.rng.integers(len(queued)))]))
         if self.rng.random() < 0.05:
-            out.append(Reconfigure(active[int(self.rng.integers(len(active)))], int(self.rng.choice([1, 2])), pause_s=0.5))
+            # a restart, or a larger TP (a smaller shard: the KV cache only grows)
+            target = obs.instances[active[int(self.rng.integers(len(active)))]]
+            out.append(Reconfigure(target.index, int(self.rng.choice([target.tp, min(4, 2 * target.tp)])), pause_s=0.5))
         if self.n > 1 and self.released is None and self.rng.random() < 0.05:
             self.released = active[-1]
             out.append(Release(self.released))

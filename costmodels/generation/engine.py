@@ -499,7 +499,10 @@ class Engine:
             while st.running:  # the engine restarts: running requests go back to the queue (recompute)
                 self._preempt_last(st)
             old = st.inst.tp
-            st.inst = Instance(st.inst.model, st.inst.gpu, action.tp, st.inst.params)
+            new = Instance(st.inst.model, st.inst.gpu, action.tp, st.inst.params)
+            if new.kv_capacity_tokens() // self.block <= 0:
+                raise ValueError(f"Reconfigure: {new.model.name} on TP{action.tp} x {new.gpu.name} leaves no KV cache")
+            st.inst = new
             st.capacity_blocks = st.inst.kv_capacity_tokens() // self.block
             pause = switch_cost(st.inst, old, action.bandwidth_gbs)["cost_s"] + action.pause_s
             st.clock = max(st.clock, now) + pause
