@@ -406,6 +406,8 @@ def simulate_generation(
     instances: Annotated[str, typer.Option(help="serving instances, e.g. 4xTP2 or 2xTP2,1xTP4")] = "4xTP2",
     lengths: Annotated[str, typer.Option(help="trace file (Vidur CSV, prompt_tokens/output_tokens/group CSV, RollPacker JSONL), synthetic:prompts=P,n=N,max=M, or NAME:key=value")] = "synthetic:prompts=64,n=8,max=8192",
     max_num_seqs: Annotated[int, typer.Option(help="engine's max concurrent sequences per instance")] = 256,
+    memory_utilization: Annotated[float, typer.Option(help="share of GPU memory the engine may use")] = 0.9,
+    block_size: Annotated[int, typer.Option(help="KV cache block size in tokens")] = 16,
     seed: Annotated[int, typer.Option(help="seed for synthetic lengths")] = 0,
     plot: Annotated[Path | None, typer.Option(help="also draw the timeline and remaining-requests curve to this PNG")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable result")] = False,
@@ -419,16 +421,20 @@ def simulate_generation(
     try:
         if max_num_seqs <= 0:
             raise SpecError("--max-num-seqs", max_num_seqs, "must be > 0")
+        if not 0 < memory_utilization <= 1:
+            raise SpecError("--memory-utilization", memory_utilization, "must be in (0, 1]")
+        if block_size <= 0:
+            raise SpecError("--block-size", block_size, "must be > 0")
         if plot is not None and (plot.suffix.lower() != ".png" or plot.is_dir()):
             raise SpecError("--plot", str(plot), "must be a .png file path")
         m, g = get_model(model), get_gpu(gpu)
-        params = ServingParams(max_num_seqs=max_num_seqs)
+        params = ServingParams(max_num_seqs=max_num_seqs, memory_utilization=memory_utilization)
         insts = [Instance(m, g, tp, params) for count, tp in _parse_instances(instances) for _ in range(count)]
         for inst in insts:
             if inst.kv_capacity_tokens() <= 0:
                 raise SpecError("--instances", instances, f"{model} does not fit TP{inst.tp} on {gpu} with room for a KV cache")
         reqs = _simulation_requests(lengths, seed)
-        result = simulate(insts, reqs)
+        result = simulate(insts, reqs, block_size=block_size)
     except SpecError as exc:
         fail(str(exc))
     except ValueError as exc:
