@@ -10,7 +10,7 @@ to the GPUs' speed: HBM bandwidth for generation, FLOP/s otherwise) or ``memory`
 to GPU memory, which lets a mixed group fit what an even split cannot); and, for generation, by
 the sequences in flight per replica ``dbs``: "as many as fit" (``None``: the workflow's limit
 capped per replica by the KV cache that fits beside the group's resident models, which is what a
-serving engine does), or the limit and every halving of it down to 1.
+serving engine does), or the limit and its first three halvings.
 
 Because GPUs of one node are interchangeable on a hierarchical network, a GPU group is
 characterised by how many GPUs it takes from each node (its *composition*); the exact ILP and the
@@ -66,11 +66,13 @@ def set_partitions(items: list[str]) -> Iterator[list[list[str]]]:
         yield [[first], *part]
 
 
-def decode_batch_candidates(max_dbs: int) -> tuple[int, ...]:
-    """The engine limit and every halving of it down to 1 (what a serving engine can be told)."""
+def decode_batch_candidates(max_dbs: int, count: int = 4) -> tuple[int, ...]:
+    """The engine limit and its halvings (``count`` values at most, never below 1). Smaller
+    explicit caps are left out: "as many as fit" (``None``) already runs every smaller batch the
+    memory forces, and a decode never gets faster with fewer sequences in flight."""
     out = []
     b = max_dbs
-    while b >= 1:
+    while b >= 1 and len(out) < count:
         out.append(b)
         b //= 2
     return tuple(out)
