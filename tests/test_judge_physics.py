@@ -222,3 +222,29 @@ def test_generation_kind_is_costed_by_the_one_decode_model():
     assert g["decode_s"] >= 0.012
     assert math.isfinite(g["decode_s"])
     assert problem.tasks[0].kind is TaskKind.GENERATION
+
+
+def test_head_dim_comes_from_the_catalog():
+    """Qwen3 uses 128-wide heads whatever hidden / heads says (issue 11 item 5)."""
+    from costmodels.catalog import ModelSpec
+    from costmodels.transformer import kv_bytes_per_token
+
+    q4 = get_model("Qwen3-4B")
+    assert q4.hidden // q4.query_heads == 80 and q4.head_dim == 128
+    assert get_model("Qwen3-235B-A22B").head_dim == 128
+    assert kv_bytes_per_token(q4, q4.layers, 1) == 2 * q4.layers * q4.kv_heads * 128 * 2
+    custom = ModelSpec(name="x", params_b=1, hidden=1024, layers=2, ffn_intermediate=4096, query_heads=8, kv_heads=8, vocab=10)
+    assert custom.head_dim == 128  # absent: hidden / heads
+
+
+def test_every_breakdown_shows_the_one_efficiency_set():
+    from costmodels.placement.summary import placement_summary
+
+    cluster = load_cluster({"nodes": [{"name": "h", "gpu": "H800", "count": 4, "zone": "z"}],
+                            "network": {"intra_zone": {"bandwidth_gbps": 100, "latency_ms": 0.05}}})
+    problem = PlacementProblem(cluster, load_workflow("grpo-sync-qwen3-4b"))
+    plan = colocated_plan(problem, 2, 2, 1, decode_batch=32)
+    ev = evaluate_placement(problem, plan)
+    assert ev.breakdown["efficiency"] == Efficiency().summary()
+    text = placement_summary(problem, plan, ev.objective, ev.breakdown, "verl", "feasible").caption
+    assert "efficiency: compute 50% of peak, HBM 80%" in text and "decode model physical" in text
