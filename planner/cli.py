@@ -445,7 +445,7 @@ def simulate_generation(
         tmp = plot.with_name(plot.name + ".tmp.png")
         plot_simulation(result, tmp, f"{model} on {instances} x {gpu}: {len(reqs)} requests")
         tmp.replace(plot)
-    doc = {"model": model, "gpu": gpu, "configuration": instances, "requests": len(reqs), **{k: v for k, v in result.to_dict().items() if k != "requests"}}
+    doc = {"model": model, "gpu": gpu, "configuration": instances, "request_count": len(reqs), **result.to_dict()}
     if as_json:
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         return

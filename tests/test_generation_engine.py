@@ -209,7 +209,8 @@ def test_cli_simulate_generation(tmp_path):
     proc = run_cli("simulate", "generation", "--instances", "2xTP4", "--lengths", "synthetic:prompts=16,n=8,max=4096", "--json", "--plot", str(png))
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
-    assert doc["makespan_s"] > 0 and doc["requests"] == 128 and "preemptions" in doc and "idle_gpu_s" in doc
+    assert doc["makespan_s"] > 0 and doc["request_count"] == 128 == len(doc["requests"]) and "preemptions" in doc and "idle_gpu_s" in doc
+    assert all(r["completed"] is not None and r["admitted"] is not None for r in doc["requests"].values())
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     trace = tmp_path / "t.jsonl"
     trace.write_text('{"prompt_length": 10, "response_lengths": [5, 0]}\n')
