@@ -401,9 +401,11 @@ class Engine:
                 continue
             k = int(st.rem.min())
             fit = self._steps_until_full(st, k)
-            if fit == 0:
+            while fit == 0:
+                # preempt until the next step fits; the preempted cannot come back before a
+                # completion frees blocks (it needs what it just released), so no admission here
                 self._preempt_last(st)
-                continue
+                fit = self._steps_until_full(st, int(st.rem.min()))
             k = fit
             q = self.pending[st.index]
             horizon = min(until, self.requests[q[0]].ready if q else math.inf)
