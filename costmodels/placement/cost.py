@@ -297,28 +297,46 @@ class _TaskCoster:
                 "pipeline_s": max(full, chain) - sum(stage_t), "overhead_s": overhead}
 
     def _decode_physical(self, replica: list[list[int]], sequences: int, dbs: int) -> dict[str, float]:
-        """Decode time of one replica's ``sequences`` with ``dbs`` in flight (module doc)."""
+        """Decode time of one replica's ``sequences`` with ``dbs`` in flight (module doc).
+
+        Memoised per topology on what the result depends on: the stages' GPU types and layers,
+        the TP ring and PP hop times, and the workload (DP replicas on identical nodes repeat)."""
         wf, m, tp = self.wf, self.m, self.tp_.tp
         pp = len(replica)
+        micro = min(pp, dbs)
+        widths = sorted({dbs, sequences % dbs} - {0})
+        rings = {}
+        for width in widths:
+            b = math.ceil(width / min(pp, width))
+            hidden_gb = b * m.hidden * BYTES_BF16 / GB
+            # 2 (tp-1) ring steps of volume / tp, each at the ring's slowest edge (D4)
+            ar = tuple(2 * (tp - 1) * self._ring(stage, hidden_gb / tp) if tp > 1 else 0.0 for stage in replica)
+            hops = tuple(comm.best_pair(self.topo, replica[j], replica[j + 1], hidden_gb) for j in range(pp - 1))
+            rings[width] = (ar, hops)
+        key = (m.name, tp, tuple(tuple(g.name for g in self._gpus(stage)) for stage in replica), tuple(self.split), sequences, dbs,
+               tuple(sorted(rings.items())), wf.prompt_length, wf.response_length)  # one topology per problem: params fixed
+        cache = self.topo.memo.setdefault("decode", {})
+        hit = cache.get(key)
+        if hit is not None:
+            return dict(hit)
         waves = [dbs] * (sequences // dbs) + ([sequences % dbs] if sequences % dbs else [])
         out = {"decode_s": 0.0, "memory_s": 0.0, "compute_s": 0.0, "comm_s": 0.0, "pipeline_s": 0.0, "overhead_s": 0.0, "steps": 0.0}
         seg = wf.response_length / DECODE_SEGMENTS
-        for width in sorted(set(waves)):
+        for width in widths:
             count = waves.count(width)
-            micro = min(pp, width)
-            b = math.ceil(width / micro)
-            hidden_gb = b * m.hidden * BYTES_BF16 / GB
-            # 2 (tp-1) ring steps of volume / tp, each at the ring's slowest edge (D4)
-            ar = [2 * (tp - 1) * self._ring(stage, hidden_gb / tp) if tp > 1 else 0.0 for stage in replica]
-            hops = [comm.best_pair(self.topo, replica[j], replica[j + 1], hidden_gb) for j in range(pp - 1)]
+            micro_w = min(pp, width)
+            b = math.ceil(width / micro_w)
+            ar, hops = rings[width]
             for k in range(DECODE_SEGMENTS):
                 ctx = wf.prompt_length + (k + 0.5) * seg
-                r = self._round_time(replica, b, micro, ctx, ar, hops)
+                r = self._round_time(replica, b, micro_w, ctx, list(ar), list(hops))
                 out["decode_s"] += count * seg * r["round_s"]
-                for key in ("memory_s", "compute_s", "comm_s", "pipeline_s", "overhead_s"):
-                    out[key] += count * seg * r[key]
+                for name in ("memory_s", "compute_s", "comm_s", "pipeline_s", "overhead_s"):
+                    out[name] += count * seg * r[name]
             out["steps"] += count * wf.response_length
-        out["micro_batches"] = float(min(pp, dbs))
+        out["micro_batches"] = float(micro)
+        if len(cache) < 200_000:
+            cache[key] = dict(out)
         return out
 
     def _decode_batch(self, replica: list[list[int]]) -> int:

@@ -196,7 +196,10 @@ class GroupOptions:
             comp[of[g]] += 1
         return tuple(comp)
 
-    def candidates(self, name: str, comp: tuple[int, ...]) -> list[Candidate]:
+    def candidates(self, name: str, comp: tuple[int, ...], deadline: Deadline = UNLIMITED) -> list[Candidate]:
+        """Every configuration of one task on a composition that fits alone, Pareto-filtered.
+        Costing them all can take minutes on a large group: past ``deadline`` it raises
+        :class:`DeadlineExceeded` and caches nothing."""
         key = (name, comp)
         if key in self._cands:
             return self._cands[key]
@@ -206,6 +209,7 @@ class GroupOptions:
         pos = {self._index[g]: i for i, g in enumerate(gpus)}
         cands = []
         for cfg in task_configs(p, task, len(gpus), is_heterogeneous(p, gpus)):
+            deadline.check()
             placement = place_task(p, task, gpus, cfg)
             model = np.zeros(len(gpus))
             working = np.zeros(len(gpus))
@@ -238,7 +242,7 @@ class GroupOptions:
             return self._opts[key]
         deadline.check()
         capacity = self.capacity(comp)
-        lists = [self.candidates(name, comp) for name in subset]
+        lists = [self.candidates(name, comp, deadline) for name in subset]
         if any(not lst for lst in lists):
             return self._store(key, [], keep is None or cache_pruned)
         # GPUs whose memory rows agree for every candidate (same stage of different replicas,
@@ -255,6 +259,7 @@ class GroupOptions:
         for name, lst in merge:
             merged = []
             for st in states:
+                deadline.check()
                 for c in lst:
                     if c.deferred:
                         c = self._resolve(name, comp, c, st, col_of)

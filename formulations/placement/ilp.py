@@ -90,7 +90,7 @@ class PlacementILP:
         for name in self.tasks:
             for comp in compositions(self.cap):
                 self._check_time()
-                lst = self.builder.candidates(name, comp)
+                lst = self.builder.candidates(name, comp, self.deadline)
                 if lst:
                     best[name] = min(best.get(name, math.inf), min(c.time for c in lst))
         out = {}
