@@ -238,7 +238,7 @@ class Engine:
         self.records = {r.id: RequestRecord(r.id, a) for r, a in zip(requests, assignment, strict=True)}
         self.actions: list[dict[str, Any]] = []
         self.preemptions = 0
-        self._coef: dict[tuple[int, int], StepCoefficients] = {}
+        self._coef: dict[tuple[int, int], tuple[Instance, StepCoefficients]] = {}
         # per instance: requests in ready order, not yet queued; unassigned ones wait for Dispatch
         self.pending: list[deque[int]] = [deque() for _ in instances]
         self.unassigned: list[int] = []
@@ -258,11 +258,13 @@ class Engine:
             raise ValueError(f"request {rid} ({req.prompt}+{req.output} tokens) cannot fit instance {st.index}'s KV cache")
 
     def coef(self, st: InstanceState, batch: int) -> StepCoefficients:
-        key = (id(st.inst), batch)  # identical instances share one table
-        c = self._coef.get(key)
-        if c is None:
-            c = self._coef[key] = step_coefficients(st.inst, batch)
-        return c
+        # identical instances (one object) share a table; the entry holds the instance so its
+        # id cannot be reused by a later one (a Reconfigure replaces instances)
+        key = (id(st.inst), batch)
+        hit = self._coef.get(key)
+        if hit is None or hit[0] is not st.inst:
+            hit = self._coef[key] = (st.inst, step_coefficients(st.inst, batch))
+        return hit[1]
 
     # -- one instance ------------------------------------------------------------------------
 
