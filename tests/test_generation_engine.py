@@ -113,10 +113,11 @@ def test_closed_form_segment_equals_the_sum_of_its_steps(m0, m1, c0, c1, rest, s
 @pytest.mark.parametrize("model", ["Qwen2.5-14B", "Qwen2-57B-A14B"])
 def test_step_coefficients_reproduce_the_decode_model(model):
     inst = Instance(get_model(model), H800, 4)
+    engine = Engine([inst], [Request(0, 10, 10)], [0])
     for batch in (1, 7, 64, 256):
-        coef = step_coefficients(inst, batch)
-        for context in (0, 1000, 123_456, 2_000_000):
-            assert coef.at(context) == pytest.approx(inst.decode_step(batch, context)["step_s"], rel=1e-12)
+        for coef in (step_coefficients(inst, batch), engine.coef(engine.states[0], batch)):  # the engine's table too
+            for context in (0, 1000, 123_456, 2_000_000):
+                assert coef.at(context) == pytest.approx(inst.decode_step(batch, context)["step_s"], rel=1e-12)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

@@ -263,7 +263,15 @@ class Engine:
         key = (id(st.inst), batch)
         hit = self._coef.get(key)
         if hit is None or hit[0] is not st.inst:
-            hit = self._coef[key] = (st.inst, step_coefficients(st.inst, batch))
+            if st.inst.model.is_moe or batch <= 2:
+                coef = step_coefficients(st.inst, batch)
+            else:
+                # dense: every coefficient is affine in the batch (shard read fixed; FLOPs, TP
+                # all-reduce volume and per-sequence overhead linear), so two batches give all
+                one, two = self.coef(st, 1), self.coef(st, 2)
+                coef = StepCoefficients(*(a + (batch - 1) * (b - a) for a, b in
+                                          zip((one.m0, one.m1, one.c0, one.c1, one.rest), (two.m0, two.m1, two.c0, two.c1, two.rest), strict=True)))
+            hit = self._coef[key] = (st.inst, coef)
         return hit[1]
 
     # -- one instance ------------------------------------------------------------------------
