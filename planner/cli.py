@@ -391,8 +391,9 @@ def _simulation_requests(lengths: str, seed: int) -> list[Any]:
         args = {"prompts": 64, "n": 16, "max": 16384, "step": 0}
         for part in filter(None, lengths.partition(":")[2].split(",")):
             key, _, value = part.partition("=")
-            if key not in args or not value.isdigit() or int(value) <= 0 and key != "step":
-                raise SpecError(f"lengths.{key}", part, "synthetic takes prompts, n, max, step (positive integers)")
+            smallest = 0 if key == "step" else 1
+            if key not in args or not value.isdigit() or int(value) < smallest:
+                raise SpecError(f"lengths.{key}", part, "synthetic takes prompts, n, max (integers > 0) and step (>= 0)")
             args[key] = int(value)
         return synthetic_trace(args["prompts"], args["n"], args["max"], seed=seed, step=args["step"])
     hist = parse_distribution(lengths, seed=seed)

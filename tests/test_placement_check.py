@@ -6,7 +6,8 @@ import pytest
 
 from costmodels.placement.check import check_placement
 from costmodels.placement.problem import PlacementPlan, TaskGroup
-from heuristics.placement.colocated import colocated_plan, layout
+from costmodels.placement.space import tasklet_layout as layout
+from heuristics.placement.colocated import colocated_plan
 from planner.io import build_problem
 
 

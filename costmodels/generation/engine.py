@@ -49,6 +49,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from costmodels.decode import Instance
+from costmodels.transformer import kv_bytes_per_token
 
 
 @dataclass
@@ -125,8 +126,6 @@ def step_coefficients(inst: Instance, batch: int) -> StepCoefficients:
     """The affine pieces of ``inst.decode_step(batch, C)`` (D2, D3 are affine in C)."""
     d0 = inst.decode_step(batch, 0.0)
     m, eff, g = inst.model, inst.params.efficiency, inst.gpu
-    from costmodels.transformer import kv_bytes_per_token
-
     m1 = kv_bytes_per_token(m, m.layers, inst.tp) / 1e9 / eff.hbm_gbs(g)
     c1 = 4 * m.hidden * m.layers / (inst.tp * eff.flops(g))
     rest = d0["comm_s"] + d0.get("overhead_s", 0.0)
@@ -339,30 +338,12 @@ class Engine:
         if (int(st.ctx.sum()) + n * (limit + st.block - 1)) // st.block <= st.capacity_blocks:
             return limit
         blocks = st.block_counter()
-        if blocks(limit) <= st.capacity_blocks:
-            return limit
-        lo, hi = 0, limit  # blocks(lo) fits, blocks(hi) does not
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if blocks(mid) <= st.capacity_blocks:
-                lo = mid
-            else:
-                hi = mid
-        return lo
+        return _last_true(lambda j: blocks(j) <= st.capacity_blocks, limit)
 
     def _steps_until(self, st: InstanceState, coef: StepCoefficients, horizon: float, limit: int) -> int:
         """Smallest j <= limit whose j steps end at or after ``horizon`` (the step in flight ends)."""
         c0, b = float(st.ctx.sum()), len(st.running)
-        if st.clock + coef.total(c0, b, limit) < horizon:
-            return limit
-        lo, hi = 0, limit
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if st.clock + coef.total(c0, b, mid) >= horizon:
-                hi = mid
-            else:
-                lo = mid
-        return hi
+        return min(limit, _last_true(lambda j: st.clock + coef.total(c0, b, j) < horizon, limit) + 1)
 
     def _step(self, st: InstanceState, k: int) -> None:
         """Run k decode steps of the current batch and retire what completes."""
@@ -674,9 +655,24 @@ class Policy(Protocol):
     def on_tick(self, obs: Observation) -> list[Action]: ...
 
 
+def _last_true(ok: Any, hi: int) -> int:
+    """Largest j in [0, hi] with ``ok(j)``, for a predicate true at 0 and monotone (true, then
+    false): binary search."""
+    if ok(hi):
+        return hi
+    lo = 0  # ok(lo) holds, ok(hi) does not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
 def simulate(instances: list[Instance], requests: list[Request], assignment: list[int] | None = None, block_size: int = 16) -> SimResult:
-    """Simulate requests on instances (``assignment[i]``: request i's instance; default: each
-    request to the instance with the least assigned output so far, in ready order)."""
+    """Simulate requests on instances (``assignment[i]``: request i's instance; default:
+    :func:`balanced_assignment`, round-robin in ready order)."""
     if assignment is None:
         assignment = balanced_assignment(requests, len(instances))
     return Engine(instances, requests, assignment, block_size).run()

@@ -78,6 +78,7 @@ from costmodels.transformer import (
     stage_params,
     total_params,
 )
+from costmodels.weight_sync import pipelined_broadcast_s
 from costmodels.workflow import ACTOR_GENERATION, ACTOR_TRAINING, Task, TaskKind
 
 #: segments of the midpoint rule over a decode wave's steps (context grows linearly)
@@ -409,10 +410,10 @@ def zone_fanout(problem: PlacementProblem, receivers: list[int]) -> float:
     if n < 2:
         return 0.0
     full = full_weights_gb(problem)
+    # a chunk hop at the chain's slowest edge (alpha + W / K / beta), as the pipelined chain's
+    # per-hop latency with the transfer already in it
     hop = comm.bottleneck_ring(problem.topology, receivers, full / BROADCAST_CHUNKS).seconds
-    # weight_sync.pipelined_broadcast_s to n - 1 receivers after the first: (n - 2 + K) chunk hops,
-    # each at the chain's slowest edge (alpha + W / K / beta)
-    return (n - 2 + BROADCAST_CHUNKS) * hop
+    return pipelined_broadcast_s(full, n - 1, math.inf, hop, BROADCAST_CHUNKS)
 
 
 def gen_zones(problem: PlacementProblem, gen_devices: list[int]) -> dict[str, list[int]]:

@@ -185,9 +185,7 @@ def roll_rule_violations(train: set[int], infer: set[int], reference: set[int] |
 def export_roll(problem: PlacementProblem, plan: PlacementPlan) -> dict[str, Any]:
     """ROLL worker configs (module doc) and what they cannot express."""
     notes = _balance_notes(plan)
-    counts: dict[str, int] = {}
-    for d in problem.topology.devices:
-        counts[d.node] = counts.get(d.node, 0) + 1
+    counts = _node_counts(problem, [d.id for d in problem.topology.devices])
     per_node = max(counts.values())
     if len(set(counts.values())) > 1:
         notes.append(f"nodes hold different GPU counts {counts}; ROLL maps rank r to node r // num_gpus_per_node, so ranks of the smaller nodes' missing GPUs must stay unused")

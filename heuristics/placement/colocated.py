@@ -13,9 +13,13 @@ and the best valid one is returned.
 
 from __future__ import annotations
 
-from costmodels.placement.problem import PlacementPlan, PlacementProblem, TaskGroup, TaskPlacement
-from costmodels.placement.space import colocated_candidates, placement_keeper
-from costmodels.placement.space import tasklet_layout as layout
+from costmodels.placement.problem import PlacementPlan, PlacementProblem
+from costmodels.placement.space import (
+    TaskConfig,
+    build_plan,
+    colocated_candidates,
+    placement_keeper,
+)
 from costmodels.solving import Deadline, SolverOutput, Status
 from costmodels.workflow import TaskKind
 
@@ -25,14 +29,9 @@ def colocated_plan(problem: PlacementProblem, gen_tp: int, tp: int, pp: int, dec
     the other tasks (TP ``tp``, PP ``pp``), even splits, DP the rest."""
     devices = [d.id for d in problem.topology.devices]
     n = len(devices)
-    tasks = []
-    for task in problem.tasks:
-        gen = task.kind is TaskKind.GENERATION
-        t, p = (gen_tp, 1) if gen else (tp, pp)
-        dp = n // (t * p)
-        tasks.append(TaskPlacement(task=task.name, tp=t, pp=p, dp=dp, devices=layout(devices, t, p, dp),
-                                   decode_batch=decode_batch if gen else None))
-    return PlacementPlan(groups=[TaskGroup(tasks=[t.name for t in problem.tasks], devices=devices)], tasks=tasks)
+    configs = {t.name: TaskConfig(gen_tp, 1, n // gen_tp, decode_batch=decode_batch) if t.kind is TaskKind.GENERATION
+               else TaskConfig(tp, pp, n // (tp * pp)) for t in problem.tasks}
+    return build_plan(problem, [([t.name for t in problem.tasks], devices)], configs)
 
 
 def solve_colocated(problem: PlacementProblem, *, time_limit: float | None = None, seed: int = 0) -> SolverOutput:
