@@ -14,6 +14,7 @@ from costmodels.decode import Instance, ServingParams, simulate_instance
 from costmodels.errors import SpecError
 from costmodels.generation.engine import (
     Engine,
+    InstanceState,
     Request,
     StepCoefficients,
     reference_run,
@@ -108,6 +109,31 @@ def test_closed_form_segment_equals_the_sum_of_its_steps(m0, m1, c0, c1, rest, s
     coef = StepCoefficients(m0, m1, c0, c1, rest)
     direct = sum(coef.at(start + growth * k) for k in range(steps))
     assert coef.total(start, growth, steps) == pytest.approx(direct, rel=1e-9, abs=1e-12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(block=st.sampled_from([1, 2, 3, 16]), step=st.integers(0, 50), later=st.integers(0, 20),
+       batch=st.lists(st.tuples(st.integers(0, 60), st.integers(1, 100)), min_size=1, max_size=8),
+       removed=st.integers(0, 7), capacity=st.integers(0, 80))
+def test_batch_block_count_and_fit_equal_brute_force(block, step, later, batch, removed, capacity):
+    """The offset-form batch (step counter, residues, finish heap) against per-request sums."""
+    state = InstanceState(0, None, block, capacity)
+    state.step = step
+    for rid, (context, remaining) in enumerate(batch):
+        state.add(rid, context, remaining)
+    if removed < len(batch) - 1:
+        state.remove(removed)
+    state.step += later
+    live = {rid: (context + later, remaining - later) for rid, (context, remaining) in enumerate(batch) if rid in state.running}
+
+    def blocks(j):
+        return sum(-(-(c + j) // block) for c, _ in live.values())
+
+    assert state.context == sum(c for c, _ in live.values())
+    assert all(blocks(j) == state.blocks(j) for j in range(0, 40))
+    fits = [j for j in range(0, 80 * block + 100) if blocks(j) <= capacity]
+    assert max(0, state.max_extra(capacity)) == (max(fits) if fits else 0)
+    assert state.next_finish() == min(r for _, r in live.values())
 
 
 @pytest.mark.parametrize("model", ["Qwen2.5-14B", "Qwen2-57B-A14B"])

@@ -20,10 +20,11 @@ ready time, tokens already generated) as a serving engine does:
 **Fast by construction.** Between two events (a completion, a KV exhaustion, an arrival, a policy
 tick) the batch is fixed and a step's time is ``max(m0 + m1 C, c0 + c1 C) + r`` in the batch's
 context C (D1-D3 of ``costmodels.decode`` are affine in C), and C grows by b per step. The engine
-jumps from event to event: the number of steps to the next completion is the smallest remaining
-length, the steps to KV exhaustion come from a binary search on the (vectorised) block count, and
-the segment's time is the closed-form sum of a two-piece linear function. No Python loop runs
-per token. :func:`reference_run` is the plain per-token stepper with the same rules; the tests
+jumps from event to event: the number of steps to the next completion is the top of a heap of
+finish steps, the steps to KV exhaustion come in closed form from the sorted block residues
+(:meth:`InstanceState.max_extra`), and the segment's time is the closed-form sum of a two-piece
+linear function. The batch is stored relative to the instance's step counter, so an event costs
+O(log n) Python work and nothing runs per token or per running request. :func:`reference_run` is the plain per-token stepper with the same rules; the tests
 check both give the same completion times.
 
 *Why not SimPy or Vidur.* SimPy schedules Python generator processes on an event heap; with no
@@ -41,6 +42,7 @@ scheduler jitter. Units: seconds, tokens.
 from __future__ import annotations
 
 import bisect
+import heapq
 import math
 from collections import deque
 from dataclasses import dataclass, field
@@ -134,16 +136,27 @@ def step_coefficients(inst: Instance, batch: int) -> StepCoefficients:
 
 @dataclass
 class InstanceState:
-    """Running batch and queue of one instance (arrays over the running requests)."""
+    """Running batch and queue of one instance.
+
+    Every running request gains one token per decode step, so the batch is kept relative to the
+    instance's step counter ``step`` (S): request i is stored as its context offset
+    o_i = context - S and its finish step f_i = S + remaining, both fixed while it runs. Then the
+    batch's context is ``Σ o_i + n S`` (one running sum), the next completion is the heap's
+    smallest f_i, and the KV blocks after t steps are counted from the sorted residues o_i mod B
+    (:meth:`blocks`): no per-request work per step or per event."""
 
     index: int
     inst: Instance
     block: int
     capacity_blocks: int
     clock: float = 0.0
-    running: list[int] = field(default_factory=list)  # request ids, admission order
-    ctx: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # tokens in cache
-    rem: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # tokens still to generate
+    step: int = 0  # decode steps run so far (S)
+    running: dict[int, tuple[int, int, int]] = field(default_factory=dict)  # id -> (o, f, seq), admission order
+    offset_sum: int = 0  # Σ o_i
+    floor_sum: int = 0  # Σ floor(o_i / B)
+    residues: list[int] = field(default_factory=list)  # sorted o_i mod B
+    finish: list[tuple[int, int, int]] = field(default_factory=list)  # heap of (f, seq, id); stale entries skipped
+    seq: int = 0
     waiting: deque[int] = field(default_factory=deque)
     busy_s: float = 0.0
     timeline: list[tuple[float, float, int, int]] = field(default_factory=list)  # (start, end, batch, KV tokens)
@@ -152,29 +165,80 @@ class InstanceState:
     active_s: float = 0.0  # time held before the last release
     kv_ready: set[int] = field(default_factory=set)  # migrated with their KV: no prefill on admission
 
+    @property
+    def context(self) -> int:
+        """Tokens in the cache of the running requests."""
+        return self.offset_sum + len(self.running) * self.step
+
+    def remaining(self, rid: int) -> int:
+        return self.running[rid][1] - self.step
+
+    def add(self, rid: int, context: int, remaining: int) -> None:
+        o, f = context - self.step, self.step + remaining
+        self.seq += 1
+        self.running[rid] = (o, f, self.seq)
+        self.offset_sum += o
+        self.floor_sum += o // self.block
+        bisect.insort(self.residues, o % self.block)
+        heapq.heappush(self.finish, (f, self.seq, rid))
+
+    def remove(self, rid: int) -> int:
+        """Take a running request out of the batch; its remaining tokens."""
+        o, f, _ = self.running.pop(rid)
+        self.offset_sum -= o
+        self.floor_sum -= o // self.block
+        del self.residues[bisect.bisect_left(self.residues, o % self.block)]
+        return f - self.step
+
+    def last_admitted(self) -> int:
+        return next(reversed(self.running))
+
+    def next_finish(self) -> int:
+        """Steps until the next completion (the batch must not be empty)."""
+        heap = self.finish
+        while True:
+            f, seq, rid = heap[0]
+            entry = self.running.get(rid)
+            if entry is not None and entry[2] == seq:
+                return f - self.step
+            heapq.heappop(heap)
+
+    def pop_finished(self) -> list[int]:
+        """Remove and return the requests whose last token the current step produced."""
+        done, heap = [], self.finish
+        while heap and heap[0][0] <= self.step:
+            _, seq, rid = heapq.heappop(heap)
+            entry = self.running.get(rid)
+            if entry is not None and entry[2] == seq:
+                self.remove(rid)
+                done.append(rid)
+        return done
+
+    def blocks(self, extra: int = 0) -> int:
+        """KV blocks the running requests hold after ``extra`` more tokens each, in O(log n).
+
+        With o = q B + r and t = S + extra = a B + s, ceil((o + t) / B) = q + a + [r + s >= 1] +
+        [r + s >= B + 1]: a sum of two counts over the sorted residues."""
+        a, s = divmod(self.step + extra, self.block)
+        n, res = len(self.running), self.residues
+        return self.floor_sum + n * a + 2 * n - bisect.bisect_left(res, 1 - s) - bisect.bisect_left(res, self.block + 1 - s)
+
     def blocks_used(self, extra: int = 0) -> int:
-        return int(np.sum((self.ctx + extra + self.block - 1) // self.block))
+        return self.blocks(extra)
 
-    def block_counter(self) -> BlockCounter:
-        return BlockCounter(self.ctx, self.block)
+    def max_extra(self, capacity: int) -> int:
+        """Largest j with ``blocks(j) <= capacity`` (the batch must not be empty), in closed form.
 
-
-class BlockCounter:
-    """Blocks the running requests hold after j more tokens each, in O(log n) per query.
-
-    With c = q B + r and j = a B + s, ceil((c + j) / B) = q + a + [r + s >= 1] + [r + s >= B + 1],
-    so the total is a sum of counts over the sorted residues r."""
-
-    def __init__(self, ctx: np.ndarray, block: int):
-        self.block, self.n = block, len(ctx)
-        self.base = int((ctx // block).sum())
-        self.residues = sorted((ctx % block).tolist())
-
-    def __call__(self, j: int) -> int:
-        a, s = divmod(j, self.block)
-        n = self.n
-        at_least = n - bisect.bisect_left(self.residues, 1 - s) + n - bisect.bisect_left(self.residues, self.block + 1 - s)
-        return self.base + n * a + at_least
+        Write t = S + j = a B + s. At s = 0, blocks = F + n a + #(r >= 1), so the largest block
+        boundary is a* = floor((cap - F - #(r >= 1)) / n). For 1 <= s < B, blocks = F + n (a* + 1)
+        + #(r >= B + 1 - s), which stays within cap while the (m + 1)-th largest residue is below
+        B + 1 - s, m = cap - F - n (a* + 1)."""
+        n, big_b, res = len(self.running), self.block, self.residues
+        nonzero = n - bisect.bisect_left(res, 1)
+        a = (capacity - self.floor_sum - nonzero) // n
+        m = capacity - self.floor_sum - n * (a + 1)
+        s = 0 if m < 0 else min(big_b - 1, big_b - res[n - m - 1])
+        return a * big_b + s - self.step
 
 
 @dataclass
@@ -287,7 +351,7 @@ class Engine:
             return
         new_ids, new_ctx = [], []
         # running requests are scheduled first: their next token's blocks come before admissions
-        used = st.blocks_used(1)
+        used = st.blocks(1)
         while st.waiting and len(st.running) + len(new_ids) < p.max_num_seqs:
             req = self.requests[st.waiting[0]]
             ctx = req.prompt + req.generated
@@ -310,64 +374,46 @@ class Engine:
             rec = self.records[rid]
             if rec.admitted is None:
                 rec.admitted = start
-        st.running.extend(new_ids)
-        st.ctx = np.concatenate([st.ctx, np.array(new_ctx, dtype=np.int64)])
-        st.rem = np.concatenate([st.rem, np.array([self.requests[r].output - self.requests[r].generated for r in new_ids], dtype=np.int64)])
-        st.timeline.append((start, st.clock, len(st.running), int(st.ctx.sum())))
+        for rid, ctx in zip(new_ids, new_ctx, strict=True):
+            req = self.requests[rid]
+            st.add(rid, ctx, req.output - req.generated)
+        st.timeline.append((start, st.clock, len(st.running), st.context))
 
-    def _remove_running(self, st: InstanceState, pos: int) -> int:
-        """Take the request at ``pos`` out of the batch, keeping its tokens; its id."""
-        rid = st.running.pop(pos)
-        self.requests[rid].generated = self.requests[rid].output - int(st.rem[pos])
-        if pos == len(st.running):  # the last admitted (preemption): a view, no copy
-            st.ctx, st.rem = st.ctx[:-1], st.rem[:-1]
-        else:
-            st.ctx, st.rem = np.delete(st.ctx, pos), np.delete(st.rem, pos)
+    def _remove_running(self, st: InstanceState, rid: int) -> int:
+        """Take a request out of the batch, keeping its tokens; its id."""
+        self.requests[rid].generated = self.requests[rid].output - st.remove(rid)
         return rid
 
     def _preempt_last(self, st: InstanceState) -> None:
-        rid = self._remove_running(st, len(st.running) - 1)
+        rid = self._remove_running(st, st.last_admitted())
         st.waiting.appendleft(rid)
         self.records[rid].preemptions += 1
         self.preemptions += 1
 
     def _steps_until_full(self, st: InstanceState, limit: int) -> int:
-        """Largest j <= limit such that j more steps fit in the cache (binary search)."""
-        # cheap bound first: sum of ceil((c + j) / B) <= (C + n (j + B - 1)) / B
-        n = len(st.running)
-        if (int(st.ctx.sum()) + n * (limit + st.block - 1)) // st.block <= st.capacity_blocks:
-            return limit
-        blocks = st.block_counter()
-        return _last_true(lambda j: blocks(j) <= st.capacity_blocks, limit)
+        """Largest j <= limit such that j more steps fit in the cache (0: the next step does not)."""
+        return max(0, min(limit, st.max_extra(st.capacity_blocks)))
 
     def _steps_until(self, st: InstanceState, coef: StepCoefficients, horizon: float, limit: int) -> int:
         """Smallest j <= limit whose j steps end at or after ``horizon`` (the step in flight ends)."""
-        c0, b = float(st.ctx.sum()), len(st.running)
+        c0, b = float(st.context), len(st.running)
         return min(limit, _last_true(lambda j: st.clock + coef.total(c0, b, j) < horizon, limit) + 1)
 
     def _step(self, st: InstanceState, k: int) -> None:
         """Run k decode steps of the current batch and retire what completes."""
         start = st.clock
         b = len(st.running)
-        context = int(st.ctx.sum())
+        context = st.context
         if self.per_token:
             st.clock += st.inst.decode_step(b, float(context))["step_s"]
         else:
             st.clock += self.coef(st, b).total(float(context), b, k)
         st.busy_s += st.clock - start
-        st.ctx += k
-        st.rem -= k
+        st.step += k
         st.timeline.append((start, st.clock, b, context + b * k))
-        done = np.flatnonzero(st.rem == 0)
-        if len(done):
-            for pos in done.tolist():
-                rid = st.running[pos]
-                self.records[rid].completed = st.clock
-                self.requests[rid].generated = self.requests[rid].output
-            for pos in reversed(done.tolist()):
-                del st.running[pos]
-            keep = st.rem > 0
-            st.ctx, st.rem = st.ctx[keep], st.rem[keep]
+        for rid in st.pop_finished():
+            self.records[rid].completed = st.clock
+            self.requests[rid].generated = self.requests[rid].output
 
     def advance(self, st: InstanceState, until: float = math.inf) -> None:
         """Run the instance to ``until`` (the step in flight then finishes) or to idle."""
@@ -385,18 +431,18 @@ class Engine:
             if st.clock >= until:
                 return
             if self.per_token:
-                if st.blocks_used(1) > st.capacity_blocks:
+                if st.blocks(1) > st.capacity_blocks:
                     self._preempt_last(st)
                     continue
                 self._step(st, 1)
                 continue
-            k = int(st.rem.min())
+            k = st.next_finish()
             fit = self._steps_until_full(st, k)
             while fit == 0:
                 # preempt until the next step fits; the preempted cannot come back before a
                 # completion frees blocks (it needs what it just released), so no admission here
                 self._preempt_last(st)
-                fit = self._steps_until_full(st, int(st.rem.min()))
+                fit = self._steps_until_full(st, st.next_finish())
             k = fit
             q = self.pending[st.index]
             horizon = min(until, self.requests[q[0]].ready if q else math.inf)
@@ -418,8 +464,8 @@ class Engine:
             for rid in self.pending[st.index]:
                 where[rid] = (st.index, "pending")
             views.append(InstanceView(st.index, st.inst.tp, st.inst.gpu.name, st.clock, tuple(st.running), tuple(st.waiting),
-                                      tuple(self.pending[st.index]), st.blocks_used(), st.capacity_blocks, st.active))
-        tokens = {rid: self.requests[rid].output - int(r) for st in self.states for rid, r in zip(st.running, st.rem.tolist(), strict=True)}
+                                      tuple(self.pending[st.index]), st.blocks(), st.capacity_blocks, st.active))
+        tokens = {rid: self.requests[rid].output - st.remaining(rid) for st in self.states for rid in st.running}
         reqs = {}
         for rid, req in self.requests.items():
             rec = self.records[rid]
@@ -441,7 +487,7 @@ class Engine:
             return -1
         for st in self.states:
             if rid in st.running:
-                self._remove_running(st, st.running.index(rid))
+                self._remove_running(st, rid)
                 return st.index
             if rid in st.waiting:
                 st.waiting.remove(rid)
@@ -658,9 +704,14 @@ class Policy(Protocol):
 def _last_true(ok: Any, hi: int) -> int:
     """Largest j in [0, hi] with ``ok(j)``, for a predicate true at 0 and monotone (true, then
     false): binary search."""
+    return _last_true_between(ok, 0, hi)
+
+
+def _last_true_between(ok: Any, lo: int, hi: int) -> int:
+    """Largest j in [lo, hi] with ``ok(j)``, given ``ok(lo)`` and ``ok`` monotone: binary search."""
     if ok(hi):
         return hi
-    lo = 0  # ok(lo) holds, ok(hi) does not
+    # ok(lo) holds, ok(hi) does not
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if ok(mid):
