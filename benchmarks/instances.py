@@ -136,3 +136,13 @@ def random_cluster(gpus: int, *, seed: int = 0, zones: int = 2, per_node: int = 
     links = [lk for lk in links if set(lk["zones"]) <= used]
     return {"name": f"random-{gpus}-s{seed}", "description": f"random heterogeneous cluster ({gpus} GPUs, seed {seed})",
             "nodes": nodes, "network": {"intra_zone": {"bandwidth_gbps": 100.0, "latency_ms": 0.05}, "inter_zone": links}}
+
+
+def replan_state(nodes: int, tp: int, per_gpu: int, progress: int, *, seed: int = 0, model: str = "Qwen2.5-14B",
+                 gpu: str = "H800", max_len: int = 16384) -> Any:
+    """A generation pool mid-step (``costmodels.replan.presets.synthetic_state``) as a replan problem."""
+    from costmodels.replan.presets import synthetic_state
+    from planner.io import build_problem
+
+    state = synthetic_state(model, gpu, nodes, tp, per_gpu, progress, max_len=max_len, seed=seed, name=f"{nodes * 8}gpu-tp{tp}-p{progress}-s{seed}")
+    return build_problem("replan", {"state": state})

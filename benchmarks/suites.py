@@ -7,6 +7,8 @@
   heterogeneous ones (GRPO sync, Qwen3-8B).
 * ``scenarios``: HetRL §5.2: SHA-EA against the baselines on the four 64-GPU testbed scenarios.
 * ``broadcast``: OrchestrRL App. E: the two-level weight-sync broadcast against naive one-to-all.
+* ``replan``: OrchestrRL Eq. 1: the MILP against greedy and the §6 baselines on random mid-step
+  states, and its solve time from 64 to 1024 GPUs (App. F).
 * ``circuits``: OrchestrRL App. D/I: greedy (heap) against its plain transcription at scale,
   greedy and uniform against the exact optimum on 100 random instances where every pair can get a
   circuit and on 100 port-starved ones where it cannot (coverage decides), the exact models' solve
@@ -174,6 +176,27 @@ def broadcast(plugins: tuple[str, ...] = ()) -> Suite:
                  [Comparison("naive / two-level weight-sync time", "naive", "two-level", "objective")])
 
 
+def replan(plugins: tuple[str, ...] = ()) -> Suite:
+    """OrchestrRL §4.1 / App. F: the Eq. 1 MILP against greedy and the §6 baselines on random
+    mid-step states (ratios to the MILP, optimal or with its gap), and solve time against pool
+    size at 16 requests per GPU (Qwen2-57B-A14B, the paper's Figure 20 setting) under 2 s."""
+    quality = [InstanceRef(f"q-{nodes * 8}gpu-tp{tp}-p{progress}-s{seed}", "replan", generator="replan_state",
+                           args={"nodes": nodes, "tp": tp, "per_gpu": 8, "progress": progress, "seed": seed})
+               for nodes in (1, 2) for tp in (1, 2) for progress in (0, 1024) for seed in range(2)]
+    runs = _runs("replan", quality, [("milp", {}, 20.0, (0,)), ("greedy", {}, None, (0,)), ("verl-to", {}, None, (0,)),
+                                     ("verl-lo", {}, None, (0,)), ("keep", {}, None, (0,))], plugins)
+    scale = [InstanceRef(f"scale-{nodes * 8}gpu", "replan", generator="replan_state",
+                         args={"nodes": nodes, "tp": 4, "per_gpu": 16, "progress": 0, "model": "Qwen2-57B-A14B"})
+             for nodes in (8, 16, 32, 64, 128)]
+    runs += _runs("replan", scale, [("milp", {}, 2.0, (0,)), ("greedy", {}, 2.0, (0,)), ("verl-to", {}, None, (0,))], plugins, with_plugins=False)
+    return Suite("replan", "OrchestrRL Eq. 1: MILP vs greedy vs veRL-TO / veRL-LO / keep; solve time to 1024 GPUs", runs,
+                 [Comparison("greedy / MILP makespan", "greedy", "milp", "objective"),
+                  Comparison("veRL-TO / MILP makespan", "verl-to", "milp", "objective"),
+                  Comparison("veRL-LO / MILP makespan", "verl-lo", "milp", "objective"),
+                  Comparison("keep / MILP makespan", "keep", "milp", "objective"),
+                  Comparison("MILP / greedy solve time", "milp", "greedy", "wall_time_s")])
+
+
 def custom(problems: list[str], solvers: list[str] | None = None, time_limits: list[float | None] | None = None,
            seeds: int = 1, plugins: tuple[str, ...] = ()) -> Suite:
     """An ad-hoc suite over the user's own problem files or preset names: every named solver (by
@@ -194,7 +217,7 @@ def custom(problems: list[str], solvers: list[str] | None = None, time_limits: l
     return Suite("custom", f"{len(problems)} problem(s) from the command line", runs, anytime=("sha-ea", "ea", "ilp"))
 
 
-SUITES = {"smoke": smoke, "placement": placement, "circuits": circuits, "scenarios": scenarios, "broadcast": broadcast}
+SUITES = {"smoke": smoke, "placement": placement, "circuits": circuits, "scenarios": scenarios, "broadcast": broadcast, "replan": replan}
 
 
 def get_suite(name: str, plugins: tuple[str, ...] = ()) -> Suite:

@@ -12,5 +12,6 @@ def builtin_kinds() -> tuple[ProblemKind, ...]:
     from costmodels.circuits.kind import KIND as CIRCUITS
     from costmodels.cosched.kind import KIND as COSCHED
     from costmodels.placement.kind import KIND as PLACEMENT
+    from costmodels.replan.kind import KIND as REPLAN
 
-    return (PLACEMENT, CIRCUITS, BROADCAST, COSCHED)
+    return (PLACEMENT, CIRCUITS, BROADCAST, REPLAN, COSCHED)

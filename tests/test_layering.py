@@ -42,8 +42,11 @@ PROBLEM_LAYERS = ("costmodels", "formulations", "heuristics")
 
 def _problem_of(module: str) -> str | None:
     """The problem a dotted module belongs to (``heuristics.placement.ea`` -> placement), or None
-    for shared code (``costmodels.comm``)."""
+    for shared code (``costmodels.comm``, and ``costmodels.generation``: the simulator every online
+    problem's policies run on, DESIGN.md "The house")."""
     parts = module.split(".")
+    if parts[:2] == ["costmodels", "generation"]:
+        return None
     if len(parts) >= 2 and parts[0] in PROBLEM_LAYERS and (ROOT / parts[0] / parts[1]).is_dir():
         return parts[1]
     return None

@@ -1,0 +1,1 @@
+"""OrchestrRL compute re-planning (Eq. 1): problem, cost model, validator."""

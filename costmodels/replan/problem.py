@@ -1,0 +1,515 @@
+"""Re-planning a generation cluster mid-step: OrchestrRL's Eq. 1 (§4.1, Appendix A).
+
+During a generation step a pool of N nodes x g GPUs (one GPU type) runs serving instances that
+hold pending requests. Re-planning chooses the instances' parallelism Y and the request
+assignment X that minimise the remaining makespan, counting what the move costs.
+
+**Notation.**
+
+* Bins b (OrchestrRL §4.1): remaining lengths in bins of W tokens (256); a bin's length is its
+  upper bound L_b (conservative), N_b requests fall in it, κ_b is their mean cached context
+  (prompt plus tokens generated so far, rounded up), n_kb of them sit on current instance k.
+  Explicit requests are binned the same way, so every solver sees bin aggregates.
+* Configuration y: TP t on one node's aligned GPUs (EP = t for MoE models), from the candidate
+  list. K_y: its KV capacity in tokens (``Instance.kv_capacity_tokens``).
+* Plan: per node a *layout* — ``off`` (GPUs idle), ``keep`` (its current instances unchanged) or
+  uniform TP t (g / t aligned instances) — and x_jb, requests of bin b on new instance j. A new
+  instance with the same GPUs and TP as a current one is *kept*: the requests already on it stay
+  for free. (OrchestrRL restricts candidates to intra-node TP and whole-node steps, §4.1 "second
+  heuristic"; we take one layout per node, the shape of every baseline and of the paper's case
+  study, eight TP=2 to two TP=8. Cross-node TP is not offered: every model in the catalog fits a
+  node.)
+
+**T_j, the instance makespan** (chosen so the MILP states it exactly; its error against the
+generation simulator is measured in ``benchmarks/replan``). The one decode model's step time is
+replaced by the plane through it ``s(B, C) = α_y + β_y B + γ_y C`` (B running sequences holding C
+tokens; γ_y the KV read per token, α_y + β_y B the secant of the context-free step between
+batch 1 and ``max_num_seqs``). A request of bin b then costs, over its L_b decode steps,
+``w_yb = β_y L_b + γ_y (κ_b L_b + L_b (L_b - 1) / 2)`` and the fixed per-step cost α_y is paid
+once per step:
+
+    B_yb = min(max_num_seqs, floor(K_y / (κ_b + L_b)))       concurrency of bin b on y
+    S_j  = max(max_{b: x_jb > 0} L_b,  Σ_b x_jb L_b / B_yb)   decode steps: the longest request,
+                                                              or the tokens over the concurrency
+    T_j  = Σ_b x_jb w_yb + α_y S_j
+
+**Costs of the move** (Appendix A, ``costmodels.reconfig``):
+
+* C_mig_j = Σ_b μ_yb (x_jb - ℓ_jb)^+, ℓ_jb = n_kb when j keeps current instance k, else 0;
+  μ_yb = min(KV transfer of κ_b tokens over ``migration_gbs``, recomputing them on y).
+* C_sw_j = 0 for a kept instance; otherwise re-sharding the weights from the TP its GPUs held
+  (a full load when they held none or mixed TPs) plus ``switch_overhead_s``, paid when j holds
+  requests.
+
+**Objective (1)**: makespan = max_j (T_j + C_mig_j + C_sw_j).
+
+**Constraints**: (2) KV balance when ``kv_delta`` is given: μ - δ <= Σ_b x_jb (κ_b + L_b) / K_y
+<= μ + δ on every instance holding requests (μ: ``kv_target``, default the current pool's
+reserved-KV share); (3) GPUs of all instances <= ``gpu_budget``; (4) Σ_j x_jb = N_b; (5) x_jb = 0
+when κ_b + L_b > K_y (the request cannot fit); (6) one layout per node, instances on disjoint
+aligned GPUs of existing nodes.
+
+Units: seconds, tokens, GB, GB/s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from costmodels.catalog import GPUSpec, ModelSpec, get_gpu, get_model
+from costmodels.decode import Instance, ServingParams, feasible_tps
+from costmodels.errors import SpecError
+from costmodels.reconfig import kv_cache_gb, shard_overlap
+from costmodels.transformer import BYTES_BF16, total_params
+from costmodels.violations import Violation
+
+_STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+MAX_GPUS = 65536
+MAX_BINS = 4096
+
+
+class CurrentInstance(BaseModel):
+    """A running instance: TP ``tp`` on GPUs ``gpu .. gpu + tp - 1`` of ``node``, with its pending
+    requests as ``[remaining, context]`` pairs and/or a histogram of ``[upper, count, context]``."""
+
+    model_config = _STRICT
+
+    node: int = Field(ge=0)
+    gpu: int = Field(default=0, ge=0)
+    tp: int = Field(ge=1)
+    requests: list[tuple[int, int]] = Field(default_factory=list, description="[remaining tokens, cached context tokens]")
+    histogram: list[tuple[int, int, int]] = Field(default_factory=list, description="[bin upper bound, count, mean context]")
+
+
+class ReplanSpec(BaseModel):
+    """The state of a generation pool mid-step and the re-planning knobs (see module doc)."""
+
+    model_config = _STRICT
+
+    name: str = ""
+    description: str = ""
+    model: str
+    gpu: str
+    nodes: int = Field(ge=1)
+    gpus_per_node: int = Field(default=8, ge=1)
+    gpu_budget: int | None = Field(default=None, ge=1, description="G_total, GPUs the plan may use (default: the pool)")
+    tps: list[int] | None = Field(default=None, min_length=1, description="candidate TP degrees (default: the powers of two up to a node that split the model's heads)")
+    serving: ServingParams = Field(default_factory=ServingParams)
+    bin_tokens: int = Field(default=256, ge=1, description="remaining-length bin width W")
+    kv_target: float | None = Field(default=None, gt=0, description="μ of constraint (2); default: the current reserved-KV share")
+    kv_delta: float | None = Field(default=None, gt=0, description="δ of constraint (2); absent: (2) is off")
+    migration_gbs: float = Field(default=25.0, gt=0, description="KV transfer path between instances, GB/s (a 200 Gbps NIC)")
+    switch_gbs: float | None = Field(default=None, gt=0, description="weight re-sharding bandwidth per GPU, GB/s (default: the GPU's intra-node link)")
+    switch_overhead_s: float = Field(default=1.0, ge=0, description="engine restart per switched instance (OrchestrRL §6.2.2: ~1.5 s with the transfer)")
+    instances: list[CurrentInstance] = Field(default_factory=list)
+
+    def candidate_tps(self) -> list[int]:
+        """The candidate TPs: the given ones, or every power of two up to a node that splits the heads."""
+        if self.tps is not None:
+            return list(self.tps)
+        return feasible_tps(get_model(self.model), self.gpus_per_node, self.gpus_per_node)
+
+    def check(self) -> None:
+        get_gpu(self.gpu)
+        model = get_model(self.model)
+        g = self.gpus_per_node
+        if self.nodes * g > MAX_GPUS:
+            raise SpecError("nodes", self.nodes, f"at most {MAX_GPUS} GPUs ({self.nodes} x {g} asked)")
+        if self.gpu_budget is not None and self.gpu_budget > self.nodes * g:
+            raise SpecError("gpu_budget", self.gpu_budget, f"more than the pool's {self.nodes * g} GPUs")
+        for i, t in enumerate(self.tps or []):
+            if t & (t - 1) or t > g or g % t:
+                raise SpecError(f"tps[{i}]", t, f"a candidate TP must be a power of two dividing the node's {g} GPUs")
+            if model.query_heads % t or (model.kv_heads % t and t % model.kv_heads):
+                raise SpecError(f"tps[{i}]", t, f"{model.name}'s {model.query_heads} query / {model.kv_heads} KV heads do not split {t} ways")
+        if self.tps is not None and len(set(self.tps)) != len(self.tps):
+            raise SpecError("tps", self.tps, "duplicate TP degrees")
+        used: dict[tuple[int, int], int] = {}
+        for i, inst in enumerate(self.instances):
+            where = f"instances[{i}]"
+            if inst.node >= self.nodes:
+                raise SpecError(f"{where}.node", inst.node, f"the pool has nodes 0..{self.nodes - 1}")
+            if inst.tp & (inst.tp - 1) or inst.tp > g or inst.gpu % inst.tp or inst.gpu + inst.tp > g:
+                raise SpecError(f"{where}.gpu", inst.gpu, f"TP{inst.tp} must sit on aligned GPUs of one {g}-GPU node")
+            for k in range(inst.gpu, inst.gpu + inst.tp):
+                if (inst.node, k) in used:
+                    raise SpecError(f"{where}.gpu", inst.gpu, f"GPU {k} of node {inst.node} already runs instance {used[inst.node, k]}")
+                used[inst.node, k] = i
+            if Instance(model, get_gpu(self.gpu), inst.tp, self.serving).kv_capacity_tokens() <= 0:
+                raise SpecError(f"{where}.tp", inst.tp, f"{model.name} leaves no KV cache on TP{inst.tp} x {self.gpu}")
+            for j, (rem, ctx) in enumerate(inst.requests):
+                if rem < 1 or ctx < 0:
+                    raise SpecError(f"{where}.requests[{j}]", [rem, ctx], "need remaining >= 1 and context >= 0")
+            for j, (upper, count, ctx) in enumerate(inst.histogram):
+                if upper < 1 or upper % self.bin_tokens or count < 0 or ctx < 0:
+                    raise SpecError(f"{where}.histogram[{j}]", [upper, count, ctx],
+                                    f"need a bin upper bound that is a positive multiple of bin_tokens ({self.bin_tokens}), count >= 0, context >= 0")
+        if not any(inst.requests or any(c for _, c, _ in inst.histogram) for inst in self.instances):
+            raise SpecError("instances", len(self.instances), "no pending requests to re-plan")
+
+
+@dataclass(frozen=True)
+class Bin:
+    """Requests of one remaining-length bin: length L (upper bound), count N, mean context κ."""
+
+    upper: int
+    count: int
+    context: int
+
+
+@dataclass(frozen=True)
+class Config:
+    """The per-configuration constants of T_j, C_mig and (2) (module doc), one row per bin."""
+
+    tp: int
+    instance: Instance
+    kv_tokens: int  # K_y
+    alpha: float
+    beta: float
+    gamma: float
+    work: np.ndarray  # w_yb
+    concurrency: np.ndarray  # B_yb (0 where the bin does not fit)
+    migrate: np.ndarray  # μ_yb
+
+    def fits(self, b: int) -> bool:
+        return bool(self.concurrency[b] > 0)
+
+
+def step_plane(inst: Instance) -> tuple[float, float, float]:
+    """(α, β, γ) of the plane s(B, C) = α + β B + γ C through the decode model (module doc)."""
+    m, eff = inst.model, inst.params.efficiency
+    from costmodels.transformer import kv_bytes_per_token
+
+    gamma = kv_bytes_per_token(m, m.layers, inst.tp) / 1e9 / eff.hbm_gbs(inst.gpu)
+    b_ref = max(2, inst.params.max_num_seqs)
+    one, full = inst.decode_step(1, 0.0)["step_s"], inst.decode_step(b_ref, 0.0)["step_s"]
+    beta = (full - one) / (b_ref - 1)
+    return one - beta, beta, gamma
+
+
+def switch_s(inst: Instance, tp_old: int | None, bandwidth_gbs: float, overhead_s: float) -> float:
+    """C_sw: fetch what the GPU's old shard (TP ``tp_old``; None: no or mixed weights) lacks of
+    its new shard, plus the engine restart."""
+    shard = BYTES_BF16 * total_params(inst.model) / inst.tp / 1e9
+    overlap = 0.0 if tp_old is None else shard_overlap(tp_old, inst.tp)
+    return shard * (1.0 - overlap) / bandwidth_gbs + overhead_s
+
+
+@dataclass(frozen=True, eq=False)
+class ReplanProblem:
+    spec: ReplanSpec
+    kind: str = field(default="replan", init=False)
+
+    def to_inputs(self) -> dict[str, Any]:
+        return {"state": self.spec.model_dump(mode="json")}
+
+    @cached_property
+    def model(self) -> ModelSpec:
+        return get_model(self.spec.model)
+
+    @cached_property
+    def gpu(self) -> GPUSpec:
+        return get_gpu(self.spec.gpu)
+
+    @property
+    def gpus_per_node(self) -> int:
+        return self.spec.gpus_per_node
+
+    @property
+    def budget(self) -> int:
+        return self.spec.gpu_budget or self.spec.nodes * self.spec.gpus_per_node
+
+    @cached_property
+    def bins(self) -> list[Bin]:
+        """Pool-wide bins, shortest first, with their mean contexts (module doc)."""
+        w = self.spec.bin_tokens
+        count: dict[int, int] = {}
+        ctx: dict[int, int] = {}
+        for inst in self.spec.instances:
+            for rem, c in inst.requests:
+                u = -(-rem // w) * w
+                count[u] = count.get(u, 0) + 1
+                ctx[u] = ctx.get(u, 0) + c
+            for u, n, c in inst.histogram:
+                count[u] = count.get(u, 0) + n
+                ctx[u] = ctx.get(u, 0) + n * c
+        out = [Bin(u, count[u], -(-ctx[u] // count[u])) for u in sorted(count) if count[u] > 0]
+        if len(out) > MAX_BINS:
+            raise SpecError("bin_tokens", w, f"{len(out)} bins; at most {MAX_BINS} (use wider bins)")
+        return out
+
+    @cached_property
+    def resident(self) -> np.ndarray:
+        """n_kb: requests of bin b on current instance k."""
+        index = {b.upper: i for i, b in enumerate(self.bins)}
+        w = self.spec.bin_tokens
+        out = np.zeros((len(self.spec.instances), len(self.bins)), dtype=np.int64)
+        for k, inst in enumerate(self.spec.instances):
+            for rem, _ in inst.requests:
+                out[k, index[-(-rem // w) * w]] += 1
+            for u, n, _ in inst.histogram:
+                if n:
+                    out[k, index[u]] += n
+        return out
+
+    @cached_property
+    def configs(self) -> dict[int, Config]:
+        """Candidate configurations that hold the weights, by TP."""
+        out = {}
+        for tp in sorted(set(self.spec.candidate_tps()) | {i.tp for i in self.spec.instances}):
+            inst = Instance(self.model, self.gpu, tp, self.spec.serving)
+            cap = inst.kv_capacity_tokens()
+            if cap <= 0:
+                continue
+            alpha, beta, gamma = step_plane(inst)
+            L = np.array([b.upper for b in self.bins], dtype=float)
+            kappa = np.array([b.context for b in self.bins], dtype=float)
+            work = beta * L + gamma * (kappa * L + L * (L - 1) / 2)
+            conc = np.minimum(self.spec.serving.max_num_seqs, cap // (kappa + L).astype(np.int64))
+            recompute = np.array([inst.prefill(int(k)) if k else 0.0 for k in kappa])
+            transfer = np.array([kv_cache_gb(inst, int(k)) / self.spec.migration_gbs for k in kappa])
+            out[tp] = Config(tp, inst, cap, alpha, beta, gamma, work, conc, np.minimum(recompute, transfer))
+        return out
+
+    @property
+    def candidate_tps(self) -> list[int]:
+        return [t for t in sorted(self.spec.candidate_tps()) if t in self.configs]
+
+    @cached_property
+    def current(self) -> dict[tuple[int, int, int], int]:
+        """(node, first GPU, TP) -> current instance index."""
+        return {(i.node, i.gpu, i.tp): k for k, i in enumerate(self.spec.instances)}
+
+    def old_tp(self, node: int, gpu: int, tp: int) -> int | None:
+        """The TP every GPU of (node, gpu .. gpu + tp - 1) ran before, or None (idle or mixed)."""
+        owner = {}
+        for i in self.spec.instances:
+            if i.node == node:
+                for k in range(i.gpu, i.gpu + i.tp):
+                    owner[k] = i.tp
+        tps = {owner.get(k) for k in range(gpu, gpu + tp)}
+        return tps.pop() if len(tps) == 1 and None not in tps else None
+
+    def switch_cost(self, node: int, gpu: int, tp: int) -> float:
+        if (node, gpu, tp) in self.current:
+            return 0.0
+        bw = self.spec.switch_gbs or self.gpu.link_gb_per_s
+        return switch_s(self.configs[tp].instance, self.old_tp(node, gpu, tp), bw, self.spec.switch_overhead_s)
+
+    @cached_property
+    def kv_target(self) -> float:
+        """μ: the spec's, or the share of the current instances' KV the pending requests reserve."""
+        if self.spec.kv_target is not None:
+            return self.spec.kv_target
+        demand = sum(b.count * (b.context + b.upper) for b in self.bins)
+        cap = sum(self.configs[i.tp].kv_tokens for i in self.spec.instances) or 1
+        return demand / cap
+
+    def layouts(self, node: int) -> list[Layout]:
+        """The layouts node ``node`` may take: off, keep (when it runs instances), uniform TPs
+        (a uniform TP equal to its current layout is the same as keep and is left out)."""
+        g = self.gpus_per_node
+        mine = sorted((i.gpu, i.tp) for i in self.spec.instances if i.node == node)
+        out = [Layout("off", ())]
+        if mine:
+            out.append(Layout("keep", tuple(mine)))
+        for t in self.candidate_tps:
+            slots = tuple((k * t, t) for k in range(g // t))
+            if slots != tuple(mine):
+                out.append(Layout(f"tp{t}", slots))
+        return out
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A node's layout: its name and instances as (first GPU, TP)."""
+
+    name: str
+    slots: tuple[tuple[int, int], ...]
+
+    @property
+    def gpus(self) -> int:
+        return sum(t for _, t in self.slots)
+
+
+class NewInstance(BaseModel):
+    """An instance of the plan: TP ``tp`` on GPUs ``gpu .. gpu + tp - 1`` of ``node`` and the
+    requests it runs as ``[bin upper bound, count]`` pairs."""
+
+    model_config = _STRICT
+
+    node: int = Field(ge=0)
+    gpu: int = Field(ge=0)
+    tp: int = Field(ge=1)
+    bins: list[tuple[int, int]] = Field(default_factory=list)
+
+
+class ReplanPlan(BaseModel):
+    """Y and X of Eq. 1: the new instances and the bin counts each runs."""
+
+    model_config = _STRICT
+
+    instances: list[NewInstance] = Field(default_factory=list)
+
+
+@dataclass
+class InstanceCost:
+    """T_j, C_mig_j and C_sw_j of one new instance (module doc)."""
+
+    steps: float
+    decode_s: float
+    migrate_s: float
+    switch_s: float
+    kept: int | None  # the current instance it keeps, if any
+    requests: int
+    kv_share: float
+
+    @property
+    def total_s(self) -> float:
+        return self.decode_s + self.migrate_s + self.switch_s
+
+
+def instance_cost(problem: ReplanProblem, node: int, gpu: int, tp: int, counts: np.ndarray) -> InstanceCost:
+    """T_j + C_mig_j + C_sw_j of one instance running ``counts[b]`` requests of bin b."""
+    cfg = problem.configs[tp]
+    L = np.array([b.upper for b in problem.bins], dtype=float)
+    present = counts > 0
+    n = int(counts.sum())
+    kept = problem.current.get((node, gpu, tp))
+    if n == 0:
+        return InstanceCost(0.0, 0.0, 0.0, 0.0, kept, 0, 0.0)
+    conc = np.where(cfg.concurrency > 0, cfg.concurrency, 1)
+    steps = max(float(L[present].max()), float((counts * L / conc).sum()))
+    decode = float((counts * cfg.work).sum()) + cfg.alpha * steps
+    local = problem.resident[kept] if kept is not None else 0
+    migrate = float((np.maximum(counts - local, 0) * cfg.migrate).sum())
+    demand = float(sum(c * (b.context + b.upper) for c, b in zip(counts.tolist(), problem.bins, strict=True)))
+    return InstanceCost(steps, decode, migrate, problem.switch_cost(node, gpu, tp), kept, n, demand / cfg.kv_tokens)
+
+
+def plan_counts(problem: ReplanProblem, plan: ReplanPlan) -> np.ndarray:
+    """x_jb as an array (instances x bins); unknown bins raise KeyError."""
+    index = {b.upper: i for i, b in enumerate(problem.bins)}
+    x = np.zeros((len(plan.instances), len(problem.bins)), dtype=np.int64)
+    for j, inst in enumerate(plan.instances):
+        for u, c in inst.bins:
+            x[j, index[u]] += c
+    return x
+
+
+def evaluate_replan(problem: ReplanProblem, plan: ReplanPlan) -> tuple[float, dict[str, Any]]:
+    """Objective (1) of the plan and its breakdown per instance."""
+    x = plan_counts(problem, plan)
+    costs = [instance_cost(problem, i.node, i.gpu, i.tp, x[j]) for j, i in enumerate(plan.instances)]
+    makespan = max((c.total_s for c in costs), default=0.0)
+    rows = [{"node": i.node, "gpu": i.gpu, "tp": i.tp, "requests": c.requests, "steps": c.steps, "decode_s": c.decode_s,
+             "migrate_s": c.migrate_s, "switch_s": c.switch_s, "total_s": c.total_s, "kept": c.kept, "kv_share": c.kv_share}
+            for i, c in zip(plan.instances, costs, strict=True)]
+    moved = int(sum(max(0, int(v)) for j, i in enumerate(plan.instances)
+                    for v in (x[j] - (problem.resident[problem.current[(i.node, i.gpu, i.tp)]] if (i.node, i.gpu, i.tp) in problem.current else 0))))
+    kept = sum(c.kept is not None for c in costs)
+    return makespan, {
+        "makespan_s": makespan, "instances": rows, "migrated_requests": moved, "kept_instances": kept,
+        "switched_instances": sum(1 for c in costs if c.kept is None and c.requests), "gpus": sum(i.tp for i in plan.instances),
+        "layout": layout_names(problem, plan), "current_makespan_s": current_makespan(problem),
+        "model": {"T_j": "sum_b x_jb w_yb + alpha_y * max(max L_b, sum_b x_jb L_b / B_yb)", "bin_tokens": problem.spec.bin_tokens,
+                  "alpha_s": {t: c.alpha for t, c in problem.configs.items()}, "beta_s": {t: c.beta for t, c in problem.configs.items()},
+                  "gamma_s_per_token": {t: c.gamma for t, c in problem.configs.items()}},
+    }
+
+
+def current_plan(problem: ReplanProblem) -> ReplanPlan:
+    """The current configuration and assignment, unchanged (Algorithm 1's C_cur)."""
+    return ReplanPlan(instances=[NewInstance(node=i.node, gpu=i.gpu, tp=i.tp,
+                                             bins=[(b.upper, int(problem.resident[k, j])) for j, b in enumerate(problem.bins) if problem.resident[k, j]])
+                                 for k, i in enumerate(problem.spec.instances)])
+
+
+def current_makespan(problem: ReplanProblem) -> float:
+    """Obj_cur of Algorithm 1: the makespan if nothing changes."""
+    x = problem.resident
+    return max((instance_cost(problem, i.node, i.gpu, i.tp, x[k]).total_s for k, i in enumerate(problem.spec.instances)), default=0.0)
+
+
+def layout_names(problem: ReplanProblem, plan: ReplanPlan) -> list[str]:
+    """Each node's layout name (``off``, ``keep``, ``tpT``) or ``invalid``."""
+    out = []
+    for n in range(problem.spec.nodes):
+        mine = tuple(sorted((i.gpu, i.tp) for i in plan.instances if i.node == n))
+        match = [lay.name for lay in problem.layouts(n) if lay.slots == mine]
+        out.append(match[0] if match else ("off" if not mine else "invalid"))
+    return out
+
+
+def check_replan(problem: ReplanProblem, plan: ReplanPlan) -> list[Violation]:
+    """Independent validator: (3)-(6), (2) when on, and known bins."""
+    out: list[Violation] = []
+    s, g = problem.spec, problem.gpus_per_node
+    seen: set[tuple[int, int]] = set()
+    for j, i in enumerate(plan.instances):
+        if i.node >= s.nodes or i.tp & (i.tp - 1) or i.gpu % i.tp or i.gpu + i.tp > g:
+            out.append(Violation("gpus", f"instance {j}: TP{i.tp} at GPU {i.gpu} of node {i.node} is not an aligned block of an existing node"))
+            continue
+        if i.tp not in problem.configs or (i.tp not in s.candidate_tps() and (i.node, i.gpu, i.tp) not in problem.current):
+            out.append(Violation("configuration", f"instance {j}: TP{i.tp} is not a candidate configuration"))
+        for k in range(i.gpu, i.gpu + i.tp):
+            if (i.node, k) in seen:
+                out.append(Violation("disjoint", f"instance {j}: GPU {k} of node {i.node} is used twice"))
+            seen.add((i.node, k))
+    if out:
+        return out
+    for n, name in enumerate(layout_names(problem, plan)):
+        if name == "invalid":
+            out.append(Violation("layout", f"node {n}: instances {sorted((i.gpu, i.tp) for i in plan.instances if i.node == n)} are neither its current ones nor a uniform TP layout"))
+    if sum(i.tp for i in plan.instances) > problem.budget:
+        out.append(Violation("(3) budget", f"{sum(i.tp for i in plan.instances)} GPUs > budget {problem.budget}"))
+    try:
+        x = plan_counts(problem, plan)
+    except KeyError as e:
+        return [*out, Violation("bins", f"bin upper bound {e.args[0]} holds no pending request")]
+    if (x < 0).any():
+        out.append(Violation("(4) assignment", "negative counts"))
+    for b, bn in enumerate(problem.bins):
+        if int(x[:, b].sum()) != bn.count:
+            out.append(Violation("(4) assignment", f"bin {bn.upper}: {int(x[:, b].sum())} requests assigned, {bn.count} pending"))
+    for j, i in enumerate(plan.instances):
+        cfg = problem.configs.get(i.tp)
+        if cfg is None:
+            continue
+        for b, bn in enumerate(problem.bins):
+            if x[j, b] and not cfg.fits(b):
+                out.append(Violation("(5) fit", f"instance {j} (TP{i.tp}, {cfg.kv_tokens} KV tokens) cannot hold a {bn.context}+{bn.upper}-token request"))
+        if s.kv_delta is not None and x[j].any():
+            share = instance_cost(problem, i.node, i.gpu, i.tp, x[j]).kv_share
+            if abs(share - problem.kv_target) > s.kv_delta + 1e-9:
+                out.append(Violation("(2) KV balance", f"instance {j}: KV share {share:.3f} outside {problem.kv_target:.3f} +- {s.kv_delta}"))
+    return out
+
+
+@dataclass
+class Slot:
+    """One instance a node layout would create (what the solvers enumerate)."""
+
+    node: int
+    layout: int
+    gpu: int
+    tp: int
+    switch_s: float
+    kept: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def slots(problem: ReplanProblem) -> list[list[list[Slot]]]:
+    """slots[n][ℓ]: the instances of layout ℓ of node n (shared by every solver)."""
+    out = []
+    for n in range(problem.spec.nodes):
+        per = []
+        for li, lay in enumerate(problem.layouts(n)):
+            per.append([Slot(n, li, gpu, tp, problem.switch_cost(n, gpu, tp), problem.current.get((n, gpu, tp))) for gpu, tp in lay.slots])
+        out.append(per)
+    return out

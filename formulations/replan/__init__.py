@@ -1,0 +1,1 @@
+"""Exact re-planning models (OrchestrRL Eq. 1)."""

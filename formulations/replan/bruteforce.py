@@ -1,0 +1,55 @@
+"""Every plan of a tiny re-planning state: each node's layout, then every split of every bin's
+requests over the chosen instances, scored by the cost model. Ground truth for the MILP's tests."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+import numpy as np
+
+from costmodels.replan.problem import (
+    NewInstance,
+    ReplanPlan,
+    ReplanProblem,
+    check_replan,
+    evaluate_replan,
+    slots,
+)
+from costmodels.solving import SolverOutput, Status
+
+MAX_PLANS = 200_000
+
+
+def _splits(count: int, parts: int) -> Iterator[tuple[int, ...]]:
+    """Every way to put ``count`` identical requests on ``parts`` instances."""
+    if parts == 0:
+        return
+    for cut in itertools.combinations(range(count + parts - 1), parts - 1):
+        edges = (-1, *cut, count + parts - 1)
+        yield tuple(edges[i + 1] - edges[i] - 1 for i in range(parts))
+
+
+def solve_replan_bruteforce(problem: ReplanProblem, *, time_limit: float | None = None, seed: int = 0) -> SolverOutput:
+    table = slots(problem)
+    best: tuple[float, ReplanPlan | None] = (np.inf, None)
+    enumerated = 0
+    for choice in itertools.product(*(range(len(layouts)) for layouts in table)):
+        chosen = [s for n, li in enumerate(choice) for s in table[n][li]]
+        if not chosen or sum(s.tp for s in chosen) > problem.budget:
+            continue
+        for split in itertools.product(*(_splits(b.count, len(chosen)) for b in problem.bins)):
+            enumerated += 1
+            if enumerated > MAX_PLANS:
+                raise ValueError(f"brute force would enumerate more than {MAX_PLANS} plans; use milp")
+            plan = ReplanPlan(instances=[NewInstance(node=s.node, gpu=s.gpu, tp=s.tp,
+                                                     bins=[(b.upper, part[j]) for b, part in zip(problem.bins, split, strict=True) if part[j]])
+                                         for j, s in enumerate(chosen)])
+            if check_replan(problem, plan):
+                continue
+            obj, _ = evaluate_replan(problem, plan)
+            if obj < best[0] - 1e-12:
+                best = (obj, plan)
+    if best[1] is None:
+        return SolverOutput(Status.INFEASIBLE, message="no plan passes the validator", stats={"plans": enumerated})
+    return SolverOutput(Status.OPTIMAL, best[1], best[0], best[0], message=f"enumerated {enumerated} plans", stats={"plans": enumerated})

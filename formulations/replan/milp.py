@@ -1,0 +1,358 @@
+"""OrchestrRL's Eq. 1 as a MILP on HiGHS, built with numpy and passed to highspy directly.
+
+The model is exact with respect to ``costmodels.replan.problem`` (its docstring defines T_j,
+C_mig, C_sw and constraints (2)-(6)): decoding the optimum and evaluating it gives the MILP's
+objective. It ranges over every plan the validator accepts (one layout per node: off, keep, or a
+uniform candidate TP), so it contains the plan of every other ``replan`` solver.
+
+**Sets.** Nodes n with layouts ℓ ∈ Λ_n; slots j ∈ J_nℓ, the instances layout ℓ creates (config
+y_j, switch cost σ_j, kept current instance k_j or none); bins b = 1..B sorted by length, L_0 = 0.
+
+**Variables.** v_nℓ ∈ {0,1} layout choice; x_jb ∈ Z+ requests of bin b on slot j (only where the
+bin fits, (5)); z_jb ∈ {0,1} "slot j holds a request of length >= L_b", so z_j1 says j is used;
+m_jb >= 0 requests of bin b that migrate onto a kept slot; S_j >= 0 decode steps of slot j;
+M makespan.
+
+**Constraints.**
+
+    (6)  Σ_ℓ v_nℓ = 1                                        every node takes one layout
+    (3)  Σ_nℓ G_ℓ v_nℓ <= G_total                            GPU budget
+    (4)  Σ_j x_jb = N_b                                      every request once
+    (a)  x_jb <= N_b z_jb,  z_j,b+1 <= z_jb,  z_j1 <= v_nℓ   presence chain, slot exists
+    (b)  S_j >= Σ_b (L_b - L_b-1) z_jb                       the longest request (telescoped chain)
+    (c)  S_j >= Σ_b (L_b / B_yb) x_jb                        tokens over concurrency
+    (d)  m_jb >= x_jb - n_kb (kept slots; else m_jb = x_jb)  who pays migration
+    (1)  M >= Σ_b w_yb x_jb + α_y S_j + Σ_b μ_yb m_jb + σ_j z_j1
+    (2)  (μ - δ) K_y z_j1 <= Σ_b (κ_b + L_b) x_jb <= (μ + δ) K_y z_j1   when δ is set
+
+minimise M. Interchangeable slots (one node layout, same switch cost, not kept) are ordered by
+use and by Σ_b L_b x_jb (symmetry breaking), and M starts at the largest "longest request alone on
+its best configuration" — a bound every plan respects. A warm start (the greedy's plan, passed in
+by the planner) gives HiGHS an incumbent at once; under a time limit the incumbent comes back
+with HiGHS's dual bound and gap.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from costmodels.replan.problem import (
+    NewInstance,
+    ReplanPlan,
+    ReplanProblem,
+    Slot,
+    evaluate_replan,
+    plan_counts,
+    slots,
+)
+from costmodels.solving import SolverOutput, Status
+
+#: HiGHS presolve + root LP cost per column measured here (97k columns: ~2.7 s); below this much
+#: time per column HiGHS cannot finish its root within the limit
+SECONDS_PER_COLUMN = 2e-5
+
+
+class _Columns:
+    """Column bookkeeping: bounds, costs and integrality, appended in blocks."""
+
+    def __init__(self) -> None:
+        self.lower: list[float] = []
+        self.upper: list[float] = []
+        self.integer: list[bool] = []
+
+    def add(self, lower: float, upper: float, integer: bool) -> int:
+        self.lower.append(lower)
+        self.upper.append(upper)
+        self.integer.append(integer)
+        return len(self.lower) - 1
+
+
+class _Rows:
+    """Sparse rows in COO form."""
+
+    def __init__(self) -> None:
+        self.r: list[int] = []
+        self.c: list[int] = []
+        self.v: list[float] = []
+        self.lo: list[float] = []
+        self.hi: list[float] = []
+
+    def add(self, cols: list[int], vals: list[float], lo: float, hi: float) -> None:
+        i = len(self.lo)
+        self.r.extend([i] * len(cols))
+        self.c.extend(cols)
+        self.v.extend(vals)
+        self.lo.append(lo)
+        self.hi.append(hi)
+
+
+def build(problem: ReplanProblem) -> dict[str, Any]:
+    """The model's arrays and the index maps needed to decode and warm-start it."""
+    inf = math.inf
+    bins = problem.bins
+    nb = len(bins)
+    N = [b.count for b in bins]
+    L = np.array([b.upper for b in bins], dtype=float)
+    dL = np.diff(np.concatenate([[0.0], L]))
+    demand = np.array([b.context + b.upper for b in bins], dtype=float)
+    s = problem.spec
+    cols, rows = _Columns(), _Rows()
+    M = cols.add(lower_bound(problem), inf, False)
+    table = slots(problem)
+    v: dict[tuple[int, int], int] = {}
+    info: list[dict[str, Any]] = []  # per slot: slot, x cols by bin, z cols, m cols
+    per_bin: list[list[int]] = [[] for _ in range(nb)]
+    budget_cols, budget_vals = [], []
+    for n, layouts in enumerate(table):
+        lay_cols = []
+        for li, slot_list in enumerate(layouts):
+            v[n, li] = cols.add(0, 1, True)
+            lay_cols.append(v[n, li])
+            gpus = sum(sl.tp for sl in slot_list)
+            if gpus:
+                budget_cols.append(v[n, li])
+                budget_vals.append(float(gpus))
+            prev = None
+            for sl in slot_list:
+                entry = _slot_model(problem, sl, cols, rows, v[n, li], N, L, dL, demand, M, per_bin)
+                info.append(entry)
+                # symmetry: interchangeable slots of one layout are used, and loaded, in order
+                entry["follows"] = prev is not None and prev["slot"].kept is None and sl.kept is None and abs(prev["slot"].switch_s - sl.switch_s) < 1e-12
+                if entry["follows"]:
+                    rows.add([prev["z"][0], entry["z"][0]], [1.0, -1.0], 0.0, inf)
+                    c1 = list(prev["x"].values()) + list(entry["x"].values())
+                    v1 = [L[b] for b in prev["x"]] + [-L[b] for b in entry["x"]]
+                    rows.add(c1, v1, 0.0, inf)
+                prev = entry
+        rows.add(lay_cols, [1.0] * len(lay_cols), 1.0, 1.0)  # (6)
+    rows.add(budget_cols, budget_vals, -inf, float(problem.budget))  # (3)
+    for b in range(nb):  # (4)
+        rows.add(per_bin[b], [1.0] * len(per_bin[b]), float(N[b]), float(N[b]))
+    if s.kv_delta is not None:
+        mu, delta = problem.kv_target, s.kv_delta
+        for e in info:  # (2)
+            cap = problem.configs[e["slot"].tp].kv_tokens
+            xc = list(e["x"].values())
+            dv = [demand[b] for b in e["x"]]
+            rows.add(xc + [e["z"][0]], dv + [-(mu + delta) * cap], -inf, 0.0)
+            rows.add(xc + [e["z"][0]], dv + [-(mu - delta) * cap], 0.0, inf)
+    return {"cols": cols, "rows": rows, "M": M, "v": v, "slots": info, "table": table}
+
+
+def _slot_model(problem: ReplanProblem, sl: Slot, cols: _Columns, rows: _Rows, v_col: int, N: list[int], L: np.ndarray,
+                dL: np.ndarray, demand: np.ndarray, M: int, per_bin: list[list[int]]) -> dict[str, Any]:
+    inf = math.inf
+    cfg = problem.configs[sl.tp]
+    nb = len(N)
+    local = problem.resident[sl.kept] if sl.kept is not None else np.zeros(nb, dtype=np.int64)
+    z = [cols.add(0, 1, True) for _ in range(nb)]
+    S = cols.add(0, inf, False)
+    x: dict[int, int] = {}
+    m: dict[int, int] = {}
+    rows.add([z[0], v_col], [1.0, -1.0], -inf, 0.0)  # (a) slot exists
+    for b in range(nb - 1):
+        rows.add([z[b + 1], z[b]], [1.0, -1.0], -inf, 0.0)  # (a) chain
+    rows.add([S] + z, [1.0] + [-float(d) for d in dL], 0.0, inf)  # (b)
+    for b in range(nb):
+        if not cfg.fits(b):
+            continue
+        x[b] = cols.add(0, N[b], True)
+        per_bin[b].append(x[b])
+        rows.add([x[b], z[b]], [1.0, -float(N[b])], -inf, 0.0)  # (a)
+        if local[b] > 0:
+            m[b] = cols.add(0, inf, False)
+            rows.add([m[b], x[b]], [1.0, -1.0], -float(local[b]), inf)  # (d)
+    conc = cfg.concurrency
+    rows.add([S] + list(x.values()), [1.0] + [-L[b] / conc[b] for b in x], 0.0, inf)  # (c)
+    # (1): M - w x - alpha S - mu (m or x) - sigma z_1 >= 0
+    c1, v1 = [M, S, z[0]], [1.0, -cfg.alpha, -sl.switch_s]
+    for b, col in x.items():
+        c1.append(col)
+        v1.append(-(cfg.work[b] + (0.0 if b in m else cfg.migrate[b])))
+    for b, col in m.items():
+        c1.append(col)
+        v1.append(-cfg.migrate[b])
+    rows.add(c1, v1, 0.0, inf)
+    return {"slot": sl, "x": x, "z": z, "m": m, "S": S, "local": local}
+
+
+def lower_bound(problem: ReplanProblem) -> float:
+    """A bound every plan respects, cheap at any size: the larger of
+
+    * the longest request alone: M >= max_b min_y (α_y L_b + w_yb) over configurations it fits;
+    * the pool's fluid work: T_j >= Σ_b x_jb c_yb with c_yb = w_yb + α_y L_b / B_yb (S_j is at
+      least the tokens over the concurrency), so M G_total >= Σ_j t_j T_j >= Σ_b N_b min_y t_y c_yb."""
+    fluid = 0.0
+    for b, bn in enumerate(problem.bins):
+        per = [c.tp * (c.work[b] + c.alpha * bn.upper / c.concurrency[b]) for c in problem.configs.values() if c.fits(b)]
+        if per:
+            fluid += bn.count * min(per)
+    return max(_longest_alone(problem), fluid / problem.budget)
+
+
+def _longest_alone(problem: ReplanProblem) -> float:
+    """Every request runs somewhere: M >= max_b min_y (α_y L_b + w_yb) over configurations it fits."""
+    best = 0.0
+    for b, bn in enumerate(problem.bins):
+        # a min over every configuration (a superset of what any node may run) stays a bound
+        options = [c.alpha * bn.upper + c.work[b] for c in problem.configs.values() if c.fits(b)]
+        if options:
+            best = max(best, min(options))
+    return best
+
+
+def _warm_values(model: dict[str, Any], problem: ReplanProblem, plan: ReplanPlan, n_cols: int) -> np.ndarray | None:
+    """Column values of a plan inside this model (None if the plan is not expressible)."""
+    val = np.zeros(n_cols)
+    x = plan_counts(problem, plan)
+    where = {(i.node, i.gpu, i.tp): j for j, i in enumerate(plan.instances)}
+    L = np.array([b.upper for b in problem.bins], dtype=float)
+    chosen_layout = {}
+    for n, layouts in enumerate(model["table"]):
+        mine = tuple(sorted((i.gpu, i.tp) for i in plan.instances if i.node == n))
+        for li, slot_list in enumerate(layouts):
+            if tuple(sorted((s.gpu, s.tp) for s in slot_list)) == mine:
+                chosen_layout[n] = li
+                break
+        else:
+            return None
+        val[model["v"][n, chosen_layout[n]]] = 1.0
+    worst = 0.0
+    entries = []
+    for e in model["slots"]:
+        sl = e["slot"]
+        j = where.get((sl.node, sl.gpu, sl.tp)) if chosen_layout.get(sl.node) == sl.layout else None
+        xs = x[j] if j is not None else np.zeros(len(problem.bins), dtype=np.int64)
+        entries.append((e, xs))
+    # interchangeable slots must meet the ordering rows: sort each run's loads (same objective)
+    runs: list[list[int]] = []
+    for i, (e, _) in enumerate(entries):
+        if e.get("follows"):
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    for run in runs:
+        loads = sorted((entries[i][1] for i in run), key=lambda xs: (bool(xs.any()), float(xs @ L)), reverse=True)
+        for i, xs in zip(run, loads, strict=True):
+            entries[i] = (entries[i][0], xs)
+    for e, xs in entries:
+        for b, col in e["x"].items():
+            val[col] = xs[b]
+        if any(xs[b] and b not in e["x"] for b in range(len(xs))):
+            return None
+        present = np.flatnonzero(xs)
+        top = present.max() if len(present) else -1
+        for b in range(top + 1):
+            val[e["z"][b]] = 1.0
+        for b, col in e["m"].items():
+            val[col] = max(0, xs[b] - e["local"][b])
+        cfg = problem.configs[e["slot"].tp]
+        conc = cfg.concurrency
+        steps = max(L[top] if top >= 0 else 0.0, sum(xs[b] * L[b] / conc[b] for b in e["x"]))
+        val[e["S"]] = steps
+        if top >= 0:
+            total = sum(xs[b] * cfg.work[b] for b in e["x"]) + cfg.alpha * steps + sum(cfg.migrate[b] * (max(0, xs[b] - e["local"][b]) if b in e["m"] else xs[b]) for b in e["x"]) + e["slot"].switch_s
+            worst = max(worst, total)
+    val[model["M"]] = max(worst, model["cols"].lower[model["M"]])
+    return val
+
+
+def _decode(model: dict[str, Any], problem: ReplanProblem, values: np.ndarray) -> ReplanPlan:
+    out = []
+    chosen = {n: max(range(len(layouts)), key=lambda k: values[model["v"][n, k]]) for n, layouts in enumerate(model["table"])}
+    for e in model["slots"]:
+        sl = e["slot"]
+        if chosen[sl.node] != sl.layout:
+            continue
+        bins = [(problem.bins[b].upper, int(round(values[col]))) for b, col in e["x"].items() if round(values[col]) > 0]
+        out.append(NewInstance(node=sl.node, gpu=sl.gpu, tp=sl.tp, bins=bins))
+    return ReplanPlan(instances=out)
+
+
+def solve_replan_milp(problem: ReplanProblem, *, time_limit: float | None = 60.0, seed: int = 0, mip_gap: float = 1e-6,
+                      warm_start: Callable[..., SolverOutput] | None = None, threads: int | None = None) -> SolverOutput:
+    """Eq. 1 on HiGHS (module doc). ``warm_start``: a heuristic solver whose plan seeds HiGHS."""
+    import highspy
+
+    t0 = time.perf_counter()
+    incumbent = None
+    if warm_start is not None:
+        incumbent = warm_start(problem, time_limit=None if time_limit is None else 0.4 * time_limit, seed=seed)
+    model = build(problem)
+    cols, rows = model["cols"], model["rows"]
+    n_cols, n_rows = len(cols.lower), len(rows.lo)
+    from scipy.sparse import csc_matrix
+
+    a = csc_matrix((np.array(rows.v, dtype=float), (np.array(rows.r), np.array(rows.c))), shape=(n_rows, n_cols))
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = n_cols, n_rows
+    cost = np.zeros(n_cols)
+    cost[model["M"]] = 1.0
+    big = highspy.kHighsInf
+    lp.col_cost_ = cost
+    lp.col_lower_ = np.array(cols.lower, dtype=float)
+    lp.col_upper_ = np.where(np.isinf(cols.upper), big, np.array(cols.upper, dtype=float))
+    lp.row_lower_ = np.where(np.isinf(rows.lo), -big, np.array(rows.lo, dtype=float))
+    lp.row_upper_ = np.where(np.isinf(rows.hi), big, np.array(rows.hi, dtype=float))
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = a.indptr
+    lp.a_matrix_.index_ = a.indices
+    lp.a_matrix_.value_ = a.data
+    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = n_cols, n_rows
+    lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous for i in cols.integer]
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("random_seed", int(seed))
+    h.setOptionValue("mip_rel_gap", float(mip_gap))
+    if threads:
+        h.setOptionValue("threads", int(threads))
+    h.passModel(lp)
+    warm = None
+    if incumbent is not None and incumbent.plan is not None:
+        warm = _warm_values(model, problem, incumbent.plan, n_cols)
+        if warm is not None:
+            sol = highspy.HighsSolution()
+            sol.col_value = list(warm)
+            sol.value_valid = True
+            h.setSolution(sol)
+    build_s = time.perf_counter() - t0
+    left = None if time_limit is None else time_limit - build_s
+    if left is not None and incumbent is not None and incumbent.plan is not None and left < n_cols * SECONDS_PER_COLUMN:
+        # HiGHS's presolve alone would overrun the limit: keep the warm start, report our bound
+        floor = cols.lower[model["M"]]
+        stats = {"columns": n_cols, "rows": n_rows, "build_s": build_s, "highs_status": "skipped (time limit)"}
+        return SolverOutput(Status.FEASIBLE, incumbent.plan, incumbent.objective, floor,
+                            message=f"{left:.2f} s left for a {n_cols}-column model: warm start returned with the fluid bound", stats=stats)
+    if left is not None:
+        h.setOptionValue("time_limit", max(0.05, left))
+    h.run()
+    status = h.getModelStatus()
+    info = h.getInfo()
+    stats = {"columns": n_cols, "rows": n_rows, "nonzeros": int(a.nnz), "build_s": build_s, "solve_s": time.perf_counter() - t0 - build_s,
+             "highs_status": h.modelStatusToString(status), "warm_start": None if incumbent is None else incumbent.objective,
+             "nodes": int(info.mip_node_count)}
+    # HiGHS's bound, or ours (M's lower bound) when the search stopped before it had one
+    floor = cols.lower[model["M"]]
+    bound = max(float(info.mip_dual_bound), floor) if math.isfinite(info.mip_dual_bound) else floor
+    has_solution = info.primal_solution_status == 2  # kSolutionStatusFeasible
+    if status == highspy.HighsModelStatus.kInfeasible:
+        return SolverOutput(Status.INFEASIBLE, message="HiGHS: infeasible", stats=stats)
+    if not has_solution:
+        if incumbent is not None and incumbent.plan is not None:
+            return SolverOutput(Status.FEASIBLE, incumbent.plan, incumbent.objective, bound, message=f"HiGHS: {stats['highs_status']}, no incumbent of its own; warm start returned", stats=stats)
+        return SolverOutput(Status.NO_SOLUTION, message=f"HiGHS: {stats['highs_status']}", stats=stats)
+    values = np.array(h.getSolution().col_value)
+    plan = _decode(model, problem, values)
+    objective = float(info.objective_function_value)
+    optimal = status == highspy.HighsModelStatus.kOptimal
+    if optimal and bound is None:
+        bound = objective
+    obj_eval, _ = evaluate_replan(problem, plan)
+    stats["cost_model_objective"] = obj_eval
+    return SolverOutput(Status.OPTIMAL if optimal else Status.FEASIBLE, plan, objective, bound,
+                        message=f"HiGHS: {stats['highs_status']}", stats=stats)

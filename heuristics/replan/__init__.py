@@ -1,0 +1,1 @@
+"""OrchestrRL re-planning heuristics and online policies."""

@@ -1,0 +1,330 @@
+"""Fast re-planning heuristics and OrchestrRL's §6 baselines, on the cost model's T_j.
+
+All of them choose one layout per node (``costmodels.replan.problem``), then assign the bins with
+the same routine, :func:`assign`:
+
+1. requests already on a kept instance stay there (free);
+2. the rest, longest bin first, go one at a time to the instance whose objective term
+   T_j + C_mig_j + C_sw_j grows least (LPT on the exact T_j, vectorised over instances);
+3. local search: move one request off the instance that sets the makespan while that lowers it.
+
+Layout choice:
+
+* ``greedy``: enumerate configuration mixes — keep, every uniform TP, and two-TP mixes (k nodes
+  on the larger TP, the rest on the smaller, nodes already at a TP take it first) — rank them by
+  a fluid lower bound (a small LP: bins split fractionally over the mix's instances, per-request
+  costs w_yb + α_y L_b / B_yb, and the longest request alone), assign the best few exactly and
+  keep the best by the cost model.
+* ``verl-to``: the best single uniform TP over the pool (veRL's TP/DP sweep), §6.
+* ``verl-lo``: the largest candidate TP everywhere (latency-optimised), §6.
+* ``keep``: the current instances, only re-balanced (steps 1-3).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from costmodels.replan.problem import NewInstance, ReplanPlan, ReplanProblem, Slot, slots
+from costmodels.solving import Deadline, SolverOutput, Status
+
+
+class Loads:
+    """Per-instance aggregates of an assignment in progress, kept incrementally: Σ w x, Σ (L/B) x,
+    the longest request, the migration paid and whether the instance is used (T_j terms of the
+    problem's module doc), so that adding or removing a request is O(1) and the objective term of
+    every instance after a hypothetical add is one vectorised expression."""
+
+    def __init__(self, problem: ReplanProblem, chosen: list[Slot]):
+        self.problem, self.slots = problem, chosen
+        nb, ns = len(problem.bins), len(chosen)
+        cfgs = [problem.configs[s.tp] for s in chosen]
+        self.L = np.array([b.upper for b in problem.bins], dtype=float)
+        self.alpha = np.array([c.alpha for c in cfgs])
+        self.switch = np.array([s.switch_s for s in chosen])
+        self.w = np.array([c.work for c in cfgs]).reshape(ns, nb)
+        conc = np.array([c.concurrency for c in cfgs]).reshape(ns, nb)
+        self.fits = conc > 0
+        self.t = self.L / np.where(self.fits, conc, 1)
+        self.mu = np.array([c.migrate for c in cfgs]).reshape(ns, nb)
+        self.local = np.zeros((ns, nb), dtype=np.int64)
+        for j, s in enumerate(chosen):
+            if s.kept is not None:
+                self.local[j] = problem.resident[s.kept]
+        self.x = np.zeros((ns, nb), dtype=np.int64)
+        self.work, self.tok, self.lmax, self.mig = np.zeros(ns), np.zeros(ns), np.zeros(ns), np.zeros(ns)
+        self.count = np.zeros(ns, dtype=np.int64)
+
+    def totals(self) -> np.ndarray:
+        used = self.count > 0
+        return np.where(used, self.work + self.alpha * np.maximum(self.lmax, self.tok) + self.mig + self.switch, 0.0)
+
+    def add(self, j: int, b: int, n: int = 1) -> None:
+        paid = max(0, int(self.x[j, b]) + n - int(self.local[j, b])) - max(0, int(self.x[j, b]) - int(self.local[j, b]))
+        self.x[j, b] += n
+        self.count[j] += n
+        self.work[j] += n * self.w[j, b]
+        self.tok[j] += n * self.t[j, b]
+        self.mig[j] += paid * self.mu[j, b]
+        self.lmax[j] = max(self.lmax[j], self.L[b])
+
+    def remove(self, j: int, b: int) -> None:
+        paid = 1 if self.x[j, b] > self.local[j, b] else 0
+        self.x[j, b] -= 1
+        self.count[j] -= 1
+        self.work[j] -= self.w[j, b]
+        self.tok[j] -= self.t[j, b]
+        self.mig[j] -= paid * self.mu[j, b]
+        if self.x[j, b] == 0 and self.L[b] >= self.lmax[j]:
+            present = np.flatnonzero(self.x[j])
+            self.lmax[j] = self.L[present[-1]] if len(present) else 0.0
+
+    def after_add(self, b: int) -> np.ndarray:
+        """Every instance's objective term if one request of bin b joined it (inf where it does not fit)."""
+        extra_mig = np.where(self.x[:, b] >= self.local[:, b], self.mu[:, b], 0.0)
+        out = (self.work + self.w[:, b] + self.alpha * np.maximum(np.maximum(self.lmax, self.L[b]), self.tok + self.t[:, b])
+               + self.mig + extra_mig + self.switch)
+        return np.where(self.fits[:, b], out, np.inf)
+
+
+def assign(problem: ReplanProblem, chosen: list[Slot], deadline: Deadline | None = None) -> np.ndarray | None:
+    """x_jb for the chosen instances (module doc, steps 1-3); None when some bin fits nowhere."""
+    if not chosen:
+        return None
+    ld = Loads(problem, chosen)
+    left = np.array([b.count for b in problem.bins], dtype=np.int64)
+    # 1. residents stay on kept instances
+    for j, b in zip(*np.nonzero(np.where(ld.fits, ld.local, 0)), strict=True):
+        ld.add(int(j), int(b), int(ld.local[j, b]))
+        left[b] -= ld.local[j, b]
+    # 2. LPT: longest bins first, one request at a time to the instance whose term grows least
+    for b in reversed(range(len(problem.bins))):
+        if left[b] == 0:
+            continue
+        if not ld.fits[:, b].any():
+            return None
+        for _ in range(int(left[b])):
+            ld.add(int(np.argmin(ld.after_add(b))), b)
+    _improve(ld, deadline)
+    return ld.x
+
+
+def _improve(ld: Loads, deadline: Deadline | None, rounds: int = 400) -> None:
+    """3. Move single requests off the makespan instance while that lowers the makespan."""
+    for _ in range(rounds):
+        if deadline is not None and deadline.expired():
+            return
+        totals = ld.totals()
+        j = int(np.argmax(totals))
+        best = (totals[j], None)
+        for b in np.flatnonzero(ld.x[j]):
+            b = int(b)
+            ld.remove(j, b)
+            src = ld.totals()[j]
+            if src < best[0]:
+                dest = ld.after_add(b)
+                dest[j] = np.inf
+                k = int(np.argmin(dest))
+                if max(src, dest[k]) < best[0] - 1e-9:
+                    best = (max(src, dest[k]), (b, k))
+            ld.add(j, b)
+        if best[1] is None:
+            return
+        b, k = best[1]
+        ld.remove(j, b)
+        ld.add(k, b)
+
+
+def to_plan(problem: ReplanProblem, chosen: list[Slot], x: np.ndarray) -> ReplanPlan:
+    return ReplanPlan(instances=[
+        NewInstance(node=s.node, gpu=s.gpu, tp=s.tp, bins=[(problem.bins[b].upper, int(x[j, b])) for b in np.flatnonzero(x[j])])
+        for j, s in enumerate(chosen)])
+
+
+def layout_slots(problem: ReplanProblem, choice: list[int]) -> list[Slot]:
+    """The instances of layout ``choice[n]`` on every node n."""
+    table = slots(problem)
+    return [s for n, li in enumerate(choice) for s in table[n][li]]
+
+
+def _layout_index(problem: ReplanProblem, node: int, name: str) -> int | None:
+    """Index of a layout by name; a uniform TP equal to the node's current layout is ``keep``."""
+    lays = problem.layouts(node)
+    for i, lay in enumerate(lays):
+        if lay.name == name:
+            return i
+    if name.startswith("tp"):
+        t = int(name[2:])
+        g = problem.gpus_per_node
+        mine = tuple(sorted((i.gpu, i.tp) for i in problem.spec.instances if i.node == node))
+        if mine == tuple((k * t, t) for k in range(g // t)):
+            return next(i for i, lay in enumerate(lays) if lay.name == "keep")
+    return None
+
+
+def budget_ok(problem: ReplanProblem, chosen: list[Slot]) -> bool:
+    return sum(s.tp for s in chosen) <= problem.budget
+
+
+def uniform_choice(problem: ReplanProblem, tp: int) -> list[int] | None:
+    """Every node on TP ``tp`` (nodes beyond the GPU budget off)."""
+    out, gpus = [], 0
+    for n in range(problem.spec.nodes):
+        i = _layout_index(problem, n, f"tp{tp}")
+        if i is None:
+            return None
+        if gpus + problem.gpus_per_node > problem.budget:
+            out.append(0)  # off
+            continue
+        gpus += problem.gpus_per_node
+        out.append(i)
+    return out
+
+
+def keep_choice(problem: ReplanProblem) -> list[int]:
+    return [(_layout_index(problem, n, "keep") or 0) for n in range(problem.spec.nodes)]
+
+
+def mixed_choice(problem: ReplanProblem, big: int, small: int, k: int) -> list[int] | None:
+    """k nodes on TP ``big``, the rest on TP ``small``; nodes already running a TP take it first."""
+    nodes = range(problem.spec.nodes)
+
+    def current_tp(n: int) -> int | None:
+        tps = {i.tp for i in problem.spec.instances if i.node == n}
+        return tps.pop() if len(tps) == 1 else None
+
+    order = sorted(nodes, key=lambda n: (current_tp(n) != big, n))
+    bigs = set(order[:k])
+    out = []
+    for n in nodes:
+        i = _layout_index(problem, n, f"tp{big if n in bigs else small}")
+        if i is None:
+            return None
+        out.append(i)
+    chosen = layout_slots(problem, out)
+    return out if budget_ok(problem, chosen) else None
+
+
+def fluid_bound(problem: ReplanProblem, chosen: list[Slot]) -> float:
+    """A lower bound on the makespan of any assignment to ``chosen`` (module doc): the longest
+    request alone on its best instance, and the LP that spreads bins fractionally so that every
+    configuration's instances share its work equally."""
+    from scipy.optimize import linprog
+
+    tps = sorted({s.tp for s in chosen})
+    count = {t: sum(1 for s in chosen if s.tp == t) for t in tps}
+    bins = problem.bins
+    nb, ny = len(bins), len(tps)
+    L = np.array([b.upper for b in bins], dtype=float)
+    cost = np.zeros((ny, nb))
+    longest = np.inf
+    for yi, t in enumerate(tps):
+        c = problem.configs[t]
+        conc = np.where(c.concurrency > 0, c.concurrency, 1)
+        cost[yi] = np.where(c.concurrency > 0, c.work + c.alpha * L / conc, np.inf)
+        if c.fits(nb - 1):
+            longest = min(longest, c.work[nb - 1] + c.alpha * L[nb - 1])
+    # variables: x_yb (fractional requests), M; min M
+    nvar = ny * nb + 1
+    obj = np.zeros(nvar)
+    obj[-1] = 1.0
+    a_eq = np.zeros((nb, nvar))
+    for b in range(nb):
+        a_eq[b, [yi * nb + b for yi in range(ny)]] = 1.0
+    a_ub = np.zeros((ny, nvar))
+    for yi, t in enumerate(tps):
+        a_ub[yi, yi * nb:(yi + 1) * nb] = np.where(np.isfinite(cost[yi]), cost[yi], 0.0)
+        a_ub[yi, -1] = -count[t]
+    bounds = [(0, None if np.isfinite(cost[yi, b]) else 0) for yi in range(ny) for b in range(nb)] + [(0, None)]
+    res = linprog(obj, A_ub=a_ub, b_ub=np.zeros(ny), A_eq=a_eq, b_eq=np.array([b.count for b in bins], dtype=float), bounds=bounds, method="highs")
+    if res.status != 0:
+        return np.inf
+    return max(float(res.fun), longest)
+
+
+def candidate_choices(problem: ReplanProblem) -> list[tuple[str, list[int]]]:
+    """Configuration mixes the greedy ranks (module doc)."""
+    out: list[tuple[str, list[int]]] = [("keep", keep_choice(problem))]
+    tps = problem.candidate_tps
+    for t in tps:
+        c = uniform_choice(problem, t)
+        if c is not None:
+            out.append((f"tp{t}", c))
+    nodes = problem.spec.nodes
+    ks = sorted({k for k in (1, 2, 3, 4, nodes // 8, nodes // 4, nodes // 2, 3 * nodes // 4) if 0 < k < nodes})
+    for i, big in enumerate(tps):
+        for small in tps[:i]:
+            for k in ks:
+                c = mixed_choice(problem, big, small, k)
+                if c is not None:
+                    out.append((f"{k}x tp{big} + {nodes - k}x tp{small}", c))
+    return out
+
+
+def _output(problem: ReplanProblem, plan: ReplanPlan | None, t0: float, message: str, **stats) -> SolverOutput:
+    from costmodels.replan.problem import evaluate_replan
+
+    if plan is None:
+        return SolverOutput(Status.INFEASIBLE, message="some bin fits no instance of any candidate configuration")
+    obj, _ = evaluate_replan(problem, plan)
+    return SolverOutput(Status.FEASIBLE, plan, obj, message=message, stats={"wall_s": time.perf_counter() - t0, **stats})
+
+
+def best_of(problem: ReplanProblem, choices: list[tuple[str, list[int]]], deadline: Deadline) -> tuple[str, ReplanPlan | None, float]:
+    from costmodels.replan.problem import evaluate_replan
+
+    best: tuple[str, ReplanPlan | None, float] = ("", None, np.inf)
+    for name, choice in choices:
+        if deadline.expired() and best[1] is not None:
+            break
+        chosen = layout_slots(problem, choice)
+        if not budget_ok(problem, chosen):
+            continue
+        x = assign(problem, chosen, deadline)
+        if x is None:
+            continue
+        plan = to_plan(problem, chosen, x)
+        obj, _ = evaluate_replan(problem, plan)
+        if obj < best[2]:
+            best = (name, plan, obj)
+    return best
+
+
+def solve_greedy(problem: ReplanProblem, *, time_limit: float | None = 10.0, seed: int = 0, shortlist: int = 4) -> SolverOutput:
+    """Enumerate configuration mixes, rank by the fluid bound, assign the best ``shortlist``."""
+    t0, deadline = time.perf_counter(), Deadline(time_limit)
+    ranked = []
+    for name, choice in candidate_choices(problem):
+        chosen = layout_slots(problem, choice)
+        if budget_ok(problem, chosen):
+            ranked.append((fluid_bound(problem, chosen), name, choice))
+    ranked.sort(key=lambda r: r[0])
+    # keep is always tried: it pays no switch or migration, which the fluid bound leaves out
+    short = [(n, c) for _, n, c in ranked if n == "keep"] + [(n, c) for _, n, c in ranked[:shortlist] if n != "keep"]
+    name, plan, _ = best_of(problem, short, deadline)
+    return _output(problem, plan, t0, f"greedy: {name}", mixes=len(ranked), assigned=len(short), layout=name)
+
+
+def solve_verl_to(problem: ReplanProblem, *, time_limit: float | None = 10.0, seed: int = 0) -> SolverOutput:
+    """veRL-TO (§6): the best single TP over the whole pool, by sweep."""
+    t0, deadline = time.perf_counter(), Deadline(time_limit)
+    choices = [(f"tp{t}", c) for t in problem.candidate_tps if (c := uniform_choice(problem, t)) is not None]
+    name, plan, _ = best_of(problem, choices, deadline)
+    return _output(problem, plan, t0, f"verl-to: {name}", layout=name)
+
+
+def solve_verl_lo(problem: ReplanProblem, *, time_limit: float | None = 10.0, seed: int = 0) -> SolverOutput:
+    """veRL-LO (§6): the largest candidate TP on every node."""
+    t0 = time.perf_counter()
+    t = max(problem.candidate_tps)
+    choice = uniform_choice(problem, t)
+    name, plan, _ = best_of(problem, [(f"tp{t}", choice)] if choice else [], Deadline(time_limit))
+    return _output(problem, plan, t0, f"verl-lo: {name}", layout=name)
+
+
+def solve_keep(problem: ReplanProblem, *, time_limit: float | None = 10.0, seed: int = 0) -> SolverOutput:
+    """The current instances, requests re-balanced."""
+    t0 = time.perf_counter()
+    _, plan, _ = best_of(problem, [("keep", keep_choice(problem))], Deadline(time_limit))
+    return _output(problem, plan, t0, "keep: current instances, re-balanced", layout="keep")
