@@ -412,9 +412,11 @@ def simulate_generation(
     seed: Annotated[int, typer.Option(help="seed for synthetic lengths")] = 0,
     plot: Annotated[Path | None, typer.Option(help="also draw the timeline and remaining-requests curve to this PNG")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable result")] = False,
+    policy: Annotated[str, typer.Option(help="none, verl-to (best static TP), verl-lo (largest TP), proactive, reactive or orchestrrl (OrchestrRL Algorithm 1; needs uniform TP on whole 8-GPU nodes)")] = "none",
 ) -> None:
     """Simulate one generation step: makespan, preemptions, idle GPU-seconds (continuous
-    batching, KV blocks, recompute preemption; ``costmodels.generation.engine``)."""
+    batching, KV blocks, recompute preemption; ``costmodels.generation.engine``), optionally
+    under an OrchestrRL scheme (``heuristics.replan.online``)."""
     from costmodels.catalog import get_gpu, get_model
     from costmodels.decode import Instance, ServingParams
     from costmodels.generation.engine import simulate
@@ -435,7 +437,20 @@ def simulate_generation(
             if inst.kv_capacity_tokens() <= 0:
                 raise SpecError("--instances", instances, f"{model} does not fit TP{inst.tp} on {gpu} with room for a KV cache")
         reqs = _simulation_requests(lengths, seed)
-        result = simulate(insts, reqs, block_size=block_size)
+        details: dict = {}
+        if policy == "none":
+            result = simulate(insts, reqs, block_size=block_size)
+        else:
+            from costmodels.generation.traces import synthetic_trace
+            from heuristics.replan.online import SCHEMES, run_scheme
+
+            if policy not in SCHEMES:
+                raise SpecError("--policy", policy, f"known: {', '.join(SCHEMES)}")
+            if len({i.tp for i in insts}) != 1:
+                raise SpecError("--instances", instances, "a policy starts from one uniform TP")
+            # the planner's forecast is a prior (the calibrated generator), never the step's lengths
+            prior = __import__("numpy").array([r.output for r in synthetic_trace(256, 16, 16384, seed=seed + 1)])
+            result, details = run_scheme(policy, model, gpu, sum(i.tp for i in insts), insts[0].tp, reqs, prior, params, block_size)
     except SpecError as exc:
         fail(str(exc))
     except ValueError as exc:
@@ -446,12 +461,18 @@ def simulate_generation(
         tmp = plot.with_name(plot.name + ".tmp.png")
         plot_simulation(result, tmp, f"{model} on {instances} x {gpu}: {len(reqs)} requests")
         tmp.replace(plot)
-    doc = {"model": model, "gpu": gpu, "configuration": instances, "request_count": len(reqs), **result.to_dict()}
+    doc = {"model": model, "gpu": gpu, "configuration": instances, "request_count": len(reqs), "policy": policy,
+           "policy_details": details, **result.to_dict()}
     if as_json:
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         return
     out.print(f"{len(reqs)} requests on {instances} x {gpu} ({model}): makespan {result.makespan_s:.1f} s, "
               f"{result.tokens_per_s:,.0f} tokens/s, {result.preemptions} preemptions, {result.idle_gpu_s:,.0f} idle GPU-s", highlight=False)
+    if policy != "none":
+        applied = [p for p in details.get("plans", []) if p["applied"]]
+        out.print(f"policy {policy}: TP{details.get('tp')}" + (f", {len(applied)} re-plans applied at "
+                  + ", ".join(f"{p['time']:.0f} s" for p in applied) if applied else "")
+                  + (f", {details['migrations']} balancing migrations" if details.get("migrations") else ""), highlight=False)
 
 
 @presets_app.callback()

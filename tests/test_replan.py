@@ -141,3 +141,117 @@ def test_instance_makespan_stays_near_the_generation_simulator():
 
     s = summary(run(12))
     assert s["median_abs"] < 0.10 and abs(s["worst"]) < 0.5, s
+
+
+# -- online policies on the generation simulator (OrchestrRL §4.1-4.2) ---------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+def _small_pool_run(seed: int, n: int, policy_factory, tp: int = 2, memory_utilization: float = 0.9):
+    from costmodels.decode import ServingParams
+    from costmodels.generation.engine import Engine
+    from costmodels.generation.traces import synthetic_trace
+    from heuristics.replan.policies import Pool, StartInactive
+
+    pool = Pool("Qwen2.5-7B", "H800", 1, 8, 1, ServingParams(memory_utilization=memory_utilization, max_num_seqs=64))
+    instances, active = pool.instances(tp)
+    reqs = synthetic_trace(max(1, n // 8), 8, 4096, seed=seed)[:n]
+    order = sorted(active)
+    rng = np.random.default_rng(seed)
+    assignment = [order[int(rng.integers(0, 2))] if rng.random() < 0.7 else order[i % len(order)] for i in range(len(reqs))]  # skewed
+    engine = Engine(instances, reqs, assignment)
+    policy = policy_factory(pool)
+    res = engine.run([StartInactive([i for i in range(len(instances)) if i not in active]), policy])
+    return res, policy, reqs
+
+
+class _CheckedBalancer:
+    """Wraps the balancer: every move is checked against the observation it was made on."""
+
+    def __init__(self, pool):
+        from heuristics.replan.policies import ReactiveBalancer
+
+        self.inner = ReactiveBalancer(theta=0.2, tick=2.0)
+        self.tick = self.inner.tick
+        self.bad: list[str] = []
+
+    def on_start(self, obs):
+        return self.inner.on_start(obs)
+
+    def on_tick(self, obs):
+        acts = self.inner.on_tick(obs)
+        views = {v.index: v for v in obs.instances}
+        taken: dict[int, int] = {}
+        for a in acts:
+            r, dst = obs.requests[a.request], views[a.instance]
+            need = -(-(r.prompt + r.generated + 1) // 16)
+            taken[a.instance] = taken.get(a.instance, 0) + need
+            if not dst.active or dst.kv_blocks_used + taken[a.instance] + len(dst.running) > dst.kv_blocks:
+                self.bad.append(f"t={obs.time}: request {a.request} to {a.instance} needs {need} blocks, free {dst.kv_blocks - dst.kv_blocks_used}")
+        return acts
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), n=st.integers(16, 160), mem=st.sampled_from([0.3, 0.5, 0.9]))
+def test_reactive_balancer_never_makes_a_kv_infeasible_move(seed, n, mem):
+    res, policy, reqs = _small_pool_run(seed, n, _CheckedBalancer, memory_utilization=mem)
+    assert policy.bad == []
+    assert all(r.completed is not None for r in res.records.values())
+
+
+def test_proactive_planner_acts_only_on_a_gain_above_its_cost():
+    from heuristics.replan.policies import ProactivePlanner
+
+    planners = []
+
+    def make(epsilon):
+        def factory(pool):
+            lengths = np.array([r.output for r in __import__("costmodels.generation.traces", fromlist=["x"]).synthetic_trace(64, 8, 4096, seed=1)])
+            p = ProactivePlanner(pool, lengths, lambda prob: solve_greedy(prob, time_limit=2.0), [1, 2, 4], period=10.0, epsilon=epsilon, tick=5.0)
+            planners.append(p)
+            return p
+        return factory
+
+    # an unreachable margin: the planner solves but never reconfigures
+    res, planner, _ = _small_pool_run(3, 128, make(1e9), tp=1)
+    assert planner.log and not any(e["applied"] for e in planner.log)
+    assert not any(a["action"] in ("Reconfigure", "Migrate", "Release") for a in res.actions)
+    # an ordinary margin: whatever it applies was predicted to gain more than the margin
+    res, planner, _ = _small_pool_run(3, 128, make(2.0), tp=1)
+    assert all(e["planned_s"] < e["current_s"] * (1 - planner.epsilon_rel) - 2.0 for e in planner.log if e["applied"])
+    assert all(r.completed is not None for r in res.records.values())
+
+
+def test_arima_forecast_beats_the_last_step_on_a_drifting_trace():
+    from costmodels.generation.traces import TraceParams, synthetic_trace
+    from heuristics.replan.forecast import (
+        forecast_quantiles,
+        lengths_from_quantiles,
+        relative_error,
+    )
+
+    arima, last = [], []
+    for seed in range(2):
+        steps = [np.array([r.output for r in synthetic_trace(256, 16, 16384, seed=seed, step=s, params=TraceParams(drift=0.05))]) for s in range(16)]
+        for s in range(12, 16):
+            f = lengths_from_quantiles(forecast_quantiles(steps[s - 12:s]), 4096, 16384)
+            arima.append(relative_error(f, steps[s])["work"])
+            last.append(relative_error(steps[s - 1], steps[s])["work"])
+    assert np.mean(arima) < np.mean(last) and np.mean(arima) < 0.15
+
+
+def test_cli_simulates_a_step_under_each_orchestrrl_scheme():
+    cmd = [sys.executable, "-m", "benchmarks.cli", "simulate", "generation", "--model", "Qwen2.5-7B", "--instances", "4xTP2",
+           "--lengths", "synthetic:prompts=16,n=8,max=4096", "--json"]
+    spans = {}
+    for policy in ("none", "verl-to", "verl-lo", "orchestrrl"):
+        run = subprocess.run([*cmd, "--policy", policy], capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr
+        doc = json.loads(run.stdout)
+        assert doc["policy"] == policy and len([r for r in doc["requests"].values() if r["completed"] is not None]) == 128
+        spans[policy] = doc["makespan_s"]
+    assert spans["verl-to"] <= min(spans["none"], spans["verl-lo"]) + 1e-9  # the sweep includes both
+    bad = subprocess.run([*cmd, "--policy", "orchestrrl", "--instances", "2xTP2,1xTP4"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "uniform TP" in bad.stderr

@@ -514,6 +514,9 @@ class Engine:
         from costmodels.reconfig import migration_cost, switch_cost
 
         entry: dict[str, Any] = {"time": now, "action": type(action).__name__, **vars(action)}
+        if isinstance(action, Dispatch | Migrate) and not self.states[action.instance].active:
+            # the request would wait forever: a policy bug, said at once and before anything moves
+            raise ValueError(f"{type(action).__name__}: request {action.request} sent to instance {action.instance}, which is released")
         if isinstance(action, Dispatch):
             if action.request not in self.unassigned:
                 raise ValueError(f"Dispatch: request {action.request} is not unassigned")

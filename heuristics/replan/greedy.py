@@ -29,6 +29,13 @@ import numpy as np
 from costmodels.replan.problem import NewInstance, ReplanPlan, ReplanProblem, Slot, slots
 from costmodels.solving import Deadline, SolverOutput, Status
 
+#: every heuristic here is bounded; ``time_limit=None`` means this (they finish far sooner)
+DEFAULT_TIME_LIMIT = 10.0
+
+
+def _deadline(time_limit: float | None) -> Deadline:
+    return Deadline(DEFAULT_TIME_LIMIT if time_limit is None else time_limit)
+
 
 class Loads:
     """Per-instance aggregates of an assignment in progress, kept incrementally: Σ w x, Σ (L/B) x,
@@ -291,9 +298,9 @@ def best_of(problem: ReplanProblem, choices: list[tuple[str, list[int]]], deadli
     return best
 
 
-def solve_greedy(problem: ReplanProblem, *, time_limit: float | None = 10.0, seed: int = 0, shortlist: int = 4) -> SolverOutput:
+def solve_greedy(problem: ReplanProblem, *, time_limit: float | None = None, seed: int = 0, shortlist: int = 4) -> SolverOutput:
     """Enumerate configuration mixes, rank by the fluid bound, assign the best ``shortlist``."""
-    t0, deadline = time.perf_counter(), Deadline(time_limit)
+    t0, deadline = time.perf_counter(), _deadline(time_limit)
     ranked = []
     for name, choice in candidate_choices(problem):
         chosen = layout_slots(problem, choice)
@@ -306,25 +313,25 @@ def solve_greedy(problem: ReplanProblem, *, time_limit: float | None = 10.0, see
     return _output(problem, plan, t0, f"greedy: {name}", mixes=len(ranked), assigned=len(short), layout=name)
 
 
-def solve_verl_to(problem: ReplanProblem, *, time_limit: float | None = 10.0, seed: int = 0) -> SolverOutput:
+def solve_verl_to(problem: ReplanProblem, *, time_limit: float | None = None, seed: int = 0) -> SolverOutput:
     """veRL-TO (§6): the best single TP over the whole pool, by sweep."""
-    t0, deadline = time.perf_counter(), Deadline(time_limit)
+    t0, deadline = time.perf_counter(), _deadline(time_limit)
     choices = [(f"tp{t}", c) for t in problem.candidate_tps if (c := uniform_choice(problem, t)) is not None]
     name, plan, _ = best_of(problem, choices, deadline)
     return _output(problem, plan, t0, f"verl-to: {name}", layout=name)
 
 
-def solve_verl_lo(problem: ReplanProblem, *, time_limit: float | None = 10.0, seed: int = 0) -> SolverOutput:
+def solve_verl_lo(problem: ReplanProblem, *, time_limit: float | None = None, seed: int = 0) -> SolverOutput:
     """veRL-LO (§6): the largest candidate TP on every node."""
     t0 = time.perf_counter()
     t = max(problem.candidate_tps)
     choice = uniform_choice(problem, t)
-    name, plan, _ = best_of(problem, [(f"tp{t}", choice)] if choice else [], Deadline(time_limit))
+    name, plan, _ = best_of(problem, [(f"tp{t}", choice)] if choice else [], _deadline(time_limit))
     return _output(problem, plan, t0, f"verl-lo: {name}", layout=name)
 
 
-def solve_keep(problem: ReplanProblem, *, time_limit: float | None = 10.0, seed: int = 0) -> SolverOutput:
+def solve_keep(problem: ReplanProblem, *, time_limit: float | None = None, seed: int = 0) -> SolverOutput:
     """The current instances, requests re-balanced."""
     t0 = time.perf_counter()
-    _, plan, _ = best_of(problem, [("keep", keep_choice(problem))], Deadline(time_limit))
+    _, plan, _ = best_of(problem, [("keep", keep_choice(problem))], _deadline(time_limit))
     return _output(problem, plan, t0, "keep: current instances, re-balanced", layout="keep")

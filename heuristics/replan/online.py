@@ -1,0 +1,76 @@
+"""One generation step on the simulator under a named OrchestrRL scheme (issue 13 items 6-7):
+what ``rlplan simulate generation --policy`` and ``benchmarks/replan_end_to_end.py`` run.
+
+* ``none``: the instances as given, round-robin, no policy;
+* ``verl-to``: the best static TP over the same GPUs (a sweep, judged on this step: an oracle);
+* ``verl-lo``: the largest TP that holds the model, everywhere;
+* ``proactive``, ``reactive``, ``orchestrrl``: the given uniform TP to start, with Algorithm 1's
+  Event 1, Event 2 or both (``heuristics.replan.policies``). The planner's length forecast is
+  ``forecast`` (recent steps' lengths or a prior), never the step's true lengths.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from costmodels.catalog import get_gpu, get_model
+from costmodels.decode import Instance, ServingParams, feasible_tps
+from costmodels.generation.engine import Engine, Request, SimResult, simulate
+from heuristics.replan.greedy import solve_greedy
+from heuristics.replan.policies import (
+    Orchestrator,
+    Pool,
+    ProactivePlanner,
+    ReactiveBalancer,
+    StartInactive,
+)
+
+SCHEMES = ("none", "verl-to", "verl-lo", "proactive", "reactive", "orchestrrl")
+
+
+def static_run(model: str, gpu: str, gpus: int, tp: int, reqs: list[Request], params: ServingParams | None = None,
+               block_size: int = 16) -> SimResult:
+    inst = Instance(get_model(model), get_gpu(gpu), tp, params or ServingParams())
+    return simulate([inst] * (gpus // tp), reqs, block_size=block_size)
+
+
+def policy_run(model: str, gpu: str, nodes: int, gpus_per_node: int, tp: int, reqs: list[Request], forecast: np.ndarray,
+               proactive: bool, reactive: bool, tps: list[int], params: ServingParams | None = None, block_size: int = 16,
+               solver: Any = None) -> tuple[SimResult, dict[str, Any]]:
+    """Start at uniform TP ``tp`` and run the chosen policies (module doc)."""
+    params = params or ServingParams()
+    pool = Pool(model, gpu, nodes, gpus_per_node, min(tps), params)
+    instances, active = pool.instances(tp)
+    order = sorted(active)
+    engine = Engine(instances, reqs, [order[i % len(order)] for i in range(len(reqs))], block_size)
+    policies: list[Any] = [StartInactive([i for i in range(len(instances)) if i not in active])]
+    planner = ProactivePlanner(pool, forecast, solver or (lambda p: solve_greedy(p, time_limit=5.0)), tps) if proactive else None
+    balancer = ReactiveBalancer(block_size=block_size) if reactive else None
+    if planner and balancer:
+        policies.append(Orchestrator(planner, balancer))
+    elif planner or balancer:
+        policies.append(planner or balancer)
+    res = engine.run(policies)
+    return res, {"plans": planner.log if planner else [], "migrations": len(balancer.moves) if balancer else 0}
+
+
+def run_scheme(scheme: str, model: str, gpu: str, gpus: int, tp: int, reqs: list[Request], forecast: np.ndarray,
+               params: ServingParams | None = None, block_size: int = 16, gpus_per_node: int = 8) -> tuple[SimResult, dict[str, Any]]:
+    """One step under ``scheme`` on ``gpus`` GPUs (module doc); (result, details)."""
+    if scheme not in SCHEMES:
+        raise ValueError(f"unknown policy {scheme!r}; known: {', '.join(SCHEMES)}")
+    tps = [t for t in feasible_tps(get_model(model), gpus_per_node, gpus_per_node)
+           if Instance(get_model(model), get_gpu(gpu), t, params or ServingParams()).kv_capacity_tokens() > 0]
+    if scheme == "none":
+        return static_run(model, gpu, gpus, tp, reqs, params, block_size), {"tp": tp}
+    if scheme in ("verl-to", "verl-lo"):
+        runs = {t: static_run(model, gpu, gpus, t, reqs, params, block_size) for t in (tps if scheme == "verl-to" else [max(tps)])}
+        best = min(runs, key=lambda t: runs[t].makespan_s)
+        return runs[best], {"tp": best}
+    if gpus % gpus_per_node:
+        raise ValueError(f"policies re-plan whole {gpus_per_node}-GPU nodes; {gpus} GPUs is not a multiple")
+    res, info = policy_run(model, gpu, gpus // gpus_per_node, gpus_per_node, tp, reqs, forecast, scheme in ("proactive", "orchestrrl"),
+                           scheme in ("reactive", "orchestrrl"), tps, params, block_size)
+    return res, {"tp": tp, **info}

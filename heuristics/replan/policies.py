@@ -1,0 +1,340 @@
+"""OrchestrRL's online compute orchestration (§4, Algorithm 1) as policies on the generation
+simulator (``costmodels.generation.engine``): they see queues, KV use and tokens done, never a
+request's true length.
+
+**The pool.** :class:`Pool` maps a node layout onto engine instances: one engine instance per
+aligned slot of the smallest candidate TP on every node; an instance of TP t occupies the slot at
+its first GPU (the slots it covers are released). Changing a node's layout is Reconfigure on the
+slots that start an instance and Release / Acquire on the others — the engine charges the weight
+re-sharding and the recomputation of the preempted requests, so the reconfiguration is paid in
+the simulation, not just predicted.
+
+**Reactive balancing (§4.2, Eq. 5, Event 2).** Every ``tick``:
+``LoadIndex_w = (|run_w| + |wait_w|) / B_cap(M_free_w) x 1 / R_w`` with B_cap the sequences the
+instance's KV holds at its requests' mean context (running plus what its free blocks take) and
+R_w its decode rate over the last tick (tokens/s). The index is divided by the pool mean so θ is
+dimensionless (the paper gives no unit). If max - min > θ, requests move from the most to the
+least congested instance, waiting queue first, shortest context first (running requests only below
+``max_running_context`` tokens, whose recompute is cheap), only while the destination keeps a
+block of headroom per running sequence after the move (its stable batch) and while the source
+still holds at least two more requests than the destination; stop at spread <= θ or when nothing
+fits.
+
+**Proactive planning (§4.1, Event 1).** Every ``period`` seconds: estimate the pending requests'
+remaining lengths from the step's forecast length distribution conditioned on what each has
+generated — request i gets the u_i-quantile of L - g_i given L > g_i, with u_i spread evenly over
+the requests by a fixed sequence, so the estimates form the forecast remaining-length histogram
+(§4.1) tail included (binned at 256 tokens) — build the re-planning state, estimate the
+current makespan (Obj_cur: nothing moves) and solve Eq. 1 (``solver``: greedy by default, or the
+MILP with a time limit); apply the plan only if Obj_new < Obj_cur (1 - ε_rel) - ε (Obj_new already counts
+C_mig and C_sw; the relative margin, 10% by default, covers the estimate's own error: a plan
+balanced on estimated lengths is optimistic, since the realised makespan is the maximum over
+instances of noisy completion times — measured in ``benchmarks/replan_end_to_end.py``). Applying: reconfigure / release / acquire to the plan's layout, then move
+requests to match its bin counts per instance (residents stay, the rest migrate).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from costmodels.decode import Instance, ServingParams
+from costmodels.generation.engine import (
+    Acquire,
+    Action,
+    Dispatch,
+    Migrate,
+    Observation,
+    Reconfigure,
+    Release,
+)
+from costmodels.replan.problem import ReplanPlan, ReplanProblem, ReplanSpec, current_makespan
+from costmodels.solving import SolverOutput
+
+
+@dataclass
+class Pool:
+    """Engine instances for ``nodes`` x ``gpus_per_node`` GPUs: one per aligned slot of ``unit``
+    GPUs (the smallest candidate TP). ``layout[n]`` is node n's TP (uniform layouts)."""
+
+    model: str
+    gpu: str
+    nodes: int
+    gpus_per_node: int
+    unit: int
+    serving: ServingParams = field(default_factory=ServingParams)
+
+    @property
+    def per_node(self) -> int:
+        return self.gpus_per_node // self.unit
+
+    def slot(self, node: int, gpu: int) -> int:
+        return node * self.per_node + gpu // self.unit
+
+    def where(self, slot: int) -> tuple[int, int]:
+        return slot // self.per_node, (slot % self.per_node) * self.unit
+
+    def instances(self, tp: int) -> tuple[list[Instance], set[int]]:
+        """Engine instances for a uniform TP ``tp`` start, and the slots that are active."""
+        from costmodels.catalog import get_gpu, get_model
+
+        m, g = get_model(self.model), get_gpu(self.gpu)
+        out, active = [], set()
+        for n in range(self.nodes):
+            for k in range(self.per_node):
+                gpu = k * self.unit
+                on = gpu % tp == 0
+                out.append(Instance(m, g, tp if on else self.unit, self.serving))
+                if on:
+                    active.add(self.slot(n, gpu))
+        return out, active
+
+
+@dataclass
+class StartInactive:
+    """Release the pool's inactive slots at time 0 (uniform TP start)."""
+
+    inactive: list[int]
+    tick: float = 1e9
+
+    def on_start(self, obs: Observation) -> list[Action]:
+        return [Release(i) for i in self.inactive]
+
+    def on_tick(self, obs: Observation) -> list[Action]:
+        return []
+
+
+@dataclass
+class ReactiveBalancer:
+    """Eq. 5 reactive balancing (module doc)."""
+
+    block_size: int = 16
+    theta: float = 1.0
+    tick: float = 5.0
+    bandwidth_gbs: float = 25.0
+    max_moves: int = 64
+    max_running_context: int = 2048  # running requests move only while their recompute is cheap
+    moves: list[dict[str, Any]] = field(default_factory=list)
+    _last: dict[int, tuple[float, int]] = field(default_factory=dict)
+
+    def on_start(self, obs: Observation) -> list[Action]:
+        return []
+
+    def load_index(self, obs: Observation) -> dict[int, float]:
+        """LoadIndex_w of every active instance, normalised by the pool mean (module doc)."""
+        out = {}
+        for v in obs.instances:
+            if not v.active:
+                continue
+            reqs = [obs.requests[r] for r in (*v.running, *v.waiting)]
+            done = sum(obs.requests[r].generated for r in v.running)
+            prev = self._last.get(v.index)
+            rate = (done - prev[1]) / (obs.time - prev[0]) if prev and obs.time > prev[0] and done >= prev[1] else 0.0
+            self._last[v.index] = (obs.time, done)
+            mean_ctx = np.mean([r.prompt + r.generated for r in reqs]) if reqs else 1.0
+            free_tokens = (v.kv_blocks - v.kv_blocks_used) * self.block_size
+            b_cap = max(1.0, len(v.running) + free_tokens / max(1.0, mean_ctx))
+            out[v.index] = (len(v.running) + len(v.waiting)) / b_cap / max(rate, 1.0)
+        mean = float(np.mean(list(out.values()))) if out else 0.0
+        return {k: (x / mean if mean > 0 else 0.0) for k, x in out.items()}
+
+    def on_tick(self, obs: Observation) -> list[Action]:
+        index = self.load_index(obs)
+        if len(index) < 2:
+            return []
+        actions: list[Action] = []
+        views = {v.index: v for v in obs.instances}
+        extra_blocks: dict[int, int] = {}
+        queued = {k: len(views[k].running) + len(views[k].waiting) for k in index}
+        moved: set[int] = set()
+        while len(actions) < self.max_moves:
+            hi, lo = max(index, key=index.get), min(index, key=index.get)
+            if index[hi] - index[lo] <= self.theta:
+                break
+            src, dst = views[hi], views[lo]
+            candidates = sorted((r for r in src.waiting if r not in moved), key=lambda r: obs.requests[r].prompt + obs.requests[r].generated)
+            candidates += sorted((r for r in src.running if r not in moved and obs.requests[r].prompt + obs.requests[r].generated <= self.max_running_context),
+                                 key=lambda r: obs.requests[r].prompt + obs.requests[r].generated)
+            if queued[hi] - queued[lo] < 2:  # a move would only swap the imbalance
+                break
+            chosen = None
+            for rid in candidates:
+                req = obs.requests[rid]
+                need = -(-(req.prompt + req.generated + 1) // self.block_size)
+                headroom = dst.kv_blocks - dst.kv_blocks_used - extra_blocks.get(lo, 0) - len(dst.running)  # one block per running sequence
+                if need <= headroom:
+                    chosen = (rid, need)
+                    break
+            if chosen is None:
+                break
+            rid, need = chosen
+            moved.add(rid)
+            extra_blocks[lo] = extra_blocks.get(lo, 0) + need
+            actions.append(Migrate(rid, lo, self.bandwidth_gbs))
+            self.moves.append({"time": obs.time, "request": rid, "from": hi, "to": lo, "need_blocks": need,
+                               "free_blocks": dst.kv_blocks - dst.kv_blocks_used})
+            # the move shifts one request of queue pressure from hi to lo
+            for k, delta in ((hi, -1), (lo, 1)):
+                before = queued[k]
+                queued[k] = before + delta
+                index[k] = index[k] * queued[k] / before if before else index[k] + 1.0 / len(index)
+        return actions
+
+
+@dataclass
+class Orchestrator:
+    """Algorithm 1: proactive planning every ``planner.period``, reactive balancing on the ticks in
+    between (a tick where the planner acted leaves the balancer out: its view is stale)."""
+
+    planner: ProactivePlanner
+    balancer: ReactiveBalancer
+    tick: float = 5.0
+
+    def on_start(self, obs: Observation) -> list[Action]:
+        return self.planner.on_start(obs) + self.balancer.on_start(obs)
+
+    def on_tick(self, obs: Observation) -> list[Action]:
+        actions = self.planner.on_tick(obs)
+        if actions:
+            self.balancer.load_index(obs)  # keep its rate window current
+            return actions
+        active = {s for s in self.planner.layout}
+        return [a for a in self.balancer.on_tick(obs) if a.instance in active]
+
+
+GOLDEN = (5 ** 0.5 - 1) / 2
+
+
+def conditional_remaining(lengths: np.ndarray, generated: int, level: float, floor: int = 1) -> int:
+    """The ``level`` quantile of L - g given L > g under the forecast lengths (module doc)."""
+    tail = np.sort(lengths[lengths > generated])
+    if not len(tail):  # outlived the forecast: assume it is close to done
+        return max(floor, int(0.1 * generated))
+    return max(floor, int(tail[min(len(tail) - 1, int(level * len(tail)))]) - generated)
+
+
+def spread_level(rid: int) -> float:
+    """A deterministic level in (0, 1) per request (golden-ratio sequence over ids): over many
+    requests the estimates reproduce the conditional distribution, tail included, without any
+    request's true length."""
+    return (rid * GOLDEN) % 1.0
+
+
+@dataclass
+class ProactivePlanner:
+    """Algorithm 1 Event 1 (module doc)."""
+
+    pool: Pool
+    forecast: np.ndarray  # the step's forecast output lengths (samples of the distribution)
+    solver: Callable[[ReplanProblem], SolverOutput]
+    tps: list[int]
+    period: float = 30.0
+    epsilon: float = 5.0
+    epsilon_rel: float = 0.1  # and this share of the current estimate: plans are made on estimates
+    tick: float = 5.0
+    bandwidth_gbs: float = 25.0
+    switch_overhead_s: float = 1.0
+    layout: dict[int, int] = field(default_factory=dict)  # active slot -> TP
+    log: list[dict[str, Any]] = field(default_factory=list)
+    _next: float = 0.0
+
+    def on_start(self, obs: Observation) -> list[Action]:
+        # the layout is read at the first tick: other policies' start actions (releasing the
+        # pool's idle slots) are not in this observation yet
+        self.layout = {}
+        self._next = self.period
+        return []
+
+    def state(self, obs: Observation) -> tuple[ReplanSpec, dict[int, int]]:
+        """The re-planning state the planner sees, and the estimated remaining bin of each request."""
+        instances, estimate = [], {}
+        for v in obs.instances:
+            if v.index not in self.layout:
+                continue
+            node, gpu = self.pool.where(v.index)
+            reqs = []
+            for rid in (*v.running, *v.waiting, *v.pending):
+                r = obs.requests[rid]
+                rem = conditional_remaining(self.forecast, r.generated, spread_level(rid))
+                estimate[rid] = rem
+                reqs.append([rem, r.prompt + r.generated])
+            instances.append({"node": node, "gpu": gpu, "tp": self.layout[v.index], "requests": reqs})
+        spec = ReplanSpec.model_validate({"model": self.pool.model, "gpu": self.pool.gpu, "nodes": self.pool.nodes,
+                                          "gpus_per_node": self.pool.gpus_per_node, "tps": self.tps, "serving": self.pool.serving.model_dump(),
+                                          "migration_gbs": self.bandwidth_gbs, "switch_overhead_s": self.switch_overhead_s,
+                                          "instances": instances})
+        if estimate:
+            spec.check()
+        return spec, estimate
+
+    def on_tick(self, obs: Observation) -> list[Action]:
+        if not self.layout:
+            self.layout = {v.index: v.tp for v in obs.instances if v.active}
+        if obs.time + 1e-9 < self._next:
+            return []
+        self._next = obs.time + self.period
+        spec, estimate = self.state(obs)
+        if not estimate:
+            return []
+        problem = ReplanProblem(spec)
+        current = current_makespan(problem)
+        out = self.solver(problem)
+        entry = {"time": obs.time, "current_s": current, "planned_s": out.objective, "applied": False}
+        self.log.append(entry)
+        if out.plan is None or out.objective is None or not out.objective < current * (1 - self.epsilon_rel) - self.epsilon:
+            return []
+        entry["applied"] = True
+        return self.apply(obs, problem, out.plan, estimate)
+
+    def apply(self, obs: Observation, problem: ReplanProblem, plan: ReplanPlan, estimate: dict[int, int]) -> list[Action]:
+        """Actions that take the pool to ``plan``: layout first, then requests (module doc)."""
+        actions: list[Action] = []
+        new = {self.pool.slot(i.node, i.gpu): i for i in plan.instances}
+        views = {v.index: v for v in obs.instances}
+        released_requests: list[int] = []
+        for slot in range(len(obs.instances)):
+            was, now = self.layout.get(slot), new.get(slot)
+            if now is None and was is not None:
+                actions.append(Release(slot))
+                v = views[slot]
+                released_requests += [*v.running, *v.waiting, *v.pending]
+            elif now is not None and was is None:
+                actions += [Acquire(slot), Reconfigure(slot, now.tp, self.bandwidth_gbs, self.switch_overhead_s)]
+            elif now is not None and was != now.tp:
+                actions.append(Reconfigure(slot, now.tp, self.bandwidth_gbs, self.switch_overhead_s))
+        self.layout = {s: i.tp for s, i in new.items()}
+        # requests: per new instance and bin, residents stay, the rest come from elsewhere
+        w = problem.spec.bin_tokens
+        where = {rid: v.index for v in obs.instances for rid in (*v.running, *v.waiting, *v.pending)}
+        for rid in released_requests:
+            where[rid] = -1
+        by_bin: dict[int, list[int]] = {}
+        for rid, rem in estimate.items():
+            by_bin.setdefault(-(-rem // w) * w, []).append(rid)
+        want = {(s, u): c for s, i in new.items() for u, c in i.bins}
+        placed: set[int] = set()
+        for (s, u), c in want.items():  # residents first
+            mine = [r for r in by_bin.get(u, []) if where[r] == s][:c]
+            placed.update(mine)
+            want[s, u] = c - len(mine)
+        for (s, u), c in want.items():
+            movers = [r for r in by_bin.get(u, []) if r not in placed][:c]
+            for rid in movers:
+                placed.add(rid)
+                actions.append(Dispatch(rid, s) if where[rid] == -1 else Migrate(rid, s, self.bandwidth_gbs))
+        # anything released and not placed (should not happen) goes to the first new instance
+        first = min(new) if new else 0
+        actions += [Dispatch(r, first) for r in released_requests if r not in placed]
+        return actions
+
+
+def forecast_lengths(history: list[np.ndarray], method: str = "arima", samples: int = 4096) -> np.ndarray:
+    """The next step's output-length distribution from recent steps' lengths (``forecast``)."""
+    from heuristics.replan.forecast import forecast_quantiles, lengths_from_quantiles
+
+    if method == "last" or len(history) < 3:
+        return history[-1]
+    return lengths_from_quantiles(forecast_quantiles(history), samples)
