@@ -111,6 +111,8 @@ def test_validator_names_each_broken_rule():
     ({"instances": [{"node": 0, "gpu": 0, "tp": 2, "histogram": [[300, 1, 0]]}]}, "instances[0].histogram[0]"),
     ({"instances": [{"node": 0, "gpu": 0, "tp": 2}]}, "instances"),
     ({"gpu_budget": 99}, "gpu_budget"),
+    ({"instances": [{"node": 0, "gpu": 0, "tp": 2, "histogram": [[256, 10**12, 0]]}]}, "instances"),
+    ({"nodes": 10**6}, "nodes"),
 ])
 def test_bad_states_name_the_field(patch, field):
     base = {"model": "Qwen2.5-7B", "gpu": "H800", "nodes": 1, "instances": [{"node": 0, "gpu": 0, "tp": 2, "requests": [[10, 0]]}]}

@@ -71,6 +71,7 @@ from costmodels.violations import Violation
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 MAX_GPUS = 65536
 MAX_BINS = 4096
+MAX_REQUESTS = 1_000_000  # the greedy places requests one at a time: beyond this, use wider batches of steps
 
 
 class CurrentInstance(BaseModel):
@@ -149,6 +150,9 @@ class ReplanSpec(BaseModel):
                 if upper < 1 or upper % self.bin_tokens or count < 0 or ctx < 0:
                     raise SpecError(f"{where}.histogram[{j}]", [upper, count, ctx],
                                     f"need a bin upper bound that is a positive multiple of bin_tokens ({self.bin_tokens}), count >= 0, context >= 0")
+        total = sum(len(inst.requests) + sum(c for _, c, _ in inst.histogram) for inst in self.instances)
+        if total > MAX_REQUESTS:
+            raise SpecError("instances", total, f"at most {MAX_REQUESTS:,} pending requests per re-plan")
         if not any(inst.requests or any(c for _, c, _ in inst.histogram) for inst in self.instances):
             raise SpecError("instances", len(self.instances), "no pending requests to re-plan")
 
