@@ -1,12 +1,24 @@
-"""The co-scheduling problem's descriptor (RollMux). Its data shapes and job-mix preset have
-landed; its plan, evaluator and solvers come with the RollMux issue, so the planner refuses a
-``cosched`` problem at load until then."""
+"""The co-scheduling problem's descriptor (RollMux §4)."""
 
 from __future__ import annotations
 
+from costmodels.cosched.canned import canned_coscheds
+from costmodels.cosched.group import CoschedulePlan, check_cosched, evaluate_cosched
 from costmodels.cosched.presets import cosched_presets
 from costmodels.cosched.problem import CoscheduleProblem, JobsSpec
-from costmodels.problem import ProblemKind, SpecField
+from costmodels.cosched.summary import cosched_summary
+from costmodels.problem import ProblemKind, SolverEntry, SpecField
+
+SOLVERS = (
+    SolverEntry("rollmux", "heuristics.cosched.online:solve_rollmux", default=True,
+                description="RollMux Algorithm 1: direct packing / rollout scaling into unsaturated groups at least marginal cost"),
+    SolverEntry("random", "heuristics.cosched.online:solve_random", description="a random group that can take the job, random valid nodes (§7.5)"),
+    SolverEntry("greedy", "heuristics.cosched.online:solve_greedy", description="the most idle group that can take the job (§7.5)"),
+    SolverEntry("solo", "heuristics.cosched.online:solve_solo", description="Solo-D: every job alone on 1:1 rollout and training pools (§7.4)"),
+    SolverEntry("colocated", "heuristics.cosched.online:solve_colocated", description="veRL-style: every job alone, both phases on training GPUs (§7.4)"),
+    SolverEntry("bruteforce", "formulations.cosched.bruteforce:solve_cosched_bruteforce", exact=True,
+                description="every grouping of up to 6 jobs (the paper's brute-force optimum; ground truth)"),
+)
 
 KIND = ProblemKind(
     name="cosched",
@@ -15,5 +27,16 @@ KIND = ProblemKind(
     fields=(SpecField("jobs", JobsSpec, "RL jobs spec file or preset", default="rollmux-mixed"),),
     problem_type=CoscheduleProblem,
     build=CoscheduleProblem,
+    plan_type=CoschedulePlan,
+    evaluate=evaluate_cosched,
+    check=check_cosched,
+    objective="provisioning cost in $/h of every group's rollout and training GPUs (RollMux §4.2), every job within its SLO",
+    units="$/h",
+    solvers=SOLVERS,
     presets=cosched_presets(),
+    summary_table=cosched_summary,
+    size=lambda problem: len(problem.jobs.jobs),
+    size_label="jobs",
+    bench_extras={"slo_attainment": "slo_attainment", "group_count": "group_count", "rollout_gpus": "rollout_gpus", "train_gpus": "train_gpus"},
+    canned=canned_coscheds,
 )

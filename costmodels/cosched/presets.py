@@ -24,5 +24,27 @@ def jobs_mixed() -> dict[str, Any]:
 
 
 
+def table6_jobs(n: int, seed: int = 0, workload: str = "mixed", slo: tuple[float, float] = (1.0, 2.0), gpus: int = 8,
+                max_group_size: int = 5) -> dict[str, Any]:
+    """``n`` jobs drawn from RollMux Table 6 (§7.5): a workload (balanced, rollout_heavy,
+    train_heavy) and size per job (uniform over the nine profiles for ``mixed``), phase durations
+    at the profile's maximum (conservative planning) and SLO ~ U(``slo``), seeded."""
+    import random
+
+    rng = random.Random(seed)
+    rows = [r for r in reference_table("rollmux_profiles.csv") if workload == "mixed" or r["workload"] == workload]
+    if not rows:
+        raise ValueError(f"unknown workload {workload!r}")
+    jobs = []
+    for i in range(n):
+        r = rng.choice(rows)
+        jobs.append({"name": f"{r['workload']}-{r['size']}-{i}", "rollout_gpus": gpus, "train_gpus": gpus,
+                     "t_rollout_s": float(r["t_roll_max_s"]), "t_train_s": float(r["t_train_max_s"]),
+                     "slo": round(rng.uniform(*slo), 3), "arrival_s": float(i)})
+    return {"name": f"table6-{workload}-{n}-s{seed}", "description": f"{n} jobs from RollMux Table 6 ({workload}), SLO ~ U{slo}",
+            "max_group_size": max_group_size, "jobs": jobs}
+
+
 def cosched_presets() -> tuple[Preset, ...]:
-    return (Preset("rollmux-mixed", "jobs", "nine RL jobs from RollMux Table 6 profiles", jobs_mixed),)
+    return (Preset("rollmux-mixed", "jobs", "nine RL jobs from RollMux Table 6 profiles", jobs_mixed),
+            Preset("table6-mixed-30", "jobs", "30 jobs drawn from RollMux Table 6 (mixed), SLO ~ U(1, 2)", lambda: table6_jobs(30)))

@@ -69,18 +69,40 @@ class JobsSpec(BaseModel):
         for pool in ("rollout_pool", "train_pool"):
             gpu = getattr(self, pool).gpu
             try:
-                get_gpu(gpu)
+                spec = get_gpu(gpu)
             except SpecError as exc:
                 raise SpecError(f"{pool}.gpu", gpu, exc.reason) from None
+            if spec.usd_per_hour is None:
+                raise SpecError(f"{pool}.gpu", gpu, "has no price (usd_per_hour) in the GPU catalog: the objective is $/h")
+        from costmodels.cosched.group import job_model
+
+        for i, job in enumerate(self.jobs):
+            jm = job_model(job, self.rollout_pool.gpus_per_node, self.train_pool.gpus_per_node)
+            if jm.mem_roll > self.rollout_pool.host_memory_gb_per_node:
+                raise SpecError(f"jobs[{i}].rollout_host_memory_gb", jm.mem_roll,
+                                f"more than a rollout node's host memory ({self.rollout_pool.host_memory_gb_per_node} GB)")
+            if jm.mem_train > self.train_pool.host_memory_gb_per_node:
+                raise SpecError(f"jobs[{i}].train_host_memory_gb", jm.mem_train,
+                                f"more than a training node's host memory ({self.train_pool.host_memory_gb_per_node} GB)")
 
 
 
 @dataclass(frozen=True, eq=False)
 class CoscheduleProblem:
-    """Pack RL jobs into co-execution groups (RollMux §4.1); solvers arrive with their issue."""
+    """Pack RL jobs into co-execution groups (RollMux §4.1; the model: ``costmodels.cosched.group``)."""
 
     jobs: JobsSpec
     kind: str = field(default="cosched", init=False)
+
+    def model(self) -> Any:
+        """The group model's view of the jobs (``costmodels.cosched.group.CoschedModel``), built once."""
+        cached = self.__dict__.get("_model")
+        if cached is None:
+            from costmodels.cosched.group import CoschedModel
+
+            cached = CoschedModel(self)
+            object.__setattr__(self, "_model", cached)
+        return cached
 
     def to_inputs(self) -> dict[str, Any]:
         return {"jobs": self.jobs.model_dump(mode="json")}

@@ -1,0 +1,63 @@
+"""RollMux Algorithm 1's decision latency against the number of concurrent jobs (paper Table 5:
+5.6 ms at 5 jobs ... 591 ms at 2 000), and its cost next to the baselines on the same arrivals.
+
+    python -m benchmarks.cosched_latency --out benchmarks/results/cosched
+
+Jobs from Table 6 (mixed), SLO ~ U(1, 2), max group 5, arriving one by one and never leaving, so
+the k-th arrival is decided with k - 1 jobs in place. Latency at k = the median of the decisions at
+arrivals k-2..k+2 (one decision is a few ms: a single sample is noise). Writes latency.csv/json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from costmodels.cosched.presets import table6_jobs
+from costmodels.cosched.problem import CoscheduleProblem, JobsSpec
+from heuristics.cosched.online import OnlineScheduler
+
+POINTS = (5, 100, 500, 1000, 2000)
+PAPER_MS = {5: 5.6, 100: None, 500: None, 1000: None, 2000: 591.0}
+
+
+def run(seed: int = 0) -> dict:
+    spec = JobsSpec.model_validate(table6_jobs(max(POINTS) + 3, seed=seed))
+    spec.check()
+    m = CoscheduleProblem(spec).model()
+    out = {}
+    for rule in ("rollmux", "random", "greedy", "solo"):
+        sched = OnlineScheduler(m, rule, seed)
+        t0 = time.perf_counter()
+        for name in m.order:
+            sched.arrive(name)
+        total = time.perf_counter() - t0
+        lat = np.array(sched.latencies)
+        plan = sched.plan()
+        cost = sum(m.cost(g.rollout_nodes, g.train_nodes) for g in plan.groups)
+        out[rule] = {"total_s": total, "cost_per_h": cost, "groups": len(plan.groups),
+                     "latency_ms": {k: float(np.median(lat[k - 3:k + 2]) * 1e3) for k in POINTS}, "max_latency_ms": float(lat.max() * 1e3)}
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("bench-out/cosched"))
+    args = parser.parse_args(argv)
+    res = run()
+    args.out.mkdir(parents=True, exist_ok=True)
+    command = "python -m benchmarks.cosched_latency " + " ".join(sys.argv[1:] if argv is None else argv)
+    (args.out / "latency.json").write_text(json.dumps({"command": command, "paper_ms": PAPER_MS, "results": res}, indent=2) + "\n")
+    lines = ["rule,concurrent_jobs,latency_ms,paper_ms"] + [f"{r},{k},{v['latency_ms'][k]:.3f},{PAPER_MS[k] or ''}" for r, v in res.items() for k in POINTS]
+    (args.out / "latency.csv").write_text("\n".join(lines) + "\n")
+    for r, v in res.items():
+        print(r, {k: round(x, 2) for k, x in v["latency_ms"].items()}, f"max {v['max_latency_ms']:.1f} ms, cost ${v['cost_per_h']:.0f}/h, {v['groups']} groups")
+
+
+if __name__ == "__main__":
+    main()

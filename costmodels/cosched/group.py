@@ -1,0 +1,335 @@
+"""Co-execution groups (RollMux §4.1-4.3): plan, cost, round-robin schedule and validator.
+
+**Notation.** Pools of g-GPU nodes: rollout (price p_R per GPU-hour, e.g. H20) and training (p_T,
+e.g. H800), host memory M per node. Job j: rollout GPUs r_j -> k_j = ceil(r_j / g) rollout nodes,
+training GPUs t_j -> n_j = ceil(t_j / g) nodes, worst-case phase durations R_j and T_j (the job
+file's ``t_rollout_s`` / ``t_train_s``: every response at the maximum length, §4.2 "conservative
+planning"), SLO_j, warm-state host memory per node m^R_j, m^T_j (the job's, or Table 2 by model
+size: ``rollmux_host_memory.csv``).
+
+A group G = (J_G, N^R_G rollout nodes, N^T_G training nodes, P_j ⊆ rollout nodes with |P_j| = k_j).
+
+* **Training follows the pool** (footnote 2: the pool is not scaled, the job's DP degree is):
+  T'_j = T_j n_j / N^T_G — the same samples per iteration over N^T_G / n_j times the data
+  parallelism, at the same per-GPU throughput (linear DP scaling; rlplan's choice).
+* Cost(G) = g (N^R_G p_R + N^T_G p_T) in $/h; the plan's objective is the sum over groups.
+* T_solo_j = R_j + T_j (alone on its own r_j + t_j GPUs); T^cycle_G = max_j (R_j + T'_j);
+  T^load_G = max(Σ_j T'_j, max_node Σ_{j pinned to it} R_j); G is saturated when
+  T^load_G >= T^cycle_G (Algorithm 1 line 4).
+* T_coexec_j: the steady-state period of the round-robin meta-iteration (§4.3): jobs in group
+  order; job j's rollout starts when all its nodes are free and its previous training has ended,
+  its training when the training pool is free and its rollout has ended. Computed exactly as the
+  maximum cycle mean of that max-plus event graph (:func:`round_robin_period`; a finite replay
+  can run faster than the steady state for many rounds — the property test found one).
+  SLO: T_coexec_j <= SLO_j T_solo_j for every member.
+* Memory residency: on each rollout node Σ_{j pinned} m^R_j <= M; on each training node
+  Σ_{j in G} m^T_j n_j / N^T_G <= M (a job's training state sharded over the pool).
+* **Co-located** (veRL, §7.4): a group of one job with no rollout pool; both phases on its n_j
+  training nodes: R_j (B_R / B_T) (k_j / n_j) + T_j, with B the GPUs' HBM bandwidth (decode is
+  memory-bound).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from costmodels.catalog import get_gpu, get_model, reference_table
+from costmodels.cosched.problem import CoscheduleProblem, RLJobSpec
+from costmodels.violations import Violation
+
+_STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+SLO_RTOL = 1e-9
+
+
+class Member(BaseModel):
+    """A job in a group and the group-local rollout nodes it is pinned to."""
+
+    model_config = _STRICT
+
+    name: str
+    rollout: list[int] = Field(default_factory=list)
+
+
+class Group(BaseModel):
+    model_config = _STRICT
+
+    rollout_nodes: int = Field(ge=0)
+    train_nodes: int = Field(ge=1)
+    colocated: bool = False
+    jobs: list[Member] = Field(min_length=1)
+
+
+class CoschedulePlan(BaseModel):
+    """Disjoint co-execution groups covering every job (RollMux §4.1)."""
+
+    model_config = _STRICT
+
+    groups: list[Group] = Field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class JobModel:
+    """The numbers the group model needs of one job (module doc)."""
+
+    name: str
+    k: int  # rollout nodes
+    n: int  # training nodes
+    roll_s: float
+    train_s: float
+    slo: float
+    mem_roll: float  # GB per rollout node
+    mem_train: float  # GB per training node at its own n nodes
+
+    @property
+    def solo_s(self) -> float:
+        return self.roll_s + self.train_s
+
+
+def _table_memory(model: str | None) -> tuple[float, float]:
+    """Table 2's warm state per 8-GPU node for the smallest listed size >= the model's."""
+    if model is None:
+        return 0.0, 0.0
+    size = get_model(model).params_b
+    rows = sorted((float(r["model_size"].rstrip("B")), float(r["rollout_state_gb_per_8gpu_node"]), float(r["train_state_gb_per_8gpu_node"]))
+                   for r in reference_table("rollmux_host_memory.csv"))
+    for s, roll, train in rows:
+        if size <= s + 1e-9:
+            return roll, train
+    s, roll, train = rows[-1]
+    return roll * size / s, train * size / s
+
+
+def job_model(job: RLJobSpec, g_rollout: int, g_train: int) -> JobModel:
+    roll_mem, train_mem = _table_memory(job.model)
+    return JobModel(job.name, -(-job.rollout_gpus // g_rollout), -(-job.train_gpus // g_train), job.t_rollout_s, job.t_train_s, job.slo,
+                    job.rollout_host_memory_gb or roll_mem, job.train_host_memory_gb or train_mem)
+
+
+class CoschedModel:
+    """Prices, node sizes and job models of a problem (built once, shared by every solver)."""
+
+    def __init__(self, problem: CoscheduleProblem):
+        s = problem.jobs
+        self.spec = s
+        self.g_r, self.g_t = s.rollout_pool.gpus_per_node, s.train_pool.gpus_per_node
+        gr, gt = get_gpu(s.rollout_pool.gpu), get_gpu(s.train_pool.gpu)
+        self.price_r = (gr.usd_per_hour or 0.0) * self.g_r  # per node-hour
+        self.price_t = (gt.usd_per_hour or 0.0) * self.g_t
+        self.mem_r, self.mem_t = s.rollout_pool.host_memory_gb_per_node, s.train_pool.host_memory_gb_per_node
+        self.coloc_roll_factor = gr.hbm_gb_per_s / gt.hbm_gb_per_s
+        self.jobs = {j.name: job_model(j, self.g_r, self.g_t) for j in s.jobs}
+        self.order = [j.name for j in sorted(s.jobs, key=lambda j: j.arrival_s)]
+
+    def cost(self, rollout_nodes: int, train_nodes: int) -> float:
+        return rollout_nodes * self.price_r + train_nodes * self.price_t
+
+
+@dataclass
+class GroupState:
+    """A group while solvers build it: members in order, their rollout nodes, the pool sizes."""
+
+    train_nodes: int
+    members: list[str]
+    pins: dict[str, tuple[int, ...]]
+    rollout_nodes: int
+    colocated: bool = False
+
+    def copy(self) -> GroupState:
+        return GroupState(self.train_nodes, list(self.members), dict(self.pins), self.rollout_nodes, self.colocated)
+
+    def to_group(self) -> Group:
+        return Group(rollout_nodes=self.rollout_nodes, train_nodes=self.train_nodes, colocated=self.colocated,
+                     jobs=[Member(name=m, rollout=list(self.pins[m])) for m in self.members])
+
+
+def train_time(m: CoschedModel, job: JobModel, train_nodes: int) -> float:
+    return job.train_s * job.n / train_nodes
+
+
+def node_loads(m: CoschedModel, g: GroupState) -> list[float]:
+    loads = [0.0] * g.rollout_nodes
+    for name in g.members:
+        for node in g.pins[name]:
+            loads[node] += m.jobs[name].roll_s
+    return loads
+
+
+def cycle_and_load(m: CoschedModel, g: GroupState) -> tuple[float, float]:
+    """(T^cycle_G, T^load_G) of the module doc."""
+    jobs = [m.jobs[n] for n in g.members]
+    cycle = max(j.roll_s + train_time(m, j, g.train_nodes) for j in jobs)
+    load = max([sum(train_time(m, j, g.train_nodes) for j in jobs), *node_loads(m, g)])
+    return cycle, load
+
+
+def saturated(m: CoschedModel, g: GroupState) -> bool:
+    cycle, load = cycle_and_load(m, g)
+    return load >= cycle * (1 - 1e-12)
+
+
+def coexec_times(m: CoschedModel, g: GroupState) -> dict[str, float]:
+    """T_coexec of every member: the round-robin meta-iteration's steady period (module doc)."""
+    if g.colocated:
+        (name,) = g.members
+        j = m.jobs[name]
+        return {name: j.roll_s * m.coloc_roll_factor * j.k / g.train_nodes * (m.g_r / m.g_t) + train_time(m, j, g.train_nodes)}
+    period = round_robin_period(m, g)
+    return {name: period for name in g.members}
+
+
+def round_robin_period(m: CoschedModel, g: GroupState) -> float:
+    """The steady-state meta-iteration period of the round-robin schedule, exactly: the maximum
+    cycle mean of its max-plus event graph (a simulation's early rounds can run faster than the
+    steady state for a while, so a finite replay is not enough).
+
+    Events per job j in meta-iteration k: rollout start s_j(k), training start u_j(k).
+    s_j(k) >= u_j(k-1) + T'_j (one token), s_j(k) >= s_i(·) + R_i for i the job before j on each of
+    its nodes (same iteration if i comes earlier in the order, else the previous: one token),
+    u_j(k) >= s_j(k) + R_j, u_j(k) >= u_i(·) + T'_i for i before j on the training pool (the last
+    job's training of the previous iteration precedes the first's: one token). With A0 the
+    token-free arcs (acyclic) and A1 the one-token arcs, x(k) = A0* A1 x(k-1) in max-plus
+    algebra, and the period is max over elementary cycles of A = A0* A1 of weight / length."""
+    names = g.members
+    n = 2 * len(names)
+    neg = -np.inf
+    a0 = np.full((n, n), neg)  # a[to, from] = weight
+    a1 = np.full((n, n), neg)
+    roll = {nm: m.jobs[nm].roll_s for nm in names}
+    train = {nm: train_time(m, m.jobs[nm], g.train_nodes) for nm in names}
+    idx = {nm: i for i, nm in enumerate(names)}
+
+    def arc(mat: np.ndarray, to: int, frm: int, w: float) -> None:
+        mat[to, frm] = max(mat[to, frm], w)
+
+    for nm in names:
+        i = idx[nm]
+        arc(a1, 2 * i, 2 * i + 1, train[nm])  # previous training of the same job
+        arc(a0, 2 * i + 1, 2 * i, roll[nm])  # its own rollout
+    for node in range(g.rollout_nodes):
+        on = [nm for nm in names if node in g.pins[nm]]
+        for a, b in zip(on, on[1:], strict=False):
+            arc(a0, 2 * idx[b], 2 * idx[a], roll[a])
+        if on:
+            arc(a1, 2 * idx[on[0]], 2 * idx[on[-1]], roll[on[-1]])
+    for a, b in zip(names, names[1:], strict=False):
+        arc(a0, 2 * idx[b] + 1, 2 * idx[a] + 1, train[a])
+    arc(a1, 2 * idx[names[0]] + 1, 2 * idx[names[-1]] + 1, train[names[-1]])
+
+    def mul(x: np.ndarray, y: np.ndarray) -> np.ndarray:  # max-plus product
+        return np.max(x[:, :, None] + y[None, :, :], axis=1)
+
+    star = np.full((n, n), neg)
+    np.fill_diagonal(star, 0.0)
+    power = star.copy()
+    for _ in range(n):  # A0 is acyclic: its closure is I + A0 + ... + A0^(n-1)
+        power = mul(a0, power)
+        star = np.maximum(star, power)
+    a = mul(star, a1)
+    best, walk = neg, a.copy()
+    for k in range(1, n + 1):
+        best = max(best, float(np.max(np.diag(walk))) / k)
+        walk = mul(a, walk)
+    return best
+
+
+def memory_ok(m: CoschedModel, g: GroupState) -> bool:
+    if g.colocated:
+        (name,) = g.members
+        j = m.jobs[name]
+        return j.mem_train * j.n / g.train_nodes + j.mem_roll <= m.mem_t + 1e-9
+    per_node = [0.0] * g.rollout_nodes
+    for name in g.members:
+        for n in g.pins[name]:
+            per_node[n] += m.jobs[name].mem_roll
+    if any(x > m.mem_r + 1e-9 for x in per_node):
+        return False
+    return sum(m.jobs[n].mem_train * m.jobs[n].n for n in g.members) / g.train_nodes <= m.mem_t + 1e-9
+
+
+def slo_ok(m: CoschedModel, g: GroupState) -> bool:
+    times = coexec_times(m, g)
+    return all(times[n] <= m.jobs[n].slo * m.jobs[n].solo_s * (1 + SLO_RTOL) for n in g.members)
+
+
+def group_ok(m: CoschedModel, g: GroupState) -> bool:
+    return len(g.members) <= m.spec.max_group_size and memory_ok(m, g) and slo_ok(m, g)
+
+
+def state_of(group: Group) -> GroupState:
+    return GroupState(group.train_nodes, [j.name for j in group.jobs], {j.name: tuple(j.rollout) for j in group.jobs}, group.rollout_nodes, group.colocated)
+
+
+def evaluate_cosched(problem: CoscheduleProblem, plan: CoschedulePlan) -> tuple[float, dict[str, Any]]:
+    """Objective: provisioning cost in $/h; breakdown per group and per job."""
+    m = problem.model()
+    groups, jobs = [], {}
+    gpus_r = gpus_t = 0
+    for gi, group in enumerate(plan.groups):
+        g = state_of(group)
+        times = coexec_times(m, g)
+        cycle, load = cycle_and_load(m, g) if not g.colocated else (times[g.members[0]], times[g.members[0]])
+        cost = m.cost(g.rollout_nodes, g.train_nodes)
+        gpus_r += g.rollout_nodes * m.g_r
+        gpus_t += g.train_nodes * m.g_t
+        groups.append({"group": gi, "jobs": list(g.members), "rollout_nodes": g.rollout_nodes, "train_nodes": g.train_nodes,
+                       "colocated": g.colocated, "cost_per_h": cost, "cycle_s": cycle, "load_s": load, "saturated": load >= cycle})
+        for name in g.members:
+            j = m.jobs[name]
+            jobs[name] = {"group": gi, "solo_s": j.solo_s, "coexec_s": times[name], "slowdown": times[name] / j.solo_s, "slo": j.slo,
+                          "meets_slo": times[name] <= j.slo * j.solo_s * (1 + SLO_RTOL)}
+    cost = sum(g["cost_per_h"] for g in groups)
+    met = sum(v["meets_slo"] for v in jobs.values())
+    return cost, {"cost_per_h": cost, "groups": groups, "jobs": jobs, "rollout_gpus": gpus_r, "train_gpus": gpus_t,
+                  "slo_attainment": met / len(jobs) if jobs else 1.0, "group_count": len(groups)}
+
+
+def check_cosched(problem: CoscheduleProblem, plan: CoschedulePlan) -> list[Violation]:
+    """Independent validator: every job once, pins valid, memory residency, SLO, group size."""
+    m = problem.model()
+    out: list[Violation] = []
+    seen: dict[str, int] = {}
+    for gi, group in enumerate(plan.groups):
+        for member in group.jobs:
+            if member.name not in m.jobs:
+                out.append(Violation("jobs", f"group {gi}: unknown job {member.name!r}"))
+            elif member.name in seen:
+                out.append(Violation("jobs", f"job {member.name} is in groups {seen[member.name]} and {gi}"))
+            seen.setdefault(member.name, gi)
+    for name in m.jobs:
+        if name not in seen:
+            out.append(Violation("jobs", f"job {name} is in no group"))
+    if out:
+        return out
+    for gi, group in enumerate(plan.groups):
+        g = state_of(group)
+        if len(g.members) > m.spec.max_group_size:
+            out.append(Violation("group-size", f"group {gi}: {len(g.members)} jobs > max_group_size {m.spec.max_group_size}"))
+        if group.colocated:
+            j = m.jobs[g.members[0]]
+            if len(g.members) != 1 or group.rollout_nodes or group.train_nodes < j.n:
+                out.append(Violation("colocated", f"group {gi}: a co-located group is one job on at least its {j.n} training nodes, no rollout pool"))
+                continue
+        else:
+            if group.rollout_nodes < 1:
+                out.append(Violation("pools", f"group {gi}: a disaggregated group needs rollout nodes"))
+                continue
+            bad = False
+            for member in group.jobs:
+                j = m.jobs[member.name]
+                if len(set(member.rollout)) != j.k or len(member.rollout) != j.k or any(not 0 <= n < group.rollout_nodes for n in member.rollout):
+                    out.append(Violation("placement", f"group {gi}: job {member.name} needs {j.k} distinct rollout nodes of 0..{group.rollout_nodes - 1}, got {member.rollout}"))
+                    bad = True
+            if bad:
+                continue
+        if not memory_ok(m, g):
+            out.append(Violation("memory", f"group {gi}: warm states exceed a node's host memory"))
+        times = coexec_times(m, g)
+        for name in g.members:
+            j = m.jobs[name]
+            if times[name] > j.slo * j.solo_s * (1 + SLO_RTOL):
+                out.append(Violation("SLO", f"job {name}: co-execution {times[name]:.1f} s > SLO {j.slo} x solo {j.solo_s:.1f} s"))
+    return out

@@ -1,0 +1,1 @@
+"""Exact co-scheduling models (RollMux offline optimum)."""

@@ -1,0 +1,1 @@
+"""RollMux online scheduling and baselines."""

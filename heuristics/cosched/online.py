@@ -1,0 +1,187 @@
+"""RollMux's online inter-group scheduler (Algorithm 1, §4.2) and the §7.4-7.5 baselines.
+
+:class:`OnlineScheduler` is what an external cluster manager keeps: ``arrive(job)`` places a job
+(group and rollout nodes) and returns the decision with its latency, ``depart(name)`` frees it.
+The ``cosched`` solvers replay the job file's arrivals (``arrival_s``, then file order) through
+it with one placement rule each:
+
+* ``rollmux`` (Algorithm 1): skip saturated groups (T^load >= T^cycle) and full ones; in each
+  other group try *direct packing* (the job's k_j least-loaded rollout nodes) and *rollout
+  scaling* (m = 1..k_j new nodes plus the k_j - m least-loaded old ones: just enough); drop
+  placements that break memory residency or any member's SLO (simulated round-robin); take the
+  least marginal cost; else open an isolated group (k_j rollout + n_j training nodes). Linear in
+  groups: at most k_j + 1 placements per group.
+* ``random``: a uniformly random group among those with a valid placement, and a random valid
+  placement in it (seeded); else a new group.
+* ``greedy``: the most idle group (largest slack 1 - T^load / T^cycle) with a valid placement,
+  its cheapest placement; else a new group.
+* ``solo``: every job alone, 1:1 pools (Solo-D).
+* ``colocated``: every job alone on its training GPUs, both phases there (veRL).
+"""
+
+from __future__ import annotations
+
+import random as _random
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from costmodels.cosched.group import (
+    CoschedModel,
+    CoschedulePlan,
+    GroupState,
+    cycle_and_load,
+    group_ok,
+    node_loads,
+    saturated,
+)
+from costmodels.cosched.problem import CoscheduleProblem
+from costmodels.solving import SolverOutput, Status
+
+RULES = ("rollmux", "random", "greedy", "solo", "colocated")
+
+
+def placements(m: CoschedModel, g: GroupState, name: str) -> list[tuple[float, GroupState]]:
+    """Direct packing and rollout scaling of job ``name`` into ``g`` (module doc): (marginal
+    cost, new group state), valid or not."""
+    j = m.jobs[name]
+    loads = node_loads(m, g)
+    order = sorted(range(g.rollout_nodes), key=lambda n: (loads[n], n))
+    out = []
+    for new in range(0, j.k + 1):
+        old = j.k - new
+        if old > g.rollout_nodes:
+            continue
+        pins = tuple(sorted(order[:old])) + tuple(range(g.rollout_nodes, g.rollout_nodes + new))
+        h = g.copy()
+        h.members.append(name)
+        h.pins[name] = pins
+        h.rollout_nodes += new
+        out.append((new * m.price_r, h))
+    return out
+
+
+def isolated(m: CoschedModel, name: str, colocated: bool = False) -> GroupState:
+    """A new group for one job: k_j + n_j nodes, or co-located on the fewest training nodes
+    (from n_j up to 8 n_j) that meet its SLO and hold both warm states."""
+    j = m.jobs[name]
+    if colocated:
+        for nodes in range(j.n, 8 * j.n + 1):
+            g = GroupState(nodes, [name], {name: ()}, 0, colocated=True)
+            if group_ok(m, g):
+                return g
+        return GroupState(j.n, [name], {name: ()}, 0, colocated=True)
+    return GroupState(j.n, [name], {name: tuple(range(j.k))}, j.k)
+
+
+@dataclass
+class OnlineScheduler:
+    """Groups kept across arrivals and departures; one placement rule (module doc)."""
+
+    model: CoschedModel
+    rule: str = "rollmux"
+    seed: int = 0
+    groups: list[GroupState] = field(default_factory=list)
+    latencies: list[float] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.rule not in RULES:
+            raise ValueError(f"unknown rule {self.rule!r}; known: {', '.join(RULES)}")
+        self.rng = _random.Random(self.seed)
+
+    def _open(self, g: GroupState) -> int:
+        self.groups.append(g)
+        return len(self.groups) - 1
+
+    def arrive(self, name: str) -> dict[str, Any]:
+        """Place job ``name``; the decision (group index, rollout nodes, marginal $/h, latency)."""
+        t0 = time.perf_counter()
+        m = self.model
+        if self.rule in ("solo", "colocated"):
+            gi, delta = self._open(isolated(m, name, self.rule == "colocated")), None
+        else:
+            gi, delta = self._choose(name)
+        g = self.groups[gi]
+        latency = time.perf_counter() - t0
+        self.latencies.append(latency)
+        return {"job": name, "group": gi, "rollout_nodes": list(g.pins[name]), "marginal_cost_per_h": delta
+                if delta is not None else m.cost(g.rollout_nodes, g.train_nodes), "latency_s": latency}
+
+    def _choose(self, name: str) -> tuple[int, float]:
+        m = self.model
+        best: tuple[float, int, GroupState] | None = None
+        valid: list[tuple[float, int, GroupState]] = []
+        for gi, g in enumerate(self.groups):
+            if g.colocated or not g.members or len(g.members) >= m.spec.max_group_size or saturated(m, g):
+                continue
+            options = placements(m, g, name)
+            if self.rule == "rollmux":
+                for delta, h in sorted(options, key=lambda o: o[0]):
+                    if best is not None and delta >= best[0]:
+                        break  # no cheaper option left here
+                    if group_ok(m, h):
+                        best = (delta, gi, h)
+                        break
+            else:
+                ok = [(delta, gi, h) for delta, h in options if group_ok(m, h)]
+                if ok:
+                    valid.append(min(ok, key=lambda o: o[0]) if self.rule == "greedy" else self.rng.choice(ok))
+        if self.rule == "random" and valid:
+            best = self.rng.choice(valid)
+        elif self.rule == "greedy" and valid:
+            def slack(v: tuple[float, int, GroupState]) -> float:
+                cycle, load = cycle_and_load(m, self.groups[v[1]])
+                return -(1 - load / cycle)
+            best = min(valid, key=lambda v: (slack(v), v[0]))
+        new = isolated(m, name)
+        if best is None or m.cost(new.rollout_nodes, new.train_nodes) < best[0]:  # Algorithm 1 line 16
+            return self._open(new), m.cost(new.rollout_nodes, new.train_nodes)
+        self.groups[best[1]] = best[2]
+        return best[1], best[0]
+
+    def depart(self, name: str) -> None:
+        """Remove a job; an emptied group is closed (its nodes are released)."""
+        for g in self.groups:
+            if name in g.members:
+                g.members.remove(name)
+                del g.pins[name]
+                return
+        raise KeyError(name)
+
+    def plan(self) -> CoschedulePlan:
+        return CoschedulePlan(groups=[g.to_group() for g in self.groups if g.members])
+
+
+def _solve(problem: CoscheduleProblem, rule: str, seed: int) -> SolverOutput:
+    from costmodels.cosched.group import evaluate_cosched
+
+    m = problem.model()
+    sched = OnlineScheduler(m, rule, seed)
+    for name in m.order:
+        sched.arrive(name)
+    plan = sched.plan()
+    obj, _ = evaluate_cosched(problem, plan)
+    lat = sorted(sched.latencies)
+    return SolverOutput(Status.FEASIBLE, plan, obj, message=f"{rule}: {len(plan.groups)} groups",
+                        stats={"max_decision_s": lat[-1] if lat else 0.0, "median_decision_s": lat[len(lat) // 2] if lat else 0.0})
+
+
+def solve_rollmux(problem: CoscheduleProblem, *, time_limit: float | None = None, seed: int = 0) -> SolverOutput:
+    """Algorithm 1 over the jobs in arrival order (module doc)."""
+    return _solve(problem, "rollmux", seed)
+
+
+def solve_random(problem: CoscheduleProblem, *, time_limit: float | None = None, seed: int = 0) -> SolverOutput:
+    return _solve(problem, "random", seed)
+
+
+def solve_greedy(problem: CoscheduleProblem, *, time_limit: float | None = None, seed: int = 0) -> SolverOutput:
+    return _solve(problem, "greedy", seed)
+
+
+def solve_solo(problem: CoscheduleProblem, *, time_limit: float | None = None, seed: int = 0) -> SolverOutput:
+    return _solve(problem, "solo", seed)
+
+
+def solve_colocated(problem: CoscheduleProblem, *, time_limit: float | None = None, seed: int = 0) -> SolverOutput:
+    return _solve(problem, "colocated", seed)

@@ -1,0 +1,164 @@
+"""RollMux co-scheduling (issue 14, part 1): the group model, Algorithm 1 and the baselines
+against brute force, the round-robin cycle of an unsaturated group, the validator and job files."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from costmodels.cosched.canned import tiny_jobs
+from costmodels.cosched.group import (
+    CoschedulePlan,
+    GroupState,
+    check_cosched,
+    coexec_times,
+    cycle_and_load,
+    evaluate_cosched,
+    group_ok,
+)
+from costmodels.cosched.problem import JobsSpec
+from costmodels.errors import SpecError
+from costmodels.solving import Status
+from formulations.cosched.bruteforce import solve_cosched_bruteforce
+from heuristics.cosched.online import (
+    OnlineScheduler,
+    isolated,
+    placements,
+    solve_colocated,
+    solve_greedy,
+    solve_random,
+    solve_rollmux,
+    solve_solo,
+)
+
+HEURISTICS = (solve_rollmux, solve_random, solve_greedy, solve_solo, solve_colocated)
+
+
+def _random_jobs(seed: int, n: int):
+    rng = np.random.default_rng(seed)
+    jobs = [(float(rng.integers(20, 300)), float(rng.integers(20, 300)), float(rng.uniform(1.0, 2.0))) for _ in range(n)]
+    return tiny_jobs(jobs, memory=float(rng.choice([700, 1200, 2048])))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_no_heuristic_beats_the_brute_force_optimum_and_all_plans_are_valid(seed):
+    problem = _random_jobs(seed, 4)
+    best = solve_cosched_bruteforce(problem)
+    assert best.status is Status.OPTIMAL and check_cosched(problem, best.plan) == []
+    assert evaluate_cosched(problem, best.plan)[0] == pytest.approx(best.objective)
+    for heuristic in HEURISTICS:
+        out = heuristic(problem, seed=seed)
+        assert check_cosched(problem, out.plan) == [], heuristic.__name__
+        assert out.objective >= best.objective - 1e-9, heuristic.__name__
+    assert solve_rollmux(problem).objective <= solve_solo(problem).objective + 1e-9
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(10, 300), st.integers(10, 300), st.integers(1, 2)), min_size=1, max_size=5),
+       st.integers(1, 4), st.integers(1, 3), st.randoms(use_true_random=False))
+def test_an_unsaturated_round_robin_group_cycles_in_t_cycle(jobs, nodes, train, rnd):
+    """Theorem 1's condition: T^load <= T^cycle  =>  the meta-iteration period is T^cycle."""
+    problem = tiny_jobs([(float(r), float(t), 2.0) for r, t, _ in jobs], memory=1e9)
+    m = problem.model()
+    names = list(m.order)
+    pins = {n: tuple(sorted(rnd.sample(range(nodes), min(nodes, m.jobs[n].k)))) for n in names}
+    g = GroupState(train, names, pins, nodes)
+    cycle, load = cycle_and_load(m, g)
+    times = coexec_times(m, g)
+    assert all(t >= cycle - 1e-9 and t >= load - 1e-9 for t in times.values())  # never below either bound
+    if load <= cycle:
+        assert all(t == pytest.approx(cycle, rel=1e-9) for t in times.values())
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_algorithm_1_opens_a_group_only_when_no_cheaper_valid_packing_exists(seed):
+    problem = _random_jobs(100 + seed, 12)
+    m = problem.model()
+    sched = OnlineScheduler(m, "rollmux")
+    for name in m.order:
+        before = [g.copy() for g in sched.groups]
+        decision = sched.arrive(name)
+        if decision["group"] == len(before):  # it opened a new group
+            new_cost = m.cost(m.jobs[name].k, m.jobs[name].n)
+            for g in before:
+                if len(g.members) >= m.spec.max_group_size:
+                    continue
+                for delta, h in placements(m, g, name):
+                    assert not (group_ok(m, h) and delta <= new_cost and not _saturated(m, g)), (name, delta)
+    assert check_cosched(problem, sched.plan()) == []
+
+
+def _saturated(m, g):
+    cycle, load = cycle_and_load(m, g)
+    return load >= cycle * (1 - 1e-12)
+
+
+def test_validator_names_each_broken_rule():
+    problem = tiny_jobs([(100, 20, 1.5), (20, 100, 1.5)], memory=500)
+    good = solve_rollmux(problem).plan.model_dump()
+    one = {"groups": [{"rollout_nodes": 1, "train_nodes": 1, "jobs": [{"name": "j0", "rollout": [0]}]}]}
+    twice = {"groups": [{"rollout_nodes": 1, "train_nodes": 1, "jobs": [{"name": "j0", "rollout": [0]}, {"name": "j1", "rollout": [0]}]},
+                        {"rollout_nodes": 1, "train_nodes": 1, "jobs": [{"name": "j1", "rollout": [0]}]}]}
+    badpin = {"groups": [{"rollout_nodes": 1, "train_nodes": 1, "jobs": [{"name": "j0", "rollout": [3]}]},
+                         {"rollout_nodes": 1, "train_nodes": 1, "jobs": [{"name": "j1", "rollout": [0]}]}]}
+    memory = {"groups": [{"rollout_nodes": 1, "train_nodes": 1, "jobs": [{"name": "j0", "rollout": [0]}, {"name": "j1", "rollout": [0]}]}]}
+    for data, rule in ((one, "jobs"), (twice, "jobs"), (badpin, "placement"), (memory, "memory")):
+        names = {v.constraint for v in check_cosched(problem, CoschedulePlan.model_validate(data))}
+        assert rule in names, (rule, names)
+    assert check_cosched(problem, CoschedulePlan.model_validate(good)) == []
+    slow = tiny_jobs([(100, 20, 1.0), (100, 20, 1.0)], memory=1e6)  # one rollout node: 200 s of rollout per 120 s cycle
+    shared = {"groups": [{"rollout_nodes": 1, "train_nodes": 1, "jobs": [{"name": "j0", "rollout": [0]}, {"name": "j1", "rollout": [0]}]}]}
+    assert "SLO" in {v.constraint for v in check_cosched(slow, CoschedulePlan.model_validate(shared))}
+
+
+def test_colocated_pays_slower_rollout_on_training_gpus_and_meets_slo_with_more_nodes():
+    problem = tiny_jobs([(200, 50, 1.1)])
+    m = problem.model()
+    g = isolated(m, "j0", colocated=True)
+    assert g.colocated and group_ok(m, g) and g.train_nodes >= m.jobs["j0"].n
+    assert coexec_times(m, GroupState(1, ["j0"], {"j0": ()}, 0, colocated=True))["j0"] > m.jobs["j0"].solo_s  # H800 decodes slower than H20
+
+
+@pytest.mark.parametrize(("patch", "field"), [
+    ({"rollout_pool": {"gpu": "A100-40GB"}}, "rollout_pool.gpu"),
+    ({"jobs": [{"name": "a", "rollout_gpus": 8, "train_gpus": 8, "t_rollout_s": 1, "t_train_s": 1, "slo": 1.5, "rollout_host_memory_gb": 5000}]},
+     "jobs[0].rollout_host_memory_gb"),
+    ({"jobs": [{"name": "a", "rollout_gpus": 8, "train_gpus": 8, "t_rollout_s": 1, "t_train_s": 1, "slo": 1.5, "model": "Nope-1B"}]}, "jobs[0].model"),
+])
+def test_bad_job_files_name_the_field(patch, field):
+    base = {"jobs": [{"name": "a", "rollout_gpus": 8, "train_gpus": 8, "t_rollout_s": 1, "t_train_s": 1, "slo": 1.5}]}
+    with pytest.raises(SpecError) as err:
+        JobsSpec.model_validate(base | patch).check()
+    assert err.value.field == field
+
+
+def _replay_period(m, g, rounds=3000):
+    """A long plain replay of the round-robin schedule: the average period over its second half."""
+    from costmodels.cosched.group import train_time
+
+    node_free, pool_free, last = [0.0] * g.rollout_nodes, 0.0, {n: 0.0 for n in g.members}
+    ends = []
+    for _ in range(rounds):
+        for name in g.members:
+            j = m.jobs[name]
+            start = max(max(node_free[n] for n in g.pins[name]), last[name])
+            for n in g.pins[name]:
+                node_free[n] = start + j.roll_s
+            pool_free = max(pool_free, start + j.roll_s) + train_time(m, j, g.train_nodes)
+            last[name] = pool_free
+        ends.append(pool_free)
+    half = rounds // 2
+    return (ends[-1] - ends[half - 1]) / (rounds - half)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(10, 300), st.integers(10, 300)), min_size=1, max_size=4),
+       st.integers(1, 3), st.integers(1, 3), st.randoms(use_true_random=False))
+def test_exact_period_equals_a_long_replay(jobs, nodes, train, rnd):
+    problem = tiny_jobs([(float(r), float(t), 2.0) for r, t in jobs], memory=1e9)
+    m = problem.model()
+    pins = {n: tuple(sorted(rnd.sample(range(nodes), 1))) for n in m.order}
+    g = GroupState(train, list(m.order), pins, nodes)
+    assert coexec_times(m, g)[m.order[0]] == pytest.approx(_replay_period(m, g), rel=1e-3)
