@@ -162,3 +162,14 @@ def test_exact_period_equals_a_long_replay(jobs, nodes, train, rnd):
     pins = {n: tuple(sorted(rnd.sample(range(nodes), 1))) for n in m.order}
     g = GroupState(train, list(m.order), pins, nodes)
     assert coexec_times(m, g)[m.order[0]] == pytest.approx(_replay_period(m, g), rel=1e-3)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_set_partitioning_optimum_equals_brute_force(seed):
+    from formulations.cosched.partition import solve_cosched_optimal
+
+    problem = _random_jobs(200 + seed, 5)
+    exact, brute = solve_cosched_optimal(problem), solve_cosched_bruteforce(problem)
+    assert exact.status is Status.OPTIMAL and brute.status is Status.OPTIMAL
+    assert exact.objective == pytest.approx(brute.objective, rel=1e-9)
+    assert check_cosched(problem, exact.plan) == [] and evaluate_cosched(problem, exact.plan)[0] == pytest.approx(exact.objective)

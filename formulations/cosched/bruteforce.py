@@ -1,6 +1,6 @@
 """Every grouping of a tiny job set (RollMux's brute-force optimum, §7.5): each set partition of the
 jobs into groups; each group alone as Solo-D, co-located, or (any size) a disaggregated group with
-a training pool of one member's size, any rollout pool from the largest member's k_j to Σ k_j
+a training pool of any job's size (what a group can be opened with), any rollout pool from the largest member's k_j to Σ k_j
 nodes, and any pinning of each job to k_j of them. Jobs keep their arrival order in a group (the
 round-robin order). The cheapest valid grouping is the optimum over that space, which contains
 every plan the ``cosched`` heuristics return. Ground truth for the tests."""
@@ -33,7 +33,7 @@ def cheapest_group(m: CoschedModel, members: list[str]) -> tuple[float, GroupSta
     best: tuple[float, GroupState] | None = None
     members = sorted(members, key=m.order.index)
     jobs = [m.jobs[n] for n in members]
-    for train in sorted({j.n for j in jobs}):
+    for train in sorted({j.n for j in m.jobs.values()}):  # the pool sizes a group can be opened with
         for nodes in range(max(j.k for j in jobs), sum(j.k for j in jobs) + 1):
             cost = m.cost(nodes, train)
             if best is not None and cost >= best[0]:

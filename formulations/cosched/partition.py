@@ -1,0 +1,194 @@
+"""RollMux's offline optimum as set partitioning over feasible groups (issue 14 item 4).
+
+**Columns.** A column is a job subset S (|S| <= max group size) with its cheapest valid
+configuration c_S (``cheapest_group``): a training pool of N^T nodes (any job's n_j: the sizes a
+group can be opened with), the fewest rollout nodes, and a pinning of every job to k_j of them,
+checked by the group model (memory residency, every member's SLO on the exact round-robin
+period); a singleton may instead be co-located. Subsets are generated depth first in arrival
+order and a subset with no valid configuration is not extended: for a fixed configuration, adding
+a job only adds events and arcs to the max-plus schedule (the period cannot shrink) and warm
+state to the nodes, and any configuration of S + {j} restricted to S is one of S's, so no
+superset of an infeasible subset is feasible.
+
+Inside a subset the search is cut by bounds the period cannot beat: the cycle max_j (R_j + T'_j),
+the training pool's Σ_j T'_j, and the busiest rollout node's load (at least Σ_j k_j R_j / N^R);
+every member's SLO needs the period <= min_j SLO_j T_solo_j, which gives the smallest N^R to try.
+Rollout nodes are interchangeable, so jobs of one node each are pinned by set partitions into
+exactly N^R blocks (Bell-many, not N^R^|S|).
+
+**Model.** min Σ_S c_S y_S  s.t.  Σ_{S ∋ j} y_S = 1 for every job j (each job in exactly one
+group), y_S ∈ {0,1}; on HiGHS (highspy). Its space contains every ``cosched`` heuristic's plan (their
+groups are feasible subsets, each with a configuration no cheaper than c_S), and equals the brute
+force's on the instances both solve (the tests check).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections.abc import Iterator
+
+import numpy as np
+
+from costmodels.cosched.group import (
+    CoschedModel,
+    CoschedulePlan,
+    GroupState,
+    group_ok,
+    memory_ok,
+    slo_ok,
+    train_time,
+)
+from costmodels.cosched.problem import CoscheduleProblem
+from costmodels.solving import Deadline, DeadlineExceeded, SolverOutput, Status
+
+
+def _partitions_into(n: int, blocks: int) -> Iterator[list[int]]:
+    """Restricted growth strings of length n using exactly ``blocks`` labels."""
+    def rec(prefix: list[int], top: int) -> Iterator[list[int]]:
+        if len(prefix) == n:
+            if top + 1 == blocks:
+                yield list(prefix)
+            return
+        if blocks - (top + 1) > n - len(prefix):  # not enough positions left to open the rest
+            return
+        for label in range(min(top + 2, blocks)):
+            prefix.append(label)
+            yield from rec(prefix, max(top, label))
+            prefix.pop()
+    if n == 0:
+        return
+    yield from rec([0], 0)
+
+
+def _pinnings(m: CoschedModel, members: list[str], nodes: int) -> Iterator[dict[str, tuple[int, ...]]]:
+    ks = [m.jobs[n].k for n in members]
+    if all(k == 1 for k in ks):
+        for labels in _partitions_into(len(members), nodes):
+            yield {name: (lab,) for name, lab in zip(members, labels, strict=True)}
+        return
+    for pins in itertools.product(*(itertools.combinations(range(nodes), k) for k in ks)):
+        if len(set().union(*map(set, pins))) == nodes:  # every node used (fewer is a smaller pool)
+            yield dict(zip(members, pins, strict=True))
+
+
+def cheapest_group(m: CoschedModel, members: list[str], train_sizes: list[int]) -> tuple[float, GroupState] | None:
+    """c_S and its configuration (module doc), or None when no configuration is valid."""
+    members = sorted(members, key=m.order.index)
+    jobs = [m.jobs[n] for n in members]
+    best: tuple[float, GroupState] | None = None
+    if len(members) > m.spec.max_group_size:
+        return None
+    target = min(j.slo * j.solo_s for j in jobs) * (1 + 1e-9)
+    for train in train_sizes:
+        tt = [train_time(m, j, train) for j in jobs]
+        if max(j.roll_s + t for j, t in zip(jobs, tt, strict=True)) > target or sum(tt) > target:
+            continue
+        if sum(j.mem_train * j.n for j in jobs) / train > m.mem_t + 1e-9:
+            continue
+        low = max(max(j.k for j in jobs), math.ceil(sum(j.k * j.roll_s for j in jobs) / target - 1e-9))
+        for nodes in range(low, sum(j.k for j in jobs) + 1):
+            cost = m.cost(nodes, train)
+            if best is not None and cost >= best[0] - 1e-12:
+                break
+            found = None
+            for pins in _pinnings(m, members, nodes):
+                g = GroupState(train, list(members), pins, nodes)
+                if memory_ok(m, g) and slo_ok(m, g):
+                    found = g
+                    break
+            if found is not None:
+                best = (cost, found)
+                break
+    if len(members) == 1:
+        j = jobs[0]
+        for nodes in range(j.n, 8 * j.n + 1):
+            g = GroupState(nodes, list(members), {members[0]: ()}, 0, colocated=True)
+            cost = m.cost(0, nodes)
+            if best is not None and cost >= best[0]:
+                break
+            if group_ok(m, g):
+                best = (cost, g)
+                break
+    return best
+
+
+def feasible_columns(m: CoschedModel, deadline: Deadline) -> list[tuple[tuple[str, ...], float, GroupState]]:
+    """Every feasible subset with its cheapest configuration, depth first with pruning."""
+    names = list(m.order)
+    sizes = sorted({j.n for j in m.jobs.values()})
+    out = []
+
+    def extend(subset: list[int]) -> None:
+        start = subset[-1] + 1 if subset else 0
+        for i in range(start, len(names)):
+            deadline.check()
+            cand = [*subset, i]
+            found = cheapest_group(m, [names[k] for k in cand], sizes)
+            if found is None:
+                continue  # no superset is feasible either
+            out.append((tuple(names[k] for k in cand), found[0], found[1]))
+            if len(cand) < m.spec.max_group_size:
+                extend(cand)
+
+    extend([])
+    return out
+
+
+def solve_cosched_optimal(problem: CoscheduleProblem, *, time_limit: float | None = None, seed: int = 0) -> SolverOutput:
+    """Set partitioning over feasible groups on HiGHS (module doc); 120 s by default."""
+    import highspy
+    from scipy.sparse import csc_matrix
+
+    t0 = time.perf_counter()
+    deadline = Deadline(120.0 if time_limit is None else time_limit)
+    m = problem.model()
+    try:
+        columns = feasible_columns(m, deadline)
+    except DeadlineExceeded:
+        return SolverOutput(Status.NO_SOLUTION, message="time limit while generating feasible groups", stats={"columns_s": deadline.elapsed()})
+    gen_s = time.perf_counter() - t0
+    names = list(m.order)
+    row = {n: i for i, n in enumerate(names)}
+    r_idx, c_idx = [], []
+    for c, (members, _, _) in enumerate(columns):
+        for n in members:
+            r_idx.append(row[n])
+            c_idx.append(c)
+    covered = {n for members, _, _ in columns for n in members}
+    if covered != set(names):
+        return SolverOutput(Status.INFEASIBLE, message=f"no valid group holds job(s) {sorted(set(names) - covered)}")
+    a = csc_matrix((np.ones(len(r_idx)), (np.array(r_idx), np.array(c_idx))), shape=(len(names), len(columns)))
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = len(columns), len(names)
+    lp.col_cost_ = np.array([c for _, c, _ in columns], dtype=float)
+    lp.col_lower_ = np.zeros(len(columns))
+    lp.col_upper_ = np.ones(len(columns))
+    lp.row_lower_ = np.ones(len(names))
+    lp.row_upper_ = np.ones(len(names))
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = a.indptr, a.indices, a.data
+    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = len(columns), len(names)
+    lp.integrality_ = [highspy.HighsVarType.kInteger] * len(columns)
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("random_seed", int(seed))
+    h.setOptionValue("mip_rel_gap", 1e-9)
+    h.setOptionValue("time_limit", max(0.1, deadline.remaining() or 0.1))
+    h.passModel(lp)
+    h.run()
+    info, status = h.getInfo(), h.getModelStatus()
+    stats = {"columns": len(columns), "columns_s": gen_s, "highs_status": h.modelStatusToString(status), "solve_s": time.perf_counter() - t0 - gen_s}
+    if status == highspy.HighsModelStatus.kInfeasible:
+        return SolverOutput(Status.INFEASIBLE, message="HiGHS: infeasible", stats=stats)
+    if info.primal_solution_status != 2:
+        return SolverOutput(Status.NO_SOLUTION, message=f"HiGHS: {stats['highs_status']}", stats=stats)
+    x = np.array(h.getSolution().col_value)
+    chosen = [columns[c][2] for c in np.flatnonzero(x > 0.5)]
+    plan = CoschedulePlan(groups=[g.to_group() for g in chosen])
+    objective = float(sum(columns[c][1] for c in np.flatnonzero(x > 0.5)))
+    optimal = status == highspy.HighsModelStatus.kOptimal
+    bound = float(info.mip_dual_bound) if math.isfinite(info.mip_dual_bound) else None
+    return SolverOutput(Status.OPTIMAL if optimal else Status.FEASIBLE, plan, objective, objective if optimal else bound,
+                        message=f"{len(columns)} feasible groups; HiGHS: {stats['highs_status']}", stats=stats)
