@@ -18,8 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from costmodels.cosched.presets import table6_jobs
-from costmodels.cosched.problem import CoscheduleProblem, JobsSpec
+from benchmarks.instances import table6_problem
 from heuristics.cosched.online import OnlineScheduler
 
 POINTS = (5, 100, 500, 1000, 2000)
@@ -27,9 +26,7 @@ PAPER_MS = {5: 5.6, 100: None, 500: None, 1000: None, 2000: 591.0}
 
 
 def run(seed: int = 0) -> dict:
-    spec = JobsSpec.model_validate(table6_jobs(max(POINTS) + 3, seed=seed))
-    spec.check()
-    m = CoscheduleProblem(spec).model()
+    m = table6_problem(max(POINTS) + 3, seed=seed).model()
     out = {}
     for rule in ("rollmux", "random", "greedy", "solo"):
         sched = OnlineScheduler(m, rule, seed)

@@ -15,9 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.instances import table6_problem
 from costmodels.cosched.group import evaluate_cosched
-from costmodels.cosched.presets import table6_jobs
-from costmodels.cosched.problem import CoscheduleProblem, JobsSpec
 from formulations.cosched.partition import solve_cosched_optimal
 from heuristics.cosched.online import (
     solve_colocated,
@@ -36,9 +35,7 @@ def run() -> list[dict]:
     rows = []
     for n in SIZES:
         for seed in SEEDS:
-            spec = JobsSpec.model_validate(table6_jobs(n, seed=seed))
-            spec.check()
-            problem = CoscheduleProblem(spec)
+            problem = table6_problem(n, seed=seed)
             t0 = time.perf_counter()
             opt = solve_cosched_optimal(problem, time_limit=300)
             opt_s = time.perf_counter() - t0

@@ -146,3 +146,11 @@ def replan_state(nodes: int, tp: int, per_gpu: int, progress: int, *, seed: int 
 
     state = synthetic_state(model, gpu, nodes, tp, per_gpu, progress, max_len=max_len, seed=seed, name=f"{nodes * 8}gpu-tp{tp}-p{progress}-s{seed}")
     return build_problem("replan", {"state": state})
+
+
+def table6_problem(jobs: int, *, seed: int = 0) -> Any:
+    """``jobs`` RollMux Table 6 jobs (mixed, SLO ~ U(1, 2)) as a checked cosched problem."""
+    from costmodels.cosched.presets import table6_jobs
+    from planner.io import build_problem
+
+    return build_problem("cosched", {"jobs": table6_jobs(jobs, seed=seed)})

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from costmodels.generation.engine import Request, SimResult
+from costmodels.generation.engine import Request
 from costmodels.generation.traces import TraceParams, synthetic_trace
 from heuristics.replan import online
 from heuristics.replan.forecast import forecast_quantiles, lengths_from_quantiles, relative_error
@@ -40,15 +40,6 @@ def step_requests(step: int, max_len: int, seed: int = 0) -> list[Request]:
     return synthetic_trace(PROMPTS, RESPONSES, max_len, seed=seed, step=step, params=TraceParams(drift=0.05))
 
 
-def static_run(model: str, nodes: int, tp: int, reqs: list[Request]) -> SimResult:
-    return online.static_run(model, "H800", nodes * 8, tp, reqs)
-
-
-def policy_run(model: str, nodes: int, tp: int, reqs: list[Request], forecast: np.ndarray, proactive: bool, reactive: bool,
-               tps: list[int]) -> tuple[SimResult, dict]:
-    return online.policy_run(model, "H800", nodes, 8, tp, reqs, forecast, proactive, reactive, tps)
-
-
 def run(out_dir: Path) -> dict:
     from costmodels.catalog import get_model
     from costmodels.decode import feasible_tps
@@ -59,8 +50,11 @@ def run(out_dir: Path) -> dict:
         tps = feasible_tps(get_model(model), 8, 8)
         steps = [step_requests(s, max_len) for s in range(HISTORY + MEASURED)]
         lengths = [np.array([r.output for r in st]) for st in steps]
+        measured = range(HISTORY, HISTORY + MEASURED)
+        # one ARIMA forecast per measured step, from the steps before it (every scheme plans on it)
+        forecasts = {s: lengths_from_quantiles(forecast_quantiles(lengths[s - HISTORY:s]), 4096, max_len) for s in measured}
         # veRL-TO: the static TP with the best total over the measured steps; veRL-LO: TP 8
-        static = {tp: [static_run(model, nodes, tp, steps[s]) for s in range(HISTORY, HISTORY + MEASURED)] for tp in tps}
+        static = {tp: [online.static_run(model, "H800", nodes * 8, tp, steps[s]) for s in measured] for tp in tps}
         best_tp = min(tps, key=lambda tp: sum(r.makespan_s for r in static[tp]))
         schemes = {"veRL-TO": [r.makespan_s for r in static[best_tp]], "veRL-LO": [r.makespan_s for r in static[max(tps)]]}
         detail: dict[str, list] = {}
@@ -69,9 +63,8 @@ def run(out_dir: Path) -> dict:
         for name, pro, rea, start in (("+proactive", True, False, best_tp), ("+reactive", False, True, best_tp), ("OrchestrRL", True, True, best_tp),
                                       (f"OrchestrRL from TP{small}", True, True, small)):
             spans, logs = [], []
-            for s in range(HISTORY, HISTORY + MEASURED):
-                forecast = lengths_from_quantiles(forecast_quantiles(lengths[s - HISTORY:s]), 4096, max_len)
-                res, log = policy_run(model, nodes, start, steps[s], forecast, pro, rea, tps)
+            for s in measured:
+                res, log = online.policy_run(model, "H800", nodes, 8, start, steps[s], forecasts[s], pro, rea, tps)
                 spans.append(res.makespan_s)
                 logs.append(log)
                 if s == HISTORY:
@@ -92,9 +85,8 @@ def run(out_dir: Path) -> dict:
                          "migrations": sum(lg["migrations"] for lg in detail.get(name, [])),
                          "paper_orchestrrl_vs_verl_to": PAPER.get(key) if name.startswith("OrchestrRL") else None})
         # forecast error: ARIMA vs last step, over the measured steps
-        for s in range(HISTORY, HISTORY + MEASURED):
-            f = lengths_from_quantiles(forecast_quantiles(lengths[s - HISTORY:s]), 4096, max_len)
-            forecast_rows.append({"setting": key, "step": s, "arima": relative_error(f, lengths[s]), "last_step": relative_error(lengths[s - 1], lengths[s])})
+        for s in measured:
+            forecast_rows.append({"setting": key, "step": s, "arima": relative_error(forecasts[s], lengths[s]), "last_step": relative_error(lengths[s - 1], lengths[s])})
     return {"rows": rows, "curves": curves, "forecast": forecast_rows}
 
 

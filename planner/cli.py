@@ -441,16 +441,13 @@ def simulate_generation(
         if policy == "none":
             result = simulate(insts, reqs, block_size=block_size)
         else:
-            from costmodels.generation.traces import synthetic_trace
             from heuristics.replan.online import SCHEMES, run_scheme
 
             if policy not in SCHEMES:
                 raise SpecError("--policy", policy, f"known: {', '.join(SCHEMES)}")
             if len({i.tp for i in insts}) != 1:
                 raise SpecError("--instances", instances, "a policy starts from one uniform TP")
-            # the planner's forecast is a prior (the calibrated generator), never the step's lengths
-            prior = __import__("numpy").array([r.output for r in synthetic_trace(256, 16, 16384, seed=seed + 1)])
-            result, details = run_scheme(policy, model, gpu, sum(i.tp for i in insts), insts[0].tp, reqs, prior, params, block_size)
+            result, details = run_scheme(policy, model, gpu, sum(i.tp for i in insts), insts[0].tp, reqs, None, params, block_size, seed=seed)
     except SpecError as exc:
         fail(str(exc))
     except ValueError as exc:

@@ -210,7 +210,9 @@ def test_proactive_planner_acts_only_on_a_gain_above_its_cost():
 
     def make(epsilon):
         def factory(pool):
-            lengths = np.array([r.output for r in __import__("costmodels.generation.traces", fromlist=["x"]).synthetic_trace(64, 8, 4096, seed=1)])
+            from costmodels.generation.traces import synthetic_trace
+
+            lengths = np.array([r.output for r in synthetic_trace(64, 8, 4096, seed=1)])
             p = ProactivePlanner(pool, lengths, lambda prob: solve_greedy(prob, time_limit=2.0), [1, 2, 4], period=10.0, epsilon=epsilon, tick=5.0)
             planners.append(p)
             return p

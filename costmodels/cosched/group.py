@@ -259,6 +259,17 @@ def group_ok(m: CoschedModel, g: GroupState) -> bool:
     return len(g.members) <= m.spec.max_group_size and memory_ok(m, g) and slo_ok(m, g)
 
 
+def colocated_group(m: CoschedModel, name: str) -> GroupState | None:
+    """Job ``name`` co-located on the fewest training nodes, from its n_j up to 8 n_j, that meet its
+    SLO and hold both warm states; None when none does."""
+    n = m.jobs[name].n
+    for nodes in range(n, 8 * n + 1):
+        g = GroupState(nodes, [name], {name: ()}, 0, colocated=True)
+        if group_ok(m, g):
+            return g
+    return None
+
+
 def state_of(group: Group) -> GroupState:
     return GroupState(group.train_nodes, [j.name for j in group.jobs], {j.name: tuple(j.rollout) for j in group.jobs}, group.rollout_nodes, group.colocated)
 

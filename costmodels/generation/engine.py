@@ -223,9 +223,6 @@ class InstanceState:
         n, res = len(self.running), self.residues
         return self.floor_sum + n * a + 2 * n - bisect.bisect_left(res, 1 - s) - bisect.bisect_left(res, self.block + 1 - s)
 
-    def blocks_used(self, extra: int = 0) -> int:
-        return self.blocks(extra)
-
     def max_extra(self, capacity: int) -> int:
         """Largest j with ``blocks(j) <= capacity`` (the batch must not be empty), in closed form.
 

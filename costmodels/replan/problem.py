@@ -64,6 +64,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from costmodels.catalog import GPUSpec, ModelSpec, get_gpu, get_model
 from costmodels.decode import Instance, ServingParams, feasible_tps
 from costmodels.errors import SpecError
+from costmodels.generation.engine import step_coefficients
 from costmodels.reconfig import kv_cache_gb, shard_overlap
 from costmodels.transformer import BYTES_BF16, total_params
 from costmodels.violations import Violation
@@ -179,6 +180,12 @@ class Config:
     work: np.ndarray  # w_yb
     concurrency: np.ndarray  # B_yb (0 where the bin does not fit)
     migrate: np.ndarray  # μ_yb
+    token_steps: np.ndarray  # L_b / B_yb: decode steps one request of bin b adds at full concurrency (L_b where it does not fit)
+
+    @property
+    def floor(self) -> np.ndarray:
+        """c_yb = w_yb + α_y L_b / B_yb: the least one request of bin b adds to T_j (S_j >= Σ x L / B)."""
+        return self.work + self.alpha * self.token_steps
 
     def fits(self, b: int) -> bool:
         return bool(self.concurrency[b] > 0)
@@ -186,10 +193,7 @@ class Config:
 
 def step_plane(inst: Instance) -> tuple[float, float, float]:
     """(α, β, γ) of the plane s(B, C) = α + β B + γ C through the decode model (module doc)."""
-    m, eff = inst.model, inst.params.efficiency
-    from costmodels.transformer import kv_bytes_per_token
-
-    gamma = kv_bytes_per_token(m, m.layers, inst.tp) / 1e9 / eff.hbm_gbs(inst.gpu)
+    gamma = step_coefficients(inst, 1).m1  # the KV read per context token, as the simulator steps it
     b_ref = max(2, inst.params.max_num_seqs)
     one, full = inst.decode_step(1, 0.0)["step_s"], inst.decode_step(b_ref, 0.0)["step_s"]
     beta = (full - one) / (b_ref - 1)
@@ -248,6 +252,16 @@ class ReplanProblem:
         return out
 
     @cached_property
+    def lengths(self) -> np.ndarray:
+        """L_b as floats."""
+        return np.array([b.upper for b in self.bins], dtype=float)
+
+    @cached_property
+    def demand(self) -> np.ndarray:
+        """κ_b + L_b: the KV tokens a request of bin b holds at completion (constraint 2, B_yb)."""
+        return np.array([b.context + b.upper for b in self.bins], dtype=float)
+
+    @cached_property
     def resident(self) -> np.ndarray:
         """n_kb: requests of bin b on current instance k."""
         index = {b.upper: i for i, b in enumerate(self.bins)}
@@ -271,13 +285,12 @@ class ReplanProblem:
             if cap <= 0:
                 continue
             alpha, beta, gamma = step_plane(inst)
-            L = np.array([b.upper for b in self.bins], dtype=float)
-            kappa = np.array([b.context for b in self.bins], dtype=float)
+            L, kappa = self.lengths, self.demand - self.lengths
             work = beta * L + gamma * (kappa * L + L * (L - 1) / 2)
-            conc = np.minimum(self.spec.serving.max_num_seqs, cap // (kappa + L).astype(np.int64))
+            conc = np.minimum(self.spec.serving.max_num_seqs, cap // self.demand.astype(np.int64))
             recompute = np.array([inst.prefill(int(k)) if k else 0.0 for k in kappa])
             transfer = np.array([kv_cache_gb(inst, int(k)) / self.spec.migration_gbs for k in kappa])
-            out[tp] = Config(tp, inst, cap, alpha, beta, gamma, work, conc, np.minimum(recompute, transfer))
+            out[tp] = Config(tp, inst, cap, alpha, beta, gamma, work, conc, np.minimum(recompute, transfer), L / np.where(conc > 0, conc, 1))
         return out
 
     @property
@@ -289,14 +302,14 @@ class ReplanProblem:
         """(node, first GPU, TP) -> current instance index."""
         return {(i.node, i.gpu, i.tp): k for k, i in enumerate(self.spec.instances)}
 
+    @cached_property
+    def _old_tps(self) -> dict[tuple[int, int], int]:
+        """(node, GPU) -> the TP of the current instance on it."""
+        return {(i.node, k): i.tp for i in self.spec.instances for k in range(i.gpu, i.gpu + i.tp)}
+
     def old_tp(self, node: int, gpu: int, tp: int) -> int | None:
         """The TP every GPU of (node, gpu .. gpu + tp - 1) ran before, or None (idle or mixed)."""
-        owner = {}
-        for i in self.spec.instances:
-            if i.node == node:
-                for k in range(i.gpu, i.gpu + i.tp):
-                    owner[k] = i.tp
-        tps = {owner.get(k) for k in range(gpu, gpu + tp)}
+        tps = {self._old_tps.get((node, k)) for k in range(gpu, gpu + tp)}
         return tps.pop() if len(tps) == 1 and None not in tps else None
 
     def switch_cost(self, node: int, gpu: int, tp: int) -> float:
@@ -310,13 +323,31 @@ class ReplanProblem:
         """μ: the spec's, or the share of the current instances' KV the pending requests reserve."""
         if self.spec.kv_target is not None:
             return self.spec.kv_target
-        demand = sum(b.count * (b.context + b.upper) for b in self.bins)
         cap = sum(self.configs[i.tp].kv_tokens for i in self.spec.instances) or 1
-        return demand / cap
+        return float(self.demand @ np.array([b.count for b in self.bins], dtype=float)) / cap
+
+    @cached_property
+    def current_makespan_s(self) -> float:
+        """Obj_cur of Algorithm 1: the makespan if nothing changes."""
+        x = self.resident
+        return max((instance_cost(self, i.node, i.gpu, i.tp, x[k]).total_s for k, i in enumerate(self.spec.instances)), default=0.0)
+
+    @cached_property
+    def slot_table(self) -> list[list[list[Slot]]]:
+        """slot_table[n][ℓ]: the instances layout ℓ of node n creates (shared by every solver)."""
+        return [[[Slot(n, li, gpu, tp, self.switch_cost(n, gpu, tp), self.current.get((n, gpu, tp))) for gpu, tp in lay.slots]
+                 for li, lay in enumerate(self.layouts(n))] for n in range(self.spec.nodes)]
 
     def layouts(self, node: int) -> list[Layout]:
         """The layouts node ``node`` may take: off, keep (when it runs instances), uniform TPs
         (a uniform TP equal to its current layout is the same as keep and is left out)."""
+        return self._layouts[node]
+
+    @cached_property
+    def _layouts(self) -> list[list[Layout]]:
+        return [self._node_layouts(n) for n in range(self.spec.nodes)]
+
+    def _node_layouts(self, node: int) -> list[Layout]:
         g = self.gpus_per_node
         mine = sorted((i.gpu, i.tp) for i in self.spec.instances if i.node == node)
         out = [Layout("off", ())]
@@ -335,10 +366,6 @@ class Layout:
 
     name: str
     slots: tuple[tuple[int, int], ...]
-
-    @property
-    def gpus(self) -> int:
-        return sum(t for _, t in self.slots)
 
 
 class NewInstance(BaseModel):
@@ -372,6 +399,7 @@ class InstanceCost:
     kept: int | None  # the current instance it keeps, if any
     requests: int
     kv_share: float
+    migrated: int = 0  # requests that come from elsewhere (or are resharded)
 
     @property
     def total_s(self) -> float:
@@ -381,19 +409,15 @@ class InstanceCost:
 def instance_cost(problem: ReplanProblem, node: int, gpu: int, tp: int, counts: np.ndarray) -> InstanceCost:
     """T_j + C_mig_j + C_sw_j of one instance running ``counts[b]`` requests of bin b."""
     cfg = problem.configs[tp]
-    L = np.array([b.upper for b in problem.bins], dtype=float)
-    present = counts > 0
     n = int(counts.sum())
     kept = problem.current.get((node, gpu, tp))
     if n == 0:
         return InstanceCost(0.0, 0.0, 0.0, 0.0, kept, 0, 0.0)
-    conc = np.where(cfg.concurrency > 0, cfg.concurrency, 1)
-    steps = max(float(L[present].max()), float((counts * L / conc).sum()))
-    decode = float((counts * cfg.work).sum()) + cfg.alpha * steps
-    local = problem.resident[kept] if kept is not None else 0
-    migrate = float((np.maximum(counts - local, 0) * cfg.migrate).sum())
-    demand = float(sum(c * (b.context + b.upper) for c, b in zip(counts.tolist(), problem.bins, strict=True)))
-    return InstanceCost(steps, decode, migrate, problem.switch_cost(node, gpu, tp), kept, n, demand / cfg.kv_tokens)
+    steps = max(float(problem.lengths[counts > 0].max()), float(counts @ cfg.token_steps))
+    decode = float(counts @ cfg.work) + cfg.alpha * steps
+    moving = np.maximum(counts - (problem.resident[kept] if kept is not None else 0), 0)
+    return InstanceCost(steps, decode, float(moving @ cfg.migrate), problem.switch_cost(node, gpu, tp), kept, n,
+                        float(counts @ problem.demand) / cfg.kv_tokens, int(moving.sum()))
 
 
 def plan_counts(problem: ReplanProblem, plan: ReplanPlan) -> np.ndarray:
@@ -414,13 +438,11 @@ def evaluate_replan(problem: ReplanProblem, plan: ReplanPlan) -> tuple[float, di
     rows = [{"node": i.node, "gpu": i.gpu, "tp": i.tp, "requests": c.requests, "steps": c.steps, "decode_s": c.decode_s,
              "migrate_s": c.migrate_s, "switch_s": c.switch_s, "total_s": c.total_s, "kept": c.kept, "kv_share": c.kv_share}
             for i, c in zip(plan.instances, costs, strict=True)]
-    moved = int(sum(max(0, int(v)) for j, i in enumerate(plan.instances)
-                    for v in (x[j] - (problem.resident[problem.current[(i.node, i.gpu, i.tp)]] if (i.node, i.gpu, i.tp) in problem.current else 0))))
-    kept = sum(c.kept is not None for c in costs)
     return makespan, {
-        "makespan_s": makespan, "instances": rows, "migrated_requests": moved, "kept_instances": kept,
+        "makespan_s": makespan, "instances": rows, "migrated_requests": sum(c.migrated for c in costs),
+        "kept_instances": sum(c.kept is not None for c in costs),
         "switched_instances": sum(1 for c in costs if c.kept is None and c.requests), "gpus": sum(i.tp for i in plan.instances),
-        "layout": layout_names(problem, plan), "current_makespan_s": current_makespan(problem),
+        "layout": layout_names(problem, plan), "current_makespan_s": problem.current_makespan_s,
         "model": {"T_j": "sum_b x_jb w_yb + alpha_y * max(max L_b, sum_b x_jb L_b / B_yb)", "bin_tokens": problem.spec.bin_tokens,
                   "alpha_s": {t: c.alpha for t, c in problem.configs.items()}, "beta_s": {t: c.beta for t, c in problem.configs.items()},
                   "gamma_s_per_token": {t: c.gamma for t, c in problem.configs.items()}},
@@ -436,8 +458,7 @@ def current_plan(problem: ReplanProblem) -> ReplanPlan:
 
 def current_makespan(problem: ReplanProblem) -> float:
     """Obj_cur of Algorithm 1: the makespan if nothing changes."""
-    x = problem.resident
-    return max((instance_cost(problem, i.node, i.gpu, i.tp, x[k]).total_s for k, i in enumerate(problem.spec.instances)), default=0.0)
+    return problem.current_makespan_s
 
 
 def layout_names(problem: ReplanProblem, plan: ReplanPlan) -> list[str]:
@@ -505,15 +526,8 @@ class Slot:
     tp: int
     switch_s: float
     kept: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def slots(problem: ReplanProblem) -> list[list[list[Slot]]]:
-    """slots[n][ℓ]: the instances of layout ℓ of node n (shared by every solver)."""
-    out = []
-    for n in range(problem.spec.nodes):
-        per = []
-        for li, lay in enumerate(problem.layouts(n)):
-            per.append([Slot(n, li, gpu, tp, problem.switch_cost(n, gpu, tp), problem.current.get((n, gpu, tp))) for gpu, tp in lay.slots])
-        out.append(per)
-    return out
+    """slots[n][ℓ]: the instances of layout ℓ of node n (``ReplanProblem.slot_table``)."""
+    return problem.slot_table

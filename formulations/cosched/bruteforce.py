@@ -10,7 +10,13 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 
-from costmodels.cosched.group import CoschedModel, CoschedulePlan, GroupState, group_ok
+from costmodels.cosched.group import (
+    CoschedModel,
+    CoschedulePlan,
+    GroupState,
+    colocated_group,
+    group_ok,
+)
 from costmodels.cosched.problem import CoscheduleProblem
 from costmodels.solving import SolverOutput, Status
 
@@ -82,11 +88,6 @@ def _best_block(m: CoschedModel, members: list[str]) -> tuple[float, GroupState]
     found = cheapest_group(m, members)
     if found is not None:
         options.append(found)
-    if len(members) == 1:
-        j = m.jobs[members[0]]
-        for nodes in range(j.n, 8 * j.n + 1):
-            g = GroupState(nodes, list(members), {members[0]: ()}, 0, colocated=True)
-            if group_ok(m, g):
-                options.append((m.cost(0, nodes), g))
-                break
+    if len(members) == 1 and (g := colocated_group(m, members[0])) is not None:
+        options.append((m.cost(0, g.train_nodes), g))
     return min(options, key=lambda o: o[0]) if options else None

@@ -35,7 +35,7 @@ from costmodels.cosched.group import (
     CoschedModel,
     CoschedulePlan,
     GroupState,
-    group_ok,
+    colocated_group,
     memory_ok,
     slo_ok,
     train_time,
@@ -101,16 +101,8 @@ def cheapest_group(m: CoschedModel, members: list[str], train_sizes: list[int]) 
             if found is not None:
                 best = (cost, found)
                 break
-    if len(members) == 1:
-        j = jobs[0]
-        for nodes in range(j.n, 8 * j.n + 1):
-            g = GroupState(nodes, list(members), {members[0]: ()}, 0, colocated=True)
-            cost = m.cost(0, nodes)
-            if best is not None and cost >= best[0]:
-                break
-            if group_ok(m, g):
-                best = (cost, g)
-                break
+    if len(members) == 1 and (g := colocated_group(m, members[0])) is not None and (best is None or m.cost(0, g.train_nodes) < best[0]):
+        best = (m.cost(0, g.train_nodes), g)
     return best
 
 

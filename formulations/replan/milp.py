@@ -47,6 +47,7 @@ from costmodels.replan.problem import (
     ReplanProblem,
     Slot,
     evaluate_replan,
+    instance_cost,
     plan_counts,
     slots,
 )
@@ -97,9 +98,9 @@ def build(problem: ReplanProblem) -> dict[str, Any]:
     bins = problem.bins
     nb = len(bins)
     N = [b.count for b in bins]
-    L = np.array([b.upper for b in bins], dtype=float)
+    L = problem.lengths
     dL = np.diff(np.concatenate([[0.0], L]))
-    demand = np.array([b.context + b.upper for b in bins], dtype=float)
+    demand = problem.demand
     s = problem.spec
     cols, rows = _Columns(), _Rows()
     M = cols.add(lower_bound(problem), inf, False)
@@ -119,7 +120,7 @@ def build(problem: ReplanProblem) -> dict[str, Any]:
                 budget_vals.append(float(gpus))
             prev = None
             for sl in slot_list:
-                entry = _slot_model(problem, sl, cols, rows, v[n, li], N, L, dL, demand, M, per_bin)
+                entry = _slot_model(problem, sl, cols, rows, v[n, li], N, dL, M, per_bin)
                 info.append(entry)
                 # symmetry: interchangeable slots of one layout are used, and loaded, in order
                 entry["follows"] = prev is not None and prev["slot"].kept is None and sl.kept is None and abs(prev["slot"].switch_s - sl.switch_s) < 1e-12
@@ -144,8 +145,8 @@ def build(problem: ReplanProblem) -> dict[str, Any]:
     return {"cols": cols, "rows": rows, "M": M, "v": v, "slots": info, "table": table}
 
 
-def _slot_model(problem: ReplanProblem, sl: Slot, cols: _Columns, rows: _Rows, v_col: int, N: list[int], L: np.ndarray,
-                dL: np.ndarray, demand: np.ndarray, M: int, per_bin: list[list[int]]) -> dict[str, Any]:
+def _slot_model(problem: ReplanProblem, sl: Slot, cols: _Columns, rows: _Rows, v_col: int, N: list[int], dL: np.ndarray,
+                M: int, per_bin: list[list[int]]) -> dict[str, Any]:
     inf = math.inf
     cfg = problem.configs[sl.tp]
     nb = len(N)
@@ -167,8 +168,7 @@ def _slot_model(problem: ReplanProblem, sl: Slot, cols: _Columns, rows: _Rows, v
         if local[b] > 0:
             m[b] = cols.add(0, inf, False)
             rows.add([m[b], x[b]], [1.0, -1.0], -float(local[b]), inf)  # (d)
-    conc = cfg.concurrency
-    rows.add([S] + list(x.values()), [1.0] + [-L[b] / conc[b] for b in x], 0.0, inf)  # (c)
+    rows.add([S] + list(x.values()), [1.0] + [-cfg.token_steps[b] for b in x], 0.0, inf)  # (c)
     # (1): M - w x - alpha S - mu (m or x) - sigma z_1 >= 0
     c1, v1 = [M, S, z[0]], [1.0, -cfg.alpha, -sl.switch_s]
     for b, col in x.items():
@@ -189,7 +189,7 @@ def lower_bound(problem: ReplanProblem) -> float:
       least the tokens over the concurrency), so M G_total >= Σ_j t_j T_j >= Σ_b N_b min_y t_y c_yb."""
     fluid = 0.0
     for b, bn in enumerate(problem.bins):
-        per = [c.tp * (c.work[b] + c.alpha * bn.upper / c.concurrency[b]) for c in problem.configs.values() if c.fits(b)]
+        per = [c.tp * c.floor[b] for c in problem.configs.values() if c.fits(b)]
         if per:
             fluid += bn.count * min(per)
     return max(_longest_alone(problem), fluid / problem.budget)
@@ -211,7 +211,7 @@ def _warm_values(model: dict[str, Any], problem: ReplanProblem, plan: ReplanPlan
     val = np.zeros(n_cols)
     x = plan_counts(problem, plan)
     where = {(i.node, i.gpu, i.tp): j for j, i in enumerate(plan.instances)}
-    L = np.array([b.upper for b in problem.bins], dtype=float)
+    L = problem.lengths
     chosen_layout = {}
     for n, layouts in enumerate(model["table"]):
         mine = tuple(sorted((i.gpu, i.tp) for i in plan.instances if i.node == n))
@@ -251,13 +251,10 @@ def _warm_values(model: dict[str, Any], problem: ReplanProblem, plan: ReplanPlan
             val[e["z"][b]] = 1.0
         for b, col in e["m"].items():
             val[col] = max(0, xs[b] - e["local"][b])
-        cfg = problem.configs[e["slot"].tp]
-        conc = cfg.concurrency
-        steps = max(L[top] if top >= 0 else 0.0, sum(xs[b] * L[b] / conc[b] for b in e["x"]))
-        val[e["S"]] = steps
-        if top >= 0:
-            total = sum(xs[b] * cfg.work[b] for b in e["x"]) + cfg.alpha * steps + sum(cfg.migrate[b] * (max(0, xs[b] - e["local"][b]) if b in e["m"] else xs[b]) for b in e["x"]) + e["slot"].switch_s
-            worst = max(worst, total)
+        sl = e["slot"]
+        cost = instance_cost(problem, sl.node, sl.gpu, sl.tp, xs)  # the cost model's T_j + C_mig + C_sw
+        val[e["S"]] = cost.steps
+        worst = max(worst, cost.total_s)
     val[model["M"]] = max(worst, model["cols"].lower[model["M"]])
     return val
 

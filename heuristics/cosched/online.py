@@ -30,6 +30,7 @@ from costmodels.cosched.group import (
     CoschedModel,
     CoschedulePlan,
     GroupState,
+    colocated_group,
     cycle_and_load,
     group_ok,
     node_loads,
@@ -66,11 +67,7 @@ def isolated(m: CoschedModel, name: str, colocated: bool = False) -> GroupState:
     (from n_j up to 8 n_j) that meet its SLO and hold both warm states."""
     j = m.jobs[name]
     if colocated:
-        for nodes in range(j.n, 8 * j.n + 1):
-            g = GroupState(nodes, [name], {name: ()}, 0, colocated=True)
-            if group_ok(m, g):
-                return g
-        return GroupState(j.n, [name], {name: ()}, 0, colocated=True)
+        return colocated_group(m, name) or GroupState(j.n, [name], {name: ()}, 0, colocated=True)
     return GroupState(j.n, [name], {name: tuple(range(j.k))}, j.k)
 
 

@@ -26,7 +26,14 @@ import time
 
 import numpy as np
 
-from costmodels.replan.problem import NewInstance, ReplanPlan, ReplanProblem, Slot, slots
+from costmodels.replan.problem import (
+    NewInstance,
+    ReplanPlan,
+    ReplanProblem,
+    Slot,
+    evaluate_replan,
+    slots,
+)
 from costmodels.solving import Deadline, SolverOutput, Status
 
 #: every heuristic here is bounded; ``time_limit=None`` means this (they finish far sooner)
@@ -47,13 +54,12 @@ class Loads:
         self.problem, self.slots = problem, chosen
         nb, ns = len(problem.bins), len(chosen)
         cfgs = [problem.configs[s.tp] for s in chosen]
-        self.L = np.array([b.upper for b in problem.bins], dtype=float)
+        self.L = problem.lengths
         self.alpha = np.array([c.alpha for c in cfgs])
         self.switch = np.array([s.switch_s for s in chosen])
         self.w = np.array([c.work for c in cfgs]).reshape(ns, nb)
-        conc = np.array([c.concurrency for c in cfgs]).reshape(ns, nb)
-        self.fits = conc > 0
-        self.t = self.L / np.where(self.fits, conc, 1)
+        self.fits = np.array([c.concurrency for c in cfgs]).reshape(ns, nb) > 0
+        self.t = np.array([c.token_steps for c in cfgs]).reshape(ns, nb)
         self.mu = np.array([c.migrate for c in cfgs]).reshape(ns, nb)
         self.local = np.zeros((ns, nb), dtype=np.int64)
         for j, s in enumerate(chosen):
@@ -156,18 +162,14 @@ def layout_slots(problem: ReplanProblem, choice: list[int]) -> list[Slot]:
 
 
 def _layout_index(problem: ReplanProblem, node: int, name: str) -> int | None:
-    """Index of a layout by name; a uniform TP equal to the node's current layout is ``keep``."""
+    """Index of a layout by name; ``tpT`` is found by its instances, so a uniform TP equal to the
+    node's current layout finds ``keep``."""
     lays = problem.layouts(node)
-    for i, lay in enumerate(lays):
-        if lay.name == name:
-            return i
     if name.startswith("tp"):
         t = int(name[2:])
-        g = problem.gpus_per_node
-        mine = tuple(sorted((i.gpu, i.tp) for i in problem.spec.instances if i.node == node))
-        if mine == tuple((k * t, t) for k in range(g // t)):
-            return next(i for i, lay in enumerate(lays) if lay.name == "keep")
-    return None
+        want = tuple((k * t, t) for k in range(problem.gpus_per_node // t))
+        return next((i for i, lay in enumerate(lays) if lay.slots == want), None)
+    return next((i for i, lay in enumerate(lays) if lay.name == name), None)
 
 
 def budget_ok(problem: ReplanProblem, chosen: list[Slot]) -> bool:
@@ -223,13 +225,12 @@ def fluid_bound(problem: ReplanProblem, chosen: list[Slot]) -> float:
     count = {t: sum(1 for s in chosen if s.tp == t) for t in tps}
     bins = problem.bins
     nb, ny = len(bins), len(tps)
-    L = np.array([b.upper for b in bins], dtype=float)
+    L = problem.lengths
     cost = np.zeros((ny, nb))
     longest = np.inf
     for yi, t in enumerate(tps):
         c = problem.configs[t]
-        conc = np.where(c.concurrency > 0, c.concurrency, 1)
-        cost[yi] = np.where(c.concurrency > 0, c.work + c.alpha * L / conc, np.inf)
+        cost[yi] = np.where(c.concurrency > 0, c.floor, np.inf)
         if c.fits(nb - 1):
             longest = min(longest, c.work[nb - 1] + c.alpha * L[nb - 1])
     # variables: x_yb (fractional requests), M; min M
@@ -270,8 +271,6 @@ def candidate_choices(problem: ReplanProblem) -> list[tuple[str, list[int]]]:
 
 
 def _output(problem: ReplanProblem, plan: ReplanPlan | None, t0: float, message: str, **stats) -> SolverOutput:
-    from costmodels.replan.problem import evaluate_replan
-
     if plan is None:
         return SolverOutput(Status.INFEASIBLE, message="some bin fits no instance of any candidate configuration")
     obj, _ = evaluate_replan(problem, plan)
@@ -279,8 +278,6 @@ def _output(problem: ReplanProblem, plan: ReplanPlan | None, t0: float, message:
 
 
 def best_of(problem: ReplanProblem, choices: list[tuple[str, list[int]]], deadline: Deadline) -> tuple[str, ReplanPlan | None, float]:
-    from costmodels.replan.problem import evaluate_replan
-
     best: tuple[str, ReplanPlan | None, float] = ("", None, np.inf)
     for name, choice in choices:
         if deadline.expired() and best[1] is not None:

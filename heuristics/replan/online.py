@@ -18,6 +18,7 @@ import numpy as np
 from costmodels.catalog import get_gpu, get_model
 from costmodels.decode import Instance, ServingParams, feasible_tps
 from costmodels.generation.engine import Engine, Request, SimResult, simulate
+from costmodels.generation.traces import synthetic_trace
 from heuristics.replan.greedy import solve_greedy
 from heuristics.replan.policies import (
     Orchestrator,
@@ -56,11 +57,20 @@ def policy_run(model: str, gpu: str, nodes: int, gpus_per_node: int, tp: int, re
     return res, {"plans": planner.log if planner else [], "migrations": len(balancer.moves) if balancer else 0}
 
 
-def run_scheme(scheme: str, model: str, gpu: str, gpus: int, tp: int, reqs: list[Request], forecast: np.ndarray,
-               params: ServingParams | None = None, block_size: int = 16, gpus_per_node: int = 8) -> tuple[SimResult, dict[str, Any]]:
-    """One step under ``scheme`` on ``gpus`` GPUs (module doc); (result, details)."""
+def prior_lengths(seed: int = 0) -> np.ndarray:
+    """A length forecast with no history: the calibrated synthetic generator (a different seed
+    than any step it plans), never the step's own lengths."""
+    return np.array([r.output for r in synthetic_trace(256, 16, 16384, seed=seed + 1)])
+
+
+def run_scheme(scheme: str, model: str, gpu: str, gpus: int, tp: int, reqs: list[Request], forecast: np.ndarray | None,
+               params: ServingParams | None = None, block_size: int = 16, gpus_per_node: int = 8, seed: int = 0) -> tuple[SimResult, dict[str, Any]]:
+    """One step under ``scheme`` on ``gpus`` GPUs (module doc); (result, details). ``forecast``
+    None: :func:`prior_lengths`."""
     if scheme not in SCHEMES:
         raise ValueError(f"unknown policy {scheme!r}; known: {', '.join(SCHEMES)}")
+    if forecast is None:
+        forecast = prior_lengths(seed)
     tps = [t for t in feasible_tps(get_model(model), gpus_per_node, gpus_per_node)
            if Instance(get_model(model), get_gpu(gpu), t, params or ServingParams()).kv_capacity_tokens() > 0]
     if scheme == "none":

@@ -208,9 +208,9 @@ class Orchestrator:
 GOLDEN = (5 ** 0.5 - 1) / 2
 
 
-def conditional_remaining(lengths: np.ndarray, generated: int, level: float, floor: int = 1) -> int:
-    """The ``level`` quantile of L - g given L > g under the forecast lengths (module doc)."""
-    tail = np.sort(lengths[lengths > generated])
+def conditional_remaining(sorted_lengths: np.ndarray, generated: int, level: float, floor: int = 1) -> int:
+    """The ``level`` quantile of L - g given L > g under the forecast lengths, given sorted (module doc)."""
+    tail = sorted_lengths[np.searchsorted(sorted_lengths, generated, side="right"):]
     if not len(tail):  # outlived the forecast: assume it is close to done
         return max(floor, int(0.1 * generated))
     return max(floor, int(tail[min(len(tail) - 1, int(level * len(tail)))]) - generated)
@@ -241,6 +241,9 @@ class ProactivePlanner:
     log: list[dict[str, Any]] = field(default_factory=list)
     _next: float = 0.0
 
+    def __post_init__(self) -> None:
+        self._sorted = np.sort(self.forecast)  # sorted once: every tick conditions it on each request
+
     def on_start(self, obs: Observation) -> list[Action]:
         # the layout is read at the first tick: other policies' start actions (releasing the
         # pool's idle slots) are not in this observation yet
@@ -258,7 +261,7 @@ class ProactivePlanner:
             reqs = []
             for rid in (*v.running, *v.waiting, *v.pending):
                 r = obs.requests[rid]
-                rem = conditional_remaining(self.forecast, r.generated, spread_level(rid))
+                rem = conditional_remaining(self._sorted, r.generated, spread_level(rid))
                 estimate[rid] = rem
                 reqs.append([rem, r.prompt + r.generated])
             instances.append({"node": node, "gpu": gpu, "tp": self.layout[v.index], "requests": reqs})
@@ -330,11 +333,3 @@ class ProactivePlanner:
         actions += [Dispatch(r, first) for r in released_requests if r not in placed]
         return actions
 
-
-def forecast_lengths(history: list[np.ndarray], method: str = "arima", samples: int = 4096) -> np.ndarray:
-    """The next step's output-length distribution from recent steps' lengths (``forecast``)."""
-    from heuristics.replan.forecast import forecast_quantiles, lengths_from_quantiles
-
-    if method == "last" or len(history) < 3:
-        return history[-1]
-    return lengths_from_quantiles(forecast_quantiles(history), samples)
