@@ -472,6 +472,63 @@ def simulate_generation(
                   + (f", {details['migrations']} balancing migrations" if details.get("migrations") else ""), highlight=False)
 
 
+@simulate_app.command("cosched")
+def simulate_cosched(
+    trace: Annotated[str, typer.Option(help="jobs file or preset whose jobs carry arrival_s and duration_s, or a generator: "
+                                            "philly:jobs=300,hours=580,mean_hours=14.4,workload=mixed,seed=0 or production:jobs=200,hours=192,seed=0")] = "philly:jobs=60,hours=120",
+    policy: Annotated[list[str] | None, typer.Option(help="rollmux, random, greedy, solo, colocated or optimal; repeat to compare (default: all but optimal)")] = None,
+    baseline_slo_check: Annotated[bool, typer.Option(help="let random and greedy refuse placements that break an SLO (the paper's baselines do not)")] = False,
+    seed: Annotated[int, typer.Option(help="seed of the random policy")] = 0,
+    plot: Annotated[Path | None, typer.Option(help="draw cost and GPUs over time and a Gantt chart of the largest group to this PNG")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="machine-readable result")] = False,
+) -> None:
+    """Replay a job trace on shared rollout and training pools (RollMux §7.4-7.5): each arrival
+    placed by the policy, departures free capacity; cost over time, peak GPUs, SLO attainment
+    (``heuristics.cosched.trace``). ``optimal`` re-solves the offline optimum at every arrival."""
+    from costmodels.cosched.traces import GENERATORS, generate
+    from heuristics.cosched.trace import POLICIES, simulate_trace
+
+    policies = policy or ["rollmux", "random", "greedy", "solo", "colocated"]
+    try:
+        for p in policies:
+            if p not in POLICIES:
+                raise SpecError("--policy", p, f"known: {', '.join(POLICIES)}")
+        if plot is not None and (plot.suffix.lower() != ".png" or plot.is_dir()):
+            raise SpecError("--plot", str(plot), "must be a .png file path")
+        data: Any = generate(trace) if trace.partition(":")[0] in GENERATORS else trace
+        problem = build_problem("cosched", {"jobs": data})
+        missing = [i for i, j in enumerate(problem.jobs.jobs) if j.duration_s is None]
+        if missing:
+            raise SpecError(f"jobs[{missing[0]}].duration_s", None, "a trace needs every job's running time", trace)
+        results = [simulate_trace(problem, p, seed=seed, baseline_slo_check=baseline_slo_check) for p in policies]
+    except SpecError as exc:
+        fail(str(exc))
+    if plot is not None:
+        from costmodels.cosched.group import round_robin_schedule
+        from costmodels.cosched.plot import plot_trace
+
+        first = results[0]
+        gantt = None
+        if first.snapshot:
+            g = max(first.snapshot, key=lambda g: len(g.members))
+            gantt = (round_robin_schedule(problem.model(), g, 2), g.rollout_nodes if not g.colocated else 0,
+                     f"{first.policy}: the largest group when the most jobs ran, two meta-iterations")
+        tmp = plot.with_name(plot.name + ".tmp.png")
+        plot_trace(results, gantt, tmp, f"{len(problem.jobs.jobs)} jobs ({problem.jobs.name or trace})")
+        tmp.replace(plot)
+    if as_json:
+        sys.stdout.write(json.dumps({"trace": problem.jobs.name or trace, "results": [r.to_dict() for r in results]}, indent=2) + "\n")
+        return
+    table = Table(title=f"{len(problem.jobs.jobs)} jobs ({problem.jobs.name or trace})")
+    for col in ("policy", "mean $/h", "peak $/h", "peak roll GPUs", "peak train GPUs", "SLO met", "slowdown", "max decision"):
+        table.add_column(col, justify="right")
+    for r in results:
+        s = r.summary()
+        table.add_row(r.policy, f"{s['mean_cost_per_h']:,.0f}", f"{s['peak_cost_per_h']:,.0f}", str(s["peak_rollout_gpus"]),
+                      str(s["peak_train_gpus"]), f"{s['slo_attainment']:.0%}", f"{s['mean_slowdown']:.2f}", f"{s['max_decision_s'] * 1e3:.1f} ms")
+    out.print(table)
+
+
 @presets_app.callback()
 def presets_list(ctx: typer.Context, kind: Annotated[str | None, typer.Option(help="only this kind")] = None) -> None:
     """List the shipped presets (any CLI option that takes a file also takes a preset name)."""

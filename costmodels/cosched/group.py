@@ -236,6 +236,42 @@ def round_robin_period(m: CoschedModel, g: GroupState) -> float:
     return best
 
 
+def round_robin_schedule(m: CoschedModel, g: GroupState, iterations: int = 2) -> list[dict[str, Any]]:
+    """The round-robin meta-iterations of ``g`` as phases on the pools, earliest start (the event
+    rules of :func:`round_robin_period`): one row per phase with its job, ``rollout`` or
+    ``train``, the group-local nodes it holds and its start and end (seconds). A co-located
+    group runs both phases on its training nodes."""
+    rows: list[dict[str, Any]] = []
+    node_free = [0.0] * g.rollout_nodes
+    train_free = 0.0
+    ready = dict.fromkeys(g.members, 0.0)
+    times = coexec_times(m, g) if g.colocated else None
+    for k in range(iterations):
+        for name in g.members:
+            j = m.jobs[name]
+            t_train = train_time(m, j, g.train_nodes)
+            if g.colocated:
+                roll = times[name] - t_train
+                start = max(ready[name], train_free)
+                rows.append({"iteration": k, "job": name, "phase": "rollout", "pool": "train", "nodes": list(range(g.train_nodes)),
+                             "start": start, "end": start + roll})
+                rows.append({"iteration": k, "job": name, "phase": "train", "pool": "train", "nodes": list(range(g.train_nodes)),
+                             "start": start + roll, "end": start + roll + t_train})
+                ready[name] = train_free = start + roll + t_train
+                continue
+            pins = g.pins[name]
+            start = max([ready[name], *(node_free[n] for n in pins)])
+            end = start + j.roll_s
+            for n in pins:
+                node_free[n] = end
+            t0 = max(end, train_free)
+            ready[name] = train_free = t0 + t_train
+            rows.append({"iteration": k, "job": name, "phase": "rollout", "pool": "rollout", "nodes": list(pins), "start": start, "end": end})
+            rows.append({"iteration": k, "job": name, "phase": "train", "pool": "train", "nodes": list(range(g.train_nodes)),
+                         "start": t0, "end": t0 + t_train})
+    return rows
+
+
 def memory_ok(m: CoschedModel, g: GroupState) -> bool:
     if g.colocated:
         (name,) = g.members

@@ -33,6 +33,7 @@ class RLJobSpec(BaseModel):
     rollout_host_memory_gb: float = Field(default=0, ge=0)
     train_host_memory_gb: float = Field(default=0, ge=0)
     arrival_s: float = Field(default=0, ge=0)
+    duration_s: float | None = Field(default=None, gt=0, description="running time alone (traces: the job leaves after this much solo work)")
 
 
 class PoolSpec(BaseModel):

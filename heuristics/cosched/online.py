@@ -11,10 +11,16 @@ it with one placement rule each:
   placements that break memory residency or any member's SLO (simulated round-robin); take the
   least marginal cost; else open an isolated group (k_j rollout + n_j training nodes). Linear in
   groups: at most k_j + 1 placements per group.
-* ``random``: a uniformly random group among those with a valid placement, and a random valid
-  placement in it (seeded); else a new group.
-* ``greedy``: the most idle group (largest slack 1 - T^load / T^cycle) with a valid placement,
-  its cheapest placement; else a new group.
+* ``random`` (§7.5): uniformly at random (seeded) one of the groups with a valid placement or a
+  new group, and a random valid placement in the chosen group.
+* ``greedy`` (§7.5, most idle): the group with the largest idle share 1 - T^load / T^cycle among
+  those with a valid placement, its placement on the least loaded nodes (the cheapest); else a
+  new group.
+
+``check_slo=False`` makes a placement valid when it fits memory and the group size (the §7.5
+baselines assign a job to a group "that can accommodate it"; the paper attributes their SLO misses
+to exactly this). ``plan`` keeps it on, since a plan must pass the validator; ``rlplan simulate
+cosched`` runs the baselines the paper's way by default.
 * ``solo``: every job alone, 1:1 pools (Solo-D).
 * ``colocated``: every job alone on its training GPUs, both phases there (veRL).
 """
@@ -33,6 +39,7 @@ from costmodels.cosched.group import (
     colocated_group,
     cycle_and_load,
     group_ok,
+    memory_ok,
     node_loads,
     saturated,
 )
@@ -78,6 +85,7 @@ class OnlineScheduler:
     model: CoschedModel
     rule: str = "rollmux"
     seed: int = 0
+    check_slo: bool = True
     groups: list[GroupState] = field(default_factory=list)
     latencies: list[float] = field(default_factory=list)
 
@@ -104,6 +112,12 @@ class OnlineScheduler:
         return {"job": name, "group": gi, "rollout_nodes": list(g.pins[name]), "marginal_cost_per_h": delta
                 if delta is not None else m.cost(g.rollout_nodes, g.train_nodes), "latency_s": latency}
 
+    def _valid(self, g: GroupState) -> bool:
+        m = self.model
+        if self.check_slo:
+            return group_ok(m, g)
+        return len(g.members) <= m.spec.max_group_size and memory_ok(m, g)
+
     def _choose(self, name: str) -> tuple[int, float]:
         m = self.model
         best: tuple[float, int, GroupState] | None = None
@@ -116,34 +130,49 @@ class OnlineScheduler:
                 for delta, h in sorted(options, key=lambda o: o[0]):
                     if best is not None and delta >= best[0]:
                         break  # no cheaper option left here
-                    if group_ok(m, h):
+                    if self._valid(h):
                         best = (delta, gi, h)
                         break
             else:
-                ok = [(delta, gi, h) for delta, h in options if group_ok(m, h)]
+                ok = [(delta, gi, h) for delta, h in options if self._valid(h)]
                 if ok:
                     valid.append(min(ok, key=lambda o: o[0]) if self.rule == "greedy" else self.rng.choice(ok))
-        if self.rule == "random" and valid:
-            best = self.rng.choice(valid)
-        elif self.rule == "greedy" and valid:
-            def slack(v: tuple[float, int, GroupState]) -> float:
-                cycle, load = cycle_and_load(m, self.groups[v[1]])
-                return -(1 - load / cycle)
-            best = min(valid, key=lambda v: (slack(v), v[0]))
         new = isolated(m, name)
-        if best is None or m.cost(new.rollout_nodes, new.train_nodes) < best[0]:  # Algorithm 1 line 16
-            return self._open(new), m.cost(new.rollout_nodes, new.train_nodes)
+        new_cost = m.cost(new.rollout_nodes, new.train_nodes)
+        if self.rule == "random":
+            pick = self.rng.randrange(len(valid) + 1)  # the last choice: a new group
+            best = valid[pick] if pick < len(valid) else None
+        elif self.rule == "greedy" and valid:
+            def busy(v: tuple[float, int, GroupState]) -> float:
+                cycle, load = cycle_and_load(m, self.groups[v[1]])
+                return load / cycle
+            best = min(valid, key=lambda v: (busy(v), v[0]))
+        elif self.rule == "rollmux" and best is not None and new_cost < best[0]:  # Algorithm 1 line 16
+            best = None
+        if best is None:
+            return self._open(new), new_cost
         self.groups[best[1]] = best[2]
         return best[1], best[0]
 
     def depart(self, name: str) -> None:
-        """Remove a job; an emptied group is closed (its nodes are released)."""
-        for g in self.groups:
+        """Remove a job and release the rollout nodes no remaining member is pinned to; an
+        emptied group is closed (the training pool is not scaled while members remain, §4.1)."""
+        for gi, g in enumerate(self.groups):
             if name in g.members:
                 g.members.remove(name)
                 del g.pins[name]
+                if not g.members:
+                    del self.groups[gi]
+                elif not g.colocated:
+                    used = sorted({n for pins in g.pins.values() for n in pins})
+                    renumber = {old: new for new, old in enumerate(used)}
+                    g.pins = {k: tuple(renumber[n] for n in v) for k, v in g.pins.items()}
+                    g.rollout_nodes = len(used)
                 return
         raise KeyError(name)
+
+    def cost_per_h(self) -> float:
+        return sum(self.model.cost(g.rollout_nodes, g.train_nodes) for g in self.groups)
 
     def plan(self) -> CoschedulePlan:
         return CoschedulePlan(groups=[g.to_group() for g in self.groups if g.members])

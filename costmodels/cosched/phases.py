@@ -1,0 +1,43 @@
+"""A job's rollout and training phase durations from rlplan's cost models (RollMux §4.2).
+
+* **Rollout TP**: the smallest TP (inside a node, dividing the heads and the pool) whose KV cache
+  holds eight max-length responses; the pool runs ``gpus / tp`` data-parallel engine instances.
+* **Worst-case rollout** (§4.2 "conservative planning"): every response at the maximum length,
+  simulated on the continuous-batching engine (``costmodels.generation.engine``) with the
+  responses dealt round-robin over the instances.
+* **Training** (rlplan's choice; the paper gives profiles, not a formula): the RL training step as
+  10 x active params x tokens FLOPs — actor forward and backward (6PT), reference and old-policy
+  log-probs (2PT each) — over the training GPUs at the project's sustained FLOP/s (``Efficiency``).
+"""
+
+from __future__ import annotations
+
+from costmodels.catalog import get_gpu, get_model
+from costmodels.decode import Instance, ServingParams, feasible_tps
+from costmodels.transformer import active_fraction, total_params
+
+TRAIN_FLOPS_PER_PARAM_TOKEN = 10.0
+
+
+def rollout_tp(model: str, gpu: str, gpus: int, max_len: int, params: ServingParams | None = None) -> int:
+    m, g = get_model(model), get_gpu(gpu)
+    for tp in feasible_tps(m, gpus):
+        if Instance(m, g, tp, params or ServingParams()).kv_capacity_tokens() >= 8 * max_len:
+            return tp
+    raise ValueError(f"{model} does not fit {gpus} x {gpu} with room for {max_len}-token responses")
+
+
+def train_seconds(model: str, gpu: str, gpus: int, tokens: float, params: ServingParams | None = None) -> float:
+    m, g = get_model(model), get_gpu(gpu)
+    flops = (params or ServingParams()).efficiency.flops(g)
+    return TRAIN_FLOPS_PER_PARAM_TOKEN * total_params(m) * active_fraction(m) * tokens / (gpus * flops)
+
+
+def worst_case_rollout_s(model: str, gpu: str, gpus: int, responses: int, max_len: int, prompt: int = 512,
+                         params: ServingParams | None = None) -> float:
+    from costmodels.generation.engine import Request, simulate
+
+    params = params or ServingParams()
+    tp = rollout_tp(model, gpu, gpus, max_len + prompt, params)
+    inst = Instance(get_model(model), get_gpu(gpu), tp, params)
+    return simulate([inst] * (gpus // tp), [Request(i, prompt, max_len) for i in range(responses)]).makespan_s

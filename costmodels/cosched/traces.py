@@ -1,0 +1,123 @@
+"""Job traces for RollMux's cluster-level simulation (§7.4-7.5): jobs arrive, run for a while and
+leave. A trace is a jobs file whose jobs carry ``arrival_s`` and ``duration_s`` (running time
+alone; a co-executed job runs slower and stays longer), or a generator spec
+``NAME:key=value,...``:
+
+* ``philly:jobs=300,hours=580,mean_hours=14.4,sigma=1.0,workload=mixed,gpus=8,seed=0`` — §7.5's
+  simulation: Poisson arrivals over ``hours`` (Philly's arrival process, rlplan's reading: the
+  paper gives its totals, not its shape), durations lognormal with the given mean and log-sd
+  (sigma = 1 puts the longest of 300 near the paper's 142.9 h), phases from Table 6 profiles
+  (``workload``: mixed, balanced, rollout_heavy or train_heavy) at their maximum, SLO ~ U(1, 2),
+  max group size 5.
+* ``production:jobs=200,hours=192,mean_hours=27.9,sigma=1.0,seed=0`` — §7.4's production mix:
+  Table 3 job types (``rollmux_jobs.csv``: model, max response length, batch, GPUs) uniformly,
+  worst-case rollout simulated on H20 and training costed on H800 by
+  ``costmodels.cosched.phases``, SLO ~ U(1, 2), durations lognormal with mean 27.9 h (the
+  paper's), over ``hours`` (rlplan's choice: 8 days puts Solo-D's peak near the testbed's 328
+  GPUs per pool).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from functools import cache
+from typing import Any
+
+from costmodels.catalog import reference_table
+from costmodels.errors import SpecError
+
+GENERATORS: dict[str, dict[str, float | str]] = {
+    "philly": {"jobs": 300, "hours": 580.0, "mean_hours": 14.4, "sigma": 1.0, "workload": "mixed", "gpus": 8, "seed": 0,
+               "max_group_size": 5},
+    "production": {"jobs": 200, "hours": 192.0, "mean_hours": 27.9, "sigma": 1.0, "seed": 0, "max_group_size": 5},
+}
+MAX_TRACE_JOBS = 100_000
+
+
+def parse_generator(text: str) -> tuple[str, dict[str, Any]]:
+    """``NAME:key=value,...`` into the generator's name and its arguments (defaults filled in)."""
+    name, _, rest = text.partition(":")
+    if name not in GENERATORS:
+        raise SpecError("trace", text, f"not a file or preset, and not a generator ({', '.join(GENERATORS)})")
+    args = dict(GENERATORS[name])
+    for part in filter(None, rest.split(",")):
+        key, eq, value = part.partition("=")
+        if not eq or key not in args:
+            raise SpecError(f"trace.{key}", part, f"{name} takes {', '.join(args)}")
+        default = args[key]
+        if isinstance(default, str):
+            args[key] = value
+            continue
+        try:
+            args[key] = int(value) if isinstance(default, int) else float(value)
+        except ValueError:
+            raise SpecError(f"trace.{key}", value, "an integer" if isinstance(default, int) else "not a number") from None
+    for key in ("jobs", "hours", "mean_hours", "sigma", "max_group_size"):
+        if key in args and not args[key] > 0:
+            raise SpecError(f"trace.{key}", args[key], "must be > 0")
+    if not 0 < args["jobs"] <= MAX_TRACE_JOBS:
+        raise SpecError("trace.jobs", args["jobs"], f"must be in 1..{MAX_TRACE_JOBS}")
+    return name, args
+
+
+def _arrivals_and_durations(rng: random.Random, jobs: int, hours: float, mean_hours: float, sigma: float) -> list[tuple[float, float]]:
+    rate = jobs / hours
+    mu = math.log(mean_hours) - sigma * sigma / 2  # lognormal mean = exp(mu + sigma^2 / 2)
+    t, out = 0.0, []
+    for _ in range(jobs):
+        t += rng.expovariate(rate)
+        out.append((t * 3600.0, rng.lognormvariate(mu, sigma) * 3600.0))
+    return out
+
+
+def philly_trace(jobs: int = 300, hours: float = 580.0, mean_hours: float = 14.4, sigma: float = 1.0, workload: str = "mixed",
+                 gpus: int = 8, seed: int = 0, max_group_size: int = 5) -> dict[str, Any]:
+    """§7.5's simulated trace (module doc) as a jobs file."""
+    rng = random.Random(seed)
+    rows = [r for r in reference_table("rollmux_profiles.csv") if workload == "mixed" or r["workload"] == workload]
+    if not rows:
+        raise SpecError("trace.workload", workload, "known: mixed, balanced, rollout_heavy, train_heavy")
+    out = []
+    for i, (arrival, duration) in enumerate(_arrivals_and_durations(rng, jobs, hours, mean_hours, sigma)):
+        r = rng.choice(rows)
+        out.append({"name": f"{r['workload']}-{r['size']}-{i}", "rollout_gpus": gpus, "train_gpus": gpus,
+                    "t_rollout_s": float(r["t_roll_max_s"]), "t_train_s": float(r["t_train_max_s"]), "slo": round(rng.uniform(1, 2), 3),
+                    "arrival_s": round(arrival, 1), "duration_s": round(duration, 1)})
+    return {"name": f"philly-{workload}-{jobs}-s{seed}", "description": f"{jobs} Table 6 ({workload}) jobs over {hours:g} h, mean {mean_hours:g} h",
+            "max_group_size": max_group_size, "jobs": out}
+
+
+@cache
+def table3_phases() -> dict[str, dict[str, Any]]:
+    """Table 3's job types with worst-case phase durations from the cost models (module doc)."""
+    from costmodels.cosched.phases import train_seconds, worst_case_rollout_s
+
+    out = {}
+    for r in reference_table("rollmux_jobs.csv"):
+        max_len, batch = int(r["max_len_tokens"]), int(r["batch_size"])
+        roll_gpus, train_gpus = int(r["rollout_gpus"]), int(r["train_gpus"])
+        out[r["job_type"]] = {"model": r["model"], "rollout_gpus": roll_gpus, "train_gpus": train_gpus,
+                              "t_rollout_s": round(worst_case_rollout_s(r["model"], "H20", roll_gpus, batch, max_len), 2),
+                              "t_train_s": round(train_seconds(r["model"], "H800", train_gpus, batch * (max_len + 512)), 2)}
+    return out
+
+
+def production_trace(jobs: int = 200, hours: float = 192.0, mean_hours: float = 27.9, sigma: float = 1.0, seed: int = 0,
+                     max_group_size: int = 5) -> dict[str, Any]:
+    """§7.4's production-like mix of Table 3 job types (module doc) as a jobs file."""
+    rng = random.Random(seed)
+    types = table3_phases()
+    names = sorted(types)
+    out = []
+    for i, (arrival, duration) in enumerate(_arrivals_and_durations(rng, jobs, hours, mean_hours, sigma)):
+        t = rng.choice(names)
+        out.append({"name": f"{t}-{i}", **types[t], "slo": round(rng.uniform(1, 2), 3), "arrival_s": round(arrival, 1),
+                    "duration_s": round(duration, 1)})
+    return {"name": f"production-{jobs}-s{seed}", "description": f"{jobs} RollMux Table 3 jobs over {hours:g} h, mean {mean_hours:g} h",
+            "rollout_pool": {"gpu": "H20"}, "train_pool": {"gpu": "H800"}, "max_group_size": max_group_size, "jobs": out}
+
+
+def generate(text: str) -> dict[str, Any]:
+    name, args = parse_generator(text)
+    return philly_trace(**args) if name == "philly" else production_trace(**args)
