@@ -20,7 +20,7 @@ from planner.registry import UnknownSolverError, build_registry
 
 
 def bench(
-    suite: Annotated[str, typer.Option(help="smoke, placement, circuits, scenarios, broadcast, replan; or custom with --problem")] = "smoke",
+    suite: Annotated[str, typer.Option(help="smoke, placement, circuits, scenarios, broadcast, replan, cosched; or custom with --problem")] = "smoke",
     problem: Annotated[list[str] | None, typer.Option("--problem", help="custom suite: a problem file or preset (repeatable)")] = None,
     solver: Annotated[list[str] | None, typer.Option("--solver", help="custom suite: a solver (repeatable; default all)")] = None,
     time_limit: Annotated[list[float] | None, typer.Option("--time-limit", help="custom suite: a time limit in s (repeatable)")] = None,

@@ -9,6 +9,9 @@
 * ``broadcast``: OrchestrRL App. E: the two-level weight-sync broadcast against naive one-to-all.
 * ``replan``: OrchestrRL Eq. 1: the MILP against greedy and the §6 baselines on random mid-step
   states, and its solve time from 64 to 1024 GPUs (App. F).
+* ``cosched``: RollMux §7.5: Algorithm 1 and the Random / Greedy / Solo-D / co-located baselines
+  against the proven offline optimum on Table 6 mixed job sets (SLO ~ U(1, 2), max group 5), and
+  the optimum's solve time against the number of jobs.
 * ``circuits``: OrchestrRL App. D/I: greedy (heap) against its plain transcription at scale,
   greedy and uniform against the exact optimum on 100 random instances where every pair can get a
   circuit and on 100 port-starved ones where it cannot (coverage decides), the exact models' solve
@@ -197,6 +200,23 @@ def replan(plugins: tuple[str, ...] = ()) -> Suite:
                   Comparison("MILP / greedy solve time", "milp", "greedy", "wall_time_s")])
 
 
+def cosched(plugins: tuple[str, ...] = ()) -> Suite:
+    """RollMux §7.5: Algorithm 1 and the baselines against the set-partitioning optimum on Table 6
+    mixed job sets of 9 to 50 jobs, three seeds each (cost ratios to the optimum, and its solve
+    time; the trace simulation and long-tail migration have their own scripts)."""
+    sets = [InstanceRef(f"table6-{jobs}-s{seed}", "cosched", generator="table6_problem", args={"jobs": jobs, "seed": seed})
+            for jobs in (9, 20, 30, 50) for seed in range(3)]
+    runs = _runs("cosched", sets, [("optimal", {}, 60.0, (0,)), ("rollmux", {}, None, (0,)), ("random", {}, None, (0,)),
+                                   ("greedy", {}, None, (0,)), ("solo", {}, None, (0,)), ("colocated", {}, None, (0,))], plugins)
+    return Suite("cosched", "RollMux: Algorithm 1 vs Random / Greedy / Solo-D / co-located vs the proven optimum", runs,
+                 [Comparison("RollMux / optimal cost", "rollmux", "optimal", "objective"),
+                  Comparison("Random / optimal cost", "random", "optimal", "objective"),
+                  Comparison("Greedy / optimal cost", "greedy", "optimal", "objective"),
+                  Comparison("Solo-D / optimal cost", "solo", "optimal", "objective"),
+                  Comparison("co-located / optimal cost", "colocated", "optimal", "objective"),
+                  Comparison("optimal / RollMux solve time", "optimal", "rollmux", "wall_time_s")])
+
+
 def custom(problems: list[str], solvers: list[str] | None = None, time_limits: list[float | None] | None = None,
            seeds: int = 1, plugins: tuple[str, ...] = ()) -> Suite:
     """An ad-hoc suite over the user's own problem files or preset names: every named solver (by
@@ -217,7 +237,7 @@ def custom(problems: list[str], solvers: list[str] | None = None, time_limits: l
     return Suite("custom", f"{len(problems)} problem(s) from the command line", runs, anytime=("sha-ea", "ea", "ilp"))
 
 
-SUITES = {"smoke": smoke, "placement": placement, "circuits": circuits, "scenarios": scenarios, "broadcast": broadcast, "replan": replan}
+SUITES = {"smoke": smoke, "placement": placement, "circuits": circuits, "scenarios": scenarios, "broadcast": broadcast, "replan": replan, "cosched": cosched}
 
 
 def get_suite(name: str, plugins: tuple[str, ...] = ()) -> Suite:

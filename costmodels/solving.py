@@ -6,9 +6,12 @@ return type lives here. The planner turns a :class:`SolverOutput` into a checked
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -143,3 +146,31 @@ class KeepBest:
         if cost < self.best - self.tol:
             self.best, self.plan = cost, plan
         return cost
+
+
+@contextlib.contextmanager
+def native_stdout_silenced() -> Iterator[None]:
+    """Discard what native solver code prints to file descriptor 1 while the block runs (the
+    solvers' own logs are off; what is left is debug noise).
+
+    HiGHS 1.12 prints ``HighsMipSolverData::transformNewIntegerFeasibleSolution tmpSolver.run();``
+    with printf even when its output is off (ERGO-Code/HiGHS#2783); on stdout it would corrupt
+    ``--json`` output and plan files written to ``-``. Python-level output is flushed first so
+    nothing is reordered."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no fd 1 (embedded interpreters): nothing to protect
+        yield
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        os.close(devnull)
+        yield
+    finally:
+        try:
+            sys.stdout.flush()
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)

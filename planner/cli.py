@@ -486,6 +486,7 @@ def simulate_cosched(
     placed by the policy, departures free capacity; cost over time, peak GPUs, SLO attainment
     (``heuristics.cosched.trace``). ``optimal`` re-solves the offline optimum at every arrival."""
     from costmodels.cosched.traces import GENERATORS, generate
+    from formulations.cosched.partition import solve_cosched_optimal
     from heuristics.cosched.trace import POLICIES, simulate_trace
 
     policies = policy or ["rollmux", "random", "greedy", "solo", "colocated"]
@@ -500,7 +501,7 @@ def simulate_cosched(
         missing = [i for i, j in enumerate(problem.jobs.jobs) if j.duration_s is None]
         if missing:
             raise SpecError(f"jobs[{missing[0]}].duration_s", None, "a trace needs every job's running time", trace)
-        results = [simulate_trace(problem, p, seed=seed, baseline_slo_check=baseline_slo_check) for p in policies]
+        results = [simulate_trace(problem, p, seed=seed, baseline_slo_check=baseline_slo_check, solve_optimal=solve_cosched_optimal) for p in policies]
     except SpecError as exc:
         fail(str(exc))
     if plot is not None:

@@ -24,6 +24,35 @@ def run_cli(*args: str, cwd: Path | None = None, timeout: float = 300) -> subpro
     return subprocess.run([rlplan_executable(), *args], capture_output=True, text=True, cwd=cwd, timeout=timeout, env=env)
 
 
+def run_cli_pty(*args: str, timeout: float = 300, columns: int = 120) -> tuple[int, str]:
+    """Run rlplan on a pseudo-terminal, as a user at a terminal does: (exit code, everything it
+    printed). Progress bars, colours and live displays only show up there."""
+    import pty
+    import threading
+
+    primary, secondary = pty.openpty()
+    chunks: list[bytes] = []
+
+    def drain() -> None:  # a terminal reads as the program writes: an undrained pty blocks it
+        while True:
+            try:
+                data = os.read(primary, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            chunks.append(data)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    proc = subprocess.run([rlplan_executable(), *args], stdin=secondary, stdout=secondary, stderr=secondary,
+                          timeout=timeout, env={**os.environ, "COLUMNS": str(columns)})
+    os.close(secondary)
+    reader.join(timeout=10)
+    os.close(primary)
+    return proc.returncode, b"".join(chunks).decode(errors="replace")
+
+
 @pytest.fixture
 def cli():
     return run_cli

@@ -96,35 +96,9 @@ def test_plot_is_refused_for_placement(tmp_path):
 def test_plan_in_a_terminal_writes_its_plan(tmp_path):
     """On a terminal the search reports progress through the façade's callback; the callback is
     not a solver option, so it never reaches the plan file (it used to crash json.dumps)."""
-    import os
-    import pty
-    import subprocess
-    import threading
+    from tests.conftest import run_cli_pty
 
-    from tests.conftest import rlplan_executable
-
-    primary, secondary = pty.openpty()
     out = tmp_path / "plan.json"
-    chunks: list[bytes] = []
-
-    def drain() -> None:  # a terminal reads as the program writes: an undrained pty blocks it
-        while True:
-            try:
-                data = os.read(primary, 65536)
-            except OSError:
-                return
-            if not data:
-                return
-            chunks.append(data)
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
-    proc = subprocess.run([rlplan_executable(), "plan", "--cluster", "small-8", "--workflow", "grpo-sync-qwen3-4b",
-                           "-O", "evaluations=20", "-o", str(out)], stdin=secondary, stdout=secondary, stderr=secondary,
-                          timeout=300, env={**os.environ, "COLUMNS": "120"})
-    os.close(secondary)
-    reader.join(timeout=10)
-    os.close(primary)
-    text = b"".join(chunks).decode(errors="replace")
-    assert proc.returncode == 0, text[-2000:]
+    code, text = run_cli_pty("plan", "--cluster", "small-8", "--workflow", "grpo-sync-qwen3-4b", "-O", "evaluations=20", "-o", str(out))
+    assert code == 0, text[-2000:]
     assert "Traceback" not in text and json.loads(out.read_text())["options"] == {"evaluations": 20}

@@ -41,7 +41,13 @@ from costmodels.cosched.group import (
     train_time,
 )
 from costmodels.cosched.problem import CoscheduleProblem
-from costmodels.solving import Deadline, DeadlineExceeded, SolverOutput, Status
+from costmodels.solving import (
+    Deadline,
+    DeadlineExceeded,
+    SolverOutput,
+    Status,
+    native_stdout_silenced,
+)
 
 
 def _partitions_into(n: int, blocks: int) -> Iterator[list[int]]:
@@ -169,7 +175,8 @@ def solve_cosched_optimal(problem: CoscheduleProblem, *, time_limit: float | Non
     h.setOptionValue("mip_rel_gap", 1e-9)
     h.setOptionValue("time_limit", max(0.1, deadline.remaining() or 0.1))
     h.passModel(lp)
-    h.run()
+    with native_stdout_silenced():
+        h.run()
     info, status = h.getInfo(), h.getModelStatus()
     stats = {"columns": len(columns), "columns_s": gen_s, "highs_status": h.modelStatusToString(status), "solve_s": time.perf_counter() - t0 - gen_s}
     if status == highspy.HighsModelStatus.kInfeasible:

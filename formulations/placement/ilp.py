@@ -53,7 +53,15 @@ from pydantic import Field
 from costmodels.placement.options import GroupOption, GroupOptions, Partial
 from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.space import best_colocated, build_plan, compositions
-from costmodels.solving import UNLIMITED, Deadline, DeadlineExceeded, SolverOutput, Status, Trace
+from costmodels.solving import (
+    UNLIMITED,
+    Deadline,
+    DeadlineExceeded,
+    SolverOutput,
+    Status,
+    Trace,
+    native_stdout_silenced,
+)
 from costmodels.workflow import ACTOR_GENERATION, ACTOR_TRAINING, TaskKind
 from formulations.pulp_util import variable_factory
 
@@ -201,7 +209,8 @@ class PlacementILP:
         else:
             raise ValueError(f"unknown backend {backend!r}; use highs or cbc")
         solve_start = time.perf_counter()
-        prob.solve(solver)
+        with native_stdout_silenced():
+            prob.solve(solver)
         self.stats["solve_s"] = time.perf_counter() - solve_start
         self.stats["variables"] = len(prob.variables())
         self.stats["constraints"] = prob.numConstraints()

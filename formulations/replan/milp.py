@@ -51,7 +51,7 @@ from costmodels.replan.problem import (
     plan_counts,
     slots,
 )
-from costmodels.solving import SolverOutput, Status
+from costmodels.solving import SolverOutput, Status, native_stdout_silenced
 
 #: HiGHS presolve + root LP time per column measured here (49k columns: ~1.9 s, 97k: ~2.7 s); with less
 #: time per column HiGHS cannot finish its root within the limit
@@ -332,7 +332,8 @@ def solve_replan_milp(problem: ReplanProblem, *, time_limit: float | None = None
                             message=f"{left:.2f} s left for a {n_cols}-column model: warm start returned with the fluid bound", stats=stats)
     if left is not None:
         h.setOptionValue("time_limit", max(0.05, left))
-    h.run()
+    with native_stdout_silenced():
+        h.run()
     status = h.getModelStatus()
     info = h.getInfo()
     stats = {"columns": n_cols, "rows": n_rows, "nonzeros": int(a.nnz), "build_s": build_s, "solve_s": time.perf_counter() - t0 - build_s,

@@ -13,9 +13,10 @@ its wall-clock time from arrival to departure is at most SLO_j times its duratio
 **Policies.** ``rollmux``, ``random``, ``greedy``, ``solo`` and ``colocated`` are the
 :class:`~heuristics.cosched.online.OnlineScheduler` rules, with one scheduler kept for the whole
 trace (what a cluster manager does); ``random`` and ``greedy`` check memory and group size only
-unless ``baseline_slo_check`` (the paper's baselines). ``optimal`` re-solves the offline optimum
-(``formulations.cosched.partition``) over the jobs present at every arrival, regrouping them for
-free: the lower bound the paper compares to (a departure only removes its job).
+unless ``baseline_slo_check`` (the paper's baselines). ``optimal`` re-solves the offline optimum over
+the jobs present at every arrival with the exact solver the caller passes (``solve_optimal``:
+``formulations.cosched.partition.solve_cosched_optimal``; heuristics never import formulations),
+regrouping them for free: the lower bound the paper compares to (a departure only removes its job).
 
 Cost is the sum of the groups' $/h; its time-weighted mean runs from the first arrival to the last
 departure. Peak GPUs are counted per pool type (a co-located group's GPUs are training GPUs).
@@ -24,11 +25,13 @@ departure. Peak GPUs are counted per pool type (a co-located group's GPUs are tr
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from costmodels.cosched.group import CoschedModel, GroupState, coexec_times, state_of
 from costmodels.cosched.problem import CoscheduleProblem
+from costmodels.solving import SolverOutput
 
 POLICIES = ("rollmux", "random", "greedy", "solo", "colocated", "optimal")
 
@@ -72,17 +75,15 @@ class TraceResult:
 class _OptimalPolicy:
     """Re-solve the offline optimum over the jobs present at every arrival (module doc)."""
 
-    def __init__(self, problem: CoscheduleProblem, time_limit: float):
-        self.problem, self.m, self.time_limit = problem, problem.model(), time_limit
+    def __init__(self, problem: CoscheduleProblem, solve: Callable[..., SolverOutput], time_limit: float):
+        self.problem, self.m, self.solve, self.time_limit = problem, problem.model(), solve, time_limit
         self.groups: list[GroupState] = []
 
     def arrive(self, name: str) -> None:
-        from formulations.cosched.partition import solve_cosched_optimal
-
         present = {n for g in self.groups for n in g.members} | {name}
         spec = self.problem.jobs
         sub = CoscheduleProblem(spec.model_copy(update={"jobs": [j for j in spec.jobs if j.name in present]}))
-        out = solve_cosched_optimal(sub, time_limit=self.time_limit)
+        out = self.solve(sub, time_limit=self.time_limit)
         if out.plan is None:
             raise RuntimeError(f"optimal: no plan for {len(present)} jobs ({out.message})")
         self.groups = [state_of(g) for g in out.plan.groups]
@@ -95,11 +96,14 @@ class _OptimalPolicy:
         self.groups = helper.groups
 
 
-def _scheduler(problem: CoscheduleProblem, policy: str, seed: int, baseline_slo_check: bool, time_limit: float) -> Any:
+def _scheduler(problem: CoscheduleProblem, policy: str, seed: int, baseline_slo_check: bool, solve_optimal: Callable[..., SolverOutput] | None,
+               time_limit: float) -> Any:
     from heuristics.cosched.online import OnlineScheduler
 
     if policy == "optimal":
-        return _OptimalPolicy(problem, time_limit)
+        if solve_optimal is None:
+            raise ValueError("the optimal policy needs the exact solver: pass solve_optimal=solve_cosched_optimal")
+        return _OptimalPolicy(problem, solve_optimal, time_limit)
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")
     return OnlineScheduler(problem.model(), policy, seed, check_slo=baseline_slo_check or policy not in ("random", "greedy"))
@@ -111,14 +115,14 @@ def _pools(m: CoschedModel, groups: list[GroupState]) -> tuple[float, int, int]:
 
 
 def simulate_trace(problem: CoscheduleProblem, policy: str = "rollmux", *, seed: int = 0, baseline_slo_check: bool = False,
-                   optimal_time_limit: float = 60.0) -> TraceResult:
+                   solve_optimal: Callable[..., SolverOutput] | None = None, optimal_time_limit: float = 60.0) -> TraceResult:
     """Replay the problem's jobs as a trace (``arrival_s``, ``duration_s``) under ``policy``."""
     m = problem.model()
     specs = {j.name: j for j in problem.jobs.jobs}
     missing = [j.name for j in problem.jobs.jobs if j.duration_s is None]
     if missing:
         raise ValueError(f"job {missing[0]!r} has no duration_s: a trace needs every job's running time")
-    sched = _scheduler(problem, policy, seed, baseline_slo_check, optimal_time_limit)
+    sched = _scheduler(problem, policy, seed, baseline_slo_check, solve_optimal, optimal_time_limit)
     arrivals = sorted(problem.jobs.jobs, key=lambda j: (j.arrival_s, j.name))
     remaining: dict[str, float] = {}  # solo-seconds of work left
     rate: dict[str, float] = {}

@@ -1,0 +1,169 @@
+"""RollMux co-scheduling over time (issue 14, part 2): the round-robin schedule, long-tail
+migration replayed on the generation simulator, trace generators, the trace simulation under every
+policy, and `rlplan simulate cosched` as a user runs it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks.instances import table6_problem
+from costmodels.cosched.group import (
+    check_cosched,
+    round_robin_period,
+    round_robin_schedule,
+    state_of,
+)
+from costmodels.cosched.traces import generate, parse_generator, philly_trace
+from costmodels.errors import SpecError
+from formulations.cosched.partition import solve_cosched_optimal
+from heuristics.cosched.online import OnlineScheduler
+from heuristics.cosched.replay import ReplayJob, migration_gain, replay_group
+from heuristics.cosched.trace import POLICIES, simulate_trace
+from planner.io import build_problem
+from tests.conftest import run_cli, run_cli_pty
+
+
+def _trace(jobs=30, hours=60.0, seed=0):
+    return build_problem("cosched", {"jobs": philly_trace(jobs=jobs, hours=hours, seed=seed)})
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_schedule_settles_to_the_exact_period_and_never_overlaps(seed):
+    problem = table6_problem(12, seed=seed)
+    m = problem.model()
+    sched = OnlineScheduler(m)
+    for name in m.order:
+        sched.arrive(name)
+    for g in sched.groups:
+        rows = round_robin_schedule(m, g, 60)
+        starts = [r["start"] for r in rows if r["phase"] == "rollout" and r["job"] == g.members[0]]
+        assert (starts[-1] - starts[-11]) / 10 == pytest.approx(round_robin_period(m, g), rel=1e-9)
+        lanes: dict[tuple[str, int], list[tuple[float, float]]] = {}
+        for r in rows:
+            for n in (r["nodes"] if r["pool"] == "rollout" else [-1]):
+                lanes.setdefault((r["pool"], n), []).append((r["start"], r["end"]))
+        for spans in lanes.values():
+            spans.sort()
+            assert all(a[1] <= b[0] + 1e-9 for a, b in zip(spans, spans[1:], strict=False))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_long_tail_migration_speeds_up_long_outputs(seed):
+    """§7.3 / Fig. 11: migrating the last 20% of responses raises throughput for 8k outputs."""
+    jobs = [ReplayJob("a", "Qwen2.5-7B", max_len=8192), ReplayJob("b", "Qwen2.5-7B", max_len=8192)]
+    g = migration_gain(jobs, iterations=3, seed=seed)
+    assert g["gain"] > 1.05 and g["migrated"] > 0
+
+
+def test_replay_phases_respect_the_pools():
+    jobs = [ReplayJob("a", "Qwen2.5-7B", prompts=16, max_len=8192), ReplayJob("b", "Qwen2.5-14B", prompts=16, max_len=8192)]
+    for migrate in (False, True):
+        phases = replay_group(jobs, iterations=3, migrate=migrate, seed=1).phases
+        for p, q in zip(phases, phases[1:], strict=False):
+            # a rollout starts once the one before frees the pool: all of it, or all but the tail
+            assert q["rollout_start"] >= (p["rollout_release"] if migrate else p["rollout_end"]) - 1e-9
+            assert q["train_start"] >= p["train_end"] - 1e-9  # one training pool
+        for p in phases:
+            assert p["rollout_start"] <= p["rollout_release"] <= p["rollout_end"] <= p["train_start"] < p["train_end"]
+            if not migrate:
+                assert p["migrated"] == 0 and p["rollout_release"] == p["rollout_end"]
+
+
+def test_departures_release_unused_rollout_nodes_and_stay_valid():
+    problem = table6_problem(20, seed=4)
+    m = problem.model()
+    sched = OnlineScheduler(m)
+    for name in m.order:
+        sched.arrive(name)
+    for name in m.order[::2]:
+        sched.depart(name)
+        for g in sched.groups:
+            used = {n for pins in g.pins.values() for n in pins}
+            assert g.colocated or used == set(range(g.rollout_nodes))
+    left = [j for j in problem.jobs.jobs if j.name not in m.order[::2]]
+    sub = build_problem("cosched", {"jobs": problem.jobs.model_copy(update={"jobs": left}).model_dump(mode="json")})
+    assert check_cosched(sub, sched.plan()) == []
+    with pytest.raises(KeyError):
+        sched.depart(m.order[0])
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_trace_under_every_policy(seed):
+    problem = _trace(seed=seed)
+    results = {p: simulate_trace(problem, p, seed=seed, solve_optimal=solve_cosched_optimal) for p in POLICIES}
+    for p, r in results.items():
+        assert set(r.jobs) == {j.name for j in problem.jobs.jobs}, p
+        # (a job may run faster than alone: a larger training pool raises its DP degree)
+        assert all(j["departure_s"] > j["arrival_s"] for j in r.jobs.values()), p
+        assert r.timeline[-1]["cost_per_h"] == 0 and r.timeline[-1]["jobs"] == 0
+    # SLO-checked policies meet every SLO; solo never slows a job
+    for p in ("rollmux", "solo", "colocated", "optimal"):
+        assert results[p].slo_attainment == 1.0, p
+    assert all(j["slowdown"] == pytest.approx(1.0) for j in results["solo"].jobs.values())
+    # sharing pays: Algorithm 1 is cheaper than Solo-D over the trace (§7.4)
+    assert results["rollmux"].mean_cost_per_h < results["solo"].mean_cost_per_h
+    checked = simulate_trace(problem, "random", seed=seed, baseline_slo_check=True)
+    assert checked.slo_attainment == 1.0
+
+
+def test_optimal_policy_groups_are_the_offline_optimum_at_the_peak():
+    problem = _trace(jobs=20, hours=30.0)
+    r = simulate_trace(problem, "optimal", solve_optimal=solve_cosched_optimal)
+    assert r.snapshot and sum(len(g.members) for g in r.snapshot) == max(t["jobs"] for t in r.timeline)
+    present = {n for g in r.snapshot for n in g.members}
+    sub = build_problem("cosched", {"jobs": problem.jobs.model_copy(update={"jobs": [j for j in problem.jobs.jobs if j.name in present]}).model_dump(mode="json")})
+    from costmodels.cosched.group import CoschedulePlan
+
+    assert check_cosched(sub, CoschedulePlan(groups=[g.to_group() for g in r.snapshot])) == []
+    assert [state_of(g.to_group()).members for g in r.snapshot]
+
+
+def test_generators_follow_the_paper_shapes_and_refuse_bad_arguments():
+    jobs = philly_trace()["jobs"]
+    assert len(jobs) == 300
+    mean_h = sum(j["duration_s"] for j in jobs) / len(jobs) / 3600
+    assert 10 < mean_h < 20  # lognormal with mean 14.4 h
+    assert max(j["arrival_s"] for j in jobs) / 3600 == pytest.approx(580, rel=0.2)
+    assert all(1 <= j["slo"] <= 2 for j in jobs)
+    prod = generate("production:jobs=20,seed=1")
+    assert {j["model"] for j in prod["jobs"]} <= {"Qwen2.5-7B", "Qwen2.5-14B", "Qwen2.5-32B", "Qwen3-8B", "Qwen3-14B"}
+    assert all(j["t_rollout_s"] > 0 and j["t_train_s"] > 0 for j in prod["jobs"])
+    for bad in ("nope", "philly:jobs=0", "philly:jobs=2.5", "philly:hours=x", "philly:color=3", "philly:workload=odd", "philly:jobs"):
+        with pytest.raises(SpecError):
+            generate(bad)
+    assert parse_generator("philly:jobs=7")[1]["jobs"] == 7
+
+
+def test_simulate_cosched_cli(tmp_path):
+    png = tmp_path / "trace.png"
+    r = run_cli("simulate", "cosched", "--trace", "philly:jobs=12,hours=24", "--policy", "rollmux", "--policy", "solo", "--json",
+                "--plot", str(png))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert [x["policy"] for x in doc["results"]] == ["rollmux", "solo"]
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    code, text = run_cli_pty("simulate", "cosched", "--trace", "philly:jobs=12,hours=24")
+    assert code == 0 and "Traceback" not in text and "rollmux" in text
+    jobs = tmp_path / "jobs.yaml"
+    jobs.write_text(json.dumps(philly_trace(jobs=3)).replace('"duration_s"', '"x_duration_s"', 1))
+    for args, needle in ((("--trace", str(jobs)), "x_duration_s"), (("--trace", "rollmux-mixed"), "duration_s"),
+                         (("--policy", "fifo"), "fifo"), (("--trace", "philly:jobs=-1"), "trace.jobs"),
+                         (("--plot", str(tmp_path / "x.pdf")), "--plot")):
+        r = run_cli("simulate", "cosched", *args)
+        assert r.returncode == 2 and needle in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_native_stdout_noise_is_silenced(capfd):
+    """HiGHS prints a debug line with printf even with its output off: it must not reach stdout."""
+    import os
+
+    from costmodels.solving import native_stdout_silenced
+
+    print("before", end="")
+    with native_stdout_silenced():
+        os.write(1, b"HighsMipSolverData::transformNewIntegerFeasibleSolution tmpSolver.run();\n")
+    print("after")
+    assert capfd.readouterr().out == "beforeafter\n"
