@@ -7,6 +7,7 @@ can print one line and exit with code 2 (DESIGN.md, "Interfaces people use").
 
 from __future__ import annotations
 
+import reprlib
 from typing import Any
 
 
@@ -37,8 +38,15 @@ class SpecError(ValueError):
         return SpecError(field, self.value, self.reason, self.source)
 
 
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxtuple, _REPR.maxdict, _REPR.maxset = 3, 6, 6, 6, 6
+_REPR.maxstring, _REPR.maxother, _REPR.maxlong = 60, 60, 40
+
+
 def _short(value: Any, limit: int = 80) -> str:
-    text = repr(value)
+    # bounded: reprlib stops at a few levels and items, so a huge or self-sharing value (a YAML
+    # alias bomb) cannot make the error message itself hang
+    text = _REPR.repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

@@ -19,7 +19,7 @@ from rich.table import Table
 
 from costmodels.errors import SpecError
 from costmodels.problem import ProblemKind, Summary
-from planner.io import build_problem, load_problem, solvable_kind, write_atomic
+from planner.io import build_problem, load_problem, read_text, solvable_kind, write_atomic
 from planner.planfile import read_plan_file, recheck, result_to_json
 from planner.presets import get_preset, presets
 from planner.registry import UnknownSolverError, default_registry
@@ -42,6 +42,19 @@ app.add_typer(simulate_app, name="simulate")
 
 out = Console()
 err = Console(stderr=True)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from planner import __version__
+
+        sys.stdout.write(f"rlplan {__version__}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True, help="print rlplan's version and exit")] = False) -> None:
+    """Plan LLM RL post-training deployments with real solvers on one set of cost models."""
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
@@ -324,11 +337,13 @@ def estimate_generation(
     try:
         if gpus <= 0:
             raise SpecError("--gpus", gpus, "must be > 0")
+        if bin_tokens <= 0:
+            raise SpecError("--bin", bin_tokens, "must be > 0 tokens")
         m = get_model(model)
         g = get_gpu(gpu)
         path = Path(lengths)
         if path.exists():
-            hist = parse_histogram_csv(path.read_text(encoding="utf-8"), str(path))
+            hist = parse_histogram_csv(read_text(path), str(path))
         else:
             hist = parse_distribution(lengths, seed=seed, bin_tokens=bin_tokens)
         params = ServingParams(max_num_seqs=max_num_seqs)
@@ -380,13 +395,7 @@ def _simulation_requests(lengths: str, seed: int) -> list[Any]:
 
     path = Path(lengths)
     if path.exists():
-        if path.is_dir():
-            raise SpecError("--lengths", lengths, "is a directory, not a trace file")
-        try:
-            text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            raise SpecError("--lengths", lengths, "is not a UTF-8 text trace", str(path)) from None
-        return read_trace(text, str(path))
+        return read_trace(read_text(path), str(path))
     if lengths.startswith("synthetic"):
         args = {"prompts": 64, "n": 16, "max": 16384, "step": 0}
         for part in filter(None, lengths.partition(":")[2].split(",")):

@@ -25,29 +25,121 @@ from planner.registry import Registry, default_registry
 M = TypeVar("M", bound=BaseModel)
 
 
-def read_document(path: Path) -> Any:
-    """Parse a YAML or JSON file; syntax errors become SpecErrors with line and column."""
+#: the largest input file rlplan reads (specs, traces, plans): far above any real spec, far below
+#: what would exhaust memory (``/dev/zero`` or a mistaken multi-GB file fails here, at once)
+MAX_INPUT_BYTES = 64 * 2**20
+#: YAML aliases per document: anchors are for sharing a few blocks, not for "billion laughs"
+MAX_YAML_ALIASES = 1000
+#: values a YAML document may expand to through its aliases
+MAX_EXPANDED_VALUES = 1_000_000
+
+
+def read_text(path: Path) -> str:
+    """A spec file's text: a regular file (or a pipe) of at most :data:`MAX_INPUT_BYTES`, UTF-8
+    with or without the byte-order mark spreadsheets write. Every failure is a SpecError that
+    names the file."""
+    source = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        if path.is_dir():
+            raise SpecError("", source, "is a directory, not a file", source)
+        with path.open("rb") as fh:
+            data = fh.read(MAX_INPUT_BYTES + 1)
     except FileNotFoundError:
-        raise SpecError("", str(path), "no such file (and no preset of that name; see `rlplan presets`)", str(path)) from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
-        raise SpecError("", str(path), f"cannot read: {exc.__class__.__name__}", str(path)) from None
-    if path.suffix.lower() == ".json":
+        raise SpecError("", source, "no such file (and no preset of that name; see `rlplan presets`)", source) from None
+    except OSError as exc:
+        raise SpecError("", source, f"cannot read: {exc.strerror or exc.__class__.__name__}", source) from None
+    if len(data) > MAX_INPUT_BYTES:
+        raise SpecError("", source, f"larger than {MAX_INPUT_BYTES // 2**20} MiB: not a spec file", source)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"byte {exc.start}", data[exc.start:exc.start + 4], "not UTF-8 text", source) from None
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """safe_load plus: a repeated key is an error (not "the last one wins"), and at most
+    :data:`MAX_YAML_ALIASES` aliases per document."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.aliases = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            self.aliases += 1
+            if self.aliases > MAX_YAML_ALIASES:
+                event = self.peek_event()
+                raise yaml.YAMLError(f"more than {MAX_YAML_ALIASES} aliases (line {event.start_mark.line + 1}): refusing an alias bomb")
+        return super().compose_node(parent, index)
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r} (first on line {seen[key] + 1})", key_node.start_mark)
+                seen[key] = key_node.start_mark.line
+            except TypeError:  # unhashable key: let PyYAML report it
+                pass
+        return super().construct_mapping(node, deep)
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key!r}")
+        out[key] = value
+    return out
+
+
+def parse_document(text: str, source: str, json_only: bool = False) -> Any:
+    """YAML or JSON text to data (JSON is YAML, but its own parser gives better messages)."""
+    if json_only or source.lower().endswith(".json"):
         try:
-            return json.loads(text)
+            return json.loads(text, object_pairs_hook=_no_duplicate_keys)
         except json.JSONDecodeError as exc:
             lines = text.splitlines()
             near = lines[exc.lineno - 1][:60] if 0 < exc.lineno <= len(lines) else "<end of file>"
-            raise SpecError(f"line {exc.lineno} column {exc.colno}", near, f"malformed JSON: {exc.msg}", str(path)) from None
+            raise SpecError(f"line {exc.lineno} column {exc.colno}", near, f"malformed JSON: {exc.msg}", source) from None
+        except ValueError as exc:
+            raise SpecError("", None, f"malformed JSON: {exc}", source) from None
+        except RecursionError:
+            raise SpecError("", None, "malformed JSON: nested too deeply", source) from None
+    loader = _StrictLoader(text)
     try:
-        return yaml.safe_load(text)
+        data = loader.get_single_data()
+        if loader.aliases and _expanded_size(data, {}) > MAX_EXPANDED_VALUES:
+            raise SpecError("", None, f"YAML aliases expand it to more than {MAX_EXPANDED_VALUES:,} values: refusing an alias bomb", source)
+        return data
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1} column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         line = text.splitlines()[mark.line] if mark and mark.line < len(text.splitlines()) else ""
-        raise SpecError(where, line.strip()[:60], f"malformed YAML: {problem}", str(path)) from None
+        raise SpecError(where, line.strip()[:60], f"malformed YAML: {problem}", source) from None
+    except RecursionError:
+        raise SpecError("", None, "malformed YAML: nested too deeply", source) from None
+    finally:
+        loader.dispose()
+
+
+def _expanded_size(value: Any, memo: dict[int, int]) -> int:
+    """Values in ``value`` once shared (aliased) parts are counted every time they appear, in
+    time linear in the distinct parts (sizes memoised by identity)."""
+    if not isinstance(value, dict | list):
+        return 1
+    key = id(value)
+    if key not in memo:
+        items = value.values() if isinstance(value, dict) else value
+        memo[key] = 1 + sum(_expanded_size(v, memo) for v in items)
+    return memo[key]
+
+
+def read_document(path: Path) -> Any:
+    """Parse a YAML or JSON file (:func:`read_text`, :func:`parse_document`)."""
+    return parse_document(read_text(path), str(path))
 
 
 def parse_model(cls: type[M], data: Any, source: str | None = None) -> M:
@@ -80,7 +172,7 @@ def _resolve(ref: Any, kind: str, base: Path | None = None, registry: Registry |
     if path.exists():
         if csv is not None and path.suffix.lower() == ".csv":
             try:
-                return csv(path.read_text(encoding="utf-8")), str(path)
+                return csv(read_text(path)), str(path)
             except SpecError as exc:
                 raise exc.with_source(str(path)) from None
         return read_document(path), str(path)

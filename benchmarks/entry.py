@@ -1,0 +1,85 @@
+"""The ``rlplan`` console script: the whole CLI behind one guard, so that whatever goes wrong
+ends as one line on stderr and an exit code (DESIGN.md: 0 plan / 1 no plan / 2 bad input), never
+a traceback — usage errors included (typer and click would draw a box), and Ctrl-C at any point,
+imports included (exit 130). ``RLPLAN_DEBUG=1`` shows the traceback of an internal error.
+
+Kept tiny on purpose: it must be importable before anything heavy is."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
+
+
+def _say(message: str) -> None:
+    sys.stderr.write(f"error: {' '.join(message.split())}\n")
+
+
+def _suggest(exc: Exception) -> str:
+    """"Did you mean" for a mistyped command (click suggests options itself)."""
+    import difflib
+
+    ctx = getattr(exc, "ctx", None)
+    message = str(getattr(exc, "message", ""))
+    if ctx is None or not message.startswith("No such command") or "Did you mean" in message:
+        return ""
+    name = message.split("'")[1] if "'" in message else ""
+    commands = list(getattr(ctx.command, "commands", {}) or {})
+    close = difflib.get_close_matches(name, commands, n=3, cutoff=0.6)
+    return f" (did you mean {' or '.join(close)}?)" if close else f" (commands: {', '.join(sorted(commands))})"
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        try:
+            from typer._click import exceptions as cx  # typer >= 0.20 vendors click
+        except ImportError:  # pragma: no cover - older typer runs on click itself
+            from click import exceptions as cx
+
+        import typer
+
+        from benchmarks.cli import app
+        from costmodels.errors import SpecError
+
+        try:
+            code = app(args=argv, standalone_mode=False, prog_name="rlplan")
+        except cx.NoArgsIsHelpError as exc:
+            sys.stderr.write(exc.format_message().rstrip() + "\n")  # a bare `rlplan simulate`: its help
+            code = 2
+        except cx.UsageError as exc:
+            where = exc.ctx.command_path if exc.ctx else "rlplan"
+            _say(f"{where}: {exc.format_message().rstrip('.')}{_suggest(exc)}; see `{where} --help`")
+            code = 2
+        except typer.Abort:
+            raise KeyboardInterrupt from None
+        except SpecError as exc:
+            _say(str(exc))
+            code = 2
+        except RecursionError:
+            _say("input nested too deeply")
+            code = 2
+        except MemoryError:
+            _say("out of memory: the input asks for more than this machine holds")
+            code = 2
+        except BrokenPipeError:
+            # the reader went away (`rlplan ... | head`): not an error of ours
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            code = 0
+        except OSError as exc:
+            _say(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
+            code = 2
+        except Exception as exc:  # noqa: BLE001 - the last guard: one line, not a traceback
+            if os.environ.get("RLPLAN_DEBUG"):
+                raise
+            _say(f"internal error: {exc.__class__.__name__}: {exc} (please report it; RLPLAN_DEBUG=1 shows the traceback)")
+            code = 1
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        code = INTERRUPTED
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+if __name__ == "__main__":
+    main()
