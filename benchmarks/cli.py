@@ -16,6 +16,7 @@ import typer
 
 from costmodels.errors import SpecError
 from planner.cli import app, fail, out
+from planner.outputs import check_output_dir
 from planner.registry import UnknownSolverError, build_registry
 
 
@@ -53,6 +54,17 @@ def bench(
         fail(f"--executor: unknown executor {executor!r}; use local or ray")
     if jobs < 1:
         fail(f"--jobs: must be >= 1, got {jobs}")
+    if seeds < 1:
+        fail(f"--seeds: must be >= 1, got {seeds}")
+    for limit in time_limit or []:
+        if not limit > 0 or limit != limit or limit == float("inf"):
+            fail(f"--time-limit: must be a finite number of seconds > 0, got {limit}")
+    if memory_limit_gb is not None and not memory_limit_gb > 0:
+        fail(f"--memory-limit-gb: must be > 0, got {memory_limit_gb}")
+    try:
+        check_output_dir(out_dir, "--out")
+    except SpecError as exc:
+        fail(str(exc))
     if executor == "ray":
         try:
             import ray  # noqa: F401
@@ -71,6 +83,8 @@ def bench(
         fail(str(exc))
     except UnknownSolverError as exc:
         fail(f"--solver: {exc}")
+    if not s.runs:
+        fail(f"--problem: no solver to run on {', '.join(problem or [suite])} (only brute force is registered, or none)")
     rows = run_specs(s.runs, out_dir, executor=executor, jobs=jobs, ray_address=ray_address, progress=not quiet, retry_errors=retry_errors,
                      memory_limit_gb=memory_limit_gb)
     command = "rlplan " + " ".join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith("rlplan") else f"rlplan bench --suite {suite} --out {out_dir}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -20,6 +21,7 @@ from rich.table import Table
 from costmodels.errors import SpecError
 from costmodels.problem import ProblemKind, Summary
 from planner.io import build_problem, load_problem, read_text, solvable_kind, write_atomic
+from planner.outputs import PLOT_SUFFIXES, check_distinct, check_output, write_picture
 from planner.planfile import read_plan_file, recheck, result_to_json
 from planner.presets import get_preset, presets
 from planner.registry import UnknownSolverError, default_registry
@@ -148,6 +150,14 @@ def plan_command(
     given = {k: v for k, v in fields.items() if v is not None}
     problem = problem or reg.solvable()[0].name
     try:
+        targets: dict[str, Path] = {}
+        if output != "-":
+            targets["-o"] = check_output(output, "-o")
+            for fmt in export or []:
+                targets[f"--export {fmt}"] = check_output(Path(output).with_suffix(f".{fmt}.yaml"), f"--export {fmt}")
+        if plot is not None:
+            targets["--plot"] = check_output(plot, "--plot", PLOT_SUFFIXES)
+        check_distinct(targets)
         if problem in {k.name for k in reg.kinds()}:
             kind = solvable_kind(problem, None, reg)
             stray = sorted(set(given) - {f.name for f in kind.fields})
@@ -170,8 +180,6 @@ def plan_command(
                 fail(f"--export {fmt}: not available for {kind.name} plans; exports: {supported}")
         if plot is not None and kind.plot is None:
             fail(f"--plot: pictures exist for {', '.join(k.name for k in reg.solvable() if k.plot)} plans, not {kind.name}")
-        if plot is not None and not plot.parent.is_dir():
-            fail(f"--plot: no such directory {str(plot.parent)!r}")
         info = reg.get(kind.name, solver)
         info.validate_options(options)  # solve() checks again; here so a bad value never opens a progress display
         if info.takes_progress and sys.stderr.isatty() and not quiet:
@@ -185,6 +193,8 @@ def plan_command(
     if not result.success:
         detail = "; ".join(result.violations[:5])
         fail(f"no feasible plan: {result.solver} ended with status {result.status.value}. {result.message} {detail}".strip(), code=1)
+    if result.objective is None or not math.isfinite(result.objective):
+        fail(f"no usable plan: {result.solver}'s plan has objective {result.objective} (the cost model overflowed or the plan serves nothing)", code=1)
     text = result_to_json(result)
     if output == "-":
         sys.stdout.write(text)
@@ -197,12 +207,7 @@ def plan_command(
             caveats = snippet.get("not_expressible") or []
             out.print(f"wrote {target}" + (f" ({len(caveats)} settings not expressible there, listed in the file)" if caveats else ""), highlight=False)
     if plot is not None:
-        import tempfile
-
-        # draw to a temporary file first: no partial picture on failure
-        with tempfile.NamedTemporaryFile(suffix=".png", dir=plot.parent, delete=False) as tmp:
-            kind.plot(result.problem, result.plan, result.breakdown, Path(tmp.name), f"{kind.name} by {result.solver}: ")
-        Path(tmp.name).replace(plot)
+        write_picture(plot, lambda tmp: kind.plot(result.problem, result.plan, result.breakdown, tmp, f"{kind.name} by {result.solver}: "))
     if not quiet and output != "-":
         if kind.summary_table is not None:
             summary = kind.summary_table(result.problem, result.plan, result.objective, result.breakdown, result.solver, result.status.value)
@@ -437,8 +442,8 @@ def simulate_generation(
             raise SpecError("--memory-utilization", memory_utilization, "must be in (0, 1]")
         if block_size <= 0:
             raise SpecError("--block-size", block_size, "must be > 0")
-        if plot is not None and (plot.suffix.lower() != ".png" or plot.is_dir()):
-            raise SpecError("--plot", str(plot), "must be a .png file path")
+        if plot is not None:
+            check_output(plot, "--plot", PLOT_SUFFIXES)
         m, g = get_model(model), get_gpu(gpu)
         params = ServingParams(max_num_seqs=max_num_seqs, memory_utilization=memory_utilization)
         insts = [Instance(m, g, tp, params) for count, tp in _parse_instances(instances) for _ in range(count)]
@@ -464,9 +469,7 @@ def simulate_generation(
     if plot is not None:
         from costmodels.generation.plot import plot_simulation
 
-        tmp = plot.with_name(plot.name + ".tmp.png")
-        plot_simulation(result, tmp, f"{model} on {instances} x {gpu}: {len(reqs)} requests")
-        tmp.replace(plot)
+        write_picture(plot, lambda tmp: plot_simulation(result, tmp, f"{model} on {instances} x {gpu}: {len(reqs)} requests"))
     doc = {"model": model, "gpu": gpu, "configuration": instances, "request_count": len(reqs), "policy": policy,
            "policy_details": details, **result.to_dict()}
     if as_json:
@@ -503,8 +506,8 @@ def simulate_cosched(
         for p in policies:
             if p not in POLICIES:
                 raise SpecError("--policy", p, f"known: {', '.join(POLICIES)}")
-        if plot is not None and (plot.suffix.lower() != ".png" or plot.is_dir()):
-            raise SpecError("--plot", str(plot), "must be a .png file path")
+        if plot is not None:
+            check_output(plot, "--plot", PLOT_SUFFIXES)
         data: Any = generate(trace) if trace.partition(":")[0] in GENERATORS else trace
         problem = build_problem("cosched", {"jobs": data})
         missing = [i for i, j in enumerate(problem.jobs.jobs) if j.duration_s is None]
@@ -523,9 +526,7 @@ def simulate_cosched(
             g = max(first.snapshot, key=lambda g: len(g.members))
             gantt = (round_robin_schedule(problem.model(), g, 2), g.rollout_nodes if not g.colocated else 0,
                      f"{first.policy}: the largest group when the most jobs ran, two meta-iterations")
-        tmp = plot.with_name(plot.name + ".tmp.png")
-        plot_trace(results, gantt, tmp, f"{len(problem.jobs.jobs)} jobs ({problem.jobs.name or trace})")
-        tmp.replace(plot)
+        write_picture(plot, lambda tmp: plot_trace(results, gantt, tmp, f"{len(problem.jobs.jobs)} jobs ({problem.jobs.name or trace})"))
     if as_json:
         sys.stdout.write(json.dumps({"trace": problem.jobs.name or trace, "results": [r.to_dict() for r in results]}, indent=2) + "\n")
         return

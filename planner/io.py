@@ -279,13 +279,17 @@ def load_problem(ref: Any, registry: Registry | None = None) -> Any:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temp file and a rename: never a partial file."""
+    """Write ``text`` to ``path`` through a temp file and a rename: never a partial file, and the
+    permissions a new file gets under the user's umask."""
+    from planner.outputs import new_file_mode
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
+        os.chmod(tmp, new_file_mode())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

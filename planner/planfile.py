@@ -22,14 +22,14 @@ from costmodels.problem import ProblemKind
 from costmodels.solving import Status
 from planner.io import build_problem, read_document
 from planner.registry import Registry, default_registry
-from planner.result import Result
+from planner.result import Result, relative_gap
 from planner.solve import EXACT_RTOL, check_plan
 
 SCHEMA_VERSION = "1.0"
 
 
 class _PlanFileBase(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # NaN objectives and bounds are no numbers
 
     schema_version: Literal["1.0"] = SCHEMA_VERSION
     rlplan_version: str = ""
@@ -38,10 +38,10 @@ class _PlanFileBase(BaseModel):
     objective: float | None = Field(description="the cost model's objective for `plan` (see `objective_meaning`)")
     objective_meaning: str = ""
     bound: float | None = None
-    gap: float | None = None
+    gap: float | None = Field(default=None, ge=0)
     wall_time_s: float = Field(ge=0)
     seed: int | None = None
-    time_limit: float | None = None
+    time_limit: float | None = Field(default=None, gt=0)
     options: dict[str, Any] = Field(default_factory=dict)
     message: str = ""
     violations: list[str] = Field(default_factory=list)
@@ -199,6 +199,14 @@ def recheck(doc: Any, source: str = "") -> list[str]:
         out.append(f"[bound] recorded bound {doc.bound:.9g} exceeds the plan's objective {objective:.9g}")
     if not doc.status.has_plan:
         out.append(f"[status] status {doc.status.value!r} but the file holds a valid plan")
+    if doc.status.value == "optimal":
+        reg = default_registry()
+        known = {s.name: s for s in reg.solvers(doc.problem)}
+        if doc.solver in known and not known[doc.solver].exact:
+            out.append(f"[status] status 'optimal' but {doc.solver} is a heuristic: it proves nothing")
+    gap = relative_gap(objective, doc.bound)
+    if gap is not None and doc.gap is not None and abs(gap - doc.gap) > 1e-6 + EXACT_RTOL:
+        out.append(f"[gap] recorded gap {doc.gap:.9g} but objective and bound give {gap:.9g}")
     return out
 
 
