@@ -69,6 +69,11 @@ class NetworkSpec(BaseModel):
     matrix: MatrixOverride | None = None
 
 
+#: the largest cluster a placement problem may have (pairwise bandwidth and latency matrices are
+#: GPUs^2 floats: 8 192 GPUs is 0.5 GB each, 10^6 would be 7 TiB)
+MAX_CLUSTER_GPUS = 8192
+
+
 class NodeSpec(BaseModel):
     """A machine: ``count`` GPUs of one type in one zone (region defaults to the zone)."""
 
@@ -76,7 +81,7 @@ class NodeSpec(BaseModel):
 
     name: str = Field(min_length=1)
     gpu: str = Field(min_length=1)
-    count: int = Field(gt=0)
+    count: int = Field(gt=0, le=64, description="GPUs in the node (at most 64)")
     zone: str = Field(min_length=1)
     region: str | None = None
     intra_node: LinkSpec | None = None
@@ -95,6 +100,14 @@ class ClusterSpec(BaseModel):
 
     def check(self) -> None:
         """Cross-field checks pydantic cannot express; raises SpecError with the field path."""
+        total = sum(n.count for n in self.nodes)
+        if total > MAX_CLUSTER_GPUS:
+            raise SpecError("nodes", f"{total} GPUs", f"rlplan plans clusters of up to {MAX_CLUSTER_GPUS:,} GPUs (its GPU-pair matrices grow as the square)")
+        names: set[str] = set()
+        for i, g in enumerate(self.gpus):
+            if g.name in names:
+                raise SpecError(f"gpus[{i}].name", g.name, "a second custom GPU of that name (which one would a node get?)")
+            names.add(g.name)
         custom = self.custom_gpus()
         seen: set[str] = set()
         for i, node in enumerate(self.nodes):

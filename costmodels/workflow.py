@@ -65,6 +65,11 @@ class WorkflowSpec(BaseModel):
 
     def check(self) -> None:
         """Cross-field checks; raises SpecError with the field path."""
+        names: set[str] = set()
+        for i, m in enumerate(self.custom_models):
+            if m.name in names:
+                raise SpecError(f"custom_models[{i}].name", m.name, "a second custom model of that name (which one would a role get?)")
+            names.add(m.name)
         custom = {m.name: m for m in self.custom_models}
         for role in ("actor", "critic", "reference", "reward"):
             name = getattr(self.models, role)

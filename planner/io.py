@@ -147,7 +147,7 @@ def parse_model(cls: type[M], data: Any, source: str | None = None) -> M:
     if not isinstance(data, dict):
         raise SpecError("", type(data).__name__, f"expected a mapping of {cls.__name__} fields", source)
     try:
-        return cls.model_validate(data)
+        model = cls.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
         msg = err["msg"]
@@ -157,6 +157,34 @@ def parse_model(cls: type[M], data: Any, source: str | None = None) -> M:
             msg = "unknown field"
         value = err.get("input") if err["type"] != "missing" else None
         raise SpecError(field_path(err["loc"]), value, msg, source) from None
+    where = _bool_as_number(data, model, "")
+    if where is not None:
+        raise SpecError(where[0], where[1], "a boolean where a number is expected", source)
+    return model
+
+
+def _bool_as_number(data: Any, value: Any, path: str) -> tuple[str, Any] | None:
+    """The first place where the input holds true/false but the validated model holds a number
+    (pydantic's lax mode reads ``count: true`` as 1): walk both side by side."""
+    if isinstance(data, bool):
+        return (path, data) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    if isinstance(data, dict):
+        for key, item in data.items():
+            if isinstance(value, BaseModel):
+                child = getattr(value, str(key), None)
+            elif isinstance(value, dict):
+                child = value.get(key)
+            else:
+                continue
+            found = _bool_as_number(item, child, f"{path}.{key}" if path else str(key))
+            if found:
+                return found
+    elif isinstance(data, list) and isinstance(value, list | tuple):
+        for i, (item, child) in enumerate(zip(data, value, strict=False)):
+            found = _bool_as_number(item, child, f"{path}[{i}]")
+            if found:
+                return found
+    return None
 
 
 def _resolve(ref: Any, kind: str, base: Path | None = None, registry: Registry | None = None,

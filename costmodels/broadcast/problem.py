@@ -36,9 +36,9 @@ class BroadcastPod(BaseModel):
 
     name: str = Field(min_length=1, pattern=r"^[^/]+$")
     role: Literal["train", "gen"]
-    ranks: int = Field(ge=1, description="endpoints (GPU NICs / servers) in the PoD")
-    budget: int = Field(ge=1, description="d_p: concurrently active inter-PoD circuits incident to the PoD")
-    holders: int = Field(default=0, ge=0, description="train PoDs: ranks holding one weight shard each")
+    ranks: int = Field(ge=1, le=1_000_000, description="endpoints (GPU NICs / servers) in the PoD (at most 10^6)")
+    budget: int = Field(ge=1, le=4096, description="d_p: concurrently active inter-PoD circuits incident to the PoD (at most 4 096)")
+    holders: int = Field(default=0, ge=0, le=65536, description="train PoDs: ranks holding one weight shard each (at most 65 536)")
 
 
 class BroadcastSpec(BaseModel):

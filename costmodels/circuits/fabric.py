@@ -9,14 +9,13 @@ CSV with header ``src,dst,bytes``.
 
 from __future__ import annotations
 
-import csv
-import io
 import itertools
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from costmodels.catalog import ocs_devices
+from costmodels.csvtable import read_rows
 from costmodels.errors import SpecError
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
@@ -40,7 +39,7 @@ class EndpointSpec(BaseModel):
     model_config = _STRICT
 
     name: str = Field(min_length=1)
-    ports: int = Field(ge=0)
+    ports: int = Field(ge=0, le=4096, description="OCS ports of the endpoint (at most 4 096)")
     pod: str | None = None
     side: str | None = None
 
@@ -51,7 +50,7 @@ class FabricSpec(BaseModel):
     name: str = ""
     description: str = ""
     link_gbps: float = Field(gt=0, description="line rate of one circuit, Gbit/s")
-    endpoints: list[EndpointSpec] = Field(min_length=2)
+    endpoints: list[EndpointSpec] = Field(min_length=2, max_length=65536)
     eligible: list[tuple[str, str]] | None = None
     template: Literal["all-pairs", "bipartite", "intra-pod", "cross-pod"] | None = None
     reserved_ports: dict[str, int] = Field(default_factory=dict)
@@ -154,13 +153,9 @@ class DemandSpec(BaseModel):
 
 def parse_demand_csv(text: str) -> DemandSpec:
     """Parse ``src,dst,bytes`` CSV text; errors name the row (1-based, header is row 1)."""
-    reader = csv.DictReader(io.StringIO(text))
-    header = reader.fieldnames or []
-    missing = [c for c in ("src", "dst", "bytes") if c not in header]
-    if missing:
-        raise SpecError("header", ",".join(header), f"demand CSV needs columns src,dst,bytes; missing {', '.join(missing)}")
+    rows = read_rows(text, ("src", "dst", "bytes"), what="demand CSV")
     entries = []
-    for i, row in enumerate(reader):
+    for i, row in enumerate(rows):
         raw = row.get("bytes")
         try:
             value = float(raw) if raw is not None else float("nan")

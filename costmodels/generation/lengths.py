@@ -13,12 +13,11 @@ each bin's upper bound standing for its requests' length, as OrchestrRL does.
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 
 import numpy as np
 
+from costmodels.csvtable import read_rows
 from costmodels.decode import LengthHistogram
 from costmodels.errors import SpecError
 
@@ -77,12 +76,9 @@ def parse_distribution(text: str, seed: int = 0, bin_tokens: int = 256) -> Lengt
 
 def parse_histogram_csv(text: str, source: str) -> LengthHistogram:
     """A histogram from CSV text with ``remaining,count[,context]`` columns."""
-    reader = csv.DictReader(io.StringIO(text))
-    header = reader.fieldnames or []
-    if "remaining" not in header or "count" not in header:
-        raise SpecError("header", ",".join(header), "histogram CSV needs columns remaining,count[,context]", source)
+    rows = read_rows(text, ("remaining", "count"), ("context",), source, "histogram CSV")
     upper, counts, ctx = [], [], []
-    for i, row in enumerate(reader):
+    for i, row in enumerate(rows):
         try:
             u, c, x = int(float(row["remaining"])), int(float(row["count"])), int(float(row.get("context") or 0))
         except (TypeError, ValueError):

@@ -27,14 +27,13 @@ context already cached, as OrchestrRL §4.1 does.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from costmodels.csvtable import read_rows
 from costmodels.decode import LengthHistogram
 from costmodels.errors import SpecError
 from costmodels.generation.engine import Request
@@ -95,14 +94,7 @@ def _float(value: str | None, source: str, where: str, field: str) -> float:
 
 
 def _rows(text: str, source: str, required: set[str], optional: set[str]) -> list[dict[str, str]]:
-    reader = csv.DictReader(io.StringIO(text))
-    header = set(reader.fieldnames or [])
-    if not required <= header:
-        raise SpecError("header", ",".join(reader.fieldnames or []), f"needs columns {', '.join(sorted(required))}", source)
-    unknown = header - required - optional
-    if unknown:
-        raise SpecError("header", ",".join(sorted(unknown)), f"unknown columns; known: {', '.join(sorted(required | optional))}", source)
-    rows = list(reader)
+    rows = read_rows(text, tuple(sorted(required)), tuple(sorted(optional)), source, "trace CSV")
     if not rows:
         raise SpecError("", source, "the trace holds no requests", source)
     return rows
