@@ -1,0 +1,159 @@
+"""Hostile input to every command (issue 16, item 3): whatever a user or a script throws at
+rlplan ends with exit 2 (bad input or usage), one line on stderr naming the file or option and the
+value, no traceback, and no file written — by pattern, not by case:
+
+* files that are not specs: a directory, /dev/zero, binary bytes, deep nesting, a YAML alias bomb,
+  a file of the wrong kind, an empty file;
+* lax parsing: duplicate YAML and JSON keys, booleans where numbers go, duplicate custom names,
+  CSV with repeated or unknown columns or ragged rows (and a UTF-8 BOM, which is fine);
+* outputs: empty, a directory, the wrong picture suffix, two outputs on one file, an unwritable
+  directory — refused before any solving;
+* sizes no planner should attempt: 10^6 GPUs, 10^9 ports, 10^9 ranks;
+* plan files that lie: NaN objective or bound, negative gap, a heuristic labelled optimal;
+* usage: unknown commands and options, non-numbers, bench runs of zero seeds or negative limits.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import run_cli
+
+SMALL = ["--cluster", "small-8", "--workflow", "grpo-sync-qwen3-4b", "-O", "evaluations=5"]
+
+
+def _cluster(tmp: Path, mutate) -> Path:
+    data = yaml.safe_load(run_cli("presets", "show", "small-8").stdout)
+    mutate(data)
+    path = tmp / "cluster.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def _bomb(tmp: Path) -> Path:
+    lines = ['a0: &a0 ["x","x","x","x","x","x","x","x","x"]']
+    lines += [f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 7)]
+    lines.append("nodes: [" + ",".join(["*a6"] * 9) + "]")
+    path = tmp / "bomb.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _text(tmp: Path, name: str, text: str | bytes) -> Path:
+    path = tmp / name
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    return path
+
+
+def _plan_file(tmp: Path, mutate) -> Path:
+    path = tmp / "plan.json"
+    assert run_cli("plan", *SMALL, "-q", "-o", str(path)).returncode == 0
+    data = json.loads(path.read_text())
+    mutate(data)
+    bad = tmp / "bad-plan.json"
+    bad.write_text(json.dumps(data))  # json.dumps writes NaN as the bare literal, as a hand edit would
+    path.unlink()
+    return bad
+
+
+# (id, builder(tmp) -> argv, words the one-line message must contain)
+CASES = [
+    ("directory", lambda t: ["plan", "placement", "--cluster", str(t)], ["is a directory"]),
+    ("dev-zero", lambda t: ["plan", "placement", "--cluster", "/dev/zero"], ["/dev/zero", "MiB"]),
+    ("binary-csv", lambda t: ["plan", "circuits", "--demand", str(_text(t, "d.csv", b"\xff\xfe\x00\x01"))], ["d.csv", "UTF-8"]),
+    ("deep-yaml", lambda t: ["plan", "placement", "--cluster", str(_text(t, "c.yaml", "a: " + "[" * 5000 + "]" * 5000))], ["nested too deeply"]),
+    ("deep-json", lambda t: ["validate", str(_text(t, "p.json", "[" * 50000 + "]" * 50000))], ["nested too deeply"]),
+    ("alias-bomb", lambda t: ["plan", "placement", "--cluster", str(_bomb(t))], ["bomb.yaml", "alias"]),
+    ("empty-file", lambda t: ["plan", "placement", "--cluster", str(_text(t, "c.yaml", ""))], ["c.yaml"]),
+    ("cosched-to-evaluate", lambda t: ["evaluate", str(_text(t, "jobs.yaml", yaml.safe_dump({"jobs": [{"name": "a"}]})))], ["jobs.yaml"]),
+    ("dup-yaml-key", lambda t: ["plan", "placement", "--cluster", str(_text(t, "c.yaml", "nodes: []\nnodes: []\n"))], ["duplicate key", "nodes"]),
+    ("dup-json-key", lambda t: ["plan", "placement", "--cluster", str(_text(t, "c.json", '{"nodes": [], "nodes": 1}'))], ["duplicate key"]),
+    ("bool-count", lambda t: ["plan", "placement", "--cluster", str(_cluster(t, lambda d: d["nodes"][0].update(count=True)))],
+     ["nodes[0].count", "boolean"]),
+    ("dup-custom-gpu", lambda t: ["plan", "placement", "--cluster", str(_cluster(t, lambda d: d.update(gpus=[
+        {"name": "X1", "tflops_bf16_dense": 100, "memory_gb": 80, "hbm_gb_per_s": 2000, "intra_node_gb_per_s": 100}] * 2)))], ["gpus[1].name", "X1"]),
+    ("csv-repeated-column", lambda t: ["plan", "circuits", "--demand", str(_text(t, "d.csv", "src,dst,bytes,bytes\nt0,t1,5,6\n"))],
+     ["appears twice"]),
+    ("csv-extra-field", lambda t: ["plan", "circuits", "--demand", str(_text(t, "d.csv", "src,dst,bytes\nt0,t1,5,7\n"))], ["row 2", "4 fields"]),
+    ("csv-unknown-column", lambda t: ["plan", "circuits", "--demand", str(_text(t, "d.csv", "src,dst,bytes,colour\nt0,t1,5,red\n"))],
+     ["colour"]),
+    ("million-gpus", lambda t: ["plan", "placement", "--cluster", str(_cluster(t, lambda d: d.update(nodes=[
+        {**d["nodes"][0], "name": f"n{i}", "count": 64} for i in range(16000)])))], ["8,192"]),
+    ("gpus-per-node", lambda t: ["plan", "placement", "--cluster", str(_cluster(t, lambda d: d["nodes"][0].update(count=10**6)))],
+     ["nodes[0].count"]),
+    ("output-empty", lambda t: ["plan", *SMALL, "-o", ""], ["-o", "empty"]),
+    ("output-directory", lambda t: ["plan", *SMALL, "-o", str(t)], ["-o", "directory"]),
+    ("output-no-such-dir", lambda t: ["plan", *SMALL, "-o", str(t / "nope" / "p.json")], ["no such directory"]),
+    ("plot-same-as-plan", lambda t: ["plan", *SMALL, "-o", str(t / "x.png"), "--plot", str(t / "x.png")], ["--plot", "-o"]),
+    ("plot-pdf", lambda t: ["simulate", "generation", "--plot", str(t / "x.pdf")], ["--plot", ".png"]),
+    ("plan-nan-objective", lambda t: ["validate", str(_plan_file(t, lambda d: d.update(objective=float("nan"))))], ["objective", "finite"]),
+    ("plan-nan-bound", lambda t: ["validate", str(_plan_file(t, lambda d: d.update(bound=float("nan"))))], ["bound"]),
+    ("plan-negative-gap", lambda t: ["validate", str(_plan_file(t, lambda d: d.update(gap=-0.5)))], ["gap"]),
+    ("unknown-command", lambda t: ["pln"], ["plan"]),
+    ("unknown-option", lambda t: ["plan", "--colour", "red"], ["--colour"]),
+    ("not-a-number", lambda t: ["plan", "--time-limit", "soon"], ["--time-limit"]),
+    ("bench-zero-seeds", lambda t: ["bench", "--problem", "small-8", "--seeds", "0", "--out", str(t / "b")], ["--seeds"]),
+    ("bench-negative-limit", lambda t: ["bench", "--problem", "small-8", "--time-limit", "-1", "--out", str(t / "b")], ["--time-limit"]),
+    ("bench-out-is-file", lambda t: ["bench", "--out", str(_text(t, "f.txt", "x"))], ["--out"]),
+    ("estimate-bin-zero", lambda t: ["estimate", "generation", "--bin", "0"], ["--bin"]),
+    ("presets-unknown-kind", lambda t: ["presets", "--kind", "spaceship"], ["spaceship"]),
+    ("cosched-trace-bad", lambda t: ["simulate", "cosched", "--trace", "philly:jobs=0"], ["trace.jobs"]),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_hostile_input_is_one_line_exit_2_and_writes_nothing(case, tmp_path):
+    _, build, words = case
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    work = tmp_path / "work"
+    work.mkdir()
+    argv = build(inputs)
+    before = set(inputs.iterdir())
+    proc = run_cli(*argv, cwd=work, timeout=120)
+    assert proc.returncode == 2, (argv, proc.returncode, proc.stderr[-500:])
+    assert "Traceback" not in proc.stderr + proc.stdout
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, proc.stderr
+    for word in words:
+        assert word in lines[0], (word, lines[0])
+    assert set(inputs.iterdir()) == before, "no output next to the inputs"
+    assert not list(work.iterdir()), "no output in the working directory"
+
+
+def test_relabelled_heuristic_plan_is_invalid(tmp_path):
+    bad = _plan_file(tmp_path, lambda d: d.update(status="optimal"))
+    proc = run_cli("validate", str(bad))
+    assert proc.returncode == 1 and "heuristic" in proc.stderr
+
+
+def test_bom_csv_and_json_listings_are_fine(tmp_path):
+    demand = tmp_path / "d.csv"
+    demand.write_bytes("\ufeffsrc,dst,bytes\nt0,t1,5\n".encode())
+    fabric = run_cli("presets", "--kind", "fabric", "--json")
+    assert fabric.returncode == 0 and json.loads(fabric.stdout)
+    name = json.loads(fabric.stdout)[0]["name"]
+    proc = run_cli("plan", "circuits", "--fabric", name, "--demand", str(demand), "-q", "-o", str(tmp_path / "p.json"))
+    assert proc.returncode in (0, 2), proc.stderr
+    assert "BOM" not in proc.stderr and "\ufeff" not in proc.stderr
+    gpus = run_cli("catalog", "gpus", "--json")
+    assert gpus.returncode == 0 and any(g["name"] == "H100-SXM" for g in json.loads(gpus.stdout))
+    assert run_cli("--version").stdout.startswith("rlplan ")
+
+
+def test_new_files_follow_the_umask(tmp_path):
+    import os
+    import stat
+
+    out = tmp_path / "p.json"
+    assert run_cli("plan", *SMALL, "-q", "-o", str(out)).returncode == 0
+    mask = os.umask(0o022)
+    os.umask(mask)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~mask
