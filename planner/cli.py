@@ -531,8 +531,9 @@ def simulate_cosched(
         sys.stdout.write(json.dumps({"trace": problem.jobs.name or trace, "results": [r.to_dict() for r in results]}, indent=2) + "\n")
         return
     table = Table(title=f"{len(problem.jobs.jobs)} jobs ({problem.jobs.name or trace})")
-    for col in ("policy", "mean $/h", "peak $/h", "peak roll GPUs", "peak train GPUs", "SLO met", "slowdown", "max decision"):
-        table.add_column(col, justify="right")
+    table.caption = "$/h: time-weighted mean and peak; GPUs: peak per pool; slowdown: mean wall time over time alone; latency: slowest placement decision"
+    for col in ("policy", "$/h", "peak $/h", "roll GPUs", "train GPUs", "SLO met", "slowdown", "latency"):
+        table.add_column(col, justify="left" if col == "policy" else "right", no_wrap=col == "policy")
     for r in results:
         s = r.summary()
         table.add_row(r.policy, f"{s['mean_cost_per_h']:,.0f}", f"{s['peak_cost_per_h']:,.0f}", str(s["peak_rollout_gpus"]),
