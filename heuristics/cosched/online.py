@@ -99,7 +99,9 @@ class OnlineScheduler:
         return len(self.groups) - 1
 
     def arrive(self, name: str) -> dict[str, Any]:
-        """Place job ``name``; the decision (group index, rollout nodes, marginal $/h, latency)."""
+        """Place job ``name``; the decision (group index, rollout nodes, marginal $/h, latency).
+        The index is the group's position now: a later departure that empties an earlier group
+        closes it and shifts the positions after it (``plan()`` gives the current groups)."""
         t0 = time.perf_counter()
         m = self.model
         if self.rule in ("solo", "colocated"):

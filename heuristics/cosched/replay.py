@@ -122,7 +122,7 @@ class TailMigration:
         return actions
 
 
-def run_phase(job: ReplayJob, requests: list[Request], inst: Instance, instances: int, ready: list[float], migrate: bool,
+def run_phase(requests: list[Request], inst: Instance, instances: int, ready: list[float], migrate: bool,
               threshold: float, tick: float) -> PhaseRun:
     """One rollout phase: ``ready[i]`` is when instance i's GPUs come free (from the phase start)."""
     assignment = [i % instances for i in range(len(requests))]
@@ -170,7 +170,7 @@ def replay_group(jobs: list[ReplayJob], *, rollout_gpu: str = "H20", rollout_gpu
             # GPUs a running tail does not hold (its shards there wait for the tail); else all
             start = max(train_end[j.name], min(free_at) if migrate else max(free_at))
             ready = [max(0.0, f - start) + warm for f in free_at]
-            run = run_phase(j, j.requests(k, seed * 1000 + jn), inst, n, ready, migrate, threshold, tick)
+            run = run_phase(j.requests(k, seed * 1000 + jn), inst, n, ready, migrate, threshold, tick)
             for i in range(n):
                 held = run.end if i in run.tail_instances or not migrate else max(run.release, ready[i])
                 gpu_free[i * tp:(i + 1) * tp] = [start + held] * tp
