@@ -11,14 +11,13 @@ arrivals k-2..k+2 (one decision is a few ms: a single sample is noise). Writes l
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
 from benchmarks.instances import table6_problem
+from benchmarks.publish import command_line, write_csv, write_json
 from heuristics.cosched.online import OnlineScheduler
 
 POINTS = (5, 100, 500, 1000, 2000)
@@ -48,10 +47,9 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     res = run()
     args.out.mkdir(parents=True, exist_ok=True)
-    command = "python -m benchmarks.cosched_latency " + " ".join(sys.argv[1:] if argv is None else argv)
-    (args.out / "latency.json").write_text(json.dumps({"command": command, "paper_ms": PAPER_MS, "results": res}, indent=2) + "\n")
-    lines = ["rule,concurrent_jobs,latency_ms,paper_ms"] + [f"{r},{k},{v['latency_ms'][k]:.3f},{PAPER_MS[k] or ''}" for r, v in res.items() for k in POINTS]
-    (args.out / "latency.csv").write_text("\n".join(lines) + "\n")
+    write_json(args.out / "latency.json", {"command": command_line("benchmarks.cosched_latency", argv), "paper_ms": PAPER_MS, "results": res})
+    write_csv(args.out / "latency.csv", [{"rule": r, "concurrent_jobs": k, "latency_ms": round(v["latency_ms"][k], 3), "paper_ms": PAPER_MS[k]}
+                                         for r, v in res.items() for k in POINTS])
     for r, v in res.items():
         print(r, {k: round(x, 2) for k, x in v["latency_ms"].items()}, f"max {v['max_latency_ms']:.1f} ms, cost ${v['cost_per_h']:.0f}/h, {v['groups']} groups")
 

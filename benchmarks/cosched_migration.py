@@ -10,14 +10,12 @@ for long outputs, least for dissimilar pairs).
 from __future__ import annotations
 
 import argparse
-import csv
-import json
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
+from benchmarks.publish import command_line, write_csv, write_json
 from heuristics.cosched.replay import ReplayJob, migration_gain
 
 PAIRS = {
@@ -67,15 +65,12 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     rows = run()
-    with (args.out / "migration.csv").open("w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_csv(args.out / "migration.csv", rows)
     summary = {p: {"median_gain": float(np.median([r["gain"] for r in rows if r["pair"] == p])),
                    "min": float(min(r["gain"] for r in rows if r["pair"] == p)), "max": float(max(r["gain"] for r in rows if r["pair"] == p))}
                for p in PAIRS}
-    command = "python -m benchmarks.cosched_migration " + " ".join(sys.argv[1:] if argv is None else argv)
-    (args.out / "migration.json").write_text(json.dumps({"command": command, "summary": summary, "paper": [1.06, 1.28], "rows": rows}, indent=2) + "\n")
+    write_json(args.out / "migration.json", {"command": command_line("benchmarks.cosched_migration", argv), "summary": summary,
+                                             "paper": [1.06, 1.28], "rows": rows})
     plot(rows, args.out / "migration.png")
     for p, v in summary.items():
         print(p, {k: round(x, 3) for k, x in v.items()})

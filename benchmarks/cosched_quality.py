@@ -8,14 +8,13 @@ sets (§7.5: SLO ~ U(1, 2), max group 5), and the optimum's solve time against t
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
 from benchmarks.instances import table6_problem
+from benchmarks.publish import command_line, write_csv, write_json
 from costmodels.cosched.group import evaluate_cosched
 from formulations.cosched.partition import solve_cosched_optimal
 from heuristics.cosched.online import (
@@ -56,14 +55,13 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     rows = run()
     args.out.mkdir(parents=True, exist_ok=True)
-    command = "python -m benchmarks.cosched_quality " + " ".join(sys.argv[1:] if argv is None else argv)
-    keys = list(rows[0])
-    (args.out / "quality.csv").write_text("\n".join([",".join(keys)] + [",".join(str(r[k]) for k in keys) for r in rows]) + "\n")
+    write_csv(args.out / "quality.csv", rows)
     summary = {name: {"median_ratio": float(np.median([r[f"{name}_ratio"] for r in rows])), "max_ratio": float(max(r[f"{name}_ratio"] for r in rows)),
                       "slo_attainment": float(np.mean([r[f"{name}_slo"] for r in rows])), "paper": PAPER.get(name)}
                for name in ("rollmux", "random", "greedy", "solo", "colocated")}
     times = {n: float(np.median([r["optimal_s"] for r in rows if r["jobs"] == n])) for n in SIZES}
-    (args.out / "quality.json").write_text(json.dumps({"command": command, "summary": summary, "optimal_solve_s": times, "rows": rows}, indent=2) + "\n")
+    write_json(args.out / "quality.json", {"command": command_line("benchmarks.cosched_quality", argv), "summary": summary,
+                                           "optimal_solve_s": times, "rows": rows})
     for name, v in summary.items():
         print(name, v)
     print("optimal solve s (median):", times)

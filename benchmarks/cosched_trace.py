@@ -13,14 +13,12 @@
 from __future__ import annotations
 
 import argparse
-import csv
-import json
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
+from benchmarks.publish import command_line, write_csv, write_json
 from costmodels.cosched.group import round_robin_schedule
 from costmodels.cosched.plot import plot_trace
 from costmodels.cosched.traces import generate
@@ -71,12 +69,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     rows, summary = run(args.out)
-    with (args.out / "trace.csv").open("w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    command = "python -m benchmarks.cosched_trace " + " ".join(sys.argv[1:] if argv is None else argv)
-    (args.out / "trace.json").write_text(json.dumps({"command": command, "summary": summary, "paper": PAPER, "rows": rows}, indent=2) + "\n")
+    write_csv(args.out / "trace.csv", rows)
+    write_json(args.out / "trace.json", {"command": command_line("benchmarks.cosched_trace", argv), "summary": summary, "paper": PAPER, "rows": rows})
     for trace, per in summary.items():
         for policy, v in per.items():
             print(trace, policy, {k: round(x, 3) if isinstance(x, float) else x for k, x in v.items()})

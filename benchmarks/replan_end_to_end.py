@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.publish import write_csv
 from costmodels.generation.engine import Request
 from costmodels.generation.traces import TraceParams, synthetic_trace
 from heuristics.replan import online
@@ -94,7 +95,7 @@ def write(result: dict, out_dir: Path, command: str) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = result["rows"]
     keys = ["setting", "gpus", "scheme", "verl_to_tp", "samples_per_s", "vs_verl_to", "vs_static_tp2", "reconfigurations", "migrations", "paper_orchestrrl_vs_verl_to"]
-    (out_dir / "end_to_end.csv").write_text("\n".join([",".join(keys)] + [",".join("" if r[k] is None else str(r[k]) for k in keys) for r in rows]) + "\n")
+    write_csv(out_dir / "end_to_end.csv", [{k: r[k] for k in keys} for r in rows])
     fc = result["forecast"]
     summary = {m: {k: float(np.mean([r[m][k] for r in fc])) for k in ("histogram", "work")} for m in ("arima", "last_step")}
     (out_dir / "end_to_end.json").write_text(json.dumps({"command": command, "rows": rows, "forecast": fc, "forecast_mean": summary}, indent=2) + "\n")

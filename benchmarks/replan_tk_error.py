@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 
+from benchmarks.publish import command_line, write_csv, write_json
 from costmodels.decode import Instance
 from costmodels.generation.engine import Request, simulate
 from costmodels.replan.presets import synthetic_state
@@ -79,10 +79,8 @@ def main(argv: list[str] | None = None) -> None:
     rows = run(args.cases)
     s = summary(rows)
     args.out.mkdir(parents=True, exist_ok=True)
-    keys = list(rows[0])
-    (args.out / "tk_error.csv").write_text("\n".join([",".join(keys)] + [",".join(str(r[k]) for k in keys) for r in rows]) + "\n")
-    command = "python -m benchmarks.replan_tk_error " + " ".join(sys.argv[1:] if argv is None else argv)
-    (args.out / "tk_error.json").write_text(json.dumps({"command": command, "summary": s, "rows": rows}, indent=2) + "\n")
+    write_csv(args.out / "tk_error.csv", rows)
+    write_json(args.out / "tk_error.json", {"command": command_line("benchmarks.replan_tk_error", argv), "summary": s, "rows": rows})
     import matplotlib
 
     matplotlib.use("Agg")

@@ -510,12 +510,9 @@ def simulate_cosched(
             check_output(plot, "--plot", PLOT_SUFFIXES)
         data: Any = generate(trace) if trace.partition(":")[0] in GENERATORS else trace
         problem = build_problem("cosched", {"jobs": data})
-        missing = [i for i, j in enumerate(problem.jobs.jobs) if j.duration_s is None]
-        if missing:
-            raise SpecError(f"jobs[{missing[0]}].duration_s", None, "a trace needs every job's running time", trace)
         results = [simulate_trace(problem, p, seed=seed, baseline_slo_check=baseline_slo_check, solve_optimal=solve_cosched_optimal) for p in policies]
     except SpecError as exc:
-        fail(str(exc))
+        fail(str(exc.with_source(trace)))
     if plot is not None:
         from costmodels.cosched.group import round_robin_schedule
         from costmodels.cosched.plot import plot_trace

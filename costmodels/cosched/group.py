@@ -141,6 +141,17 @@ class GroupState:
     def copy(self) -> GroupState:
         return GroupState(self.train_nodes, list(self.members), dict(self.pins), self.rollout_nodes, self.colocated)
 
+    def remove(self, name: str) -> None:
+        """Take job ``name`` out and release the rollout nodes no remaining member is pinned to
+        (renumbered in order); the training pool is not scaled (§4.1)."""
+        self.members.remove(name)
+        del self.pins[name]
+        if self.members and not self.colocated:
+            used = sorted({n for pins in self.pins.values() for n in pins})
+            renumber = {old: new for new, old in enumerate(used)}
+            self.pins = {k: tuple(renumber[n] for n in v) for k, v in self.pins.items()}
+            self.rollout_nodes = len(used)
+
     def to_group(self) -> Group:
         return Group(rollout_nodes=self.rollout_nodes, train_nodes=self.train_nodes, colocated=self.colocated,
                      jobs=[Member(name=m, rollout=list(self.pins[m])) for m in self.members])
@@ -291,8 +302,10 @@ def slo_ok(m: CoschedModel, g: GroupState) -> bool:
     return all(times[n] <= m.jobs[n].slo * m.jobs[n].solo_s * (1 + SLO_RTOL) for n in g.members)
 
 
-def group_ok(m: CoschedModel, g: GroupState) -> bool:
-    return len(g.members) <= m.spec.max_group_size and memory_ok(m, g) and slo_ok(m, g)
+def group_ok(m: CoschedModel, g: GroupState, slo: bool = True) -> bool:
+    """Group size and memory residency, and every member's SLO unless ``slo`` is False (the
+    §7.5 baselines' "can accommodate")."""
+    return len(g.members) <= m.spec.max_group_size and memory_ok(m, g) and (not slo or slo_ok(m, g))
 
 
 def colocated_group(m: CoschedModel, name: str) -> GroupState | None:

@@ -59,7 +59,7 @@ from costmodels.circuits.problem import (
     pair_time_s,
     plan_from_counts,
 )
-from costmodels.solving import Deadline, SolverOutput, Status
+from costmodels.solving import Deadline, SolverOutput, Status, native_stdout_silenced
 from formulations.pulp_util import variable_factory
 
 Fill = Callable[[CircuitProblem, Counts], Counts]
@@ -178,7 +178,7 @@ class _HighsModel(_Model):
 
         limit = self.deadline.remaining()
         solver = pulp.HiGHS(msg=False, timeLimit=limit, gapRel=0.0, gapAbs=0.0, threads=1)
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), native_stdout_silenced():
             warnings.simplefilter("ignore")
             prob.solve(solver)
         self.said.append(f"stage {len(self.said) + 1}: HiGHS {pulp.LpStatus.get(prob.status, prob.status)}, {pulp.LpSolution.get(prob.sol_status, prob.sol_status)}")

@@ -39,7 +39,6 @@ from costmodels.cosched.group import (
     colocated_group,
     cycle_and_load,
     group_ok,
-    memory_ok,
     node_loads,
     saturated,
 )
@@ -114,12 +113,6 @@ class OnlineScheduler:
         return {"job": name, "group": gi, "rollout_nodes": list(g.pins[name]), "marginal_cost_per_h": delta
                 if delta is not None else m.cost(g.rollout_nodes, g.train_nodes), "latency_s": latency}
 
-    def _valid(self, g: GroupState) -> bool:
-        m = self.model
-        if self.check_slo:
-            return group_ok(m, g)
-        return len(g.members) <= m.spec.max_group_size and memory_ok(m, g)
-
     def _choose(self, name: str) -> tuple[int, float]:
         m = self.model
         best: tuple[float, int, GroupState] | None = None
@@ -132,11 +125,11 @@ class OnlineScheduler:
                 for delta, h in sorted(options, key=lambda o: o[0]):
                     if best is not None and delta >= best[0]:
                         break  # no cheaper option left here
-                    if self._valid(h):
+                    if group_ok(m, h, self.check_slo):
                         best = (delta, gi, h)
                         break
             else:
-                ok = [(delta, gi, h) for delta, h in options if self._valid(h)]
+                ok = [(delta, gi, h) for delta, h in options if group_ok(m, h, self.check_slo)]
                 if ok:
                     valid.append(min(ok, key=lambda o: o[0]) if self.rule == "greedy" else self.rng.choice(ok))
         new = isolated(m, name)
@@ -157,27 +150,23 @@ class OnlineScheduler:
         return best[1], best[0]
 
     def depart(self, name: str) -> None:
-        """Remove a job and release the rollout nodes no remaining member is pinned to; an
-        emptied group is closed (the training pool is not scaled while members remain, §4.1)."""
-        for gi, g in enumerate(self.groups):
-            if name in g.members:
-                g.members.remove(name)
-                del g.pins[name]
-                if not g.members:
-                    del self.groups[gi]
-                elif not g.colocated:
-                    used = sorted({n for pins in g.pins.values() for n in pins})
-                    renumber = {old: new for new, old in enumerate(used)}
-                    g.pins = {k: tuple(renumber[n] for n in v) for k, v in g.pins.items()}
-                    g.rollout_nodes = len(used)
-                return
-        raise KeyError(name)
-
-    def cost_per_h(self) -> float:
-        return sum(self.model.cost(g.rollout_nodes, g.train_nodes) for g in self.groups)
+        """Remove a job (``GroupState.remove``: its unused rollout nodes are released); an emptied
+        group is closed."""
+        depart_from(self.groups, name)
 
     def plan(self) -> CoschedulePlan:
         return CoschedulePlan(groups=[g.to_group() for g in self.groups if g.members])
+
+
+def depart_from(groups: list[GroupState], name: str) -> None:
+    """Take job ``name`` out of whichever group holds it; close the group if it empties."""
+    for gi, g in enumerate(groups):
+        if name in g.members:
+            g.remove(name)
+            if not g.members:
+                del groups[gi]
+            return
+    raise KeyError(name)
 
 
 def _solve(problem: CoscheduleProblem, rule: str, seed: int) -> SolverOutput:

@@ -140,9 +140,6 @@ class ReplayResult:
     period_s: float
     phases: list[dict[str, Any]] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"period_s": self.period_s, "phases": self.phases}
-
 
 def replay_group(jobs: list[ReplayJob], *, rollout_gpu: str = "H20", rollout_gpus: int = 8, train_gpu: str = "H800",
                  train_gpus: int = 8, iterations: int = 4, seed: int = 0, migrate: bool = True, threshold: float = 0.8,

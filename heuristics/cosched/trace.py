@@ -31,6 +31,7 @@ from typing import Any
 
 from costmodels.cosched.group import CoschedModel, GroupState, coexec_times, state_of
 from costmodels.cosched.problem import CoscheduleProblem
+from costmodels.errors import SpecError
 from costmodels.solving import SolverOutput
 
 POLICIES = ("rollmux", "random", "greedy", "solo", "colocated", "optimal")
@@ -89,11 +90,9 @@ class _OptimalPolicy:
         self.groups = [state_of(g) for g in out.plan.groups]
 
     def depart(self, name: str) -> None:
-        from heuristics.cosched.online import OnlineScheduler
+        from heuristics.cosched.online import depart_from
 
-        helper = OnlineScheduler(self.m, "rollmux", groups=self.groups)
-        helper.depart(name)
-        self.groups = helper.groups
+        depart_from(self.groups, name)
 
 
 def _scheduler(problem: CoscheduleProblem, policy: str, seed: int, baseline_slo_check: bool, solve_optimal: Callable[..., SolverOutput] | None,
@@ -119,9 +118,9 @@ def simulate_trace(problem: CoscheduleProblem, policy: str = "rollmux", *, seed:
     """Replay the problem's jobs as a trace (``arrival_s``, ``duration_s``) under ``policy``."""
     m = problem.model()
     specs = {j.name: j for j in problem.jobs.jobs}
-    missing = [j.name for j in problem.jobs.jobs if j.duration_s is None]
+    missing = [i for i, j in enumerate(problem.jobs.jobs) if j.duration_s is None]
     if missing:
-        raise ValueError(f"job {missing[0]!r} has no duration_s: a trace needs every job's running time")
+        raise SpecError(f"jobs[{missing[0]}].duration_s", None, "a trace needs every job's running time")
     sched = _scheduler(problem, policy, seed, baseline_slo_check, solve_optimal, optimal_time_limit)
     arrivals = sorted(problem.jobs.jobs, key=lambda j: (j.arrival_s, j.name))
     remaining: dict[str, float] = {}  # solo-seconds of work left
@@ -130,7 +129,7 @@ def simulate_trace(problem: CoscheduleProblem, policy: str = "rollmux", *, seed:
     timeline: list[dict[str, float]] = []
     decisions: list[float] = []
     snapshot: list[GroupState] = []
-    now, i = 0.0, 0
+    now, i, most = 0.0, 0, 0
 
     def rates() -> None:
         rate.clear()
@@ -158,8 +157,8 @@ def simulate_trace(problem: CoscheduleProblem, policy: str = "rollmux", *, seed:
             sched.arrive(job.name)
             decisions.append(time.perf_counter() - t0)
             remaining[job.name] = float(job.duration_s)
-            if len(remaining) >= max((x["jobs"] for x in timeline), default=0):
-                snapshot = [g.copy() for g in sched.groups]
+            if len(remaining) >= most:
+                most, snapshot = len(remaining), [g.copy() for g in sched.groups]
         else:
             name = dep[1]
             del remaining[name]

@@ -1,0 +1,27 @@
+"""What every standalone benchmark script writes next to its figures: the command that made
+them, the rows as CSV and a JSON document (``benchmarks/results/<topic>/``)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def command_line(module: str, argv: list[str] | None) -> str:
+    """``python -m <module> <args>`` as the script was run (``argv`` when called from Python)."""
+    return f"python -m {module} " + " ".join(sys.argv[1:] if argv is None else argv)
+
+
+def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    """One row per dict, columns in the first row's order (None as an empty cell)."""
+    with path.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def write_json(path: Path, doc: dict[str, Any]) -> None:
+    path.write_text(json.dumps(doc, indent=2) + "\n")
