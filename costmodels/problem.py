@@ -83,7 +83,12 @@ class SolverEntry:
     """A solver of this problem, by reference. ``target`` is ``"module:function"``; the function
     takes ``(problem, *, time_limit, seed, **options)`` and returns a ``SolverOutput``. ``inject``
     maps keyword parameters to ``"module:function"`` objects the planner passes in (how an exact
-    formulation gets a heuristic's warm start or fill without importing heuristics)."""
+    formulation gets a heuristic's warm start or fill without importing heuristics).
+
+    ``time_limit`` is the solver's default wall-clock cap in seconds: what bounds a run whose
+    caller gives no limit (``rlplan plan`` without ``--time-limit``, ``solve()`` without
+    ``time_limit``). It is a cap, not a budget: the solver keeps its own default effort and
+    stops early only when that would overrun it (``costmodels.solving.default_cap``)."""
 
     name: str
     target: str
@@ -91,6 +96,7 @@ class SolverEntry:
     exact: bool = False
     default: bool = False
     inject: Mapping[str, str] = field(default_factory=dict)
+    time_limit: float = 60.0
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ return type lives here. The planner turns a :class:`SolverOutput` into a checked
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import math
 import os
 import sys
@@ -52,14 +53,42 @@ class DeadlineExceeded(Exception):
     the solver catches it and returns its best plan so far."""
 
 
+#: the wall-clock cap of the solve running in this context, set by the façade from the solver's
+#: default limit when the caller gives none (see :func:`default_cap`)
+_CAP: contextvars.ContextVar[float | None] = contextvars.ContextVar("rlplan_time_cap", default=None)
+
+
+@contextlib.contextmanager
+def default_cap(seconds: float | None) -> Iterator[None]:
+    """Run a solve under a default wall-clock cap: every :class:`Deadline` made inside without a
+    limit of its own stops after ``seconds``.
+
+    Why a cap and not a limit: a search given ``time_limit`` treats it as a budget to fill (SHA-EA
+    calibrates its evaluations to it), which is right when a user asks for 60 s and wrong when
+    the user asked for nothing and a small instance finishes in one. Under a cap a solver keeps
+    its own default effort (``Deadline.time_limit`` stays None) and only stops early when that
+    effort would overrun the cap; the cap reaches HiGHS and CP-SAT through
+    :meth:`Deadline.remaining`, which every backend call reads."""
+    token = _CAP.set(seconds)
+    try:
+        yield
+    finally:
+        _CAP.reset(token)
+
+
 class Deadline:
     """A solver's wall-clock limit, made once from ``time_limit`` and handed to everything that
-    can stop early (one object instead of ``float | None`` arithmetic in every loop)."""
+    can stop early (one object instead of ``float | None`` arithmetic in every loop).
+
+    ``time_limit`` is the caller's limit (None when none was given); ``cap`` is the default cap
+    in force when it is None (:func:`default_cap`), and ``limit`` whichever of the two applies."""
 
     def __init__(self, time_limit: float | None) -> None:
         self.start = time.perf_counter()
         self.time_limit = time_limit
-        self.at = None if time_limit is None else self.start + time_limit
+        self.cap = _CAP.get() if time_limit is None else None
+        self.limit = time_limit if time_limit is not None else self.cap
+        self.at = None if self.limit is None else self.start + self.limit
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.start
@@ -74,8 +103,8 @@ class Deadline:
     def check(self) -> None:
         """Raise :class:`DeadlineExceeded` once the limit has passed."""
         if self.expired():
-            raise DeadlineExceeded(f"time limit of {self.time_limit:g} s reached")
-
+            what = "time limit" if self.cap is None else "default time limit"
+            raise DeadlineExceeded(f"{what} of {self.limit:g} s reached")
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ app = typer.Typer(
     help="Plan LLM RL post-training deployments with real solvers on one set of cost models (`rlplan plan --help` lists the problems).",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    add_completion=True,
 )
 presets_app = typer.Typer(help="List and show the shipped examples (specs and whole problems).", invoke_without_command=True)
 app.add_typer(presets_app, name="presets")
@@ -81,11 +81,11 @@ def _parse_options(pairs: list[str]) -> dict[str, Any]:
 def _solver_table(problem: str) -> Table:
     reg = default_registry()
     table = Table(title=f"solvers for `{problem}`")
-    for col in ("solver", "exact", "description"):
+    for col in ("solver", "exact", "default limit", "description"):
         table.add_column(col)
     for s in reg.solvers(problem):
         name = s.name + (" (default)" if s.name == reg.default(problem) else "")
-        table.add_row(name, "yes" if s.exact else "no", s.description)
+        table.add_row(name, "yes" if s.exact else "no", f"{s.time_limit:g} s", s.description)
     return table
 
 
@@ -102,7 +102,7 @@ def _options_table(problem: str) -> Table:
 def _print_solver_help(problem: str) -> NoReturn:
     out.print(_solver_table(problem))
     out.print(_options_table(problem))
-    out.print("Every solver also takes --time-limit S and --seed N.", highlight=False)
+    out.print("Every solver also takes --time-limit S (default: its limit above, a cap it stops at; a search given --time-limit uses all of it) and --seed N.", highlight=False)
     raise typer.Exit(0)
 
 
@@ -133,6 +133,12 @@ def _file_fields() -> dict[str, list[ProblemKind]]:
     return fields
 
 
+def default_output(problem: str) -> str:
+    """The plan file ``rlplan plan`` writes without ``-o``: one per problem, so planning circuits
+    never overwrites the placement plan."""
+    return f"{problem}-plan.json"
+
+
 def plan_command(
     problem: str | None,
     fields: dict[str, str | None],
@@ -140,7 +146,7 @@ def plan_command(
     time_limit: float | None,
     seed: int,
     option: list[str] | None,
-    output: str,
+    output: str | None,
     quiet: bool,
     export: list[str] | None,
     plot: Path | None,
@@ -150,14 +156,6 @@ def plan_command(
     given = {k: v for k, v in fields.items() if v is not None}
     problem = problem or reg.solvable()[0].name
     try:
-        targets: dict[str, Path] = {}
-        if output != "-":
-            targets["-o"] = check_output(output, "-o")
-            for fmt in export or []:
-                targets[f"--export {fmt}"] = check_output(Path(output).with_suffix(f".{fmt}.yaml"), f"--export {fmt}")
-        if plot is not None:
-            targets["--plot"] = check_output(plot, "--plot", PLOT_SUFFIXES)
-        check_distinct(targets)
         if problem in {k.name for k in reg.kinds()}:
             kind = solvable_kind(problem, None, reg)
             stray = sorted(set(given) - {f.name for f in kind.fields})
@@ -171,6 +169,16 @@ def plan_command(
             kind = reg.kind_of(prob)
         if solver == "help":
             _print_solver_help(kind.name)
+        # outputs are checked before solving, so a bad path never costs a search or loses its plan
+        output = output if output is not None else default_output(kind.name)
+        targets: dict[str, Path] = {}
+        if output != "-":
+            targets["-o"] = check_output(output, "-o")
+            for fmt in export or []:
+                targets[f"--export {fmt}"] = check_output(Path(output).with_suffix(f".{fmt}.yaml"), f"--export {fmt}")
+        if plot is not None:
+            targets["--plot"] = check_output(plot, "--plot", PLOT_SUFFIXES)
+        check_distinct(targets)
         if prob is None:
             prob = build_problem(kind.name, {**kind.defaults(), **given})
         options = _parse_options(option or [])
@@ -182,10 +190,7 @@ def plan_command(
             fail(f"--plot: pictures exist for {', '.join(k.name for k in reg.solvable() if k.plot)} plans, not {kind.name}")
         info = reg.get(kind.name, solver)
         info.validate_options(options)  # solve() checks again; here so a bad value never opens a progress display
-        if info.takes_progress and sys.stderr.isatty() and not quiet:
-            result = _solve_with_progress(prob, solver, time_limit, seed, options)
-        else:
-            result = solve(prob, solver, time_limit=time_limit, seed=seed, **options)
+        result = _solve_with_progress(prob, info, time_limit, seed, options, quiet)
     except SpecError as exc:
         fail(str(exc))
     except (UnknownSolverError, ValueError) as exc:
@@ -214,7 +219,42 @@ def plan_command(
         else:
             summary = _breakdown_summary(f"{kind.name} by {result.solver} ({result.status.value})", result.objective, result.breakdown)
         out.print(render(summary))
+        for line in outcome_lines(result):
+            out.print(line, markup=False, highlight=False, soft_wrap=True)
         out.print(f"wrote {output}" + (f" and {plot}" if plot is not None else ""))
+
+
+def outcome_lines(result: Result) -> list[str]:
+    """What a person should know about how the search ended, under the summary table: the
+    solver's own words (e.g. SHA-EA's "the co-located seed plan was not beaten"), the gap to the
+    proven bound when there is one, and whether a time limit stopped it."""
+    said = result.message.strip()
+    lines = [said if said.lower().startswith(result.solver.lower()) else f"{result.solver}: {said}"] if said else []
+    if result.bound is not None and result.gap is not None:
+        lines.append(f"bound {result.bound:.6g}, gap {100 * result.gap:.3g}%" + (" (proven optimal)" if result.gap <= 1e-9 else ""))
+    limit = result.time_limit if result.time_limit is not None else result.stats.get("default_time_limit")
+    if limit is not None:
+        used = f"took {result.wall_time_s:.1f} s of {'its' if result.time_limit is not None else 'the default'} {limit:g} s limit"
+        lines.append(used + ("" if result.time_limit is not None else " (--time-limit S to change it)"))
+    return lines
+
+
+def _complete_problem(incomplete: str) -> list[str]:
+    """Shell completion of ``rlplan plan <TAB>``: problem names and whole-problem presets."""
+    reg = default_registry()
+    names = reg.problems() + [p.name for p in reg.presets("problem")]
+    return [n for n in names if n.startswith(incomplete)]
+
+
+def _complete_solver(ctx: typer.Context, incomplete: str) -> list[str]:
+    """Shell completion of ``--solver``: the solvers of the problem named on the line (all
+    solvers when it is a file), and ``help``."""
+    reg = default_registry()
+    words = [ctx.params.get("problem"), *ctx.args]  # during completion the positional may still sit in args
+    problem = next((w for w in words if w in reg.problems()), None) or (reg.problems()[0] if not any(words) else None)
+    kinds = [problem] if problem is not None else reg.problems()
+    names = sorted({s.name for k in kinds for s in reg.solvers(k)}) + ["help"]
+    return [n for n in names if n.startswith(incomplete)]
 
 
 def _build_plan_command() -> Any:
@@ -225,7 +265,7 @@ def _build_plan_command() -> Any:
     P = inspect.Parameter
     params = [P("problem", P.POSITIONAL_OR_KEYWORD, default=None,
                 annotation=Annotated[str | None, typer.Argument(help=f"{names}, or a problem file / preset name; default {reg.problems()[0]}",
-                                                                show_default=False)])]
+                                                                show_default=False, autocompletion=_complete_problem)])]
     file_fields = _file_fields()
     for name, kinds in file_fields.items():
         helps = "; ".join(f"{k.spec_field(name).help} ({k.name})" for k in kinds)
@@ -233,11 +273,15 @@ def _build_plan_command() -> Any:
     exports = sorted({e for k in reg.solvable() for e in k.exports})
     plots = [k.name for k in reg.solvable() if k.plot]
     params += [
-        P("solver", P.KEYWORD_ONLY, default=None, annotation=Annotated[str | None, typer.Option(help="solver name; `help` lists them and their options")]),
-        P("time_limit", P.KEYWORD_ONLY, default=None, annotation=Annotated[float | None, typer.Option("--time-limit", help="seconds; the best plan found by then is returned")]),
+        P("solver", P.KEYWORD_ONLY, default=None, annotation=Annotated[str | None, typer.Option(help="solver name; `help` lists them and their options",
+                                                                                            autocompletion=_complete_solver)]),
+        P("time_limit", P.KEYWORD_ONLY, default=None, annotation=Annotated[float | None, typer.Option("--time-limit", show_default=False, help=(
+            "seconds a search may use; the best plan found by then is returned. Default: the solver's own cap (`--solver help` lists "
+            "them), here " + ", ".join(f"{p} {reg.get(p).name} {reg.get(p).time_limit:g} s" for p in reg.problems())))]),
         P("seed", P.KEYWORD_ONLY, default=0, annotation=Annotated[int, typer.Option(help="random seed (same seed, same plan)")]),
         P("option", P.KEYWORD_ONLY, default=None, annotation=Annotated[list[str] | None, typer.Option("--option", "-O", help="solver option key=value (repeatable); `--solver help` lists them")]),
-        P("output", P.KEYWORD_ONLY, default="plan.json", annotation=Annotated[str, typer.Option("--output", "-o", help="plan JSON file; `-` for stdout")]),
+        P("output", P.KEYWORD_ONLY, default=None, annotation=Annotated[str | None, typer.Option("--output", "-o", show_default=False, help=(
+            "plan JSON file; `-` for stdout. Default: <problem>-plan.json (" + ", ".join(default_output(p) for p in reg.problems()[:2]) + ", ...)"))]),
         P("quiet", P.KEYWORD_ONLY, default=False, annotation=Annotated[bool, typer.Option("--quiet", "-q", help="no summary table")]),
         P("export", P.KEYWORD_ONLY, default=None, annotation=Annotated[list[str] | None, typer.Option("--export", help=f"also write a framework config snippet: {', '.join(exports) or 'none'}")]),
         P("plot", P.KEYWORD_ONLY, default=None, annotation=Annotated[Path | None, typer.Option("--plot", help=f"also draw the plan to this PNG ({', '.join(plots)})")]),
@@ -256,17 +300,65 @@ def _build_plan_command() -> Any:
 app.command("plan")(_build_plan_command())
 
 
-def _solve_with_progress(prob: Any, solver: str | None, time_limit: float | None, seed: int, options: dict[str, Any]) -> Result:
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+#: seconds between progress lines on stderr when it is not a terminal (RLPLAN_PROGRESS_EVERY)
+PROGRESS_EVERY_S = 5.0
 
-    with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} evaluations"),
-                  TextColumn("best {task.fields[best]}"), TimeElapsedColumn(), console=err, transient=True) as bar:
-        task = bar.add_task(f"searching ({solver or 'default'})", total=None, best="-")
+
+def _solve_with_progress(prob: Any, info: Any, time_limit: float | None, seed: int, options: dict[str, Any], quiet: bool) -> Result:
+    """Solve with a live display on a terminal (a bar for solvers that count evaluations, a
+    spinner with the clock for the others) and, outside one, a progress line on stderr every few
+    seconds, so a long run in CI or under ``nohup`` is never silent. ``--quiet`` shows neither."""
+    limit = time_limit if time_limit is not None else info.time_limit
+    what = f"{info.problem} by {info.name}, limit {limit:g} s" + ("" if time_limit is not None else " (default)")
+    state: dict[str, Any] = {"used": None, "budget": None, "best": math.inf}
+
+    def remember(used: int, budget: int, best: float) -> None:
+        state.update(used=used, budget=budget, best=best)
+
+    if quiet:
+        return solve(prob, info.name, time_limit=time_limit, seed=seed, **options)
+    if sys.stderr.isatty():
+        return _solve_on_terminal(prob, info, what, time_limit, seed, options)
+    import os
+    import threading
+    import time
+
+    every = float(os.environ.get("RLPLAN_PROGRESS_EVERY", PROGRESS_EVERY_S) or PROGRESS_EVERY_S)
+    done = threading.Event()
+    start = time.perf_counter()
+
+    def heartbeat() -> None:
+        while not done.wait(every):
+            line = f"rlplan: solving {what}: {time.perf_counter() - start:.0f} s"
+            if state["used"] is not None:
+                line += f", {state['used']}/{state['budget']} evaluations"
+            if math.isfinite(state["best"]):
+                line += f", best {state['best']:.6g}"
+            sys.stderr.write(line + "\n")
+            sys.stderr.flush()
+
+    thread = threading.Thread(target=heartbeat, name="rlplan-progress", daemon=True)
+    thread.start()
+    try:
+        return solve(prob, info.name, time_limit=time_limit, seed=seed, progress=remember, **options)
+    finally:
+        done.set()
+        thread.join()
+
+
+def _solve_on_terminal(prob: Any, info: Any, what: str, time_limit: float | None, seed: int, options: dict[str, Any]) -> Result:
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    columns = [SpinnerColumn(), TextColumn("[progress.description]{task.description}")]
+    if info.takes_progress:
+        columns += [BarColumn(), TextColumn("{task.completed}/{task.total} evaluations"), TextColumn("best {task.fields[best]}")]
+    with Progress(*columns, TimeElapsedColumn(), console=err, transient=True) as bar:
+        task = bar.add_task(f"solving {what}", total=None, best="-")
 
         def report(used: int, budget: int, best: float) -> None:
-            bar.update(task, completed=used, total=budget, best=f"{best:.2f}" if best < float("inf") else "-")
+            bar.update(task, completed=used, total=budget, best=f"{best:.6g}" if best < math.inf else "-")
 
-        return solve(prob, solver, time_limit=time_limit, seed=seed, progress=report, **options)
+        return solve(prob, info.name, time_limit=time_limit, seed=seed, progress=report, **options)
 
 
 @app.command()

@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import math
 import os
 import typing
 from collections.abc import Callable
@@ -61,10 +62,14 @@ class SolverInfo:
     are built on first use."""
 
     def __init__(self, problem: str, name: str, description: str, *, exact: bool = False,
-                 func: SolverFn | None = None, target: str | None = None, inject: dict[str, str] | None = None) -> None:
+                 func: SolverFn | None = None, target: str | None = None, inject: dict[str, str] | None = None,
+                 time_limit: float = 60.0) -> None:
         if (func is None) == (target is None):
             raise TypeError("give a solver function or a module:function target, not both")
+        if not (time_limit > 0 and math.isfinite(time_limit)):
+            raise ValueError(f"solver {name!r}: default time_limit must be a positive number of seconds, got {time_limit!r}")
         self.problem, self.name, self.description, self.exact = problem, name, description, exact
+        self.time_limit = float(time_limit)  # the default cap (SolverEntry.time_limit)
         self._func, self.target, self.inject = func, target, dict(inject or {})
 
     def __repr__(self) -> str:
@@ -162,7 +167,7 @@ class Registry:
         self._kinds[kind.name] = kind
         for entry in kind.solvers:
             self._add(SolverInfo(kind.name, entry.name, entry.description, exact=entry.exact, target=entry.target,
-                                 inject=dict(entry.inject)), default=entry.default)
+                                 inject=dict(entry.inject), time_limit=entry.time_limit), default=entry.default)
 
     def kind(self, name: str) -> ProblemKind:
         if name not in self._kinds:
@@ -191,11 +196,12 @@ class Registry:
 
     # ------------------------------------------------------------------ solvers
 
-    def register(self, problem: str, name: str, func: SolverFn, *, description: str, exact: bool = False, default: bool = False) -> SolverInfo:
-        """Add a solver function to a registered problem."""
+    def register(self, problem: str, name: str, func: SolverFn, *, description: str, exact: bool = False, default: bool = False,
+                 time_limit: float = 60.0) -> SolverInfo:
+        """Add a solver function to a registered problem (``time_limit``: its default cap, s)."""
         if problem not in self._kinds:
             raise ValueError(f"cannot register solver {name!r}: unknown problem {problem!r}; known: {', '.join(self._kinds)}")
-        info = SolverInfo(problem, name, description, exact=exact, func=func)
+        info = SolverInfo(problem, name, description, exact=exact, func=func, time_limit=time_limit)
         info.raw  # noqa: B018  (a function without time_limit/seed fails at registration, not at solve time)
         return self._add(info, default=default)
 

@@ -14,7 +14,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from costmodels.solving import SolverOutput, Status
+from costmodels.solving import SolverOutput, Status, default_cap
 from planner.registry import Registry, default_registry
 from planner.result import Result, relative_gap
 
@@ -44,6 +44,11 @@ def solve(
 ) -> Result:
     """Solve ``problem`` with the named solver (the problem's default when None).
 
+    Every run is bounded: without ``time_limit`` the solver runs under its default cap
+    (``SolverInfo.time_limit``, listed by ``rlplan plan <problem> --solver help``), which stops it
+    early only when its own default effort would overrun the cap; with ``time_limit`` a search
+    may use all of it.
+
     ``progress(used, budget, best)`` is called by solvers that report progress (others ignore
     it). Raises ``UnknownSolverError`` for an unknown solver and ``SolverOptionError`` (a
     ``ValueError``) for an option the solver does not take or a value it rejects, before the
@@ -59,7 +64,8 @@ def solve(
     base = {"problem": problem, "solver": info.name, "options": dict(options), "seed": seed, "time_limit": time_limit}
     facade = {"progress": progress} if progress is not None and info.takes_progress else {}
     try:
-        out = info.func(problem, time_limit=time_limit, seed=seed, **facade, **options)
+        with default_cap(None if time_limit is not None else info.time_limit):
+            out = info.func(problem, time_limit=time_limit, seed=seed, **facade, **options)
     except Exception as exc:  # a crash is a result, never a silent skip (issue 6)
         return Result(status=Status.ERROR, wall_time_s=time.perf_counter() - start,
                       message=f"{type(exc).__name__}: {exc}", stats={"traceback": traceback.format_exc()}, **base)
@@ -68,6 +74,8 @@ def solve(
         return Result(status=Status.ERROR, wall_time_s=wall, message=f"solver returned {type(out).__name__}, not SolverOutput", **base)
     result = Result(status=out.status, wall_time_s=wall, plan=out.plan, bound=out.bound, message=out.message,
                     solver_objective=out.objective, stats=dict(out.stats), **base)
+    if time_limit is None:
+        result.stats["default_time_limit"] = info.time_limit
     if out.plan is None:
         if out.status.has_plan:
             result.status = Status.ERROR

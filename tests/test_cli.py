@@ -87,10 +87,15 @@ def test_plan_broadcast_two_level_and_naive(tmp_path):
     assert objectives["two-level"] < objectives["naive"]
 
 
-def test_plot_is_refused_for_placement(tmp_path):
-    r = run_cli("plan", "placement", "--cluster", "small-4", "--plot", str(tmp_path / "x.png"), "-o", str(tmp_path / "p.json"))
-    assert r.returncode == 2 and "--plot" in r.stderr
-    assert not (tmp_path / "p.json").exists()
+@pytest.mark.parametrize("cluster,workflow,solver", [("small-16", "ppo-async-qwen3-4b", "streamrl"), ("hetrl-multi-country", "grpo-sync-qwen3-8b", "verl")])
+def test_placement_plot_draws_the_cluster_and_the_timeline(tmp_path, cluster, workflow, solver):
+    """`--plot` on a placement plan: a PNG of the cluster by zone and the iteration's phases,
+    sync and async, one zone and several (issue 16: the first thing a person wants to see)."""
+    png, out = tmp_path / "p.png", tmp_path / "p.json"
+    r = run_cli("plan", "placement", "--cluster", cluster, "--workflow", workflow, "--solver", solver, "-o", str(out), "--plot", str(png))
+    assert r.returncode == 0, r.stderr
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
+    assert f"wrote {out} and {png}" in " ".join(r.stdout.split())
 
 
 def test_plan_in_a_terminal_writes_its_plan(tmp_path):
@@ -102,3 +107,61 @@ def test_plan_in_a_terminal_writes_its_plan(tmp_path):
     code, text = run_cli_pty("plan", "--cluster", "small-8", "--workflow", "grpo-sync-qwen3-4b", "-O", "evaluations=20", "-o", str(out))
     assert code == 0, text[-2000:]
     assert "Traceback" not in text and json.loads(out.read_text())["options"] == {"evaluations": 20}
+    # a solver that reports no progress gets a spinner with the clock on a terminal
+    code, text = run_cli_pty("plan", "circuits", "--solver", "milp", "-o", str(tmp_path / "c.json"))
+    assert code == 0 and "Traceback" not in text and "wrote" in text and "proven optimal" in text, text[-2000:]
+
+
+def test_plan_without_output_writes_the_problems_own_file(tmp_path):
+    """Without -o each problem writes <problem>-plan.json, so planning one problem never
+    overwrites another's plan."""
+    r = run_cli("plan", "circuits", "-q", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "circuits-plan.json").is_file() and not (tmp_path / "plan.json").exists()
+    assert run_cli("validate", "circuits-plan.json", cwd=tmp_path).returncode == 0
+
+
+def test_long_runs_outside_a_terminal_report_progress_on_stderr(tmp_path):
+    """Outside a terminal a run is never silent: a progress line every few seconds on stderr
+    (here every 0.2 s), stdout left to the plan; the summary says how the search ended and
+    under which limit."""
+    import os
+    import subprocess
+
+    from tests.conftest import rlplan_executable
+
+    env = {**os.environ, "RLPLAN_PROGRESS_EVERY": "0.2", "COLUMNS": "200"}
+    r = subprocess.run([rlplan_executable(), "plan", "--cluster", "small-8", "--workflow", "grpo-sync-qwen3-4b", "--solver", "sha-ea",
+                        "-O", "evaluations=10", "-o", str(tmp_path / "p.json")], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("rlplan: solving placement by sha-ea, limit 60 s (default)")]
+    assert len(lines) >= 3, r.stderr
+    assert any("evaluations" in ln and "best" in ln for ln in lines)
+    assert "took" in r.stdout and "of the default 60 s limit" in r.stdout
+    quiet = run_cli("plan", "circuits", "-q", "-o", str(tmp_path / "c.json"))
+    assert quiet.returncode == 0 and quiet.stderr == ""
+
+
+def test_solver_help_lists_each_solvers_default_limit():
+    r = run_cli("plan", "placement", "--solver", "help")
+    assert r.returncode == 0
+    assert "default limit" in r.stdout and "300 s" in r.stdout and "60 s" in r.stdout
+    text = " ".join(run_cli("plan", "--help").stdout.replace("│", " ").split())
+    assert "Default: the solver's own cap" in text and "placement sha-ea 60 s" in text
+
+
+def test_shell_completion_knows_problems_and_each_problems_solvers():
+    import os
+    import subprocess
+
+    from tests.conftest import rlplan_executable
+
+    def complete(words: str, cword: int) -> list[str]:
+        env = {**os.environ, "COMP_WORDS": words, "COMP_CWORD": str(cword), "_RLPLAN_COMPLETE": "complete_bash"}
+        return subprocess.run([rlplan_executable()], capture_output=True, text=True, env=env, timeout=60).stdout.split()
+
+    assert "circuits" in complete("rlplan plan ci", 2) and "placement" not in complete("rlplan plan ci", 2)
+    circuits = complete("rlplan plan circuits --solver ", 4)
+    assert {"greedy", "milp", "cpsat", "help"} <= set(circuits) and "sha-ea" not in circuits
+    assert "sha-ea" in complete("rlplan plan --solver ", 3)
+    assert "--install-completion" in run_cli("--help").stdout

@@ -128,3 +128,46 @@ def test_default_registry_lists_placement_solvers(problem):
 def test_unknown_problem_type():
     with pytest.raises(TypeError, match="not a problem"):
         solve(object())
+
+
+def test_a_run_without_a_limit_stops_at_the_solvers_default_cap(problem):
+    """Every run is bounded (issue 16): a solver that would search forever without a limit stops
+    at its registered default cap, and the limit it ran under is recorded."""
+    import time
+
+    from costmodels.solving import Deadline
+
+    plan = colocated_plan(problem, 2, 2, 1)
+    seen = {}
+
+    def endless(p, *, time_limit=None, seed=0):
+        deadline = Deadline(time_limit)
+        seen["time_limit"], seen["cap"] = deadline.time_limit, deadline.cap
+        while not deadline.expired():
+            time.sleep(0.01)
+        return SolverOutput(Status.FEASIBLE, plan=plan)
+
+    reg = Registry.builtin_problems()
+    reg.register("placement", "endless", endless, description="test double", time_limit=0.3)
+    r = solve(problem, "endless", registry=reg)
+    assert r.success and r.wall_time_s < 5
+    assert seen == {"time_limit": None, "cap": 0.3}  # a cap, not a budget the solver must fill
+    assert r.stats["default_time_limit"] == 0.3 and r.time_limit is None
+    r = solve(problem, "endless", registry=reg, time_limit=0.5)  # the caller's limit replaces the cap
+    assert seen == {"time_limit": 0.5, "cap": None} and "default_time_limit" not in r.stats
+    with pytest.raises(ValueError, match="default time_limit"):
+        reg.register("placement", "unbounded", endless, description="test double", time_limit=float("inf"))
+
+
+def test_every_registered_solver_has_a_finite_default_limit():
+    import math
+
+    for info in default_registry().solvers():
+        assert 0 < info.time_limit < math.inf, info
+
+
+def test_sha_ea_without_a_limit_plans_for_what_fits_its_cap(problem):
+    """Under the default cap SHA-EA keeps its own budget (300 evaluations) on a small instance
+    instead of filling the cap, and on any instance it returns before the cap."""
+    r = solve(problem, "sha-ea", seed=1)
+    assert r.success and r.stats["budget"] <= 300 and r.wall_time_s < r.stats["default_time_limit"] + 5

@@ -29,13 +29,13 @@ SOLVERS = (
                 description="OrchestrRL Algorithm 3 (App. D.2): one circuit at a time to the largest pair time, heap-based"),
     SolverEntry("greedy-reference", "heuristics.circuits.greedy:solve_greedy_reference",
                 description="plain transcription of Algorithm 3 (rescans every pair each step); same allocation as greedy"),
-    SolverEntry("milp", "formulations.circuits.exact:solve_circuits_milp", exact=True, inject=_FILL,
+    SolverEntry("milp", "formulations.circuits.exact:solve_circuits_milp", exact=True, inject=_FILL, time_limit=120.0,
                 description="exact lexicographic model (max covered demand, then min bottleneck) on HiGHS via PuLP"),
-    SolverEntry("cpsat", "formulations.circuits.exact:solve_circuits_cpsat", exact=True, inject=_FILL,
+    SolverEntry("cpsat", "formulations.circuits.exact:solve_circuits_cpsat", exact=True, inject=_FILL, time_limit=120.0,
                 description="the same exact model on OR-Tools CP-SAT (bottleneck picked from its candidate set)"),
     SolverEntry("uniform", "heuristics.circuits.greedy:solve_uniform",
                 description="uniform splitting baseline (App. I): each endpoint's ports spread evenly over its demanded pairs"),
-    SolverEntry("bruteforce", "formulations.circuits.bruteforce:solve_circuits_bruteforce", exact=True,
+    SolverEntry("bruteforce", "formulations.circuits.bruteforce:solve_circuits_bruteforce", exact=True, time_limit=300.0,
                 description="enumerate every allocation (tiny instances only; ground truth for the exact models)"),
 )
 

@@ -16,9 +16,9 @@ SOLVERS = (
     SolverEntry("greedy", "heuristics.cosched.online:solve_greedy", description="the most idle group that can take the job (§7.5)"),
     SolverEntry("solo", "heuristics.cosched.online:solve_solo", description="Solo-D: every job alone on 1:1 rollout and training pools (§7.4)"),
     SolverEntry("colocated", "heuristics.cosched.online:solve_colocated", description="veRL-style: every job alone, both phases on training GPUs (§7.4)"),
-    SolverEntry("optimal", "formulations.cosched.partition:solve_cosched_optimal", exact=True,
+    SolverEntry("optimal", "formulations.cosched.partition:solve_cosched_optimal", exact=True, time_limit=120.0,
                 description="the offline optimum: set partitioning over pruned feasible groups on HiGHS"),
-    SolverEntry("bruteforce", "formulations.cosched.bruteforce:solve_cosched_bruteforce", exact=True,
+    SolverEntry("bruteforce", "formulations.cosched.bruteforce:solve_cosched_bruteforce", exact=True, time_limit=300.0,
                 description="every grouping of up to 6 jobs (the paper's brute-force optimum; ground truth)"),
 )
 

@@ -9,6 +9,7 @@ from costmodels.placement.canned import canned_placements
 from costmodels.placement.check import check_placement
 from costmodels.placement.cost import evaluate_placement
 from costmodels.placement.export import export_roll, export_verl
+from costmodels.placement.plot import plot_placement
 from costmodels.placement.presets import placement_presets
 from costmodels.placement.problem import CostParams, PlacementPlan, PlacementProblem
 from costmodels.placement.summary import placement_cost_table, placement_summary
@@ -28,7 +29,7 @@ def _build(cluster: ClusterSpec, workflow: WorkflowSpec, params: CostParams | No
 SOLVERS = (
     SolverEntry("sha-ea", "heuristics.placement.sha_ea:solve_sha_ea", default=True,
                 description="HetRL SHA-EA (§3.4): nested successive halving over task and GPU groupings, EA over GPU assignment, exact Level 4"),
-    SolverEntry("ilp", "formulations.placement.ilp:solve_placement_ilp", exact=True,
+    SolverEntry("ilp", "formulations.placement.ilp:solve_placement_ilp", exact=True, time_limit=300.0,
                 description="HetRL ILP (§3.5) on HiGHS via PuLP (backend=cbc for CBC); optimal over rlplan's placement space"),
     SolverEntry("ea", "heuristics.placement.ea:solve_plain_ea",
                 description="plain DEAP-style evolutionary algorithm over the same space (HetRL §5.4 baseline)"),
@@ -37,7 +38,7 @@ SOLVERS = (
     SolverEntry("streamrl", "heuristics.placement.streamrl:solve_streamrl",
                 description="StreamRL-style baseline: generation on one node set, all other tasks on the rest"),
     SolverEntry("random", "heuristics.placement.ea:solve_random", description="random feasible plans from the same space, best kept"),
-    SolverEntry("bruteforce", "formulations.placement.bruteforce:solve_placement_bruteforce", exact=True,
+    SolverEntry("bruteforce", "formulations.placement.bruteforce:solve_placement_bruteforce", exact=True, time_limit=300.0,
                 description="enumerate the whole space (tiny instances only; ground truth for the ILP)"),
 )
 
@@ -62,6 +63,7 @@ KIND = ProblemKind(
     summary_table=placement_summary,
     evaluate_table=placement_cost_table,
     exports={"verl": export_verl, "roll": export_roll},
+    plot=plot_placement,
     size=lambda problem: sum(n.count for n in problem.cluster.nodes),
     size_label="GPUs",
     bench_extras={"samples_per_s": "throughput_samples_per_s"},

@@ -15,10 +15,10 @@ from costmodels.replan.problem import (
 from costmodels.replan.summary import replan_summary
 
 SOLVERS = (
-    SolverEntry("milp", "formulations.replan.milp:solve_replan_milp", exact=True, default=True,
+    SolverEntry("milp", "formulations.replan.milp:solve_replan_milp", exact=True, default=True, time_limit=30.0,
                 inject={"warm_start": "heuristics.replan.greedy:solve_greedy"},
                 description="Eq. 1 exactly on HiGHS (numpy-built matrix via highspy), warm-started by greedy"),
-    SolverEntry("greedy", "heuristics.replan.greedy:solve_greedy",
+    SolverEntry("greedy", "heuristics.replan.greedy:solve_greedy", time_limit=10.0,
                 description="configuration mixes ranked by a fluid bound, LPT assignment on the exact T_j, local search"),
     SolverEntry("verl-to", "heuristics.replan.greedy:solve_verl_to",
                 description="veRL-TO (OrchestrRL §6): the best single TP over the pool"),
@@ -26,7 +26,7 @@ SOLVERS = (
                 description="veRL-LO (OrchestrRL §6): the largest TP everywhere"),
     SolverEntry("keep", "heuristics.replan.greedy:solve_keep",
                 description="the current instances, requests re-balanced"),
-    SolverEntry("bruteforce", "formulations.replan.bruteforce:solve_replan_bruteforce", exact=True,
+    SolverEntry("bruteforce", "formulations.replan.bruteforce:solve_replan_bruteforce", exact=True, time_limit=300.0,
                 description="enumerate every layout and split (tiny states only; ground truth for the MILP)"),
 )
 

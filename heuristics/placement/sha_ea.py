@@ -335,6 +335,10 @@ def successive_halving(arms: list[Any], budget: float, run: Callable[[Any, float
     return alive
 
 
+#: the evaluation budget when neither ``evaluations`` nor ``time_limit`` is given
+DEFAULT_EVALUATIONS = 300
+
+
 def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, seed: int = 0,
                  evaluations: Annotated[int | None, Field(ge=1, description="evaluation budget: same seed and budget, same plan; default from the time limit")] = None,
                  population: Annotated[int, Field(ge=2, description="EA population per arm")] = 8,
@@ -343,7 +347,9 @@ def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, 
                  workers: Annotated[int, Field(ge=1, description="processes evaluating candidates in parallel")] = 1,
                  progress: Callable[[int, int, float], None] | None = None) -> SolverOutput:
     """Run SHA-EA. ``evaluations`` is the reproducible budget; with only ``time_limit`` it is
-    estimated from the measured evaluation rate; with neither it is 300."""
+    estimated from the measured evaluation rate and the search runs until the limit; with neither
+    it is 300, cut to what fits the default cap when the run has one (so the halving plans for
+    the evaluations it will get instead of stopping in its first round)."""
     rng = random.Random(seed)
     deadline = Deadline(time_limit)
     space = PlacementSpace(problem, deadline)
@@ -352,8 +358,15 @@ def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, 
     space.incumbent = seed_cost
     by_time = evaluations is None and time_limit is not None
     if evaluations is None:
-        evaluations = _budget_from_time(space, time_limit, deadline) if time_limit is not None else 300
+        if time_limit is not None:
+            evaluations = _budget_from_time(space, time_limit, deadline)
+        elif deadline.cap is not None:
+            evaluations = min(DEFAULT_EVALUATIONS, _budget_from_time(space, deadline.cap, deadline))
+        else:
+            evaluations = DEFAULT_EVALUATIONS
     ev = Evaluator(space, evaluations, deadline, workers, progress)
+    if progress is not None:  # set-up is over: say so before the first batch (which may be slow)
+        progress(0, evaluations, seed_cost)
     try:
         names = [t.name for t in problem.tasks]
         groupings = [tuple(tuple(g) for g in part) for part in set_partitions(names)]
