@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -90,8 +90,43 @@ def bench(
     command = "rlplan " + " ".join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith("rlplan") else f"rlplan bench --suite {suite} --out {out_dir}"
     summary = write_report(s, rows, out_dir, command)
     if not quiet:
-        out.print((out_dir / "report.md").read_text(encoding="utf-8"), markup=False, highlight=False)
+        for table in end_tables(summary):
+            out.print(table)
     out.print(f"{summary['runs']} runs; " + ", ".join(f"{k} {n}" for k, n in summary["statuses"].items()) + f"; wrote {out_dir}/report.md", highlight=False)
+
+
+def end_tables(summary: dict[str, Any]) -> list[Any]:
+    """What ``rlplan bench`` prints when done: one short table per solver configuration (runs,
+    how many ended with a plan, the ratio to the best known, the wall time) and the suite's
+    comparisons; the full report stays in report.md."""
+    import math
+
+    from rich.table import Table
+
+    from benchmarks.report import run_label
+
+    def num(v: Any, fmt: str = ".3g") -> str:
+        return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, fmt)
+
+    tables = []
+    for kind in dict.fromkeys(r["kind"] for r in summary["solvers"]):
+        t = Table(title=f"{summary['suite']}: {kind} (ratio = objective / best known)")
+        for col in ("solver", "runs", "plan", "optimal", "median ratio", "worst ratio", "median s"):
+            t.add_column(col, justify="left" if col == "solver" else "right", no_wrap=col == "solver")
+        for r in (r for r in summary["solvers"] if r["kind"] == kind):
+            limit = r.get("time_limit")
+            label = run_label({"solver": r["solver"], "options": r.get("options", "{}"), "time_limit": float("nan") if limit is None else limit})
+            t.add_row(label, str(int(r["runs"])), str(int(r["ok"])), str(int(r["optimal"])), num(r["median_ratio"]),
+                      num(r["worst_ratio"]), num(r["median_wall_s"], ".2g"))
+        tables.append(t)
+    if summary["comparisons"]:
+        comps = Table(title="comparisons (per instance, median over seeds)")
+        for col in ("comparison", "instances", "median", "min - max"):
+            comps.add_column(col, justify="left" if col == "comparison" else "right")
+        for c in summary["comparisons"]:
+            comps.add_row(c["comparison"], str(c["instances"]), num(c["median"]), f"{num(c['min'])} - {num(c['max'])}")
+        tables.append(comps)
+    return tables
 
 
 app.command()(bench)

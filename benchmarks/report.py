@@ -139,10 +139,35 @@ def comparison_table(df: pd.DataFrame, comparisons: list[Any]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _label(row: pd.Series) -> str:
+def run_label(row: pd.Series) -> str:
+    """``sha-ea (evaluations=300) 60 s``: a run's solver, options and limit as a person reads
+    them (the options are stored as JSON text)."""
     tl = row["time_limit"]
-    opts = "" if row.get("options", "{}") in ("{}", None) else " " + str(row["options"])
-    return row["solver"] + opts + ("" if pd.isna(tl) else f" {tl:g}s")
+    raw = row.get("options", "{}")
+    try:
+        options = json.loads(raw) if isinstance(raw, str) else dict(raw or {})
+    except (TypeError, ValueError):
+        options = {"options": raw}
+    opts = " (" + ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in options.items()) + ")" if options else ""
+    return row["solver"] + opts + ("" if pd.isna(tl) else f" {tl:g} s")
+
+
+def plain_log(ax: Any, which: str = "xy") -> None:
+    """Log scale on ``which`` axes with plain tick labels (0.1, 1, 10, 1.2 instead of 10^-1 and
+    1.2x10^0): a ratio axis spanning 1.0-1.3 would otherwise show only minor ticks in powers."""
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    for name in which:
+        axis = ax.xaxis if name == "x" else ax.yaxis
+        (ax.set_xscale if name == "x" else ax.set_yscale)("log")
+
+        def minor(v: float, _: Any, axis: Any = axis) -> str:  # 2 and 5 labelled only on a short axis
+            lo, hi = sorted(axis.get_view_interval())
+            return f"{v:g}" if lo > 0 and hi / lo < 30 else ""
+
+        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        axis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))
+        axis.set_minor_formatter(FuncFormatter(minor))
 
 
 def plot_ratios(df: pd.DataFrame, path: Path) -> bool:
@@ -153,13 +178,15 @@ def plot_ratios(df: pd.DataFrame, path: Path) -> bool:
     fig, axes = plt.subplots(1, len(kinds), figsize=(6 * len(kinds), 4.5), constrained_layout=True, squeeze=False)
     for ax, kind in zip(axes[0], kinds, strict=True):
         d = data[data["kind"] == kind].copy()
-        d["label"] = d.apply(_label, axis=1)
+        d["label"] = d.apply(run_label, axis=1)
         labels = sorted(d["label"].unique())
         ax.boxplot([d[d["label"] == lab]["ratio"] for lab in labels], tick_labels=labels, showfliers=True)
         ax.axhline(1.0, color="grey", lw=0.8, ls="--")
         ax.set_title(f"{kind}: objective / best known (exact)")
         ax.set_ylabel("ratio (1 = optimal, lower is better)")
-        ax.tick_params(axis="x", rotation=45)
+        ax.tick_params(axis="x", rotation=30)
+        for tick in ax.get_xticklabels():
+            tick.set_horizontalalignment("right")
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return True
@@ -183,8 +210,7 @@ def plot_time_vs_size(df: pd.DataFrame, path: Path) -> bool:
         for solver, g in d.groupby("solver"):
             g = g.groupby("size")["wall_time_s"].median()
             ax.plot(g.index, g.values, marker="o", label=solver)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
+        plain_log(ax)
         ax.set_xlabel(_size_label(kind))
         ax.set_ylabel("wall time, s (median)")
         ax.set_title(f"{kind}: solve time vs instance size")
@@ -211,9 +237,8 @@ def plot_anytime(df: pd.DataFrame, solvers: tuple[str, ...], path: Path) -> bool
                 continue
             t = [max(p[0], 1e-3) for p in pts] + [r["wall_time_s"]]
             y = [p[1] / r["best_known"] for p in pts] + [pts[-1][1] / r["best_known"]]
-            ax.step(t, y, where="post", label=f"{_label(r)} seed {r['seed']}")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
+            ax.step(t, y, where="post", label=f"{run_label(r)} seed {r['seed']}")
+        plain_log(ax)
         ax.axhline(1.0, color="grey", lw=0.8, ls="--")
         ax.set_title(inst, fontsize=9)
         ax.set_xlabel("elapsed s")

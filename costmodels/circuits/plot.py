@@ -14,6 +14,8 @@ def plot_circuits(problem: Any, plan: Any, breakdown: dict[str, Any], path: Path
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
+    from matplotlib.colors import BoundaryNorm
+    from matplotlib.ticker import MaxNLocator
 
     names = sorted({v for pair in problem.pair_demand() for v in pair} | {v for c in plan.circuits for v in (c.a, c.b)})
     index = {n: i for i, n in enumerate(names)}
@@ -28,8 +30,16 @@ def plot_circuits(problem: Any, plan: Any, breakdown: dict[str, Any], path: Path
     fig, axes = plt.subplots(1, 2, figsize=(12, 5.5), constrained_layout=True)
     for ax, data, label, cmap in ((axes[0], demand, "demand, GB (max of both directions)", "Blues"),
                                   (axes[1], circuits, "circuits allocated", "Oranges")):
-        im = ax.imshow(np.where(data > 0, data, np.nan), cmap=cmap, interpolation="nearest")
-        fig.colorbar(im, ax=ax, shrink=0.8, label=label)
+        if data is circuits:  # counts: one colour per whole number of circuits, integer ticks
+            top = max(1, int(data.max()))
+            norm = BoundaryNorm(np.arange(0.5, top + 1.5), plt.get_cmap(cmap).N)
+            im = ax.imshow(np.where(data > 0, data, np.nan), cmap=cmap, norm=norm, interpolation="nearest")
+            bar = fig.colorbar(im, ax=ax, shrink=0.8, label=label)
+            bar.locator = MaxNLocator(integer=True, nbins=min(top, 10))
+            bar.update_ticks()
+        else:
+            im = ax.imshow(np.where(data > 0, data, np.nan), cmap=cmap, interpolation="nearest")
+            fig.colorbar(im, ax=ax, shrink=0.8, label=label)
         ax.set_title(label)
         if n <= 24:
             ax.set_xticks(range(n), names, rotation=90, fontsize=7)
