@@ -29,22 +29,28 @@ def solve_streamrl(problem: PlacementProblem, *, time_limit: float | None = None
     gen = next(t for t in tasks if t.kind is TaskKind.GENERATION)
     others = [t for t in tasks if t is not gen]
     keep = placement_keeper(problem)
-    for r in range(1, len(classes)):
-        for side in itertools.combinations(range(len(classes)), r):
-            if deadline.expired() and keep.plan is not None:
+
+    def out_of_time() -> bool:  # checked per candidate: one side can hold thousands of them
+        return deadline.expired() and keep.plan is not None
+
+    stopped = False
+    for side in (s for r in range(1, len(classes)) for s in itertools.combinations(range(len(classes)), r)):
+        gen_gpus = [g for k in side for g in classes[k][1]]
+        rest = [g for k in range(len(classes)) if k not in side for g in classes[k][1]]
+        gen_cfgs = [c for c in task_configs(problem, gen, len(gen_gpus), is_heterogeneous(problem, gen_gpus)) if c.pp == 1]
+        shared = None
+        for t in others:
+            cfgs = set(task_configs(problem, t, len(rest), is_heterogeneous(problem, rest)))
+            shared = cfgs if shared is None else shared & cfgs
+        for gc, oc in itertools.product(gen_cfgs, sorted(shared or ())):
+            if out_of_time():
+                stopped = True
                 break
-            gen_gpus = [g for k in side for g in classes[k][1]]
-            rest = [g for k in range(len(classes)) if k not in side for g in classes[k][1]]
-            gen_cfgs = [c for c in task_configs(problem, gen, len(gen_gpus), is_heterogeneous(problem, gen_gpus)) if c.pp == 1]
-            shared = None
-            for t in others:
-                cfgs = set(task_configs(problem, t, len(rest), is_heterogeneous(problem, rest)))
-                shared = cfgs if shared is None else shared & cfgs
-            for gc in gen_cfgs:
-                for oc in sorted(shared or ()):
-                    keep.offer(build_plan(problem, [([gen.name], gen_gpus), ([t.name for t in others], rest)],
-                                          {gen.name: gc, **{t.name: oc for t in others}}))
+            keep.offer(build_plan(problem, [([gen.name], gen_gpus), ([t.name for t in others], rest)],
+                                  {gen.name: gc, **{t.name: oc for t in others}}))
+        if stopped:
+            break
     if keep.plan is None:
         return SolverOutput(Status.INFEASIBLE, message="no two-group split fits in memory", stats={"candidates": keep.offered})
-    return SolverOutput(Status.FEASIBLE, plan=keep.plan, objective=keep.best, message=f"best of {keep.offered} generation/rest splits",
+    return SolverOutput(Status.FEASIBLE, plan=keep.plan, objective=keep.best, message=f"best of {keep.offered} generation/rest splits" + (" (time limit: the sweep was cut short)" if stopped else ""),
                         stats={"candidates": keep.offered})
