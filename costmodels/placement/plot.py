@@ -20,6 +20,12 @@ import math
 from pathlib import Path
 from typing import Any
 
+
+def _seconds(v: float) -> str:
+    """Plain seconds: 1141 s, 59.5 s, 0.125 s (never 1.14e+03)."""
+    return f"{v:.0f} s" if v >= 100 else f"{v:.3g} s"
+
+
 #: GPUs drawn per row inside a node box
 _ROW = 8
 #: at most this many node boxes per row inside a zone
@@ -129,21 +135,21 @@ def _timeline(ax: Any, problem: Any, breakdown: dict[str, Any]) -> None:
         colour = colours.get(label, "lightsteelblue")
         ax.barh(len(names) + row, length, left=start, color=colour, edgecolor="white", height=0.8)
         if length / total > len(label) / 90:  # only where the text fits inside the bar
-            ax.text(start + length / 2, len(names) + row, f"{label} {length:.3g} s", ha="center", va="center", fontsize=8, color="white")
+            ax.text(start + length / 2, len(names) + row, f"{label} {_seconds(length)}", ha="center", va="center", fontsize=8, color="white")
     kind_of = {t.name: t.kind.value for t in problem.tasks}
     for i, name in enumerate(reversed(names)):
         kind = kind_of[name]
         phase = "generation" if kind == "generation" else kind
         time_s = tasks[name]["time_s"]
         ax.barh(i, time_s, left=starts.get(phase, 0.0), color=colours.get(phase, "tab:purple"), alpha=0.55, height=0.6)
-        ax.text(starts.get(phase, 0.0) + time_s, i, f" {time_s:.3g} s", va="center", fontsize=7)
+        ax.text(starts.get(phase, 0.0) + time_s, i, f" {_seconds(time_s)}", va="center", fontsize=7)
         ticks.append(i)
         labels.append(name)
     ax.set_yticks(ticks, labels, fontsize=8)
     ax.set_xlim(0, total * 1.12)
     ax.set_xlabel("seconds into the iteration")
     mode = "async: generation overlaps inference + training on other GPUs" if asynchronous else "sync: phases in sequence"
-    ax.set_title(f"one iteration, {total:.4g} s ({mode})\ntask bars start at their phase; tasks sharing GPUs interleave (HetRL B.4)", fontsize=9)
+    ax.set_title(f"one iteration, {_seconds(total)} ({mode})\ntask bars start at their phase; tasks sharing GPUs interleave (HetRL B.4)", fontsize=9)
 
 
 def plot_placement(problem: Any, plan: Any, breakdown: dict[str, Any], path: Path, title: str = "") -> None:
@@ -188,7 +194,7 @@ def plot_placement(problem: Any, plan: Any, breakdown: dict[str, Any], path: Pat
     if len(group_of_device) < len(cells):
         legend.append(Patch(color="lightgray", label="idle GPU"))
     upper.legend(handles=legend, loc="outside lower center", ncol=2, fontsize=7, frameon=False)
-    upper.suptitle(f"{title}{breakdown['iteration_time_s']:.4g} s/iteration on {len(cells)} GPUs "
+    upper.suptitle(f"{title}{_seconds(breakdown['iteration_time_s'])}/iteration on {len(cells)} GPUs "
                    f"({len(problem.cluster.nodes)} nodes, {len(bands)} zone{'s' if len(bands) > 1 else ''})", fontsize=10)
     _timeline(bottom, problem, breakdown)
     fig.savefig(path, dpi=120)
