@@ -26,7 +26,7 @@ def bench(
     solver: Annotated[list[str] | None, typer.Option("--solver", help="custom suite: a solver (repeatable; default all)")] = None,
     time_limit: Annotated[list[float] | None, typer.Option("--time-limit", help="custom suite: a time limit in s (repeatable)")] = None,
     seeds: Annotated[int, typer.Option(help="custom suite: seeds per solver")] = 1,
-    out_dir: Annotated[Path, typer.Option("--out", help="output directory (rerunning into it skips finished runs)")] = Path("bench-out"),
+    out_path: Annotated[str, typer.Option("--out", help="output directory (rerunning into it skips finished runs)")] = "bench-out",
     jobs: Annotated[int, typer.Option(help="runs in parallel")] = 1,
     executor: Annotated[str, typer.Option(help="local (process pool) or ray")] = "local",
     ray_address: Annotated[str | None, typer.Option("--ray-address", help="connect to this Ray cluster instead of starting one")] = None,
@@ -61,6 +61,9 @@ def bench(
             fail(f"--time-limit: must be a finite number of seconds > 0, got {limit}")
     if memory_limit_gb is not None and not memory_limit_gb > 0:
         fail(f"--memory-limit-gb: must be > 0, got {memory_limit_gb}")
+    if not out_path.strip():  # Path("") is ".": an empty --out would write the report into the current directory
+        fail("--out: empty path; give the directory for the report")
+    out_dir = Path(out_path)
     try:
         check_output_dir(out_dir, "--out")
     except SpecError as exc:

@@ -45,6 +45,8 @@ def main(argv: list[str] | None = None) -> None:
 
         try:
             code = app(args=argv, standalone_mode=False, prog_name="rlplan")
+            if code == INTERRUPTED:  # typer turns Ctrl-C inside a command into a silent Exit(130)
+                raise KeyboardInterrupt
         except cx.NoArgsIsHelpError as exc:
             sys.stderr.write(exc.format_message().rstrip() + "\n")  # a bare `rlplan simulate`: its help
             code = 2

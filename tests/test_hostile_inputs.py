@@ -157,3 +157,88 @@ def test_new_files_follow_the_umask(tmp_path):
     mask = os.umask(0o022)
     os.umask(mask)
     assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~mask
+
+
+# ---------------------------------------------------------------------------------------------
+# The same patterns over every input kind: each file a problem reads, each command that reads a
+# plan file, each output option. Generated, so a new problem's inputs get the cases for free.
+
+#: a spec field (file option of `rlplan plan`) and the problem it belongs to
+FILE_OPTIONS = [("cluster", "placement"), ("workflow", "placement"), ("fabric", "circuits"), ("demand", "circuits"),
+                ("sync", "broadcast"), ("state", "replan"), ("jobs", "cosched")]
+
+#: (id, file builder(tmp, stem) -> path or literal, words the message must contain; {stem} is the file's)
+NOT_A_SPEC = [
+    ("directory", lambda t, s: str(t), ["is a directory"]),
+    ("dev-zero", lambda t, s: "/dev/zero", ["MiB"]),
+    ("binary", lambda t, s: str(_text(t, f"{s}.yaml", b"\x00\xff\xfe\x80 binary")), ["{stem}.yaml"]),
+    ("empty", lambda t, s: str(_text(t, f"{s}.yaml", "")), ["{stem}.yaml"]),
+    ("deep", lambda t, s: str(_text(t, f"{s}.yaml", "a: " + "[" * 3000 + "]" * 3000)), ["nested too deeply"]),
+    ("dup-key", lambda t, s: str(_text(t, f"{s}.yaml", "name: a\nname: b\n")), ["duplicate key", "name"]),
+    ("scalar", lambda t, s: str(_text(t, f"{s}.yaml", "42\n")), ["{stem}.yaml"]),
+    ("missing", lambda t, s: str(t / f"{s}-nowhere.yaml"), ["{stem}-nowhere"]),
+]
+
+GENERATED = [(f"plan-{field}-{kind}", (lambda t, field=field, problem=problem, build=build: ["plan", problem, f"--{field}", build(t, field)]),
+              [w.format(stem=field) for w in words])
+             for field, problem in FILE_OPTIONS for kind, build, words in NOT_A_SPEC]
+GENERATED += [(f"{command}-{kind}", (lambda t, command=command, build=build: [command, build(t, "plan")]), [w.format(stem="plan") for w in words])
+              for command in ("validate", "evaluate") for kind, build, words in NOT_A_SPEC]
+GENERATED += [
+    ("plan-file-of-another-kind", lambda t: ["validate", str(_text(t, "c.json", json.dumps({"nodes": []})))], ["c.json"]),
+    ("problem-file-unknown-problem", lambda t: ["plan", str(_text(t, "p.yaml", "problem: teleport\n"))], ["teleport"]),
+    ("circuits-output-directory", lambda t: ["plan", "circuits", "-o", str(t)], ["-o", "directory"]),
+    ("circuits-plot-jpg", lambda t: ["plan", "circuits", "--plot", str(t / "c.jpg")], ["--plot", ".png"]),
+    ("broadcast-plot-empty", lambda t: ["plan", "broadcast", "--plot", ""], ["--plot"]),
+    ("broadcast-export-unknown", lambda t: ["plan", "broadcast", "--export", "verl", "-o", str(t / "b.json")], ["--export"]),
+    ("cosched-plot-directory", lambda t: ["simulate", "cosched", "--trace", "philly:jobs=5,hours=10", "--plot", str(t)], ["--plot"]),
+    ("generation-plot-empty", lambda t: ["simulate", "generation", "--plot", ""], ["--plot"]),
+    ("bench-out-empty", lambda t: ["bench", "--out", ""], ["--out"]),
+    ("bench-jobs-zero", lambda t: ["bench", "--jobs", "0", "--out", str(t / "b")], ["--jobs"]),
+    ("bench-unknown-suite", lambda t: ["bench", "--suite", "everything", "--out", str(t / "b")], ["everything"]),
+    ("bench-bad-plugin", lambda t: ["bench", "--plugin", "nosuchmodule:register", "--out", str(t / "b")], ["--plugin"]),
+    ("bench-nan-limit", lambda t: ["bench", "--problem", "small-8", "--time-limit", "nan", "--out", str(t / "b")], ["--time-limit"]),
+    ("plan-zero-limit", lambda t: ["plan", "circuits", "--time-limit", "0"], ["time_limit"]),
+    ("plan-negative-seed-type", lambda t: ["plan", "circuits", "--seed", "1.5"], ["--seed"]),
+    ("plan-option-no-equals", lambda t: ["plan", "circuits", "-O", "fill"], ["key=value"]),
+    ("plan-option-unknown", lambda t: ["plan", "circuits", "--solver", "milp", "-O", "colour=red"], ["colour"]),
+    ("plan-option-out-of-range", lambda t: ["plan", "placement", "-O", "population=0"], ["population"]),
+    ("plan-solver-unknown", lambda t: ["plan", "circuits", "--solver", "oracle"], ["oracle"]),
+    ("plan-field-of-other-problem", lambda t: ["plan", "circuits", "--cluster", "small-8"], ["--cluster"]),
+    ("plan-preset-unknown", lambda t: ["plan", "placement", "--cluster", "small-9"], ["small-9"]),
+    ("catalog-unknown", lambda t: ["catalog", "planets"], ["planets"]),
+    ("presets-show-unknown", lambda t: ["presets", "show", "nothing-like-it"], ["nothing-like-it"]),
+    ("estimate-unknown-gpu", lambda t: ["estimate", "generation", "--gpu", "H100"], ["H100"]),
+    ("estimate-unknown-model", lambda t: ["estimate", "generation", "--model", "Qwen9-1T"], ["Qwen9-1T"]),
+    ("simulate-bad-instances", lambda t: ["simulate", "generation", "--instances", "4xTPtwo"], ["--instances"]),
+    ("simulate-bad-lengths", lambda t: ["simulate", "generation", "--lengths", "synthetic:prompts=-1"], ["prompts"]),
+    ("simulate-unknown-policy", lambda t: ["simulate", "cosched", "--policy", "clairvoyant"], ["clairvoyant"]),
+]
+
+
+@pytest.mark.parametrize("case", GENERATED, ids=[c[0] for c in GENERATED])
+def test_every_input_kind_gets_the_same_treatment(case, tmp_path):
+    test_hostile_input_is_one_line_exit_2_and_writes_nothing(case, tmp_path)
+
+
+def test_ctrl_c_during_a_solve_exits_130_and_writes_nothing(tmp_path):
+    """SIGINT mid-search (the user's Ctrl-C): exit 130, one line, no plan file, no temp file."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from tests.conftest import rlplan_executable
+
+    out = tmp_path / "p.json"
+    proc = subprocess.Popen([rlplan_executable(), "plan", "--cluster", "small-8", "--workflow", "grpo-sync-qwen3-4b",
+                             "--time-limit", "30", "-o", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "RLPLAN_PROGRESS_EVERY": "0.2"}, cwd=tmp_path)
+    deadline = time.time() + 60
+    line = proc.stderr.readline()  # the first progress line: the search is under way
+    assert line.startswith("rlplan: solving"), line
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=max(1, deadline - time.time()))
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr and "interrupted" in stderr
+    assert list(tmp_path.iterdir()) == [], "no plan and no temp file"
