@@ -1,0 +1,1 @@
+"""RollPacker rollout planning (issue 15): the workload and its cost model."""

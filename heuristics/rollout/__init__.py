@@ -1,0 +1,1 @@
+"""RollPacker rollout policies on the generation simulator (issue 15)."""

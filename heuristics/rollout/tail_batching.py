@@ -1,0 +1,204 @@
+"""Tail batching (RollPacker §3) on the request-level generation simulator.
+
+Notation: P0 prompts x R0 responses are trained per step; speculation factors η_P, η_R ≥ 1.
+
+* **Short round.** Launch ⌈η_P P0⌉ prompts with ⌈η_R R0⌉ responses each. A prompt *completes*
+  when R0 of its responses have finished; its other responses are aborted then (they would be
+  thrown away, and they hold KV cache and batch slots the others need). The round ends when P0
+  prompts have completed (race to completion): every response still running is aborted, the P0
+  prompts that completed first are kept with their first R0 responses, and every other launched
+  prompt joins the long-prompt queue.
+* **Long round.** When the queue holds P0 prompts, the next step runs the first P0 of them with R0
+  responses each and speculation off: all of them are kept, however long they run.
+* **The epoch.** Fresh prompts are drawn in dataset order. When the dataset is exhausted, what is
+  left in the queue runs as one last long round (fewer than P0 prompts): no prompt is ever
+  dropped, and every prompt is trained exactly once per epoch.
+
+This follows RollPacker's artifact (a fork of ROLL): ``max_prompts_ratio`` is η_P,
+``max_num_return_sequences`` is ⌈η_R R0⌉, the long round runs when the queue reaches the batch
+size. Where the paper is silent we chose: a prompt's surplus responses are aborted as soon as it
+completes (its slots go to prompts still racing), a re-run prompt draws fresh responses (its
+difficulty stays), and the epoch's remainder is flushed as a short final long round.
+
+The engine is stepped by a policy every ``tick`` seconds of simulated time, so aborts land up to a
+tick late; the round's time and the kept set come from the exact completion times, not the tick.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from costmodels.catalog import get_gpu, get_model
+from costmodels.decode import Instance
+from costmodels.generation.engine import Abort, Engine, Observation, Request, balanced_assignment
+from costmodels.rollout.workload import PromptPool, RolloutWorkload
+
+
+@dataclass
+class RoundResult:
+    """One rollout round: what was launched, kept and deferred, and what it cost."""
+
+    kind: str  # "short" (speculative), "long" (the queue, no speculation) or "plain" (no speculation, fresh prompts)
+    launched: list[int]
+    kept: list[int]
+    deferred: list[int]
+    time_s: float
+    responses_kept: int
+    max_response: int
+    preemptions: int
+    idle_gpu_s: float
+    tp: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "launched": len(self.launched), "kept": len(self.kept), "deferred": len(self.deferred),
+                "time_s": self.time_s, "responses_kept": self.responses_kept, "max_response": self.max_response,
+                "preemptions": self.preemptions, "idle_gpu_s": self.idle_gpu_s, "tp": self.tp}
+
+
+class RaceToCompletion:
+    """The short round's policy (module doc): abort a completed prompt's surplus responses, and
+    everything once ``keep_prompts`` prompts have completed."""
+
+    def __init__(self, group_of: dict[int, int], keep_prompts: int, keep_responses: int, tick: float) -> None:
+        self.group_of, self.keep_prompts, self.keep_responses, self.tick = group_of, keep_prompts, keep_responses, tick
+        self.members: dict[int, list[int]] = {}
+        for rid, g in group_of.items():
+            self.members.setdefault(g, []).append(rid)
+        self.closed: set[int] = set()
+        self.over = False
+
+    def on_start(self, obs: Observation) -> list[Any]:
+        return []
+
+    def on_tick(self, obs: Observation) -> list[Any]:
+        if self.over:
+            return []
+        live = lambda rid: obs.requests[rid].state not in ("done", "aborted")  # noqa: E731
+        done: dict[int, int] = {}
+        for rid, view in obs.requests.items():
+            if view.state == "done":
+                done[self.group_of[rid]] = done.get(self.group_of[rid], 0) + 1
+        complete = {g for g, n in done.items() if n >= self.keep_responses}
+        if len(complete) >= self.keep_prompts:
+            self.over = True
+            return [Abort(rid) for rid in obs.requests if live(rid)]
+        actions = [Abort(rid) for g in complete - self.closed for rid in self.members[g] if live(rid)]
+        self.closed |= complete
+        return actions
+
+
+def _instances(workload: RolloutWorkload, tp: int) -> list[Instance]:
+    if tp > workload.gpus_per_node or workload.gpus_per_node % tp or workload.gpus % tp:
+        raise ValueError(f"TP {tp} must divide the {workload.gpus_per_node}-GPU server and the {workload.gpus} rollout GPUs")
+    model, gpu = get_model(workload.model), get_gpu(workload.gpu)
+    return [Instance(model, gpu, tp) for _ in range(workload.gpus // tp)]
+
+
+def _busy_before(timeline: list[tuple[float, float, int, int]], end: float) -> float:
+    return sum(max(0.0, min(b, end) - a) for a, b, *_ in timeline)
+
+
+def run_round(pool: PromptPool, prompts: list[int], responses: int, *, tp: int, keep_prompts: int | None = None,
+              keep_responses: int | None = None, attempts: dict[int, int] | None = None, tick: float = 0.5,
+              kind: str | None = None) -> RoundResult:
+    """Generate ``responses`` per prompt of ``prompts`` on the workload's rollout GPUs at ``tp``.
+
+    With ``keep_prompts``/``keep_responses`` the round races to completion (a short round);
+    without, it runs every response to the end. ``attempts[p]`` is how often p ran before (its
+    draws are paired on it)."""
+    wl = pool.workload
+    attempts = attempts or {}
+    requests, group_of, rid = [], {}, 0
+    for p in prompts:
+        for length in pool.responses(p, responses, attempts.get(p, 0)):
+            requests.append(Request(rid, pool.prompt_length(p), length, group=p))
+            group_of[rid] = p
+            rid += 1
+    instances = _instances(wl, tp)
+    engine = Engine(instances, requests, balanced_assignment(requests, len(instances)))
+    racing = keep_prompts is not None
+    if racing:
+        kr = keep_responses if keep_responses is not None else responses
+        result = engine.run([RaceToCompletion(group_of, keep_prompts, kr, tick)])
+    else:
+        kr = responses
+        result = engine.run()
+    finished: dict[int, list[tuple[float, int]]] = {}
+    for req in requests:
+        rec = result.records[req.id]
+        if rec.completed is not None:
+            finished.setdefault(req.group, []).append((rec.completed, req.output))
+    completion = {p: sorted(v)[kr - 1][0] for p, v in finished.items() if len(v) >= kr}
+    if racing:
+        kept = sorted(completion, key=lambda p: (completion[p], p))[:keep_prompts]
+    else:
+        kept = list(prompts)
+    if len(kept) < (keep_prompts if racing else len(prompts)):
+        raise RuntimeError(f"only {len(kept)} prompts completed {kr} responses")  # every response finishes unless aborted
+    end = max(completion[p] for p in kept)
+    kept_set = set(kept)
+    lengths = [out for p in kept for _, out in sorted(finished[p])[:kr]]
+    busy = [_busy_before(t, end) for t in result.timelines]
+    idle = sum(inst.tp * max(0.0, end - b) for inst, b in zip(instances, busy, strict=True))
+    return RoundResult(kind or ("short" if racing else "plain"), list(prompts), kept, [p for p in prompts if p not in kept_set],
+                       end, len(lengths), max(lengths), result.preemptions, idle, tp)
+
+
+@dataclass
+class EpochResult:
+    """Every round of an epoch, in order, and the checks that no prompt was lost or repeated."""
+
+    rounds: list[RoundResult]
+    trained: dict[int, int] = field(default_factory=dict)  # prompt -> times trained
+
+    @property
+    def time_s(self) -> float:
+        return sum(r.time_s for r in self.rounds)
+
+    def lost(self, dataset: int) -> list[int]:
+        return [p for p in range(dataset) if self.trained.get(p, 0) == 0]
+
+    def repeated(self) -> list[int]:
+        return [p for p, n in self.trained.items() if n > 1]
+
+
+def simulate_epoch(workload: RolloutWorkload, *, eta_prompts: float = 1.25, eta_responses: float = 1.25, tp: int | None = None,
+                   long_tp: int | None = None, seed: int = 0, max_rounds: int | None = None, tick: float = 0.5) -> EpochResult:
+    """One epoch of tail batching (module doc); η = 1 for both is plain synchronous rollout.
+    ``long_tp`` runs long rounds at another TP (the parallelism planner's knob); ``max_rounds``
+    stops early (then not every prompt has been trained)."""
+    if eta_prompts < 1 or eta_responses < 1:
+        raise ValueError(f"speculation factors must be >= 1, got η_P={eta_prompts}, η_R={eta_responses}")
+    pool = PromptPool(workload, seed)
+    p0, r0 = workload.prompts_per_step, workload.responses_per_prompt
+    tp = tp or workload.tp
+    long_tp = long_tp or tp
+    launch_p, launch_r = math.ceil(eta_prompts * p0 - 1e-9), math.ceil(eta_responses * r0 - 1e-9)
+    speculative = launch_p > p0 or launch_r > r0
+    fresh = deque(range(pool.size))
+    queue: deque[int] = deque()
+    attempts: dict[int, int] = {}
+    out = EpochResult([])
+    while fresh or queue:
+        if max_rounds is not None and len(out.rounds) >= max_rounds:
+            break
+        if len(queue) >= p0 or (queue and not fresh):
+            prompts = [queue.popleft() for _ in range(min(p0, len(queue)))]
+            r = run_round(pool, prompts, r0, tp=long_tp, attempts=attempts, tick=tick, kind="long")
+        else:
+            prompts = [fresh.popleft() for _ in range(min(launch_p, len(fresh)))]
+            if speculative:
+                r = run_round(pool, prompts, launch_r, tp=tp, keep_prompts=min(p0, len(prompts)), keep_responses=r0,
+                              attempts=attempts, tick=tick)
+            else:
+                r = run_round(pool, prompts, r0, tp=tp, attempts=attempts, tick=tick)
+        for p in r.launched:
+            attempts[p] = attempts.get(p, 0) + 1
+        for p in r.kept:
+            out.trained[p] = out.trained.get(p, 0) + 1
+        queue.extend(r.deferred)
+        out.rounds.append(r)
+    return out
