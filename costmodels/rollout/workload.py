@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from costmodels.generation.traces import TraceParams
 
-_STRICT = ConfigDict(extra="forbid", strict=False)
+_STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 _DEFAULT = TraceParams()
 
 
