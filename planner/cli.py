@@ -9,7 +9,10 @@ from __future__ import annotations
 import inspect
 import json
 import math
+import os
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -319,10 +322,6 @@ def _solve_with_progress(prob: Any, info: Any, time_limit: float | None, seed: i
         return solve(prob, info.name, time_limit=time_limit, seed=seed, **options)
     if sys.stderr.isatty():
         return _solve_on_terminal(prob, info, what, time_limit, seed, options)
-    import os
-    import threading
-    import time
-
     every = float(os.environ.get("RLPLAN_PROGRESS_EVERY", PROGRESS_EVERY_S) or PROGRESS_EVERY_S)
     done = threading.Event()
     start = time.perf_counter()
