@@ -117,8 +117,7 @@ def end_tables(summary: dict[str, Any]) -> list[Any]:
         for col in ("solver", "runs", "plan", "optimal", "median ratio", "worst ratio", "median s"):
             t.add_column(col, justify="left" if col == "solver" else "right", no_wrap=col == "solver")
         for r in (r for r in summary["solvers"] if r["kind"] == kind):
-            limit = r.get("time_limit")
-            label = run_label({"solver": r["solver"], "options": r.get("options", "{}"), "time_limit": float("nan") if limit is None else limit})
+            label = run_label(r)  # a summary row has solver, options and time_limit (None: no limit) like a run row
             t.add_row(label, str(int(r["runs"])), str(int(r["ok"])), str(int(r["optimal"])), num(r["median_ratio"]),
                       num(r["worst_ratio"]), num(r["median_wall_s"], ".2g"))
         tables.append(t)

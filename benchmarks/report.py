@@ -142,7 +142,7 @@ def comparison_table(df: pd.DataFrame, comparisons: list[Any]) -> pd.DataFrame:
 def run_label(row: pd.Series) -> str:
     """``sha-ea (evaluations=300) 60 s``: a run's solver, options and limit as a person reads
     them (the options are stored as JSON text)."""
-    tl = row["time_limit"]
+    tl = row.get("time_limit")
     raw = row.get("options", "{}")
     try:
         options = json.loads(raw) if isinstance(raw, str) else dict(raw or {})

@@ -311,17 +311,17 @@ def _solve_with_progress(prob: Any, info: Any, time_limit: float | None, seed: i
     """Solve with a live display on a terminal (a bar for solvers that count evaluations, a
     spinner with the clock for the others) and, outside one, a progress line on stderr every few
     seconds, so a long run in CI or under ``nohup`` is never silent. ``--quiet`` shows neither."""
+    if quiet:
+        return solve(prob, info.name, time_limit=time_limit, seed=seed, **options)
     limit = time_limit if time_limit is not None else info.time_limit
     what = f"{info.problem} by {info.name}, limit {limit:g} s" + ("" if time_limit is not None else " (default)")
+    if sys.stderr.isatty():
+        return _solve_on_terminal(prob, info, what, time_limit, seed, options)
     state: dict[str, Any] = {"used": None, "budget": None, "best": math.inf}
 
     def remember(used: int, budget: int, best: float) -> None:
         state.update(used=used, budget=budget, best=best)
 
-    if quiet:
-        return solve(prob, info.name, time_limit=time_limit, seed=seed, **options)
-    if sys.stderr.isatty():
-        return _solve_on_terminal(prob, info, what, time_limit, seed, options)
     every = float(os.environ.get("RLPLAN_PROGRESS_EVERY", PROGRESS_EVERY_S) or PROGRESS_EVERY_S)
     done = threading.Event()
     start = time.perf_counter()

@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -53,6 +54,24 @@ class TraceParams:
     prompt_sigma: float = 0.5
 
 
+def prompt_difficulty(rng: np.random.Generator, n: int, p: TraceParams) -> np.ndarray:
+    """d_g of ``n`` prompts (module doc): N(0, sigma_prompt), plus hard_shift for hard prompts."""
+    return rng.normal(0.0, p.sigma_prompt, n) + np.where(rng.random(n) < p.p_hard, p.hard_shift, 0.0)
+
+
+def prompt_lengths(rng: np.random.Generator, n: int, p: TraceParams) -> np.ndarray:
+    """Prompt lengths of ``n`` prompts: log-normal around ``prompt_median``, at least 1 token."""
+    return np.maximum(1, np.rint(rng.lognormal(math.log(p.prompt_median), p.prompt_sigma, n))).astype(int)
+
+
+def response_lengths(rng: np.random.Generator, difficulty: Any, shape: Any, p: TraceParams, max_len: int, step: int = 0) -> np.ndarray:
+    """Response lengths min(max_len, round(exp(mu + drift s + d + e))) of ``shape``, e drawn here
+    (module doc); ``difficulty`` broadcasts against ``shape``."""
+    noise = rng.normal(0.0, p.sigma_response, shape)
+    mu = math.log(p.median) + p.drift * step
+    return np.clip(np.rint(np.exp(mu + difficulty + noise)), 1, max_len).astype(int)
+
+
 def synthetic_trace(prompts: int, responses_per_prompt: int, max_len: int = 16384, seed: int = 0, step: int = 0,
                     params: TraceParams | None = None) -> list[Request]:
     """``prompts x responses_per_prompt`` requests of one RL step (module doc); group = prompt."""
@@ -60,11 +79,9 @@ def synthetic_trace(prompts: int, responses_per_prompt: int, max_len: int = 1638
         raise ValueError("prompts, responses_per_prompt and max_len must be > 0")
     p = params or TraceParams()
     rng = np.random.default_rng([seed, step])
-    difficulty = rng.normal(0.0, p.sigma_prompt, prompts) + np.where(rng.random(prompts) < p.p_hard, p.hard_shift, 0.0)
-    noise = rng.normal(0.0, p.sigma_response, (prompts, responses_per_prompt))
-    mu = math.log(p.median) + p.drift * step
-    lengths = np.clip(np.rint(np.exp(mu + difficulty[:, None] + noise)), 1, max_len).astype(int)
-    prompt_len = np.maximum(1, np.rint(rng.lognormal(math.log(p.prompt_median), p.prompt_sigma, prompts))).astype(int)
+    difficulty = prompt_difficulty(rng, prompts, p)
+    lengths = response_lengths(rng, difficulty[:, None], (prompts, responses_per_prompt), p, max_len, step)
+    prompt_len = prompt_lengths(rng, prompts, p)
     out = []
     for g in range(prompts):
         for j in range(responses_per_prompt):

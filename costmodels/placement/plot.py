@@ -136,10 +136,9 @@ def _timeline(ax: Any, problem: Any, breakdown: dict[str, Any]) -> None:
         ax.barh(len(names) + row, length, left=start, color=colour, edgecolor="white", height=0.8)
         if length / total > len(label) / 90:  # only where the text fits inside the bar
             ax.text(start + length / 2, len(names) + row, f"{label} {_seconds(length)}", ha="center", va="center", fontsize=8, color="white")
-    kind_of = {t.name: t.kind.value for t in problem.tasks}
+    phase_of = {t.name: t.kind.value for t in problem.tasks}  # generation, inference or training
     for i, name in enumerate(reversed(names)):
-        kind = kind_of[name]
-        phase = "generation" if kind == "generation" else kind
+        phase = phase_of[name]
         time_s = tasks[name]["time_s"]
         ax.barh(i, time_s, left=starts.get(phase, 0.0), color=colours.get(phase, "tab:purple"), alpha=0.55, height=0.6)
         ax.text(starts.get(phase, 0.0) + time_s, i, f" {_seconds(time_s)}", va="center", fontsize=7)

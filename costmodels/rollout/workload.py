@@ -19,21 +19,26 @@ same responses: comparisons between policies are paired.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from costmodels.generation.traces import TraceParams
+from costmodels.generation.traces import (
+    TraceParams,
+    prompt_difficulty,
+    prompt_lengths,
+    response_lengths,
+)
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 _DEFAULT = TraceParams()
 
 
 class LengthModel(BaseModel):
-    """Group-aware response lengths (module doc); defaults are the generation simulator's."""
+    """Group-aware response lengths (module doc): the validated input form of the generation
+    simulator's ``TraceParams`` (without its step drift), with its defaults."""
 
     model_config = _STRICT
 
@@ -72,13 +77,15 @@ class PromptPool:
     seed: int = 0
 
     @cached_property
+    def _params(self) -> TraceParams:
+        return TraceParams(**self.workload.lengths.model_dump())
+
+    @cached_property
     def _fixed(self) -> tuple[np.ndarray, np.ndarray]:
-        lm = self.workload.lengths
         n = self.workload.dataset_prompts
         rng = np.random.default_rng([self.seed, 0x5EED])
-        difficulty = rng.normal(0.0, lm.sigma_prompt, n) + np.where(rng.random(n) < lm.p_hard, lm.hard_shift, 0.0)
-        prompt = np.maximum(1, np.rint(rng.lognormal(math.log(lm.prompt_median), lm.prompt_sigma, n))).astype(int)
-        return difficulty, prompt
+        difficulty = prompt_difficulty(rng, n, self._params)
+        return difficulty, prompt_lengths(rng, n, self._params)
 
     @property
     def size(self) -> int:
@@ -92,8 +99,5 @@ class PromptPool:
 
     def responses(self, prompt: int, count: int, attempt: int = 0) -> list[int]:
         """``count`` response lengths for ``prompt`` on its ``attempt``-th run (paired draws)."""
-        lm = self.workload.lengths
         rng = np.random.default_rng([self.seed, 1 + prompt, attempt])
-        mu = math.log(lm.median) + self._fixed[0][prompt]
-        raw = np.exp(mu + rng.normal(0.0, lm.sigma_response, count))
-        return [int(v) for v in np.clip(np.rint(raw), 1, self.workload.max_response)]
+        return [int(v) for v in response_lengths(rng, self._fixed[0][prompt], count, self._params, self.workload.max_response)]

@@ -30,26 +30,25 @@ def solve_streamrl(problem: PlacementProblem, *, time_limit: float | None = None
     others = [t for t in tasks if t is not gen]
     keep = placement_keeper(problem)
 
-    def out_of_time() -> bool:  # checked per candidate: one side can hold thousands of them
-        return deadline.expired() and keep.plan is not None
+    def candidates():  # every (generation side, generation config, shared config), side by side
+        for r in range(1, len(classes)):
+            for side in itertools.combinations(range(len(classes)), r):
+                gen_gpus = [g for k in side for g in classes[k][1]]
+                rest = [g for k in range(len(classes)) if k not in side for g in classes[k][1]]
+                gen_cfgs = [c for c in task_configs(problem, gen, len(gen_gpus), is_heterogeneous(problem, gen_gpus)) if c.pp == 1]
+                shared = None
+                for t in others:
+                    cfgs = set(task_configs(problem, t, len(rest), is_heterogeneous(problem, rest)))
+                    shared = cfgs if shared is None else shared & cfgs
+                for gc, oc in itertools.product(gen_cfgs, sorted(shared or ())):
+                    yield build_plan(problem, [([gen.name], gen_gpus), ([t.name for t in others], rest)], {gen.name: gc, **{t.name: oc for t in others}})
 
     stopped = False
-    for side in (s for r in range(1, len(classes)) for s in itertools.combinations(range(len(classes)), r)):
-        gen_gpus = [g for k in side for g in classes[k][1]]
-        rest = [g for k in range(len(classes)) if k not in side for g in classes[k][1]]
-        gen_cfgs = [c for c in task_configs(problem, gen, len(gen_gpus), is_heterogeneous(problem, gen_gpus)) if c.pp == 1]
-        shared = None
-        for t in others:
-            cfgs = set(task_configs(problem, t, len(rest), is_heterogeneous(problem, rest)))
-            shared = cfgs if shared is None else shared & cfgs
-        for gc, oc in itertools.product(gen_cfgs, sorted(shared or ())):
-            if out_of_time():
-                stopped = True
-                break
-            keep.offer(build_plan(problem, [([gen.name], gen_gpus), ([t.name for t in others], rest)],
-                                  {gen.name: gc, **{t.name: oc for t in others}}))
-        if stopped:
+    for plan in candidates():  # the deadline is checked per candidate: one side can hold thousands
+        if deadline.expired() and keep.plan is not None:
+            stopped = True
             break
+        keep.offer(plan)
     if keep.plan is None:
         return SolverOutput(Status.INFEASIBLE, message="no two-group split fits in memory", stats={"candidates": keep.offered})
     return SolverOutput(Status.FEASIBLE, plan=keep.plan, objective=keep.best, message=f"best of {keep.offered} generation/rest splits" + (" (time limit: the sweep was cut short)" if stopped else ""),

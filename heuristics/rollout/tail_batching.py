@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from costmodels.catalog import get_gpu, get_model
-from costmodels.decode import Instance
+from costmodels.decode import Instance, feasible_tps
 from costmodels.generation.engine import Abort, Engine, Observation, Request, balanced_assignment
 from costmodels.rollout.workload import PromptPool, RolloutWorkload
 
@@ -91,9 +91,10 @@ class RaceToCompletion:
 
 
 def _instances(workload: RolloutWorkload, tp: int) -> list[Instance]:
-    if tp > workload.gpus_per_node or workload.gpus_per_node % tp or workload.gpus % tp:
-        raise ValueError(f"TP {tp} must divide the {workload.gpus_per_node}-GPU server and the {workload.gpus} rollout GPUs")
     model, gpu = get_model(workload.model), get_gpu(workload.gpu)
+    allowed = feasible_tps(model, workload.gpus, workload.gpus_per_node)
+    if tp not in allowed:
+        raise ValueError(f"TP {tp} is not a TP for {model.name} on {workload.gpus} GPUs of {workload.gpus_per_node}-GPU servers; allowed: {allowed}")
     return [Instance(model, gpu, tp) for _ in range(workload.gpus // tp)]
 
 
