@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from costmodels.generation.traces import (
     TraceParams,
@@ -51,9 +51,93 @@ class LengthModel(BaseModel):
     prompt_sigma: float = Field(default=_DEFAULT.prompt_sigma, ge=0, description="spread of prompt lengths (log scale)")
 
 
+class RuleReward(BaseModel):
+    """Rule-based scoring (math answers): a short CPU task per response."""
+
+    model_config = _STRICT
+
+    seconds: float = Field(default=0.05, ge=0, description="CPU seconds to score one response")
+    workers: int = Field(default=64, gt=0, description="concurrent scoring workers")
+
+
+class SandboxReward(BaseModel):
+    """Code execution in a sandbox (RollPacker §4.3, Fig. 7a). Each prompt has a reference
+    solution that runs in ``reference_median_s`` x lognormal(0, ``reference_sigma``) seconds; a
+    response runs near its prompt's reference time (x lognormal(0, ``response_sigma``)), except a
+    share ``p_hang`` that never finishes (loops, deadlocks) and runs until the timeout. Defaults
+    make ~5% of responses hit the 30 s timeout, as the paper measures."""
+
+    model_config = _STRICT
+
+    workers: int = Field(default=64, gt=0, description="concurrent sandboxes")
+    reference_median_s: float = Field(default=1.0, gt=0, description="median run time of a prompt's reference solution, s")
+    reference_sigma: float = Field(default=0.8, ge=0, description="spread of reference run times across prompts (log scale)")
+    response_sigma: float = Field(default=0.15, ge=0, description="spread of a response's run time around its reference (log scale)")
+    max_cut_share: float = Field(default=0.01, ge=0, le=1, description="most of the finishing responses an adaptive timeout may cut (expected share)")
+    p_hang: float = Field(default=0.05, ge=0, le=1, description="share of responses that never finish")
+    max_timeout_s: float = Field(default=30.0, gt=0, description="T_max: the fixed per-response timeout")
+    min_timeout_s: float = Field(default=2.0, gt=0, description="T_min of the adaptive timeout")
+
+
+class JudgeReward(BaseModel):
+    """LLM-as-a-judge (RollPacker §4.3): a ``model`` scoring each response with one forward pass
+    over prompt + response. Co-located (asynchronous reward) one judge per server shares a GPU
+    with rollout under MPS, ``sm_share`` of its compute, with ``offload_fraction`` of its weights
+    in host memory streamed over PCIe for every batch (layer-wise pipeline)."""
+
+    model_config = _STRICT
+
+    model: str = Field(default="Qwen2.5-7B", description="judge model (catalog name)")
+    sm_share: float = Field(default=0.5, gt=0, le=1, description="share of a GPU's compute the co-located judge gets (MPS)")
+    offload_fraction: float = Field(default=0.5, ge=0, le=1, description="share of the judge's weights offloaded to host memory")
+    pcie_gb_per_s: float = Field(default=25.0, gt=0, description="host-to-GPU bandwidth one judge streams weights at, GB/s")
+    batch_tokens: int = Field(default=65536, gt=0, description="most tokens one judge forward pass takes")
+    pipelined: bool = Field(default=True, description="stream layers while computing (else stream, then compute)")
+
+
+class RewardSpec(BaseModel):
+    """What scores the responses: a mix of reward kinds over the prompts (RollPacker §6: a uniform
+    mix of math, code and judged QA), each prompt of one kind."""
+
+    model_config = _STRICT
+
+    rule: float = Field(default=1 / 3, ge=0, description="share of prompts scored by rules")
+    sandbox: float = Field(default=1 / 3, ge=0, description="share of prompts scored by running code")
+    judge: float = Field(default=1 / 3, ge=0, description="share of prompts scored by an LLM judge")
+    rule_worker: RuleReward = Field(default_factory=RuleReward)
+    sandbox_worker: SandboxReward = Field(default_factory=SandboxReward)
+    judge_worker: JudgeReward = Field(default_factory=JudgeReward)
+
+    @model_validator(mode="after")
+    def _some_kind(self) -> RewardSpec:
+        if self.rule + self.sandbox + self.judge <= 0:
+            raise ValueError("the reward shares rule + sandbox + judge must add up to more than 0")
+        return self
+
+    def shares(self) -> dict[str, float]:
+        total = self.rule + self.sandbox + self.judge
+        return {"rule": self.rule / total, "sandbox": self.sandbox / total, "judge": self.judge / total}
+
+
+class TrainingSpec(BaseModel):
+    """The training stage on the same GPUs (co-located, as veRL and RollPacker run it).
+
+    Its cost is the project's training model (as ``costmodels.cosched.phases.train_seconds``):
+    ``flops_per_param_token`` x active params x tokens at the GPUs' sustained FLOP/s; 10 counts
+    the actor's forward and backward (6) and the reference and old-policy log-probs (2 each).
+    ``replica_gpus`` is one training replica's TP x PP x CP: the stream trainer can only train on
+    a multiple of it."""
+
+    model_config = _STRICT
+
+    replica_gpus: int = Field(default=2, gt=0, description="GPUs of one training replica (TP x PP x CP)")
+    flops_per_param_token: float = Field(default=10.0, gt=0, description="training FLOPs per active parameter per token")
+    update_s: float = Field(default=0.0, ge=0, description="optimizer step and weight hand-back after the last gradient, s")
+
+
 class RolloutWorkload(BaseModel):
-    """One synchronous GRPO job's rollout (issue 15 item 1; reward and training knobs come with
-    the reward scheduler and the stream trainer)."""
+    """One synchronous GRPO job on co-located GPUs: its rollout (issue 15 item 1), how its
+    responses are scored and how it trains."""
 
     model_config = _STRICT
 
@@ -67,6 +151,8 @@ class RolloutWorkload(BaseModel):
     max_response: int = Field(default=16384, gt=0, le=1 << 20, description="response length cap, tokens")
     dataset_prompts: int = Field(default=1024, gt=0, le=1 << 20, description="prompts in one epoch")
     lengths: LengthModel = Field(default_factory=LengthModel)
+    reward: RewardSpec = Field(default_factory=RewardSpec)
+    training: TrainingSpec = Field(default_factory=TrainingSpec)
 
 
 @dataclass
@@ -96,6 +182,17 @@ class PromptPool:
 
     def prompt_length(self, prompt: int) -> int:
         return int(self._fixed[1][prompt])
+
+    @cached_property
+    def _kinds(self) -> np.ndarray:
+        shares = self.workload.reward.shares()
+        u = np.random.default_rng([self.seed, 0x4B1D]).random(self.size)
+        edges = np.cumsum([shares["rule"], shares["sandbox"]])
+        return np.searchsorted(edges, u, side="right")  # 0 rule, 1 sandbox, 2 judge
+
+    def reward_kind(self, prompt: int) -> str:
+        """How the prompt's responses are scored: ``rule``, ``sandbox`` or ``judge`` (fixed per prompt)."""
+        return ("rule", "sandbox", "judge")[int(self._kinds[prompt])]
 
     def responses(self, prompt: int, count: int, attempt: int = 0) -> list[int]:
         """``count`` response lengths for ``prompt`` on its ``attempt``-th run (paired draws)."""

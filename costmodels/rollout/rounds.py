@@ -1,4 +1,9 @@
-"""Tail batching (RollPacker §3) on the request-level generation simulator.
+"""Rollout rounds on the request-level generation simulator: tail batching (RollPacker §3),
+with the stream trainer's scale-down (§4.4, ``costmodels.rollout.stream``) and the parallelism
+planner's TP rule (§4.2, ``costmodels.rollout.parallelism``) when a plan asks for them.
+
+These are the mechanics a rollout plan's knobs set, so they are part of the judge: the plan
+says "η = 1.25, scale at the adaptive milestone", and the evaluator replays exactly that.
 
 Notation: P0 prompts x R0 responses are trained per step; speculation factors η_P, η_R ≥ 1.
 
@@ -34,6 +39,9 @@ from typing import Any
 from costmodels.catalog import get_gpu, get_model
 from costmodels.decode import Instance, feasible_tps
 from costmodels.generation.engine import Abort, Engine, Observation, Request, balanced_assignment
+from costmodels.reconfig import switch_cost
+from costmodels.rollout.parallelism import AdaptiveTP
+from costmodels.rollout.stream import LengthHistory, ScaleDecision, ScaleDown, ScaleRule
 from costmodels.rollout.workload import PromptPool, RolloutWorkload
 
 
@@ -51,11 +59,15 @@ class RoundResult:
     preemptions: int
     idle_gpu_s: float
     tp: int
+    responses: list[tuple[int, float, int]] = field(default_factory=list)  # kept: (prompt, completed s, tokens)
+    scale: ScaleDecision = field(default_factory=ScaleDecision)
+    reconfig_s: float = 0.0  # TP switch before the round (weights re-sharded)
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "launched": len(self.launched), "kept": len(self.kept), "deferred": len(self.deferred),
                 "time_s": self.time_s, "responses_kept": self.responses_kept, "max_response": self.max_response,
-                "preemptions": self.preemptions, "idle_gpu_s": self.idle_gpu_s, "tp": self.tp}
+                "preemptions": self.preemptions, "idle_gpu_s": self.idle_gpu_s, "tp": self.tp,
+                "scaled_at_s": self.scale.time, "freed_gpus": self.scale.freed_gpus, "reconfig_s": self.reconfig_s}
 
 
 class RaceToCompletion:
@@ -102,14 +114,18 @@ def _busy_before(timeline: list[tuple[float, float, int, int]], end: float) -> f
     return sum(max(0.0, min(b, end) - a) for a, b, *_ in timeline)
 
 
+BLOCK_SIZE = 16  # the engine's KV block (tokens)
+
+
 def run_round(pool: PromptPool, prompts: list[int], responses: int, *, tp: int, keep_prompts: int | None = None,
               keep_responses: int | None = None, attempts: dict[int, int] | None = None, tick: float = 0.5,
-              kind: str | None = None) -> RoundResult:
+              kind: str | None = None, scale: ScaleRule | None = None, history: list[int] | None = None) -> RoundResult:
     """Generate ``responses`` per prompt of ``prompts`` on the workload's rollout GPUs at ``tp``.
 
     With ``keep_prompts``/``keep_responses`` the round races to completion (a short round);
     without, it runs every response to the end. ``attempts[p]`` is how often p ran before (its
-    draws are paired on it)."""
+    draws are paired on it). With ``scale`` the stream trainer may free instances mid-round,
+    projecting KV from ``history`` (earlier rounds' response lengths)."""
     wl = pool.workload
     attempts = attempts or {}
     requests, group_of, rid = [], {}, 0
@@ -121,12 +137,16 @@ def run_round(pool: PromptPool, prompts: list[int], responses: int, *, tp: int, 
     instances = _instances(wl, tp)
     engine = Engine(instances, requests, balanced_assignment(requests, len(instances)))
     racing = keep_prompts is not None
+    kr = (keep_responses if keep_responses is not None else responses) if racing else responses
+    policies: list[Any] = []
+    scaler = None
+    if scale is not None:
+        target = (keep_prompts or 0) * kr if racing else len(requests)
+        scaler = ScaleDown(scale, target, LengthHistory(history or [], wl.max_response), BLOCK_SIZE, tick)
+        policies.append(scaler)  # before the race: it moves requests the race may then abort
     if racing:
-        kr = keep_responses if keep_responses is not None else responses
-        result = engine.run([RaceToCompletion(group_of, keep_prompts, kr, tick)])
-    else:
-        kr = responses
-        result = engine.run()
+        policies.append(RaceToCompletion(group_of, keep_prompts, kr, tick))  # type: ignore[arg-type]
+    result = engine.run(policies) if policies else engine.run()
     finished: dict[int, list[tuple[float, int]]] = {}
     for req in requests:
         rec = result.records[req.id]
@@ -141,11 +161,15 @@ def run_round(pool: PromptPool, prompts: list[int], responses: int, *, tp: int, 
         raise RuntimeError(f"only {len(kept)} prompts completed {kr} responses")  # every response finishes unless aborted
     end = max(completion[p] for p in kept)
     kept_set = set(kept)
-    lengths = [out for p in kept for _, out in sorted(finished[p])[:kr]]
-    busy = [_busy_before(t, end) for t in result.timelines]
-    idle = sum(inst.tp * max(0.0, end - b) for inst, b in zip(instances, busy, strict=True))
+    kept_responses = [(p, t, out) for p in kept for t, out in sorted(finished[p])[:kr]]
+    released = {a["instance"]: a["time"] for a in result.actions if a["action"] == "Release"}
+    idle = 0.0
+    for i, (inst, timeline) in enumerate(zip(instances, result.timelines, strict=True)):
+        held = min(end, released.get(i, end))  # a freed instance trains from then on: not idle
+        idle += inst.tp * max(0.0, held - _busy_before(timeline, held))
     return RoundResult(kind or ("short" if racing else "plain"), list(prompts), kept, [p for p in prompts if p not in kept_set],
-                       end, len(lengths), max(lengths), result.preemptions, idle, tp)
+                       end, len(kept_responses), max(t for _, _, t in kept_responses), result.preemptions, idle, tp,
+                       kept_responses, scaler.decision if scaler else ScaleDecision())
 
 
 @dataclass
@@ -167,39 +191,58 @@ class EpochResult:
 
 
 def simulate_epoch(workload: RolloutWorkload, *, eta_prompts: float = 1.25, eta_responses: float = 1.25, tp: int | None = None,
-                   long_tp: int | None = None, seed: int = 0, max_rounds: int | None = None, tick: float = 0.5) -> EpochResult:
+                   long_tp: int | None = None, seed: int = 0, max_rounds: int | None = None, tick: float = 0.5,
+                   adaptive_tp: bool = False, allowed_tps: list[int] | None = None, scale: ScaleRule | None = None) -> EpochResult:
     """One epoch of tail batching (module doc); η = 1 for both is plain synchronous rollout.
-    ``long_tp`` runs long rounds at another TP (the parallelism planner's knob); ``max_rounds``
-    stops early (then not every prompt has been trained)."""
+
+    ``tp`` runs short (and plain) rounds, ``long_tp`` long rounds (the parallelism knob per round
+    type); with ``adaptive_tp`` the paper's preemption rule sets every round's TP instead,
+    starting at ``tp`` and moving within ``allowed_tps`` (default: every TP inside a server). A TP change between rounds costs the weight re-sharding
+    (``costmodels.reconfig.switch_cost`` over the intra-node link). ``scale`` lets the stream
+    trainer scale every round down. ``max_rounds`` stops early (then not every prompt has been
+    trained)."""
     if eta_prompts < 1 or eta_responses < 1:
         raise ValueError(f"speculation factors must be >= 1, got η_P={eta_prompts}, η_R={eta_responses}")
     pool = PromptPool(workload, seed)
     p0, r0 = workload.prompts_per_step, workload.responses_per_prompt
     tp = tp or workload.tp
     long_tp = long_tp or tp
+    allowed = allowed_tps or feasible_tps(get_model(workload.model), workload.gpus, workload.gpus_per_node)
+    rule = AdaptiveTP(tp, allowed) if adaptive_tp else None
     launch_p, launch_r = math.ceil(eta_prompts * p0 - 1e-9), math.ceil(eta_responses * r0 - 1e-9)
     speculative = launch_p > p0 or launch_r > r0
     fresh = deque(range(pool.size))
     queue: deque[int] = deque()
     attempts: dict[int, int] = {}
+    history: list[int] = []
     out = EpochResult([])
+    current: int | None = None
     while fresh or queue:
         if max_rounds is not None and len(out.rounds) >= max_rounds:
             break
-        if len(queue) >= p0 or (queue and not fresh):
+        long_round = len(queue) >= p0 or (queue and not fresh)
+        use_tp = rule.tp if rule else (long_tp if long_round else tp)
+        if long_round:
             prompts = [queue.popleft() for _ in range(min(p0, len(queue)))]
-            r = run_round(pool, prompts, r0, tp=long_tp, attempts=attempts, tick=tick, kind="long")
+            r = run_round(pool, prompts, r0, tp=use_tp, attempts=attempts, tick=tick, kind="long", scale=scale, history=history)
         else:
             prompts = [fresh.popleft() for _ in range(min(launch_p, len(fresh)))]
             if speculative:
-                r = run_round(pool, prompts, launch_r, tp=tp, keep_prompts=min(p0, len(prompts)), keep_responses=r0,
-                              attempts=attempts, tick=tick)
+                r = run_round(pool, prompts, launch_r, tp=use_tp, keep_prompts=min(p0, len(prompts)), keep_responses=r0,
+                              attempts=attempts, tick=tick, scale=scale, history=history)
             else:
-                r = run_round(pool, prompts, r0, tp=tp, attempts=attempts, tick=tick)
+                r = run_round(pool, prompts, r0, tp=use_tp, attempts=attempts, tick=tick, scale=scale, history=history)
+        if current is not None and use_tp != current:
+            inst = Instance(get_model(workload.model), get_gpu(workload.gpu), use_tp)
+            r.reconfig_s = switch_cost(inst, current, get_gpu(workload.gpu).link_gb_per_s)["cost_s"]
+        current = use_tp
+        if rule:
+            rule.observe(r.preemptions)
         for p in r.launched:
             attempts[p] = attempts.get(p, 0) + 1
         for p in r.kept:
             out.trained[p] = out.trained.get(p, 0) + 1
+        history.extend(t for _, _, t in r.responses)
         queue.extend(r.deferred)
         out.rounds.append(r)
     return out

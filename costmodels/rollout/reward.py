@@ -1,0 +1,165 @@
+"""The reward stage (RollPacker §4.3): when each kept response is scored, synchronously after
+rollout (veRL) or asynchronously as it completes (RollPacker's reward scheduler), with a fixed or
+an adaptive sandbox timeout.
+
+Each prompt is scored one way (``PromptPool.reward_kind``):
+
+* **rule** — ``seconds`` of CPU per response on ``workers`` FCFS workers;
+* **sandbox** — run the response's code. Prompt p's reference solution runs in a_p seconds
+  (lognormal); a response runs a_p · exp(ε), ε ~ N(0, σ), or never finishes (probability
+  ``p_hang``). It is cut at the timeout T_p, and then scores zero:
+
+      fixed:     T_p = T_max
+      adaptive:  T_p = min(max(T_min, λ · T_anchor,p), T_max)       (§4.3, λ = 1.5 in the paper)
+
+  T_anchor,p is the anchor of the prompt's test cases. The paper tracks the largest run time of
+  a correct response; RollPacker's code uses its reference solution's time (with λ = 2). We use
+  the reference time a_p (known before the step, so the timeout is set when the run starts), and
+  λ is a plan knob. For λ ≥ 1 no response that finishes within T_anchor is ever cut: T_p ≥ λ a_p
+  ≥ a_p unless T_p = T_max, and a_p is capped at T_max. Responses cut while they would have
+  finished are counted (``cut_finishing``): the signal an aggressive λ loses.
+* **judge** — one forward pass of the judge over prompt + response, 2 N_judge FLOPs per token.
+  Synchronous (veRL): after rollout the judge runs on every rollout GPU with its weights loaded
+  from host memory once. Asynchronous (RollPacker): one judge per server, co-located with rollout
+  under MPS (``sm_share`` of one GPU's sustained FLOP/s), most of its weights in host memory
+  streamed over PCIe for every batch (``offload_fraction`` of them, at ``pcie_gb_per_s``): a batch
+  of up to ``batch_tokens`` tokens costs max(compute, stream) with the layer-wise pipeline,
+  compute + stream without. Responses go to the judges round-robin in completion order.
+
+Rollout is not slowed by asynchronous scoring (CPU sandboxes; MPS, which §6.5 measures as close to
+interference-free); that is the paper's claim and our simplification.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from costmodels.catalog import get_gpu, get_model
+from costmodels.decode import ServingParams
+from costmodels.rollout.workload import PromptPool
+from costmodels.transformer import total_params
+
+GB = 1e9
+BYTES_BF16 = 2
+
+
+def adaptive_timeout(anchor_s: float, lam: float, t_min: float, t_max: float) -> float:
+    """T = min(max(T_min, λ T_anchor), T_max) (RollPacker §4.3)."""
+    return min(max(t_min, lam * anchor_s), t_max)
+
+
+@dataclass
+class RewardTimes:
+    """When each response's score is ready, and what the sandbox cut."""
+
+    finish: dict[tuple[int, int], float]  # (prompt, index among its kept responses) -> seconds
+    end_s: float
+    timeouts: int = 0
+    cut_finishing: int = 0
+    sandbox_busy_s: float = 0.0
+    by_kind: dict[str, float] = field(default_factory=dict)  # last finish per kind
+
+
+def _fcfs(jobs: list[tuple[float, float, tuple[int, int]]], workers: int) -> dict[tuple[int, int], float]:
+    """First come, first served on ``workers`` identical workers: (submit s, service s, key)."""
+    free = [0.0] * workers
+    out = {}
+    for submit, service, key in sorted(jobs, key=lambda j: (j[0], j[2])):  # submission order, not shortest first
+        start = max(submit, heapq.heappop(free))
+        out[key] = start + service
+        heapq.heappush(free, start + service)
+    return out
+
+
+def sandbox_times(pool: PromptPool, prompt: int, count: int, attempt: int) -> tuple[float, list[float | None]]:
+    """(a_p, run time of each response or None for one that never finishes), paired per attempt."""
+    spec = pool.workload.reward.sandbox_worker
+    ref = np.random.default_rng([pool.seed, 0x5A4D, prompt]).lognormal(math.log(spec.reference_median_s), spec.reference_sigma)
+    ref = min(float(ref), spec.max_timeout_s)
+    rng = np.random.default_rng([pool.seed, 0x5A4E, prompt, attempt])
+    hang = rng.random(count) < spec.p_hang
+    run = ref * np.exp(rng.normal(0.0, spec.response_sigma, count))
+    return ref, [None if h else float(t) for h, t in zip(hang, run, strict=True)]
+
+
+def score(pool: PromptPool, responses: list[tuple[int, float, int]], *, rollout_end: float, gpus: int, asynchronous: bool,
+          adaptive: bool, lam: float, attempts: dict[int, int] | None = None) -> RewardTimes:
+    """Score a round's kept responses (prompt, completion s, tokens); module doc."""
+    wl = pool.workload
+    spec = wl.reward
+    attempts = attempts or {}
+    by_prompt: dict[int, list[tuple[float, int]]] = {}
+    for p, t, tokens in responses:
+        by_prompt.setdefault(p, []).append((t, tokens))
+    rule_jobs, sandbox_jobs, judge_items = [], [], []
+    timeouts = cut = 0
+    busy = 0.0
+    for p, items in by_prompt.items():
+        kind = pool.reward_kind(p)
+        for j, (t, tokens) in enumerate(items):
+            submit = t if asynchronous else rollout_end
+            key = (p, j)
+            if kind == "rule":
+                rule_jobs.append((submit, spec.rule_worker.seconds, key))
+            elif kind == "judge":
+                judge_items.append((submit, pool.prompt_length(p) + tokens, key))
+        if kind == "sandbox":
+            sb = spec.sandbox_worker
+            ref, runs = sandbox_times(pool, p, len(items), attempts.get(p, 0))
+            limit = adaptive_timeout(ref, lam, sb.min_timeout_s, sb.max_timeout_s) if adaptive else sb.max_timeout_s
+            for j, ((t, _), run) in enumerate(zip(items, runs, strict=True)):
+                if run is None or run > limit:
+                    timeouts += 1
+                    cut += run is not None
+                service = limit if run is None else min(run, limit)
+                busy += service
+                sandbox_jobs.append((t if asynchronous else rollout_end, service, (p, j)))
+    finish: dict[tuple[int, int], float] = {}
+    by_kind: dict[str, float] = {}
+    for kind, got in (("rule", _fcfs(rule_jobs, spec.rule_worker.workers)),
+                      ("sandbox", _fcfs(sandbox_jobs, spec.sandbox_worker.workers)),
+                      ("judge", _judge(wl, judge_items, gpus, asynchronous, rollout_end))):
+        finish.update(got)
+        if got:
+            by_kind[kind] = max(got.values())
+    end = max(finish.values(), default=rollout_end)
+    return RewardTimes(finish, max(end, rollout_end), timeouts, cut, busy, by_kind)
+
+
+def _judge(wl, items: list[tuple[float, int, tuple[int, int]]], gpus: int, asynchronous: bool, rollout_end: float) -> dict[tuple[int, int], float]:
+    if not items:
+        return {}
+    js = wl.reward.judge_worker
+    judge, gpu = get_model(js.model), get_gpu(wl.gpu)
+    flops = ServingParams().efficiency.flops(gpu)
+    per_token = 2.0 * total_params(judge)
+    weights_gb = BYTES_BF16 * total_params(judge) / GB
+    if not asynchronous:  # after rollout, on every GPU, weights loaded once
+        load = weights_gb / js.pcie_gb_per_s
+        done = rollout_end + load + sum(tok for _, tok, _ in items) * per_token / (gpus * flops)
+        return {key: done for _, _, key in items}
+    servers = max(1, gpus // wl.gpus_per_node)
+    rate = js.sm_share * flops / per_token  # tokens/s of one co-located judge
+    stream = js.offload_fraction * weights_gb / js.pcie_gb_per_s
+    queues: list[list[tuple[float, int, tuple[int, int]]]] = [[] for _ in range(servers)]
+    for i, item in enumerate(sorted(items)):
+        queues[i % servers].append(item)
+    out = {}
+    for q in queues:
+        now, k = 0.0, 0
+        while k < len(q):
+            now = max(now, q[k][0])
+            batch, tokens = [], 0
+            while k < len(q) and q[k][0] <= now and (not batch or tokens + q[k][1] <= js.batch_tokens):
+                batch.append(q[k])
+                tokens += q[k][1]
+                k += 1
+            compute = tokens / rate
+            now += max(compute, stream) if js.pipelined else compute + stream
+            for _, _, key in batch:
+                out[key] = now
+    return out
