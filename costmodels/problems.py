@@ -13,5 +13,6 @@ def builtin_kinds() -> tuple[ProblemKind, ...]:
     from costmodels.cosched.kind import KIND as COSCHED
     from costmodels.placement.kind import KIND as PLACEMENT
     from costmodels.replan.kind import KIND as REPLAN
+    from costmodels.rollout.kind import KIND as ROLLOUT
 
-    return (PLACEMENT, CIRCUITS, BROADCAST, REPLAN, COSCHED)
+    return (PLACEMENT, CIRCUITS, BROADCAST, REPLAN, COSCHED, ROLLOUT)

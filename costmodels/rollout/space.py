@@ -1,0 +1,115 @@
+"""The discrete space of rollout plans every solver draws from (the exact one enumerates it), and
+the two fixed plans the baselines return.
+
+==================  ===============================================================
+η_P, η_R            {1, 1.125, 1.25, 1.5} each (RollPacker Fig. 11's range)
+TP                  fixed (short, long) over the allowed TPs, or the adaptive rule
+                    from any allowed TP (only when more than one TP is allowed)
+reward              sync, async
+timeout             fixed; adaptive with λ in {1.25, 1.5, 2}
+stream trainer      off; adaptive; fixed at 20/30/40% (Table 3); frees 1/4 or 1/2
+fetch               stream; once capped at 20-50% of the round (Table 4), when scaling
+==================  ===============================================================
+
+Grouped by rollout knobs (``RolloutPlan.rollout_key``): one simulated epoch per group, the other
+knobs re-time reward and training on it. ``verl_plan`` and ``paper_plan`` are points of the space,
+so the exhaustive optimum is never worse than either.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from typing import Any
+
+from costmodels.rollout.plan import RolloutPlan, rollout_tps
+from costmodels.rollout.workload import RolloutWorkload
+
+ETAS = (1.0, 1.125, 1.25, 1.5)
+LAMBDAS = (1.25, 1.5, 2.0)
+FRACTIONS = (0.25, 0.5)
+FIXED_TRIGGERS = (0.2, 0.3, 0.4)
+FETCH_CAPS = (0.2, 0.3, 0.4, 0.5)
+
+
+def default_tp(workload: RolloutWorkload) -> int:
+    """The job's configured rollout TP when allowed, else the smallest allowed."""
+    allowed = rollout_tps(workload)
+    return workload.tp if workload.tp in allowed else allowed[0]
+
+
+def verl_plan(workload: RolloutWorkload) -> RolloutPlan:
+    """veRL's synchronous baseline: no speculation, the configured TP, reward after rollout with
+    the fixed timeout, no stream trainer."""
+    tp = default_tp(workload)
+    return RolloutPlan(short_tp=tp, long_tp=tp)
+
+
+def paper_plan(workload: RolloutWorkload) -> RolloutPlan:
+    """RollPacker's settings (§3-§4): η = 1.25 for both, the adaptive TP rule from the configured
+    TP, asynchronous reward with λ = 1.5, the adaptive stream trainer freeing half."""
+    tp = default_tp(workload)
+    return RolloutPlan(eta_prompts=1.25, eta_responses=1.25, short_tp=tp, long_tp=tp, tp_rule="adaptive" if len(rollout_tps(workload)) > 1 else "fixed",
+                       reward="async", timeout="adaptive", timeout_lambda=1.5, scale="adaptive", scale_fraction=0.5)
+
+
+def tp_options(workload: RolloutWorkload) -> list[dict[str, Any]]:
+    allowed = rollout_tps(workload)
+    out: list[dict[str, Any]] = [{"tp_rule": "fixed", "short_tp": s, "long_tp": lt} for s in allowed for lt in allowed]
+    if len(allowed) > 1:
+        out += [{"tp_rule": "adaptive", "short_tp": s, "long_tp": s} for s in allowed]
+    return out
+
+
+def scale_options() -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [{"scale": "off"}]
+    out += [{"scale": "adaptive", "scale_fraction": f} for f in FRACTIONS]
+    out += [{"scale": "fixed", "scale_at": a, "scale_fraction": f} for a in FIXED_TRIGGERS for f in FRACTIONS]
+    return out
+
+
+def eta_options() -> list[dict[str, Any]]:
+    return [{"eta_prompts": p, "eta_responses": r} for p, r in itertools.product(ETAS, ETAS)]
+
+
+def reward_options() -> list[dict[str, Any]]:
+    timeouts: list[dict[str, Any]] = [{"timeout": "fixed"}] + [{"timeout": "adaptive", "timeout_lambda": lam} for lam in LAMBDAS]
+    return [{"reward": r, **t} for r in ("sync", "async") for t in timeouts]
+
+
+def fetch_options(scaling: bool) -> list[dict[str, Any]]:
+    return [{"fetch": "stream"}] + ([{"fetch": "once", "fetch_cap": c} for c in FETCH_CAPS] if scaling else [])
+
+
+def rollout_groups(workload: RolloutWorkload) -> Iterator[dict[str, Any]]:
+    """Every combination of rollout knobs (one simulated epoch each)."""
+    for eta, tp, sc in itertools.product(eta_options(), tp_options(workload), scale_options()):
+        yield {**eta, **tp, **sc}
+
+
+def completions(rollout: dict[str, Any]) -> Iterator[RolloutPlan]:
+    """Every plan sharing these rollout knobs."""
+    for rw, fe in itertools.product(reward_options(), fetch_options(rollout.get("scale", "off") != "off")):
+        yield RolloutPlan(**{**rollout, **rw, **fe})
+
+
+def space_size(workload: RolloutWorkload) -> tuple[int, int]:
+    """(rollout groups, plans) of the space."""
+    groups = list(rollout_groups(workload))
+    return len(groups), sum(len(reward_options()) * len(fetch_options(g.get("scale", "off") != "off")) for g in groups)
+
+
+def offer_all(problem: Any, keep: Any, deadline: Any, trace: Any) -> int:
+    """Offer every plan of the space to ``keep`` (a ``costmodels.solving.KeepBest``), the paper's
+    and veRL's first so an early stop still holds the better of them; returns the rollout groups
+    finished. ``deadline.check()`` runs before each group (it raises when the limit has passed)."""
+    for first in (paper_plan(problem.workload), verl_plan(problem.workload)):
+        keep.offer(first)
+    seen = 0
+    for group in rollout_groups(problem.workload):
+        deadline.check()
+        for plan in completions(group):
+            keep.offer(plan)
+        seen += 1
+        trace.record(keep.best, keep.offered)
+    return seen

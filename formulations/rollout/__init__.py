@@ -1,0 +1,1 @@
+"""Exact solvers of the rollout problem."""
