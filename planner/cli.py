@@ -629,6 +629,64 @@ def simulate_cosched(
     out.print(table)
 
 
+@simulate_app.command("rollout")
+def simulate_rollout(
+    job: Annotated[str, typer.Option(help="rollout job file or preset (rlplan presets --kind job)")] = "rollout-7b-8k",
+    plan: Annotated[list[Path] | None, typer.Option(help="a plan file written by `rlplan plan rollout`; repeat to compare")] = None,
+    setting: Annotated[list[str] | None, typer.Option(help="a named plan: paper (RollPacker's settings) or verl (synchronous); repeat to compare")] = None,
+    plot: Annotated[Path | None, typer.Option(help="draw per-step rollout time, max response and step breakdown of the first plan, the second as baseline (Fig. 10a/b), to this PNG")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="machine-readable steps")] = False,
+) -> None:
+    """Replay rollout plans on the generation simulator for one epoch and print every step:
+    round kind, TP, rollout, exposed reward and training, longest response, preemptions, when the
+    stream trainer scaled (RollPacker Fig. 10). Without --plan or --setting: verl and paper."""
+    from costmodels.rollout.plan import evaluate_rollout
+    from costmodels.rollout.space import paper_plan, verl_plan
+    from planner.planfile import load_plan_and_problem
+
+    named = {"paper": paper_plan, "verl": verl_plan}
+    runs: list[tuple[str, Any, Any]] = []
+    try:
+        if plot is not None:
+            check_output(plot, "--plot", PLOT_SUFFIXES)
+        problem = build_problem("rollout", {"job": job})
+        for path in plan or []:
+            other, p = load_plan_and_problem(path)
+            if getattr(other, "kind", None) != "rollout":
+                raise SpecError("--plan", str(path), f"holds a {getattr(other, 'kind', '?')} plan, not a rollout plan")
+            runs.append((path.name, p, other))
+        for name in setting or ([] if plan else ["verl", "paper"]):
+            if name not in named:
+                raise SpecError("--setting", name, f"known: {', '.join(named)}")
+            runs.append((name, named[name](problem.workload), problem))
+    except SpecError as exc:
+        fail(str(exc))
+    results = [(label, p, *evaluate_rollout(prob, p)) for label, p, prob in runs]
+    if plot is not None:
+        from costmodels.rollout.plot import plot_rollout
+
+        label, p, obj, b = results[0]
+        base = results[1][3] if len(results) > 1 else None
+        title = f"{label}: {obj:.1f} s/step" + (f" (dashed: {results[1][0]}, {results[1][2]:.1f} s/step)" if base else "")
+        write_picture(plot, lambda tmp: plot_rollout(problem, p, b, tmp, title, baseline=base))
+    if as_json:
+        sys.stdout.write(json.dumps({"job": job, "results": [{"plan": label, "knobs": p.model_dump(), "objective_s": obj, "breakdown": b}
+                                                             for label, p, obj, b in results]}, indent=2, default=str) + "\n")
+        return
+    for label, _, obj, b in results:
+        table = Table(title=f"{label}: {obj:.1f} s per step over {b['rounds']} rounds")
+        for col in ("step", "round", "TP", "rollout s", "reward s", "train s", "step s", "max resp", "preempt", "scaled at s"):
+            table.add_column(col, justify="right")
+        for i, st in enumerate(b["steps"], 1):
+            table.add_row(str(i), st["kind"], str(st["tp"]), f"{st['rollout_s']:.1f}", f"{st['reward_s']:.1f}", f"{st['train_s']:.1f}",
+                          f"{st['step_s']:.1f}", str(st["max_response"]), str(st["preemptions"]),
+                          "-" if st["scaled_at_s"] is None else f"{st['scaled_at_s']:.1f}")
+        out.print(table)
+    if len(results) > 1:
+        base = results[0][2]
+        out.print("; ".join(f"{label}: {base / obj:.2f}x the speed of {results[0][0]}" for label, _, obj, _ in results[1:]), markup=False, highlight=False)
+
+
 @presets_app.callback()
 def presets_list(ctx: typer.Context, kind: Annotated[str | None, typer.Option(help="only this kind")] = None,
                  as_json: Annotated[bool, typer.Option("--json", help="machine-readable list")] = False) -> None:
