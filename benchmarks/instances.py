@@ -154,3 +154,11 @@ def table6_problem(jobs: int, *, seed: int = 0) -> Any:
     from planner.io import build_problem
 
     return build_problem("cosched", {"jobs": table6_jobs(jobs, seed=seed)})
+
+
+def rollout_problem(name: str, *, seed: int = 0, dataset_prompts: int = 1280) -> Any:
+    """A RollPacker Table 2 job (``rollout-7b-8k`` ...) on the epoch of ``seed``, as a rollout problem."""
+    from costmodels.rollout.presets import table2_job
+    from planner.io import build_problem
+
+    return build_problem("rollout", {"job": table2_job(name, seed=seed, dataset_prompts=dataset_prompts)})

@@ -12,6 +12,7 @@
 * ``cosched``: RollMux §7.5: Algorithm 1 and the Random / Greedy / Solo-D / co-located baselines
   against the proven offline optimum on Table 6 mixed job sets (SLO ~ U(1, 2), max group 5), and
   the optimum's solve time against the number of jobs.
+* ``rollout``: RollPacker Table 2's jobs: the searched plan against the paper's settings and veRL.
 * ``circuits``: OrchestrRL App. D/I: greedy (heap) against its plain transcription at scale,
   greedy and uniform against the exact optimum on 100 random instances where every pair can get a
   circuit and on 100 port-starved ones where it cannot (coverage decides), the exact models' solve
@@ -93,6 +94,10 @@ def smoke(plugins: tuple[str, ...] = ()) -> Suite:
                                    ("verl", {}, None, (0,))], plugins)
     sync = [InstanceRef("tiny-sync", "broadcast", fields={"sync": TINY_SYNC})]
     runs += _runs("smoke", sync, [("two-level", {}, None, (0,)), ("naive", {}, None, (0,))], plugins)
+    tiny_job = {"workload": {"model": "Qwen2.5-3B", "gpu": "H800", "gpus": 2, "gpus_per_node": 1, "prompts_per_step": 4, "responses_per_prompt": 2,
+                             "max_response": 2048, "dataset_prompts": 16, "training": {"replica_gpus": 1}}}
+    roll = [InstanceRef("tiny-rollout", "rollout", fields={"job": tiny_job})]
+    runs += _runs("smoke", roll, [(s, {}, 60.0, (0,)) for s in ("exhaustive", "search", "paper", "verl")], plugins)
     return Suite("smoke", "every problem and solver on tiny instances (tests)", runs,
                  [Comparison("uniform / greedy bottleneck", "uniform", "greedy", "objective"),
                   Comparison("naive / two-level weight-sync time", "naive", "two-level", "objective")],
@@ -217,6 +222,21 @@ def cosched(plugins: tuple[str, ...] = ()) -> Suite:
                   Comparison("optimal / RollMux solve time", "optimal", "rollmux", "wall_time_s")])
 
 
+def rollout(plugins: tuple[str, ...] = ()) -> Suite:
+    """RollPacker Table 2 settings (7B/8k on 16 H800, 14B/16k on 32, 32B/32k on 64; P0 = 128,
+    R0 = 8): the searched plan against RollPacker's own settings and veRL's synchronous rollout,
+    mean step time over a simulated epoch of ten steps. The Table 2 breakdown, the η sensitivity
+    and the stream-trainer tables are ``python -m benchmarks.rollout_breakdown``."""
+    jobs = [InstanceRef(f"{name}-s{seed}", "rollout", generator="rollout_problem", args={"name": name, "seed": seed})
+            for name in ("rollout-7b-8k", "rollout-14b-16k", "rollout-32b-32k") for seed in (0,)]
+    runs = _runs("rollout", jobs, [("search", {}, 180.0, (0,)), ("paper", {}, None, (0,)), ("verl", {}, None, (0,))], plugins)
+    return Suite("rollout", "RollPacker: searched rollout plans vs the paper's settings vs veRL", runs,
+                 [Comparison("veRL / search step time", "verl", "search", "objective"),
+                  Comparison("veRL / paper step time", "verl", "paper", "objective"),
+                  Comparison("paper / search step time", "paper", "search", "objective")],
+                 anytime=("search",))
+
+
 def custom(problems: list[str], solvers: list[str] | None = None, time_limits: list[float | None] | None = None,
            seeds: int = 1, plugins: tuple[str, ...] = ()) -> Suite:
     """An ad-hoc suite over the user's own problem files or preset names: every named solver (by
@@ -237,7 +257,7 @@ def custom(problems: list[str], solvers: list[str] | None = None, time_limits: l
     return Suite("custom", f"{len(problems)} problem(s) from the command line", runs, anytime=("sha-ea", "ea", "ilp"))
 
 
-SUITES = {"smoke": smoke, "placement": placement, "circuits": circuits, "scenarios": scenarios, "broadcast": broadcast, "replan": replan, "cosched": cosched}
+SUITES = {"smoke": smoke, "placement": placement, "circuits": circuits, "scenarios": scenarios, "broadcast": broadcast, "replan": replan, "cosched": cosched, "rollout": rollout}
 
 
 def get_suite(name: str, plugins: tuple[str, ...] = ()) -> Suite:

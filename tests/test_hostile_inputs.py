@@ -170,7 +170,7 @@ def test_new_files_follow_the_umask(tmp_path):
 
 #: a spec field (file option of `rlplan plan`) and the problem it belongs to
 FILE_OPTIONS = [("cluster", "placement"), ("workflow", "placement"), ("fabric", "circuits"), ("demand", "circuits"),
-                ("sync", "broadcast"), ("state", "replan"), ("jobs", "cosched")]
+                ("sync", "broadcast"), ("state", "replan"), ("jobs", "cosched"), ("job", "rollout")]
 
 #: (id, file builder(tmp, stem) -> path or literal, words the message must contain; {stem} is the file's)
 NOT_A_SPEC = [
@@ -198,6 +198,14 @@ GENERATED += [
     ("broadcast-export-unknown", lambda t: ["plan", "broadcast", "--export", "verl", "-o", str(t / "b.json")], ["--export"]),
     ("cosched-plot-directory", lambda t: ["simulate", "cosched", "--trace", "philly:jobs=5,hours=10", "--plot", str(t)], ["--plot"]),
     ("generation-plot-empty", lambda t: ["simulate", "generation", "--plot", ""], ["--plot"]),
+    ("rollout-setting-unknown", lambda t: ["simulate", "rollout", "--setting", "dapo"], ["--setting", "dapo", "paper"]),
+    ("rollout-plan-of-another-kind", lambda t: ["simulate", "rollout", "--plan", str(_text(t, "x.json", "{}"))], ["x.json"]),
+    ("rollout-job-bad-model", lambda t: ["plan", "rollout", "--job", str(_text(t, "j.yaml", "workload: {model: GPT-9, gpu: H800, gpus: 8}\n"))],
+     ["j.yaml", "workload.model", "GPT-9"]),
+    ("rollout-job-gpus-zero", lambda t: ["plan", "rollout", "--job", str(_text(t, "j.yaml", "workload: {model: Qwen2.5-7B, gpu: H800, gpus: 0}\n"))],
+     ["j.yaml", "gpus", "0"]),
+    ("rollout-job-too-long", lambda t: ["plan", "rollout", "--job", str(_text(t, "j.yaml", "workload: {model: Qwen2.5-72B, gpu: L40S, gpus: 8, max_response: 900000}\n"))],
+     ["j.yaml", "max_response"]),
     ("bench-out-empty", lambda t: ["bench", "--out", ""], ["--out"]),
     ("bench-jobs-zero", lambda t: ["bench", "--jobs", "0", "--out", str(t / "b")], ["--jobs"]),
     ("bench-unknown-suite", lambda t: ["bench", "--suite", "everything", "--out", str(t / "b")], ["everything"]),
