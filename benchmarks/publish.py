@@ -16,9 +16,11 @@ def command_line(module: str, argv: list[str] | None) -> str:
 
 
 def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
-    """One row per dict, columns in the first row's order (None as an empty cell)."""
+    """One row per dict, columns in order of first appearance (a key a row lacks, or None, is an
+    empty cell)."""
+    fields = list(dict.fromkeys(k for row in rows for k in row))
     with path.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer = csv.DictWriter(fh, fieldnames=fields)
         writer.writeheader()
         writer.writerows(rows)
 

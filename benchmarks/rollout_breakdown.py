@@ -159,9 +159,9 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     results = run(range(args.seeds))
     args.out.mkdir(parents=True, exist_ok=True)
+    write_json(args.out / "breakdown.json", {"command": command_line("benchmarks.rollout_breakdown", argv), **results})
     for key, rows in results.items():
         write_csv(args.out / f"{key}.csv", rows)
-    write_json(args.out / "breakdown.json", {"command": command_line("benchmarks.rollout_breakdown", argv), **results})
     plot(results, args.out / "breakdown.png")
     for key, rows in results.items():
         print(f"== {key}")

@@ -58,15 +58,20 @@ def solve_search(problem: RolloutProblem, *, time_limit: float | None = None, se
     """Coordinate descent over the plan space on the simulator (module doc)."""
     deadline = Deadline(time_limit)
     trace = Trace(deadline)
-    keep = KeepBest(problem, _objective, check_rollout, tol=1e-9)
+    epochs: set[tuple] = set()  # rollout settings this search simulated (or found cached)
+
+    def objective(pr: RolloutProblem, plan: RolloutPlan) -> float:
+        epochs.add(plan.rollout_key())
+        return _objective(pr, plan)
+
+    keep = KeepBest(problem, objective, check_rollout, tol=1e-9)
     wl = problem.workload
     groups, plans = space_size(wl)
-    simulated = 0
     passes = 0
     exhaustive = groups <= exhaustive_below
     try:
         if exhaustive:
-            simulated = offer_all(problem, keep, deadline, trace)
+            offer_all(problem, keep, deadline, trace)
         else:
             for start in (paper_plan(wl), verl_plan(wl)):
                 keep.offer(start)
@@ -89,7 +94,6 @@ def solve_search(problem: RolloutProblem, *, time_limit: float | None = None, se
                         progress(keep.offered, plans, keep.best)  # (used, budget, best): the whole space is the budget
                 if keep.best >= before - 1e-9:
                     break
-            simulated = len(problem.__dict__.get("_epochs", {}))
     except DeadlineExceeded as exc:
         message = f"stopped: {exc}"
     else:
@@ -98,6 +102,6 @@ def solve_search(problem: RolloutProblem, *, time_limit: float | None = None, se
         return SolverOutput(Status.NO_SOLUTION, message=message)
     status = Status.OPTIMAL if exhaustive and not message.startswith("stopped") else Status.FEASIBLE
     return SolverOutput(status, keep.plan, keep.best, message=f"search: {message}; {keep.offered} plans tried",
-                        stats={"plans_tried": keep.offered, "rejected": keep.rejected, "epochs_simulated": simulated,
+                        stats={"plans_tried": keep.offered, "rejected": keep.rejected, "epochs_simulated": len(epochs),
                                "space_rollout_groups": groups, "space_plans": plans, "passes": passes, "exhaustive": exhaustive,
                                "trace": trace.rows()})
