@@ -78,7 +78,8 @@ class RolloutPlan(BaseModel):
 
 def rollout_tps(workload: RolloutWorkload) -> list[int]:
     """TPs a rollout instance can use: inside one server, dividing the heads and the GPUs, and
-    leaving KV room for at least one longest request."""
+    leaving KV room for at least one longest request (a long prompt, four times the median, plus
+    the length cap): below that the engine could not admit a maximal response at all."""
     model, gpu = get_model(workload.model), get_gpu(workload.gpu)
     need = workload.lengths.prompt_median * 4 + workload.max_response
     return [tp for tp in feasible_tps(model, workload.gpus, workload.gpus_per_node) if Instance(model, gpu, tp).kv_capacity_tokens() >= need]
