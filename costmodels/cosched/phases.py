@@ -5,18 +5,17 @@
 * **Worst-case rollout** (§4.2 "conservative planning"): every response at the maximum length,
   simulated on the continuous-batching engine (``costmodels.generation.engine``) with the
   responses dealt round-robin over the instances.
-* **Training** (rlplan's choice; the paper gives profiles, not a formula): the RL training step as
-  10 x active params x tokens FLOPs — actor forward and backward (6PT), reference and old-policy
-  log-probs (2PT each) — over the training GPUs at the project's sustained FLOP/s (``Efficiency``).
+* **Training**: ``costmodels.rl_training.train_seconds`` (10 x active params x tokens FLOPs at the
+  training GPUs' sustained FLOP/s), re-exported here.
 """
 
 from __future__ import annotations
 
 from costmodels.catalog import get_gpu, get_model
 from costmodels.decode import Instance, ServingParams, feasible_tps
-from costmodels.transformer import active_fraction, total_params
+from costmodels.rl_training import TRAIN_FLOPS_PER_PARAM_TOKEN, train_seconds
 
-TRAIN_FLOPS_PER_PARAM_TOKEN = 10.0
+__all__ = ["TRAIN_FLOPS_PER_PARAM_TOKEN", "rollout_tp", "train_seconds", "worst_case_rollout_s"]
 
 
 def rollout_tp(model: str, gpu: str, gpus: int, max_len: int, params: ServingParams | None = None) -> int:
@@ -25,12 +24,6 @@ def rollout_tp(model: str, gpu: str, gpus: int, max_len: int, params: ServingPar
         if Instance(m, g, tp, params or ServingParams()).kv_capacity_tokens() >= 8 * max_len:
             return tp
     raise ValueError(f"{model} does not fit {gpus} x {gpu} with room for {max_len}-token responses")
-
-
-def train_seconds(model: str, gpu: str, gpus: int, tokens: float, params: ServingParams | None = None) -> float:
-    m, g = get_model(model), get_gpu(gpu)
-    flops = (params or ServingParams()).efficiency.flops(g)
-    return TRAIN_FLOPS_PER_PARAM_TOKEN * total_params(m) * active_fraction(m) * tokens / (gpus * flops)
 
 
 def worst_case_rollout_s(model: str, gpu: str, gpus: int, responses: int, max_len: int, prompt: int = 512,

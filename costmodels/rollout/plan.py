@@ -32,6 +32,7 @@ and the training done under rollout.
 
 from __future__ import annotations
 
+import functools
 import math
 from statistics import NormalDist
 from typing import Any, Literal
@@ -39,12 +40,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from costmodels.catalog import get_gpu, get_model
-from costmodels.decode import Instance, ServingParams, feasible_tps
-from costmodels.rollout.reward import adaptive_timeout, score
-from costmodels.rollout.rounds import EpochResult, RoundResult, simulate_epoch
+from costmodels.decode import Instance, feasible_tps
+from costmodels.rl_training import train_seconds
+from costmodels.rollout.reward import adaptive_timeout, sandbox_times, score
+from costmodels.rollout.rounds import EpochResult, RoundResult, launch_count, simulate_epoch
 from costmodels.rollout.stream import PAPER_MILESTONES, ScaleRule, train_finish
 from costmodels.rollout.workload import PromptPool, RolloutWorkload
-from costmodels.transformer import active_fraction, total_params
 from costmodels.violations import Violation
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
@@ -101,8 +102,7 @@ def simulate(workload: RolloutWorkload, plan: RolloutPlan, seed: int) -> EpochRe
 
 def train_gpu_seconds(workload: RolloutWorkload, tokens: float) -> float:
     """GPU-seconds to train on ``tokens`` tokens (TrainingSpec doc)."""
-    m, g = get_model(workload.model), get_gpu(workload.gpu)
-    return workload.training.flops_per_param_token * total_params(m) * active_fraction(m) * tokens / ServingParams().efficiency.flops(g)
+    return train_seconds(workload.model, workload.gpu, 1, tokens, flops_per_param_token=workload.training.flops_per_param_token)
 
 
 def step_times(workload: RolloutWorkload, pool: PromptPool, plan: RolloutPlan, r: RoundResult) -> dict[str, Any]:
@@ -112,15 +112,11 @@ def step_times(workload: RolloutWorkload, pool: PromptPool, plan: RolloutPlan, r
     rew = score(pool, r.responses, rollout_end=r.time_s, gpus=G, asynchronous=plan.reward == "async",
                 adaptive=plan.timeout == "adaptive", lam=plan.timeout_lambda, attempts={p: attempt for p in r.kept})
     tokens: dict[int, float] = {}
-    ready: dict[int, float] = {}
-    counter: dict[int, int] = {}
     for p, _, out in r.responses:
-        j = counter.get(p, 0)
-        counter[p] = j + 1
         tokens[p] = tokens.get(p, 0) + pool.prompt_length(p) + out
-        t = rew.finish[(p, j)] if plan.reward == "async" else rew.end_s
-        ready[p] = max(ready.get(p, 0.0), t)
-    work = [(ready[p], train_gpu_seconds(workload, tokens[p])) for p in ready]
+    # a group trains once all of it is scored; after a synchronous reward stage, once it all is
+    ready = rew.group_ready() if plan.reward == "async" else dict.fromkeys(tokens, rew.end_s)
+    work = [(ready[p], train_gpu_seconds(workload, tokens[p])) for p in tokens]
     replica = workload.training.replica_gpus
     usable = (r.scale.freed_gpus // replica) * replica
     cap = plan.fetch_cap if plan.fetch == "once" else None
@@ -164,10 +160,13 @@ def evaluate_rollout(problem: Any, plan: RolloutPlan) -> tuple[float, dict[str, 
 def expected_cut_share(workload: RolloutWorkload, plan: RolloutPlan, seed: int) -> float:
     """The expected share of finishing sandbox responses an adaptive timeout cuts, in closed form:
     the mean over sandbox prompts of P(a_p e^ε > T_p) = 1 − Φ(ln(T_p / a_p) / σ)."""
-    from costmodels.rollout.reward import sandbox_times
+    return _cut_share(workload, plan.timeout_lambda, seed) if plan.timeout == "adaptive" else 0.0
 
-    if plan.timeout != "adaptive":
-        return 0.0
+
+@functools.lru_cache(maxsize=64)
+def _cut_share(workload: RolloutWorkload, lam: float, seed: int) -> float:
+    """``expected_cut_share`` for one λ: it depends on nothing else of the plan, and the validator
+    asks it of every plan a search tries."""
     pool = PromptPool(workload, seed)
     sb = workload.reward.sandbox_worker
     shares = []
@@ -175,7 +174,7 @@ def expected_cut_share(workload: RolloutWorkload, plan: RolloutPlan, seed: int) 
         if pool.reward_kind(p) != "sandbox":
             continue
         ref, _ = sandbox_times(pool, p, 0, 0)
-        limit = adaptive_timeout(ref, plan.timeout_lambda, sb.min_timeout_s, sb.max_timeout_s)
+        limit = adaptive_timeout(ref, lam, sb.min_timeout_s, sb.max_timeout_s)
         if sb.response_sigma == 0:
             shares.append(float(ref > limit))
         else:
@@ -197,7 +196,7 @@ def check_rollout(problem: Any, plan: RolloutPlan) -> list[Violation]:
                                  f"({wl.gpus} GPUs, {wl.gpus_per_node} per server, KV for a {wl.max_response}-token response)"))
     if plan.tp_rule == "adaptive" and plan.long_tp != plan.short_tp:
         out.append(Violation("adaptive-tp", f"the adaptive rule sets every round's TP from short_tp={plan.short_tp}; long_tp must equal it, got {plan.long_tp}"))
-    launch = math.ceil(plan.eta_prompts * wl.prompts_per_step - 1e-9)
+    launch = launch_count(plan.eta_prompts, wl.prompts_per_step)
     if launch > wl.dataset_prompts:
         out.append(Violation("speculation", f"η_P={plan.eta_prompts} launches {launch} prompts; the dataset holds {wl.dataset_prompts}"))
     if plan.scale != "off":

@@ -63,6 +63,13 @@ class RewardTimes:
     sandbox_busy_s: float = 0.0
     by_kind: dict[str, float] = field(default_factory=dict)  # last finish per kind
 
+    def group_ready(self) -> dict[int, float]:
+        """When each prompt's whole group is scored."""
+        out: dict[int, float] = {}
+        for (p, _), t in self.finish.items():
+            out[p] = max(out.get(p, 0.0), t)
+        return out
+
 
 def _fcfs(jobs: list[tuple[float, float, tuple[int, int]]], workers: int) -> dict[tuple[int, int], float]:
     """First come, first served on ``workers`` identical workers: (submit s, service s, key)."""

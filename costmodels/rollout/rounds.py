@@ -54,14 +54,21 @@ class RoundResult:
     kept: list[int]
     deferred: list[int]
     time_s: float
-    responses_kept: int
-    max_response: int
     preemptions: int
     idle_gpu_s: float
     tp: int
     responses: list[tuple[int, float, int]] = field(default_factory=list)  # kept: (prompt, completed s, tokens)
     scale: ScaleDecision = field(default_factory=ScaleDecision)
     reconfig_s: float = 0.0  # TP switch before the round (weights re-sharded)
+
+    @property
+    def responses_kept(self) -> int:
+        return len(self.responses)
+
+    @property
+    def max_response(self) -> int:
+        """The longest kept response (tokens)."""
+        return max(t for _, _, t in self.responses)
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "launched": len(self.launched), "kept": len(self.kept), "deferred": len(self.deferred),
@@ -108,6 +115,12 @@ def _instances(workload: RolloutWorkload, tp: int) -> list[Instance]:
     if tp not in allowed:
         raise ValueError(f"TP {tp} is not a TP for {model.name} on {workload.gpus} GPUs of {workload.gpus_per_node}-GPU servers; allowed: {allowed}")
     return [Instance(model, gpu, tp) for _ in range(workload.gpus // tp)]
+
+
+def launch_count(eta: float, n: int) -> int:
+    """⌈η n⌉: prompts (or responses per prompt) a short round launches (ROLL's
+    ``max_prompts_ratio`` x batch, ``max_num_return_sequences``); the epsilon keeps 1.25 x 8 at 10."""
+    return math.ceil(eta * n - 1e-9)
 
 
 def _busy_before(timeline: list[tuple[float, float, int, int]], end: float) -> float:
@@ -168,7 +181,7 @@ def run_round(pool: PromptPool, prompts: list[int], responses: int, *, tp: int, 
         held = min(end, released.get(i, end))  # a freed instance trains from then on: not idle
         idle += inst.tp * max(0.0, held - _busy_before(timeline, held))
     return RoundResult(kind or ("short" if racing else "plain"), list(prompts), kept, [p for p in prompts if p not in kept_set],
-                       end, len(kept_responses), max(t for _, _, t in kept_responses), result.preemptions, idle, tp,
+                       end, result.preemptions, idle, tp,
                        kept_responses, scaler.decision if scaler else ScaleDecision())
 
 
@@ -209,7 +222,7 @@ def simulate_epoch(workload: RolloutWorkload, *, eta_prompts: float = 1.25, eta_
     long_tp = long_tp or tp
     allowed = allowed_tps or feasible_tps(get_model(workload.model), workload.gpus, workload.gpus_per_node)
     rule = AdaptiveTP(tp, allowed) if adaptive_tp else None
-    launch_p, launch_r = math.ceil(eta_prompts * p0 - 1e-9), math.ceil(eta_responses * r0 - 1e-9)
+    launch_p, launch_r = launch_count(eta_prompts, p0), launch_count(eta_responses, r0)
     speculative = launch_p > p0 or launch_r > r0
     fresh = deque(range(pool.size))
     queue: deque[int] = deque()

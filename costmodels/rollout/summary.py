@@ -8,6 +8,7 @@ from typing import Any
 from costmodels.problem import Summary
 from costmodels.rollout.plan import RolloutPlan
 from costmodels.rollout.problem import RolloutProblem
+from costmodels.rollout.rounds import launch_count
 
 
 def knobs_line(plan: RolloutPlan) -> str:
@@ -58,7 +59,7 @@ def export_roll(problem: RolloutProblem, plan: RolloutPlan) -> dict[str, Any]:
         "num_return_sequences_in_group": wl.responses_per_prompt,
         "response_length": wl.max_response,
         "max_prompts_ratio": plan.eta_prompts,
-        "max_num_return_sequences": -(-int(plan.eta_responses * wl.responses_per_prompt * 1000 - 1e-6) // 1000),
+        "max_num_return_sequences": launch_count(plan.eta_responses, wl.responses_per_prompt),
         "actor_infer": {"strategy_args": {"strategy_name": "vllm", "strategy_config": {"tensor_parallel_size": plan.short_tp}}},
     }
     notes = []

@@ -122,7 +122,7 @@ class RewardSpec(BaseModel):
 class TrainingSpec(BaseModel):
     """The training stage on the same GPUs (co-located, as veRL and RollPacker run it).
 
-    Its cost is the project's training model (as ``costmodels.cosched.phases.train_seconds``):
+    Its cost is the project's training model (``costmodels.rl_training.train_seconds``):
     ``flops_per_param_token`` x active params x tokens at the GPUs' sustained FLOP/s; 10 counts
     the actor's forward and backward (6) and the reference and old-policy log-probs (2 each).
     ``replica_gpus`` is one training replica's TP x PP x CP: the stream trainer can only train on
