@@ -69,6 +69,11 @@ def solve_search(problem: RolloutProblem, *, time_limit: float | None = None, se
     groups, plans = space_size(wl)
     passes = 0
     exhaustive = groups <= exhaustive_below
+
+    def report() -> None:  # (used, budget, best) for the CLI's bar: the whole space is the budget
+        if progress is not None:
+            progress(keep.offered, plans, keep.best)
+
     try:
         if exhaustive:
             offer_all(problem, keep, deadline, trace)
@@ -76,6 +81,7 @@ def solve_search(problem: RolloutProblem, *, time_limit: float | None = None, se
             for start in (paper_plan(wl), verl_plan(wl)):
                 keep.offer(start)
             trace.record(keep.best, keep.offered)
+            report()
             rng = random.Random(seed)
             dims: list[tuple[str, Any]] = [("eta", eta_options), ("tp", lambda: tp_options(wl)), ("scale", scale_options),
                                            ("reward", reward_options), ("fetch", lambda: fetch_options(keep.plan.scale != "off"))]
@@ -89,9 +95,8 @@ def solve_search(problem: RolloutProblem, *, time_limit: float | None = None, se
                     for option in options():
                         deadline.check()
                         keep.offer(RolloutPlan(**{**base, **option}))
+                        report()
                     trace.record(keep.best, keep.offered)
-                    if progress is not None:
-                        progress(keep.offered, plans, keep.best)  # (used, budget, best): the whole space is the budget
                 if keep.best >= before - 1e-9:
                     break
     except DeadlineExceeded as exc:
