@@ -192,7 +192,12 @@ class Topology:
         return len(self.devices)
 
     def index_of(self) -> dict[str, int]:
-        return {d.id: d.index for d in self.devices}
+        """Device id -> index, built once per topology (cost-model inner loops ask for it per
+        tasklet; callers must not mutate it)."""
+        index = self.memo.get("index_of")
+        if index is None:
+            index = self.memo["index_of"] = {d.id: d.index for d in self.devices}
+        return index
 
     def node_of(self) -> np.ndarray:
         names = {name: i for i, name in enumerate(dict.fromkeys(d.node for d in self.devices))}

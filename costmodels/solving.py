@@ -93,6 +93,15 @@ class Deadline:
     def elapsed(self) -> float:
         return time.perf_counter() - self.start
 
+    def sub(self, seconds: float) -> Deadline:
+        """A deadline for one step of this solve: ``seconds`` from now, never past this one
+        (a time-boxed sub-search, e.g. an exact Level-4 enumeration that must not eat the run)."""
+        out = Deadline(seconds)
+        if self.at is not None and self.at < out.at:  # type: ignore[operator]
+            out.at = self.at
+            out.limit = self.at - out.start
+        return out
+
     def remaining(self) -> float | None:
         """Seconds left (never negative), or None without a limit."""
         return None if self.at is None else max(0.0, self.at - time.perf_counter())

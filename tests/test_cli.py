@@ -131,8 +131,8 @@ def test_long_runs_outside_a_terminal_report_progress_on_stderr(tmp_path):
     from tests.conftest import rlplan_executable
 
     env = {**os.environ, "RLPLAN_PROGRESS_EVERY": "0.2", "COLUMNS": "200"}
-    r = subprocess.run([rlplan_executable(), "plan", "--cluster", "small-8", "--workflow", "grpo-sync-qwen3-4b", "--solver", "sha-ea",
-                        "-O", "evaluations=10", "-o", str(tmp_path / "p.json")], capture_output=True, text=True, env=env, timeout=120)
+    r = subprocess.run([rlplan_executable(), "plan", "--cluster", "small-16", "--workflow", "ppo-sync-qwen3-8b", "--solver", "sha-ea",
+                        "-O", "evaluations=40", "-o", str(tmp_path / "p.json")], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr
     lines = [ln for ln in r.stderr.splitlines() if ln.startswith("rlplan: solving placement by sha-ea, limit 60 s (default)")]
     assert len(lines) >= 3, r.stderr

@@ -14,6 +14,8 @@ It re-derives every rule from the problem rather than trusting a solver's encodi
 
 from __future__ import annotations
 
+from collections import Counter
+
 from costmodels.placement.cost import device_memory
 from costmodels.placement.problem import PlacementPlan, PlacementProblem
 from costmodels.violations import Violation
@@ -73,7 +75,7 @@ def check_placement(problem: PlacementProblem, plan: PlacementPlan) -> list[Viol
                 out.append(Violation("shape", f"{name}: unknown GPU {d!r}"))
             elif owner.get(d) != group_of[name]:
                 out.append(Violation("groups", f"{name}: GPU {d} is outside its task group {group_of[name]}"))
-        dup = sorted({d for d in devs if devs.count(d) > 1})
+        dup = sorted(d for d, k in Counter(devs).items() if k > 1)
         if dup:
             out.append(Violation("C1-tasklets", f"{name}: GPUs {dup} host more than one tasklet of the task"))
     if out:

@@ -15,6 +15,7 @@ as HetRL enumerates intra-model parallelization at Level 4 (§3.4).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -181,6 +182,7 @@ class GroupOptions:
         self._resolved: dict[Any, float] = {}
         self._routes: dict[tuple[int, int], float] | None = None
         self.evaluations = 0
+        self._class_of = {g: k for k, (_, members) in enumerate(self.classes) for g in members}
 
     def gpus(self, comp: tuple[int, ...]) -> list[str]:
         return [g for k, n in enumerate(comp) for g in self.classes[k][1][:n]]
@@ -190,17 +192,25 @@ class GroupOptions:
 
     def composition(self, gpus: list[str]) -> tuple[int, ...]:
         """The composition of a concrete GPU set."""
-        of = {g: k for k, (_, members) in enumerate(self.classes) for g in members}
+        of = self._class_of
         comp = [0] * len(self.classes)
         for g in gpus:
             comp[of[g]] += 1
         return tuple(comp)
 
+    def signature(self, name: str) -> tuple[Any, ...]:
+        """What a task's candidates depend on: its kind, its model, and whether it is actor
+        training (whose all-gather feeds weight sync). Tasks with one signature (PPO's reference,
+        reward and critic inference on one model) are interchangeable: they share candidates,
+        and task groupings that differ only by swapping them are one grouping."""
+        t = self.tasks[name]
+        return (t.kind, self.problem.workflow.model(t.role).name, name == ACTOR_TRAINING)
+
     def candidates(self, name: str, comp: tuple[int, ...], deadline: Deadline = UNLIMITED) -> list[Candidate]:
         """Every configuration of one task on a composition that fits alone, Pareto-filtered.
         Costing them all can take minutes on a large group: past ``deadline`` it raises
         :class:`DeadlineExceeded` and caches nothing."""
-        key = (name, comp)
+        key = (self.signature(name), comp)
         if key in self._cands:
             return self._cands[key]
         p, task = self.problem, self.tasks[name]
@@ -269,12 +279,73 @@ class GroupOptions:
             states = prune_partials(merged, deadline)
             if not states:
                 break
+        return self._store(key, self._front(subset, comp, states), keep is None or cache_pruned)
+
+    def quick_options(self, subset: tuple[str, ...], comp: tuple[int, ...], beam: int = 8,
+                      deadline: Deadline = UNLIMITED) -> list[GroupOption]:
+        """A cheap Level 4: :meth:`options` with the merge cut to a beam. After each task only
+        the (estimated time, memory) Pareto front of the partial combinations survives, thinned
+        to 2 ``beam`` states (:func:`_thin_front`: fast ones and ones that leave memory for the
+        tasks still to come); generation's "as many as fit" candidates are costed only for the
+        ``beam`` configurations whose explicit-dbs sibling is fastest. Every option returned is one :meth:`options` would consider, so its
+        cost is achievable; it may miss the best one (SHA-EA re-solves survivors exactly)."""
+        key = ("quick", subset, comp, beam)
+        if key in self._opts:
+            return self._opts[key]
+        deadline.check()
+        capacity = self.capacity(comp)
+        lists = [self.candidates(name, comp, deadline) for name in subset]
+        if any(not lst for lst in lists):
+            return self._store(key, [], True)
+        wf = self.problem.workflow
+        states = [Partial.empty(len(capacity))]
+        col_of = np.arange(len(capacity))
+        merge = sorted(zip(subset, lists, strict=True), key=lambda nl: nl[0] == ACTOR_GENERATION)
+        for name, lst in merge:
+            if name == ACTOR_GENERATION:
+                lst = self._quick_generation(lst, beam)
+            merged = []
+            for st in states:
+                deadline.check()
+                for c in lst:
+                    if c.deferred:
+                        c = self._resolve(name, comp, c, st, col_of)
+                    m = st.add(name, self.tasks[name].kind, c)
+                    if np.all(m.model + m.working <= capacity + 1e-9):
+                        merged.append(m)
+            if not merged:
+                return self._store(key, [], True)
+
+            def est(st: Partial) -> float:
+                gen, imax, isum, tmax, tsum, _, agx = st.key
+                inf = wf.eta * imax + (1 - wf.eta) * isum
+                trn = wf.eta * tmax + (1 - wf.eta) * tsum
+                return (gen + inf + trn if wf.mode == "sync" else max(gen, inf + trn)) + agx
+
+            states = _thin_front(merged, est, capacity, 2 * beam)
+        return self._store(key, self._front(subset, comp, states), True)
+
+    def _front(self, subset: tuple[str, ...], comp: tuple[int, ...], states: list[Partial]) -> list[GroupOption]:
+        """The Pareto-optimal group options of the final partial combinations."""
         fanout = self.fanout(comp) if ACTOR_GENERATION in subset else {}
         rows = []
         for st in states:
             o = st.option(subset, comp, self.problem.workflow, fanout)
             rows.append(((o.gen, o.inf, o.trn, o.xfer, o.busy), o))
-        return self._store(key, pareto_rows(rows), keep is None or cache_pruned)
+        return pareto_rows(rows)
+
+    @staticmethod
+    def _quick_generation(cands: list[Candidate], beam: int) -> list[Candidate]:
+        """Generation's explicit-dbs candidates, plus the deferred ("as many as fit") ones of the
+        ``beam`` configurations with the fastest explicit sibling (or of any, when none has one)."""
+        explicit = [c for c in cands if not c.deferred]
+        fastest: dict[tuple[Any, ...], float] = {}
+        for c in explicit:
+            k = (c.cfg.tp, c.cfg.pp, c.cfg.dp, c.cfg.balance)
+            fastest[k] = min(fastest.get(k, math.inf), c.time)
+        deferred = sorted((c for c in cands if c.deferred),
+                          key=lambda c: fastest.get((c.cfg.tp, c.cfg.pp, c.cfg.dp, c.cfg.balance), math.inf))
+        return explicit + deferred[:beam]
 
     def _resolve(self, name: str, comp: tuple[int, ...], c: Candidate, st: Partial, col_of: np.ndarray) -> Candidate:
         """Cost a deferred generation candidate in a combination: its dbs per replica is what the
@@ -346,6 +417,25 @@ class GroupOptions:
                               for b, nb in enumerate(train_comp) if nb and (a, b) in routes)
             worst = max(worst, arrival + f)
         return worst
+
+
+def _thin_front(states: list[Partial], est: Callable[[Partial], float], capacity: np.ndarray, width: int) -> list[Partial]:
+    """The (estimated time, memory) Pareto front of partial combinations, thinned to ``width``
+    states spread evenly along it (both ends kept). Memory is summarised two ways, the fullest
+    GPU's share and the total resident GB, and a state on either front is kept: a fast state
+    that fills memory and a slow one that leaves room are both worth extending."""
+    scored = [(est(st), float(np.max((st.model + st.working) / capacity)), float(st.model.sum()), i) for i, st in enumerate(states)]
+    keep: dict[int, None] = {}
+    for col in (1, 2):
+        front: list[tuple[float, float, int]] = []
+        for row in sorted(scored, key=lambda r: (r[0], r[col])):
+            if not front or row[col] < front[-1][1] - 1e-12:
+                front.append((row[0], row[col], row[3]))
+        if len(front) > width:
+            step = (len(front) - 1) / (width - 1)
+            front = [front[round(k * step)] for k in range(width)]
+        keep.update((i, None) for _, _, i in front)
+    return [states[i] for i in keep]
 
 
 def combine(options_per_group: list[list[GroupOption]], mode: str, sync_s: float) -> tuple[float, list[GroupOption]] | None:

@@ -48,8 +48,15 @@ class PlacementSpace:
         self.tasks = {t.name: t for t in problem.tasks}
         self._configs: dict[tuple[str, int], list[TaskConfig]] = {}
         self._memo: dict[Any, float] = {}
-        self._level4: dict[Any, tuple[float, dict[str, TaskConfig] | None]] = {}
-        self.evaluations = 0
+        # (grouping, compositions) -> (cost, configs, exact pass done)
+        self._level4: dict[Any, tuple[float, dict[str, TaskConfig] | None, bool]] = {}
+        self.evaluations = 0  # distinct phenotypes costed (Level-4 solves, not memo lookups)
+        self.lookups = 0  # every Level-4 request, memo hits included
+        self.exact_solves = self.exact_timeouts = 0
+        #: an individual whose cheap Level 4 is within this share of the incumbent gets the exact pass
+        self.exact_margin = 0.05
+        #: wall-clock box of one exact Level-4 pass (seconds)
+        self.exact_seconds = 2.0
         self._builder: GroupOptions | None = None
         self.incumbent = math.inf
         self.deadline = deadline  # Level-4 enumerations stop here (the solver's time limit)
@@ -113,51 +120,93 @@ class PlacementSpace:
             self._builder = GroupOptions(self.problem)
         return self._builder
 
-    def best_configs(self, ind: Individual) -> tuple[float, dict[str, TaskConfig] | None]:
+    def phenotype(self, ind: Individual) -> Any:
+        """What Level 4 and the cost depend on: the grouping and each group's composition."""
+        b = self.builder
+        return (ind.grouping, tuple(b.composition(g) for g in self.groups(ind)))
+
+    def exact_done(self, ind: Individual) -> bool:
+        hit = self._level4.get(self.phenotype(ind))
+        return hit is not None and hit[2]
+
+    def level4(self, ind: Individual, exact: bool = True, force: bool = False) -> tuple[float, dict[str, TaskConfig] | None]:
         """The best configuration of every task for the individual's groups (HetRL enumerates
-        Level 4): per group the Pareto options of its tasks on its composition, then the best
-        combination; memoised on (grouping, compositions)."""
+        Level 4), memoised on (grouping, compositions).
+
+        Cheap first: every group's options from a beam-cut merge (``GroupOptions.quick_options``),
+        combined. Exact on survivors: when ``exact`` and the cheap cost is within
+        ``exact_margin`` of the incumbent, the full Pareto enumeration (``GroupOptions.options``,
+        pruned by the incumbent) is run under ``exact_seconds`` and kept when it finishes; so an
+        individual's cost is never worse than its cheap one and is exact where it matters."""
         b = self.builder
         gpus = self.groups(ind)
         if any(not g for g in gpus):
             return math.inf, None
         comps = tuple(b.composition(g) for g in gpus)
         key = (ind.grouping, comps)
-        if key in self._level4:
-            return self._level4[key]
-        self.evaluations += 1
-        bound = self.incumbent
-
-        def keep(st: Any) -> bool:
-            # a partial combination already slower than the best plan found cannot help; the
-            # incumbent only falls, so options kept under an older bound stay valid
-            gen, imax, isum, tmax, tsum, *_ = st.key
-            eta = self.problem.workflow.eta
-            g, i, t = gen, eta * imax + (1 - eta) * isum, eta * tmax + (1 - eta) * tsum
-            return (g + i + t if self.problem.workflow.mode == "sync" else max(g, i + t)) <= bound * (1 + 1e-9)
-
-        try:
-            options = [b.options(tuple(names), comp, keep if math.isfinite(bound) else None, cache_pruned=True, deadline=self.deadline)
-                       for names, comp in zip(ind.grouping, comps, strict=True)]
-        except DeadlineExceeded:  # out of time: this individual stays unevaluated (not cached)
-            return math.inf, None
+        self.lookups += 1
+        hit = self._level4.get(key)
+        if hit is not None and (hit[2] or not exact or not (force or self._worth_exact(hit[0]))):
+            return hit[0], hit[1]
         gi_gen = next(i for i, names in enumerate(ind.grouping) if ACTOR_GENERATION in names)
         gi_train = next(i for i, names in enumerate(ind.grouping) if ACTOR_TRAINING in names)
         mode = self.problem.workflow.mode
         together = gi_gen == gi_train
         sync_s = 0.0 if together and mode == "sync" else b.sync_time(comps[gi_gen], comps[gi_train], together)
-        best = combine(options, mode, sync_s)
-        if best is not None and best[0] < self.incumbent:
-            self.incumbent = best[0]
+        if hit is None:
+            self.evaluations += 1
+            try:
+                quick = [b.quick_options(tuple(names), comp, deadline=self.deadline) for names, comp in zip(ind.grouping, comps, strict=True)]
+            except DeadlineExceeded:  # out of time: this individual stays unevaluated (not cached)
+                return math.inf, None
+            hit = (*self._best(combine(quick, mode, sync_s)), False)
+            self._level4[key] = hit
+            if hit[0] < self.incumbent:
+                self.incumbent = hit[0]
+        if not (exact and (force or self._worth_exact(hit[0]))):
+            return hit[0], hit[1]
+        bound = self.incumbent
+        eta = self.problem.workflow.eta
+
+        def keep(st: Any) -> bool:
+            # a partial combination already slower than the best plan found cannot help; the
+            # incumbent only falls, so options kept under an older bound stay valid
+            gen, imax, isum, tmax, tsum, *_ = st.key
+            g, i, t = gen, eta * imax + (1 - eta) * isum, eta * tmax + (1 - eta) * tsum
+            return (g + i + t if mode == "sync" else max(g, i + t)) <= bound * (1 + 1e-9)
+
+        self.exact_solves += 1
+        box = self.deadline.sub(self.exact_seconds)
+        try:
+            options = [b.options(tuple(names), comp, keep if math.isfinite(bound) else None, cache_pruned=True, deadline=box)
+                       for names, comp in zip(ind.grouping, comps, strict=True)]
+        except DeadlineExceeded:  # the exact pass did not fit its box: keep the cheap answer
+            self.exact_timeouts += 1
+            self._level4[key] = (hit[0], hit[1], True)
+            return hit[0], hit[1]
+        cost, configs = self._best(combine(options, mode, sync_s))
+        if not cost < hit[0]:  # pruned by the incumbent, or no better: the cheap answer stands
+            cost, configs = hit[0], hit[1]
+        self._level4[key] = (cost, configs, True)
+        if cost < self.incumbent:
+            self.incumbent = cost
+        return cost, configs
+
+    def _worth_exact(self, cost: float) -> bool:
+        return math.isfinite(cost) and cost <= self.incumbent * (1 + self.exact_margin)
+
+    @staticmethod
+    def _best(best: tuple[float, list[Any]] | None) -> tuple[float, dict[str, TaskConfig] | None]:
         if best is None:
-            result: tuple[float, dict[str, TaskConfig] | None] = (math.inf, None)
-        else:
-            configs: dict[str, TaskConfig] = {}
-            for o in best[1]:
-                configs.update(o.configs)
-            result = (best[0], configs)
-        self._level4[key] = result
-        return result
+            return math.inf, None
+        configs: dict[str, TaskConfig] = {}
+        for o in best[1]:
+            configs.update(o.configs)
+        return best[0], configs
+
+    def best_configs(self, ind: Individual) -> tuple[float, dict[str, TaskConfig] | None]:
+        """:meth:`level4` with the exact pass on survivors."""
+        return self.level4(ind, exact=True)
 
     def decode_with(self, ind: Individual, configs: dict[str, TaskConfig]) -> PlacementPlan:
         gpus = self.groups(ind)

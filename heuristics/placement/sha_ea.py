@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import math
 import random
-import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -37,12 +36,15 @@ from deap import base
 from pydantic import Field
 
 from costmodels.placement.problem import PlacementProblem
-from costmodels.placement.space import best_colocated, set_partitions
+from costmodels.placement.space import set_partitions
 from costmodels.solving import Deadline, SolverOutput, Status, Trace
 from costmodels.workflow import TaskKind
 from heuristics.placement.genome import Individual, PlacementSpace
 
 _WORKER_SPACE: PlacementSpace | None = None
+#: improving swaps per local search, and pairs sampled per step on clusters over 64 GPUs
+LOCAL_SEARCH_STEPS = 32
+LOCAL_SEARCH_PAIRS = 4096
 
 
 def _init_worker(problem: PlacementProblem) -> None:
@@ -50,24 +52,26 @@ def _init_worker(problem: PlacementProblem) -> None:
     _WORKER_SPACE = PlacementSpace(problem)
 
 
-def _worker_eval(ind: Individual) -> float:
+def _worker_eval(ind: Individual) -> tuple[float, Any]:
     assert _WORKER_SPACE is not None
-    return _WORKER_SPACE.best_configs(ind)[0]
-
-
-def _level4_cost(space: PlacementSpace) -> Callable[[Individual], float]:
-    return lambda ind: space.best_configs(ind)[0]
+    return _WORKER_SPACE.best_configs(ind)
 
 
 class Evaluator:
-    """Budgeted, memoised evaluation with a DEAP toolbox whose ``map`` may be a process pool."""
+    """Budgeted evaluation with a DEAP toolbox whose ``map`` may be a process pool.
+
+    ``used`` counts distinct phenotypes (grouping and per-group compositions) costed, the budget's
+    unit; ``lookups`` every individual scored, repeats included (a converged arm re-proposes plans
+    it has seen, which costs a memo lookup, not an evaluation)."""
 
     def __init__(self, space: PlacementSpace, budget: int, deadline: Deadline, workers: int = 1,
                  progress: Callable[[int, int, float], None] | None = None):
         self.space, self.budget, self.deadline = space, budget, deadline
-        self.used = 0
+        self.used = self.lookups = 0
+        self.seen: dict[Any, Individual] = {}  # phenotype -> the first individual that had it
         self.best = math.inf
         self.best_ind: Individual | None = None
+        self.best_configs: dict[str, Any] | None = None
         self.trace = Trace(deadline)  # best cost after each batch of evaluations
         self.progress = progress
         self.toolbox = base.Toolbox()
@@ -78,22 +82,46 @@ class Evaluator:
             self.toolbox.register("evaluate", _worker_eval)
         else:
             self.toolbox.register("map", map)
-            self.toolbox.register("evaluate", _level4_cost(space))
+            self.toolbox.register("evaluate", space.best_configs)
 
     def exhausted(self) -> bool:
-        return self.used >= self.budget or self.deadline.expired()
+        # the lookup guard stops a search that only re-proposes known plans
+        return self.used >= self.budget or self.deadline.expired() or self.lookups >= 50 * self.budget + 1000
 
     def __call__(self, inds: list[Individual]) -> None:
-        costs = list(self.toolbox.map(self.toolbox.evaluate, inds))
-        for ind, cost in zip(inds, costs, strict=True):
+        results = list(self.toolbox.map(self.toolbox.evaluate, inds))
+        for ind, (cost, configs) in zip(inds, results, strict=True):
             ind.fitness = cost
-            self.used += 1
+            self.lookups += 1
+            key = self.space.phenotype(ind)
+            if key not in self.seen:
+                self.seen[key] = ind
+                self.used += 1
             if cost < self.best:
-                self.best, self.best_ind = cost, ind.copy()
+                self.best, self.best_ind, self.best_configs = cost, ind.copy(), configs
                 self.best_ind.fitness = cost
         self.trace.record(self.best, self.used)
         if self.progress:
             self.progress(self.used, self.budget, self.best)
+
+    def polish(self, count: int) -> int:
+        """Exact on survivors: the exact Level-4 pass on the ``count`` best phenotypes seen that
+        have not had it (in this process), best first, while time lasts. Returns how many ran."""
+        space = self.space
+        done = 0
+        ranked = sorted(self.seen.values(), key=lambda i: i.fitness)
+        for ind in ranked:
+            if done >= count or self.deadline.expired():
+                break
+            if not math.isfinite(ind.fitness) or space.exact_done(ind):
+                continue
+            cost, configs = space.level4(ind, exact=True, force=True)
+            done += 1
+            if cost < self.best:
+                self.best, self.best_ind, self.best_configs = cost, ind.copy(), configs
+                self.best_ind.fitness = cost
+                self.trace.record(self.best, self.used)
+        return done
 
     def close(self) -> None:
         if self.pool is not None:
@@ -112,6 +140,11 @@ class ArmEA:
     fast_gpu_rate: float = 0.3
     batch: int = 4
     population: list[Individual] = field(default_factory=list)
+    #: individuals that enter the first population before the random ones (baseline plans, probes)
+    seeds: list[Individual] = field(default_factory=list)
+    #: batches in a row without a new plan after which the arm counts as converged
+    patience: int = 6
+    stalled: bool = False
 
     @property
     def best(self) -> float:
@@ -120,16 +153,18 @@ class ArmEA:
     def run(self, evaluate: Evaluator, evals: int) -> None:
         target = evaluate.used + max(1, evals)
         if not self.population:
-            # greedy individuals (fastest GPUs node by node, in group order and training first)
-            # beside the random ones
-            seeded = [self._fastest_first(range(len(self.grouping)))]
-            priority = sorted(range(len(self.grouping)), key=self._role_rank)
-            if priority != list(range(len(self.grouping))):
-                seeded.append(self._fastest_first(priority))
-            self.population = seeded + [
-                self.space.random_individual(self.rng, self.grouping, self.sizes) for _ in range(self.population_size - len(seeded))]
-            evaluate(self.population)
-        while evaluate.used < target and not evaluate.exhausted():
+            # seeds (baseline plans, the probe), the greedy individual, then random ones
+            pop = list(self.seeds)
+            greedy = self.greedy()
+            if all(s.assign != greedy.assign for s in pop):
+                pop.append(greedy)
+            while len(pop) < self.population_size:
+                pop.append(self.space.random_individual(self.rng, self.grouping, self.sizes))
+            self.population = pop
+            evaluate([i for i in pop if i.fitness == math.inf])  # a scored seed keeps its score
+        idle = 0
+        while evaluate.used < target and not evaluate.exhausted() and not self.stalled:
+            before = evaluate.used
             kids, improved = [], []
             for _ in range(self.batch):
                 parent = self._tournament()
@@ -142,6 +177,14 @@ class ArmEA:
                 worst = max(range(len(self.population)), key=lambda i: self.population[i].fitness)
                 if child.fitness < self.population[worst].fitness:
                     self.population[worst] = child
+            idle = 0 if evaluate.used > before else idle + 1
+            # an arm whose offspring are all known plans has converged; its budget goes elsewhere
+            self.stalled = idle >= self.patience
+
+    def greedy(self) -> Individual:
+        """The fastest GPUs to the groups in role order (training first)."""
+        priority = sorted(range(len(self.grouping)), key=self._role_rank)
+        return self._fastest_first(priority)
 
     def _role_rank(self, gi: int) -> int:
         """Training groups first, then generation, then inference-only groups (HetRL §4: the
@@ -226,14 +269,20 @@ class ArmEA:
                     total += weight * (c[b].get(vg, 0) - (c[b][vh] - 1))
             return total
 
-        for _ in range(n):
+        # all pairs on small clusters; a seeded sample of them on large ones (the full scan is
+        # quadratic per step), and at most ``LOCAL_SEARCH_STEPS`` improving swaps
+        pairs = None if n <= 64 else LOCAL_SEARCH_PAIRS
+        for _ in range(min(n, LOCAL_SEARCH_STEPS)):
             top, swap = 1e-12, None
-            for g in range(n):
-                for h in range(g + 1, n):
-                    if assign[g] != assign[h]:
-                        d = gain(g, h)
-                        if d > top:
-                            top, swap = d, (g, h)
+            if pairs is None:
+                candidates = ((g, h) for g in range(n) for h in range(g + 1, n))
+            else:
+                candidates = ((self.rng.randrange(n), self.rng.randrange(n)) for _ in range(pairs))
+            for g, h in candidates:
+                if assign[g] != assign[h]:
+                    d = gain(g, h)
+                    if d > top:
+                        top, swap = d, (g, h)
             if swap is None:
                 break
             g, h = swap
@@ -335,86 +384,159 @@ def successive_halving(arms: list[Any], budget: float, run: Callable[[Any, float
     return alive
 
 
-#: the evaluation budget when neither ``evaluations`` nor ``time_limit`` is given
+#: the evaluation budget (distinct phenotypes costed) when neither ``evaluations`` nor ``time_limit`` is given
 DEFAULT_EVALUATIONS = 300
+#: phenotypes re-solved exactly at the end (exact on survivors)
+POLISH = 16
+#: share of the time limit (or default cap) the baseline seeds may use
+SEED_SHARE = 0.15
+
+
+def canonical(problem: PlacementProblem, grouping: Any) -> tuple[tuple[str, ...], ...]:
+    """A task grouping in one spelling: tasks in workflow order inside a group, groups ordered by
+    their first task."""
+    order = {t.name: i for i, t in enumerate(problem.tasks)}
+    groups = [tuple(sorted(g, key=order.__getitem__)) for g in grouping]
+    return tuple(sorted(groups, key=lambda g: order[g[0]]))
+
+
+def task_groupings(space: PlacementSpace) -> list[tuple[tuple[str, ...], ...]]:
+    """Level-1 arms: every set partition of the tasks, one per symmetry class (tasks with one
+    ``GroupOptions.signature`` are interchangeable: {ref}{reward, critic} is {reward}{ref, critic})."""
+    problem = space.problem
+    sig = space.builder.signature
+    seen: dict[Any, tuple[tuple[str, ...], ...]] = {}
+    for part in set_partitions([t.name for t in problem.tasks]):
+        tg = canonical(problem, part)
+        key = tuple(sorted(tuple(sorted(map(sig, g))) for g in tg))
+        seen.setdefault(key, tg)
+    return list(seen.values())
+
+
+def individual_of(space: PlacementSpace, plan: Any) -> Individual:
+    """The genotype of a plan (its grouping and GPU groups; Level 4 is re-solved)."""
+    grouping = canonical(space.problem, [g.tasks for g in plan.groups])
+    where = {tuple(sorted(g)): gi for gi, g in enumerate(grouping)}
+    index = space.problem.topology.index_of()
+    assign = [-1] * len(space.devices)
+    for g in plan.groups:
+        for d in g.devices:
+            assign[index[d]] = where[tuple(sorted(g.tasks))]
+    return Individual(grouping, assign, {n: 0 for names in grouping for n in names})
+
+
+def baseline_seeds(problem: PlacementProblem, deadline: Deadline, share: float) -> list[tuple[str, float, Any]]:
+    """(name, cost, plan) of the verl and StreamRL baselines, run in ``share`` of the limit (all
+    of their sweep when there is none): SHA-EA starts from them and never returns worse."""
+    from heuristics.placement.colocated import solve_colocated
+    from heuristics.placement.streamrl import solve_streamrl
+
+    out = []
+    limit = deadline.limit
+    for name, solver, part in (("verl", solve_colocated, 0.3), ("StreamRL", solve_streamrl, 0.7)):
+        box = None if limit is None else max(0.05, share * limit * part)
+        if deadline.expired():
+            break
+        r = solver(problem, time_limit=box if limit is None else min(box, deadline.remaining() or 0.0))
+        if r.plan is not None and r.objective is not None:
+            out.append((name, float(r.objective), r.plan))
+    return out
 
 
 def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, seed: int = 0,
-                 evaluations: Annotated[int | None, Field(ge=1, description="evaluation budget: same seed and budget, same plan; default from the time limit")] = None,
-                 population: Annotated[int, Field(ge=2, description="EA population per arm")] = 8,
+                 evaluations: Annotated[int | None, Field(ge=1, description="budget of distinct plans costed: same seed and budget, same plan (when the baseline seeds finish their sweeps)")] = None,
+                 population: Annotated[int, Field(ge=2, description="EA population per arm")] = 6,
                  gpu_groupings_per_arm: Annotated[int, Field(ge=1, description="GPU groupings tried per task grouping (successive-halving arms)")] = 6,
+                 task_grouping_arms: Annotated[int, Field(ge=1, description="task groupings kept for the halving after one cheap probe each")] = 12,
                  fast_gpu_rate: Annotated[float, Field(ge=0, le=1, description="probability of HetRL's fast-GPU mutation")] = 0.3,
+                 exact_margin: Annotated[float, Field(ge=0, description="re-solve Level 4 exactly for individuals within this share of the incumbent")] = 0.05,
+                 seeds: Annotated[bool, Field(description="start from the verl and StreamRL baselines' plans")] = True,
                  workers: Annotated[int, Field(ge=1, description="processes evaluating candidates in parallel")] = 1,
                  progress: Callable[[int, int, float], None] | None = None) -> SolverOutput:
-    """Run SHA-EA. ``evaluations`` is the reproducible budget; with only ``time_limit`` it is
-    estimated from the measured evaluation rate and the search runs until the limit; with neither
-    it is 300, cut to what fits the default cap when the run has one (so the halving plans for
-    the evaluations it will get instead of stopping in its first round)."""
+    """Run SHA-EA.
+
+    Set-up is bounded: the baselines (verl, StreamRL) run in :data:`SEED_SHARE` of the limit and
+    seed the incumbent and the arms of their groupings; each task grouping (symmetry classes
+    only) gets one cheap probe and the ``task_grouping_arms`` best enter the halving. The budget is
+    ``evaluations`` distinct plans; with only ``time_limit`` the halving restarts with a doubled
+    budget until the limit (arms keep their populations); with neither it is 300, stopped by the
+    default cap if the run has one. The result is never worse than the best seed."""
     rng = random.Random(seed)
     deadline = Deadline(time_limit)
     space = PlacementSpace(problem, deadline)
-    # an in-space co-located plan seeds the incumbent, so Level-4 enumeration prunes from the start
-    seed_cost, seed_plan = best_colocated(problem, deadline)
-    space.incumbent = seed_cost
+    space.exact_margin = exact_margin
+    seed_plans = baseline_seeds(problem, deadline, SEED_SHARE) if seeds else []
+    best_seed = min(seed_plans, key=lambda s: s[1], default=None)
+    if best_seed is not None:
+        space.incumbent = best_seed[1]
     by_time = evaluations is None and time_limit is not None
-    if evaluations is None:
-        if time_limit is not None:
-            evaluations = _budget_from_time(space, time_limit, deadline)
-        elif deadline.cap is not None:
-            evaluations = min(DEFAULT_EVALUATIONS, _budget_from_time(space, deadline.cap, deadline))
-        else:
-            evaluations = DEFAULT_EVALUATIONS
-    ev = Evaluator(space, evaluations, deadline, workers, progress)
+    budget_total = evaluations if evaluations is not None else DEFAULT_EVALUATIONS
+    ev = Evaluator(space, budget_total, deadline, workers, progress)
     if progress is not None:  # set-up is over: say so before the first batch (which may be slow)
-        progress(0, evaluations, seed_cost)
+        progress(0, budget_total, best_seed[1] if best_seed else math.inf)
+    probes: dict[Any, float] = {}
+    converged = False
     try:
-        names = [t.name for t in problem.tasks]
-        groupings = [tuple(tuple(g) for g in part) for part in set_partitions(names)]
+        tgs_all = task_groupings(space)
         arms_by_tg: dict[Any, list[ArmEA]] = {}
-        for tg in groupings:
+        seeded_tgs = []
+        for *_, plan in seed_plans:
+            ind = individual_of(space, plan)
+            sizes = tuple(sum(1 for a in ind.assign if a == gi) for gi in range(len(ind.grouping)))
+            arm = ArmEA(space, ind.grouping, sizes, random.Random(rng.random()), population, fast_gpu_rate)
+            arm.seeds.append(ind)
+            arms_by_tg.setdefault(ind.grouping, []).append(arm)
+            seeded_tgs.append(ind.grouping)
+        for tg in tgs_all:
             sizes = gpu_groupings(space, tg, rng, gpu_groupings_per_arm)
-            arms_by_tg[tg] = [ArmEA(space, tg, s, random.Random(rng.random()), population, fast_gpu_rate) for s in sizes]
-        tgs = [tg for tg in groupings if arms_by_tg[tg]]
+            arms_by_tg.setdefault(tg, []).extend(ArmEA(space, tg, s, random.Random(rng.random()), population, fast_gpu_rate) for s in sizes)
+        # one cheap probe per task grouping (its greedy individual on the first GPU grouping)
+        for tg in tgs_all:
+            if ev.exhausted() or not arms_by_tg.get(tg):
+                continue
+            arm = arms_by_tg[tg][-1 if tg in seeded_tgs else 0]
+            probe = arm.greedy()
+            ev([probe])
+            probes[tg] = probe.fitness
+            arm.seeds.append(probe)
+        ranked = sorted((tg for tg in tgs_all if tg in probes), key=lambda tg: probes[tg])
+        tgs = list(dict.fromkeys(seeded_tgs + ranked[:task_grouping_arms]))
+        tgs = [tg for tg in tgs if arms_by_tg.get(tg)]
 
         def best_of(tg: Any) -> float:
             return min((a.best for a in arms_by_tg[tg]), default=math.inf)
 
         def run_tg(tg: Any, budget: float) -> None:  # Level 2: halving over GPU groupings
-            arms_by_tg[tg] = successive_halving(arms_by_tg[tg], budget, lambda arm, b: arm.run(ev, int(b)),
+            arms_by_tg[tg] = successive_halving(arms_by_tg[tg], budget, lambda arm, b: arm.run(ev, max(1, int(b))),
                                                 lambda arm: arm.best, ev.exhausted)
 
-        budget = float(evaluations)
-        while True:
+        budget = float(max(budget_total - ev.used, len(tgs)))
+        while not ev.exhausted():
+            before = ev.used
             successive_halving(tgs, budget, run_tg, best_of, ev.exhausted)
             # with a wall-clock limit and time left, run the halving again with twice the budget:
             # the arms keep their populations, so the search resumes where it stopped
-            if not (by_time and not deadline.expired()):
+            if not by_time or deadline.expired():
                 break
-            ev.budget += int(budget) * 2
+            if ev.used == before:  # every arm has converged: nothing new is left to try
+                converged = True
+                break
             budget *= 2
+            ev.budget = ev.used + int(budget)
+        polished = ev.polish(POLISH)
     finally:
         ev.close()
-    stats = {"evaluations": ev.used, "distinct_plans": space.evaluations, "budget": evaluations, "trace": ev.trace.rows()}
-    if (ev.best_ind is None or not ev.best < seed_cost) and seed_plan is not None:
-        return SolverOutput(Status.FEASIBLE, plan=seed_plan, objective=seed_cost, message="SHA-EA: the co-located seed plan was not beaten", stats=stats)
+    stats = {"polished": polished, "evaluations": ev.used, "lookups": ev.lookups, "exact_level4": space.exact_solves,
+             "exact_level4_timeouts": space.exact_timeouts, "budget": budget_total, "trace": ev.trace.rows(),
+             "task_groupings": len(probes), "seeds": {name: cost for name, cost, _ in seed_plans}}
+    stopped = "time limit" if deadline.expired() else "converged" if converged else "budget"
+    if best_seed is not None and not ev.best < best_seed[1]:
+        return SolverOutput(Status.FEASIBLE, plan=best_seed[2], objective=best_seed[1],
+                            message=f"SHA-EA: the {best_seed[0]} seed was not beaten in {ev.used} evaluations ({stopped})", stats=stats)
     if ev.best_ind is None or not math.isfinite(ev.best):
         return SolverOutput(Status.NO_SOLUTION, message="no valid plan found within the budget", stats=stats)
-    _, configs = space.best_configs(ev.best_ind)
+    configs = ev.best_configs
     assert configs is not None
     plan = space.decode_with(ev.best_ind, configs)
-    stopped = "time limit" if deadline.expired() else "budget"
-    return SolverOutput(Status.FEASIBLE, plan=plan, objective=ev.best, message=f"SHA-EA: best of {ev.used} evaluations ({stopped})", stats=stats)
-
-
-def _budget_from_time(space: PlacementSpace, time_limit: float, deadline: Deadline) -> int:
-    """Evaluations that fit in ``time_limit``, from timing a few random plans on the (seeded,
-    pruning) space itself, so the probes also warm its caches."""
-    names = tuple(t.name for t in space.problem.tasks)
-    n = len(space.devices)
-    t0 = time.perf_counter()
-    probes = 0
-    while probes < 10 and not deadline.expired():
-        space.best_configs(space.random_individual(random.Random(probes), (names,), (max(1, n - probes),)))
-        probes += 1
-    rate = probes / max(time.perf_counter() - t0, 1e-6)
-    return max(50, int(rate * time_limit * 0.8))
+    gain = f", {best_seed[1] / ev.best:.2f}x the best baseline ({best_seed[0]})" if best_seed else ""
+    return SolverOutput(Status.FEASIBLE, plan=plan, objective=ev.best, message=f"SHA-EA: best of {ev.used} evaluations ({stopped}){gain}", stats=stats)

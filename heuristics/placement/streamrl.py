@@ -1,55 +1,146 @@
 """StreamRL-style baseline (HetRL §5.1): generation on one GPU group, every other task on the
-other (StreamRL deploys generation and the rest in two data centres). We sweep every split of the
-cluster's nodes into two non-empty sides, either side for generation; generation gets its best
-(TP, decode batch) with PP = 1, the other tasks co-located with one shared (TP, PP, DP). Every
-candidate is validated and scored by the cost model.
+other (StreamRL deploys generation and the rest in two data centres).
+
+The sweep is what a StreamRL user would do, made to scale:
+
+* **Sides.** Generation's side is a union of *units*: whole nodes when the cluster has at most
+  :data:`MAX_UNITS` of them, and always the cluster's zones, GPU types and (zone, GPU type)
+  blocks when there are at most :data:`MAX_UNITS` of each (a data centre, a GPU generation).
+  Every non-empty proper subset of a unit list is a side, either side for generation; duplicates
+  are dropped. At 1 024 GPUs this is a few hundred sides, not 2^128.
+* **Order.** Sides are tried in order of how close generation's GPU share is to its share of
+  the work (model size x 1.5 for generation, x 1 per inference task, x 3 per training task, as
+  SHA-EA's Level-2 arms), so a time-limited sweep has tried the likely splits first.
+* **Configurations.** Per side, generation's (TP, decode batch, balance) with PP = 1 and the
+  rest's shared (TP, PP, DP, balance) are tuned by coordinate descent: every generation
+  configuration with the rest's first feasible one, then every shared configuration with the
+  best generation one, then generation once more. The sync objective is separable in the two
+  (generation's time plus the rest's phases plus the transfer), so this finds each side's best
+  pair there; in async mode it is a local optimum.
+
+Every candidate is validated (C1-C3) and scored by the cost model; the deadline is checked per
+candidate, and the best plan so far is returned when it passes.
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 
 from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.space import (
+    TaskConfig,
     build_plan,
     is_heterogeneous,
-    node_classes,
     placement_keeper,
     task_configs,
 )
 from costmodels.solving import Deadline, SolverOutput, Status
 from costmodels.workflow import TaskKind
 
+#: largest unit list whose subsets are all tried (2^10 - 2 sides)
+MAX_UNITS = 10
+
+
+def generation_sides(problem: PlacementProblem) -> list[frozenset[int]]:
+    """Candidate GPU sets (device indices) for generation, ordered by closeness of their share of
+    the GPUs to generation's share of the work (module doc)."""
+    devices = problem.topology.devices
+    n = len(devices)
+    keys = {
+        "node": [d.node for d in devices],
+        "zone": [d.zone for d in devices],
+        "type": [d.gpu.name for d in devices],
+        "block": [f"{d.zone}/{d.gpu.name}" for d in devices],
+    }
+    sides: dict[frozenset[int], None] = {}
+    for label in keys.values():
+        units: dict[str, list[int]] = {}
+        for i, u in enumerate(label):
+            units.setdefault(u, []).append(i)
+        members = list(units.values())
+        if not 2 <= len(members) <= MAX_UNITS:
+            continue
+        for r in range(1, len(members)):
+            for pick in itertools.combinations(range(len(members)), r):
+                sides[frozenset(i for k in pick for i in members[k])] = None
+    wf = problem.workflow
+    work = {TaskKind.GENERATION: 1.5, TaskKind.INFERENCE: 1.0, TaskKind.TRAINING: 3.0}
+    weight = {t.name: wf.model(t.role).params_b * work[t.kind] for t in problem.tasks}
+    gen_name = next(t.name for t in problem.tasks if t.kind is TaskKind.GENERATION)
+    target = weight[gen_name] / sum(weight.values())
+    return sorted(sides, key=lambda s: (abs(len(s) / n - target), len(s), min(s)))
+
+
+def _shared_configs(problem: PlacementProblem, others: list, gpus: list[str]) -> list[TaskConfig]:
+    shared: set[TaskConfig] | None = None
+    het = is_heterogeneous(problem, gpus)
+    for t in others:
+        cfgs = set(task_configs(problem, t, len(gpus), het))
+        shared = cfgs if shared is None else shared & cfgs
+    return sorted(shared or ())
+
 
 def solve_streamrl(problem: PlacementProblem, *, time_limit: float | None = None, seed: int = 0) -> SolverOutput:
-    del seed
+    del seed  # deterministic sweep
     deadline = Deadline(time_limit)
-    classes = node_classes(problem)
+    ids = [d.id for d in problem.topology.devices]
     tasks = problem.tasks
     gen = next(t for t in tasks if t.kind is TaskKind.GENERATION)
     others = [t for t in tasks if t is not gen]
     keep = placement_keeper(problem)
-
-    def candidates():  # every (generation side, generation config, shared config), side by side
-        for r in range(1, len(classes)):
-            for side in itertools.combinations(range(len(classes)), r):
-                gen_gpus = [g for k in side for g in classes[k][1]]
-                rest = [g for k in range(len(classes)) if k not in side for g in classes[k][1]]
-                gen_cfgs = [c for c in task_configs(problem, gen, len(gen_gpus), is_heterogeneous(problem, gen_gpus)) if c.pp == 1]
-                shared = None
-                for t in others:
-                    cfgs = set(task_configs(problem, t, len(rest), is_heterogeneous(problem, rest)))
-                    shared = cfgs if shared is None else shared & cfgs
-                for gc, oc in itertools.product(gen_cfgs, sorted(shared or ())):
-                    yield build_plan(problem, [([gen.name], gen_gpus), ([t.name for t in others], rest)], {gen.name: gc, **{t.name: oc for t in others}})
-
     stopped = False
-    for plan in candidates():  # the deadline is checked per candidate: one side can hold thousands
-        if deadline.expired() and keep.plan is not None:
-            stopped = True
+    sides = generation_sides(problem)
+
+    def tune(gen_gpus: list[str], rest: list[str]) -> Iterator[None]:
+        """Coordinate descent over the two sides' configurations; yields after each candidate."""
+        gen_cfgs = [c for c in task_configs(problem, gen, len(gen_gpus), is_heterogeneous(problem, gen_gpus)) if c.pp == 1]
+        shared = _shared_configs(problem, others, rest)
+        if not gen_cfgs or not shared:
+            return
+        groups = [([gen.name], gen_gpus), ([t.name for t in others], rest)]
+
+        def cost(gc: TaskConfig, oc: TaskConfig) -> float:
+            return keep.offer(build_plan(problem, groups, {gen.name: gc, **{t.name: oc for t in others}}))
+
+        best_g, best_o, best = gen_cfgs[0], None, float("inf")
+        for oc in shared:  # the rest's first configuration that fits beside any generation config
+            for gc in gen_cfgs:
+                c = cost(gc, oc)
+                yield
+                if c < best:
+                    best, best_g, best_o = c, gc, oc
+            if best_o is not None:
+                break
+        if best_o is None:
+            return
+        for _ in range(2):  # generation with the rest fixed is swept in the loop above; now the rest, then generation
+            for oc in shared:
+                c = cost(best_g, oc)
+                yield
+                if c < best:
+                    best, best_o = c, oc
+            for gc in gen_cfgs:
+                c = cost(gc, best_o)
+                yield
+                if c < best:
+                    best, best_g = c, gc
+
+    for side in sides:
+        gen_gpus = [ids[i] for i in sorted(side)]
+        rest = [ids[i] for i in range(len(ids)) if i not in side]
+        for _ in tune(gen_gpus, rest):
+            if deadline.expired():
+                stopped = True
+                break
+        if stopped:
             break
-        keep.offer(plan)
     if keep.plan is None:
-        return SolverOutput(Status.INFEASIBLE, message="no two-group split fits in memory", stats={"candidates": keep.offered})
-    return SolverOutput(Status.FEASIBLE, plan=keep.plan, objective=keep.best, message=f"best of {keep.offered} generation/rest splits" + (" (time limit: the sweep was cut short)" if stopped else ""),
-                        stats={"candidates": keep.offered})
+        if stopped:
+            return SolverOutput(Status.NO_SOLUTION, message="time limit reached before any generation/rest split fit",
+                                stats={"candidates": keep.offered, "sides": len(sides)})
+        return SolverOutput(Status.INFEASIBLE, message="no generation/rest split of the sweep fits in memory", stats={"candidates": keep.offered, "sides": len(sides)})
+    return SolverOutput(Status.FEASIBLE, plan=keep.plan, objective=keep.best,
+                        message=f"best of {keep.offered} candidates over {len(sides)} generation/rest splits"
+                        + (" (time limit: the sweep was cut short)" if stopped else ""),
+                        stats={"candidates": keep.offered, "sides": len(sides)})
