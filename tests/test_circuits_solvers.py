@@ -35,7 +35,7 @@ def random_problems(draw):
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_problems())
-def test_greedy_heap_equals_the_reference_transcription(problem):
+def test_greedy_equals_the_reference_transcription(problem):
     # ties are common here (repeated volumes), so this pins the tie-breaking too
     assert allocate_greedy(problem) == allocate_greedy_reference(problem)
 
@@ -45,6 +45,16 @@ def test_greedy_equals_reference_on_generated_shapes(shape):
     for seed in range(3):
         p = circuits_instance(24, 5, shape, seed=seed, pairs=60, failed_ports=3, pods=3)
         assert allocate_greedy(p) == allocate_greedy_reference(p)
+
+
+def test_greedy_equals_reference_across_event_chunks_and_from_a_start():
+    # enough ports that the event scan runs in several chunks (levels), and a continued allocation
+    for seed in range(3):
+        p = circuits_instance(64, 16, "sparse", seed=seed, pairs=500)
+        full = allocate_greedy(p)
+        assert full == allocate_greedy_reference(p)
+        start = dict(list(sorted(full.items()))[: len(full) // 3])
+        assert allocate_greedy(p, start) == allocate_greedy_reference(p, start)
 
 
 def _lexicographic(result):
