@@ -13,7 +13,7 @@
   against the proven offline optimum on Table 6 mixed job sets (SLO ~ U(1, 2), max group 5), and
   the optimum's solve time against the number of jobs.
 * ``rollout``: RollPacker Table 2's jobs: the searched plan against the paper's settings and veRL.
-* ``circuits``: OrchestrRL App. D/I: greedy (heap) against its plain transcription at scale,
+* ``circuits``: OrchestrRL App. D/I: greedy (sorted events) against its plain transcription at scale,
   greedy and uniform against the exact optimum on 100 random instances where every pair can get a
   circuit and on 100 port-starved ones where it cannot (coverage decides), the exact models' solve
   time against size on HiGHS and CP-SAT, traffic-aware against uniform on collective shapes.
@@ -122,7 +122,7 @@ def placement(plugins: tuple[str, ...] = ()) -> Suite:
 
 def circuits(plugins: tuple[str, ...] = ()) -> Suite:
     runs: list[RunSpec] = []
-    # (a) greedy (heap) vs the plain transcription of Algorithm 3, growing to 1024 endpoints / 64 ports / 1e4 pairs
+    # (a) greedy (sorted events) vs the plain transcription of Algorithm 3, growing to 1024 endpoints / 64 ports / 1e4 pairs
     scale = [_circ(f"scale-{n}x{p}-{k}", endpoints=n, ports=p, shape="sparse", pairs=k, seed=0)
              for n, p, k in ((128, 16, 1250), (256, 32, 2500), (512, 48, 5000), (1024, 64, 10000))]
     runs += _runs("circuits", scale, [("greedy", {}, None, (0,)), ("greedy-reference", {}, None, (0,))], plugins, with_plugins=False)
@@ -149,7 +149,7 @@ def circuits(plugins: tuple[str, ...] = ()) -> Suite:
                    for shape in ("all-to-all", "all-reduce") for n in (16, 32, 64) for s in range(3)]
     runs += _runs("circuits", collectives, [("greedy", {}, None, (0,)), ("uniform", {}, None, (0,))], plugins, with_plugins=False)
     return Suite("circuits", "OrchestrRL App. D/I: greedy vs reference vs exact vs uniform over sizes", runs,
-                 [Comparison("speed-up of greedy (heap) over the plain Algorithm 3 transcription", "greedy-reference", "greedy", "wall_time_s"),
+                 [Comparison("speed-up of greedy (sorted events) over the plain Algorithm 3 transcription", "greedy-reference", "greedy", "wall_time_s"),
                   Comparison("greedy / exact optimum bottleneck", "greedy", "cpsat", "objective"),
                   Comparison("uniform / greedy bottleneck (communication time)", "uniform", "greedy", "objective"),
                   Comparison("HiGHS / CP-SAT solve time", "milp", "cpsat", "wall_time_s")])

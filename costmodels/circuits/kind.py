@@ -26,7 +26,7 @@ _FILL = {"fill_with": "heuristics.circuits.greedy:allocate_greedy"}  # spare por
 
 SOLVERS = (
     SolverEntry("greedy", "heuristics.circuits.greedy:solve_greedy", default=True,
-                description="OrchestrRL Algorithm 3 (App. D.2): one circuit at a time to the largest pair time, heap-based"),
+                description="OrchestrRL Algorithm 3 (App. D.2): one circuit at a time to the largest pair time, as one sorted scan of circuit events"),
     SolverEntry("greedy-reference", "heuristics.circuits.greedy:solve_greedy_reference",
                 description="plain transcription of Algorithm 3 (rescans every pair each step); same allocation as greedy"),
     SolverEntry("milp", "formulations.circuits.exact:solve_circuits_milp", exact=True, inject=_FILL, time_limit=120.0,
