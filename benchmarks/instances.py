@@ -117,17 +117,18 @@ def circuits_instance(endpoints: int, ports: int | None, shape: str, *, seed: in
 PLACEMENT_GPUS = ("A100-40GB", "H100-SXM", "H800", "L40S", "L4", "H20")
 
 
-def random_cluster(gpus: int, *, seed: int = 0, zones: int = 2, per_node: int = 4) -> dict[str, Any]:
+def random_cluster(gpus: int, *, seed: int = 0, zones: int = 2, per_node: int = 4, types: int = 3) -> dict[str, Any]:
     """A random heterogeneous cluster spec (a mapping, like a cluster YAML): ``gpus`` GPUs in nodes of
-    ``per_node``, each node one GPU type, spread over ``zones`` zones; links inside a zone 100 Gbps,
-    between zones drawn from HetRL §5.1's ranges (5-60 ms, 0.9-5 Gbps)."""
+    ``per_node``, each node one of ``types`` GPU types drawn from :data:`PLACEMENT_GPUS`, spread over
+    ``zones`` zones; links inside a zone 100 Gbps, between zones drawn from HetRL §5.1's ranges
+    (5-60 ms, 0.9-5 Gbps)."""
     rng = np.random.default_rng(seed)
     if gpus % per_node:
         raise ValueError(f"gpus ({gpus}) must be a multiple of per_node ({per_node})")
-    types = list(rng.choice(PLACEMENT_GPUS, size=min(3, len(PLACEMENT_GPUS)), replace=False))
+    types_ = list(rng.choice(PLACEMENT_GPUS, size=min(types, len(PLACEMENT_GPUS)), replace=False))
     nodes = []
     for i in range(gpus // per_node):
-        gpu = str(types[i % len(types)])
+        gpu = str(types_[i % len(types_)])
         nodes.append({"name": f"n{i}", "gpu": gpu, "count": per_node, "zone": f"z{i % zones}"})
     links = [{"zones": [f"z{a}", f"z{b}"], "latency_ms": round(float(rng.uniform(5, 60)), 1),
               "bandwidth_gbps": round(float(rng.uniform(0.9, 5.0)), 2)}

@@ -5,7 +5,10 @@
 * ``placement``: HetRL §5.4-style: the ILP against SHA-EA and the plain EA at two time budgets,
   random search and the verl / StreamRL baselines, on the small clusters and random
   heterogeneous ones (GRPO sync, Qwen3-8B).
-* ``scenarios``: HetRL §5.2: SHA-EA against the baselines on the four 64-GPU testbed scenarios.
+* ``scenarios``: HetRL §5.2: SHA-EA against the baselines and the plain EA on the four 64-GPU
+  testbed scenarios, GRPO and PPO, sync and async.
+* ``scale``: placement at 128-1 024 GPUs (four GPU types, four zones): SHA-EA against the
+  baselines and the plain EA, wall time and peak memory per run.
 * ``broadcast``: OrchestrRL App. E: the two-level weight-sync broadcast against naive one-to-all.
 * ``replan``: OrchestrRL Eq. 1: the MILP against greedy and the §6 baselines on random mid-step
   states, and its solve time from 64 to 1024 GPUs (App. F).
@@ -160,13 +163,29 @@ def scenarios(plugins: tuple[str, ...] = ()) -> Suite:
     baselines (64 GPUs: too large for the ILP to finish, so ratios are between solvers)."""
     instances = [InstanceRef(f"{c}/{wf}", "placement", fields={"cluster": f"hetrl-{c}", "workflow": wf})
                  for c in ("single-region", "multi-region-hybrid", "multi-country", "multi-continent")
-                 for wf in ("grpo-sync-qwen3-8b", "ppo-sync-qwen3-8b")]
+                 for wf in ("grpo-sync-qwen3-8b", "ppo-sync-qwen3-8b", "grpo-async-qwen3-8b", "ppo-async-qwen3-8b")]
     # the baselines' sweeps grow with the number of node classes (eight zones here): same 60 s cap
-    solvers = [("sha-ea", {}, 60.0, (0,)), ("verl", {}, 60.0, (0,)), ("streamrl", {}, 60.0, (0,))]
+    solvers = [(s, {}, 60.0, (0,)) for s in ("sha-ea", "verl", "streamrl", "ea")]
     return Suite("scenarios", "HetRL §5.2 testbed scenarios: SHA-EA vs verl / StreamRL baselines", _runs("scenarios", instances, solvers, plugins),
                  [Comparison("verl / SHA-EA iteration time", "verl", "sha-ea", "objective"),
-                  Comparison("StreamRL / SHA-EA iteration time", "streamrl", "sha-ea", "objective")],
-                 anytime=("sha-ea",))
+                  Comparison("StreamRL / SHA-EA iteration time", "streamrl", "sha-ea", "objective"),
+                  Comparison("plain EA / SHA-EA iteration time", "ea", "sha-ea", "objective")],
+                 anytime=("sha-ea", "ea"))
+
+
+def scale(plugins: tuple[str, ...] = ()) -> Suite:
+    """Placement at 128 to 1 024 GPUs: random clusters of four GPU types in four zones (8-GPU
+    nodes), GRPO on Qwen3-8B and PPO on Qwen3-14B; SHA-EA against the baselines and the plain EA,
+    every solver under the same 60 s limit (wall time and peak memory are in each row)."""
+    instances = [InstanceRef(f"random-{n}-4types/{tag}", "placement", generator="random_cluster", generates="cluster",
+                             args={"gpus": n, "seed": 0, "zones": 4, "per_node": 8, "types": 4}, fields={"workflow": wf})
+                 for n in (128, 256, 512, 1024) for tag, wf in (("grpo-8b", "grpo-sync-qwen3-8b"), ("ppo-14b", "ppo-sync-qwen3-14b"))]
+    solvers = [(s, {}, 60.0, (0,)) for s in ("sha-ea", "verl", "streamrl", "ea")]
+    return Suite("scale", "placement at 128-1 024 GPUs: SHA-EA vs verl / StreamRL / plain EA, 60 s each", _runs("scale", instances, solvers, plugins),
+                 [Comparison("verl / SHA-EA iteration time", "verl", "sha-ea", "objective"),
+                  Comparison("StreamRL / SHA-EA iteration time", "streamrl", "sha-ea", "objective"),
+                  Comparison("plain EA / SHA-EA iteration time", "ea", "sha-ea", "objective")],
+                 anytime=("sha-ea", "ea"))
 
 
 def broadcast(plugins: tuple[str, ...] = ()) -> Suite:
@@ -257,7 +276,7 @@ def custom(problems: list[str], solvers: list[str] | None = None, time_limits: l
     return Suite("custom", f"{len(problems)} problem(s) from the command line", runs, anytime=("sha-ea", "ea", "ilp"))
 
 
-SUITES = {"smoke": smoke, "placement": placement, "circuits": circuits, "scenarios": scenarios, "broadcast": broadcast, "replan": replan, "cosched": cosched, "rollout": rollout}
+SUITES = {"smoke": smoke, "placement": placement, "circuits": circuits, "scenarios": scenarios, "scale": scale, "broadcast": broadcast, "replan": replan, "cosched": cosched, "rollout": rollout}
 
 
 def get_suite(name: str, plugins: tuple[str, ...] = ()) -> Suite:

@@ -134,3 +134,19 @@ def test_sha_ea_returns_at_its_time_limit_on_a_large_ppo_instance():
     assert r.status is Status.FEASIBLE and r.plan is not None
     assert check_placement(problem, r.plan) == []
     assert r.wall_time_s < 5 + 60  # a contract on deadlines, not a performance figure
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("workflow", ["grpo-sync-qwen3-8b", "ppo-async-qwen3-4b"])
+def test_sha_ea_is_never_worse_than_any_baseline_on_random_clusters(seed, workflow):
+    """SHA-EA starts from the baselines' plans, so on every cluster its plan is at least as
+    good as verl's and StreamRL's (each run to the end of its sweep here), and valid."""
+    from benchmarks.instances import random_cluster
+
+    problem = build_problem("placement", {"cluster": random_cluster(16, seed=seed, zones=2), "workflow": workflow})
+    baselines = {s: solve(problem, s) for s in ("verl", "streamrl")}
+    ours = solve(problem, "sha-ea", seed=seed, evaluations=40)
+    assert ours.status is Status.FEASIBLE and check_placement(problem, ours.plan) == []
+    for name, r in baselines.items():
+        if r.objective is not None:
+            assert ours.objective <= r.objective * (1 + 1e-9), (name, r.objective, ours.objective)

@@ -11,7 +11,7 @@ from costmodels.circuits.problem import (
     pair_time_s,
     plan_from_counts,
 )
-from costmodels.solving import SolverOutput, Status
+from costmodels.solving import Deadline, SolverOutput, Status
 
 MAX_ALLOCATIONS = 2_000_000
 
@@ -25,9 +25,14 @@ def solve_circuits_bruteforce(problem: CircuitProblem, *, time_limit: float | No
     for p in pairs:
         size *= p.cap + 1
     if size > MAX_ALLOCATIONS:
-        raise ValueError(f"brute force would enumerate {size} allocations (limit {MAX_ALLOCATIONS}); use milp or cpsat")
+        return SolverOutput(Status.NO_SOLUTION, message=f"brute force would enumerate more than {MAX_ALLOCATIONS} allocations; use milp or cpsat")
+    deadline = Deadline(time_limit)
     best_key, best = None, None
-    for values in itertools.product(*(range(p.cap + 1) for p in pairs)):
+    stopped = False
+    for n, values in enumerate(itertools.product(*(range(p.cap + 1) for p in pairs))):
+        if n % 4096 == 0 and deadline.expired():
+            stopped = True
+            break
         used: dict[str, int] = {}
         for p, c in zip(pairs, values, strict=True):
             used[p.a] = used.get(p.a, 0) + c
@@ -41,5 +46,9 @@ def solve_circuits_bruteforce(problem: CircuitProblem, *, time_limit: float | No
             best_key, best = key, values
     counts = {(p.a, p.b): c for p, c in zip(pairs, best or (), strict=True) if c}
     objective = best_key[1] if best_key else 0.0
+    if stopped:
+        if best is None:
+            return SolverOutput(Status.NO_SOLUTION, message="time limit before any allocation")
+        return SolverOutput(Status.FEASIBLE, plan_from_counts(counts), objective=objective, message=f"time limit after {n} of {size} allocations")
     return SolverOutput(Status.OPTIMAL, plan_from_counts(counts), objective=objective, bound=objective,
                         message=f"brute force over {size} allocations", stats={"allocations": size})

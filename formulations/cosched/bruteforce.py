@@ -18,7 +18,7 @@ from costmodels.cosched.group import (
     group_ok,
 )
 from costmodels.cosched.problem import CoscheduleProblem
-from costmodels.solving import SolverOutput, Status
+from costmodels.solving import Deadline, SolverOutput, Status
 
 MAX_JOBS = 6
 
@@ -56,11 +56,16 @@ def solve_cosched_bruteforce(problem: CoscheduleProblem, *, time_limit: float | 
     m = problem.model()
     names = list(m.order)
     if len(names) > MAX_JOBS:
-        raise ValueError(f"brute force enumerates every grouping of at most {MAX_JOBS} jobs; this file has {len(names)}")
+        return SolverOutput(Status.NO_SOLUTION, message=f"brute force enumerates every grouping of at most {MAX_JOBS} jobs; this file has {len(names)} (use optimal)")
     cache: dict[tuple[str, ...], tuple[float, GroupState] | None] = {}
     best: tuple[float, list[GroupState]] | None = None
     count = 0
+    deadline = Deadline(time_limit)
+    stopped = False
     for part in _partitions(names):
+        if deadline.expired():
+            stopped = True
+            break
         if any(len(b) > m.spec.max_group_size for b in part):
             continue
         count += 1
@@ -78,8 +83,12 @@ def solve_cosched_bruteforce(problem: CoscheduleProblem, *, time_limit: float | 
             if best is None or total < best[0] - 1e-9:
                 best = (total, groups)
     if best is None:
+        if stopped:
+            return SolverOutput(Status.NO_SOLUTION, message=f"time limit after {count} partitions", stats={"partitions": count})
         return SolverOutput(Status.INFEASIBLE, message="no grouping meets every SLO and memory limit", stats={"partitions": count})
     plan = CoschedulePlan(groups=[g.to_group() for g in best[1]])
+    if stopped:
+        return SolverOutput(Status.FEASIBLE, plan, best[0], message=f"time limit after {count} partitions", stats={"partitions": count})
     return SolverOutput(Status.OPTIMAL, plan, best[0], best[0], message=f"{count} partitions", stats={"partitions": count})
 
 

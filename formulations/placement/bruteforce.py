@@ -8,6 +8,7 @@ ILP is tested against on instances small enough to enumerate; ``max_plans`` refu
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Annotated
 
 from pydantic import Field
@@ -40,11 +41,16 @@ def allocate(classes: list[tuple[str, list[str]]], comps: list[tuple[int, ...]])
     return out
 
 
-def count_plans(problem: PlacementProblem) -> int:
-    """How many plans :func:`solve_placement_bruteforce` would enumerate."""
+def count_plans(problem: PlacementProblem, stop_above: float = math.inf) -> int:
+    """How many plans :func:`solve_placement_bruteforce` would enumerate; counting stops as soon
+    as the count passes ``stop_above`` (a 64-GPU cluster has more compositions than a count
+    could ever finish)."""
     classes = node_classes(problem)
     cap = [len(g) for _, g in classes]
     tasks = {t.name: t for t in problem.tasks}
+    comps_count = math.prod(k + 1 for k in cap) - 1  # the one-group partition alone has this many
+    if comps_count > stop_above:
+        return comps_count
     total = 0
     for partition in set_partitions(list(tasks)):
         for comps in itertools.product(list(compositions(cap)), repeat=len(partition)):
@@ -57,6 +63,8 @@ def count_plans(problem: PlacementProblem) -> int:
                 for name in names:
                     n *= len(task_configs(problem, tasks[name], len(gpus), het))
             total += n
+            if total > stop_above:
+                return total
     return total
 
 
@@ -65,9 +73,9 @@ def solve_placement_bruteforce(problem: PlacementProblem, *, time_limit: float |
     """Enumerate the whole space; optimal by exhaustion."""
     del seed
     deadline = Deadline(time_limit)
-    total = count_plans(problem)
+    total = count_plans(problem, stop_above=max_plans)
     if total > max_plans:
-        return SolverOutput(Status.NO_SOLUTION, message=f"{total} plans exceed max_plans={max_plans}; brute force is for tiny instances")
+        return SolverOutput(Status.NO_SOLUTION, message=f"more than {max_plans} plans (max_plans); brute force is for tiny instances")
     classes = node_classes(problem)
     cap = [len(g) for _, g in classes]
     tasks = {t.name: t for t in problem.tasks}

@@ -4,6 +4,7 @@ requests over the chosen instances, scored by the cost model. Ground truth for t
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterator
 
 import numpy as np
@@ -16,7 +17,7 @@ from costmodels.replan.problem import (
     evaluate_replan,
     slots,
 )
-from costmodels.solving import SolverOutput, Status
+from costmodels.solving import Deadline, SolverOutput, Status
 
 MAX_PLANS = 200_000
 
@@ -30,18 +31,35 @@ def _splits(count: int, parts: int) -> Iterator[tuple[int, ...]]:
         yield tuple(edges[i + 1] - edges[i] - 1 for i in range(parts))
 
 
+def _refused(what: str) -> SolverOutput:
+    return SolverOutput(Status.NO_SOLUTION, message=f"brute force would enumerate {what} (limit {MAX_PLANS}); use milp")
+
+
+def _stopped(best: tuple[float, ReplanPlan | None], enumerated: int) -> SolverOutput:
+    """The time limit passed: the best plan so far, unproven."""
+    if best[1] is None:
+        return SolverOutput(Status.NO_SOLUTION, message=f"time limit after {enumerated} plans", stats={"plans": enumerated})
+    return SolverOutput(Status.FEASIBLE, best[1], best[0], message=f"time limit after {enumerated} plans", stats={"plans": enumerated})
+
+
 def solve_replan_bruteforce(problem: ReplanProblem, *, time_limit: float | None = None, seed: int = 0) -> SolverOutput:
+    deadline = Deadline(time_limit)
     table = slots(problem)
     best: tuple[float, ReplanPlan | None] = (np.inf, None)
     enumerated = 0
-    for choice in itertools.product(*(range(len(layouts)) for layouts in table)):
+    layouts = math.prod(len(t) for t in table)
+    if layouts > MAX_PLANS:  # every layout choice holds at least one plan when its GPUs fit
+        return _refused(f"{layouts} node-layout choices")
+    for n_choice, choice in enumerate(itertools.product(*(range(len(layouts)) for layouts in table))):
+        if n_choice % 256 == 0 and deadline.expired():
+            return _stopped(best, enumerated)
         chosen = [s for n, li in enumerate(choice) for s in table[n][li]]
         if not chosen or sum(s.tp for s in chosen) > problem.budget:
             continue
         for split in itertools.product(*(_splits(b.count, len(chosen)) for b in problem.bins)):
             enumerated += 1
             if enumerated > MAX_PLANS:
-                raise ValueError(f"brute force would enumerate more than {MAX_PLANS} plans; use milp")
+                return _refused(f"more than {MAX_PLANS} plans")
             plan = ReplanPlan(instances=[NewInstance(node=s.node, gpu=s.gpu, tp=s.tp,
                                                      bins=[(b.upper, part[j]) for b, part in zip(problem.bins, split, strict=True) if part[j]])
                                          for j, s in enumerate(chosen)])

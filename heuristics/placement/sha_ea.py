@@ -538,5 +538,5 @@ def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, 
     configs = ev.best_configs
     assert configs is not None
     plan = space.decode_with(ev.best_ind, configs)
-    gain = f", {best_seed[1] / ev.best:.2f}x the best baseline ({best_seed[0]})" if best_seed else ""
+    gain = f", {best_seed[1] / ev.best:.2f}x better than its best seed ({best_seed[0]})" if best_seed else ""
     return SolverOutput(Status.FEASIBLE, plan=plan, objective=ev.best, message=f"SHA-EA: best of {ev.used} evaluations ({stopped}){gain}", stats=stats)
