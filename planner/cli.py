@@ -229,7 +229,7 @@ def plan_command(
 
 def outcome_lines(result: Result) -> list[str]:
     """What a person should know about how the search ended, under the summary table: the
-    solver's own words (e.g. SHA-EA's "the co-located seed plan was not beaten"), the gap to the
+    solver's own words (e.g. SHA-EA's "the StreamRL seed was not beaten"), the gap to the
     proven bound when there is one, and whether a time limit stopped it."""
     said = result.message.strip()
     lines = [said if said.lower().startswith(result.solver.lower()) else f"{result.solver}: {said}"] if said else []
