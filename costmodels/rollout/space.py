@@ -19,11 +19,13 @@ so the exhaustive optimum is never worse than either.
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Iterator
 from typing import Any
 
 from costmodels.rollout.plan import RolloutPlan, rollout_tps
 from costmodels.rollout.workload import RolloutWorkload
+from costmodels.solving import DeadlineExceeded
 
 ETAS = (1.0, 1.125, 1.25, 1.5)
 LAMBDAS = (1.25, 1.5, 2.0)
@@ -102,14 +104,27 @@ def space_size(workload: RolloutWorkload) -> tuple[int, int]:
 def offer_all(problem: Any, keep: Any, deadline: Any, trace: Any) -> int:
     """Offer every plan of the space to ``keep`` (a ``costmodels.solving.KeepBest``), the paper's
     and veRL's first so an early stop still holds the better of them; returns the rollout groups
-    finished. ``deadline.check()`` runs before each group (it raises when the limit has passed)."""
+    finished. A group costs one simulated epoch, which cannot be cut: the search stops (raising
+    ``DeadlineExceeded`` through ``deadline.check()``) before a step that the time left cannot
+    hold, judged by the slowest step so far, so it ends within about one epoch of its limit."""
+    slowest = 0.0
+
+    def step(offer: Any) -> None:
+        nonlocal slowest
+        remaining = deadline.remaining()
+        if keep.plan is not None:  # the first plan is always scored, so a plan always comes back
+            if remaining is not None and remaining < slowest:
+                raise DeadlineExceeded(f"time limit: {remaining:.1f} s left, a step takes {slowest:.1f} s")
+            deadline.check()
+        start = time.perf_counter()
+        offer()
+        slowest = max(slowest, time.perf_counter() - start)
+
     for first in (paper_plan(problem.workload), verl_plan(problem.workload)):
-        keep.offer(first)
+        step(lambda first=first: keep.offer(first))
     seen = 0
     for group in rollout_groups(problem.workload):
-        deadline.check()
-        for plan in completions(group):
-            keep.offer(plan)
+        step(lambda group=group: [keep.offer(plan) for plan in completions(group)])
         seen += 1
         trace.record(keep.best, keep.offered)
     return seen
