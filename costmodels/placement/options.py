@@ -250,9 +250,7 @@ class GroupOptions:
         key = (subset, comp)
         if key in self._opts:
             return self._opts[key]
-        deadline.check()
-        capacity = self.capacity(comp)
-        lists = [self.candidates(name, comp, deadline) for name in subset]
+        capacity, lists = self._inputs(subset, comp, deadline)
         if any(not lst for lst in lists):
             return self._store(key, [], keep is None or cache_pruned)
         # GPUs whose memory rows agree for every candidate (same stage of different replicas,
@@ -287,17 +285,22 @@ class GroupOptions:
         the (estimated time, memory) Pareto front of the partial combinations survives, thinned
         to 2 ``beam`` states (:func:`_thin_front`: fast ones and ones that leave memory for the
         tasks still to come); generation's "as many as fit" candidates are costed only for the
-        ``beam`` configurations whose explicit-dbs sibling is fastest. Every option returned is one :meth:`options` would consider, so its
-        cost is achievable; it may miss the best one (SHA-EA re-solves survivors exactly)."""
+        ``beam`` configurations whose explicit-dbs sibling is fastest. Every option returned is one
+        :meth:`options` would consider, so its cost is achievable; it may miss the best one (SHA-EA re-solves survivors exactly)."""
         key = ("quick", subset, comp, beam)
         if key in self._opts:
             return self._opts[key]
-        deadline.check()
-        capacity = self.capacity(comp)
-        lists = [self.candidates(name, comp, deadline) for name in subset]
+        capacity, lists = self._inputs(subset, comp, deadline)
         if any(not lst for lst in lists):
             return self._store(key, [], True)
         wf = self.problem.workflow
+
+        def est(st: Partial) -> float:  # the group's time so far, with its weight transfer
+            gen, imax, isum, tmax, tsum, _, agx = st.key
+            inf = wf.eta * imax + (1 - wf.eta) * isum
+            trn = wf.eta * tmax + (1 - wf.eta) * tsum
+            return (gen + inf + trn if wf.mode == "sync" else max(gen, inf + trn)) + agx
+
         states = [Partial.empty(len(capacity))]
         col_of = np.arange(len(capacity))
         merge = sorted(zip(subset, lists, strict=True), key=lambda nl: nl[0] == ACTOR_GENERATION)
@@ -315,15 +318,13 @@ class GroupOptions:
                         merged.append(m)
             if not merged:
                 return self._store(key, [], True)
-
-            def est(st: Partial) -> float:
-                gen, imax, isum, tmax, tsum, _, agx = st.key
-                inf = wf.eta * imax + (1 - wf.eta) * isum
-                trn = wf.eta * tmax + (1 - wf.eta) * tsum
-                return (gen + inf + trn if wf.mode == "sync" else max(gen, inf + trn)) + agx
-
             states = _thin_front(merged, est, capacity, 2 * beam)
         return self._store(key, self._front(subset, comp, states), True)
+
+    def _inputs(self, subset: tuple[str, ...], comp: tuple[int, ...], deadline: Deadline) -> tuple[np.ndarray, list[list[Candidate]]]:
+        """What a merge starts from: the composition's usable GB per GPU and each task's candidates."""
+        deadline.check()
+        return self.capacity(comp), [self.candidates(name, comp, deadline) for name in subset]
 
     def _front(self, subset: tuple[str, ...], comp: tuple[int, ...], states: list[Partial]) -> list[GroupOption]:
         """The Pareto-optimal group options of the final partial combinations."""

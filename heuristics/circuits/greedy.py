@@ -74,9 +74,9 @@ def allocate_greedy(problem: CircuitProblem, start: Counts | None = None) -> Cou
         ids = np.nonzero((nxt < end) & (ports[ends_a] > 0) & (ports[ends_b] > 0))[0]
         if len(ids) == 0:
             break
-        level = _chunk_level(demand[ids] * 8 / (link * 1e9), nxt[ids], end[ids] - nxt[ids],
-                             2 * (int(np.clip(ports, 0, None).sum()) // 2) + len(ids))
-        pair, key = _events(ids, demand, nxt, end, link, level)
+        scaled = demand[ids] * 8 / (link * 1e9)  # a pair's c-th event has key scaled / c
+        level = _chunk_level(scaled, nxt[ids], end[ids] - nxt[ids], 2 * (int(np.clip(ports, 0, None).sum()) // 2) + len(ids))
+        pair, key = _events(ids, scaled, demand, nxt, end, link, level)
         nxt += np.bincount(pair, minlength=n)  # events at or above the level are spent, taken or not
         for i in pair[np.lexsort((pair, -demand[pair], -key))].tolist():
             a, b = a_list[i], b_list[i]
@@ -110,13 +110,13 @@ def _chunk_level(scaled: np.ndarray, base: np.ndarray, room: np.ndarray, want: i
     return lo
 
 
-def _events(ids: np.ndarray, demand: np.ndarray, nxt: np.ndarray, end: np.ndarray, link: float,
+def _events(ids: np.ndarray, scaled: np.ndarray, demand: np.ndarray, nxt: np.ndarray, end: np.ndarray, link: float,
             level: float) -> tuple[np.ndarray, np.ndarray]:
     """(pair, key) of every event of the pairs ``ids`` with key >= ``level``, each key computed
     as :func:`pair_time_s` does (so ties and order match the transcription bit for bit)."""
     base, room = nxt[ids], end[ids] - nxt[ids]
     if level > 0:  # closed-form count, +2 against rounding; the exact filter below decides
-        est = np.clip(np.floor(demand[ids] * 8 / (link * 1e9) / level) - base + 1, 0, None).astype(np.int64)
+        est = np.clip(np.floor(scaled / level) - base + 1, 0, None).astype(np.int64)
         take = np.minimum(room, np.maximum(est + 2, (base == 0).astype(np.int64)))
     else:
         take = room

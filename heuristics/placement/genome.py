@@ -138,35 +138,30 @@ class PlacementSpace:
         ``exact_margin`` of the incumbent, the full Pareto enumeration (``GroupOptions.options``,
         pruned by the incumbent) is run under ``exact_seconds`` and kept when it finishes; so an
         individual's cost is never worse than its cheap one and is exact where it matters."""
-        b = self.builder
-        gpus = self.groups(ind)
-        if any(not g for g in gpus):
+        key = self.phenotype(ind)
+        grouping, comps = key
+        if not all(any(c) for c in comps):  # a group without GPUs
             return math.inf, None
-        comps = tuple(b.composition(g) for g in gpus)
-        key = (ind.grouping, comps)
         self.lookups += 1
         hit = self._level4.get(key)
-        if hit is not None and (hit[2] or not exact or not (force or self._worth_exact(hit[0]))):
-            return hit[0], hit[1]
-        gi_gen = next(i for i, names in enumerate(ind.grouping) if ACTOR_GENERATION in names)
-        gi_train = next(i for i, names in enumerate(ind.grouping) if ACTOR_TRAINING in names)
-        mode = self.problem.workflow.mode
-        together = gi_gen == gi_train
-        sync_s = 0.0 if together and mode == "sync" else b.sync_time(comps[gi_gen], comps[gi_train], together)
         if hit is None:
             self.evaluations += 1
             try:
-                quick = [b.quick_options(tuple(names), comp, deadline=self.deadline) for names, comp in zip(ind.grouping, comps, strict=True)]
+                quick = [self.builder.quick_options(tuple(names), comp, deadline=self.deadline) for names, comp in zip(grouping, comps, strict=True)]
             except DeadlineExceeded:  # out of time: this individual stays unevaluated (not cached)
                 return math.inf, None
-            hit = (*self._best(combine(quick, mode, sync_s)), False)
-            self._level4[key] = hit
-            if hit[0] < self.incumbent:
-                self.incumbent = hit[0]
-        if not (exact and (force or self._worth_exact(hit[0]))):
+            hit = self._remember(key, *self._best(combine(quick, self.problem.workflow.mode, self._sync_s(grouping, comps))), exact=False)
+        if hit[2] or not exact or not (force or self._worth_exact(hit[0])):
             return hit[0], hit[1]
+        return self._exact(key, hit)
+
+    def _exact(self, key: Any, hit: tuple[float, dict[str, TaskConfig] | None, bool]) -> tuple[float, dict[str, TaskConfig] | None]:
+        """The exact Level-4 pass of one phenotype, pruned by the incumbent, inside its time box;
+        the cheap answer ``hit`` stands when the pass runs out of time or finds nothing better."""
+        grouping, comps = key
         bound = self.incumbent
-        eta = self.problem.workflow.eta
+        wf = self.problem.workflow
+        eta, mode = wf.eta, wf.mode
 
         def keep(st: Any) -> bool:
             # a partial combination already slower than the best plan found cannot help; the
@@ -178,19 +173,31 @@ class PlacementSpace:
         self.exact_solves += 1
         box = self.deadline.sub(self.exact_seconds)
         try:
-            options = [b.options(tuple(names), comp, keep if math.isfinite(bound) else None, cache_pruned=True, deadline=box)
-                       for names, comp in zip(ind.grouping, comps, strict=True)]
+            options = [self.builder.options(tuple(names), comp, keep if math.isfinite(bound) else None, cache_pruned=True, deadline=box)
+                       for names, comp in zip(grouping, comps, strict=True)]
         except DeadlineExceeded:  # the exact pass did not fit its box: keep the cheap answer
             self.exact_timeouts += 1
-            self._level4[key] = (hit[0], hit[1], True)
-            return hit[0], hit[1]
-        cost, configs = self._best(combine(options, mode, sync_s))
+            return self._remember(key, hit[0], hit[1], exact=True)[:2]
+        cost, configs = self._best(combine(options, mode, self._sync_s(grouping, comps)))
         if not cost < hit[0]:  # pruned by the incumbent, or no better: the cheap answer stands
             cost, configs = hit[0], hit[1]
-        self._level4[key] = (cost, configs, True)
-        if cost < self.incumbent:
-            self.incumbent = cost
-        return cost, configs
+        return self._remember(key, cost, configs, exact=True)[:2]
+
+    def _remember(self, key: Any, cost: float, configs: dict[str, TaskConfig] | None, exact: bool) -> tuple[float, dict[str, TaskConfig] | None, bool]:
+        """Memoise a Level-4 answer and lower the incumbent with it."""
+        self._level4[key] = (cost, configs, exact)
+        self.incumbent = min(self.incumbent, cost)
+        return self._level4[key]
+
+    def _sync_s(self, grouping: tuple[tuple[str, ...], ...], comps: tuple[tuple[int, ...], ...]) -> float:
+        """max_z (A_z + F_z) of C_sync for these groups (0 when synchronous generation shares its
+        group with actor training: C_reshard)."""
+        gi_gen = next(i for i, names in enumerate(grouping) if ACTOR_GENERATION in names)
+        gi_train = next(i for i, names in enumerate(grouping) if ACTOR_TRAINING in names)
+        together = gi_gen == gi_train
+        if together and self.problem.workflow.mode == "sync":
+            return 0.0
+        return self.builder.sync_time(comps[gi_gen], comps[gi_train], together)
 
     def _worth_exact(self, cost: float) -> bool:
         return math.isfinite(cost) and cost <= self.incumbent * (1 + self.exact_margin)

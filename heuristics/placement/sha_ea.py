@@ -434,10 +434,10 @@ def baseline_seeds(problem: PlacementProblem, deadline: Deadline, share: float) 
     out = []
     limit = deadline.limit
     for name, solver, part in (("verl", solve_colocated, 0.3), ("StreamRL", solve_streamrl, 0.7)):
-        box = None if limit is None else max(0.05, share * limit * part)
         if deadline.expired():
             break
-        r = solver(problem, time_limit=box if limit is None else min(box, deadline.remaining() or 0.0))
+        box = None if limit is None else min(max(0.05, share * limit * part), deadline.remaining() or 0.0)
+        r = solver(problem, time_limit=box)
         if r.plan is not None and r.objective is not None:
             out.append((name, float(r.objective), r.plan))
     return out
@@ -487,14 +487,17 @@ def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, 
             arm.seeds.append(ind)
             arms_by_tg.setdefault(ind.grouping, []).append(arm)
             seeded_tgs.append(ind.grouping)
+        probe_arm: dict[Any, ArmEA] = {}  # the first GPU-grouping arm of each task grouping
         for tg in tgs_all:
             sizes = gpu_groupings(space, tg, rng, gpu_groupings_per_arm)
-            arms_by_tg.setdefault(tg, []).extend(ArmEA(space, tg, s, random.Random(rng.random()), population, fast_gpu_rate) for s in sizes)
+            arms = [ArmEA(space, tg, s, random.Random(rng.random()), population, fast_gpu_rate) for s in sizes]
+            arms_by_tg.setdefault(tg, []).extend(arms)
+            if arms:
+                probe_arm[tg] = arms[0]
         # one cheap probe per task grouping (its greedy individual on the first GPU grouping)
-        for tg in tgs_all:
-            if ev.exhausted() or not arms_by_tg.get(tg):
-                continue
-            arm = arms_by_tg[tg][-1 if tg in seeded_tgs else 0]
+        for tg, arm in probe_arm.items():
+            if ev.exhausted():
+                break
             probe = arm.greedy()
             ev([probe])
             probes[tg] = probe.fitness
