@@ -68,13 +68,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from costmodels import comm
-from costmodels.decode import decode_step_time
-from costmodels.memory import GB, kv_capacity_sequences, tasklet_memory
+from costmodels.decode import decode_step_time, weights_read_gb
+from costmodels.memory import GB, kv_capacity_sequences, tasklet_memory, training_model_gb
 from costmodels.placement.problem import PlacementPlan, PlacementProblem, TaskPlacement
 from costmodels.transformer import (
     BYTES_BF16,
+    attention_params,
+    kv_bytes_per_token,
     layer_forward_flops,
     lm_head_forward_flops,
+    mlp_params,
     stage_params,
     total_params,
 )
@@ -150,6 +153,20 @@ def task_memory(problem: PlacementProblem, task: Task, tp_: TaskPlacement) -> di
     return out
 
 
+def memory_floor_gb(problem: PlacementProblem, task: Task) -> float:
+    """The least model memory (GB, summed over GPUs) any placement of ``task`` holds: one
+    replica's weights (stage shards add up to the whole model, whatever TP and PP), and for
+    training its gradients and optimizer states too; more DP replicas only add copies (the
+    distributed optimizer shards one copy of the optimizer states over them). Working memory
+    comes on top, so ``sum_t floor_t > sum_g capacity_g`` proves that no plan fits (C3)."""
+    m = problem.workflow.model(task.role)
+    params = stage_params(m, m.layers, True, True)
+    if task.kind is TaskKind.TRAINING:
+        pr = problem.params
+        return training_model_gb(params, 1, pr.grad_bytes_per_param, pr.optimizer_bytes_per_param, pr.distributed_optimizer)
+    return params * BYTES_BF16 / GB
+
+
 def device_memory(problem: PlacementProblem, plan: PlacementPlan) -> dict[int, dict[str, float]]:
     """Per-GPU resident (model) memory sum and largest working memory, GB (constraint C3)."""
     tasks = {t.name: t for t in problem.tasks}
@@ -209,7 +226,7 @@ class _TaskCoster:
         cv_tp = BYTES_BF16 * wf.micro_batch_size * seq_comp * m.hidden * 2 * (tp - 1) / tp / GB
         cv_pp = BYTES_BF16 * wf.micro_batch_size * seq_comp * m.hidden / GB
         literal = params.decode_model == "hetrl"
-        per_replica = []
+        per_replica, prefill = [], []
         totals = {"comp_s": 0.0, "tp_s": 0.0, "pp_s": 0.0, "bubble_s": 0.0, "decode_s": 0.0}
         decode_detail: dict[str, float] = {}
         decode_batches = []
@@ -261,6 +278,7 @@ class _TaskCoster:
                 bubble = 0.0
                 total = max(c + t for c, t in zip(comp, tpc, strict=True)) + max(ppc) + decode
             per_replica.append(total)
+            prefill.append(total - decode)
             totals["comp_s"] = max(totals["comp_s"], max(comp))
             totals["tp_s"] = max(totals["tp_s"], max(tpc))
             totals["pp_s"] = max(totals["pp_s"], max(ppc))
@@ -269,6 +287,7 @@ class _TaskCoster:
         dp_s = self._dp_cost() if train else 0.0
         out: dict[str, Any] = {"time_s": max(per_replica) + dp_s, **totals, "dp_s": dp_s}
         out["replica_times_s"] = per_replica
+        out["prefill_times_s"] = prefill
         if decode_batches:
             out["decode_batch"] = decode_batches
         if decode_detail:
@@ -340,6 +359,47 @@ class _TaskCoster:
             cache[key] = dict(out)
         return out
 
+    def decode_floor(self, replica: list[list[int]], sequences: int, max_dbs: int) -> float:
+        """A lower bound on :meth:`_decode_physical` for every dbs <= ``max_dbs``.
+
+        The decode time is not monotone in dbs (the last wave's width and ceil(w/m) round), so
+        the time at ``max_dbs`` bounds nothing. Every term below is. With n = R ceil(S/max_dbs)
+        <= the token rounds of any dbs <= max_dbs, sum_k seg ctx_k = R P + R^2/2 (the midpoint
+        rule's contexts), a wave of width w on m micro-batches of b (m b >= w, m >= 1), stage j's
+        slowest GPU (HBM h_j, FLOP rate F_j), its weight shard W_j (at batch 1, the fewest MoE
+        experts) and per-token KV k_j:
+
+            round >= chain >= sum_j (W_j / h_j + c_j + hop_j)                        (per round)
+            round >= m t_j(b) >= (W_j + w ctx k_j) / h_j + c_j,  (2 a_j w + 4 w ctx H L_j) / (tp F_j) + c_j
+            overhead(b m) >= step_ms + w seq_us
+
+        where c_j = 2 L_j 2 (tp-1) ring_j(0) is the TP all-reduces' latency and hop_j the PP hop's;
+        summed over the rounds of every wave (sum of widths = S), the max of sums being at most
+        the sum of maxima."""
+        wf, m, tp = self.wf, self.m, self.tp_.tp
+        eff = self.problem.params.efficiency
+        pp = len(replica)
+        rounds = wf.response_length * math.ceil(sequences / max_dbs)
+        ctx_sum = wf.response_length * wf.prompt_length + wf.response_length ** 2 / 2
+        chain, worst = 0.0, 0.0
+        for j, stage in enumerate(replica):
+            gpus = self._gpus(stage)
+            hbm = min(eff.hbm_gbs(g) for g in gpus)
+            flops = min(eff.flops(g) for g in gpus)
+            last = j == pp - 1
+            w = weights_read_gb(m, self.split[j], j == 0, last, tp, 1)
+            kv = kv_bytes_per_token(m, self.split[j], tp) / GB
+            active = self.split[j] * (attention_params(m) + mlp_params(m, active=True)) + (m.vocab * m.hidden if last else 0)
+            # t_j adds the TP all-reduces of the step: 2 L_j of 2 (tp-1) ring steps, each at least a hop
+            ring = 2 * self.split[j] * 2 * (tp - 1) * self._ring(stage, 0.0) if tp > 1 else 0.0
+            hop = comm.best_pair(self.topo, stage, replica[j + 1], 0.0) if not last else 0.0
+            memory = (rounds * w + sequences * ctx_sum * kv) / hbm
+            compute = (2 * active * sequences * wf.response_length + 4 * sequences * ctx_sum * m.hidden * self.split[j]) / (tp * flops)
+            chain += rounds * (w / hbm + ring + hop)
+            worst = max(worst, memory + rounds * ring, compute + rounds * ring)
+        overhead = rounds * eff.decode_step_overhead_ms / 1e3 + sequences * wf.response_length * eff.decode_sequence_overhead_us / 1e6
+        return max(chain, worst) + overhead
+
     def _decode_batch(self, replica: list[list[int]]) -> int:
         """dbs of B.2: the plan's ``decode_batch``, or the workflow's limit capped by the KV cache
         that fits beside the resident models on each GPU."""
@@ -376,6 +436,25 @@ def task_cost(problem: PlacementProblem, task: Task, tp_: TaskPlacement, mem: di
     ``mem`` (the plan's per-GPU memory) is needed only by generation without ``decode_batch``."""
     coster = _TaskCoster(problem, task, tp_, mem)
     return coster.cost(), coster.exact
+
+
+def generation_floor(problem: PlacementProblem, task: Task, tp_: TaskPlacement, mem: dict[int, dict[str, float]]) -> float:
+    """A lower bound on generation's time under ``tp_`` with ``decode_batch`` None whenever its
+    GPUs hold at least the residents of ``mem``: more residents leave room for fewer sequences
+    (dbs <= the dbs ``mem`` allows), and :meth:`_TaskCoster.decode_floor` bounds every such dbs;
+    prefill does not depend on dbs. Under ``decode_model="hetrl"`` the time is non-increasing in
+    dbs, so the time at the largest dbs is the bound."""
+    coster = _TaskCoster(problem, task, tp_, mem)
+    cost = coster.cost()
+    if problem.params.decode_model == "hetrl":
+        return cost["time_s"]
+    wf = problem.workflow
+    worst = 0.0
+    for i, replica in enumerate(coster.idx):
+        samples = wf.samples * coster.shares[i]
+        decode = coster.decode_floor(replica, math.ceil(samples - 1e-9), cost["decode_batch"][i]) if samples > 0 else 0.0
+        worst = max(worst, cost["prefill_times_s"][i] + decode)
+    return worst
 
 
 def decode_batches(problem: PlacementProblem, task: Task, tp_: TaskPlacement, mem: dict[int, dict[str, float]]) -> tuple[int, ...]:

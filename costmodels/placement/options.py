@@ -26,6 +26,7 @@ from costmodels import comm
 from costmodels.placement.cost import (
     decode_batches,
     full_weights_gb,
+    generation_floor,
     replica_allgather,
     task_cost,
     task_memory,
@@ -72,6 +73,19 @@ class GroupOption:
     xfer: float
     busy: float = 0.0
     fanout: dict[str, float] | None = None
+
+
+@dataclass
+class TaskBound:
+    """What every configuration of one task on a composition is at least: its time (for
+    generation with "as many as fit", :func:`~costmodels.placement.cost.generation_floor` with no
+    other residents), per-GPU model and working memory (element-wise minima) and all-gather terms."""
+
+    time: float
+    model: np.ndarray
+    working: np.ndarray
+    ag_min: float
+    ag_max: float
 
 
 def dominates(a: Candidate, b: Candidate) -> bool:
@@ -239,6 +253,60 @@ class GroupOptions:
             cands.append(cand)
         self._cands[key] = pareto_candidates(cands)
         return self._cands[key]
+
+    def task_bound(self, name: str, comp: tuple[int, ...], deadline: Deadline = UNLIMITED) -> TaskBound | None:
+        """:class:`TaskBound` of a task on a composition; None when no configuration fits alone."""
+        key = ("bound", self.signature(name), comp)
+        if key in self._opts:
+            return self._opts[key]  # type: ignore[return-value]
+        cands = self.candidates(name, comp, deadline)
+        bound = None
+        if cands:
+            times = [self._floor(name, comp, c) if c.deferred else c.time for c in cands]
+            bound = TaskBound(min(times), np.min([c.model for c in cands], axis=0), np.min([c.working for c in cands], axis=0),
+                              min(c.ag_min for c in cands), min(c.ag_max for c in cands))
+        self._opts[key] = bound  # type: ignore[assignment]
+        return bound
+
+    def _floor(self, name: str, comp: tuple[int, ...], c: Candidate) -> float:
+        """generation_floor of a deferred candidate alone on its GPUs (the fewest residents)."""
+        p, task = self.problem, self.tasks[name]
+        gpus = self.gpus(comp)
+        capacity = self.capacity(comp)
+        mem = {self._index[g]: {"model_gb": float(c.model[i]), "working_gb": 0.0, "capacity_gb": float(capacity[i])}
+               for i, g in enumerate(gpus)}
+        self.evaluations += 1
+        return generation_floor(p, task, place_task(p, task, gpus, c.cfg), mem)
+
+    def bound_option(self, subset: tuple[str, ...], comp: tuple[int, ...], deadline: Deadline = UNLIMITED) -> GroupOption | None:
+        """A relaxed option of ``subset`` on ``comp``: every term is a lower bound on the same term
+        of each of :meth:`options` (each task at its bound, memory at the tasks' minima, so None
+        means no option fits), ``configs`` empty. The objective is non-decreasing in every term,
+        so a plan built from relaxed options costs no more than any plan of real ones."""
+        bounds = [self.task_bound(n, comp, deadline) for n in subset]
+        if any(b is None for b in bounds):
+            return None
+        capacity = self.capacity(comp)
+        model = np.sum([b.model for b in bounds], axis=0)  # type: ignore[union-attr]
+        working = np.max([b.working for b in bounds], axis=0)  # type: ignore[union-attr]
+        if np.any(model + working > capacity + 1e-9):
+            return None
+        wf = self.problem.workflow
+        kinds = [self.tasks[n].kind for n in subset]
+        inf_t = [b.time for b, k in zip(bounds, kinds, strict=True) if k is TaskKind.INFERENCE]  # type: ignore[union-attr]
+        trn_t = [b.time for b, k in zip(bounds, kinds, strict=True) if k is TaskKind.TRAINING]  # type: ignore[union-attr]
+        gen = sum(b.time for b, k in zip(bounds, kinds, strict=True) if k is TaskKind.GENERATION)  # type: ignore[union-attr]
+        inf = wf.eta * max(inf_t, default=0.0) + (1 - wf.eta) * sum(inf_t)
+        trn = wf.eta * max(trn_t, default=0.0) + (1 - wf.eta) * sum(trn_t)
+        has_gen, has_train = ACTOR_GENERATION in subset, ACTOR_TRAINING in subset
+        train = bounds[subset.index(ACTOR_TRAINING)] if has_train else None
+        fanout = self.fanout(comp) if has_gen else None
+        if has_gen and has_train and wf.mode == "sync":
+            xfer, fanout = train.ag_max, None  # type: ignore[union-attr]
+        else:
+            xfer = train.ag_min if train is not None else 0.0
+        busy = gen + inf + trn if has_gen else 0.0
+        return GroupOption(subset, comp, {}, gen, inf, trn, xfer, busy, fanout)
 
     def options(self, subset: tuple[str, ...], comp: tuple[int, ...],
                 keep: Callable[[Partial], bool] | None = None, cache_pruned: bool = False,

@@ -1,8 +1,9 @@
-"""Exact ILP for HetRL placement (HetRL §3.5) over rlplan's placement space.
+"""Exact ILP for HetRL placement (HetRL §3.5) over rlplan's placement space, by lazy column expansion.
 
 Notation. Tasks t; GPU classes k (the GPUs of one node, interchangeable on a hierarchical
-network) with capacity N_k; a *group option* o = (task subset T_o, composition c_o in N^K, one
-configuration per task in T_o) whose costs are computed by the cost model itself:
+network) with capacity N_k; a *pair* (T, c) a task subset T co-located on a composition c in
+N^K; a *group option* o of a pair fixes one configuration per task of T and is costed by the cost
+model itself (``costmodels.placement.options``):
 
 * ``gen_o``  generation time C^1 if actor generation is in T_o, else 0;
 * ``inf_o``  Φ_η over the inference tasks of T_o;  ``trn_o`` Φ_η over its training tasks;
@@ -13,11 +14,6 @@ configuration per task in T_o) whose costs are computed by the cost model itself
 * ``F_z(o)`` the in-zone fan-out of C_sync over the option's generation GPUs in zone z (none for
   C_reshard); ``R_ab`` the route time of the full weights from a training GPU of class b to a
   generation GPU of class a (``GroupOptions.routes``; the evaluator's ``comm.route_time``).
-
-Options are enumerated per (T, c) and filtered: configurations dominated in (time, per-GPU
-memory, transfer terms) are dropped per task, combinations that break C3 on any GPU are dropped,
-and of the rest only Pareto-optimal (gen, inf, trn, xfer, busy) vectors are kept (F_z is fixed by
-(T, c)). That keeps exactness: the objective is non-decreasing in each of them.
 
 Variables: x_o in {0,1}; continuous I, R >= 0 (inference and training phases); S >= 0 (the
 arrival-plus-fan-out part of C_sync); q^z_ab in [0,1] (the class pair that feeds zone z when
@@ -32,27 +28,54 @@ generation and actor training are in different groups); M >= 0 (async).
         from outside iff generation is apart from training and has GPUs there
     (5) q^z_ab <= sum_{o ∋ gen, ∌ train, c_o[a] > 0} x_o,  q^z_ab <= sum_{o ∋ train, ∌ gen, c_o[b] > 0} x_o
     (6) S >= sum_ab R_ab q^z_ab + sum_{o ∋ gen} F_z(o) x_o   for every zone z: S = max_z (A_z + F_z)
+    (7) sum_{o ∋ a} r_o x_o <= sum_{o ∋ b} r_o x_o  for consecutive interchangeable tasks a, b
+        (same kind and model, e.g. PPO's reward, reference and critic inference), r_o a rank of
+        the column that renaming them leaves unchanged: one plan of each mirror-image set stays
     objective (sync)  sum gen_o x_o + I + R + sum xfer_o x_o + S
     objective (async) M + sum xfer_o x_o + S,  M >= sum busy_o x_o,  M >= I + R
 
-C3 (memory) is inside the option filter. The decoded plan is scored by the cost model and the two
-agree to 1e-6 (tests/test_placement_exact.py). Accepted instances: group-aware overlap (the
-default); the enumeration grows with prod_k (N_k + 1), which keeps it to a few nodes per class.
+C3 (memory) is inside the options: combinations that break it on any GPU are never columns.
+
+**Why lazy.** Enumerating every pair's options up front is what made PPO (six tasks, 63 subsets)
+take over 600 s on 16 GPUs: most of it merging the configurations of many co-located tasks, and
+costing generation's "as many as fit" decode batch for each combination of residents. Instead
+(``formulations.placement.columns``):
+
+* every pair starts as one *relaxed* column whose terms bound each of its options' from below
+  (each task at its fastest configuration on c; generation with "as many as fit" at the
+  :func:`~costmodels.placement.cost.generation_floor`, valid for every decode batch its residents
+  could leave; memory at the tasks' per-GPU minima, so a pair that cannot fit has no column);
+* the master ILP over relaxed and exact columns is a relaxation: its optimum is a lower bound;
+* each pair the master picks while relaxed is *expanded* into its exact Pareto options, pruned by
+  the incumbent, and the master is solved again. Picked pairs that are all exact give a feasible
+  plan (it becomes the incumbent when it is better); when the master's optimum uses exact
+  columns only, that optimum is attained and proven: status optimal.
+
+The cost model scores every incumbent; the master's value of exact columns agrees with it to 1e-6
+(tests/test_placement_exact.py). Interchangeable tasks are costed once per symmetry class.
+Infeasibility: when the tasks' least model memory (:func:`~costmodels.placement.cost.memory_floor_gb`)
+exceeds the cluster's, at once; otherwise when the master over relaxed columns is infeasible.
+Columns whose own bound exceeds the incumbent are dropped (they cannot be in a better plan).
+Under a time limit: the incumbent, and the best lower bound proven so far (the master's optimum or
+HiGHS's dual bound), so the gap is always known. Accepted instances: group-aware overlap (the
+default); the pairs number 2^|tasks| prod_k (N_k + 1), which keeps it to a few nodes per class.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 import time
 import warnings
 from typing import Annotated, Any, Literal
 
+import numpy as np
 from pydantic import Field
+from scipy.sparse import csc_array, csr_array
 
+from costmodels.placement.cost import memory_floor_gb
 from costmodels.placement.options import GroupOption, GroupOptions, Partial
 from costmodels.placement.problem import PlacementProblem
-from costmodels.placement.space import best_colocated, build_plan, compositions
+from costmodels.placement.space import best_colocated, build_plan
 from costmodels.solving import (
     UNLIMITED,
     Deadline,
@@ -60,189 +83,313 @@ from costmodels.solving import (
     SolverOutput,
     Status,
     Trace,
-    native_stdout_silenced,
 )
 from costmodels.workflow import ACTOR_GENERATION, ACTOR_TRAINING, TaskKind
+from formulations.placement.columns import Column, ColumnPool, option_bound
 from formulations.pulp_util import variable_factory
+
+#: relative MIP gap the master is solved to (HiGHS's default 1e-4 would stop short of exact)
+MIP_GAP = 1e-9
+
+
+class Master:
+    """The master ILP (1)-(7) over a list of columns, as sparse rows for HiGHS (highspy) or CBC."""
+
+    def __init__(self, builder: GroupOptions, mode: str, columns: list[Column],
+                 symmetry: list[tuple[str, str]] = (), ranks: list[int] | None = None):
+        self.columns = columns
+        opts = [c.option for c in columns]
+        n = len(opts)
+        cap = builder.cap
+        routes = builder.routes()
+        zone = builder.zone_of_class()
+        names: list[str] = [f"x{i}" for i in range(n)] + ["I", "R", "S"] + (["M"] if mode == "async" else [])
+        col = {name: i for i, name in enumerate(names)}
+        qs: dict[tuple[str, int, int], int] = {}
+        for z in sorted(set(zone)):
+            for a in range(len(cap)):
+                if zone[a] != z:
+                    continue
+                for b in range(len(cap)):
+                    if (a, b) in routes:
+                        qs[(z, a, b)] = len(names)
+                        names.append(f"q_{z}_{a}_{b}")
+        self.size = len(names)
+        rows: list[tuple[dict[int, float], float, float]] = []
+        for t in builder.tasks:  # (1)
+            rows.append(({i: 1.0 for i, o in enumerate(opts) if t in o.tasks}, 1.0, 1.0))
+        for k, nk in enumerate(cap):  # (2)
+            rows.append(({i: float(o.comp[k]) for i, o in enumerate(opts) if o.comp[k]}, -np.inf, float(nk)))
+        for t, task in builder.tasks.items():  # (3)
+            if task.kind is TaskKind.INFERENCE:
+                rows.append(({col["I"]: 1.0, **{i: -o.inf for i, o in enumerate(opts) if t in o.tasks and o.inf}}, 0.0, np.inf))
+            elif task.kind is TaskKind.TRAINING:
+                rows.append(({col["R"]: 1.0, **{i: -o.trn for i, o in enumerate(opts) if t in o.tasks and o.trn}}, 0.0, np.inf))
+        gen_apart = [i for i, o in enumerate(opts) if ACTOR_GENERATION in o.tasks and ACTOR_TRAINING not in o.tasks]
+        train_apart = [i for i, o in enumerate(opts) if ACTOR_TRAINING in o.tasks and ACTOR_GENERATION not in o.tasks]
+        for z in sorted(set(zone)):
+            members = [a for a in range(len(cap)) if zone[a] == z]
+            q = {(a, b): v for (zz, a, b), v in qs.items() if zz == z}
+            fed = {i: -1.0 for i in gen_apart if any(opts[i].comp[a] for a in members)}
+            rows.append(({**{v: 1.0 for v in q.values()}, **fed}, 0.0, 0.0))  # (4)
+            for (a, b), v in q.items():  # (5)
+                rows.append(({v: 1.0, **{i: -1.0 for i in gen_apart if opts[i].comp[a]}}, -np.inf, 0.0))
+                rows.append(({v: 1.0, **{i: -1.0 for i in train_apart if opts[i].comp[b]}}, -np.inf, 0.0))
+            fan = {i: -o.fanout[z] for i, o in enumerate(opts) if o.fanout and o.fanout.get(z)}
+            rows.append(({col["S"]: 1.0, **{v: -routes[ab] for ab, v in q.items()}, **fan}, 0.0, np.inf))  # (6)
+        # (7) symmetry: of interchangeable tasks a < b, a sits in the group of lower or equal rank
+        # (ranks and the column pool are invariant under renaming them, so one of every set of
+        # mirror-image plans stays)
+        for a, b in symmetry if ranks else ():
+            coef: dict[int, float] = {}
+            for i, o in enumerate(opts):
+                coef[i] = coef.get(i, 0.0) + (ranks[i] if a in o.tasks else 0.0) - (ranks[i] if b in o.tasks else 0.0)
+            rows.append(({i: v for i, v in coef.items() if v}, -np.inf, 0.0))
+        c = np.zeros(self.size)
+        for i, o in enumerate(opts):
+            c[i] = o.xfer + (o.gen if mode == "sync" else 0.0)
+        c[col["S"]] = 1.0
+        if mode == "sync":
+            c[col["I"]] = c[col["R"]] = 1.0
+        else:
+            c[col["M"]] = 1.0
+            rows.append(({col["M"]: 1.0, **{i: -o.busy for i, o in enumerate(opts) if o.busy}}, 0.0, np.inf))
+            rows.append(({col["M"]: 1.0, col["I"]: -1.0, col["R"]: -1.0}, 0.0, np.inf))
+        self.c, self.rows, self.names = c, rows, names
+        self.integrality = np.array([1] * n + [0] * (self.size - n))
+        self.upper = np.array([1.0] * n + [np.inf] * (self.size - n - len(qs)) + [1.0] * len(qs))
+
+    def solve(self, backend: str, time_limit: float | None, threads: int | None,
+              cutoff: float = math.inf) -> tuple[str, np.ndarray | None, float | None, float | None]:
+        """(status, x, objective, bound): status optimal, feasible (out of time), infeasible or
+        unknown. ``cutoff``: plans costing at least this are of no interest; a master with none
+        below it reports infeasible."""
+        if backend == "cbc":
+            return self._cbc(time_limit, threads)
+        if backend != "highs":
+            raise ValueError(f"unknown backend {backend!r}; use highs or cbc")
+        import highspy
+
+        a = csc_array(self._matrix())
+        lp = highspy.HighsLp()
+        lp.num_col_, lp.num_row_ = self.size, len(self.rows)
+        lp.col_cost_ = self.c
+        lp.col_lower_ = np.zeros(self.size)
+        lp.col_upper_ = self.upper
+        lp.row_lower_ = np.array([r[1] for r in self.rows])
+        lp.row_upper_ = np.array([r[2] for r in self.rows])
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.start_ = a.indptr
+        lp.a_matrix_.index_ = a.indices
+        lp.a_matrix_.value_ = a.data
+        lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous for i in self.integrality]
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("mip_rel_gap", MIP_GAP)
+        h.setOptionValue("presolve", "off")  # its dominated-column pass takes seconds on thousands of columns; the LP does not need it
+        if threads is not None:
+            h.setOptionValue("threads", threads)
+        if time_limit is not None:
+            h.setOptionValue("time_limit", max(time_limit, 1e-3))
+        if math.isfinite(cutoff):
+            h.setOptionValue("objective_bound", cutoff)
+        h.passModel(lp)
+        h.run()
+        status = h.getModelStatus()
+        info = h.getInfo()
+        bound = float(info.mip_dual_bound) if math.isfinite(info.mip_dual_bound) else None
+        has_x = info.primal_solution_status == 2  # kSolutionStatusFeasible
+        x = np.asarray(h.getSolution().col_value) if has_x else None
+        if status == highspy.HighsModelStatus.kOptimal and x is not None:
+            return "optimal", x, float(info.objective_function_value), float(info.objective_function_value)
+        if status in (highspy.HighsModelStatus.kInfeasible, highspy.HighsModelStatus.kObjectiveBound):
+            return "infeasible", None, None, None
+        if status == highspy.HighsModelStatus.kOptimal:  # optimal with no solution below the cutoff
+            return "infeasible", None, None, None
+        if x is not None:
+            return "feasible", x, float(info.objective_function_value), bound
+        return "unknown", None, None, bound
+
+    def _matrix(self) -> csr_array:
+        data, ri, ci = [], [], []
+        for r, (coef, _, _) in enumerate(self.rows):
+            for j, v in coef.items():
+                ri.append(r)
+                ci.append(j)
+                data.append(v)
+        return csr_array((data, (ri, ci)), shape=(len(self.rows), self.size))
+
+    def _cbc(self, time_limit: float | None, threads: int | None) -> tuple[str, np.ndarray | None, float | None, float | None]:
+        import pulp
+
+        prob = pulp.LpProblem("hetrl_placement", pulp.LpMinimize)
+        var = variable_factory(prob)
+        v = [var(name, lowBound=0, upBound=None if math.isinf(ub) else float(ub), cat="Binary" if integ else "Continuous")
+             for name, ub, integ in zip(self.names, self.upper, self.integrality, strict=True)]
+        prob += pulp.lpSum(float(ci) * v[j] for j, ci in enumerate(self.c) if ci)
+        for r, (coef, lb, ub) in enumerate(self.rows):
+            expr = pulp.lpSum(val * v[j] for j, val in coef.items())
+            if lb == ub:
+                prob += expr == lb, f"r{r}"
+            else:
+                if math.isfinite(lb):
+                    prob += expr >= lb, f"r{r}_lo"
+                if math.isfinite(ub):
+                    prob += expr <= ub, f"r{r}_hi"
+        with warnings.catch_warnings():  # PuLP 3.x marks its bundled CBC deprecated; it still ships it
+            warnings.simplefilter("ignore", DeprecationWarning)
+            solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit, threads=threads, gapRel=MIP_GAP)
+        prob.solve(solver)
+        if prob.status == pulp.LpStatusInfeasible:
+            return "infeasible", None, None, None
+        x = np.array([var.value() or 0.0 for var in v])
+        if prob.sol_status == pulp.LpSolutionOptimal:
+            obj = float(pulp.value(prob.objective))
+            return "optimal", x, obj, obj
+        if prob.sol_status in (pulp.LpSolutionIntegerFeasible,):
+            return "feasible", x, float(pulp.value(prob.objective)), None
+        return "unknown", None, None, None
 
 
 class PlacementILP:
-    """Builds the option set and the ILP for one problem; :meth:`solve` returns a SolverOutput."""
+    """Lazy-expansion ILP for one problem; :meth:`solve` returns a SolverOutput."""
 
     def __init__(self, problem: PlacementProblem, deadline: Deadline = UNLIMITED, upper_bound: float | None = None):
-        self.incumbent: tuple[float, Any] = (math.inf, None)
         if not problem.params.group_aware_overlap:
             raise ValueError("the placement ILP models group-aware task overlap (CostParams.group_aware_overlap=True)")
         self.problem = problem
+        self.mode = problem.workflow.mode
         self.deadline = deadline
-        self.trace = Trace(deadline)  # anytime curve: the co-located incumbent, then HiGHS's improving solutions
+        self.trace = Trace(deadline)  # anytime curve: the co-located incumbent, then each better plan
         self.builder = GroupOptions(problem)
         self.classes = self.builder.classes
-        self.cap = self.builder.cap
         self.tasks = self.builder.tasks
+        self.pool = ColumnPool(self.builder, deadline)
         self.stats: dict[str, Any] = {}
-        self.ub = math.inf if upper_bound is None else upper_bound
-        self.lb = {k: 0.0 for k in TaskKind}
+        self.incumbent: tuple[float, Any] = (math.inf, None)
+        self.cutoff = math.inf if upper_bound is None else upper_bound  # prune options above this
+        self.lower = 0.0
+        self.phase_lb = (0.0, 0.0, 0.0)
 
-    def _check_time(self) -> None:
-        self.deadline.check()
+    def memory_infeasible(self) -> str | None:
+        """Why no plan fits, when the tasks' least model memory exceeds the cluster's (C3)."""
+        need = sum(memory_floor_gb(self.problem, t) for t in self.problem.tasks)
+        reserve = self.problem.params.memory_reserve_gb
+        have = sum(d.gpu.memory_gb - reserve for d in self.problem.topology.devices)
+        if need > have + 1e-9:
+            return f"the tasks' model memory alone needs {need:.1f} GB, the cluster has {have:.1f} GB"
+        return None
 
-    def upper_bound(self) -> tuple[float, Any]:
-        """An in-space plan's cost (best verl-style co-located plan), for bound-based pruning."""
-        return best_colocated(self.problem, self.deadline)
+    def _offer(self, cost: float, plan: Any) -> None:
+        if plan is not None and cost < self.incumbent[0]:
+            self.incumbent = (cost, plan)
+            self.cutoff = min(self.cutoff, cost)
+            self.trace.record(cost)
 
-    def _phase_bounds(self) -> dict[TaskKind, float]:
-        """Lower bound of each phase: no plan's phase is faster than its slowest task's fastest
-        configuration on any composition."""
-        best: dict[str, float] = {}
-        for name in self.tasks:
-            for comp in compositions(self.cap):
-                self._check_time()
-                lst = self.builder.candidates(name, comp, self.deadline)
-                if lst:
-                    best[name] = min(best.get(name, math.inf), min(c.time for c in lst))
-        out = {}
-        for kind in TaskKind:
-            times = [best.get(n, math.inf) for n, t in self.tasks.items() if t.kind is kind]
-            out[kind] = max(times) if times else 0.0
-        return out
+    def _keep_option(self, o: GroupOption) -> bool:
+        return option_bound(o, self.mode, self.phase_lb) <= self.cutoff * (1 + 1e-9)
 
-    def _lower_bound(self, gen: float, inf: float, trn: float) -> float:
-        lb = self.lb
-        g, i, r = max(gen, lb[TaskKind.GENERATION]), max(inf, lb[TaskKind.INFERENCE]), max(trn, lb[TaskKind.TRAINING])
-        return g + i + r if self.problem.workflow.mode == "sync" else max(g, i + r)
-
-    def options(self) -> list[GroupOption]:
-        """Every group option of every task subset on every composition, bound-pruned."""
-        self.lb = self._phase_bounds()
-        names = list(self.tasks)
+    def _keep_partial(self, st: Partial) -> bool:
+        if not math.isfinite(self.cutoff):
+            return True
         eta = self.problem.workflow.eta
+        gen, imax, isum, tmax, tsum, *_ = st.key
+        o = GroupOption((), (), {}, gen, eta * imax + (1 - eta) * isum, eta * tmax + (1 - eta) * tsum, 0.0)
+        return option_bound(o, self.mode, self.phase_lb) <= self.cutoff * (1 + 1e-9)
 
-        def keep(st: Partial) -> bool:
-            gen, imax, isum, tmax, tsum, *_ = st.key
-            lb = self._lower_bound(gen, eta * imax + (1 - eta) * isum, eta * tmax + (1 - eta) * tsum)
-            return lb <= self.ub * (1 + 1e-9)
+    def _phase_bounds(self) -> tuple[float, float, float]:
+        """No plan's phase is faster than its slowest task's bound on its best composition."""
+        best: dict[str, float] = {}
+        for (subset, _), o in self.pool.relaxed.items():
+            if len(subset) == 1:
+                t = self.tasks[subset[0]]
+                v = o.gen if t.kind is TaskKind.GENERATION else (o.inf if t.kind is TaskKind.INFERENCE else o.trn)
+                best[subset[0]] = min(best.get(subset[0], math.inf), v)
+        out = []
+        for kind in (TaskKind.GENERATION, TaskKind.INFERENCE, TaskKind.TRAINING):
+            times = [best.get(n, 0.0) for n, t in self.tasks.items() if t.kind is kind]
+            out.append(max(times) if times else 0.0)
+        return out[0], out[1], out[2]
 
-        opts: list[GroupOption] = []
-        for r in range(1, len(names) + 1):
-            for subset in itertools.combinations(names, r):
-                for comp in compositions(self.cap):
-                    self._check_time()
-                    opts.extend(self.builder.options(subset, comp, keep if math.isfinite(self.ub) else None))
-        self.stats["task_evaluations"] = self.builder.evaluations
-        self.stats["options"] = len(opts)
-        return opts
+    def solve(self, backend: str, threads: int | None = None) -> SolverOutput:
+        start = time.perf_counter()
+        why = self.memory_infeasible()
+        if why is not None:
+            return SolverOutput(Status.INFEASIBLE, message=f"no placement fits: {why}", bound=None, stats=self.stats)
+        self._offer(*best_colocated(self.problem, self.deadline))
+        self.stats["colocated"] = self.incumbent[0] if self.incumbent[1] is not None else None
+        self.pool.relax_all(lambda o: True)
+        self.phase_lb = self._phase_bounds()
+        self.stats["pairs"] = len(self.pool.relaxed)
+        self.stats["build_s"] = time.perf_counter() - start
+        iterations = 0
+        while True:
+            iterations += 1
+            self.stats["iterations"] = iterations
+            columns = self.pool.columns(self._keep_option)
+            self.stats["columns"] = len(columns)
+            if not columns:
+                return self._finish("no group option fits" if self.incumbent[1] is None else "", proven=True)
+            t0 = time.perf_counter()
+            master = Master(self.builder, self.mode, columns, self.pool.interchangeable(), self.pool.ranks(columns))
+            remaining = self.deadline.remaining()
+            status, x, value, bound = master.solve(backend, remaining, threads, self.cutoff * (1 + 1e-7))
+            self.stats["master_s"] = self.stats.get("master_s", 0.0) + time.perf_counter() - t0
+            if status == "infeasible":
+                # no plan beats the incumbent: it is optimal (or nothing fits at all)
+                return self._finish("", proven=True)
+            if bound is not None:
+                self.lower = max(self.lower, min(bound, self.incumbent[0]))
+            if status != "optimal" or x is None:
+                return self._finish(f"{backend}: master not solved to optimality within the limit", proven=False)
+            chosen = [columns[i] for i in range(len(columns)) if x[i] > 0.5]
+            relaxed = [c for c in chosen if c.relaxed]
+            if not relaxed:
+                self._offer(*self._score([c.option for c in chosen]))
+                return self._finish("", proven=True)
+            t0 = time.perf_counter()
+            for c in relaxed:
+                self.pool.expand(c.pair, self._keep_partial)
+            self._incumbent_from([c.pair for c in chosen])
+            self.stats["expand_s"] = self.stats.get("expand_s", 0.0) + time.perf_counter() - t0
 
-    def solve(self, backend: str, time_limit: float | None, threads: int | None = None) -> SolverOutput:
-        import pulp
+    def _incumbent_from(self, pairs: list[tuple[tuple[str, ...], tuple[int, ...]]]) -> None:
+        """The best plan on the groups the master picked, now exact (a cheap anytime incumbent)."""
+        from costmodels.placement.options import combine
 
-        wf = self.problem.workflow
-        build_start = time.perf_counter()
-        ub, ub_plan = self.upper_bound()
-        self.incumbent = (ub, ub_plan)
-        self.ub = min(self.ub, ub)
-        self.stats["upper_bound"] = self.ub if math.isfinite(self.ub) else None
-        opts = self.options()
-        self.stats["build_s"] = time.perf_counter() - build_start
-        if not opts:
-            return SolverOutput(Status.INFEASIBLE, message="no group option fits in GPU memory", stats=self.stats)
-        prob = pulp.LpProblem("hetrl_placement", pulp.LpMinimize)
-        var = variable_factory(prob)
-        x = [var(f"x{i}", cat="Binary") for i in range(len(opts))]
-        inf_v = var("I", lowBound=0)
-        trn_v = var("R", lowBound=0)
-        for t in self.tasks:  # (1)
-            prob += pulp.lpSum(x[i] for i, o in enumerate(opts) if t in o.tasks) == 1, f"cover_{t}"
-        for k, cap in enumerate(self.cap):  # (2)
-            prob += pulp.lpSum(o.comp[k] * x[i] for i, o in enumerate(opts) if o.comp[k]) <= cap, f"capacity_{k}"
-        # (3) aggregated over the option covering each task: exactly one option holds task t,
-        # so I >= sum_{o ∋ t} inf_o x_o is I >= inf of that option; much tighter than per option
-        for t, task in self.tasks.items():
-            if task.kind is TaskKind.INFERENCE:
-                prob += inf_v >= pulp.lpSum(o.inf * x[i] for i, o in enumerate(opts) if t in o.tasks and o.inf), f"inf_{t}"
-            elif task.kind is TaskKind.TRAINING:
-                prob += trn_v >= pulp.lpSum(o.trn * x[i] for i, o in enumerate(opts) if t in o.tasks and o.trn), f"trn_{t}"
-        gen_apart = [i for i, o in enumerate(opts) if ACTOR_GENERATION in o.tasks and ACTOR_TRAINING not in o.tasks]
-        train_apart = [i for i, o in enumerate(opts) if ACTOR_TRAINING in o.tasks and ACTOR_GENERATION not in o.tasks]
-        routes = self.builder.routes()
-        zone = self.builder.zone_of_class()
-        sync_v = var("S", lowBound=0)
-        gen_has = {a: pulp.lpSum(x[i] for i in gen_apart if opts[i].comp[a]) for a in range(len(self.cap))}
-        train_has = {b: pulp.lpSum(x[i] for i in train_apart if opts[i].comp[b]) for b in range(len(self.cap))}
-        for z in sorted(set(zone)):
-            members = [a for a in range(len(self.cap)) if zone[a] == z]
-            q = {(a, b): var(f"q_{a}_{b}", lowBound=0, upBound=1) for a in members for b in range(len(self.cap)) if (a, b) in routes}
-            fed = pulp.lpSum(x[i] for i in gen_apart if any(opts[i].comp[a] for a in members))
-            prob += pulp.lpSum(q.values()) == fed, f"fed_{z}"  # (4)
-            for (a, b), qv in q.items():  # (5)
-                prob += qv <= gen_has[a], f"route_gen_{a}_{b}"
-                prob += qv <= train_has[b], f"route_train_{a}_{b}"
-            fan = pulp.lpSum(o.fanout[z] * x[i] for i, o in enumerate(opts) if o.fanout and o.fanout.get(z))
-            prob += sync_v >= pulp.lpSum(routes[ab] * v for ab, v in q.items()) + fan, f"sync_{z}"  # (6)
-        gen = pulp.lpSum(o.gen * x[i] for i, o in enumerate(opts) if o.gen)
-        xfer = pulp.lpSum(o.xfer * x[i] for i, o in enumerate(opts) if o.xfer) + sync_v
-        if wf.mode == "sync":
-            prob += gen + inf_v + trn_v + xfer
-        else:
-            m = var("M", lowBound=0)
-            prob += m >= pulp.lpSum(o.busy * x[i] for i, o in enumerate(opts) if o.busy), "async_gen_group"
-            prob += m >= inf_v + trn_v, "async_rest"
-            prob += m + xfer
-        remaining = self.deadline.remaining()
-        if remaining is not None and remaining <= 0:
-            return self._fallback("time limit reached before the ILP solve")
-        if math.isfinite(self.incumbent[0]):
-            self.trace.record(self.incumbent[0])
-        trace = self.trace
-        if backend == "highs":
-            import highspy
+        lists = [self.pool.exact.get(p, []) for p in pairs]
+        if any(not lst for lst in lists):
+            return
+        gen = next(p for p in pairs if ACTOR_GENERATION in p[0])
+        train = next(p for p in pairs if ACTOR_TRAINING in p[0])
+        together = gen == train
+        sync_s = 0.0 if together and self.mode == "sync" else self.builder.sync_time(gen[1], train[1], together)
+        best = combine(lists, self.mode, sync_s)
+        if best is not None:
+            self._offer(*self._score(best[1]))
 
-            def improving(_type, _message, data_out, _data_in, sink):
-                sink.record(float(data_out.objective_function_value))
+    def _score(self, chosen: list[GroupOption]) -> tuple[float, Any]:
+        """The cost model's iteration time of the plan these options make (the authority)."""
+        from costmodels.placement.cost import evaluate_placement
 
-            solver = pulp.HiGHS(msg=False, timeLimit=remaining, threads=threads, callbackTuple=(improving, trace),
-                                callbacksToActivate=[highspy.cb.HighsCallbackType.kCallbackMipImprovingSolution])
-        elif backend == "cbc":
-            with warnings.catch_warnings():  # PuLP 3.x marks its bundled CBC deprecated; it still ships it
-                warnings.simplefilter("ignore", DeprecationWarning)
-                solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=remaining, threads=threads)
-        else:
-            raise ValueError(f"unknown backend {backend!r}; use highs or cbc")
-        solve_start = time.perf_counter()
-        with native_stdout_silenced():
-            prob.solve(solver)
-        self.stats["solve_s"] = time.perf_counter() - solve_start
-        self.stats["variables"] = len(prob.variables())
-        self.stats["constraints"] = prob.numConstraints()
-        self.stats["trace"] = self.trace.rows()
-        # the backend's own words, kept in every message (python-mip / scipy milp practice)
-        said = f"{backend} status {pulp.LpStatus.get(prob.status, prob.status)}, solution {pulp.LpSolution.get(prob.sol_status, prob.sol_status)}"
-        if prob.status == pulp.LpStatusInfeasible:
-            return SolverOutput(Status.INFEASIBLE, message=f"the ILP is infeasible: no placement fits ({said})", stats=self.stats)
-        chosen = [opts[i] for i, v in enumerate(x) if v.value() is not None and v.value() > 0.5]
-        if not chosen:
-            return self._fallback(f"{said}: no incumbent")
         plan = self.decode(chosen)
-        objective = float(pulp.value(prob.objective))
-        optimal = prob.sol_status == pulp.LpSolutionOptimal
-        bound = objective if optimal else None
-        if backend == "highs" and not optimal:
-            try:
-                b = float(prob.solverModel.getInfo().mip_dual_bound)
-                bound = b if math.isfinite(b) else None
-            except Exception:  # noqa: BLE001 - the bound is informative only
-                bound = None
-        status = Status.OPTIMAL if optimal else Status.FEASIBLE
-        msg = f"{len(opts)} group options; {said}"
-        return SolverOutput(status, plan=plan, objective=objective, bound=bound, message=msg, stats=self.stats)
+        return evaluate_placement(self.problem, plan).objective, plan
 
-    def _fallback(self, why: str) -> SolverOutput:
-        """Out of time: the best plan known (the co-located upper-bound plan), status feasible."""
-        cost, plan = self.incumbent
+    def _finish(self, why: str, proven: bool) -> SolverOutput:
         self.stats["trace"] = self.trace.rows()
+        self.stats["expansions"] = self.pool.expansions
+        self.stats["task_evaluations"] = self.builder.evaluations
+        cost, plan = self.incumbent
         if plan is None:
-            return SolverOutput(Status.NO_SOLUTION, message=why, stats=self.stats)
-        return SolverOutput(Status.FEASIBLE, plan=plan, objective=cost, message=f"{why}; returning the co-located incumbent", stats=self.stats)
+            if proven:
+                return SolverOutput(Status.INFEASIBLE, message="the ILP is infeasible: no placement fits", stats=self.stats)
+            return SolverOutput(Status.NO_SOLUTION, message=why or "no plan found within the limit", bound=self.lower or None, stats=self.stats)
+        if proven:
+            msg = f"optimal after {self.pool.expansions} pair expansions in {self.stats.get('iterations', 0)} master solves"
+            return SolverOutput(Status.OPTIMAL, plan=plan, objective=cost, bound=cost, message=msg, stats=self.stats)
+        gap = (cost - self.lower) / cost if cost > 0 else 0.0
+        msg = f"{why}; incumbent {cost:.4g}, bound {self.lower:.4g} (gap {gap:.1%})"
+        return SolverOutput(Status.FEASIBLE, plan=plan, objective=cost, bound=self.lower, message=msg, stats=self.stats)
 
     def decode(self, chosen: list[GroupOption]):
         used = [0] * len(self.classes)
@@ -258,15 +405,15 @@ class PlacementILP:
 
 
 def solve_placement_ilp(problem: PlacementProblem, *, time_limit: float | None = None, seed: int = 0,
-                        backend: Annotated[Literal["highs", "cbc"], Field(description="MILP backend through PuLP")] = "highs",
+                        backend: Annotated[Literal["highs", "cbc"], Field(description="MILP backend: HiGHS (highspy) or CBC (PuLP)")] = "highs",
                         threads: Annotated[int | None, Field(ge=1, description="solver threads (default: the backend's)")] = None,
                         upper_bound: Annotated[float | None, Field(gt=0, description="prune options whose cost exceeds this (s/iteration)")] = None) -> SolverOutput:
-    """HetRL §3.5 ILP on HiGHS (``backend="cbc"`` for CBC). With a time limit it returns the
-    incumbent with status feasible and the solver's bound; the option enumeration counts against
-    the limit too."""
+    """HetRL §3.5 ILP by lazy column expansion on HiGHS (``backend="cbc"`` for CBC). With a time
+    limit it returns the incumbent with status feasible and the best proven lower bound; building
+    the columns counts against the limit too."""
     del seed  # deterministic
     model = PlacementILP(problem, Deadline(time_limit), upper_bound)
     try:
-        return model.solve(backend, time_limit, threads)
+        return model.solve(backend, threads)
     except DeadlineExceeded:
-        return model._fallback("time limit reached while enumerating group options")
+        return model._finish("time limit reached while building columns", proven=False)

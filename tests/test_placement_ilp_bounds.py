@@ -1,0 +1,81 @@
+"""The lazy placement ILP's relaxation is a relaxation: every bound it uses is at most what the
+cost model charges (issue 17 item 2). Decode is not monotone in the decode batch, so the floor
+is checked against every dbs it covers; relaxed options against every exact option of the pair."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from costmodels.placement.cost import generation_floor, memory_floor_gb, task_cost, task_memory
+from costmodels.placement.options import GroupOptions
+from costmodels.placement.space import compositions, is_heterogeneous, place_task, task_configs
+from costmodels.solving import Status
+from formulations.placement.columns import ColumnPool
+from formulations.placement.ilp import solve_placement_ilp
+from planner.io import build_problem
+
+
+@pytest.mark.parametrize("cluster,workflow,seed", [("small-16", "grpo-sync-qwen3-8b", 0), ("small-24", "ppo-async-qwen3-14b", 1),
+                                                   ("hetrl-multi-country", "grpo-sync-qwen3-4b", 2)])
+def test_generation_floor_bounds_every_decode_batch_it_covers(cluster, workflow, seed):
+    p = build_problem("placement", {"cluster": cluster, "workflow": workflow})
+    task = next(t for t in p.tasks if t.kind.value == "generation")
+    devs = [d.id for d in p.topology.devices]
+    rng = random.Random(seed)
+    checked = 0
+    for _ in range(4):
+        k = rng.choice([2, 4, 8])
+        gpus = rng.sample(devs, k)
+        cfgs = [c for c in task_configs(p, task, k, is_heterogeneous(p, gpus)) if c.decode_batch is None]
+        for cfg in rng.sample(cfgs, min(2, len(cfgs))):
+            tp_ = place_task(p, task, gpus, cfg)
+            mem = {d: {"model_gb": mo, "working_gb": 0.0, "capacity_gb": p.topology.devices[d].gpu.memory_gb - p.params.memory_reserve_gb}
+                   for d, (mo, _) in task_memory(p, task, tp_).items()}
+            if any(s["model_gb"] > s["capacity_gb"] for s in mem.values()):
+                continue
+            cost, _ = task_cost(p, task, tp_, mem)
+            floor = generation_floor(p, task, tp_, mem)
+            top = min(cost["decode_batch"])
+            for dbs in sorted({1, 2, 3, top, *range(1, top + 1, max(1, top // 12))}):
+                t, _ = task_cost(p, task, tp_.model_copy(update={"decode_batch": dbs}))
+                assert t["time_s"] >= floor * (1 - 1e-9), (cfg, dbs, t["time_s"], floor)
+                checked += 1
+    assert checked > 20
+
+
+def test_relaxed_options_bound_every_exact_option():
+    p = build_problem("placement", {"cluster": "small-8", "workflow": "grpo-async-qwen3-4b"})
+    builder = GroupOptions(p)
+    pool = ColumnPool(builder)
+    rng = random.Random(3)
+    pairs = [(s, c) for c in compositions(builder.cap) for s in pool.subsets()]
+    compared = 0
+    for subset, comp in rng.sample(pairs, 40):
+        relaxed = builder.bound_option(subset, comp)
+        exact = builder.options(subset, comp)
+        if relaxed is None:
+            assert exact == [], "a pair with options has no relaxed column"
+            continue
+        for o in exact:
+            for term in ("gen", "inf", "trn", "xfer", "busy"):
+                assert getattr(relaxed, term) <= getattr(o, term) * (1 + 1e-9) + 1e-12, (subset, comp, term)
+            compared += 1
+    assert compared > 10
+
+
+def test_memory_floor_proves_ppo_infeasible_at_once():
+    p = build_problem("placement", {"cluster": "small-8", "workflow": "ppo-sync-qwen3-8b"})
+    need = sum(memory_floor_gb(p, t) for t in p.tasks)
+    assert need > sum(d.gpu.memory_gb - p.params.memory_reserve_gb for d in p.topology.devices)
+    out = solve_placement_ilp(p, time_limit=5)
+    assert out.status is Status.INFEASIBLE and "GB" in out.message
+
+
+def test_time_limited_ilp_reports_incumbent_and_bound():
+    p = build_problem("placement", {"cluster": "small-16", "workflow": "ppo-sync-qwen3-8b"})
+    out = solve_placement_ilp(p, time_limit=8)
+    assert out.status in (Status.FEASIBLE, Status.OPTIMAL) and out.plan is not None
+    assert out.bound is not None and math.isfinite(out.bound) and out.bound <= out.objective * (1 + 1e-9)
