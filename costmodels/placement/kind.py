@@ -30,7 +30,7 @@ SOLVERS = (
     SolverEntry("sha-ea", "heuristics.placement.sha_ea:solve_sha_ea", default=True,
                 description="HetRL SHA-EA (§3.4): nested successive halving over task and GPU groupings, EA over GPU assignment, exact Level 4"),
     SolverEntry("ilp", "formulations.placement.ilp:solve_placement_ilp", exact=True, time_limit=300.0,
-                description="HetRL ILP (§3.5) on HiGHS via PuLP (backend=cbc for CBC); optimal over rlplan's placement space"),
+                description="HetRL ILP (§3.5) by lazy column expansion on HiGHS (backend=cbc for CBC); optimal over rlplan's placement space"),
     SolverEntry("ea", "heuristics.placement.ea:solve_plain_ea",
                 description="plain DEAP-style evolutionary algorithm over the same space (HetRL §5.4 baseline)"),
     SolverEntry("verl", "heuristics.placement.colocated:solve_colocated",
