@@ -79,3 +79,10 @@ def test_time_limited_ilp_reports_incumbent_and_bound():
     out = solve_placement_ilp(p, time_limit=8)
     assert out.status in (Status.FEASIBLE, Status.OPTIMAL) and out.plan is not None
     assert out.bound is not None and math.isfinite(out.bound) and out.bound <= out.objective * (1 + 1e-9)
+
+
+def test_an_upper_bound_below_every_plan_is_not_a_proof():
+    p = build_problem("placement", {"cluster": "small-8", "workflow": "grpo-sync-qwen3-4b"})
+    out = solve_placement_ilp(p, upper_bound=1.0)
+    assert out.status is not Status.OPTIMAL and "upper_bound" in out.message
+    assert solve_placement_ilp(p, upper_bound=1e6).status is Status.OPTIMAL

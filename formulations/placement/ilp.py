@@ -381,9 +381,14 @@ class PlacementILP:
         self.stats["task_evaluations"] = self.builder.evaluations
         cost, plan = self.incumbent
         if plan is None:
+            if proven and math.isfinite(self.cutoff):  # the caller's upper_bound pruned every plan
+                return SolverOutput(Status.NO_SOLUTION, message=f"no plan costs less than upper_bound={self.cutoff:g}", stats=self.stats)
             if proven:
                 return SolverOutput(Status.INFEASIBLE, message="the ILP is infeasible: no placement fits", stats=self.stats)
             return SolverOutput(Status.NO_SOLUTION, message=why or "no plan found within the limit", bound=self.lower or None, stats=self.stats)
+        if proven and cost > self.cutoff * (1 + 1e-7):  # the caller's upper_bound pruned what lay between
+            msg = f"no plan costs less than upper_bound={self.cutoff:g}; returning the best known ({cost:.4g})"
+            return SolverOutput(Status.FEASIBLE, plan=plan, objective=cost, message=msg, stats=self.stats)
         if proven:
             msg = f"optimal after {self.pool.expansions} pair expansions in {self.stats.get('iterations', 0)} master solves"
             return SolverOutput(Status.OPTIMAL, plan=plan, objective=cost, bound=cost, message=msg, stats=self.stats)
