@@ -271,12 +271,8 @@ class GroupOptions:
     def _floor(self, name: str, comp: tuple[int, ...], c: Candidate) -> float:
         """generation_floor of a deferred candidate alone on its GPUs (the fewest residents)."""
         p, task = self.problem, self.tasks[name]
-        gpus = self.gpus(comp)
-        capacity = self.capacity(comp)
-        mem = {self._index[g]: {"model_gb": float(c.model[i]), "working_gb": 0.0, "capacity_gb": float(capacity[i])}
-               for i, g in enumerate(gpus)}
         self.evaluations += 1
-        return generation_floor(p, task, place_task(p, task, gpus, c.cfg), mem)
+        return generation_floor(p, task, place_task(p, task, self.gpus(comp), c.cfg), self._memory_map(comp, c.model))
 
     def bound_option(self, subset: tuple[str, ...], comp: tuple[int, ...], deadline: Deadline = UNLIMITED) -> GroupOption | None:
         """A relaxed option of ``subset`` on ``comp``: every term is a lower bound on the same term
@@ -333,14 +329,7 @@ class GroupOptions:
         # generation last: a deferred ("as many as fit") candidate is costed knowing every resident
         merge = sorted(zip(subset, lists, strict=True), key=lambda nl: nl[0] == ACTOR_GENERATION)
         for name, lst in merge:
-            merged = []
-            for st in states:
-                deadline.check()
-                for c in lst:
-                    if c.deferred:
-                        c = self._resolve(name, comp, c, st, col_of)
-                    merged.append(st.add(name, self.tasks[name].kind, c))
-            merged = [m for m in merged if np.all(m.model + m.working <= capacity + 1e-9) and (keep is None or keep(m))]
+            merged = [m for m in self._extend(states, name, lst, comp, col_of, capacity, deadline) if keep is None or keep(m)]
             deadline.check()
             states = prune_partials(merged, deadline)
             if not states:
@@ -375,19 +364,33 @@ class GroupOptions:
         for name, lst in merge:
             if name == ACTOR_GENERATION:
                 lst = self._quick_generation(lst, beam)
-            merged = []
-            for st in states:
-                deadline.check()
-                for c in lst:
-                    if c.deferred:
-                        c = self._resolve(name, comp, c, st, col_of)
-                    m = st.add(name, self.tasks[name].kind, c)
-                    if np.all(m.model + m.working <= capacity + 1e-9):
-                        merged.append(m)
+            merged = self._extend(states, name, lst, comp, col_of, capacity, deadline)
             if not merged:
                 return self._store(key, [], True)
             states = _thin_front(merged, est, capacity, 2 * beam)
         return self._store(key, self._front(subset, comp, states), True)
+
+    def _extend(self, states: list[Partial], name: str, cands: list[Candidate], comp: tuple[int, ...],
+                col_of: np.ndarray, capacity: np.ndarray, deadline: Deadline) -> list[Partial]:
+        """Every partial combination extended by every candidate of task ``name`` that still fits
+        (C3); deferred generation candidates costed knowing the residents."""
+        kind = self.tasks[name].kind
+        out = []
+        for st in states:
+            deadline.check()
+            for c in cands:
+                if c.deferred:
+                    c = self._resolve(name, comp, c, st, col_of)
+                m = st.add(name, kind, c)
+                if np.all(m.model + m.working <= capacity + 1e-9):
+                    out.append(m)
+        return out
+
+    def _memory_map(self, comp: tuple[int, ...], resident: np.ndarray) -> dict[int, dict[str, float]]:
+        """The cost model's memory map of a composition's GPUs holding ``resident`` GB each."""
+        capacity = self.capacity(comp)
+        return {self._index[g]: {"model_gb": float(resident[i]), "working_gb": 0.0, "capacity_gb": float(capacity[i])}
+                for i, g in enumerate(self.gpus(comp))}
 
     def _inputs(self, subset: tuple[str, ...], comp: tuple[int, ...], deadline: Deadline) -> tuple[np.ndarray, list[list[Candidate]]]:
         """What a merge starts from: the composition's usable GB per GPU and each task's candidates."""
@@ -421,11 +424,8 @@ class GroupOptions:
         KV cache left beside every resident model of the group allows (``cost._decode_batch``)."""
         resident = st.model + c.model
         p, task = self.problem, self.tasks[name]
-        gpus = self.gpus(comp)
-        capacity = self.capacity(comp)
-        mem = {self._index[g]: {"model_gb": float(resident[col_of[i]]), "working_gb": 0.0, "capacity_gb": float(capacity[i])}
-               for i, g in enumerate(gpus)}
-        placement = place_task(p, task, gpus, c.cfg)
+        mem = self._memory_map(comp, resident[col_of])
+        placement = place_task(p, task, self.gpus(comp), c.cfg)
         # the time depends on the residents only through each replica's dbs
         key = (name, comp, c.cfg, decode_batches(p, task, placement, mem))
         hit = self._resolved.get(key)

@@ -69,14 +69,15 @@ class ColumnPool:
     def rename(o: GroupOption, subset: tuple[str, ...], mapping: dict[str, str]) -> GroupOption:
         return replace(o, tasks=subset, configs={mapping[k]: v for k, v in o.configs.items()})
 
-    def relax_all(self, keep: Callable[[GroupOption], bool]) -> None:
-        """A relaxed column for every pair whose bound fits in memory and passes ``keep``."""
+    def relax_all(self) -> None:
+        """A relaxed column for every pair whose bound fits in memory (the master filters them
+        by the incumbent as it falls)."""
         for comp in compositions(self.builder.cap):
             for subset in self.subsets():
                 self.deadline.check()
                 canon, mapping = self.canonical(subset)
                 o = self.builder.bound_option(canon, comp, self.deadline)
-                if o is not None and keep(o):
+                if o is not None:
                     self.relaxed[(subset, comp)] = self.rename(o, subset, mapping)
 
     def expand(self, pair: Pair, keep: Callable[[Partial], bool] | None) -> list[GroupOption]:

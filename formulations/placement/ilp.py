@@ -72,8 +72,8 @@ import numpy as np
 from pydantic import Field
 from scipy.sparse import csc_array, csr_array
 
-from costmodels.placement.cost import memory_floor_gb
-from costmodels.placement.options import GroupOption, GroupOptions, Partial
+from costmodels.placement.cost import evaluate_placement, memory_floor_gb
+from costmodels.placement.options import GroupOption, GroupOptions, Partial, combine
 from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.space import best_colocated, build_plan
 from costmodels.solving import (
@@ -318,7 +318,7 @@ class PlacementILP:
             return SolverOutput(Status.INFEASIBLE, message=f"no placement fits: {why}", bound=None, stats=self.stats)
         self._offer(*best_colocated(self.problem, self.deadline))
         self.stats["colocated"] = self.incumbent[0] if self.incumbent[1] is not None else None
-        self.pool.relax_all(lambda o: True)
+        self.pool.relax_all()
         self.phase_lb = self._phase_bounds()
         self.stats["pairs"] = len(self.pool.relaxed)
         self.stats["build_s"] = time.perf_counter() - start
@@ -355,8 +355,6 @@ class PlacementILP:
 
     def _incumbent_from(self, pairs: list[tuple[tuple[str, ...], tuple[int, ...]]]) -> None:
         """The best plan on the groups the master picked, now exact (a cheap anytime incumbent)."""
-        from costmodels.placement.options import combine
-
         lists = [self.pool.exact.get(p, []) for p in pairs]
         if any(not lst for lst in lists):
             return
@@ -370,8 +368,6 @@ class PlacementILP:
 
     def _score(self, chosen: list[GroupOption]) -> tuple[float, Any]:
         """The cost model's iteration time of the plan these options make (the authority)."""
-        from costmodels.placement.cost import evaluate_placement
-
         plan = self.decode(chosen)
         return evaluate_placement(self.problem, plan).objective, plan
 
