@@ -240,16 +240,26 @@ def ring_latency(topo: Topology, devices: list[int]) -> float:
 
 
 def best_pair(topo: Topology, src: list[int], dst: list[int], volume_gb: float) -> float:
-    """min over d in src, d' in dst of alpha + volume / beta (HetRL's PP and p2p terms)."""
+    """min over d in src, d' in dst of alpha + volume / beta (HetRL's PP and p2p terms).
+
+    Memoised per topology on the two stages' devices and the volume: the searches cost the same
+    pipeline hops once per candidate configuration and decode width."""
+    key = (tuple(src), tuple(dst), volume_gb)
+    cache = topo.memo.setdefault("pair", {})
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
     a = np.asarray(src)
     b = np.asarray(dst)
-    lat = topo.latency_s[np.ix_(a, b)]
-    bw = topo.bandwidth_gbs[np.ix_(a, b)]
+    lat = topo.latency_s[a][:, b]
+    bw = topo.bandwidth_gbs[a][:, b]
     with np.errstate(divide="ignore"):
         t = lat + volume_gb / bw
-    same = a[:, None] == b[None, :]
-    t = np.where(same, 0.0, t)
-    return float(t.min())
+    t[a[:, None] == b[None, :]] = 0.0
+    value = float(t.min())
+    if len(cache) < 200_000:
+        cache[key] = value
+    return value
 
 
 def _zone_links(topo: Topology) -> dict[tuple[str, str], tuple[float, float]]:

@@ -90,7 +90,7 @@ class TaskBound:
 
 def dominates(a: Candidate, b: Candidate) -> bool:
     return (a.time <= b.time and a.ag_min <= b.ag_min and a.ag_max <= b.ag_max
-            and bool(np.all(a.model <= b.model)) and bool(np.all(a.working <= b.working)))
+            and bool((a.model <= b.model).all()) and bool((a.working <= b.working).all()))
 
 
 def pareto_candidates(cands: list[Candidate]) -> list[Candidate]:
@@ -382,7 +382,7 @@ class GroupOptions:
                 if c.deferred:
                     c = self._resolve(name, comp, c, st, col_of)
                 m = st.add(name, kind, c)
-                if np.all(m.model + m.working <= capacity + 1e-9):
+                if (m.model + m.working <= capacity + 1e-9).all():  # ndarray.all: np.all's dispatch costs more here
                     out.append(m)
         return out
 
