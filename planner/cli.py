@@ -153,6 +153,8 @@ def plan_command(
     quiet: bool,
     export: list[str] | None,
     plot: Path | None,
+    executor: str | None = None,
+    ray_address: str | None = None,
 ) -> None:
     """``rlplan plan``: see :func:`plan` for the options (built from the problem descriptors)."""
     reg = default_registry()
@@ -185,6 +187,7 @@ def plan_command(
         if prob is None:
             prob = build_problem(kind.name, {**kind.defaults(), **given})
         options = _parse_options(option or [])
+        options.update(_executor_options(reg.get(kind.name, solver), executor, ray_address, options))
         for fmt in export or []:
             if fmt not in kind.exports:
                 supported = ", ".join(f"{e} ({k.name})" for k in reg.solvable() for e in k.exports) or "none"
@@ -242,6 +245,26 @@ def outcome_lines(result: Result) -> list[str]:
     return lines
 
 
+def _executor_options(info: Any, executor: str | None, ray_address: str | None, options: dict[str, Any]) -> dict[str, Any]:
+    """``--executor`` / ``--ray-address`` as the solver's ``executor`` / ``ray_address`` options
+    (SHA-EA's evaluations on Ray); a solver that evaluates in its own process gets a clear no."""
+    given = {k: v for k, v in (("executor", executor), ("ray_address", ray_address)) if v is not None}
+    if not given:
+        return {}
+    flag = "--executor" if executor is not None else "--ray-address"
+    if executor is not None and executor not in ("local", "ray"):
+        fail(f"{flag} {executor}: use local or ray")
+    if "executor" not in info.options:
+        fail(f"{flag}: solver {info.name!r} runs in this process; the solvers that distribute their evaluations take it "
+             f"({', '.join(s.name for s in default_registry().solvers(info.problem) if 'executor' in s.options) or 'none here'})")
+    clash = sorted(k for k in given if k in options)
+    if clash:
+        fail(f"{flag} and -O {clash[0]}=... both set {clash[0]}: give one")
+    if ray_address is not None and executor == "local":
+        fail(f"--ray-address {ray_address} needs --executor ray (it is local)")
+    return {"executor": executor or "ray", **({"ray_address": ray_address} if ray_address is not None else {})}
+
+
 def _complete_problem(incomplete: str) -> list[str]:
     """Shell completion of ``rlplan plan <TAB>``: problem names and whole-problem presets."""
     reg = default_registry()
@@ -288,6 +311,10 @@ def _build_plan_command() -> Any:
         P("quiet", P.KEYWORD_ONLY, default=False, annotation=Annotated[bool, typer.Option("--quiet", "-q", help="no summary table")]),
         P("export", P.KEYWORD_ONLY, default=None, annotation=Annotated[list[str] | None, typer.Option("--export", help=f"also write a framework config snippet: {', '.join(exports) or 'none'}")]),
         P("plot", P.KEYWORD_ONLY, default=None, annotation=Annotated[Path | None, typer.Option("--plot", help=f"also draw the plan to this PNG ({', '.join(plots)})")]),
+        P("executor", P.KEYWORD_ONLY, default=None, annotation=Annotated[str | None, typer.Option(
+            "--executor", show_default=False, help="where a search's evaluations run: local (default; -O workers=N for a process pool) or ray (SHA-EA)")]),
+        P("ray_address", P.KEYWORD_ONLY, default=None, annotation=Annotated[str | None, typer.Option(
+            "--ray-address", show_default=False, help="run the evaluations on this Ray cluster (e.g. auto, ray://head:10001); implies --executor ray")]),
     ]
 
     def plan(**kwargs: Any) -> None:

@@ -20,7 +20,9 @@ not written back to the genotype (Baldwinian learning, as HetRL describes).
 The budget is counted in cost-model evaluations (``evaluations``), which makes a run exactly
 reproducible for a seed; with only ``time_limit`` the evaluation budget is estimated from the
 measured evaluation rate and the wall clock also stops the search. Evaluations of a batch go
-through ``toolbox.map`` (DEAP), a process pool when ``workers > 1``.
+through ``toolbox.map`` (DEAP): in process, on a process pool (``workers > 1``) or on Ray actors
+(``executor="ray"``, ``ray_address``), with the same plan for a given budget
+(:mod:`heuristics.placement.executors`).
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -39,32 +40,24 @@ from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.space import set_partitions
 from costmodels.solving import Deadline, SolverOutput, Status, Trace
 from costmodels.workflow import TaskKind
+from heuristics.placement.executors import EvaluationPool, Executor, evaluation_pool
 from heuristics.placement.genome import Individual, PlacementSpace
 
-_WORKER_SPACE: PlacementSpace | None = None
 #: improving swaps per local search, and pairs sampled per step on clusters over 64 GPUs
 LOCAL_SEARCH_STEPS = 32
 LOCAL_SEARCH_PAIRS = 4096
 
 
-def _init_worker(problem: PlacementProblem) -> None:
-    global _WORKER_SPACE  # one space per worker process, built once
-    _WORKER_SPACE = PlacementSpace(problem)
-
-
-def _worker_eval(ind: Individual) -> tuple[float, Any]:
-    assert _WORKER_SPACE is not None
-    return _WORKER_SPACE.best_configs(ind)
-
 
 class Evaluator:
-    """Budgeted evaluation with a DEAP toolbox whose ``map`` may be a process pool.
+    """Budgeted evaluation with a DEAP toolbox whose ``map`` is the executor's
+    (:mod:`heuristics.placement.executors`: in process, a process pool or Ray actors).
 
     ``used`` counts distinct phenotypes (grouping and per-group compositions) costed, the budget's
     unit; ``lookups`` every individual scored, repeats included (a converged arm re-proposes plans
     it has seen, which costs a memo lookup, not an evaluation)."""
 
-    def __init__(self, space: PlacementSpace, budget: int, deadline: Deadline, workers: int = 1,
+    def __init__(self, space: PlacementSpace, budget: int, deadline: Deadline, pool: EvaluationPool | None = None,
                  progress: Callable[[int, int, float], None] | None = None):
         self.space, self.budget, self.deadline = space, budget, deadline
         self.used = self.lookups = 0
@@ -74,15 +67,10 @@ class Evaluator:
         self.best_configs: dict[str, Any] | None = None
         self.trace = Trace(deadline)  # best cost after each batch of evaluations
         self.progress = progress
+        self.pool = pool if pool is not None else evaluation_pool(space)
         self.toolbox = base.Toolbox()
-        self.pool = None
-        if workers > 1:
-            self.pool = ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(space.problem,))
-            self.toolbox.register("map", self.pool.map)
-            self.toolbox.register("evaluate", _worker_eval)
-        else:
-            self.toolbox.register("map", map)
-            self.toolbox.register("evaluate", space.best_configs)
+        self.toolbox.register("map", self.pool.map)
+        self.toolbox.register("evaluate", self.pool.evaluate)
 
     def exhausted(self) -> bool:
         # the lookup guard stops a search that only re-proposes known plans
@@ -124,8 +112,7 @@ class Evaluator:
         return done
 
     def close(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown()
+        self.pool.close()
 
 
 @dataclass
@@ -451,7 +438,9 @@ def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, 
                  fast_gpu_rate: Annotated[float, Field(ge=0, le=1, description="probability of HetRL's fast-GPU mutation")] = 0.3,
                  exact_margin: Annotated[float, Field(ge=0, description="re-solve Level 4 exactly for individuals within this share of the incumbent")] = 0.05,
                  seeds: Annotated[bool, Field(description="start from the verl and StreamRL baselines' plans")] = True,
-                 workers: Annotated[int, Field(ge=1, description="processes evaluating candidates in parallel")] = 1,
+                 workers: Annotated[int | None, Field(ge=1, description="processes (local) or Ray actors evaluating candidates in parallel; default 1 locally, one per CPU of the Ray cluster with executor=ray")] = None,
+                 executor: Annotated[Executor, Field(description="where evaluations run: local (in process, or a process pool with workers > 1) or ray")] = "local",
+                 ray_address: Annotated[str | None, Field(description="Ray cluster to run the evaluations on, e.g. auto or ray://head:10001 (implies executor=ray; without it executor=ray starts a local Ray)")] = None,
                  progress: Callable[[int, int, float], None] | None = None) -> SolverOutput:
     """Run SHA-EA.
 
@@ -471,7 +460,7 @@ def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, 
         space.incumbent = best_seed[1]
     by_time = evaluations is None and time_limit is not None
     budget_total = evaluations if evaluations is not None else DEFAULT_EVALUATIONS
-    ev = Evaluator(space, budget_total, deadline, workers, progress)
+    ev = Evaluator(space, budget_total, deadline, evaluation_pool(space, workers, executor, ray_address), progress)
     if progress is not None:  # set-up is over: say so before the first batch (which may be slow)
         progress(0, budget_total, best_seed[1] if best_seed else math.inf)
     probes: dict[Any, float] = {}
