@@ -53,6 +53,8 @@ class PlacementSpace:
         self.evaluations = 0  # distinct phenotypes costed (Level-4 solves, not memo lookups)
         self.lookups = 0  # every Level-4 request, memo hits included
         self.exact_solves = self.exact_timeouts = 0
+        #: phenotype -> the box (s) its exact pass ran out of; retried only with a larger box
+        self.exact_timed_out: dict[Any, float] = {}
         #: an individual whose cheap Level 4 is within this share of the incumbent gets the exact pass
         self.exact_margin = 0.05
         #: wall-clock box of one exact Level-4 pass (seconds)
@@ -129,7 +131,12 @@ class PlacementSpace:
         hit = self._level4.get(self.phenotype(ind))
         return hit is not None and hit[2]
 
-    def level4(self, ind: Individual, exact: bool = True, force: bool = False) -> tuple[float, dict[str, TaskConfig] | None]:
+    def exact_timeout(self, ind: Individual) -> float | None:
+        """The box an exact pass of this phenotype ran out of, if one did."""
+        return self.exact_timed_out.get(self.phenotype(ind))
+
+    def level4(self, ind: Individual, exact: bool = True, force: bool = False,
+               seconds: float | None = None) -> tuple[float, dict[str, TaskConfig] | None]:
         """The best configuration of every task for the individual's groups (HetRL enumerates
         Level 4), memoised on (grouping, compositions).
 
@@ -137,7 +144,9 @@ class PlacementSpace:
         combined. Exact on survivors: when ``exact`` and the cheap cost is within
         ``exact_margin`` of the incumbent, the full Pareto enumeration (``GroupOptions.options``,
         pruned by the incumbent) is run under ``exact_seconds`` and kept when it finishes; so an
-        individual's cost is never worse than its cheap one and is exact where it matters."""
+        individual's cost is never worse than its cheap one and is exact where it matters. A pass
+        that runs out of its box is not retried by the search; ``force`` (the polish) retries it,
+        in ``seconds`` (default: the time left)."""
         key = self.phenotype(ind)
         grouping, comps = key
         if not all(any(c) for c in comps):  # a group without GPUs
@@ -151,11 +160,12 @@ class PlacementSpace:
             except DeadlineExceeded:  # out of time: this individual stays unevaluated (not cached)
                 return math.inf, None
             hit = self._remember(key, *self._best(combine(quick, self.problem.workflow.mode, self._sync_s(grouping, comps))), exact=False)
-        if hit[2] or not exact or not (force or self._worth_exact(hit[0])):
+        if hit[2] or not exact or not (force or key not in self.exact_timed_out and self._worth_exact(hit[0])):
             return hit[0], hit[1]
-        return self._exact(key, hit)
+        return self._exact(key, hit, seconds if force else self.exact_seconds)
 
-    def _exact(self, key: Any, hit: tuple[float, dict[str, TaskConfig] | None, bool]) -> tuple[float, dict[str, TaskConfig] | None]:
+    def _exact(self, key: Any, hit: tuple[float, dict[str, TaskConfig] | None, bool],
+               seconds: float | None) -> tuple[float, dict[str, TaskConfig] | None]:
         """The exact Level-4 pass of one phenotype, pruned by the incumbent, inside its time box;
         the cheap answer ``hit`` stands when the pass runs out of time or finds nothing better."""
         grouping, comps = key
@@ -171,13 +181,15 @@ class PlacementSpace:
             return (g + i + t if mode == "sync" else max(g, i + t)) <= bound * (1 + 1e-9)
 
         self.exact_solves += 1
-        box = self.deadline.sub(self.exact_seconds)
+        box = self.deadline if seconds is None else self.deadline.sub(seconds)
         try:
             options = [self.builder.options(tuple(names), comp, keep if math.isfinite(bound) else None, cache_pruned=True, deadline=box)
                        for names, comp in zip(grouping, comps, strict=True)]
         except DeadlineExceeded:  # the exact pass did not fit its box: keep the cheap answer
             self.exact_timeouts += 1
-            return self._remember(key, hit[0], hit[1], exact=True)[:2]
+            self.exact_timed_out[key] = math.inf if seconds is None else seconds
+            return hit[0], hit[1]
+        self.exact_timed_out.pop(key, None)
         cost, configs = self._best(combine(options, mode, self._sync_s(grouping, comps)))
         if not cost < hit[0]:  # pruned by the incumbent, or no better: the cheap answer stands
             cost, configs = hit[0], hit[1]

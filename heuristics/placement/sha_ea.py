@@ -92,9 +92,11 @@ class Evaluator:
         if self.progress:
             self.progress(self.used, self.budget, self.best)
 
-    def polish(self, count: int) -> int:
+    def polish(self, count: int, seconds: float | None = None) -> int:
         """Exact on survivors: the exact Level-4 pass on the ``count`` best phenotypes seen that
-        have not had it (in this process), best first, while time lasts. Returns how many ran."""
+        have not had it (in this process), best first, while time lasts, each in ``seconds``
+        (default: all the time left); a phenotype whose pass ran out of a box at least as large
+        is skipped. Returns how many ran."""
         space = self.space
         done = 0
         ranked = sorted(self.seen.values(), key=lambda i: i.fitness)
@@ -103,7 +105,10 @@ class Evaluator:
                 break
             if not math.isfinite(ind.fitness) or space.exact_done(ind):
                 continue
-            cost, configs = space.level4(ind, exact=True, force=True)
+            failed = space.exact_timeout(ind)
+            if failed is not None and (seconds is None and math.isinf(failed) or seconds is not None and failed >= seconds):
+                continue
+            cost, configs = space.level4(ind, exact=True, force=True, seconds=seconds)
             done += 1
             if cost < self.best:
                 self.best, self.best_ind, self.best_configs = cost, ind.copy(), configs
@@ -502,15 +507,35 @@ def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, 
             arms_by_tg[tg] = successive_halving(arms_by_tg[tg], budget, lambda arm, b: arm.run(ev, max(1, int(b))),
                                                 lambda arm: arm.best, ev.exhausted)
 
+        tried = {tg: {a.sizes for a in arms} for tg, arms in arms_by_tg.items()}  # GPU groupings ever armed
+
+        def widen() -> bool:
+            """Time is left but every arm has converged: the next task groupings by probe and new
+            GPU groupings for those in play enter the halving. False when none is left."""
+            playing = list(tgs)
+            tgs.extend([tg for tg in ranked if tg not in playing and arms_by_tg.get(tg)][:task_grouping_arms])
+            added = len(tgs) > len(playing)
+            for tg in playing:
+                fresh = [z for z in gpu_groupings(space, tg, rng, gpu_groupings_per_arm + len(tried[tg])) if z not in tried[tg]]
+                for z in fresh[:gpu_groupings_per_arm]:
+                    tried[tg].add(z)
+                    arms_by_tg[tg].append(ArmEA(space, tg, z, random.Random(rng.random()), population, fast_gpu_rate))
+                    added = True
+            return added
+
         budget = float(max(budget_total - ev.used, len(tgs)))
+        box = 2 * space.exact_seconds
         while not ev.exhausted():
             before = ev.used
             successive_halving(tgs, budget, run_tg, best_of, ev.exhausted)
+            if by_time:  # the best phenotype whose exact pass ran out of its box: again, in twice the box
+                ev.polish(1, box)
+                box *= 2
             # with a wall-clock limit and time left, run the halving again with twice the budget:
             # the arms keep their populations, so the search resumes where it stopped
             if not by_time or deadline.expired():
                 break
-            if ev.used == before:  # every arm has converged: nothing new is left to try
+            if ev.used == before and not widen():  # every arm has converged and nothing is left to try
                 converged = True
                 break
             budget *= 2
