@@ -531,15 +531,19 @@ def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, 
             if by_time:  # the best phenotype whose exact pass ran out of its box: again, in twice the box
                 ev.polish(1, box)
                 box *= 2
-            # with a wall-clock limit and time left, run the halving again with twice the budget:
-            # the arms keep their populations, so the search resumes where it stopped
-            if not by_time or deadline.expired():
+            if deadline.expired():
                 break
             if ev.used == before and not widen():  # every arm has converged and nothing is left to try
                 converged = True
                 break
-            budget *= 2
-            ev.budget = ev.used + int(budget)
+            # budget left (an evaluation budget the converged arms did not use, or a wall-clock
+            # limit): run the halving again, with twice the budget under a wall-clock limit; the
+            # arms keep their populations, so the search resumes where it stopped
+            if by_time:
+                budget *= 2
+                ev.budget = ev.used + int(budget)
+            else:
+                budget = float(max(1, ev.budget - ev.used))
         polished = ev.polish(POLISH)
     finally:
         ev.close()
