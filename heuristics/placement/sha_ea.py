@@ -105,8 +105,8 @@ class Evaluator:
                 break
             if not math.isfinite(ind.fitness) or space.exact_done(ind):
                 continue
-            failed = space.exact_timeout(ind)
-            if failed is not None and (seconds is None and math.isinf(failed) or seconds is not None and failed >= seconds):
+            failed = space.exact_timeout(ind)  # the box its pass ran out of (inf: all the time there was)
+            if failed is not None and failed >= (math.inf if seconds is None else seconds):
                 continue
             cost, configs = space.level4(ind, exact=True, force=True, seconds=seconds)
             done += 1
@@ -466,11 +466,11 @@ def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, 
     by_time = evaluations is None and time_limit is not None
     budget_total = evaluations if evaluations is not None else DEFAULT_EVALUATIONS
     ev = Evaluator(space, budget_total, deadline, evaluation_pool(space, workers, executor, ray_address), progress)
-    if progress is not None:  # set-up is over: say so before the first batch (which may be slow)
-        progress(0, budget_total, best_seed[1] if best_seed else math.inf)
     probes: dict[Any, float] = {}
     converged = False
-    try:
+    try:  # from here on the evaluation pool's workers (processes, Ray actors) are released at the end
+        if progress is not None:  # set-up is over: say so before the first batch (which may be slow)
+            progress(0, budget_total, best_seed[1] if best_seed else math.inf)
         tgs_all = task_groupings(space)
         arms_by_tg: dict[Any, list[ArmEA]] = {}
         seeded_tgs = []
@@ -510,8 +510,9 @@ def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, 
         tried = {tg: {a.sizes for a in arms} for tg, arms in arms_by_tg.items()}  # GPU groupings ever armed
 
         def widen() -> bool:
-            """Time is left but every arm has converged: the next task groupings by probe and new
-            GPU groupings for those in play enter the halving. False when none is left."""
+            """Budget or time is left but every arm has converged: the next task groupings by
+            probe and new GPU groupings for those in play enter the halving. False when none is
+            left."""
             playing = list(tgs)
             tgs.extend([tg for tg in ranked if tg not in playing and arms_by_tg.get(tg)][:task_grouping_arms])
             added = len(tgs) > len(playing)
