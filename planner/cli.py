@@ -186,15 +186,15 @@ def plan_command(
         check_distinct(targets)
         if prob is None:
             prob = build_problem(kind.name, {**kind.defaults(), **given})
+        info = reg.get(kind.name, solver)
         options = _parse_options(option or [])
-        options.update(_executor_options(reg.get(kind.name, solver), executor, ray_address, options))
+        options.update(_executor_options(info, executor, ray_address, options))
         for fmt in export or []:
             if fmt not in kind.exports:
                 supported = ", ".join(f"{e} ({k.name})" for k in reg.solvable() for e in k.exports) or "none"
                 fail(f"--export {fmt}: not available for {kind.name} plans; exports: {supported}")
         if plot is not None and kind.plot is None:
             fail(f"--plot: pictures exist for {', '.join(k.name for k in reg.solvable() if k.plot)} plans, not {kind.name}")
-        info = reg.get(kind.name, solver)
         info.validate_options(options)  # solve() checks again; here so a bad value never opens a progress display
         result = _solve_with_progress(prob, info, time_limit, seed, options, quiet)
     except SpecError as exc:

@@ -27,6 +27,7 @@ from costmodels.placement.cost import (
     decode_batches,
     full_weights_gb,
     generation_floor,
+    phi,
     replica_allgather,
     task_cost,
     task_memory,
@@ -143,11 +144,15 @@ class Partial:
         return Partial((gen, imax, isum, tmax, tsum, agn, agx), self.model + c.model,
                         np.maximum(self.working, c.working), {**self.configs, name: c.cfg})
 
+    def phases(self, eta: float) -> tuple[float, float, float]:
+        """(generation, Φ_η inference, Φ_η training) of the combination so far."""
+        gen, imax, isum, tmax, tsum, *_ = self.key
+        return gen, eta * imax + (1 - eta) * isum, eta * tmax + (1 - eta) * tsum
+
     def option(self, subset: tuple[str, ...], comp: tuple[int, ...], wf: Any, fanout: dict[str, float]) -> GroupOption:
         """The group option of this combination (``fanout``: F_z of the group's GPUs)."""
-        gen, imax, isum, tmax, tsum, agn, agx = self.key
-        inf = wf.eta * imax + (1 - wf.eta) * isum
-        trn = wf.eta * tmax + (1 - wf.eta) * tsum
+        *_, agn, agx = self.key
+        gen, inf, trn = self.phases(wf.eta)
         has_gen, has_train = ACTOR_GENERATION in subset, ACTOR_TRAINING in subset
         if has_gen and has_train and wf.mode == "sync":
             xfer, fan = agx, None  # C_reshard
@@ -292,8 +297,7 @@ class GroupOptions:
         inf_t = [b.time for b, k in zip(bounds, kinds, strict=True) if k is TaskKind.INFERENCE]  # type: ignore[union-attr]
         trn_t = [b.time for b, k in zip(bounds, kinds, strict=True) if k is TaskKind.TRAINING]  # type: ignore[union-attr]
         gen = sum(b.time for b, k in zip(bounds, kinds, strict=True) if k is TaskKind.GENERATION)  # type: ignore[union-attr]
-        inf = wf.eta * max(inf_t, default=0.0) + (1 - wf.eta) * sum(inf_t)
-        trn = wf.eta * max(trn_t, default=0.0) + (1 - wf.eta) * sum(trn_t)
+        inf, trn = phi(inf_t, wf.eta), phi(trn_t, wf.eta)
         has_gen, has_train = ACTOR_GENERATION in subset, ACTOR_TRAINING in subset
         train = bounds[subset.index(ACTOR_TRAINING)] if has_train else None
         fanout = self.fanout(comp) if has_gen else None
@@ -353,10 +357,8 @@ class GroupOptions:
         wf = self.problem.workflow
 
         def est(st: Partial) -> float:  # the group's time so far, with its weight transfer
-            gen, imax, isum, tmax, tsum, _, agx = st.key
-            inf = wf.eta * imax + (1 - wf.eta) * isum
-            trn = wf.eta * tmax + (1 - wf.eta) * tsum
-            return (gen + inf + trn if wf.mode == "sync" else max(gen, inf + trn)) + agx
+            gen, inf, trn = st.phases(wf.eta)
+            return (gen + inf + trn if wf.mode == "sync" else max(gen, inf + trn)) + st.key[6]
 
         states = [Partial.empty(len(capacity))]
         col_of = np.arange(len(capacity))
@@ -471,6 +473,16 @@ class GroupOptions:
                     out[(a, b)] = comm.route_time(topo, db, da, full)
             self._routes = out
         return self._routes
+
+    def plan_sync_time(self, groups: list[tuple[tuple[str, ...], tuple[int, ...]]]) -> float:
+        """:meth:`sync_time` of a plan's (task subset, composition) groups: 0 when synchronous
+        generation shares its group with actor training (C_reshard is in that group's option)."""
+        gen = next(i for i, (names, _) in enumerate(groups) if ACTOR_GENERATION in names)
+        train = next(i for i, (names, _) in enumerate(groups) if ACTOR_TRAINING in names)
+        together = gen == train
+        if together and self.problem.workflow.mode == "sync":
+            return 0.0
+        return self.sync_time(groups[gen][1], groups[train][1], together)
 
     def sync_time(self, gen_comp: tuple[int, ...], train_comp: tuple[int, ...], together: bool) -> float:
         """max_z (A_z + F_z) of C_sync for generation and actor training on these compositions

@@ -292,9 +292,7 @@ class PlacementILP:
     def _keep_partial(self, st: Partial) -> bool:
         if not math.isfinite(self.cutoff):
             return True
-        eta = self.problem.workflow.eta
-        gen, imax, isum, tmax, tsum, *_ = st.key
-        o = GroupOption((), (), {}, gen, eta * imax + (1 - eta) * isum, eta * tmax + (1 - eta) * tsum, 0.0)
+        o = GroupOption((), (), {}, *st.phases(self.problem.workflow.eta), 0.0)
         return option_bound(o, self.mode, self.phase_lb) <= self.cutoff * (1 + 1e-9)
 
     def _phase_bounds(self) -> tuple[float, float, float]:
@@ -358,11 +356,7 @@ class PlacementILP:
         lists = [self.pool.exact.get(p, []) for p in pairs]
         if any(not lst for lst in lists):
             return
-        gen = next(p for p in pairs if ACTOR_GENERATION in p[0])
-        train = next(p for p in pairs if ACTOR_TRAINING in p[0])
-        together = gen == train
-        sync_s = 0.0 if together and self.mode == "sync" else self.builder.sync_time(gen[1], train[1], together)
-        best = combine(lists, self.mode, sync_s)
+        best = combine(lists, self.mode, self.builder.plan_sync_time(pairs))
         if best is not None:
             self._offer(*self._score(best[1]))
 

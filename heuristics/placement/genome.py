@@ -21,7 +21,6 @@ from costmodels.placement.options import GroupOptions, combine
 from costmodels.placement.problem import PlacementPlan, PlacementProblem
 from costmodels.placement.space import TaskConfig, build_plan, task_configs
 from costmodels.solving import UNLIMITED, Deadline, DeadlineExceeded
-from costmodels.workflow import ACTOR_GENERATION, ACTOR_TRAINING
 
 
 @dataclass
@@ -176,8 +175,7 @@ class PlacementSpace:
         def keep(st: Any) -> bool:
             # a partial combination already slower than the best plan found cannot help; the
             # incumbent only falls, so options kept under an older bound stay valid
-            gen, imax, isum, tmax, tsum, *_ = st.key
-            g, i, t = gen, eta * imax + (1 - eta) * isum, eta * tmax + (1 - eta) * tsum
+            g, i, t = st.phases(eta)
             return (g + i + t if mode == "sync" else max(g, i + t)) <= bound * (1 + 1e-9)
 
         self.exact_solves += 1
@@ -202,14 +200,7 @@ class PlacementSpace:
         return self._level4[key]
 
     def _sync_s(self, grouping: tuple[tuple[str, ...], ...], comps: tuple[tuple[int, ...], ...]) -> float:
-        """max_z (A_z + F_z) of C_sync for these groups (0 when synchronous generation shares its
-        group with actor training: C_reshard)."""
-        gi_gen = next(i for i, names in enumerate(grouping) if ACTOR_GENERATION in names)
-        gi_train = next(i for i, names in enumerate(grouping) if ACTOR_TRAINING in names)
-        together = gi_gen == gi_train
-        if together and self.problem.workflow.mode == "sync":
-            return 0.0
-        return self.builder.sync_time(comps[gi_gen], comps[gi_train], together)
+        return self.builder.plan_sync_time(list(zip(grouping, comps, strict=True)))
 
     def _worth_exact(self, cost: float) -> bool:
         return math.isfinite(cost) and cost <= self.incumbent * (1 + self.exact_margin)
