@@ -108,6 +108,43 @@ def test_sha_ea_widens_a_converged_search_to_the_ilp_optimum_on_ppo():
     assert ours.violations == [] and ours.objective <= ilp.objective * (1 + 1e-9)
 
 
+def test_type_splits_give_each_gpu_type_to_one_group_closest_to_the_work_shares_first():
+    import random
+
+    from heuristics.placement.genome import PlacementSpace
+    from heuristics.placement.sha_ea import group_work, type_splits
+
+    problem = build_problem("placement", {"cluster": "small-24", "workflow": "ppo-sync-qwen3-8b"})
+    space = PlacementSpace(problem)
+    names = [t.name for t in problem.tasks]
+    grouping = (tuple(names[:4]), tuple(names[4:]))
+    splits = type_splits(space, grouping, random.Random(0), 10)
+    assert len(splits) == 6  # surjections of 3 GPU types onto 2 groups
+    work = group_work(space, grouping)
+    for distance, ind in splits:
+        assert sorted(set(ind.assign)) == [0, 1]
+        owner = {}
+        for gpu_type, group in zip(space.gpu_type, ind.assign, strict=True):
+            assert owner.setdefault(gpu_type, group) == group  # a type's whole pool in one group
+        sizes = [ind.assign.count(g) for g in (0, 1)]
+        assert distance == pytest.approx(sum(abs(s / 24 - w / sum(work)) for s, w in zip(sizes, work, strict=True)))
+    assert [d for d, _ in splits] == sorted(d for d, _ in splits)
+    assert type_splits(space, tuple((n,) for n in names), random.Random(0), 10) == []  # 6 groups > 3 types
+
+
+@pytest.mark.slow
+def test_type_split_probes_find_the_split_by_gpu_type_on_small_24_ppo():
+    """small-24 PPO sync: the best plan known (the ILP's incumbent) puts the critic on the L40S
+    and the other tasks on the A100 and L4. Its grouping's greedy start does not fit, so without
+    the GPU-type-split probes SHA-EA settles on a >10% worse three-group plan."""
+    problem = build_problem("placement", {"cluster": "small-24", "workflow": "ppo-sync-qwen3-8b"})
+    without = solve(problem, "sha-ea", evaluations=300, seed=0, type_split_probes=0)
+    ours = solve(problem, "sha-ea", evaluations=300, seed=0)
+    assert ours.violations == [] and ours.objective < without.objective / 1.10
+    kinds = [{d.split("-")[0] for d in g.devices} for g in ours.plan.groups]
+    assert sorted(map(sorted, kinds)) == [["a100", "l4"], ["l40s"]]
+
+
 def test_ilp_time_limit_returns_an_incumbent_or_nothing_but_never_an_invalid_plan():
     problem = build_problem("placement", {"cluster": "small-16", "workflow": "grpo-sync-qwen3-8b"})
     r = solve(problem, "ilp", time_limit=0.5)

@@ -44,6 +44,7 @@ class PlacementSpace:
         self.zone = [d.zone for d in problem.topology.devices]
         self.region = [d.region for d in problem.topology.devices]
         self.tflops = [d.gpu.tflops_bf16_dense for d in problem.topology.devices]
+        self.gpu_type = [d.gpu.name for d in problem.topology.devices]
         self.tasks = {t.name: t for t in problem.tasks}
         self._configs: dict[tuple[str, int], list[TaskConfig]] = {}
         self._memo: dict[Any, float] = {}

@@ -27,6 +27,7 @@ through ``toolbox.map`` (DEAP): in process, on a process pool (``workers > 1``) 
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from collections.abc import Callable
@@ -291,13 +292,9 @@ class ArmEA:
         return best
 
 
-def gpu_groupings(space: PlacementSpace, grouping: tuple[tuple[str, ...], ...], rng: random.Random, count: int) -> list[tuple[int, ...]]:
-    """Level-2 arms: group sizes in proportion to each group's work, whole-node variants and
-    random perturbations; with and without leaving the slowest GPUs idle."""
-    n = len(space.devices)
-    k = len(grouping)
-    if n < k:
-        return []
+def group_work(space: PlacementSpace, grouping: tuple[tuple[str, ...], ...]) -> list[float]:
+    """A rough share of the work of each group: its tasks' parameters, weighted 3 for training
+    (forward and backward), 1.5 for generation and 1 for inference."""
     wf = space.problem.workflow
     weight = []
     for names in grouping:
@@ -307,6 +304,59 @@ def gpu_groupings(space: PlacementSpace, grouping: tuple[tuple[str, ...], ...], 
             params = wf.model(space.tasks[name].role).params_b
             w += params * (3.0 if kind is TaskKind.TRAINING else 1.5 if kind is TaskKind.GENERATION else 1.0)
         weight.append(w)
+    return weight
+
+
+#: GPU-type assignments enumerated per task grouping before sampling instead
+TYPE_SPLIT_ENUMERATION = 4096
+
+
+def type_splits(space: PlacementSpace, grouping: tuple[tuple[str, ...], ...], rng: random.Random, count: int) -> list[tuple[float, Individual]]:
+    """Level-3 starts that give each GPU type's whole pool to one group, every group at least
+    one type: surjections of the T GPU types onto the k groups (none when k > T), the ``count``
+    whose group sizes are closest to the groups' work shares (:func:`group_work`) first, each
+    with that distance (the L1 distance between size shares and work shares).
+
+    Why: on a cluster of a few GPU types the best plans often split by type, and neither the
+    proportional sizes nor the fastest-first greedy start reaches them. On small-24 (8 A100,
+    8 L40S, 8 L4) PPO sync the ILP's plan is {critic inference, critic training} on the L40S and
+    the other four tasks on the A100 and L4, while the fastest-first start of that grouping does
+    not even fit. Enumerated while k^T <= :data:`TYPE_SPLIT_ENUMERATION`, sampled above."""
+    k = len(grouping)
+    types = sorted(set(space.gpu_type))
+    if k > len(types):
+        return []
+    pool = {t: sum(1 for x in space.gpu_type if x == t) for t in types}
+    n = len(space.gpu_type)
+    if k ** len(types) <= TYPE_SPLIT_ENUMERATION:
+        maps = itertools.product(range(k), repeat=len(types))
+    else:
+        maps = (tuple(rng.randrange(k) for _ in types) for _ in range(TYPE_SPLIT_ENUMERATION))
+    work = group_work(space, grouping)
+    share = [w / sum(work) for w in work]
+    scored: dict[tuple[int, ...], float] = {}
+    for m in maps:
+        if len(set(m)) < k:
+            continue
+        sizes = [0] * k
+        for t, gi in zip(types, m, strict=True):
+            sizes[gi] += pool[t]
+        scored.setdefault(m, sum(abs(s / n - f) for s, f in zip(sizes, share, strict=True)))
+    out = []
+    for m in sorted(scored, key=lambda m: (scored[m], m))[:count]:
+        where = dict(zip(types, m, strict=True))
+        out.append((scored[m], Individual(grouping, [where[t] for t in space.gpu_type], {n: 0 for names in grouping for n in names})))
+    return out
+
+
+def gpu_groupings(space: PlacementSpace, grouping: tuple[tuple[str, ...], ...], rng: random.Random, count: int) -> list[tuple[int, ...]]:
+    """Level-2 arms: group sizes in proportion to each group's work, whole-node variants and
+    random perturbations; with and without leaving the slowest GPUs idle."""
+    n = len(space.devices)
+    k = len(grouping)
+    if n < k:
+        return []
+    weight = group_work(space, grouping)
     out: list[tuple[int, ...]] = []
 
     def add(sizes: list[int]) -> None:
@@ -382,6 +432,8 @@ DEFAULT_EVALUATIONS = 300
 POLISH = 16
 #: share of the time limit (or default cap) the baseline seeds may use
 SEED_SHARE = 0.15
+#: share of the evaluation budget and of the time limit the GPU-type-split probes may use
+PROBE_SHARE = 0.1
 
 
 def canonical(problem: PlacementProblem, grouping: Any) -> tuple[tuple[str, ...], ...]:
@@ -440,6 +492,7 @@ def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, 
                  population: Annotated[int, Field(ge=2, description="EA population per arm")] = 6,
                  gpu_groupings_per_arm: Annotated[int, Field(ge=1, description="GPU groupings tried per task grouping (successive-halving arms)")] = 6,
                  task_grouping_arms: Annotated[int, Field(ge=1, description="task groupings kept for the halving after one cheap probe each")] = 12,
+                 type_split_probes: Annotated[int, Field(ge=0, description="GPU-type splits (each GPU type's pool to one group) probed per task grouping")] = 4,
                  fast_gpu_rate: Annotated[float, Field(ge=0, le=1, description="probability of HetRL's fast-GPU mutation")] = 0.3,
                  exact_margin: Annotated[float, Field(ge=0, description="re-solve Level 4 exactly for individuals within this share of the incumbent")] = 0.05,
                  seeds: Annotated[bool, Field(description="start from the verl and StreamRL baselines' plans")] = True,
@@ -451,7 +504,9 @@ def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, 
 
     Set-up is bounded: the baselines (verl, StreamRL) run in :data:`SEED_SHARE` of the limit and
     seed the incumbent and the arms of their groupings; each task grouping (symmetry classes
-    only) gets one cheap probe and the ``task_grouping_arms`` best enter the halving. The budget is
+    only) gets one cheap probe (its fastest-first greedy start), then up to ``type_split_probes``
+    GPU-type splits (:func:`type_splits`, within :data:`PROBE_SHARE`), and the
+    ``task_grouping_arms`` best by their best probe enter the halving. The budget is
     ``evaluations`` distinct plans; with only ``time_limit`` the halving restarts with a doubled
     budget until the limit (arms keep their populations); with neither it is 300, stopped by the
     default cap if the run has one. The result is never worse than the best seed."""
@@ -496,6 +551,38 @@ def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, 
             ev([probe])
             probes[tg] = probe.fitness
             arm.seeds.append(probe)
+        # then GPU-type splits (:func:`type_splits`): each task grouping's closest split to its
+        # work shares, closest first, then each one's second, and so on; within PROBE_SHARE of the
+        # time limit (from here) and, under an evaluation budget, of the budget. Each split seeds
+        # the arm of its group sizes. (Not ordered by the greedy probe: a grouping whose greedy
+        # start does not fit can have the best split, as on small-24 PPO.)
+        splits = {tg: type_splits(space, tg, rng, type_split_probes) for tg in probe_arm}
+        cap = sum(map(len, splits.values())) if by_time else max(len(probe_arm), int(PROBE_SHARE * budget_total))
+        probe_stop = ev.used + cap
+        probe_end = None if deadline.limit is None else deadline.elapsed() + PROBE_SHARE * deadline.limit
+        chunk = max(1, ev.pool.workers)
+
+        def probing() -> bool:
+            over_time = probe_end is not None and deadline.elapsed() >= probe_end
+            return not (ev.exhausted() or over_time or ev.used >= probe_stop)
+
+        for depth in range(type_split_probes):
+            todo = sorted(((tg, splits[tg][depth][1]) for tg in splits if depth < len(splits[tg])),
+                          key=lambda pair: splits[pair[0]][depth][0])
+            at = 0
+            while at < len(todo) and probing():
+                # never past probe_stop, so the probes do not depend on the number of workers
+                part = todo[at:at + min(chunk, probe_stop - ev.used)]
+                at += len(part)
+                ev([ind for _, ind in part])
+                for tg, ind in part:
+                    probes[tg] = min(probes.get(tg, math.inf), ind.fitness)
+                    sizes = tuple(sum(1 for a in ind.assign if a == gi) for gi in range(len(tg)))
+                    arm = next((a for a in arms_by_tg[tg] if a.sizes == sizes and not a.population), None)
+                    if arm is None:
+                        arm = ArmEA(space, tg, sizes, random.Random(rng.random()), population, fast_gpu_rate)
+                        arms_by_tg[tg].append(arm)
+                    arm.seeds.append(ind)
         ranked = sorted((tg for tg in tgs_all if tg in probes), key=lambda tg: probes[tg])
         tgs = list(dict.fromkeys(seeded_tgs + ranked[:task_grouping_arms]))
         tgs = [tg for tg in tgs if arms_by_tg.get(tg)]
