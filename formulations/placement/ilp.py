@@ -187,6 +187,11 @@ class Master:
         h.setOptionValue("output_flag", False)
         h.setOptionValue("mip_rel_gap", MIP_GAP)
         h.setOptionValue("presolve", "off")  # its dominated-column pass takes seconds on thousands of columns; the LP does not need it
+        # the sub-MIP heuristics (RINS, RENS, root reduced cost) hunt for plans the cutoff (the
+        # incumbent) and the expansions already supply; off, a PPO master's root takes ~15% less
+        # (small-16 PPO sync: same 28 masters and optimum, 56.6 s -> 49.6 s)
+        for heuristic in ("mip_heuristic_run_rins", "mip_heuristic_run_rens", "mip_heuristic_run_root_reduced_cost"):
+            h.setOptionValue(heuristic, False)
         if threads is not None:
             h.setOptionValue("threads", threads)
         if time_limit is not None:
