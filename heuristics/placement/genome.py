@@ -33,6 +33,14 @@ class Individual:
     def copy(self) -> Individual:
         return Individual(self.grouping, list(self.assign), dict(self.configs), self.fitness)
 
+    def sizes(self) -> tuple[int, ...]:
+        """GPUs per group (its Level-2 GPU grouping)."""
+        out = [0] * len(self.grouping)
+        for a in self.assign:
+            if a >= 0:
+                out[a] += 1
+        return tuple(out)
+
 
 class PlacementSpace:
     """Decoding and evaluation for one problem (picklable: workers rebuild caches lazily)."""

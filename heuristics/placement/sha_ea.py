@@ -326,8 +326,8 @@ def type_splits(space: PlacementSpace, grouping: tuple[tuple[str, ...], ...], rn
     types = sorted(set(space.gpu_type))
     if k > len(types):
         return []
-    pool = {t: sum(1 for x in space.gpu_type if x == t) for t in types}
-    n = len(space.gpu_type)
+    pool = {t: space.gpu_type.count(t) for t in types}
+    gpus = len(space.gpu_type)
     if k ** len(types) <= TYPE_SPLIT_ENUMERATION:
         maps = itertools.product(range(k), repeat=len(types))
     else:
@@ -341,11 +341,12 @@ def type_splits(space: PlacementSpace, grouping: tuple[tuple[str, ...], ...], rn
         sizes = [0] * k
         for t, gi in zip(types, m, strict=True):
             sizes[gi] += pool[t]
-        scored.setdefault(m, sum(abs(s / n - f) for s, f in zip(sizes, share, strict=True)))
+        scored.setdefault(m, sum(abs(s / gpus - f) for s, f in zip(sizes, share, strict=True)))
     out = []
     for m in sorted(scored, key=lambda m: (scored[m], m))[:count]:
         where = dict(zip(types, m, strict=True))
-        out.append((scored[m], Individual(grouping, [where[t] for t in space.gpu_type], {n: 0 for names in grouping for n in names})))
+        configs = {name: 0 for names in grouping for name in names}
+        out.append((scored[m], Individual(grouping, [where[t] for t in space.gpu_type], configs)))
     return out
 
 
@@ -531,8 +532,7 @@ def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, 
         seeded_tgs = []
         for *_, plan in seed_plans:
             ind = individual_of(space, plan)
-            sizes = tuple(sum(1 for a in ind.assign if a == gi) for gi in range(len(ind.grouping)))
-            arm = ArmEA(space, ind.grouping, sizes, random.Random(rng.random()), population, fast_gpu_rate)
+            arm = ArmEA(space, ind.grouping, ind.sizes(), random.Random(rng.random()), population, fast_gpu_rate)
             arm.seeds.append(ind)
             arms_by_tg.setdefault(ind.grouping, []).append(arm)
             seeded_tgs.append(ind.grouping)
@@ -577,7 +577,7 @@ def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, 
                 ev([ind for _, ind in part])
                 for tg, ind in part:
                     probes[tg] = min(probes.get(tg, math.inf), ind.fitness)
-                    sizes = tuple(sum(1 for a in ind.assign if a == gi) for gi in range(len(tg)))
+                    sizes = ind.sizes()
                     arm = next((a for a in arms_by_tg[tg] if a.sizes == sizes and not a.population), None)
                     if arm is None:
                         arm = ArmEA(space, tg, sizes, random.Random(rng.random()), population, fast_gpu_rate)
