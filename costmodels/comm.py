@@ -34,6 +34,8 @@ from costmodels.cluster import Topology
 
 EXACT_ZONE_LIMIT = 7
 EXACT_STATE_LIMIT = 200_000
+#: entries a per-topology memo (``Topology.memo``) takes before it stops growing
+MEMO_ENTRIES = 200_000
 
 
 @dataclass(frozen=True)
@@ -257,7 +259,7 @@ def best_pair(topo: Topology, src: list[int], dst: list[int], volume_gb: float) 
         t = lat + volume_gb / bw
     t[a[:, None] == b[None, :]] = 0.0
     value = float(t.min())
-    if len(cache) < 200_000:
+    if len(cache) < MEMO_ENTRIES:
         cache[key] = value
     return value
 

@@ -355,14 +355,14 @@ class _TaskCoster:
                 r = cache.get(round_key)
                 if r is None:
                     r = self._round_time(replica, b, micro_w, ctx, list(ar), list(hops))
-                    if len(cache) < 200_000:
+                    if len(cache) < comm.MEMO_ENTRIES:
                         cache[round_key] = r
                 out["decode_s"] += count * seg * r["round_s"]
                 for name in ("memory_s", "compute_s", "comm_s", "pipeline_s", "overhead_s"):
                     out[name] += count * seg * r[name]
             out["steps"] += count * wf.response_length
         out["micro_batches"] = float(micro)
-        if len(cache) < 200_000:
+        if len(cache) < comm.MEMO_ENTRIES:
             cache[key] = dict(out)
         return out
 

@@ -197,6 +197,7 @@ class GroupOptions:
         self._index = problem.topology.index_of()
         self._cands: dict[tuple[str, tuple[int, ...]], list[Candidate]] = {}
         self._opts: dict[tuple[tuple[str, ...], tuple[int, ...]], list[GroupOption]] = {}
+        self._bounds: dict[tuple[Any, tuple[int, ...]], TaskBound | None] = {}
         self._fan: dict[Any, dict[str, float]] = {}
         self._resolved: dict[Any, float] = {}
         self._routes: dict[tuple[int, int], float] | None = None
@@ -261,16 +262,16 @@ class GroupOptions:
 
     def task_bound(self, name: str, comp: tuple[int, ...], deadline: Deadline = UNLIMITED) -> TaskBound | None:
         """:class:`TaskBound` of a task on a composition; None when no configuration fits alone."""
-        key = ("bound", self.signature(name), comp)
-        if key in self._opts:
-            return self._opts[key]  # type: ignore[return-value]
+        key = (self.signature(name), comp)
+        if key in self._bounds:
+            return self._bounds[key]
         cands = self.candidates(name, comp, deadline)
         bound = None
         if cands:
             times = [self._floor(name, comp, c) if c.deferred else c.time for c in cands]
             bound = TaskBound(min(times), np.min([c.model for c in cands], axis=0), np.min([c.working for c in cands], axis=0),
                               min(c.ag_min for c in cands), min(c.ag_max for c in cands))
-        self._opts[key] = bound  # type: ignore[assignment]
+        self._bounds[key] = bound
         return bound
 
     def _floor(self, name: str, comp: tuple[int, ...], c: Candidate) -> float:

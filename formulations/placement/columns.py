@@ -43,10 +43,12 @@ class ColumnPool:
         self.twins: dict[tuple, list[str]] = {}
         for n in self.names:
             self.twins.setdefault(builder.signature(n), []).append(n)
+        #: each subset's canonical subset and renaming (asked for every column of every master)
+        self._canonical = {subset: self._canonical_of(subset) for subset in self.subsets()}
         #: the subsets of each canonical subset's symmetry class
         self.orbit: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
-        for subset in self.subsets():
-            self.orbit.setdefault(self.canonical(subset)[0], []).append(subset)
+        for subset, (canon, _) in self._canonical.items():
+            self.orbit.setdefault(canon, []).append(subset)
         self.relaxed: dict[Pair, GroupOption] = {}
         self.exact: dict[Pair, list[GroupOption]] = {}
         self.expansions = 0
@@ -57,6 +59,9 @@ class ColumnPool:
 
     def canonical(self, subset: tuple[str, ...]) -> tuple[tuple[str, ...], dict[str, str]]:
         """The canonical subset of ``subset``'s symmetry class and the renaming canonical -> actual."""
+        return self._canonical[subset]
+
+    def _canonical_of(self, subset: tuple[str, ...]) -> tuple[tuple[str, ...], dict[str, str]]:
         mapping: dict[str, str] = {}
         by: dict[tuple, list[str]] = {}
         for n in subset:

@@ -97,7 +97,6 @@ class Master:
 
     def __init__(self, builder: GroupOptions, mode: str, columns: list[Column],
                  symmetry: list[tuple[str, str]] = (), ranks: list[int] | None = None):
-        self.columns = columns
         opts = [c.option for c in columns]
         n = len(opts)
         cap = builder.cap
@@ -207,9 +206,8 @@ class Master:
         x = np.asarray(h.getSolution().col_value) if has_x else None
         if status == highspy.HighsModelStatus.kOptimal and x is not None:
             return "optimal", x, float(info.objective_function_value), float(info.objective_function_value)
-        if status in (highspy.HighsModelStatus.kInfeasible, highspy.HighsModelStatus.kObjectiveBound):
-            return "infeasible", None, None, None
-        if status == highspy.HighsModelStatus.kOptimal:  # optimal with no solution below the cutoff
+        # infeasible, cut off, or optimal with no solution below the cutoff
+        if status in (highspy.HighsModelStatus.kInfeasible, highspy.HighsModelStatus.kObjectiveBound, highspy.HighsModelStatus.kOptimal):
             return "infeasible", None, None, None
         if x is not None:
             return "feasible", x, float(info.objective_function_value), bound

@@ -562,6 +562,15 @@ def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, 
         probe_end = None if deadline.limit is None else deadline.elapsed() + PROBE_SHARE * deadline.limit
         chunk = max(1, ev.pool.workers)
 
+        def seed_arm(tg: Any, ind: Individual) -> None:
+            """``ind`` seeds the unstarted arm of its group sizes (a new arm when there is none)."""
+            sizes = ind.sizes()
+            arm = next((a for a in arms_by_tg[tg] if a.sizes == sizes and not a.population), None)
+            if arm is None:
+                arm = ArmEA(space, tg, sizes, random.Random(rng.random()), population, fast_gpu_rate)
+                arms_by_tg[tg].append(arm)
+            arm.seeds.append(ind)
+
         def probing() -> bool:
             over_time = probe_end is not None and deadline.elapsed() >= probe_end
             return not (ev.exhausted() or over_time or ev.used >= probe_stop)
@@ -577,12 +586,7 @@ def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, 
                 ev([ind for _, ind in part])
                 for tg, ind in part:
                     probes[tg] = min(probes.get(tg, math.inf), ind.fitness)
-                    sizes = ind.sizes()
-                    arm = next((a for a in arms_by_tg[tg] if a.sizes == sizes and not a.population), None)
-                    if arm is None:
-                        arm = ArmEA(space, tg, sizes, random.Random(rng.random()), population, fast_gpu_rate)
-                        arms_by_tg[tg].append(arm)
-                    arm.seeds.append(ind)
+                    seed_arm(tg, ind)
         ranked = sorted((tg for tg in tgs_all if tg in probes), key=lambda tg: probes[tg])
         tgs = list(dict.fromkeys(seeded_tgs + ranked[:task_grouping_arms]))
         tgs = [tg for tg in tgs if arms_by_tg.get(tg)]
