@@ -77,6 +77,20 @@ class GroupOption:
 
 
 @dataclass
+class _CandidateTable:
+    """A task's candidates on one composition as arrays (rows: candidates; model and working
+    per GPU of the composition); ``time`` is a deferred candidate's floor alone."""
+
+    cands: list[Candidate]
+    time: np.ndarray
+    model: np.ndarray
+    working: np.ndarray
+    ag_min: np.ndarray
+    ag_max: np.ndarray
+    deferred: np.ndarray
+
+
+@dataclass
 class TaskBound:
     """What every configuration of one task on a composition is at least: its time (for
     generation with "as many as fit", :func:`~costmodels.placement.cost.generation_floor` with no
@@ -198,6 +212,7 @@ class GroupOptions:
         self._cands: dict[tuple[str, tuple[int, ...]], list[Candidate]] = {}
         self._opts: dict[tuple[tuple[str, ...], tuple[int, ...]], list[GroupOption]] = {}
         self._bounds: dict[tuple[Any, tuple[int, ...]], TaskBound | None] = {}
+        self._tables: dict[tuple[Any, tuple[int, ...]], _CandidateTable | None] = {}
         self._fan: dict[Any, dict[str, float]] = {}
         self._resolved: dict[Any, float] = {}
         self._routes: dict[tuple[int, int], float] | None = None
@@ -265,49 +280,109 @@ class GroupOptions:
         key = (self.signature(name), comp)
         if key in self._bounds:
             return self._bounds[key]
-        cands = self.candidates(name, comp, deadline)
+        table = self._table(name, comp, deadline)
         bound = None
-        if cands:
-            times = [self._floor(name, comp, c) if c.deferred else c.time for c in cands]
-            bound = TaskBound(min(times), np.min([c.model for c in cands], axis=0), np.min([c.working for c in cands], axis=0),
-                              min(c.ag_min for c in cands), min(c.ag_max for c in cands))
+        if table is not None:
+            bound = TaskBound(float(table.time.min()), table.model.min(axis=0), table.working.min(axis=0),
+                              float(table.ag_min.min()), float(table.ag_max.min()))
         self._bounds[key] = bound
         return bound
 
-    def _floor(self, name: str, comp: tuple[int, ...], c: Candidate) -> float:
-        """generation_floor of a deferred candidate alone on its GPUs (the fewest residents)."""
+    def _table(self, name: str, comp: tuple[int, ...], deadline: Deadline = UNLIMITED) -> _CandidateTable | None:
+        """A task's candidates on a composition as arrays (deferred generation at its floor alone)."""
+        key = (self.signature(name), comp)
+        if key not in self._tables:
+            cands = self.candidates(name, comp, deadline)
+            self._tables[key] = _CandidateTable(
+                cands, np.array([self._floor(name, comp, c) if c.deferred else c.time for c in cands]),
+                np.array([c.model for c in cands]), np.array([c.working for c in cands]),
+                np.array([c.ag_min for c in cands]), np.array([c.ag_max for c in cands]),
+                np.array([c.deferred for c in cands], dtype=bool)) if cands else None
+        return self._tables[key]
+
+    def _floor(self, name: str, comp: tuple[int, ...], c: Candidate, others: np.ndarray | None = None) -> float:
+        """generation_floor of a deferred candidate on its GPUs beside at least ``others`` GB of
+        other tasks' models per GPU (none: alone). The floor depends on the residents only
+        through each replica's dbs, so it is memoised on them."""
         p, task = self.problem, self.tasks[name]
-        self.evaluations += 1
-        return generation_floor(p, task, place_task(p, task, self.gpus(comp), c.cfg), self._memory_map(comp, c.model))
+        resident = c.model if others is None else c.model + others
+        mem = self._memory_map(comp, resident)
+        placement = place_task(p, task, self.gpus(comp), c.cfg)
+        key = ("floor", self.signature(name), comp, c.cfg, decode_batches(p, task, placement, mem))
+        hit = self._resolved.get(key)
+        if hit is None:
+            self.evaluations += 1
+            hit = self._resolved[key] = generation_floor(p, task, placement, mem)
+        return hit
 
     def bound_option(self, subset: tuple[str, ...], comp: tuple[int, ...], deadline: Deadline = UNLIMITED) -> GroupOption | None:
         """A relaxed option of ``subset`` on ``comp``: every term is a lower bound on the same term
-        of each of :meth:`options` (each task at its bound, memory at the tasks' minima, so None
-        means no option fits), ``configs`` empty. The objective is non-decreasing in every term,
-        so a plan built from relaxed options costs no more than any plan of real ones."""
-        bounds = [self.task_bound(n, comp, deadline) for n in subset]
-        if any(b is None for b in bounds):
+        of each of :meth:`options` (None means no option fits), ``configs`` empty. The objective
+        is non-decreasing in every term, so a plan built from relaxed options costs no more than
+        any plan of real ones.
+
+        Memory couples the co-located tasks. With m_u, w_u the per-GPU model and working memory
+        of task u's configuration and cap the usable GB, an option fits when
+        sum_u m_u + max_u w_u <= cap on every GPU (C3). Every configuration u can take has
+        m_u >= m̲_u and w_u >= w̲_u (element-wise minima over the configurations still possible),
+        so task t can only use configurations c with m_c + sum_{u != t} m̲_u + max(w_c, max_{u != t} w̲_u) <= cap;
+        the minima are re-taken over those and the filter repeated until nothing changes. Each
+        task is then bounded by its fastest surviving configuration; generation "as many as fit"
+        at its :func:`~costmodels.placement.cost.generation_floor` beside the others' least models
+        (more residents leave fewer KV slots, which the floor covers), tried fastest alone first
+        and stopped once the next one's floor alone cannot beat the best so far."""
+        tables = [self._table(n, comp, deadline) for n in subset]
+        if any(t is None for t in tables):
             return None
-        capacity = self.capacity(comp)
-        model = np.sum([b.model for b in bounds], axis=0)  # type: ignore[union-attr]
-        working = np.max([b.working for b in bounds], axis=0)  # type: ignore[union-attr]
-        if np.any(model + working > capacity + 1e-9):
-            return None
+        capacity = self.capacity(comp) + 1e-9
+        fits = [np.ones(len(t.time), dtype=bool) for t in tables]  # type: ignore[union-attr]
+        while True:
+            model = [t.model[f].min(axis=0) for t, f in zip(tables, fits, strict=True)]  # type: ignore[union-attr]
+            working = [t.working[f].min(axis=0) for t, f in zip(tables, fits, strict=True)]  # type: ignore[union-attr]
+            total = np.sum(model, axis=0)
+            changed = False
+            for i, t in enumerate(tables):
+                others_w = np.max([w for j, w in enumerate(working) if j != i], axis=0) if len(tables) > 1 else 0.0
+                ok = fits[i] & ((t.model + (total - model[i]) + np.maximum(t.working, others_w)) <= capacity).all(axis=1)  # type: ignore[union-attr]
+                if not ok.any():
+                    return None
+                if (ok != fits[i]).any():
+                    fits[i], changed = ok, True
+            if not changed:
+                break
+        times = []
+        for name, t, f, m in zip(subset, tables, fits, model, strict=True):
+            times.append(self._coupled_time(name, comp, t, f, total - m))  # type: ignore[arg-type]
         wf = self.problem.workflow
         kinds = [self.tasks[n].kind for n in subset]
-        inf_t = [b.time for b, k in zip(bounds, kinds, strict=True) if k is TaskKind.INFERENCE]  # type: ignore[union-attr]
-        trn_t = [b.time for b, k in zip(bounds, kinds, strict=True) if k is TaskKind.TRAINING]  # type: ignore[union-attr]
-        gen = sum(b.time for b, k in zip(bounds, kinds, strict=True) if k is TaskKind.GENERATION)  # type: ignore[union-attr]
-        inf, trn = phi(inf_t, wf.eta), phi(trn_t, wf.eta)
+        inf = phi([x for x, k in zip(times, kinds, strict=True) if k is TaskKind.INFERENCE], wf.eta)
+        trn = phi([x for x, k in zip(times, kinds, strict=True) if k is TaskKind.TRAINING], wf.eta)
+        gen = sum(x for x, k in zip(times, kinds, strict=True) if k is TaskKind.GENERATION)
         has_gen, has_train = ACTOR_GENERATION in subset, ACTOR_TRAINING in subset
-        train = bounds[subset.index(ACTOR_TRAINING)] if has_train else None
+        ag_min = ag_max = 0.0
+        if has_train:
+            i = subset.index(ACTOR_TRAINING)
+            t, f = tables[i], fits[i]
+            ag_min, ag_max = float(t.ag_min[f].min()), float(t.ag_max[f].min())  # type: ignore[union-attr]
         fanout = self.fanout(comp) if has_gen else None
         if has_gen and has_train and wf.mode == "sync":
-            xfer, fanout = train.ag_max, None  # type: ignore[union-attr]
+            xfer, fanout = ag_max, None
         else:
-            xfer = train.ag_min if train is not None else 0.0
+            xfer = ag_min
         busy = gen + inf + trn if has_gen else 0.0
         return GroupOption(subset, comp, {}, gen, inf, trn, xfer, busy, fanout)
+
+    def _coupled_time(self, name: str, comp: tuple[int, ...], t: _CandidateTable, fits: np.ndarray, others: np.ndarray) -> float:
+        """The least time of a task's fitting candidates beside ``others`` GB of resident models."""
+        explicit = t.time[fits & ~t.deferred]
+        best = float(explicit.min()) if len(explicit) else math.inf
+        if not t.deferred.any() or not others.any():
+            return min(best, float(t.time[fits].min()))
+        for i in np.flatnonzero(fits & t.deferred)[np.argsort(t.time[fits & t.deferred], kind="stable")]:
+            if t.time[i] >= best:  # its floor alone is already no better: so are the rest
+                break
+            best = min(best, self._floor(name, comp, t.cands[i], others))
+        return best
 
     def options(self, subset: tuple[str, ...], comp: tuple[int, ...],
                 keep: Callable[[Partial], bool] | None = None, cache_pruned: bool = False,
