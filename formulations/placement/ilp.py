@@ -170,18 +170,54 @@ class Master:
         import highspy
 
         a = csc_array(self._matrix())
+        keep = np.arange(self.size)
+        if math.isfinite(cutoff):
+            # reduced-cost fixing: a column whose LP reduced cost d_j lifts the LP bound z past the
+            # cutoff, z + d_j > cutoff, is in no plan below the cutoff; dropping it before the MIP
+            # shrinks the root's cut loop (small-24 PPO async: ~14 000 -> ~3 700 columns, 12 s -> 6.5 s)
+            t0 = time.perf_counter()
+            lp_status, z, dj = self._run(highspy, a, keep, threads, time_limit, cutoff, relaxation=True)
+            if time_limit is not None:
+                time_limit -= time.perf_counter() - t0
+            if lp_status == highspy.HighsModelStatus.kInfeasible or (z is not None and z >= cutoff):
+                return "infeasible", None, None, None
+            if z is not None and dj is not None:
+                slack = 1e-7 * max(1.0, abs(cutoff))
+                keep = np.flatnonzero((self.integrality == 0) | (z + dj <= cutoff + slack))
+        status, info, x = self._run(highspy, a, keep, threads, time_limit, cutoff)
+        bound = float(info.mip_dual_bound) if math.isfinite(info.mip_dual_bound) else None
+        if x is not None:
+            full = np.zeros(self.size)
+            full[keep] = x
+            x = full
+        if status == highspy.HighsModelStatus.kOptimal and x is not None:
+            return "optimal", x, float(info.objective_function_value), float(info.objective_function_value)
+        # infeasible, cut off, or optimal with no solution below the cutoff
+        if status in (highspy.HighsModelStatus.kInfeasible, highspy.HighsModelStatus.kObjectiveBound, highspy.HighsModelStatus.kOptimal):
+            return "infeasible", None, None, None
+        if x is not None:
+            return "feasible", x, float(info.objective_function_value), bound
+        return "unknown", None, None, bound
+
+    def _run(self, highspy: Any, a: csc_array, cols: np.ndarray, threads: int | None,
+             time_limit: float | None, cutoff: float, relaxation: bool = False) -> tuple[Any, Any, Any]:
+        """HiGHS on the master restricted to columns ``cols``: (status, info, x) of the MIP; with
+        ``relaxation``, (status, LP optimum, reduced costs) of its LP relaxation (None, None
+        unless optimal)."""
+        sub = a[:, cols] if len(cols) < self.size else a
         lp = highspy.HighsLp()
-        lp.num_col_, lp.num_row_ = self.size, len(self.rows)
-        lp.col_cost_ = self.c
-        lp.col_lower_ = np.zeros(self.size)
-        lp.col_upper_ = self.upper
+        lp.num_col_, lp.num_row_ = len(cols), len(self.rows)
+        lp.col_cost_ = self.c[cols]
+        lp.col_lower_ = np.zeros(len(cols))
+        lp.col_upper_ = self.upper[cols]
         lp.row_lower_ = np.array([r[1] for r in self.rows])
         lp.row_upper_ = np.array([r[2] for r in self.rows])
         lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_ = a.indptr
-        lp.a_matrix_.index_ = a.indices
-        lp.a_matrix_.value_ = a.data
-        lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous for i in self.integrality]
+        lp.a_matrix_.start_ = sub.indptr
+        lp.a_matrix_.index_ = sub.indices
+        lp.a_matrix_.value_ = sub.data
+        if not relaxation:
+            lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous for i in self.integrality[cols]]
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)
         h.setOptionValue("mip_rel_gap", MIP_GAP)
@@ -195,23 +231,18 @@ class Master:
             h.setOptionValue("threads", threads)
         if time_limit is not None:
             h.setOptionValue("time_limit", max(time_limit, 1e-3))
-        if math.isfinite(cutoff):
+        if math.isfinite(cutoff) and not relaxation:
             h.setOptionValue("objective_bound", cutoff)
         h.passModel(lp)
         h.run()
         status = h.getModelStatus()
+        if relaxation:
+            if status != highspy.HighsModelStatus.kOptimal:
+                return status, None, None
+            return status, float(h.getInfo().objective_function_value), np.asarray(h.getSolution().col_dual)
         info = h.getInfo()
-        bound = float(info.mip_dual_bound) if math.isfinite(info.mip_dual_bound) else None
         has_x = info.primal_solution_status == 2  # kSolutionStatusFeasible
-        x = np.asarray(h.getSolution().col_value) if has_x else None
-        if status == highspy.HighsModelStatus.kOptimal and x is not None:
-            return "optimal", x, float(info.objective_function_value), float(info.objective_function_value)
-        # infeasible, cut off, or optimal with no solution below the cutoff
-        if status in (highspy.HighsModelStatus.kInfeasible, highspy.HighsModelStatus.kObjectiveBound, highspy.HighsModelStatus.kOptimal):
-            return "infeasible", None, None, None
-        if x is not None:
-            return "feasible", x, float(info.objective_function_value), bound
-        return "unknown", None, None, bound
+        return status, info, (np.asarray(h.getSolution().col_value) if has_x else None)
 
     def _matrix(self) -> csr_array:
         data, ri, ci = [], [], []
