@@ -46,8 +46,11 @@ def test_generation_floor_bounds_every_decode_batch_it_covers(cluster, workflow,
     assert checked > 20
 
 
-def test_relaxed_options_bound_every_exact_option():
-    p = build_problem("placement", {"cluster": "small-8", "workflow": "grpo-async-qwen3-4b"})
+@pytest.mark.parametrize("workflow", ["grpo-async-qwen3-4b", "ppo-sync-qwen3-4b"])
+def test_relaxed_options_bound_every_exact_option(workflow):
+    """Also PPO: six tasks, where co-located tasks' memory couples their bounds (each task only
+    at configurations that fit beside the others' least memory; generation beside their models)."""
+    p = build_problem("placement", {"cluster": "small-8", "workflow": workflow})
     builder = GroupOptions(p)
     pool = ColumnPool(builder)
     rng = random.Random(3)
