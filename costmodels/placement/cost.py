@@ -184,11 +184,13 @@ def device_memory(problem: PlacementProblem, plan: PlacementPlan) -> dict[int, d
 #: memoise replica costs on their node-class signature (:meth:`_TaskCoster._replica_key`); tests
 #: switch it off to check that it never changes a value
 REPLICA_MEMO = True
+#: its size cap (an entry holds a replica's signature and costs: ~1 KB; bounded memory at 1 024 GPUs)
+REPLICA_MEMO_ENTRIES = 50_000
 
 
-def _node_classes(topo: Any) -> list[tuple[Any, ...]]:
-    """Per device: its node's class (GPU type, zone, region, intra-node alpha and beta), read off
-    the topology's own matrices."""
+def _node_classes(topo: Any) -> list[int]:
+    """Per device: its node's class (GPU type, zone, region, intra-node alpha and beta, read off
+    the topology's own matrices), numbered."""
     first: dict[str, int] = {}
     second: dict[str, int] = {}
     for d in topo.devices:
@@ -196,11 +198,12 @@ def _node_classes(topo: Any) -> list[tuple[Any, ...]]:
             first[d.node] = d.index
         elif d.node not in second:
             second[d.node] = d.index
+    ids: dict[tuple[Any, ...], int] = {}
     out = []
     for d in topo.devices:
         a, b = first[d.node], second.get(d.node)
         link = (float(topo.latency_s[a, b]), float(topo.bandwidth_gbs[a, b])) if b is not None else None
-        out.append((d.gpu.name, d.zone, d.region, link))
+        out.append(ids.setdefault((d.gpu.name, d.zone, d.region, link), len(ids)))
     return out
 
 
@@ -267,7 +270,7 @@ class _TaskCoster:
                 before, self.exact = self.exact, True
                 hit = (*self._replica(i, replica, consts), self.exact)
                 self.exact = before
-                if cache is not None and len(cache) < comm.MEMO_ENTRIES:
+                if cache is not None and len(cache) < REPLICA_MEMO_ENTRIES:
                     cache[key] = hit
             total, pre, comp_s, tp_s, pp_s, bubble, decode, detail, dbs, exact = hit
             self.exact = self.exact and exact
@@ -352,11 +355,17 @@ class _TaskCoster:
             classes = self.topo.memo["node_class"] = _node_classes(self.topo)
         devices = self.topo.devices
         local: dict[str, int] = {}
-        stages = tuple(tuple((local.setdefault(devices[d].node, len(local)), classes[d]) for d in stage) for stage in replica)
+        stages = []
+        for stage in replica:  # a stage is costed as a set of GPUs: (local node, class) -> count
+            counts: dict[tuple[int, int], int] = {}
+            for d in stage:
+                k = (local.setdefault(devices[d].node, len(local)), classes[d])
+                counts[k] = counts.get(k, 0) + 1
+            stages.append(tuple(sorted(counts.items())))
         mem = None
         if self.task.kind is TaskKind.GENERATION and self.tp_.decode_batch is None and self.mem is not None:
-            mem = tuple((self.mem[d]["model_gb"], self.mem[d]["capacity_gb"]) for stage in replica for d in stage)
-        return (self.task.name, self.m.name, self.tp_.tp, tuple(self.split), self.shares[i], self.tp_.decode_batch, stages, mem)
+            mem = tuple(x for stage in replica for d in stage for x in (self.mem[d]["model_gb"], self.mem[d]["capacity_gb"]))
+        return (self.task.name, self.m.name, self.tp_.tp, tuple(self.split), self.shares[i], self.tp_.decode_batch, tuple(stages), mem)
 
     def _round_time(self, replica: list[list[int]], b: int, micro: int, context: float, ar: list[float], hops: list[float]) -> dict[str, float]:
         """One token round of ``micro`` micro-batches of ``b`` sequences, each holding

@@ -90,19 +90,6 @@ class _CandidateTable:
     deferred: np.ndarray
 
 
-@dataclass
-class TaskBound:
-    """What every configuration of one task on a composition is at least: its time (for
-    generation with "as many as fit", :func:`~costmodels.placement.cost.generation_floor` with no
-    other residents), per-GPU model and working memory (element-wise minima) and all-gather terms."""
-
-    time: float
-    model: np.ndarray
-    working: np.ndarray
-    ag_min: float
-    ag_max: float
-
-
 def dominates(a: Candidate, b: Candidate) -> bool:
     return (a.time <= b.time and a.ag_min <= b.ag_min and a.ag_max <= b.ag_max
             and bool((a.model <= b.model).all()) and bool((a.working <= b.working).all()))
@@ -211,7 +198,6 @@ class GroupOptions:
         self._index = problem.topology.index_of()
         self._cands: dict[tuple[str, tuple[int, ...]], list[Candidate]] = {}
         self._opts: dict[tuple[tuple[str, ...], tuple[int, ...]], list[GroupOption]] = {}
-        self._bounds: dict[tuple[Any, tuple[int, ...]], TaskBound | None] = {}
         self._tables: dict[tuple[Any, tuple[int, ...]], _CandidateTable | None] = {}
         self._fan: dict[Any, dict[str, float]] = {}
         self._resolved: dict[Any, float] = {}
@@ -275,21 +261,9 @@ class GroupOptions:
         self._cands[key] = pareto_candidates(cands)
         return self._cands[key]
 
-    def task_bound(self, name: str, comp: tuple[int, ...], deadline: Deadline = UNLIMITED) -> TaskBound | None:
-        """:class:`TaskBound` of a task on a composition; None when no configuration fits alone."""
-        key = (self.signature(name), comp)
-        if key in self._bounds:
-            return self._bounds[key]
-        table = self._table(name, comp, deadline)
-        bound = None
-        if table is not None:
-            bound = TaskBound(float(table.time.min()), table.model.min(axis=0), table.working.min(axis=0),
-                              float(table.ag_min.min()), float(table.ag_max.min()))
-        self._bounds[key] = bound
-        return bound
-
     def _table(self, name: str, comp: tuple[int, ...], deadline: Deadline = UNLIMITED) -> _CandidateTable | None:
-        """A task's candidates on a composition as arrays (deferred generation at its floor alone)."""
+        """A task's candidates on a composition as arrays (deferred generation at its floor
+        alone); None when no configuration fits alone."""
         key = (self.signature(name), comp)
         if key not in self._tables:
             cands = self.candidates(name, comp, deadline)
