@@ -276,17 +276,23 @@ class GroupOptions:
 
     def _floor(self, name: str, comp: tuple[int, ...], c: Candidate, others: np.ndarray | None = None) -> float:
         """generation_floor of a deferred candidate on its GPUs beside at least ``others`` GB of
-        other tasks' models per GPU (none: alone). The floor depends on the residents only
-        through each replica's dbs, so it is memoised on them."""
+        other tasks' models per GPU (none: alone)."""
+        return self._beside("floor", name, comp, c.cfg, c.model if others is None else c.model + others)
+
+    def _beside(self, what: str, name: str, comp: tuple[int, ...], cfg: TaskConfig, resident: np.ndarray) -> float:
+        """Generation "as many as fit" under ``cfg`` on ``comp`` with ``resident`` GB of models per
+        GPU: its time (``what="time"``, the cost model's) or its floor (``"floor"``,
+        :func:`~costmodels.placement.cost.generation_floor`). Both depend on the residents only
+        through each replica's dbs, so they are memoised on them."""
         p, task = self.problem, self.tasks[name]
-        resident = c.model if others is None else c.model + others
         mem = self._memory_map(comp, resident)
-        placement = place_task(p, task, self.gpus(comp), c.cfg)
-        key = ("floor", self.signature(name), comp, c.cfg, decode_batches(p, task, placement, mem))
+        placement = place_task(p, task, self.gpus(comp), cfg)
+        key = (what, name, comp, cfg, decode_batches(p, task, placement, mem))
         hit = self._resolved.get(key)
         if hit is None:
             self.evaluations += 1
-            hit = self._resolved[key] = generation_floor(p, task, placement, mem)
+            hit = task_cost(p, task, placement, mem)[0]["time_s"] if what == "time" else generation_floor(p, task, placement, mem)
+            self._resolved[key] = hit
         return hit
 
     def bound_option(self, subset: tuple[str, ...], comp: tuple[int, ...], deadline: Deadline = UNLIMITED) -> GroupOption | None:
@@ -474,19 +480,8 @@ class GroupOptions:
     def _resolve(self, name: str, comp: tuple[int, ...], c: Candidate, st: Partial, col_of: np.ndarray) -> Candidate:
         """Cost a deferred generation candidate in a combination: its dbs per replica is what the
         KV cache left beside every resident model of the group allows (``cost._decode_batch``)."""
-        resident = st.model + c.model
-        p, task = self.problem, self.tasks[name]
-        mem = self._memory_map(comp, resident[col_of])
-        placement = place_task(p, task, self.gpus(comp), c.cfg)
-        # the time depends on the residents only through each replica's dbs
-        key = (name, comp, c.cfg, decode_batches(p, task, placement, mem))
-        hit = self._resolved.get(key)
-        if hit is None:
-            cost, _ = task_cost(p, task, placement, mem)
-            self.evaluations += 1
-            hit = cost["time_s"]
-            self._resolved[key] = hit
-        return Candidate(c.cfg, hit, c.model, c.working, c.ag_min, c.ag_max)
+        time = self._beside("time", name, comp, c.cfg, (st.model + c.model)[col_of])
+        return Candidate(c.cfg, time, c.model, c.working, c.ag_min, c.ag_max)
 
     def _store(self, key: Any, out: list[GroupOption], cache: bool) -> list[GroupOption]:
         if cache:

@@ -183,7 +183,7 @@ class Master:
             # cutoff, z + d_j > cutoff, is in no plan below the cutoff; dropping it before the MIP
             # shrinks the root's cut loop (small-24 PPO async: ~14 000 -> ~3 700 columns, 12 s -> 6.5 s)
             t0 = time.perf_counter()
-            lp_status, z, dj = self._run(highspy, a, keep, threads, time_limit, cutoff, relaxation=True)
+            lp_status, z, dj = self._run(a, keep, threads, time_limit, cutoff, relaxation=True)
             if time_limit is not None:
                 time_limit -= time.perf_counter() - t0
             if lp_status == highspy.HighsModelStatus.kInfeasible or (z is not None and z >= cutoff):
@@ -191,7 +191,7 @@ class Master:
             if z is not None and dj is not None:
                 slack = 1e-7 * max(1.0, abs(cutoff))
                 keep = np.flatnonzero((self.integrality == 0) | (z + dj <= cutoff + slack))
-        status, info, x = self._run(highspy, a, keep, threads, time_limit, cutoff)
+        status, info, x = self._run(a, keep, threads, time_limit, cutoff)
         bound = float(info.mip_dual_bound) if math.isfinite(info.mip_dual_bound) else None
         if x is not None:
             full = np.zeros(self.size)
@@ -206,11 +206,13 @@ class Master:
             return "feasible", x, float(info.objective_function_value), bound
         return "unknown", None, None, bound
 
-    def _run(self, highspy: Any, a: csc_array, cols: np.ndarray, threads: int | None,
+    def _run(self, a: csc_array, cols: np.ndarray, threads: int | None,
              time_limit: float | None, cutoff: float, relaxation: bool = False) -> tuple[Any, Any, Any]:
         """HiGHS on the master restricted to columns ``cols``: (status, info, x) of the MIP; with
         ``relaxation``, (status, LP optimum, reduced costs) of its LP relaxation (None, None
         unless optimal)."""
+        import highspy
+
         sub = a[:, cols] if len(cols) < self.size else a
         lp = highspy.HighsLp()
         lp.num_col_, lp.num_row_ = len(cols), len(self.rows)
