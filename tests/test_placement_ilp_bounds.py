@@ -10,10 +10,17 @@ import random
 import pytest
 
 from costmodels.placement.cost import generation_floor, memory_floor_gb, task_cost, task_memory
-from costmodels.placement.options import GroupOptions
-from costmodels.placement.space import compositions, is_heterogeneous, place_task, task_configs
+from costmodels.placement.options import GroupOption, GroupOptions
+from costmodels.placement.space import (
+    best_colocated,
+    compositions,
+    is_heterogeneous,
+    place_task,
+    set_partitions,
+    task_configs,
+)
 from costmodels.solving import Status
-from formulations.placement.columns import ColumnPool
+from formulations.placement.columns import ColumnPool, LeftoverBounds, option_bound
 from formulations.placement.ilp import solve_placement_ilp
 from planner.io import build_problem
 
@@ -67,6 +74,60 @@ def test_relaxed_options_bound_every_exact_option(workflow):
                 assert getattr(relaxed, term) <= getattr(o, term) * (1 + 1e-9) + 1e-12, (subset, comp, term)
             compared += 1
     assert compared > 10
+
+
+@pytest.mark.parametrize("workflow", ["grpo-async-qwen3-4b", "ppo-sync-qwen3-4b"])
+def test_leftover_bounds_hold_in_every_plan(workflow):
+    """(8) of the ILP: in a plan of exact options, what any one option's left-out tasks are
+    bounded by on the GPUs it leaves never exceeds the plan's own phases, and no option of a
+    feasible plan is ruled out (random plans: task partitions on random disjoint compositions)."""
+    p = build_problem("placement", {"cluster": "small-8", "workflow": workflow})
+    builder = GroupOptions(p)
+    pool = ColumnPool(builder)
+    pool.relax_singles()
+    leftover = LeftoverBounds(pool, {t.name: memory_floor_gb(p, t) for t in p.tasks})
+    # the plans worth checking are those a solver would consider: options of combinations no
+    # slower than 1.5x the co-located plan
+    cutoff = 1.5 * best_colocated(p)[0]
+
+    def keep(st):
+        return option_bound(GroupOption((), (), {}, *st.phases(p.workflow.eta), 0.0), p.workflow.mode, (0.0, 0.0, 0.0)) <= cutoff
+
+    rng = random.Random(5)
+    # groups of at most three tasks: merging a six-task group's configurations takes minutes
+    partitions = [part for part in set_partitions(list(builder.tasks)) if max(map(len, part)) <= 3]
+    checked = 0
+    for _ in range(2000):
+        if checked >= 40:
+            break
+        part = rng.choice(partitions)
+        free, comps = list(builder.cap), []
+        for i in range(len(part)):
+            # the last group often takes every GPU left (plans that use the whole cluster fit best)
+            last = i == len(part) - 1 and rng.random() < 0.5
+            comp = tuple(free) if last else tuple(rng.randint(0, f) for f in free)
+            if not any(comp):
+                break
+            comps.append(comp)
+            free = [f - c for f, c in zip(free, comp, strict=True)]
+        if len(comps) < len(part):
+            continue
+        chosen = []
+        for group, comp in zip(part, comps, strict=True):
+            opts = builder.options(tuple(n for n in pool.names if n in group), comp, keep)
+            if not opts:
+                break
+            chosen.append(rng.choice(opts))
+        if len(chosen) < len(part):
+            continue
+        phases = (max(o.gen for o in chosen), max(o.inf for o in chosen), max(o.trn for o in chosen))
+        for o in chosen:
+            rest = leftover.phases(o)
+            assert rest is not None, (part, comps, o.tasks)
+            for bound, actual in zip(rest, phases, strict=True):
+                assert bound <= actual * (1 + 1e-9) + 1e-12, (part, comps, o.tasks, rest, phases)
+        checked += 1
+    assert checked > 20
 
 
 def test_memory_floor_proves_ppo_infeasible_at_once():

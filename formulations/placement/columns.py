@@ -16,12 +16,14 @@ members of each signature class), and copied under the renaming.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 from costmodels.placement.options import GroupOption, GroupOptions, Partial
 from costmodels.placement.space import compositions
 from costmodels.solving import UNLIMITED, Deadline
+from costmodels.workflow import TaskKind
 
 Pair = tuple[tuple[str, ...], tuple[int, ...]]
 
@@ -49,6 +51,11 @@ class ColumnPool:
         self.orbit: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
         for subset, (canon, _) in self._canonical.items():
             self.orbit.setdefault(canon, []).append(subset)
+        #: tasks of one kind on one model (a signature up to the actor-training flag): swapping
+        #: them changes a pair's options only in the weight-transfer share
+        self.kin: dict[tuple, list[str]] = {}
+        for n in self.names:
+            self.kin.setdefault(builder.signature(n)[:2], []).append(n)
         self.relaxed: dict[Pair, GroupOption] = {}
         self.exact: dict[Pair, list[GroupOption]] = {}
         self.expansions = 0
@@ -74,16 +81,33 @@ class ColumnPool:
     def rename(o: GroupOption, subset: tuple[str, ...], mapping: dict[str, str]) -> GroupOption:
         return replace(o, tasks=subset, configs={mapping[k]: v for k, v in o.configs.items()})
 
-    def relax_all(self) -> None:
+    def relax_all(self, admit: Callable[[tuple[str, ...], tuple[int, ...]], bool] | None = None) -> None:
         """A relaxed column for every pair whose bound fits in memory (the master filters them
-        by the incumbent as it falls)."""
+        by the incumbent as it falls): :meth:`relax_singles`, then :meth:`relax_groups`."""
+        self.relax_singles()
+        self.relax_groups(admit)
+
+    def relax_singles(self) -> None:
+        """The relaxed column of every single task on every composition."""
+        for comp in compositions(self.builder.cap):
+            for name in self.names:
+                self._relax((name,), comp)
+
+    def relax_groups(self, admit: Callable[[tuple[str, ...], tuple[int, ...]], bool] | None = None) -> None:
+        """The relaxed columns of co-located tasks (two or more), for the pairs ``admit`` lets
+        through: a caller that can rule a pair out from the single-task columns alone saves
+        costing it (building them is most of the ILP's set-up on 24 GPUs)."""
         for comp in compositions(self.builder.cap):
             for subset in self.subsets():
-                self.deadline.check()
-                canon, mapping = self.canonical(subset)
-                o = self.builder.bound_option(canon, comp, self.deadline)
-                if o is not None:
-                    self.relaxed[(subset, comp)] = self.rename(o, subset, mapping)
+                if len(subset) > 1 and (admit is None or admit(subset, comp)):
+                    self._relax(subset, comp)
+
+    def _relax(self, subset: tuple[str, ...], comp: tuple[int, ...]) -> None:
+        self.deadline.check()
+        canon, mapping = self.canonical(subset)
+        o = self.builder.bound_option(canon, comp, self.deadline)
+        if o is not None:
+            self.relaxed[(subset, comp)] = self.rename(o, subset, mapping)
 
     def expand(self, pair: Pair, keep: Callable[[Partial], bool] | None) -> list[GroupOption]:
         """The exact options of ``pair`` (pruned by ``keep``, whose bound only falls), in place
@@ -101,6 +125,24 @@ class ColumnPool:
             self.relaxed.pop((twin, comp), None)
         self.expansions += 1
         return self.exact[pair]
+
+    def kin_pairs(self, pair: Pair) -> list[Pair]:
+        """The pairs on the same composition whose subsets swap tasks of one kind and model
+        (PPO's actor and critic training, one 8B model): the master that picked one relaxed
+        usually picks the other next, once the first is exact (their bounds differ by a
+        weight-transfer share), so expanding them together saves a master solve each."""
+        subset, comp = pair
+        choices = []
+        for members in self.kin.values():
+            k = sum(n in subset for n in members)
+            choices.append(list(itertools.combinations(members, k)))
+        out = []
+        for pick in itertools.product(*choices):
+            chosen = {n for part in pick for n in part}
+            twin = tuple(n for n in self.names if n in chosen)
+            if twin != subset:
+                out.append((twin, comp))
+        return out
 
     def ranks(self, columns: list[Column]) -> list[int]:
         """Dense ranks 1.. of columns, unchanged by renaming interchangeable tasks."""
@@ -128,3 +170,60 @@ def option_bound(o: GroupOption, mode: str, phase_lb: tuple[float, float, float]
     g, i, r = max(o.gen, phase_lb[0]), max(o.inf, phase_lb[1]), max(o.trn, phase_lb[2])
     core = g + i + r if mode == "sync" else max(max(o.busy, g), i + r)
     return core + o.xfer
+
+
+class LeftoverBounds:
+    """What the tasks a column leaves out cost at least on the GPUs it leaves free.
+
+    A plan using option o (tasks T_o on composition c_o) places every other task t in some
+    group whose composition c fits in the rest, c <= N - c_o. On c, t is no faster than its
+    relaxed single-task column (fastest configuration that fits alone; co-located tasks only
+    take memory away), so
+
+        L_t(N - c_o) = min over compositions c <= N - c_o of bound((t,), c)
+
+    bounds t's time in any such plan, and a phase (Φ_η of a group is at least its slowest task)
+    is at least max_{t not in T_o of that kind} L_t(N - c_o). The tasks left out also need their
+    least model memory (``memory_floor_gb``) on those GPUs. Both are much stronger than the
+    whole-cluster phase bounds for a column that takes most of the cluster, which is exactly
+    the kind of relaxed column (a large co-located group) the master otherwise keeps.
+
+    L_t is built once by a downward-closed minimum over the composition lattice:
+    L_t(c) = min(bound((t,), c), min_k L_t(c - e_k))."""
+
+    def __init__(self, pool: ColumnPool, memory_floor: dict[str, float]):
+        builder = pool.builder
+        self.cap = tuple(builder.cap)
+        self.kinds = {n: t.kind for n, t in builder.tasks.items()}
+        self.memory_floor = memory_floor
+        comps = sorted(itertools.product(*(range(k + 1) for k in self.cap)), key=sum)
+        self.best: dict[str, dict[tuple[int, ...], float]] = {}
+        for name in builder.tasks:
+            own: dict[tuple[int, ...], float] = {}
+            for comp in comps:
+                o = pool.relaxed.get(((name,), comp))
+                v = math.inf if o is None else max(o.gen, o.inf, o.trn)
+                for k, n in enumerate(comp):
+                    if n:
+                        v = min(v, own[comp[:k] + (n - 1,) + comp[k + 1:]])
+                own[comp] = v
+            self.best[name] = own
+        self.memory = {c: float(builder.capacity(c).sum()) if any(c) else 0.0 for c in comps}
+
+    def phases(self, o: GroupOption) -> tuple[float, float, float] | None:
+        """Least (generation, inference, training) phases of any plan using ``o`` from the tasks
+        it leaves out; None when they cannot fit on the GPUs it leaves."""
+        rest = tuple(n - c for n, c in zip(self.cap, o.comp, strict=True))
+        out = {TaskKind.GENERATION: 0.0, TaskKind.INFERENCE: 0.0, TaskKind.TRAINING: 0.0}
+        need = 0.0
+        for name, kind in self.kinds.items():
+            if name in o.tasks:
+                continue
+            v = self.best[name][rest]
+            if math.isinf(v):
+                return None
+            out[kind] = max(out[kind], v)
+            need += self.memory_floor[name]
+        if need > self.memory[rest] + 1e-9:
+            return None
+        return out[TaskKind.GENERATION], out[TaskKind.INFERENCE], out[TaskKind.TRAINING]
