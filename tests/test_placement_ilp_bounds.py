@@ -150,3 +150,24 @@ def test_an_upper_bound_below_every_plan_is_not_a_proof():
     out = solve_placement_ilp(p, upper_bound=1.0)
     assert out.status is not Status.OPTIMAL and "upper_bound" in out.message
     assert solve_placement_ilp(p, upper_bound=1e6).status is Status.OPTIMAL
+
+
+def test_kin_pairs_swap_tasks_of_one_kind_and_model():
+    """The pairs the ILP expands beside a picked one: same composition, same tasks up to swapping
+    tasks of one kind and model (PPO's actor and critic training on one model), never itself."""
+    p = build_problem("placement", {"cluster": "small-8", "workflow": "ppo-sync-qwen3-4b"})
+    pool = ColumnPool(GroupOptions(p))
+    comp = next(iter(compositions(pool.builder.cap)))
+
+    def ordered(*names):
+        return tuple(n for n in pool.names if n in names)
+
+    kin = pool.kin_pairs((ordered("critic_inference", "critic_training"), comp))
+    assert (ordered("critic_inference", "actor_training"), comp) in kin
+    assert (ordered("reward_inference", "critic_training"), comp) in kin
+    assert (ordered("critic_inference", "critic_training"), comp) not in kin
+    kinds = {n: t.kind for n, t in pool.builder.tasks.items()}
+    for subset, c in kin:
+        assert c == comp and len(subset) == 2
+        assert sorted(kinds[n].value for n in subset) == ["inference", "training"]
+    assert pool.kin_pairs((ordered("actor_generation"), comp)) == []

@@ -81,14 +81,9 @@ class ColumnPool:
     def rename(o: GroupOption, subset: tuple[str, ...], mapping: dict[str, str]) -> GroupOption:
         return replace(o, tasks=subset, configs={mapping[k]: v for k, v in o.configs.items()})
 
-    def relax_all(self, admit: Callable[[tuple[str, ...], tuple[int, ...]], bool] | None = None) -> None:
-        """A relaxed column for every pair whose bound fits in memory (the master filters them
-        by the incumbent as it falls): :meth:`relax_singles`, then :meth:`relax_groups`."""
-        self.relax_singles()
-        self.relax_groups(admit)
-
     def relax_singles(self) -> None:
-        """The relaxed column of every single task on every composition."""
+        """The relaxed column of every single task on every composition that fits it (the
+        master filters every relaxed column by the incumbent as it falls)."""
         for comp in compositions(self.builder.cap):
             for name in self.names:
                 self._relax((name,), comp)
