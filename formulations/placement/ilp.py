@@ -87,7 +87,7 @@ before each master MIP so are those the master's LP relaxation rules out: with z
 d_j column j's reduced cost, every solution with x_j = 1 costs at least z + d_j, so columns with
 z + d_j > incumbent go (reduced-cost fixing; it shrinks the MIP root's cut loop 2-4x on 24 GPUs).
 The MIP's cut loop costs seconds a round on ten thousand columns, so (8), which prunes columns
-and lifts z, is what brought the 24-GPU PPO masters from 60-140 s in all to 3-18 s.
+and lifts z, is what brought the 24-GPU PPO masters from 60-140 s in all to 2-18 s.
 Under a time limit: the incumbent, and the best lower bound proven so far (the master's optimum or
 HiGHS's dual bound), so the gap is always known. Accepted instances: group-aware overlap (the
 default); the pairs number 2^|tasks| prod_k (N_k + 1), which keeps it to a few nodes per class.
