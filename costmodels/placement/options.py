@@ -165,6 +165,14 @@ class Partial:
         return GroupOption(subset, comp, dict(self.configs), gen, inf, trn, xfer, busy, fan)
 
 
+def group_phases(kinds: list[TaskKind], times: list[float], eta: float) -> tuple[float, float, float]:
+    """(generation, Φ_η inference, Φ_η training) of co-located tasks of these kinds and times."""
+    gen = sum(x for x, k in zip(times, kinds, strict=True) if k is TaskKind.GENERATION)
+    inf = phi([x for x, k in zip(times, kinds, strict=True) if k is TaskKind.INFERENCE], eta)
+    trn = phi([x for x, k in zip(times, kinds, strict=True) if k is TaskKind.TRAINING], eta)
+    return gen, inf, trn
+
+
 def prune_partials(states: list[Partial], deadline: Deadline = UNLIMITED) -> list[Partial]:
     """Drop partial combinations dominated in every metric and every GPU's memory (vectorised).
     Quadratic in the states, so it checks ``deadline`` as it goes."""
@@ -334,10 +342,7 @@ class GroupOptions:
         for name, t, f, m in zip(subset, tables, fits, model, strict=True):
             times.append(self._coupled_time(name, comp, t, f, total - m))  # type: ignore[arg-type]
         wf = self.problem.workflow
-        kinds = [self.tasks[n].kind for n in subset]
-        inf = phi([x for x, k in zip(times, kinds, strict=True) if k is TaskKind.INFERENCE], wf.eta)
-        trn = phi([x for x, k in zip(times, kinds, strict=True) if k is TaskKind.TRAINING], wf.eta)
-        gen = sum(x for x, k in zip(times, kinds, strict=True) if k is TaskKind.GENERATION)
+        gen, inf, trn = group_phases([self.tasks[n].kind for n in subset], times, wf.eta)
         has_gen, has_train = ACTOR_GENERATION in subset, ACTOR_TRAINING in subset
         ag_min = ag_max = 0.0
         if has_train:

@@ -121,6 +121,12 @@ class ColumnPool:
         self.expansions += 1
         return self.exact[pair]
 
+    def single_time(self, name: str, comp: tuple[int, ...]) -> float | None:
+        """The relaxed single-task column's time of ``name`` on ``comp`` (None: it does not fit
+        alone). Read before any expansion, which replaces relaxed columns."""
+        o = self.relaxed.get(((name,), comp))
+        return None if o is None else max(o.gen, o.inf, o.trn)
+
     def kin_pairs(self, pair: Pair) -> list[Pair]:
         """The pairs on the same composition whose subsets swap tasks of one kind and model
         (PPO's actor and critic training, one 8B model): the master that picked one relaxed
@@ -196,18 +202,26 @@ class LeftoverBounds:
         for name in builder.tasks:
             own: dict[tuple[int, ...], float] = {}
             for comp in comps:
-                o = pool.relaxed.get(((name,), comp))
-                v = math.inf if o is None else max(o.gen, o.inf, o.trn)
+                single = pool.single_time(name, comp)
+                v = math.inf if single is None else single
                 for k, n in enumerate(comp):
                     if n:
                         v = min(v, own[comp[:k] + (n - 1,) + comp[k + 1:]])
                 own[comp] = v
             self.best[name] = own
         self.memory = {c: float(builder.capacity(c).sum()) if any(c) else 0.0 for c in comps}
+        #: phases per (tasks, composition): asked of every column by the filter and the master
+        self._phases: dict[tuple[tuple[str, ...], tuple[int, ...]], tuple[float, float, float] | None] = {}
 
     def phases(self, o: GroupOption) -> tuple[float, float, float] | None:
         """Least (generation, inference, training) phases of any plan using ``o`` from the tasks
         it leaves out; None when they cannot fit on the GPUs it leaves."""
+        key = (o.tasks, o.comp)
+        if key not in self._phases:
+            self._phases[key] = self._leftover(o)
+        return self._phases[key]
+
+    def _leftover(self, o: GroupOption) -> tuple[float, float, float] | None:
         rest = tuple(n - c for n, c in zip(self.cap, o.comp, strict=True))
         out = {TaskKind.GENERATION: 0.0, TaskKind.INFERENCE: 0.0, TaskKind.TRAINING: 0.0}
         need = 0.0

@@ -104,8 +104,8 @@ import numpy as np
 from pydantic import Field
 from scipy.sparse import csc_array, csr_array
 
-from costmodels.placement.cost import evaluate_placement, memory_floor_gb, phi
-from costmodels.placement.options import GroupOption, GroupOptions, Partial, combine
+from costmodels.placement.cost import evaluate_placement, memory_floor_gb
+from costmodels.placement.options import GroupOption, GroupOptions, Partial, combine, group_phases
 from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.space import best_colocated, build_plan
 from costmodels.solving import (
@@ -386,14 +386,10 @@ class PlacementILP:
     def _admit(self, subset: tuple[str, ...], comp: tuple[int, ...]) -> bool:
         """Whether a pair is worth a relaxed column: its tasks each at their single-task bound on
         ``comp`` (co-located tasks only slow each other down) must pass :meth:`_keep_option`."""
-        times: dict[TaskKind, list[float]] = {TaskKind.GENERATION: [], TaskKind.INFERENCE: [], TaskKind.TRAINING: []}
-        for name in subset:
-            single = self.pool.relaxed.get(((name,), comp))
-            if single is None:  # does not fit alone: nor beside others
-                return False
-            times[self.tasks[name].kind].append(max(single.gen, single.inf, single.trn))
-        eta = self.problem.workflow.eta
-        gen, inf, trn = sum(times[TaskKind.GENERATION]), phi(times[TaskKind.INFERENCE], eta), phi(times[TaskKind.TRAINING], eta)
+        times = [self.pool.single_time(name, comp) for name in subset]
+        if any(t is None for t in times):  # a task that does not fit alone: nor beside others
+            return False
+        gen, inf, trn = group_phases([self.tasks[n].kind for n in subset], times, self.problem.workflow.eta)  # type: ignore[arg-type]
         busy = gen + inf + trn if ACTOR_GENERATION in subset else 0.0
         return self._keep_option(GroupOption(subset, comp, {}, gen, inf, trn, 0.0, busy))
 
