@@ -46,6 +46,9 @@ def main(argv: list[str] | None = None) -> None:
 
         from benchmarks.cli import app
         from costmodels.errors import SpecError
+        from costmodels.solving import protect_stdout
+
+        protect_stdout()  # this process is ours: native solver noise must not reach a plan on `-o -`
 
         try:
             code = app(args=argv, standalone_mode=False, prog_name="rlplan")

@@ -11,6 +11,7 @@ import contextvars
 import math
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -53,9 +54,87 @@ class DeadlineExceeded(Exception):
     the solver catches it and returns its best plan so far."""
 
 
+class WorkExceeded(DeadlineExceeded):
+    """Raised by the :meth:`Deadline.check` of a work box (:meth:`Deadline.work`) whose units
+    ran out: a deterministic stop, the same on every machine (the clock record stays clean)."""
+
+
 #: the wall-clock cap of the solve running in this context, set by the façade from the solver's
 #: default limit when the caller gives none (see :func:`default_cap`)
 _CAP: contextvars.ContextVar[float | None] = contextvars.ContextVar("rlplan_time_cap", default=None)
+
+
+@dataclass
+class ClockRecord:
+    """Whether the wall clock decided a solve's result (DESIGN.md, "Deterministic").
+
+    A solve's default effort is a work budget (evaluations, plans, nodes, columns), so the same
+    input, seed and budget give the same plan on any machine at any load; its time limit is a
+    safety cap. The façade opens one record per solve; every :class:`Deadline` made inside shares
+    it, and the first time one is found expired (or a backend reports its time limit, through
+    :meth:`Deadline.note_bound`) the record says so. ``done``/``budget``/``unit`` are the solver's
+    last word on how far its budget got ("9 of 300 plans")."""
+
+    limit: float | None = None
+    explicit: bool = False  # the caller's time_limit (a budget to use) rather than the default cap
+    deadline_at: float | None = None  # perf_counter() past which :func:`checkpoint` stops work
+    bound: bool = False
+    at: float | None = None  # seconds into the solve when the clock first stopped work
+    done: int | None = None
+    budget: int | None = None
+    unit: str = ""
+
+    def describe(self) -> str:
+        """One sentence for messages and plan files ('' when the clock decided nothing)."""
+        if not self.bound:
+            return ""
+        what = "time limit" if self.explicit else "time cap"
+        limit = "" if self.limit is None else f" of {self.limit:g} s"
+        work = ""
+        if self.done is not None:
+            work = f" after {self.done}" + (f" of {self.budget}" if self.budget is not None else "") + (f" {self.unit}" if self.unit else "")
+        return f"stopped by the {what}{limit}{work}: this result depends on machine speed"
+
+
+_RECORD: contextvars.ContextVar[ClockRecord | None] = contextvars.ContextVar("rlplan_clock_record", default=None)
+
+
+@contextlib.contextmanager
+def clock_record(limit: float | None, explicit: bool) -> Iterator[ClockRecord]:
+    """Open the :class:`ClockRecord` of one solve (the façade does, around the solver call)."""
+    record = ClockRecord(limit=limit, explicit=explicit,
+                         deadline_at=None if limit is None else time.perf_counter() + limit)
+    token = _RECORD.set(record)
+    try:
+        yield record
+    finally:
+        _RECORD.reset(token)
+
+
+def current_record() -> ClockRecord | None:
+    """The record of the solve running in this context (None outside the façade)."""
+    return _RECORD.get()
+
+
+def checkpoint() -> None:
+    """Stop work that runs inside one evaluation (a simulated epoch, a column generation) once the
+    running solve's limit has passed: raises :class:`DeadlineExceeded` and marks the record.
+    A no-op outside a solve (the façade's own re-evaluation, the CLI's simulators), so the cost
+    model can call it from its inner loops; callers throttle it (every few hundred events)."""
+    record = _RECORD.get()
+    if record is not None and record.deadline_at is not None and time.perf_counter() > record.deadline_at:
+        if not record.bound:
+            record.bound = True
+            record.at = record.limit
+        what = "time limit" if record.explicit else "time cap"
+        raise DeadlineExceeded(f"{what} of {record.limit:g} s reached inside one evaluation")
+
+
+def note_work(done: int, budget: int | None = None, unit: str = "") -> None:
+    """Tell the running solve's record how far the work budget got (shown when the clock binds)."""
+    record = _RECORD.get()
+    if record is not None:
+        record.done, record.budget, record.unit = int(done), None if budget is None else int(budget), unit
 
 
 @contextlib.contextmanager
@@ -66,9 +145,10 @@ def default_cap(seconds: float | None) -> Iterator[None]:
     Why a cap and not a limit: a search given ``time_limit`` treats it as a budget to fill (SHA-EA
     calibrates its evaluations to it), which is right when a user asks for 60 s and wrong when
     the user asked for nothing and a small instance finishes in one. Under a cap a solver keeps
-    its own default effort (``Deadline.time_limit`` stays None) and only stops early when that
-    effort would overrun the cap; the cap reaches HiGHS and CP-SAT through
-    :meth:`Deadline.remaining`, which every backend call reads."""
+    its own default effort (``Deadline.time_limit`` stays None), a work budget, and only stops
+    early when that effort would overrun the cap, which the solve's :class:`ClockRecord` then
+    reports; the cap reaches HiGHS and CP-SAT through :meth:`Deadline.remaining`, which every
+    backend call reads."""
     token = _CAP.set(seconds)
     try:
         yield
@@ -81,7 +161,9 @@ class Deadline:
     can stop early (one object instead of ``float | None`` arithmetic in every loop).
 
     ``time_limit`` is the caller's limit (None when none was given); ``cap`` is the default cap
-    in force when it is None (:func:`default_cap`), and ``limit`` whichever of the two applies."""
+    in force when it is None (:func:`default_cap`), and ``limit`` whichever of the two applies.
+    A deadline found expired marks the solve's :class:`ClockRecord`: from then on its result
+    depends on the machine's speed, and the façade says so."""
 
     def __init__(self, time_limit: float | None) -> None:
         self.start = time.perf_counter()
@@ -89,6 +171,20 @@ class Deadline:
         self.cap = _CAP.get() if time_limit is None else None
         self.limit = time_limit if time_limit is not None else self.cap
         self.at = None if self.limit is None else self.start + self.limit
+        self.record = _RECORD.get()
+        self.units: int | None = None  # a work box's budget of checks (None: time only)
+        self.used = 0
+
+    def work(self, units: int) -> Deadline:
+        """A work box inside this deadline: its :meth:`check` counts one unit of work per call
+        and raises :class:`WorkExceeded` past ``units`` (and :class:`DeadlineExceeded` at this
+        deadline's time, as before). A time-boxed sub-search that gives the same answer on any
+        machine: the unit is whatever the boxed code checks once per step (a partial combination
+        extended, a state pruned), so callers size ``units`` in those steps."""
+        out = Deadline(None)
+        out.start, out.time_limit, out.cap, out.limit, out.at, out.record = self.start, self.time_limit, self.cap, self.limit, self.at, self.record
+        out.units = int(units)
+        return out
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.start
@@ -97,6 +193,7 @@ class Deadline:
         """A deadline for one step of this solve: ``seconds`` from now, never past this one
         (a time-boxed sub-search, e.g. an exact Level-4 enumeration that must not eat the run)."""
         out = Deadline(seconds)
+        out.record = self.record
         if self.at is not None and self.at < out.at:  # type: ignore[operator]
             out.at = self.at
             out.limit = self.at - out.start
@@ -107,10 +204,25 @@ class Deadline:
         return None if self.at is None else max(0.0, self.at - time.perf_counter())
 
     def expired(self) -> bool:
-        return self.at is not None and time.perf_counter() > self.at
+        if self.at is not None and time.perf_counter() > self.at:
+            self.note_bound()
+            return True
+        return False
 
-    def check(self) -> None:
-        """Raise :class:`DeadlineExceeded` once the limit has passed."""
+    def note_bound(self) -> None:
+        """The clock stopped work here (also for a backend that reports its own time limit)."""
+        record = self.record
+        if record is not None and not record.bound:
+            record.bound = True
+            record.at = self.elapsed()
+
+    def check(self, work: int = 1) -> None:
+        """Raise :class:`DeadlineExceeded` once the limit has passed (:class:`WorkExceeded` once
+        a work box's units are spent; ``work`` is what the step just checked counts)."""
+        if self.units is not None:
+            self.used += work
+            if self.used > self.units:
+                raise WorkExceeded(f"work box of {self.units} steps spent")
         if self.expired():
             what = "time limit" if self.cap is None else "default time limit"
             raise DeadlineExceeded(f"{what} of {self.limit:g} s reached")
@@ -186,29 +298,62 @@ class KeepBest:
         return cost
 
 
+#: whether :func:`native_stdout_silenced` may swap the process's file descriptor 1. Off in a
+#: library: a scheduler calling ``solve()`` from several threads owns its stdout, and a swap would
+#: swallow what its other threads print meanwhile. The CLI turns it on (it owns the process and
+#: writes plan JSON to ``-``, where one native debug line would corrupt the document).
+_PROTECT_STDOUT = False
+#: guards the swap: the first solve to enter points fd 1 at /dev/null, the last to leave restores
+#: it, so concurrent solves never restore each other's /dev/null as "the original"
+_SILENCE_LOCK = threading.Lock()
+_silence_depth = 0
+_saved_stdout_fd: int | None = None
+
+
+def protect_stdout(on: bool = True) -> None:
+    """Let :func:`native_stdout_silenced` discard native output on fd 1 (the CLI calls this once
+    at start-up; a library caller that writes machine-readable output to stdout may too)."""
+    global _PROTECT_STDOUT
+    _PROTECT_STDOUT = on
+
+
 @contextlib.contextmanager
 def native_stdout_silenced() -> Iterator[None]:
     """Discard what native solver code prints to file descriptor 1 while the block runs (the
-    solvers' own logs are off; what is left is debug noise).
+    solvers' own logs are off; what is left is debug noise), when the process asked for it with
+    :func:`protect_stdout`; otherwise do nothing.
 
     HiGHS 1.12 prints ``HighsMipSolverData::transformNewIntegerFeasibleSolution tmpSolver.run();``
     with printf even when its output is off (ERGO-Code/HiGHS#2783); on stdout it would corrupt
     ``--json`` output and plan files written to ``-``. Python-level output is flushed first so
-    nothing is reordered."""
-    sys.stdout.flush()
-    try:
-        saved = os.dup(1)
-    except OSError:  # no fd 1 (embedded interpreters): nothing to protect
+    nothing is reordered. Reentrant and thread-safe: nested or concurrent blocks share one swap
+    (reference-counted under a lock) and the last one out restores the original descriptor."""
+    global _silence_depth, _saved_stdout_fd
+    if not _PROTECT_STDOUT:
         yield
         return
-    devnull = os.open(os.devnull, os.O_WRONLY)
+    with _SILENCE_LOCK:
+        if _silence_depth == 0:
+            sys.stdout.flush()
+            try:
+                saved = os.dup(1)
+            except OSError:  # no fd 1 (embedded interpreters): nothing to protect
+                saved = None
+            if saved is not None:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, 1)
+                os.close(devnull)
+            _saved_stdout_fd = saved
+        _silence_depth += 1
     try:
-        os.dup2(devnull, 1)
-        os.close(devnull)
         yield
     finally:
-        try:
-            sys.stdout.flush()
-        finally:
-            os.dup2(saved, 1)
-            os.close(saved)
+        with _SILENCE_LOCK:
+            _silence_depth -= 1
+            if _silence_depth == 0 and _saved_stdout_fd is not None:
+                try:
+                    sys.stdout.flush()
+                finally:
+                    os.dup2(_saved_stdout_fd, 1)
+                    os.close(_saved_stdout_fd)
+                    _saved_stdout_fd = None

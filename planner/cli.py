@@ -207,6 +207,9 @@ def plan_command(
     if result.objective is None or not math.isfinite(result.objective):
         fail(f"no usable plan: {result.solver}'s plan has objective {result.objective} (the cost model overflowed or the plan serves nothing)", code=1)
     text = result_to_json(result)
+    if result.clock:  # on stderr even with --quiet or -o -: this plan is not reproducible as is
+        err.print(f"note: {result.clock} (the plan file records it under `clock`; the solver's default budget without --time-limit is reproducible)",
+                  markup=False, highlight=False, soft_wrap=True)
     if output == "-":
         sys.stdout.write(text)
     else:

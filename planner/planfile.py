@@ -25,13 +25,16 @@ from planner.registry import Registry, default_registry
 from planner.result import Result, relative_gap
 from planner.solve import EXACT_RTOL, check_plan
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
+#: versions this rlplan reads: 1.0 lacks ``clock`` (read as a plan whose clock decided nothing:
+#: 1.0 did not record it); anything else is refused naming both versions
+READABLE_VERSIONS = ("1.0", "1.1")
 
 
 class _PlanFileBase(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # NaN objectives and bounds are no numbers
 
-    schema_version: Literal["1.0"] = SCHEMA_VERSION
+    schema_version: Literal["1.0", "1.1"] = SCHEMA_VERSION
     rlplan_version: str = ""
     solver: str
     status: Status
@@ -44,6 +47,7 @@ class _PlanFileBase(BaseModel):
     time_limit: float | None = Field(default=None, gt=0)
     options: dict[str, Any] = Field(default_factory=dict)
     message: str = ""
+    clock: str = Field(default="", description="empty when the work budget decided the result (same input, seed and budget give this plan on any machine); otherwise how the wall clock stopped the search")
     violations: list[str] = Field(default_factory=list)
     breakdown: dict[str, Any] = Field(default_factory=dict)
 
@@ -119,6 +123,7 @@ def result_to_dict(result: Result, registry: Registry | None = None) -> dict[str
         "time_limit": result.time_limit,
         "options": result.options,
         "message": result.message,
+        "clock": result.clock,
         "violations": result.violations,
         "plan": result.plan.model_dump(mode="json") if result.plan is not None else None,
         "breakdown": result.breakdown,
@@ -143,6 +148,10 @@ def read_plan_file(path: Path) -> Any:
     data = read_document(Path(path))
     if not isinstance(data, dict):
         raise SpecError("", type(data).__name__, "a plan file is a JSON object", str(path))
+    version = data.get("schema_version")
+    if version not in READABLE_VERSIONS:
+        raise SpecError("schema_version", version, f"this rlplan reads plan files of schema {' and '.join(READABLE_VERSIONS)} "
+                        f"(it writes {SCHEMA_VERSION}); re-plan with this rlplan", str(path))
     try:
         return plan_file_adapter().validate_python(data)
     except ValidationError as exc:

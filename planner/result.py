@@ -37,6 +37,15 @@ class Result:
     violations: list[str] = field(default_factory=list)
     solver_objective: float | None = None
     stats: dict[str, Any] = field(default_factory=dict)
+    #: '' when the work budget decided the result (same input, seed and budget: same plan on any
+    #: machine); otherwise why the wall clock did ("stopped by the time cap of 60 s after 9 of
+    #: 300 plans: this result depends on machine speed")
+    clock: str = ""
+
+    @property
+    def deterministic(self) -> bool:
+        """True when no wall-clock limit or cap stopped any of the solver's work."""
+        return not self.clock
 
     @property
     def success(self) -> bool:

@@ -14,7 +14,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from costmodels.solving import SolverOutput, Status, default_cap
+from costmodels.solving import DeadlineExceeded, SolverOutput, Status, clock_record, default_cap
 from planner.registry import Registry, default_registry
 from planner.result import Result, relative_gap
 
@@ -64,12 +64,25 @@ def solve(
     base = {"problem": problem, "solver": info.name, "options": dict(options), "seed": seed, "time_limit": time_limit}
     facade = {"progress": progress} if progress is not None and info.takes_progress else {}
     try:
-        with default_cap(None if time_limit is not None else info.time_limit):
+        with default_cap(None if time_limit is not None else info.time_limit), \
+                clock_record(time_limit if time_limit is not None else info.time_limit, time_limit is not None) as clock:
             out = info.func(problem, time_limit=time_limit, seed=seed, **facade, **options)
-    except Exception as exc:  # a crash is a result, never a silent skip (issue 6)
+    except DeadlineExceeded as exc:  # one evaluation outlasted the whole limit: no plan, and why
+        what = "time limit" if time_limit is not None else "default time cap"
+        limit = time_limit if time_limit is not None else info.time_limit
+        return Result(status=Status.NO_SOLUTION, wall_time_s=time.perf_counter() - start, clock=clock.describe(),
+                      message=f"{info.name}: a single evaluation outlasted the {what} of {limit:g} s ({exc}); "
+                              f"give a longer --time-limit", **base)
+    except Exception as exc:  # a crash is a result, never a silent skip (DESIGN.md, "Data flow")
         return Result(status=Status.ERROR, wall_time_s=time.perf_counter() - start,
                       message=f"{type(exc).__name__}: {exc}", stats={"traceback": traceback.format_exc()}, **base)
     wall = time.perf_counter() - start
+    if not clock.bound and clock.limit is not None and wall >= clock.limit:
+        clock.bound = True  # ran the whole limit: whatever stopped it, the clock had its say
+    if clock.bound:  # the wall clock, not the work budget, ended the search: say so everywhere
+        base["clock"] = clock.describe()
+        if isinstance(out, SolverOutput):
+            out.message = f"{out.message} [{base['clock']}]".strip()
     if not isinstance(out, SolverOutput):
         return Result(status=Status.ERROR, wall_time_s=wall, message=f"solver returned {type(out).__name__}, not SolverOutput", **base)
     result = Result(status=out.status, wall_time_s=wall, plan=out.plan, bound=out.bound, message=out.message,

@@ -160,10 +160,14 @@ def test_native_stdout_noise_is_silenced(capfd):
     """HiGHS prints a debug line with printf even with its output off: it must not reach stdout."""
     import os
 
-    from costmodels.solving import native_stdout_silenced
+    from costmodels.solving import native_stdout_silenced, protect_stdout
 
-    print("before", end="")
-    with native_stdout_silenced():
-        os.write(1, b"HighsMipSolverData::transformNewIntegerFeasibleSolution tmpSolver.run();\n")
-    print("after")
+    protect_stdout(True)
+    try:
+        print("before", end="")
+        with native_stdout_silenced():
+            os.write(1, b"HighsMipSolverData::transformNewIntegerFeasibleSolution tmpSolver.run();\n")
+        print("after")
+    finally:
+        protect_stdout(False)
     assert capfd.readouterr().out == "beforeafter\n"

@@ -51,6 +51,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from costmodels.decode import Instance
+from costmodels.solving import checkpoint
 from costmodels.transformer import kv_bytes_per_token
 
 
@@ -416,7 +417,11 @@ class Engine:
         """Run the instance to ``until`` (the step in flight then finishes) or to idle."""
         if not st.active:
             return
+        events = 0
         while True:
+            events += 1
+            if not events & 1023:  # a long epoch stops at its solve's limit (costmodels.solving)
+                checkpoint()
             self._release_arrivals(st)
             self._admit(st)
             if not st.running:

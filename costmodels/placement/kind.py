@@ -27,7 +27,7 @@ def _build(cluster: ClusterSpec, workflow: WorkflowSpec, params: CostParams | No
 
 
 SOLVERS = (
-    SolverEntry("sha-ea", "heuristics.placement.sha_ea:solve_sha_ea", default=True,
+    SolverEntry("sha-ea", "heuristics.placement.sha_ea:solve_sha_ea", default=True, time_limit=300.0,
                 description="HetRL SHA-EA (§3.4): nested successive halving over task and GPU groupings, EA over GPU assignment, exact Level 4"),
     SolverEntry("ilp", "formulations.placement.ilp:solve_placement_ilp", exact=True, time_limit=300.0,
                 description="HetRL ILP (§3.5) by lazy column expansion on HiGHS (backend=cbc for CBC); optimal over rlplan's placement space"),
@@ -35,7 +35,7 @@ SOLVERS = (
                 description="plain DEAP-style evolutionary algorithm over the same space (HetRL §5.4 baseline)"),
     SolverEntry("verl", "heuristics.placement.colocated:solve_colocated",
                 description="verl-style baseline: all tasks co-located on all GPUs, one homogeneous config per task, best of a sweep"),
-    SolverEntry("streamrl", "heuristics.placement.streamrl:solve_streamrl",
+    SolverEntry("streamrl", "heuristics.placement.streamrl:solve_streamrl", time_limit=300.0,
                 description="StreamRL-style baseline: generation on one node set, all other tasks on the rest"),
     SolverEntry("random", "heuristics.placement.ea:solve_random", description="random feasible plans from the same space, best kept"),
     SolverEntry("bruteforce", "formulations.placement.bruteforce:solve_placement_bruteforce", exact=True, time_limit=300.0,

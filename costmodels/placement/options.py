@@ -184,7 +184,7 @@ def prune_partials(states: list[Partial], deadline: Deadline = UNLIMITED) -> lis
     rows: list[int] = []
     for n, i in enumerate(order):
         if n % 256 == 255:
-            deadline.check()
+            deadline.check(256 * mat.shape[1])
         row = mat[i]
         k = len(rows)
         if k and np.any(np.all(kept[:k] <= row + 1e-12, axis=1)):
@@ -439,8 +439,9 @@ class GroupOptions:
         (C3); deferred generation candidates costed knowing the residents."""
         kind = self.tasks[name].kind
         out = []
+        work = len(cands) * len(capacity)  # one step's cost: candidates x the group's GPUs (work boxes count it)
         for st in states:
-            deadline.check()
+            deadline.check(work)
             for c in cands:
                 if c.deferred:
                     c = self._resolve(name, comp, c, st, col_of)

@@ -15,7 +15,7 @@ from costmodels.replan.problem import (
 from costmodels.replan.summary import replan_summary
 
 SOLVERS = (
-    SolverEntry("milp", "formulations.replan.milp:solve_replan_milp", exact=True, default=True, time_limit=30.0,
+    SolverEntry("milp", "formulations.replan.milp:solve_replan_milp", exact=True, default=True, time_limit=120.0,
                 inject={"warm_start": "heuristics.replan.greedy:solve_greedy"},
                 description="Eq. 1 exactly on HiGHS (numpy-built matrix via highspy), warm-started by greedy"),
     SolverEntry("greedy", "heuristics.replan.greedy:solve_greedy", time_limit=10.0,

@@ -101,19 +101,22 @@ def space_size(workload: RolloutWorkload) -> tuple[int, int]:
     return len(groups), sum(len(reward_options()) * len(fetch_options(g.get("scale", "off") != "off")) for g in groups)
 
 
-def offer_all(problem: Any, keep: Any, deadline: Any, trace: Any) -> int:
+def offer_all(problem: Any, keep: Any, deadline: Any, trace: Any, groups: int | None = None) -> int:
     """Offer every plan of the space to ``keep`` (a ``costmodels.solving.KeepBest``), the paper's
     and veRL's first so an early stop still holds the better of them; returns the rollout groups
-    finished. A group costs one simulated epoch, which cannot be cut: the search stops (raising
-    ``DeadlineExceeded`` through ``deadline.check()``) before a step that the time left cannot
-    hold, judged by the slowest step so far, so it ends within about one epoch of its limit."""
+    finished. ``groups`` is a work budget: the first that many rollout groups in enumeration
+    order, the same on every machine. A group costs one simulated epoch; under a caller's time
+    limit (``deadline.time_limit``) the enumeration stops before a step that the time left cannot
+    hold, judged by the slowest step so far; otherwise the limit is the façade's safety cap, and
+    an epoch that runs past it stops inside (``costmodels.solving.checkpoint``)."""
     slowest = 0.0
+    by_time = deadline.time_limit is not None
 
     def step(offer: Any) -> None:
         nonlocal slowest
         remaining = deadline.remaining()
         if keep.plan is not None:  # the first plan is always scored, so a plan always comes back
-            if remaining is not None and remaining < slowest:
+            if by_time and remaining is not None and remaining < slowest:
                 raise DeadlineExceeded(f"time limit: {remaining:.1f} s left, a step takes {slowest:.1f} s")
             deadline.check()
         start = time.perf_counter()
@@ -124,6 +127,8 @@ def offer_all(problem: Any, keep: Any, deadline: Any, trace: Any) -> int:
         step(lambda first=first: keep.offer(first))
     seen = 0
     for group in rollout_groups(problem.workload):
+        if groups is not None and seen >= groups:
+            break
         step(lambda group=group: [keep.offer(plan) for plan in completions(group)])
         seen += 1
         trace.record(keep.best, keep.offered)

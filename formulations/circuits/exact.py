@@ -182,6 +182,8 @@ class _HighsModel(_Model):
             warnings.simplefilter("ignore")
             prob.solve(solver)
         self.said.append(f"stage {len(self.said) + 1}: HiGHS {pulp.LpStatus.get(prob.status, prob.status)}, {pulp.LpSolution.get(prob.sol_status, prob.sol_status)}")
+        if prob.sol_status != pulp.LpSolutionOptimal:
+            self.deadline.expired()  # marks the solve as clock-bound when the limit is what stopped HiGHS
         has = prob.sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible)
         return has, prob.sol_status == pulp.LpSolutionOptimal
 
@@ -252,6 +254,8 @@ class _CpSatModel(_Model):
         solver.parameters.num_workers = 1  # deterministic; the benchmark compares one core each
         status = solver.Solve(m)
         self.said.append(f"stage {len(self.said) + 1}: CP-SAT {solver.StatusName(status)}")
+        if status != cp_model.OPTIMAL:
+            self.deadline.expired()  # marks the solve as clock-bound when the limit is what stopped CP-SAT
         return solver, status in (cp_model.OPTIMAL, cp_model.FEASIBLE), status == cp_model.OPTIMAL
 
     def stage1(self) -> tuple[list[int], bool]:

@@ -79,7 +79,8 @@ def _pinnings(m: CoschedModel, members: list[str], nodes: int) -> Iterator[dict[
             yield dict(zip(members, pins, strict=True))
 
 
-def cheapest_group(m: CoschedModel, members: list[str], train_sizes: list[int]) -> tuple[float, GroupState] | None:
+def cheapest_group(m: CoschedModel, members: list[str], train_sizes: list[int],
+                   deadline: Deadline | None = None) -> tuple[float, GroupState] | None:
     """c_S and its configuration (module doc), or None when no configuration is valid."""
     members = sorted(members, key=m.order.index)
     jobs = [m.jobs[n] for n in members]
@@ -100,6 +101,8 @@ def cheapest_group(m: CoschedModel, members: list[str], train_sizes: list[int]) 
                 break
             found = None
             for pins in _pinnings(m, members, nodes):
+                if deadline is not None:
+                    deadline.check()  # pinnings are Bell-many: a large group must stop at the limit
                 g = GroupState(train, list(members), pins, nodes)
                 if memory_ok(m, g) and slo_ok(m, g):
                     found = g
@@ -112,40 +115,61 @@ def cheapest_group(m: CoschedModel, members: list[str], train_sizes: list[int]) 
     return best
 
 
-def feasible_columns(m: CoschedModel, deadline: Deadline) -> list[tuple[tuple[str, ...], float, GroupState]]:
-    """Every feasible subset with its cheapest configuration, depth first with pruning."""
+def feasible_columns(m: CoschedModel, deadline: Deadline,
+                     out: list[tuple[tuple[str, ...], float, GroupState]] | None = None) -> list[tuple[tuple[str, ...], float, GroupState]]:
+    """Every feasible subset with its cheapest configuration: the singletons first (so columns
+    cut short by the time limit still cover every job that has a valid group of its own), then
+    depth first from each feasible singleton with pruning. Appends to ``out`` as it goes, so a
+    caller that catches :class:`DeadlineExceeded` keeps the columns found."""
     names = list(m.order)
     sizes = sorted({j.n for j in m.jobs.values()})
-    out = []
+    out = [] if out is None else out
+    feasible: list[int] = []
+    for i, name in enumerate(names):
+        deadline.check()
+        found = cheapest_group(m, [name], sizes, deadline)
+        if found is not None:
+            out.append(((name,), found[0], found[1]))
+            feasible.append(i)
+    ok = set(feasible)
 
     def extend(subset: list[int]) -> None:
-        start = subset[-1] + 1 if subset else 0
-        for i in range(start, len(names)):
+        for i in range(subset[-1] + 1, len(names)):
+            if i not in ok:
+                continue  # a job with no group of its own is in no larger group either
             deadline.check()
             cand = [*subset, i]
-            found = cheapest_group(m, [names[k] for k in cand], sizes)
+            found = cheapest_group(m, [names[k] for k in cand], sizes, deadline)
             if found is None:
                 continue  # no superset is feasible either
             out.append((tuple(names[k] for k in cand), found[0], found[1]))
             if len(cand) < m.spec.max_group_size:
                 extend(cand)
 
-    extend([])
+    if m.spec.max_group_size > 1:
+        for i in feasible:
+            extend([i])
     return out
 
 
 def solve_cosched_optimal(problem: CoscheduleProblem, *, time_limit: float | None = None, seed: int = 0) -> SolverOutput:
-    """Set partitioning over feasible groups on HiGHS (module doc); 120 s by default."""
+    """Set partitioning over feasible groups on HiGHS (module doc). Its work is fixed by the
+    instance (every feasible group, then the master to optimality), so it needs no budget: the
+    time limit (or the façade's default cap) is a safety net. When it binds during column
+    generation, the master runs over the columns found (singletons come first, so every job
+    with a group of its own is covered) and returns their best partition, status feasible."""
     import highspy
     from scipy.sparse import csc_matrix
 
     t0 = time.perf_counter()
-    deadline = Deadline(120.0 if time_limit is None else time_limit)
+    deadline = Deadline(time_limit)
     m = problem.model()
+    columns: list[tuple[tuple[str, ...], float, GroupState]] = []
+    cut_short = False
     try:
-        columns = feasible_columns(m, deadline)
+        feasible_columns(m, deadline, columns)
     except DeadlineExceeded:
-        return SolverOutput(Status.NO_SOLUTION, message="time limit while generating feasible groups", stats={"columns_s": deadline.elapsed()})
+        cut_short = True
     gen_s = time.perf_counter() - t0
     names = list(m.order)
     row = {n: i for i, n in enumerate(names)}
@@ -156,6 +180,9 @@ def solve_cosched_optimal(problem: CoscheduleProblem, *, time_limit: float | Non
             c_idx.append(c)
     covered = {n for members, _, _ in columns for n in members}
     if covered != set(names):
+        if cut_short:
+            return SolverOutput(Status.NO_SOLUTION, message=f"time limit while generating feasible groups ({len(columns)} found, "
+                                f"job(s) {sorted(set(names) - covered)[:5]} not yet covered)", stats={"columns_s": gen_s, "columns": len(columns)})
         return SolverOutput(Status.INFEASIBLE, message=f"no valid group holds job(s) {sorted(set(names) - covered)}")
     a = csc_matrix((np.ones(len(r_idx)), (np.array(r_idx), np.array(c_idx))), shape=(len(names), len(columns)))
     lp = highspy.HighsLp()
@@ -178,7 +205,10 @@ def solve_cosched_optimal(problem: CoscheduleProblem, *, time_limit: float | Non
     with native_stdout_silenced():
         h.run()
     info, status = h.getInfo(), h.getModelStatus()
-    stats = {"columns": len(columns), "columns_s": gen_s, "highs_status": h.modelStatusToString(status), "solve_s": time.perf_counter() - t0 - gen_s}
+    if status == highspy.HighsModelStatus.kTimeLimit:
+        deadline.note_bound()
+    stats = {"columns": len(columns), "columns_s": gen_s, "highs_status": h.modelStatusToString(status), "solve_s": time.perf_counter() - t0 - gen_s,
+             "columns_cut_short": cut_short}
     if status == highspy.HighsModelStatus.kInfeasible:
         return SolverOutput(Status.INFEASIBLE, message="HiGHS: infeasible", stats=stats)
     if info.primal_solution_status != 2:
@@ -187,7 +217,8 @@ def solve_cosched_optimal(problem: CoscheduleProblem, *, time_limit: float | Non
     chosen = [columns[c][2] for c in np.flatnonzero(x > 0.5)]
     plan = CoschedulePlan(groups=[g.to_group() for g in chosen])
     objective = float(sum(columns[c][1] for c in np.flatnonzero(x > 0.5)))
-    optimal = status == highspy.HighsModelStatus.kOptimal
-    bound = float(info.mip_dual_bound) if math.isfinite(info.mip_dual_bound) else None
+    optimal = status == highspy.HighsModelStatus.kOptimal and not cut_short
+    bound = float(info.mip_dual_bound) if math.isfinite(info.mip_dual_bound) and not cut_short else None
+    what = f"{len(columns)} feasible groups" + (" (column generation cut short by the time limit: the best partition of those)" if cut_short else "")
     return SolverOutput(Status.OPTIMAL if optimal else Status.FEASIBLE, plan, objective, objective if optimal else bound,
-                        message=f"{len(columns)} feasible groups; HiGHS: {stats['highs_status']}", stats=stats)
+                        message=f"{what}; HiGHS: {stats['highs_status']}", stats=stats)

@@ -446,6 +446,7 @@ class PlacementILP:
             if bound is not None:
                 self.lower = max(self.lower, min(bound, self.incumbent[0]))
             if status != "optimal" or x is None:
+                self.deadline.expired()  # marks the solve as clock-bound when the limit stopped the master
                 return self._finish(f"{backend}: master not solved to optimality within the limit", proven=False)
             chosen = [columns[i] for i in range(len(columns)) if x[i] > 0.5]
             relaxed = [c for c in chosen if c.relaxed]

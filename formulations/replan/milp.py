@@ -37,9 +37,10 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
+from pydantic import Field
 
 from costmodels.replan.problem import (
     NewInstance,
@@ -51,7 +52,7 @@ from costmodels.replan.problem import (
     plan_counts,
     slots,
 )
-from costmodels.solving import SolverOutput, Status, native_stdout_silenced
+from costmodels.solving import Deadline, SolverOutput, Status, native_stdout_silenced, note_work
 
 #: HiGHS presolve + root LP time per column measured here (49k columns: ~1.9 s, 97k: ~2.7 s); with less
 #: time per column HiGHS cannot finish its root within the limit
@@ -271,20 +272,37 @@ def _decode(model: dict[str, Any], problem: ReplanProblem, values: np.ndarray) -
     return ReplanPlan(instances=out)
 
 
-DEFAULT_TIME_LIMIT = 30.0
+#: HiGHS branch-and-bound nodes without a time limit (``nodes``): the MILP's work budget, so the
+#: same state gives the same plan on any machine (HiGHS is deterministic below its time limit).
+#: 100 nodes of replan-64 take ~18 s on the development machine; replan-tail is proven in 0.1 s
+DEFAULT_NODES = 100
+#: columns above which, without a time limit, HiGHS is not started and the warm start returns with
+#: the fluid bound (``max_columns``): replan-64's 8 502 columns take ~18 s for 100 nodes, while
+#: replan-1024's 97 732 did not finish HiGHS's root in 120 s on the development machine
+DEFAULT_MAX_COLUMNS = 50_000
 
 
 def solve_replan_milp(problem: ReplanProblem, *, time_limit: float | None = None, seed: int = 0, mip_gap: float = 1e-6,
-                      warm_start: Callable[..., SolverOutput] | None = None, threads: int | None = None) -> SolverOutput:
+                      warm_start: Callable[..., SolverOutput] | None = None, threads: int | None = None,
+                      nodes: Annotated[int | None, Field(ge=1, le=10**9, description="HiGHS branch-and-bound node budget (default 100 without --time-limit; with one, until the limit)")] = None,
+                      max_columns: Annotated[int | None, Field(ge=1, le=10**9, description="largest model handed to HiGHS without --time-limit (default 50000); a larger one returns the warm start with the fluid bound")] = None) -> SolverOutput:
     """Eq. 1 on HiGHS (module doc). ``warm_start``: a heuristic solver whose plan seeds HiGHS.
-    ``time_limit`` None means the default, ``DEFAULT_TIME_LIMIT`` (30 s): every run is bounded."""
+
+    Effort is a work budget (DESIGN.md, "Deterministic"): without ``time_limit`` HiGHS stops
+    after ``nodes`` branch-and-bound nodes and a model over ``max_columns`` columns is not handed
+    to it, so a state gives the same plan on any machine; the façade's default cap is only a
+    safety net, reported when it binds. With ``time_limit`` HiGHS runs until the limit, and a
+    model whose presolve alone would overrun what is left returns the warm start."""
     import highspy
 
     t0 = time.perf_counter()
-    time_limit = DEFAULT_TIME_LIMIT if time_limit is None else time_limit
+    deadline = Deadline(time_limit)
+    by_time = time_limit is not None
+    node_budget = nodes if nodes is not None else (None if by_time else DEFAULT_NODES)
+    column_budget = max_columns if max_columns is not None else (None if by_time else DEFAULT_MAX_COLUMNS)
     incumbent = None
     if warm_start is not None:
-        incumbent = warm_start(problem, time_limit=0.4 * time_limit, seed=seed)
+        incumbent = warm_start(problem, time_limit=None if not by_time else 0.4 * time_limit, seed=seed)
     model = build(problem)
     cols, rows = model["cols"], model["rows"]
     n_cols, n_rows = len(cols.lower), len(rows.lo)
@@ -324,18 +342,33 @@ def solve_replan_milp(problem: ReplanProblem, *, time_limit: float | None = None
             h.setSolution(sol)
     build_s = time.perf_counter() - t0
     left = None if time_limit is None else time_limit - build_s
-    if left is not None and incumbent is not None and incumbent.plan is not None and left < n_cols * SECONDS_PER_COLUMN:
-        # HiGHS's presolve alone would overrun the limit: keep the warm start, report our bound
+    skip = ""
+    if column_budget is not None and n_cols > column_budget:
+        skip = f"a {n_cols}-column model is over the budget of {column_budget} columns"
+    elif left is not None and left < n_cols * SECONDS_PER_COLUMN:
+        skip = f"{left:.2f} s left for a {n_cols}-column model"
+    if skip and incumbent is not None and incumbent.plan is not None:
+        # HiGHS's presolve alone would overrun: keep the warm start, report our bound
         floor = cols.lower[model["M"]]
-        stats = {"columns": n_cols, "rows": n_rows, "build_s": build_s, "highs_status": "skipped (time limit)"}
+        stats = {"columns": n_cols, "rows": n_rows, "build_s": build_s, "highs_status": "skipped (budget)" if column_budget else "skipped (time limit)"}
         return SolverOutput(Status.FEASIBLE, incumbent.plan, incumbent.objective, floor,
-                            message=f"{left:.2f} s left for a {n_cols}-column model: warm start returned with the fluid bound", stats=stats)
-    if left is not None:
-        h.setOptionValue("time_limit", max(0.05, left))
+                            message=f"{skip}: warm start returned with the fluid bound", stats=stats)
+    if node_budget is not None:
+        h.setOptionValue("mip_max_nodes", int(node_budget))
+    # no restarts and no sub-MIP heuristics: on replan-64 they spent 34 s of root work without
+    # improving the warm start or the bound (the greedy plan and the fluid bound supply both)
+    h.setOptionValue("mip_allow_restart", False)
+    for heuristic in ("mip_heuristic_run_rins", "mip_heuristic_run_rens", "mip_heuristic_run_root_reduced_cost"):
+        h.setOptionValue(heuristic, False)
+    if deadline.remaining() is not None:
+        h.setOptionValue("time_limit", max(0.05, deadline.remaining() or 0.0))
     with native_stdout_silenced():
         h.run()
     status = h.getModelStatus()
     info = h.getInfo()
+    if status == highspy.HighsModelStatus.kTimeLimit:
+        deadline.note_bound()
+    note_work(int(info.mip_node_count), node_budget, "nodes")
     stats = {"columns": n_cols, "rows": n_rows, "nonzeros": int(a.nnz), "build_s": build_s, "solve_s": time.perf_counter() - t0 - build_s,
              "highs_status": h.modelStatusToString(status), "warm_start": None if incumbent is None else incumbent.objective,
              "nodes": int(info.mip_node_count)}

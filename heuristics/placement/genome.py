@@ -22,6 +22,13 @@ from costmodels.placement.problem import PlacementPlan, PlacementProblem
 from costmodels.placement.space import TaskConfig, build_plan, task_configs
 from costmodels.solving import UNLIMITED, Deadline, DeadlineExceeded
 
+#: the work box of one exact Level-4 pass (``PlacementSpace.exact_work``), in the units
+#: ``GroupOptions`` checks: candidates x GPUs per partial combination extended, states x columns
+#: per prune. Measured 270-320 thousand units/s on one core of the development machine on both
+#: small-24 PPO and the 64-GPU HetRL testbed (so the unit tracks time across cluster sizes):
+#: 1 000 000 units is ~3 s, the 2 s box the pass had when it was timed, at a loaded machine's pace
+EXACT_WORK = 1_000_000
+
 
 @dataclass
 class Individual:
@@ -61,12 +68,13 @@ class PlacementSpace:
         self.evaluations = 0  # distinct phenotypes costed (Level-4 solves, not memo lookups)
         self.lookups = 0  # every Level-4 request, memo hits included
         self.exact_solves = self.exact_timeouts = 0
-        #: phenotype -> the box (s) its exact pass ran out of; retried only with a larger box
+        #: phenotype -> the work box its exact pass ran out of; retried only with a larger box
         self.exact_timed_out: dict[Any, float] = {}
         #: an individual whose cheap Level 4 is within this share of the incumbent gets the exact pass
         self.exact_margin = 0.05
-        #: wall-clock box of one exact Level-4 pass (seconds)
-        self.exact_seconds = 2.0
+        #: work box of one exact Level-4 pass (:data:`EXACT_WORK`): a count, not seconds, so a
+        #: pass ends the same way on any machine at any load (DESIGN.md, "Deterministic")
+        self.exact_work = EXACT_WORK
         self._builder: GroupOptions | None = None
         self.incumbent = math.inf
         self.deadline = deadline  # Level-4 enumerations stop here (the solver's time limit)
@@ -144,17 +152,17 @@ class PlacementSpace:
         return self.exact_timed_out.get(self.phenotype(ind))
 
     def level4(self, ind: Individual, exact: bool = True, force: bool = False,
-               seconds: float | None = None) -> tuple[float, dict[str, TaskConfig] | None]:
+               work: int | None = None) -> tuple[float, dict[str, TaskConfig] | None]:
         """The best configuration of every task for the individual's groups (HetRL enumerates
         Level 4), memoised on (grouping, compositions).
 
         Cheap first: every group's options from a beam-cut merge (``GroupOptions.quick_options``),
         combined. Exact on survivors: when ``exact`` and the cheap cost is within
         ``exact_margin`` of the incumbent, the full Pareto enumeration (``GroupOptions.options``,
-        pruned by the incumbent) is run under ``exact_seconds`` and kept when it finishes; so an
-        individual's cost is never worse than its cheap one and is exact where it matters. A pass
-        that runs out of its box is not retried by the search; ``force`` (the polish) retries it,
-        in ``seconds`` (default: the time left)."""
+        pruned by the incumbent) is run in a work box of ``exact_work`` steps and kept when it
+        finishes; so an individual's cost is never worse than its cheap one and is exact where it
+        matters. A pass that runs out of its box is not retried by the search; ``force`` (the
+        polish) retries it in a box of ``work`` steps (default: unboxed, to the time limit)."""
         key = self.phenotype(ind)
         grouping, comps = key
         if not all(any(c) for c in comps):  # a group without GPUs
@@ -170,12 +178,12 @@ class PlacementSpace:
             hit = self._remember(key, *self._best(combine(quick, self.problem.workflow.mode, self._sync_s(grouping, comps))), exact=False)
         if hit[2] or not exact or not (force or key not in self.exact_timed_out and self._worth_exact(hit[0])):
             return hit[0], hit[1]
-        return self._exact(key, hit, seconds if force else self.exact_seconds)
+        return self._exact(key, hit, work if force else self.exact_work)
 
     def _exact(self, key: Any, hit: tuple[float, dict[str, TaskConfig] | None, bool],
-               seconds: float | None) -> tuple[float, dict[str, TaskConfig] | None]:
-        """The exact Level-4 pass of one phenotype, pruned by the incumbent, inside its time box;
-        the cheap answer ``hit`` stands when the pass runs out of time or finds nothing better."""
+               work: int | None) -> tuple[float, dict[str, TaskConfig] | None]:
+        """The exact Level-4 pass of one phenotype, pruned by the incumbent, inside its work box;
+        the cheap answer ``hit`` stands when the pass runs out of it or finds nothing better."""
         grouping, comps = key
         bound = self.incumbent
         wf = self.problem.workflow
@@ -188,13 +196,13 @@ class PlacementSpace:
             return (g + i + t if mode == "sync" else max(g, i + t)) <= bound * (1 + 1e-9)
 
         self.exact_solves += 1
-        box = self.deadline if seconds is None else self.deadline.sub(seconds)
+        box = self.deadline if work is None else self.deadline.work(work)
         try:
             options = [self.builder.options(tuple(names), comp, keep if math.isfinite(bound) else None, cache_pruned=True, deadline=box)
                        for names, comp in zip(grouping, comps, strict=True)]
         except DeadlineExceeded:  # the exact pass did not fit its box: keep the cheap answer
             self.exact_timeouts += 1
-            self.exact_timed_out[key] = math.inf if seconds is None else seconds
+            self.exact_timed_out[key] = math.inf if work is None else work
             return hit[0], hit[1]
         self.exact_timed_out.pop(key, None)
         cost, configs = self._best(combine(options, mode, self._sync_s(grouping, comps)))

@@ -39,10 +39,10 @@ from pydantic import Field
 
 from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.space import set_partitions
-from costmodels.solving import Deadline, SolverOutput, Status, Trace
+from costmodels.solving import Deadline, SolverOutput, Status, Trace, note_work
 from costmodels.workflow import TaskKind
 from heuristics.placement.executors import EvaluationPool, Executor, evaluation_pool
-from heuristics.placement.genome import Individual, PlacementSpace
+from heuristics.placement.genome import EXACT_WORK, Individual, PlacementSpace
 
 #: improving swaps per local search, and pairs sampled per step on clusters over 64 GPUs
 LOCAL_SEARCH_STEPS = 32
@@ -93,11 +93,11 @@ class Evaluator:
         if self.progress:
             self.progress(self.used, self.budget, self.best)
 
-    def polish(self, count: int, seconds: float | None = None) -> int:
+    def polish(self, count: int, work: int) -> int:
         """Exact on survivors: the exact Level-4 pass on the ``count`` best phenotypes seen that
-        have not had it (in this process), best first, while time lasts, each in ``seconds``
-        (default: all the time left); a phenotype whose pass ran out of a box at least as large
-        is skipped. Returns how many ran."""
+        have not had it (in this process), best first, each in a work box of ``work`` merge
+        steps; a phenotype whose pass ran out of a box at least as large is skipped. Returns how
+        many ran."""
         space = self.space
         done = 0
         ranked = sorted(self.seen.values(), key=lambda i: i.fitness)
@@ -107,9 +107,9 @@ class Evaluator:
             if not math.isfinite(ind.fitness) or space.exact_done(ind):
                 continue
             failed = space.exact_timeout(ind)  # the box its pass ran out of (inf: all the time there was)
-            if failed is not None and failed >= (math.inf if seconds is None else seconds):
+            if failed is not None and failed >= work:
                 continue
-            cost, configs = space.level4(ind, exact=True, force=True, seconds=seconds)
+            cost, configs = space.level4(ind, exact=True, force=True, work=work)
             done += 1
             if cost < self.best:
                 self.best, self.best_ind, self.best_configs = cost, ind.copy(), configs
@@ -429,10 +429,16 @@ def successive_halving(arms: list[Any], budget: float, run: Callable[[Any, float
 
 #: the evaluation budget (distinct phenotypes costed) when neither ``evaluations`` nor ``time_limit`` is given
 DEFAULT_EVALUATIONS = 300
-#: phenotypes re-solved exactly at the end (exact on survivors)
+#: phenotypes re-solved exactly at the end (exact on survivors), each in a work box of
+#: POLISH_WORK units (4x a search pass's box, ~12 s on the development machine: a pass the search
+#: cut short gets one real chance; passes that finished are not repeated)
 POLISH = 16
-#: share of the time limit (or default cap) the baseline seeds may use
+POLISH_WORK = 4 * EXACT_WORK
+#: share of a caller's time limit the baseline seeds may use
 SEED_SHARE = 0.15
+#: StreamRL candidates the seed sweep costs without a time limit (~6 s on the HetRL testbed on one
+#: core of the development machine; the likely generation/rest splits come first)
+SEED_CANDIDATES = 5_000
 #: share of the evaluation budget and of the time limit the GPU-type-split probes may use
 PROBE_SHARE = 0.1
 
@@ -471,18 +477,22 @@ def individual_of(space: PlacementSpace, plan: Any) -> Individual:
 
 
 def baseline_seeds(problem: PlacementProblem, deadline: Deadline, share: float) -> list[tuple[str, float, Any]]:
-    """(name, cost, plan) of the verl and StreamRL baselines, run in ``share`` of the limit (all
-    of their sweep when there is none): SHA-EA starts from them and never returns worse."""
+    """(name, cost, plan) of the verl and StreamRL baselines: SHA-EA starts from them and never
+    returns worse. Under a caller's time limit they run in ``share`` of it; otherwise on work
+    budgets (verl's whole sweep, StreamRL's first :data:`SEED_CANDIDATES` candidates), so the
+    seeds are the same on any machine."""
     from heuristics.placement.colocated import solve_colocated
     from heuristics.placement.streamrl import solve_streamrl
 
     out = []
-    limit = deadline.limit
+    limit = deadline.time_limit
     for name, solver, part in (("verl", solve_colocated, 0.3), ("StreamRL", solve_streamrl, 0.7)):
         if deadline.expired():
             break
-        box = None if limit is None else min(max(0.05, share * limit * part), deadline.remaining() or 0.0)
-        r = solver(problem, time_limit=box)
+        if limit is None:
+            r = solver(problem, **({"candidates": SEED_CANDIDATES} if solver is solve_streamrl else {}))
+        else:
+            r = solver(problem, time_limit=min(max(0.05, share * limit * part), deadline.remaining() or 0.0))
         if r.plan is not None and r.objective is not None:
             out.append((name, float(r.objective), r.plan))
     return out
@@ -559,7 +569,7 @@ def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, 
         splits = {tg: type_splits(space, tg, rng, type_split_probes) for tg in probe_arm}
         cap = sum(map(len, splits.values())) if by_time else max(len(probe_arm), int(PROBE_SHARE * budget_total))
         probe_stop = ev.used + cap
-        probe_end = None if deadline.limit is None else deadline.elapsed() + PROBE_SHARE * deadline.limit
+        probe_end = None if not by_time else deadline.elapsed() + PROBE_SHARE * deadline.limit
         chunk = max(1, ev.pool.workers)
 
         def seed_arm(tg: Any, ind: Individual) -> None:
@@ -616,7 +626,7 @@ def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, 
             return added
 
         budget = float(max(budget_total - ev.used, len(tgs)))
-        box = 2 * space.exact_seconds
+        box = 2 * space.exact_work
         while not ev.exhausted():
             before = ev.used
             successive_halving(tgs, budget, run_tg, best_of, ev.exhausted)
@@ -636,9 +646,10 @@ def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, 
                 ev.budget = ev.used + int(budget)
             else:
                 budget = float(max(1, ev.budget - ev.used))
-        polished = ev.polish(POLISH)
+        polished = ev.polish(POLISH, POLISH_WORK)
     finally:
         ev.close()
+    note_work(ev.used, ev.budget, "evaluations")
     stats = {"polished": polished, "evaluations": ev.used, "lookups": ev.lookups, "exact_level4": space.exact_solves,
              "exact_level4_timeouts": space.exact_timeouts, "budget": budget_total, "trace": ev.trace.rows(),
              "task_groupings": len(probes), "seeds": {name: cost for name, cost, _ in seed_plans}}

@@ -36,12 +36,12 @@ from costmodels.replan.problem import (
 )
 from costmodels.solving import Deadline, SolverOutput, Status
 
-#: every heuristic here is bounded; ``time_limit=None`` means this (they finish far sooner)
-DEFAULT_TIME_LIMIT = 10.0
-
 
 def _deadline(time_limit: float | None) -> Deadline:
-    return Deadline(DEFAULT_TIME_LIMIT if time_limit is None else time_limit)
+    """Every heuristic here is bounded by work (the shortlist, ``_improve``'s rounds), so its
+    answer is the same on any machine; the deadline is only the caller's limit or the façade's
+    default cap, a safety net (DESIGN.md, "Deterministic")."""
+    return Deadline(time_limit)
 
 
 class Loads:

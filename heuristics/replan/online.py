@@ -47,7 +47,7 @@ def policy_run(model: str, gpu: str, nodes: int, gpus_per_node: int, tp: int, re
     order = sorted(active)
     engine = Engine(instances, reqs, [order[i % len(order)] for i in range(len(reqs))], block_size)
     policies: list[Any] = [StartInactive([i for i in range(len(instances)) if i not in active])]
-    planner = ProactivePlanner(pool, forecast, solver or (lambda p: solve_greedy(p, time_limit=5.0)), tps) if proactive else None
+    planner = ProactivePlanner(pool, forecast, solver or solve_greedy, tps) if proactive else None
     balancer = ReactiveBalancer(block_size=block_size) if reactive else None
     if planner and balancer:
         policies.append(Orchestrator(planner, balancer))

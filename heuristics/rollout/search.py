@@ -14,7 +14,9 @@ whole instead (then the plan is the space's optimum). Every plan tried passes th
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from costmodels.rollout.plan import RolloutPlan, check_rollout, evaluate_rollout
 from costmodels.rollout.problem import RolloutProblem
@@ -29,7 +31,15 @@ from costmodels.rollout.space import (
     tp_options,
     verl_plan,
 )
-from costmodels.solving import Deadline, DeadlineExceeded, KeepBest, SolverOutput, Status, Trace
+from costmodels.solving import (
+    Deadline,
+    DeadlineExceeded,
+    KeepBest,
+    SolverOutput,
+    Status,
+    Trace,
+    note_work,
+)
 
 
 def _objective(problem: RolloutProblem, plan: RolloutPlan) -> float:
@@ -53,21 +63,42 @@ def solve_verl(problem: RolloutProblem, *, time_limit: float | None = None, seed
     return _fixed(problem, verl_plan(problem.workload), "veRL's synchronous")
 
 
+#: distinct rollout settings (simulated epochs) the search may ask for without a time limit: the
+#: 7B preset converges in 3 passes and 70 epochs; the 32B one needs ~5 s per epoch on the
+#: development machine, so this is ~6 min there, inside the 900 s default cap even when loaded
+DEFAULT_EPOCHS = 72
+
+
+class _EpochBudgetSpent(Exception):
+    """The search asked for a rollout setting past its epoch budget (a deterministic stop)."""
+
+
 def solve_search(problem: RolloutProblem, *, time_limit: float | None = None, seed: int = 0,
-                 exhaustive_below: int = 48, progress: Any = None) -> SolverOutput:
-    """Coordinate descent over the plan space on the simulator (module doc)."""
+                 exhaustive_below: Annotated[int, Field(ge=0, le=10**6, description="enumerate the whole space when it has at most this many rollout groups")] = 48,
+                 epochs: Annotated[int | None, Field(ge=1, le=10**6, description="budget of distinct rollout settings (simulated epochs) tried (default 72 without --time-limit; with one, until the limit or convergence)")] = None,
+                 progress: Any = None) -> SolverOutput:
+    """Coordinate descent over the plan space on the simulator (module doc).
+
+    Its effort is a budget of distinct rollout settings (``epochs``), counted whether or not the
+    problem's epoch cache already holds them, so the same job, seed and budget give the same plan
+    on any machine and in any process; the time limit (or the default cap) is a safety net."""
     deadline = Deadline(time_limit)
     trace = Trace(deadline)
-    epochs: set[tuple] = set()  # rollout settings this search simulated (or found cached)
+    tried: set[tuple] = set()  # rollout settings this search asked for (simulated or found cached)
+    budget = epochs if epochs is not None else (DEFAULT_EPOCHS if time_limit is None else None)
 
     def objective(pr: RolloutProblem, plan: RolloutPlan) -> float:
-        epochs.add(plan.rollout_key())
+        key = plan.rollout_key()
+        if key not in tried:
+            if budget is not None and len(tried) >= budget:
+                raise _EpochBudgetSpent
+            tried.add(key)
         return _objective(pr, plan)
 
     keep = KeepBest(problem, objective, check_rollout, tol=1e-9)
     wl = problem.workload
     groups, plans = space_size(wl)
-    passes = 0
+    passes = seen = 0
     exhaustive = groups <= exhaustive_below
 
     def report() -> None:  # (used, budget, best) for the CLI's bar: the whole space is the budget
@@ -76,7 +107,7 @@ def solve_search(problem: RolloutProblem, *, time_limit: float | None = None, se
 
     try:
         if exhaustive:
-            offer_all(problem, keep, deadline, trace)
+            seen = offer_all(problem, keep, deadline, trace, budget)
         else:
             for start in (paper_plan(wl), verl_plan(wl)):
                 keep.offer(start)
@@ -101,12 +132,16 @@ def solve_search(problem: RolloutProblem, *, time_limit: float | None = None, se
                     break
     except DeadlineExceeded as exc:
         message = f"stopped: {exc}"
+    except _EpochBudgetSpent:
+        message = f"the budget of {budget} rollout settings ended the search after {passes} passes"
     else:
-        message = "the whole space enumerated" if exhaustive else f"coordinate descent converged after {passes} passes"
+        message = ("the whole space enumerated" if seen == groups else f"the budget ended the enumeration after {seen} of {groups} rollout groups") if exhaustive else f"coordinate descent converged after {passes} passes"
     if keep.plan is None:
         return SolverOutput(Status.NO_SOLUTION, message=message)
-    status = Status.OPTIMAL if exhaustive and not message.startswith("stopped") else Status.FEASIBLE
+    complete = exhaustive and message == "the whole space enumerated" and seen == groups
+    status = Status.OPTIMAL if complete else Status.FEASIBLE
+    note_work(len(tried), budget, "rollout settings")
     return SolverOutput(status, keep.plan, keep.best, message=f"search: {message}; {keep.offered} plans tried",
-                        stats={"plans_tried": keep.offered, "rejected": keep.rejected, "epochs_simulated": len(epochs),
+                        stats={"plans_tried": keep.offered, "rejected": keep.rejected, "epochs_simulated": len(tried),
                                "space_rollout_groups": groups, "space_plans": plans, "passes": passes, "exhaustive": exhaustive,
                                "trace": trace.rows()})
