@@ -307,7 +307,7 @@ def _build_plan_command() -> Any:
         P("time_limit", P.KEYWORD_ONLY, default=None, annotation=Annotated[float | None, typer.Option("--time-limit", show_default=False, help=(
             "seconds a search may use; the best plan found by then is returned. Default: the solver's own cap (`--solver help` lists "
             "them), here " + ", ".join(f"{p} {reg.get(p).name} {reg.get(p).time_limit:g} s" for p in reg.problems())))]),
-        P("seed", P.KEYWORD_ONLY, default=0, annotation=Annotated[int, typer.Option(help="random seed (same seed, same plan)")]),
+        P("seed", P.KEYWORD_ONLY, default=0, annotation=Annotated[int, typer.Option(min=0, max=2**63 - 1, help="random seed, 0 to 2^63-1 (same input, seed and budget: same plan)")]),
         P("option", P.KEYWORD_ONLY, default=None, annotation=Annotated[list[str] | None, typer.Option("--option", "-O", help="solver option key=value (repeatable); `--solver help` lists them")]),
         P("output", P.KEYWORD_ONLY, default=None, annotation=Annotated[str | None, typer.Option("--output", "-o", show_default=False, help=(
             "plan JSON file; `-` for stdout. Default: <problem>-plan.json (" + ", ".join(default_output(p) for p in reg.problems()[:2]) + ", ...)"))]),

@@ -58,8 +58,11 @@ def solve(
     kind = reg.kind_of(problem)
     info = reg.get(kind.name, solver)
     options = info.validate_options(options)
-    if time_limit is not None and not (time_limit > 0):
-        raise ValueError(f"time_limit must be > 0 seconds, got {time_limit!r}")
+    if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, int | float)
+                                   or not math.isfinite(time_limit) or not time_limit > 0):
+        raise ValueError(f"time_limit must be a finite number of seconds > 0, got {time_limit!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+        raise ValueError(f"seed must be an integer in [0, 2**63), got {seed!r}")
     start = time.perf_counter()
     base = {"problem": problem, "solver": info.name, "options": dict(options), "seed": seed, "time_limit": time_limit}
     facade = {"progress": progress} if progress is not None and info.takes_progress else {}

@@ -134,10 +134,10 @@ def test_long_runs_outside_a_terminal_report_progress_on_stderr(tmp_path):
     r = subprocess.run([rlplan_executable(), "plan", "--cluster", "small-16", "--workflow", "ppo-sync-qwen3-8b", "--solver", "sha-ea",
                         "-O", "evaluations=40", "-o", str(tmp_path / "p.json")], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr
-    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("rlplan: solving placement by sha-ea, limit 60 s (default)")]
+    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("rlplan: solving placement by sha-ea, limit 300 s (default)")]
     assert len(lines) >= 3, r.stderr
     assert any("evaluations" in ln and "best" in ln for ln in lines)
-    assert "took" in r.stdout and "of the default 60 s limit" in r.stdout
+    assert "took" in r.stdout and "of the default 300 s limit" in r.stdout
     quiet = run_cli("plan", "circuits", "-q", "-o", str(tmp_path / "c.json"))
     assert quiet.returncode == 0 and quiet.stderr == ""
 
@@ -149,7 +149,7 @@ def test_solver_help_lists_each_solvers_default_limit():
     import re
 
     text = re.sub(r"-\s+", "-", " ".join(run_cli("plan", "--help").stdout.replace("│", " ").split()))  # undo wrapping at hyphens
-    assert "Default: the solver's own cap" in text and "placement sha-ea 60 s" in text
+    assert "Default: the solver's own cap" in text and "placement sha-ea 300 s" in text
 
 
 def test_shell_completion_knows_problems_and_each_problems_solvers():

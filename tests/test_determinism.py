@@ -176,3 +176,24 @@ def test_nested_and_concurrent_silencing_restores_the_original_stdout(capfd):
         protect_stdout(False)
     os.write(1, b"still here\n")
     assert capfd.readouterr().out == "still here\n"
+
+
+# --- library arguments are checked like CLI ones ------------------------------------------------
+
+
+@pytest.mark.parametrize("kwargs,needle", [
+    ({"time_limit": "5"}, "time_limit"), ({"time_limit": True}, "time_limit"), ({"time_limit": float("inf")}, "time_limit"),
+    ({"time_limit": -1.0}, "time_limit"), ({"seed": "x"}, "seed"), ({"seed": 1.5}, "seed"), ({"seed": -1}, "seed"),
+    ({"seed": True}, "seed"),
+])
+def test_solve_refuses_bad_library_arguments_before_it_runs(kwargs, needle):
+    problem = build_problem("circuits", INSTANCES["circuits"])
+    with pytest.raises(ValueError, match=needle):
+        solve(problem, "greedy", **kwargs)
+
+
+def test_cli_seed_out_of_range_names_the_option():
+    from tests.conftest import run_cli
+
+    r = run_cli("plan", "circuits", "--seed", "-1", "-o", "-")
+    assert r.returncode == 2 and "--seed" in r.stderr and "greater than or equal to 0" in r.stderr and r.stdout == ""

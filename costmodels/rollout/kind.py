@@ -16,7 +16,7 @@ SOLVERS = (
     SolverEntry("paper", "heuristics.rollout.search:solve_paper",
                 description="RollPacker's settings: η = 1.25, the §4.2 TP rule, async reward with λ = 1.5, adaptive stream trainer"),
     SolverEntry("verl", "heuristics.rollout.search:solve_verl", description="veRL's synchronous rollout: no speculation, reward after rollout, no stream trainer"),
-    SolverEntry("exhaustive", "formulations.rollout.exhaustive:solve_exhaustive", exact=True, time_limit=900.0,
+    SolverEntry("exhaustive", "formulations.rollout.exhaustive:solve_exhaustive", exact=True, time_limit=1800.0,
                 description="every plan of the discrete space, one simulated epoch per rollout setting (the optimum on small jobs)"),
 )
 

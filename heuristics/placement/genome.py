@@ -26,8 +26,8 @@ from costmodels.solving import UNLIMITED, Deadline, DeadlineExceeded
 #: ``GroupOptions`` checks: candidates x GPUs per partial combination extended, states x columns
 #: per prune. Measured 270-320 thousand units/s on one core of the development machine on both
 #: small-24 PPO and the 64-GPU HetRL testbed (so the unit tracks time across cluster sizes):
-#: 1 000 000 units is ~3 s, the 2 s box the pass had when it was timed, at a loaded machine's pace
-EXACT_WORK = 1_000_000
+#: 500 000 units is ~2 s, the box the pass had when it was timed in seconds
+EXACT_WORK = 500_000
 
 
 @dataclass

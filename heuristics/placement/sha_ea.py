@@ -43,6 +43,7 @@ from costmodels.solving import Deadline, SolverOutput, Status, Trace, note_work
 from costmodels.workflow import TaskKind
 from heuristics.placement.executors import EvaluationPool, Executor, evaluation_pool
 from heuristics.placement.genome import EXACT_WORK, Individual, PlacementSpace
+from heuristics.placement.streamrl import DEFAULT_CANDIDATES
 
 #: improving swaps per local search, and pairs sampled per step on clusters over 64 GPUs
 LOCAL_SEARCH_STEPS = 32
@@ -430,15 +431,15 @@ def successive_halving(arms: list[Any], budget: float, run: Callable[[Any, float
 #: the evaluation budget (distinct phenotypes costed) when neither ``evaluations`` nor ``time_limit`` is given
 DEFAULT_EVALUATIONS = 300
 #: phenotypes re-solved exactly at the end (exact on survivors), each in a work box of
-#: POLISH_WORK units (4x a search pass's box, ~12 s on the development machine: a pass the search
+#: POLISH_WORK units (4x a search pass's box, ~7 s on the development machine: a pass the search
 #: cut short gets one real chance; passes that finished are not repeated)
 POLISH = 16
 POLISH_WORK = 4 * EXACT_WORK
 #: share of a caller's time limit the baseline seeds may use
 SEED_SHARE = 0.15
-#: StreamRL candidates the seed sweep costs without a time limit (~6 s on the HetRL testbed on one
-#: core of the development machine; the likely generation/rest splits come first)
-SEED_CANDIDATES = 5_000
+#: StreamRL candidates the seed sweep costs without a time limit: the standalone baseline's own
+#: default budget, so SHA-EA's default plan is never worse than ``--solver streamrl``'s
+SEED_CANDIDATES = DEFAULT_CANDIDATES
 #: share of the evaluation budget and of the time limit the GPU-type-split probes may use
 PROBE_SHARE = 0.1
 
