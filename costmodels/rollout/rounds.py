@@ -43,6 +43,7 @@ from costmodels.reconfig import switch_cost
 from costmodels.rollout.parallelism import AdaptiveTP
 from costmodels.rollout.stream import LengthHistory, ScaleDecision, ScaleDown, ScaleRule
 from costmodels.rollout.workload import PromptPool, RolloutWorkload
+from costmodels.solving import checkpoint
 
 
 @dataclass
@@ -231,6 +232,7 @@ def simulate_epoch(workload: RolloutWorkload, *, eta_prompts: float = 1.25, eta_
     out = EpochResult([])
     current: int | None = None
     while fresh or queue:
+        checkpoint()  # an epoch inside a solve stops at its limit (costmodels.solving), also between rounds
         if max_rounds is not None and len(out.rounds) >= max_rounds:
             break
         long_round = len(queue) >= p0 or (queue and not fresh)
