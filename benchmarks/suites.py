@@ -101,7 +101,7 @@ def smoke(plugins: tuple[str, ...] = ()) -> Suite:
                              "max_response": 2048, "dataset_prompts": 16, "training": {"replica_gpus": 1}}}
     roll = [InstanceRef("tiny-rollout", "rollout", fields={"job": tiny_job})]
     # the default work budgets, not a time limit: the tiny job's whole space (144 groups) is
-    # enumerated on any machine, so local and Ray runs agree (DESIGN.md, "Deterministic")
+    # enumerated on any machine, so local and Ray runs agree (docs/architecture.md, "Solver plumbing")
     runs += _runs("smoke", roll, [(s, {}, None, (0,)) for s in ("exhaustive", "search", "paper", "verl")], plugins)
     return Suite("smoke", "every problem and solver on tiny instances (tests)", runs,
                  [Comparison("uniform / greedy bottleneck", "uniform", "greedy", "objective"),

@@ -66,7 +66,7 @@ _CAP: contextvars.ContextVar[float | None] = contextvars.ContextVar("rlplan_time
 
 @dataclass
 class ClockRecord:
-    """Whether the wall clock decided a solve's result (DESIGN.md, "Deterministic").
+    """Whether the wall clock decided a solve's result (docs/architecture.md, "Solver plumbing").
 
     A solve's default effort is a work budget (evaluations, plans, nodes, columns), so the same
     input, seed and budget give the same plan on any machine at any load; its time limit is a

@@ -76,7 +76,7 @@ def solve(
         return Result(status=Status.NO_SOLUTION, wall_time_s=time.perf_counter() - start, clock=clock.describe(),
                       message=f"{info.name}: a single evaluation outlasted the {what} of {limit:g} s ({exc}); "
                               f"give a longer --time-limit", **base)
-    except Exception as exc:  # a crash is a result, never a silent skip (DESIGN.md, "Data flow")
+    except Exception as exc:  # a crash is a result, never a silent skip (docs/architecture.md, "Data flow")
         return Result(status=Status.ERROR, wall_time_s=time.perf_counter() - start,
                       message=f"{type(exc).__name__}: {exc}", stats={"traceback": traceback.format_exc()}, **base)
     wall = time.perf_counter() - start

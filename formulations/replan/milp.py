@@ -288,7 +288,7 @@ def solve_replan_milp(problem: ReplanProblem, *, time_limit: float | None = None
                       max_columns: Annotated[int | None, Field(ge=1, le=10**9, description="largest model handed to HiGHS without --time-limit (default 50000); a larger one returns the warm start with the fluid bound")] = None) -> SolverOutput:
     """Eq. 1 on HiGHS (module doc). ``warm_start``: a heuristic solver whose plan seeds HiGHS.
 
-    Effort is a work budget (DESIGN.md, "Deterministic"): without ``time_limit`` HiGHS stops
+    Effort is a work budget (docs/architecture.md, "Solver plumbing"): without ``time_limit`` HiGHS stops
     after ``nodes`` branch-and-bound nodes and a model over ``max_columns`` columns is not handed
     to it, so a state gives the same plan on any machine; the façade's default cap is only a
     safety net, reported when it binds. With ``time_limit`` HiGHS runs until the limit, and a

@@ -73,7 +73,7 @@ class PlacementSpace:
         #: an individual whose cheap Level 4 is within this share of the incumbent gets the exact pass
         self.exact_margin = 0.05
         #: work box of one exact Level-4 pass (:data:`EXACT_WORK`): a count, not seconds, so a
-        #: pass ends the same way on any machine at any load (DESIGN.md, "Deterministic")
+        #: pass ends the same way on any machine at any load (docs/architecture.md, "Solver plumbing")
         self.exact_work = EXACT_WORK
         self._builder: GroupOptions | None = None
         self.incumbent = math.inf

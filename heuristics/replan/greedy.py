@@ -40,7 +40,7 @@ from costmodels.solving import Deadline, SolverOutput, Status
 def _deadline(time_limit: float | None) -> Deadline:
     """Every heuristic here is bounded by work (the shortlist, ``_improve``'s rounds), so its
     answer is the same on any machine; the deadline is only the caller's limit or the façade's
-    default cap, a safety net (DESIGN.md, "Deterministic")."""
+    default cap, a safety net (docs/architecture.md, "Solver plumbing")."""
     return Deadline(time_limit)
 
 
