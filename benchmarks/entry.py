@@ -31,6 +31,19 @@ def _suggest(exc: Exception) -> str:
     return f" (did you mean {' or '.join(close)}?)" if close else f" (commands: {', '.join(sorted(commands))})"
 
 
+def _given(exc: Exception, args: list[str]) -> str:
+    """" (got 'abc')" for an option value click could not convert, when its message does not
+    already show it: the value as typed, found after the option's name in ``args``."""
+    param = getattr(exc, "param", None)
+    message = str(getattr(exc, "message", ""))
+    for i, arg in enumerate(args):
+        for opt in getattr(param, "opts", ()) or ():
+            value = args[i + 1] if arg == opt and i + 1 < len(args) else arg[len(opt) + 1:] if arg.startswith(f"{opt}=") else None
+            if value is not None and repr(value) not in message and f" {value} " not in f" {message} ":
+                return f" (got {value!r})"
+    return ""
+
+
 def main(argv: list[str] | None = None) -> None:
     # Plain click help, not typer's rich panels: the same text a script can parse, and rendering
     # the panels cost a tenth of a second on every `--help` (issue 16: under 0.5 s). Results stay
@@ -43,9 +56,10 @@ def main(argv: list[str] | None = None) -> None:
             from click import exceptions as cx
 
         import typer
+        from pydantic import ValidationError
 
         from benchmarks.cli import app
-        from costmodels.errors import SpecError
+        from costmodels.errors import SpecError, from_validation
         from costmodels.solving import protect_stdout
 
         protect_stdout()  # this process is ours: native solver noise must not reach a plan on `-o -`
@@ -59,12 +73,15 @@ def main(argv: list[str] | None = None) -> None:
             code = 2
         except cx.UsageError as exc:
             where = exc.ctx.command_path if exc.ctx else "rlplan"
-            _say(f"{where}: {exc.format_message().rstrip('.')}{_suggest(exc)}; see `{where} --help`")
+            _say(f"{where}: {exc.format_message().rstrip('.')}{_given(exc, sys.argv[1:] if argv is None else argv)}{_suggest(exc)}; see `{where} --help`")
             code = 2
         except typer.Abort:
             raise KeyboardInterrupt from None
         except SpecError as exc:
             _say(str(exc))
+            code = 2
+        except ValidationError as exc:  # a model built from user input outside the spec loaders
+            _say(str(from_validation(exc)))
             code = 2
         except RecursionError:
             _say("input nested too deeply")

@@ -19,6 +19,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from costmodels.errors import SpecError, field_path
+from costmodels.limits import (
+    MAX_GPU_MEMORY_GB,
+    MAX_HBM_GB_PER_S,
+    MAX_LINK_GB_PER_S,
+    MAX_MODEL_DIMENSION,
+    MAX_PARAMS_B,
+    MAX_TFLOPS,
+)
 
 
 class GPUSpec(BaseModel):
@@ -27,14 +35,14 @@ class GPUSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     name: str = Field(min_length=1)
-    tflops_bf16_dense: float = Field(gt=0, description="dense BF16 peak, TFLOP/s")
-    memory_gb: float = Field(gt=0, description="HBM capacity, GB")
-    hbm_gb_per_s: float = Field(gt=0, description="HBM bandwidth, GB/s")
-    intra_node_gb_per_s: float = Field(gt=0, description="per-GPU intra-node (NVLink/PCIe) bandwidth, both directions added together, GB/s (the spec-sheet figure)")
+    tflops_bf16_dense: float = Field(gt=0, le=MAX_TFLOPS, description="dense BF16 peak, TFLOP/s")
+    memory_gb: float = Field(gt=0, le=MAX_GPU_MEMORY_GB, description="HBM capacity, GB")
+    hbm_gb_per_s: float = Field(gt=0, le=MAX_HBM_GB_PER_S, description="HBM bandwidth, GB/s")
+    intra_node_gb_per_s: float = Field(gt=0, le=MAX_LINK_GB_PER_S, description="per-GPU intra-node (NVLink/PCIe) bandwidth, both directions added together, GB/s (the spec-sheet figure)")
     intra_node_per_direction_gb_per_s: float | None = Field(
-        default=None, gt=0,
+        default=None, gt=0, le=MAX_LINK_GB_PER_S,
         description="per-GPU intra-node bandwidth in one direction, GB/s; what a ring step sends over (default: half the both-directions figure)")
-    usd_per_hour: float | None = Field(default=None, ge=0)
+    usd_per_hour: float | None = Field(default=None, ge=0, le=1e6)
     source: str = ""
 
     @property
@@ -52,16 +60,16 @@ class ModelSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     name: str = Field(min_length=1)
-    params_b: float = Field(gt=0)
-    hidden: int = Field(gt=0)
-    layers: int = Field(gt=0)
-    ffn_intermediate: int = Field(gt=0, description="dense FFN size, or per-expert size for MoE")
-    num_experts: int | None = Field(default=None, gt=0)
-    experts_per_token: int | None = Field(default=None, gt=0)
-    query_heads: int = Field(gt=0)
-    kv_heads: int = Field(gt=0)
-    head_dim: int = Field(default=0, ge=0, description="attention head width; 0 or absent: hidden / query_heads (wrong for e.g. Qwen3-4B: give it)")
-    vocab: int = Field(gt=0)
+    params_b: float = Field(gt=0, le=MAX_PARAMS_B)
+    hidden: int = Field(gt=0, le=MAX_MODEL_DIMENSION)
+    layers: int = Field(gt=0, le=MAX_MODEL_DIMENSION)
+    ffn_intermediate: int = Field(gt=0, le=MAX_MODEL_DIMENSION, description="dense FFN size, or per-expert size for MoE")
+    num_experts: int | None = Field(default=None, gt=0, le=MAX_MODEL_DIMENSION)
+    experts_per_token: int | None = Field(default=None, gt=0, le=MAX_MODEL_DIMENSION)
+    query_heads: int = Field(gt=0, le=MAX_MODEL_DIMENSION)
+    kv_heads: int = Field(gt=0, le=MAX_MODEL_DIMENSION)
+    head_dim: int = Field(default=0, ge=0, le=MAX_MODEL_DIMENSION, description="attention head width; 0 or absent: hidden / query_heads (wrong for e.g. Qwen3-4B: give it)")
+    vocab: int = Field(gt=0, le=MAX_MODEL_DIMENSION)
     source: str = ""
 
     @model_validator(mode="before")

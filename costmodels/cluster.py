@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from costmodels.catalog import GPUSpec, get_gpu
 from costmodels.efficiency import INTRA_NODE_HOP_LATENCY_MS
 from costmodels.errors import SpecError
+from costmodels.limits import MAX_LINK_GBPS
 
 #: Latency of an intra-node hop when nothing else is said: the project's one NVLink/PCIe hop
 DEFAULT_INTRA_NODE_LATENCY_MS = INTRA_NODE_HOP_LATENCY_MS
@@ -41,8 +42,8 @@ class LinkSpec(BaseModel):
 
     model_config = _STRICT
 
-    bandwidth_gbps: float = Field(gt=0)
-    latency_ms: float = Field(ge=0)
+    bandwidth_gbps: float = Field(gt=0, le=MAX_LINK_GBPS)
+    latency_ms: float = Field(ge=0, le=1e6)
 
 
 class InterZoneLink(LinkSpec):

@@ -50,6 +50,38 @@ def _short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+class DuplicateKeyError(ValueError):
+    """A JSON object names a key twice (``json.loads`` keeps the last one silently)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"duplicate key {key!r}")
+        self.key = key
+
+
+def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` for ``json.loads``: a repeated key raises :class:`DuplicateKeyError`."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise DuplicateKeyError(key)
+        out[key] = value
+    return out
+
+
+def from_validation(exc: Any, source: str | None = None, prefix: str = "") -> SpecError:
+    """pydantic's ValidationError (several lines, a URL) as the one-line SpecError of its first
+    error: the field path, the value and pydantic's reason."""
+    err = exc.errors()[0]
+    msg = err["msg"]
+    if err["type"] == "missing":
+        msg = "required field is missing"
+    elif err["type"] == "extra_forbidden":
+        msg = "unknown field"
+    value = err.get("input") if err["type"] != "missing" else None
+    path = field_path(err["loc"])
+    return SpecError(f"{prefix}.{path}" if prefix and path else (prefix or path), value, msg, source)
+
+
 def field_path(loc: tuple[Any, ...] | list[Any]) -> str:
     """Render a pydantic-style location tuple as ``a.b[3].c``."""
     out = ""

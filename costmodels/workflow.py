@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from costmodels.catalog import ModelSpec, get_model
 from costmodels.errors import SpecError
+from costmodels.limits import MAX_GLOBAL_BATCH, MAX_NUM_SEQS, MAX_RESPONSES_PER_PROMPT, MAX_TOKENS
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
@@ -54,13 +55,13 @@ class WorkflowSpec(BaseModel):
     mode: Literal["sync", "async"]
     models: RoleModels
     custom_models: list[ModelSpec] = Field(default_factory=list)
-    global_batch: int = Field(gt=0)
-    responses_per_prompt: int = Field(gt=0)
-    prompt_length: int = Field(gt=0)
-    response_length: int = Field(gt=0)
+    global_batch: int = Field(gt=0, le=MAX_GLOBAL_BATCH)
+    responses_per_prompt: int = Field(gt=0, le=MAX_RESPONSES_PER_PROMPT)
+    prompt_length: int = Field(gt=0, le=MAX_TOKENS)
+    response_length: int = Field(gt=0, le=MAX_TOKENS)
     eta: float = Field(default=0.0, ge=0, le=1, description="task parallelism among tasks sharing a GPU group: 0 one after another, 1 fully overlapped")
-    micro_batch_size: int = Field(default=1, gt=0, description="sequences per training/inference micro-batch")
-    decode_batch_size: int = Field(default=256, gt=0, description="max concurrent sequences per serving engine (dbs)")
+    micro_batch_size: int = Field(default=1, gt=0, le=MAX_GLOBAL_BATCH, description="sequences per training/inference micro-batch")
+    decode_batch_size: int = Field(default=256, gt=0, le=MAX_NUM_SEQS, description="max concurrent sequences per serving engine (dbs)")
     recompute: bool = Field(default=True, description="activation recomputation in training")
 
     def check(self) -> None:

@@ -18,10 +18,21 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 import yaml
+from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
-from costmodels.errors import SpecError
+from costmodels.errors import SpecError, from_validation
+from costmodels.limits import (
+    DEFAULT_MEMORY_LIMIT_GB,
+    INSTANCE_BYTES,
+    MAX_BLOCK_SIZE,
+    MAX_NUM_SEQS,
+    MAX_SIMULATED_GPUS,
+    MAX_TOKENS,
+    REQUEST_BYTES,
+    check_memory,
+)
 from costmodels.problem import ProblemKind, Summary
 from planner.io import build_problem, load_problem, read_text, solvable_kind, write_atomic
 from planner.outputs import PLOT_SUFFIXES, check_distinct, check_output, write_picture
@@ -58,13 +69,20 @@ def _print_version(value: bool) -> None:
 
 
 @app.callback()
-def _root(version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True, help="print rlplan's version and exit")] = False) -> None:
+def _root(version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True, help="print rlplan's version and exit")] = False,
+          memory_limit_gb: Annotated[float | None, typer.Option(min=0.1, max=1e6, help=f"refuse inputs whose simulation would need more memory than this, GB (default {DEFAULT_MEMORY_LIMIT_GB:g}, or RLPLAN_MEMORY_LIMIT_GB)")] = None) -> None:
     """Plan LLM RL post-training deployments with real solvers on one set of cost models."""
+    if memory_limit_gb is not None:
+        os.environ["RLPLAN_MEMORY_LIMIT_GB"] = repr(memory_limit_gb)  # read by costmodels.limits, in this process only
 
 
-def fail(message: str, code: int = 2) -> NoReturn:
+def fail(message: str | Exception, code: int = 2) -> NoReturn:
+    """One line on stderr and exit ``code``; an exception is rendered as its one-line message
+    (pydantic's several-line report as its first error)."""
+    if isinstance(message, ValidationError):
+        message = from_validation(message)
     err.print("[bold red]error:[/] ", end="")
-    err.print(message, markup=False, highlight=False, soft_wrap=True)
+    err.print(" ".join(str(message).split()), markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -177,6 +195,8 @@ def plan_command(
         # outputs are checked before solving, so a bad path never costs a search or loses its plan
         output = output if output is not None else default_output(kind.name)
         targets: dict[str, Path] = {}
+        if output == "-" and export:
+            fail(f"--export {export[0]}: an export is written beside the plan file (PLAN.{export[0]}.yaml); give -o a file, not - (stdout)")
         if output != "-":
             targets["-o"] = check_output(output, "-o")
             for fmt in export or []:
@@ -198,9 +218,9 @@ def plan_command(
         info.validate_options(options)  # solve() checks again; here so a bad value never opens a progress display
         result = _solve_with_progress(prob, info, time_limit, seed, options, quiet)
     except SpecError as exc:
-        fail(str(exc))
+        fail(exc)
     except (UnknownSolverError, ValueError) as exc:
-        fail(str(exc))
+        fail(exc)
     if not result.success:
         detail = "; ".join(result.violations[:5])
         fail(f"no feasible plan: {result.solver} ended with status {result.status.value}. {result.message} {detail}".strip(), code=1)
@@ -400,7 +420,7 @@ def validate(
         doc = read_plan_file(plan_file)
         violations = recheck(doc, str(plan_file))
     except SpecError as exc:
-        fail(str(exc))
+        fail(exc)
     if as_json:
         out.print_json(json.dumps({"file": str(plan_file), "valid": not violations, "violations": violations}))
     elif violations:
@@ -424,7 +444,7 @@ def evaluate(
     try:
         problem, plan = load_plan_and_problem(plan_file)
     except SpecError as exc:
-        fail(str(exc))
+        fail(exc)
     violations, objective, breakdown = check_plan(problem, plan)
     if violations:
         for v in violations:
@@ -446,12 +466,12 @@ def evaluate(
 def estimate_generation(
     model: Annotated[str, typer.Option(help="model name from the catalog (e.g. Qwen2.5-14B)")] = "Qwen2.5-14B",
     gpu: Annotated[str, typer.Option(help="GPU type from the catalog")] = "H800",
-    gpus: Annotated[int, typer.Option(help="GPU budget (TP x DP)")] = 8,
+    gpus: Annotated[int, typer.Option(min=1, max=MAX_SIMULATED_GPUS, help="GPU budget (TP x DP)")] = 8,
     lengths: Annotated[str, typer.Option(help="histogram CSV (remaining,count[,context]) or NAME:key=value,... (uniform, lognormal, constant)")] = "uniform:low=256,high=4096,n=512,context=1024",
-    bin_tokens: Annotated[int, typer.Option("--bin", help="bin width in tokens for named distributions")] = 256,
-    max_num_seqs: Annotated[int, typer.Option(help="engine's max concurrent sequences per instance")] = 256,
-    gpus_per_node: Annotated[int, typer.Option(help="TP stays inside a node of this many GPUs")] = 8,
-    seed: Annotated[int, typer.Option(help="seed for sampling a named distribution")] = 0,
+    bin_tokens: Annotated[int, typer.Option("--bin", min=1, max=MAX_TOKENS, help="bin width in tokens for named distributions")] = 256,
+    max_num_seqs: Annotated[int, typer.Option(min=1, max=MAX_NUM_SEQS, help="engine's max concurrent sequences per instance")] = 256,
+    gpus_per_node: Annotated[int, typer.Option(min=1, max=64, help="TP stays inside a node of this many GPUs")] = 8,
+    seed: Annotated[int, typer.Option(min=0, max=2**63 - 1, help="seed for sampling a named distribution")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable rows")] = False,
 ) -> None:
     """Makespan of the remaining requests under every feasible TP x DP configuration
@@ -461,10 +481,6 @@ def estimate_generation(
     from costmodels.generation.lengths import parse_distribution, parse_histogram_csv
 
     try:
-        if gpus <= 0:
-            raise SpecError("--gpus", gpus, "must be > 0")
-        if bin_tokens <= 0:
-            raise SpecError("--bin", bin_tokens, "must be > 0 tokens")
         m = get_model(model)
         g = get_gpu(gpu)
         path = Path(lengths)
@@ -474,9 +490,9 @@ def estimate_generation(
             hist = parse_distribution(lengths, seed=seed, bin_tokens=bin_tokens)
         params = ServingParams(max_num_seqs=max_num_seqs)
     except SpecError as exc:
-        fail(str(exc))
+        fail(exc)
     except ValueError as exc:
-        fail(str(exc))
+        fail(exc)
     rows = sweep(m, g, gpus, hist.requests(), params, gpus_per_node)
     if not rows:
         fail(f"no TP degree divides {gpus} GPUs within a {gpus_per_node}-GPU node for {model}")
@@ -499,16 +515,28 @@ def estimate_generation(
               f" decode step overhead {e.decode_step_overhead_ms:.2f} ms + {e.decode_sequence_overhead_us:.0f} us/seq", highlight=False)
 
 
-def _parse_instances(text: str) -> list[tuple[int, int]]:
-    """``4xTP2`` or ``2xTP4,1xTP8`` -> [(count, tp), ...]."""
+def _parse_instances(text: str, model: Any) -> list[tuple[int, int]]:
+    """``4xTP2`` or ``2xTP4,1xTP8`` -> [(count, tp), ...]. A TP group sits on one 8-GPU node and
+    splits the model's heads (vLLM refuses a TP that does not divide the query heads, and one
+    that neither divides nor is a multiple of the KV heads); at most
+    :data:`~costmodels.limits.MAX_SIMULATED_GPUS` GPUs in all."""
     import re
 
+    from costmodels.decode import feasible_tps
+
     out = []
+    allowed = feasible_tps(model, 8, 8)
     for part in text.split(","):
         m = re.fullmatch(r"\s*(\d+)\s*[xX]\s*TP(\d+)\s*", part)
         if not m or int(m.group(1)) <= 0 or int(m.group(2)) <= 0:
             raise SpecError("--instances", text, "expected COUNTxTPk[,COUNTxTPk...], e.g. 4xTP2")
-        out.append((int(m.group(1)), int(m.group(2))))
+        count, tp = int(m.group(1)), int(m.group(2))
+        if tp not in allowed:
+            raise SpecError("--instances", text, f"TP{tp} does not fit an 8-GPU node or split {model.name}'s heads; TP is one of {', '.join(map(str, allowed))}")
+        out.append((count, tp))
+    gpus = sum(count * tp for count, tp in out)
+    if gpus > MAX_SIMULATED_GPUS:
+        raise SpecError("--instances", text, f"{gpus:,} GPUs; at most {MAX_SIMULATED_GPUS:,}")
     return out
 
 
@@ -530,6 +558,9 @@ def _simulation_requests(lengths: str, seed: int) -> list[Any]:
             if key not in args or not value.isdigit() or int(value) < smallest:
                 raise SpecError(f"lengths.{key}", part, "synthetic takes prompts, n, max (integers > 0) and step (>= 0)")
             args[key] = int(value)
+        if args["max"] > MAX_TOKENS:
+            raise SpecError("lengths.max", args["max"], f"at most {MAX_TOKENS:,} tokens")
+        check_memory("lengths.prompts", lengths, args["prompts"] * args["n"], REQUEST_BYTES, "requests")
         return synthetic_trace(args["prompts"], args["n"], args["max"], seed=seed, step=args["step"])
     hist = parse_distribution(lengths, seed=seed)
     return [Request(i, r.context, r.remaining) for i, r in enumerate(hist.requests())]
@@ -541,10 +572,10 @@ def simulate_generation(
     gpu: Annotated[str, typer.Option(help="GPU type from the catalog")] = "H800",
     instances: Annotated[str, typer.Option(help="serving instances, e.g. 4xTP2 or 2xTP2,1xTP4")] = "4xTP2",
     lengths: Annotated[str, typer.Option(help="trace file (Vidur CSV, prompt_tokens/output_tokens/group CSV, RollPacker JSONL), synthetic:prompts=P,n=N,max=M, or NAME:key=value")] = "synthetic:prompts=64,n=8,max=8192",
-    max_num_seqs: Annotated[int, typer.Option(help="engine's max concurrent sequences per instance")] = 256,
-    memory_utilization: Annotated[float, typer.Option(help="share of GPU memory the engine may use")] = 0.9,
-    block_size: Annotated[int, typer.Option(help="KV cache block size in tokens")] = 16,
-    seed: Annotated[int, typer.Option(help="seed for synthetic lengths")] = 0,
+    max_num_seqs: Annotated[int, typer.Option(min=1, max=MAX_NUM_SEQS, help="engine's max concurrent sequences per instance")] = 256,
+    memory_utilization: Annotated[float, typer.Option(min=0.01, max=1, help="share of GPU memory the engine may use")] = 0.9,
+    block_size: Annotated[int, typer.Option(min=1, max=MAX_BLOCK_SIZE, help="KV cache block size in tokens")] = 16,
+    seed: Annotated[int, typer.Option(min=0, max=2**63 - 1, help="seed for synthetic lengths")] = 0,
     plot: Annotated[Path | None, typer.Option(help="also draw the timeline and remaining-requests curve to this PNG")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable result")] = False,
     policy: Annotated[str, typer.Option(help="none, verl-to (best static TP), verl-lo (largest TP), proactive, reactive or orchestrrl (OrchestrRL Algorithm 1; needs uniform TP on whole 8-GPU nodes)")] = "none",
@@ -557,21 +588,22 @@ def simulate_generation(
     from costmodels.generation.engine import simulate
 
     try:
-        if max_num_seqs <= 0:
-            raise SpecError("--max-num-seqs", max_num_seqs, "must be > 0")
-        if not 0 < memory_utilization <= 1:
-            raise SpecError("--memory-utilization", memory_utilization, "must be in (0, 1]")
-        if block_size <= 0:
-            raise SpecError("--block-size", block_size, "must be > 0")
         if plot is not None:
             check_output(plot, "--plot", PLOT_SUFFIXES)
         m, g = get_model(model), get_gpu(gpu)
         params = ServingParams(max_num_seqs=max_num_seqs, memory_utilization=memory_utilization)
-        insts = [Instance(m, g, tp, params) for count, tp in _parse_instances(instances) for _ in range(count)]
+        layout = _parse_instances(instances, m)
+        check_memory("--instances", instances, sum(count for count, _ in layout), INSTANCE_BYTES, "serving instances")
+        insts = [Instance(m, g, tp, params) for count, tp in layout for _ in range(count)]
         for inst in insts:
             if inst.kv_capacity_tokens() <= 0:
                 raise SpecError("--instances", instances, f"{model} does not fit TP{inst.tp} on {gpu} with room for a KV cache")
-        reqs = _simulation_requests(lengths, seed)
+        try:
+            reqs = _simulation_requests(lengths, seed)
+        except SpecError:
+            raise
+        except ValueError as exc:
+            raise SpecError("--lengths", lengths, str(exc)) from None
         details: dict = {}
         if policy == "none":
             result = simulate(insts, reqs, block_size=block_size)
@@ -584,9 +616,9 @@ def simulate_generation(
                 raise SpecError("--instances", instances, "a policy starts from one uniform TP")
             result, details = run_scheme(policy, model, gpu, sum(i.tp for i in insts), insts[0].tp, reqs, None, params, block_size, seed=seed)
     except SpecError as exc:
-        fail(str(exc))
-    except ValueError as exc:
-        fail(f"--lengths {lengths}: {exc}")
+        fail(exc)
+    except ValueError as exc:  # the engine refuses what the options and the lengths ask together
+        fail(f"--instances {instances} with --lengths {lengths}: {exc}")
     if plot is not None:
         from costmodels.generation.plot import plot_simulation
 
@@ -611,7 +643,7 @@ def simulate_cosched(
                                             "philly:jobs=300,hours=580,mean_hours=14.4,workload=mixed,seed=0 or production:jobs=200,hours=192,seed=0")] = "philly:jobs=60,hours=120",
     policy: Annotated[list[str] | None, typer.Option(help="rollmux, random, greedy, solo, colocated or optimal; repeat to compare (default: all but optimal)")] = None,
     baseline_slo_check: Annotated[bool, typer.Option(help="let random and greedy refuse placements that break an SLO (the paper's baselines do not)")] = False,
-    seed: Annotated[int, typer.Option(help="seed of the random policy")] = 0,
+    seed: Annotated[int, typer.Option(min=0, max=2**63 - 1, help="seed of the random policy")] = 0,
     plot: Annotated[Path | None, typer.Option(help="draw cost and GPUs over time and a Gantt chart of the largest group to this PNG")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable result")] = False,
 ) -> None:
@@ -661,8 +693,10 @@ def simulate_cosched(
 
 @simulate_app.command("rollout")
 def simulate_rollout(
-    job: Annotated[str, typer.Option(help="rollout job file or preset (rlplan presets --kind job)")] = "rollout-7b-8k",
-    plan: Annotated[list[Path] | None, typer.Option(help="a plan file written by `rlplan plan rollout`; repeat to compare")] = None,
+    job: Annotated[str | None, typer.Option(help="rollout job file or preset (rlplan presets --kind job) the named settings run on "
+                                                 "[default: the first --plan's own job, else rollout-7b-8k]")] = None,
+    plan: Annotated[list[Path] | None, typer.Option(help="a plan file written by `rlplan plan rollout`, replayed on its own job; repeat to compare")] = None,
+    run_invalid: Annotated[bool, typer.Option("--run-invalid", help="replay a plan the validator rejects instead of refusing it (exit 1)")] = False,
     setting: Annotated[list[str] | None, typer.Option(help="a named plan: paper (RollPacker's settings) or verl (synchronous); repeat to compare")] = None,
     plot: Annotated[Path | None, typer.Option(help="draw per-step rollout time, max response and step breakdown of the first plan, the second as baseline (Fig. 10a/b), to this PNG")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable steps")] = False,
@@ -673,24 +707,36 @@ def simulate_rollout(
     from costmodels.rollout.plan import evaluate_rollout
     from costmodels.rollout.space import paper_plan, verl_plan
     from planner.planfile import load_plan_and_problem
+    from planner.solve import check_plan
 
     named = {"paper": paper_plan, "verl": verl_plan}
     runs: list[tuple[str, Any, Any]] = []
     try:
         if plot is not None:
             check_output(plot, "--plot", PLOT_SUFFIXES)
-        problem = build_problem("rollout", {"job": job})
         for path in plan or []:
             other, p = load_plan_and_problem(path)
             if getattr(other, "kind", None) != "rollout":
                 raise SpecError("--plan", str(path), f"holds a {getattr(other, 'kind', '?')} plan, not a rollout plan")
             runs.append((path.name, p, other))
+        # a baseline is judged on the job the plan was made for, unless --job names another
+        if job is None and runs:
+            problem, job = runs[0][2], str(plan[0])  # type: ignore[index]
+        else:
+            job = job or "rollout-7b-8k"
+            problem = build_problem("rollout", {"job": job})
         for name in setting or ([] if plan else ["verl", "paper"]):
             if name not in named:
                 raise SpecError("--setting", name, f"known: {', '.join(named)}")
             runs.append((name, named[name](problem.workload), problem))
     except SpecError as exc:
-        fail(str(exc))
+        fail(exc)
+    for label, p, prob in runs:
+        violations = check_plan(prob, p)[0]
+        if violations and not run_invalid:
+            for v in violations:
+                err.print(f"  {v}", markup=False, highlight=False, soft_wrap=True)
+            fail(f"{label}: the plan violates {len(violations)} constraint(s); --run-invalid replays it anyway", code=1)
     results = [(label, p, *evaluate_rollout(prob, p)) for label, p, prob in runs]
     if plot is not None:
         from costmodels.rollout.plot import plot_rollout
@@ -698,7 +744,7 @@ def simulate_rollout(
         label, p, obj, b = results[0]
         base = results[1][3] if len(results) > 1 else None
         title = f"{label}: {obj:.1f} s/step" + (f" (dashed: {results[1][0]}, {results[1][2]:.1f} s/step)" if base else "")
-        write_picture(plot, lambda tmp: plot_rollout(problem, p, b, tmp, title, baseline=base))
+        write_picture(plot, lambda tmp: plot_rollout(runs[0][2], p, b, tmp, title, baseline=base))
     if as_json:
         sys.stdout.write(json.dumps({"job": job, "results": [{"plan": label, "knobs": p.model_dump(), "objective_s": obj, "breakdown": b}
                                                              for label, p, obj, b in results]}, indent=2, default=str) + "\n")

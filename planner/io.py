@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any, TypeVar
@@ -17,7 +18,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from costmodels.cluster import ClusterSpec
-from costmodels.errors import SpecError, field_path
+from costmodels.errors import SpecError, from_validation, no_duplicate_keys
 from costmodels.problem import ProblemKind, SpecField
 from costmodels.workflow import WorkflowSpec
 from planner.registry import Registry, default_registry
@@ -28,10 +29,17 @@ M = TypeVar("M", bound=BaseModel)
 #: the largest input file rlplan reads (specs, traces, plans): far above any real spec, far below
 #: what would exhaust memory (``/dev/zero`` or a mistaken multi-GB file fails here, at once)
 MAX_INPUT_BYTES = 64 * 2**20
+#: the largest YAML document rlplan parses: YAML is for specs people write (the largest shipped
+#: is under 200 kB), and even LibYAML reads about 1 MB/s of it (a 9.8 MB jobs file: 10.5 s, 37 s
+#: with the pure-Python parser), so larger inputs go as JSON, which Python's C parser reads at once
+MAX_YAML_BYTES = 4 * 2**20
 #: YAML aliases per document: anchors are for sharing a few blocks, not for "billion laughs"
 MAX_YAML_ALIASES = 1000
 #: values a YAML document may expand to through its aliases
 MAX_EXPANDED_VALUES = 1_000_000
+#: nesting of mappings and lists: specs nest six deep; past this, walks of the data would recurse
+#: into Python's stack limit
+MAX_DEPTH = 100
 
 
 def read_text(path: Path) -> str:
@@ -56,9 +64,14 @@ def read_text(path: Path) -> str:
         raise SpecError(f"byte {exc.start}", data[exc.start:exc.start + 4], "not UTF-8 text", source) from None
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """safe_load plus: a repeated key is an error (not "the last one wins"), and at most
-    :data:`MAX_YAML_ALIASES` aliases per document."""
+class _StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """safe_load (through LibYAML when PyYAML has it, 4x faster) plus: a repeated key is an error
+    (not "the last one wins"), at most :data:`MAX_YAML_ALIASES` aliases per document where the
+    parser is Python (LibYAML composes natively; there the expanded-size check alone stops an alias
+    bomb, since shared nodes become shared objects), and ``1e9`` is a number. PyYAML follows
+    YAML 1.1, where a float needs a dot (``1e9`` would be the string "1e9"); YAML 1.2 and every
+    JSON reader take it as a number, and so do people writing byte counts. With that fixed, a
+    string where a number goes is a quoted string, and :func:`parse_model` refuses it."""
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
@@ -85,20 +98,18 @@ class _StrictLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key {key!r}")
-        out[key] = value
-    return out
+_StrictLoader.yaml_implicit_resolvers = {k: list(v) for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+_StrictLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"))
 
 
 def parse_document(text: str, source: str, json_only: bool = False) -> Any:
     """YAML or JSON text to data (JSON is YAML, but its own parser gives better messages)."""
     if json_only or source.lower().endswith(".json"):
         try:
-            return json.loads(text, object_pairs_hook=_no_duplicate_keys)
+            return json.loads(text, object_pairs_hook=no_duplicate_keys)
         except json.JSONDecodeError as exc:
             lines = text.splitlines()
             near = lines[exc.lineno - 1][:60] if 0 < exc.lineno <= len(lines) else "<end of file>"
@@ -107,22 +118,48 @@ def parse_document(text: str, source: str, json_only: bool = False) -> Any:
             raise SpecError("", None, f"malformed JSON: {exc}", source) from None
         except RecursionError:
             raise SpecError("", None, "malformed JSON: nested too deeply", source) from None
-    loader = _StrictLoader(text)
+    if len(text) > MAX_YAML_BYTES:
+        if text.lstrip()[:1] in ("{", "["):
+            return parse_document(text, source, json_only=True)
+        raise SpecError("", f"{len(text) / 2**20:.1f} MiB", f"larger than {MAX_YAML_BYTES // 2**20} MiB of YAML: write an input this large as JSON", source)
+    loader = None
     try:
+        loader = _StrictLoader(text)  # its reader refuses control characters (a NUL byte) at once
         data = loader.get_single_data()
-        if loader.aliases and _expanded_size(data, {}) > MAX_EXPANDED_VALUES:
+        if "*" in text and _expanded_size(data, {}) > MAX_EXPANDED_VALUES:
             raise SpecError("", None, f"YAML aliases expand it to more than {MAX_EXPANDED_VALUES:,} values: refusing an alias bomb", source)
+        if _depth_over(data, MAX_DEPTH):
+            raise SpecError("", None, f"malformed YAML: nested too deeply (more than {MAX_DEPTH} levels)", source)
         return data
+    except yaml.reader.ReaderError as exc:
+        raise SpecError(f"character {exc.position}", chr(exc.character) if isinstance(exc.character, int) else exc.character,
+                        "malformed YAML: a control character is not allowed in a YAML file", source) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1} column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        problem = getattr(exc, "problem", None) or getattr(exc, "reason", None) or str(exc).splitlines()[0]
         line = text.splitlines()[mark.line] if mark and mark.line < len(text.splitlines()) else ""
         raise SpecError(where, line.strip()[:60], f"malformed YAML: {problem}", source) from None
     except RecursionError:
         raise SpecError("", None, "malformed YAML: nested too deeply", source) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
+
+
+def _depth_over(value: Any, limit: int) -> bool:
+    """Whether mappings and lists nest more than ``limit`` deep (iterative: the point is not to
+    recurse; each shared part is visited once)."""
+    stack, seen = [(value, 0)], set()
+    while stack:
+        item, depth = stack.pop()
+        if not isinstance(item, dict | list) or id(item) in seen:
+            continue
+        if depth >= limit:
+            return True
+        seen.add(id(item))
+        stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return False
 
 
 def _expanded_size(value: Any, memo: dict[int, int]) -> int:
@@ -149,24 +186,20 @@ def parse_model(cls: type[M], data: Any, source: str | None = None) -> M:
     try:
         model = cls.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        msg = err["msg"]
-        if err["type"] == "missing":
-            msg = "required field is missing"
-        elif err["type"] == "extra_forbidden":
-            msg = "unknown field"
-        value = err.get("input") if err["type"] != "missing" else None
-        raise SpecError(field_path(err["loc"]), value, msg, source) from None
-    where = _bool_as_number(data, model, "")
+        raise from_validation(exc, source) from None
+    where = _lax_number(data, model, "")
     if where is not None:
-        raise SpecError(where[0], where[1], "a boolean where a number is expected", source)
+        kind = "a boolean" if isinstance(where[1], bool) else "a quoted string"
+        raise SpecError(where[0], where[1], f"{kind} where a number is expected", source)
     return model
 
 
-def _bool_as_number(data: Any, value: Any, path: str) -> tuple[str, Any] | None:
-    """The first place where the input holds true/false but the validated model holds a number
-    (pydantic's lax mode reads ``count: true`` as 1): walk both side by side."""
-    if isinstance(data, bool):
+def _lax_number(data: Any, value: Any, path: str) -> tuple[str, Any] | None:
+    """The first place where the input holds true/false or a string but the validated model
+    holds a number (pydantic's lax mode reads ``count: true`` as 1 and ``nodes: '1'`` as 1): walk
+    both side by side. Strict mode is not used because it would also refuse an integer where a
+    float goes."""
+    if isinstance(data, bool | str):
         return (path, data) if isinstance(value, int | float) and not isinstance(value, bool) else None
     if isinstance(data, dict):
         for key, item in data.items():
@@ -176,12 +209,12 @@ def _bool_as_number(data: Any, value: Any, path: str) -> tuple[str, Any] | None:
                 child = value.get(key)
             else:
                 continue
-            found = _bool_as_number(item, child, f"{path}.{key}" if path else str(key))
+            found = _lax_number(item, child, f"{path}.{key}" if path else str(key))
             if found:
                 return found
     elif isinstance(data, list) and isinstance(value, list | tuple):
         for i, (item, child) in enumerate(zip(data, value, strict=False)):
-            found = _bool_as_number(item, child, f"{path}[{i}]")
+            found = _lax_number(item, child, f"{path}[{i}]")
             if found:
                 return found
     return None

@@ -143,15 +143,47 @@ def plan_file_from_dict(data: dict[str, Any]) -> Any:
     return plan_file_adapter().validate_python(data)
 
 
+def _not_a_plan_file(data: dict[str, Any], source: str) -> SpecError:
+    """What a document without ``schema_version`` is, said in one line (a job, jobs, cluster or
+    problem file handed where a plan goes is the usual mistake)."""
+    keys = ", ".join(sorted(map(str, data))[:6]) or "none"
+    return SpecError("schema_version", None, "not a plan file: `rlplan plan` writes schema_version, problem, plan and inputs "
+                     f"(this file has {keys}; a problem file with a `plan:` section also works where a plan is read)", source)
+
+
+def _migrate(data: dict[str, Any]) -> dict[str, Any]:
+    """A schema 1.0 file as this rlplan reads it. 1.0 files written before the judge's one
+    efficiency set carried placement ``inputs.params.compute_efficiency`` and ``hbm_efficiency``;
+    they become ``efficiency.compute`` and ``efficiency.hbm`` (the same derating of peak FLOP/s and
+    HBM bandwidth), and the plan is then re-checked by today's judge."""
+    params = (data.get("inputs") or {}).get("params") if isinstance(data.get("inputs"), dict) else None
+    if data.get("schema_version") == "1.0" and isinstance(params, dict) and {"compute_efficiency", "hbm_efficiency"} & set(params):
+        params = dict(params)
+        efficiency = dict(params.get("efficiency") or {})
+        for old, new in (("compute_efficiency", "compute"), ("hbm_efficiency", "hbm")):
+            if old in params:
+                efficiency[new] = params.pop(old)
+        params["efficiency"] = efficiency
+        data = {**data, "inputs": {**data["inputs"], "params": params}}
+    return data
+
+
 def read_plan_file(path: Path) -> Any:
-    """Parse a plan file; malformed content raises SpecError naming the field."""
+    """Parse a plan file; malformed content raises SpecError naming the field. Schema 1.0 files
+    are migrated (:func:`_migrate`); other versions are refused naming both."""
     data = read_document(Path(path))
     if not isinstance(data, dict):
         raise SpecError("", type(data).__name__, "a plan file is a JSON object", str(path))
     version = data.get("schema_version")
+    if version is None:
+        raise _not_a_plan_file(data, str(path))
     if version not in READABLE_VERSIONS:
         raise SpecError("schema_version", version, f"this rlplan reads plan files of schema {' and '.join(READABLE_VERSIONS)} "
                         f"(it writes {SCHEMA_VERSION}); re-plan with this rlplan", str(path))
+    for key in ("problem", "plan", "inputs"):  # before the union's first complaint (often `solver`)
+        if key not in data:
+            raise SpecError(key, None, "required field is missing: a plan file records the problem, the plan and its inputs", str(path))
+    data = _migrate(data)
     try:
         return plan_file_adapter().validate_python(data)
     except ValidationError as exc:
@@ -162,6 +194,8 @@ def read_plan_file(path: Path) -> Any:
             loc = loc[1:]
         value = err.get("input") if err["type"] != "missing" else None
         msg = "required field is missing" if err["type"] == "missing" else err["msg"]
+        if version != SCHEMA_VERSION and loc and loc[0] == "inputs":
+            msg += f" (a schema {version} file from an earlier rlplan, {data.get('rlplan_version') or 'version unknown'}; this rlplan writes {SCHEMA_VERSION}: re-plan)"
         raise SpecError(field_path(loc), value, msg, str(path)) from None
 
 
@@ -172,9 +206,15 @@ def load_plan_and_problem(path: Path) -> tuple[Any, Any]:
 
     path = Path(path)
     data = read_document(path)
-    if isinstance(data, dict) and "schema_version" not in data and "plan" in data:
+    if isinstance(data, dict) and "schema_version" not in data:
+        if "plan" not in data or "problem" not in data:
+            raise _not_a_plan_file(data, str(path))
         fields = {k: v for k, v in data.items() if k != "plan"}
         kind = fields.get("problem")
+        desc = solvable_kind(kind, str(path))
+        extra = sorted(set(fields) - {"problem", *(f.name for f in desc.fields)})
+        if extra:
+            raise SpecError(extra[0], fields[extra[0]], f"unknown field for a {desc.name} problem with a plan", str(path))
         problem = build_problem(kind, fields, base=path.parent, source=str(path))
         plan = parse_model(solvable_kind(kind, str(path)).plan_type, data["plan"], str(path))
         return problem, plan

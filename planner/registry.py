@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.util
 import inspect
 import math
 import os
@@ -140,6 +141,14 @@ class SolverInfo:
             err = exc.errors()[0]
             name = str(err["loc"][0]) if err["loc"] else "?"
             raise SolverOptionError(f"solver {self.name!r} option {name}={options.get(name)!r}: {err['msg']}") from None
+        for name, given in options.items():
+            # pydantic's lax mode reads True as 1 and "5" as 5: a library caller's slip, refused
+            # like the CLI refuses it in spec files
+            value = getattr(model, name)
+            if isinstance(given, bool | str) and isinstance(value, int | float) and not isinstance(value, bool):
+                raise SolverOptionError(f"solver {self.name!r} option {name}={given!r}: a {type(given).__name__} where a number is expected")
+        if options.get("executor") == "ray" and importlib.util.find_spec("ray") is None:
+            raise SolverOptionError(f"solver {self.name!r} option executor='ray' needs Ray, which is not installed: pip install 'rlplan[ray]'")
         return {k: getattr(model, k) for k in options}
 
 

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from costmodels.catalog import ocs_devices
 from costmodels.errors import SpecError
+from costmodels.limits import MAX_BYTES, MAX_LINK_GBPS
 from costmodels.violations import Violation
 from costmodels.weight_sync import pipelined_broadcast_s
 
@@ -46,9 +47,9 @@ class BroadcastSpec(BaseModel):
 
     name: str = ""
     description: str = ""
-    weights_gb: float = Field(gt=0, description="model weights to disseminate, GB")
-    link_gbps: float = Field(gt=0, description="OCS-Core circuit line rate, Gbit/s")
-    intra_gbps: float = Field(gt=0, description="per-rank intra-PoD fan-out link rate, Gbit/s")
+    weights_gb: float = Field(gt=0, le=MAX_BYTES / 1e9, description="model weights to disseminate, GB")
+    link_gbps: float = Field(gt=0, le=MAX_LINK_GBPS, description="OCS-Core circuit line rate, Gbit/s")
+    intra_gbps: float = Field(gt=0, le=MAX_LINK_GBPS, description="per-rank intra-PoD fan-out link rate, Gbit/s")
     seeds_per_pod: int = Field(default=1, ge=1)
     chunks: int = Field(default=64, ge=1, description="pipelining chunks of the Phase B trees")
     ocs_device: str = "piezo"

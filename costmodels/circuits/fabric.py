@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from costmodels.catalog import ocs_devices
 from costmodels.csvtable import read_rows
 from costmodels.errors import SpecError
+from costmodels.limits import MAX_BYTES, MAX_LINK_GBPS
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
@@ -49,7 +50,7 @@ class FabricSpec(BaseModel):
 
     name: str = ""
     description: str = ""
-    link_gbps: float = Field(gt=0, description="line rate of one circuit, Gbit/s")
+    link_gbps: float = Field(gt=0, le=MAX_LINK_GBPS, description="line rate of one circuit, Gbit/s")
     endpoints: list[EndpointSpec] = Field(min_length=2, max_length=65536)
     eligible: list[tuple[str, str]] | None = None
     template: Literal["all-pairs", "bipartite", "intra-pod", "cross-pod"] | None = None
@@ -125,7 +126,7 @@ class DemandEntry(BaseModel):
 
     src: str = Field(min_length=1)
     dst: str = Field(min_length=1)
-    bytes: float = Field(ge=0)
+    bytes: float = Field(ge=0, le=MAX_BYTES)
 
 
 class DemandSpec(BaseModel):
@@ -161,8 +162,8 @@ def parse_demand_csv(text: str) -> DemandSpec:
             value = float(raw) if raw is not None else float("nan")
         except ValueError:
             raise SpecError(f"row {i + 2}.bytes", raw, "not a number") from None
-        if not value >= 0 or value == float("inf"):
-            raise SpecError(f"row {i + 2}.bytes", raw, "must be a finite number >= 0")
+        if not 0 <= value <= MAX_BYTES:
+            raise SpecError(f"row {i + 2}.bytes", raw, f"must be a number in 0..{MAX_BYTES:g} (an exabyte)")
         for col in ("src", "dst"):
             if not (row.get(col) or "").strip():
                 raise SpecError(f"row {i + 2}.{col}", row.get(col), "empty endpoint name")

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from costmodels.catalog import get_gpu, get_model
 from costmodels.errors import SpecError
+from costmodels.limits import MAX_JOBS, MAX_SECONDS, MAX_SIMULATED_GPUS
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
@@ -25,15 +26,15 @@ class RLJobSpec(BaseModel):
 
     name: str = Field(min_length=1)
     model: str | None = None
-    rollout_gpus: int = Field(gt=0)
-    train_gpus: int = Field(gt=0)
-    t_rollout_s: float = Field(gt=0)
-    t_train_s: float = Field(gt=0)
-    slo: float = Field(ge=1, description="max iteration-time slowdown vs solo")
-    rollout_host_memory_gb: float = Field(default=0, ge=0)
-    train_host_memory_gb: float = Field(default=0, ge=0)
-    arrival_s: float = Field(default=0, ge=0)
-    duration_s: float | None = Field(default=None, gt=0, description="running time alone (traces: the job leaves after this much solo work)")
+    rollout_gpus: int = Field(gt=0, le=MAX_SIMULATED_GPUS)
+    train_gpus: int = Field(gt=0, le=MAX_SIMULATED_GPUS)
+    t_rollout_s: float = Field(gt=0, le=MAX_SECONDS)
+    t_train_s: float = Field(gt=0, le=MAX_SECONDS)
+    slo: float = Field(ge=1, le=1e6, description="max iteration-time slowdown vs solo")
+    rollout_host_memory_gb: float = Field(default=0, ge=0, le=1e9)
+    train_host_memory_gb: float = Field(default=0, ge=0, le=1e9)
+    arrival_s: float = Field(default=0, ge=0, le=MAX_SECONDS)
+    duration_s: float | None = Field(default=None, gt=0, le=MAX_SECONDS, description="running time alone (traces: the job leaves after this much solo work)")
 
 
 class PoolSpec(BaseModel):
@@ -42,8 +43,8 @@ class PoolSpec(BaseModel):
     model_config = _STRICT
 
     gpu: str
-    gpus_per_node: int = Field(default=8, gt=0)
-    host_memory_gb_per_node: float = Field(default=2048, gt=0)
+    gpus_per_node: int = Field(default=8, gt=0, le=64)
+    host_memory_gb_per_node: float = Field(default=2048, gt=0, le=1e9)
 
 
 class JobsSpec(BaseModel):
@@ -54,7 +55,7 @@ class JobsSpec(BaseModel):
     rollout_pool: PoolSpec = PoolSpec(gpu="H20")
     train_pool: PoolSpec = PoolSpec(gpu="H800")
     max_group_size: int = Field(default=5, gt=0)
-    jobs: list[RLJobSpec] = Field(min_length=1)
+    jobs: list[RLJobSpec] = Field(min_length=1, max_length=MAX_JOBS)
 
     def check(self) -> None:
         seen: set[str] = set()

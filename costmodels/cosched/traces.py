@@ -26,13 +26,16 @@ from typing import Any
 
 from costmodels.catalog import reference_table
 from costmodels.errors import SpecError
+from costmodels.limits import MAX_JOBS
+
+#: the longest trace a generator draws: Philly spans 83 days (~2 000 h); 100 years is absurd
+MAX_TRACE_HOURS = 876_000.0
 
 GENERATORS: dict[str, dict[str, float | str]] = {
     "philly": {"jobs": 300, "hours": 580.0, "mean_hours": 14.4, "sigma": 1.0, "workload": "mixed", "gpus": 8, "seed": 0,
                "max_group_size": 5},
     "production": {"jobs": 200, "hours": 192.0, "mean_hours": 27.9, "sigma": 1.0, "seed": 0, "max_group_size": 5},
 }
-MAX_TRACE_JOBS = 100_000
 
 
 def parse_generator(text: str) -> tuple[str, dict[str, Any]]:
@@ -41,10 +44,14 @@ def parse_generator(text: str) -> tuple[str, dict[str, Any]]:
     if name not in GENERATORS:
         raise SpecError("trace", text, f"not a file or preset, and not a generator ({', '.join(GENERATORS)})")
     args = dict(GENERATORS[name])
+    given: set[str] = set()
     for part in filter(None, rest.split(",")):
         key, eq, value = part.partition("=")
         if not eq or key not in args:
             raise SpecError(f"trace.{key}", part, f"{name} takes {', '.join(args)}")
+        if key in given:
+            raise SpecError(f"trace.{key}", part, "given twice")
+        given.add(key)
         default = args[key]
         if isinstance(default, str):
             args[key] = value
@@ -52,12 +59,23 @@ def parse_generator(text: str) -> tuple[str, dict[str, Any]]:
         try:
             args[key] = int(value) if isinstance(default, int) else float(value)
         except ValueError:
-            raise SpecError(f"trace.{key}", value, "an integer" if isinstance(default, int) else "not a number") from None
-    for key in ("jobs", "hours", "mean_hours", "sigma", "max_group_size"):
+            raise SpecError(f"trace.{key}", value, "not an integer" if isinstance(default, int) else "not a number") from None
+        if not math.isfinite(args[key]):
+            raise SpecError(f"trace.{key}", value, "must be a finite number")
+    for key in ("jobs", "hours", "mean_hours", "sigma", "max_group_size", "gpus"):
         if key in args and not args[key] > 0:
             raise SpecError(f"trace.{key}", args[key], "must be > 0")
-    if not 0 < args["jobs"] <= MAX_TRACE_JOBS:
-        raise SpecError("trace.jobs", args["jobs"], f"must be in 1..{MAX_TRACE_JOBS}")
+    if not 0 < args["jobs"] <= MAX_JOBS:
+        raise SpecError("trace.jobs", args["jobs"], f"must be in 1..{MAX_JOBS:,}")
+    for key in ("hours", "mean_hours"):
+        if args[key] > MAX_TRACE_HOURS:
+            raise SpecError(f"trace.{key}", args[key], f"at most {MAX_TRACE_HOURS:,.0f} h (100 years)")
+    if args["sigma"] > 10:
+        raise SpecError("trace.sigma", args["sigma"], "a lognormal spread above 10 draws durations past any float")
+    if args.get("gpus", 1) > 1024:
+        raise SpecError("trace.gpus", args["gpus"], "at most 1 024 GPUs per pool of one job")
+    if not 0 <= args["seed"] < 2**63:
+        raise SpecError("trace.seed", args["seed"], "must be in 0..2^63-1")
     return name, args
 
 

@@ -20,6 +20,7 @@ import numpy as np
 from costmodels.csvtable import read_rows
 from costmodels.decode import LengthHistogram
 from costmodels.errors import SpecError
+from costmodels.limits import MAX_TOKENS, REQUEST_BYTES, check_memory
 
 DISTRIBUTIONS = {
     "uniform": {"low", "high", "n", "context"},
@@ -51,9 +52,18 @@ def parse_distribution(text: str, seed: int = 0, bin_tokens: int = 256) -> Lengt
             args[key] = float(value)
         except ValueError:
             raise SpecError(f"lengths.{key}", value, "not a number") from None
+    if not all(math.isfinite(v) for v in args.values()):
+        bad = next(k for k, v in args.items() if not math.isfinite(v))
+        raise SpecError(f"lengths.{bad}", args[bad], "must be a finite number")
+    for key, value in args.items():
+        if key not in ("n", "sigma") and not 0 <= value <= MAX_TOKENS:
+            raise SpecError(f"lengths.{key}", value, f"a token count in 0..{MAX_TOKENS:,}")
+    if args.get("sigma", 0) > 10:
+        raise SpecError("lengths.sigma", args["sigma"], "a lognormal spread above 10 draws lengths past any float")
     n = int(args.get("n", 512))
     if n <= 0:
         raise SpecError("lengths.n", n, "must be > 0")
+    check_memory("lengths.n", n, n, REQUEST_BYTES, "requests")
     context = np.full(n, args.get("context", 0.0))
     rng = np.random.default_rng(seed)
     if name == "uniform":

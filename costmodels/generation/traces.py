@@ -36,8 +36,9 @@ import numpy as np
 
 from costmodels.csvtable import read_rows
 from costmodels.decode import LengthHistogram
-from costmodels.errors import SpecError
+from costmodels.errors import DuplicateKeyError, SpecError, no_duplicate_keys
 from costmodels.generation.engine import Request
+from costmodels.limits import REQUEST_BYTES, check_memory, memory_limit_bytes
 
 
 @dataclass(frozen=True)
@@ -129,27 +130,43 @@ def read_vidur_csv(text: str, source: str) -> list[Request]:
 
 
 def read_plain_csv(text: str, source: str) -> list[Request]:
-    """``prompt_tokens,output_tokens,group``."""
+    """``prompt_tokens,output_tokens,group``. ``group`` names the prompt a response answers: an
+    integer id is kept as it is; when any row names its prompt otherwise (``p0``, a UUID, a
+    dataset key, as real traces do), every distinct name gets an id in order of first appearance."""
+    rows = _rows(text, source, {"prompt_tokens", "output_tokens", "group"}, set())
+    labels = [(row["group"] or "").strip() for row in rows]
+    for i, label in enumerate(labels):
+        if not label:
+            raise SpecError(f"row {i + 2}.group", rows[i]["group"], "empty prompt id", source)
+    numeric = all(label.isdigit() for label in labels)
+    ids: dict[str, int] = {}
     out = []
-    for i, row in enumerate(_rows(text, source, {"prompt_tokens", "output_tokens", "group"}, set())):
+    for i, row in enumerate(rows):
         where = f"row {i + 2}"
+        group = int(labels[i]) if numeric else ids.setdefault(labels[i], len(ids))
         out.append(Request(i, _int(row["prompt_tokens"], source, where, "prompt_tokens", 0),
-                           _int(row["output_tokens"], source, where, "output_tokens", 1),
-                           group=_int(row["group"], source, where, "group", 0)))
+                           _int(row["output_tokens"], source, where, "output_tokens", 1), group=group))
     return out
 
 
 def read_rollpacker_jsonl(text: str, source: str, default_prompt: int = 0) -> list[Request]:
-    """One JSON object per prompt with ``response_lengths`` and optionally ``prompt_length``."""
-    out = []
+    """One JSON object per prompt with ``response_lengths`` and optionally ``prompt_length``
+    (and ``prompt_id``, any string, which is not needed: each line is one prompt)."""
+    out: list[Request] = []
+    groups = 0
+    most = int(memory_limit_bytes() // REQUEST_BYTES)
     for i, line in enumerate(text.splitlines()):
         if not line.strip():
             continue
         where = f"line {i + 1}"
         try:
-            obj = json.loads(line)
+            obj = json.loads(line, object_pairs_hook=no_duplicate_keys)
         except json.JSONDecodeError as exc:
             raise SpecError(where, line[:60], f"not JSON ({exc.msg})", source) from None
+        except DuplicateKeyError as exc:
+            raise SpecError(f"{where}.{exc.key}", line[:60], "duplicate key", source) from None
+        except RecursionError:
+            raise SpecError(where, line[:60], "nested too deeply", source) from None
         if not isinstance(obj, dict) or "response_lengths" not in obj:
             raise SpecError(where, line[:60], "needs an object with response_lengths", source)
         lengths = obj["response_lengths"]
@@ -159,7 +176,10 @@ def read_rollpacker_jsonl(text: str, source: str, default_prompt: int = 0) -> li
         if unknown:
             raise SpecError(where, ",".join(sorted(unknown)), "unknown keys; known: response_lengths, prompt_length, prompt_id", source)
         prompt = _int(str(obj.get("prompt_length", default_prompt)), source, where, "prompt_length", 0)
-        group = len({r.group for r in out})
+        group = groups
+        groups += 1
+        if len(out) + len(lengths) > most:
+            check_memory(where, source, len(out) + len(lengths), REQUEST_BYTES, "requests")
         for j, v in enumerate(lengths):
             out.append(Request(len(out), prompt, _int(str(v), source, f"{where}.response_lengths[{j}]", "", 1), group=group))
     if not out:
@@ -185,7 +205,12 @@ def write_rollpacker_jsonl(requests: list[Request]) -> str:
 
 
 def read_trace(text: str, source: str) -> list[Request]:
-    """Any of the three formats, told apart by their header or first line."""
+    """Any of the three formats, told apart by their header or first line; refused before it is
+    parsed when its rows would pass the memory bound (:mod:`costmodels.limits`)."""
+    try:
+        check_memory("rows", f"{text.count(chr(10)):,} rows", text.count("\n"), REQUEST_BYTES, "requests")
+    except SpecError as exc:
+        raise exc.with_source(source) from None
     head = text.lstrip().split("\n", 1)[0]
     if head.startswith("{"):
         return read_rollpacker_jsonl(text, source)

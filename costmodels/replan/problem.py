@@ -131,6 +131,10 @@ class ReplanSpec(BaseModel):
                 raise SpecError(f"tps[{i}]", t, f"{model.name}'s {model.query_heads} query / {model.kv_heads} KV heads do not split {t} ways")
         if self.tps is not None and len(set(self.tps)) != len(self.tps):
             raise SpecError("tps", self.tps, "duplicate TP degrees")
+        # a request must fit one instance of some candidate TP, or no plan exists (constraint (3)
+        # would have no configuration for its bin): say which request, not "no plan"
+        room = {t: Instance(model, get_gpu(self.gpu), t, self.serving).kv_capacity_tokens() for t in self.candidate_tps()}
+        widest = max(room, key=lambda t: room[t])
         used: dict[tuple[int, int], int] = {}
         for i, inst in enumerate(self.instances):
             where = f"instances[{i}]"
@@ -147,10 +151,14 @@ class ReplanSpec(BaseModel):
             for j, (rem, ctx) in enumerate(inst.requests):
                 if rem < 1 or ctx < 0:
                     raise SpecError(f"{where}.requests[{j}]", [rem, ctx], "need remaining >= 1 and context >= 0")
+                if rem + ctx > room[widest]:
+                    raise SpecError(f"{where}.requests[{j}]", [rem, ctx], f"needs {rem + ctx:,} KV tokens; the roomiest candidate instance (TP{widest}) holds {room[widest]:,}")
             for j, (upper, count, ctx) in enumerate(inst.histogram):
                 if upper < 1 or upper % self.bin_tokens or count < 0 or ctx < 0:
                     raise SpecError(f"{where}.histogram[{j}]", [upper, count, ctx],
                                     f"need a bin upper bound that is a positive multiple of bin_tokens ({self.bin_tokens}), count >= 0, context >= 0")
+                if count and upper + ctx > room[widest]:
+                    raise SpecError(f"{where}.histogram[{j}]", [upper, count, ctx], f"needs {upper + ctx:,} KV tokens per request; the roomiest candidate instance (TP{widest}) holds {room[widest]:,}")
         total = sum(len(inst.requests) + sum(c for _, c, _ in inst.histogram) for inst in self.instances)
         if total > MAX_REQUESTS:
             raise SpecError("instances", total, f"at most {MAX_REQUESTS:,} pending requests per re-plan")

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from costmodels.catalog import get_gpu, get_model
 from costmodels.errors import SpecError
+from costmodels.limits import REQUEST_BYTES, check_memory
 from costmodels.rollout.workload import RolloutWorkload
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
@@ -47,11 +48,23 @@ class JobSpec(BaseModel):
             raise SpecError("workload.gpus", wl.gpus, f"not whole servers of {wl.gpus_per_node} GPUs")
         if wl.training.replica_gpus > wl.gpus:
             raise SpecError("workload.training.replica_gpus", wl.training.replica_gpus, f"more than the job's {wl.gpus} GPUs")
+        sandbox = wl.reward.sandbox_worker
+        if sandbox.min_timeout_s > sandbox.max_timeout_s:
+            raise SpecError("workload.reward.sandbox_worker.min_timeout_s", sandbox.min_timeout_s,
+                            f"T_min above T_max ({sandbox.max_timeout_s:g} s): the adaptive timeout min(max(T_min, λ a), T_max) would be T_max always")
+        # a speculative round launches up to eta_P x eta_R (4 x 4, RolloutPlan's caps) times the
+        # step's responses, each a request the simulator holds
+        check_memory("workload.prompts_per_step", wl.prompts_per_step, 16 * wl.prompts_per_step * wl.responses_per_prompt,
+                     REQUEST_BYTES, "requests in the largest speculative round")
         from costmodels.rollout.plan import rollout_tps
 
-        if not rollout_tps(wl):
+        allowed = rollout_tps(wl)
+        if not allowed:
             raise SpecError("workload.max_response", wl.max_response,
                             f"{wl.model} on {wl.gpu} has no TP inside a {wl.gpus_per_node}-GPU server with KV room for a response this long")
+        if wl.tp not in allowed:
+            raise SpecError("workload.tp", wl.tp, f"TP is one of {', '.join(map(str, allowed))} for {wl.model} on {wl.gpus} x {wl.gpu}: "
+                                                  f"inside a {wl.gpus_per_node}-GPU server, splitting the heads and the GPUs, with KV room for a longest response")
 
 
 @dataclass(frozen=True, eq=False)
