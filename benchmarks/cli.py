@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
+import planner.calibrate_command  # noqa: F401  (registers `rlplan calibrate` on the app)
 from costmodels.errors import SpecError
 from planner.cli import app, fail, out
 from planner.outputs import check_output_dir

@@ -10,8 +10,9 @@ term, calibrated against whole-step measurements).
 
 This writes two CSVs into ``costmodels/data/measured/`` (shipped, so the report and the tests
 need nothing extra): ``aic_vllm_decode.csv`` (model, GPU, TP, batch, context: the step's kernel
-time and its GEMM / attention / all-reduce / other split) and ``aic_vllm_prefill.csv`` (model, GPU,
-TP, batch, prompt tokens: the prefill time). Run::
+time and its GEMM / attention / all-reduce / other split), ``aic_vllm_prefill.csv`` (model, GPU,
+TP, batch, prompt tokens: the prefill time) and ``aic_vllm_allreduce.csv`` (GPU, TP, message bytes:
+one vLLM custom all-reduce, CUDA-graph variant, as the engine composes steps from). Run::
 
     python -m benchmarks.fidelity.aic            # needs aiconfigurator-core; ~1 min
 
@@ -35,6 +36,9 @@ BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 CONTEXTS = (1024, 2048, 4096, 8192, 16384)
 PREFILL_BATCHES = (1, 4, 16)
 PREFILL_TOKENS = (512, 1024, 2048, 4096, 8192)
+#: all-reduce messages: tokens x a 4 096-wide bf16 hidden state, from one decode token to a prefill
+ALLREDUCE_TOKENS = (1, 4, 16, 64, 256, 1024, 4096, 16384)
+ALLREDUCE_HIDDEN = 4096
 OUT = Path(__file__).resolve().parents[2] / "costmodels" / "data" / "measured"
 
 
@@ -49,13 +53,21 @@ def _split(ops: list[tuple]) -> dict[str, float]:
 
 
 def extract(out: Path = OUT) -> dict[str, int]:
+    import aiconfigurator_core.sdk.operations as ops
     from aiconfigurator_core.sdk import perf_database
-    from aiconfigurator_core.sdk.engine import EngineHandle
+    from aiconfigurator_core.sdk.engine import EngineHandle, build_ops_json
 
     out.mkdir(parents=True, exist_ok=True)
-    decode, prefill = [], []
+    decode, prefill, allreduce = [], [], []
     for gpu, system in SYSTEMS.items():
         version = perf_database.get_version_slots(system, "vllm")["current"]
+        ops_engine = EngineHandle.for_database(perf_database.get_database(system, "vllm", "current"))
+        for tp in TPS[1:]:
+            op = build_ops_json([ops.CustomAllReduce("ar", 1, ALLREDUCE_HIDDEN, tp)])
+            for tokens in ALLREDUCE_TOKENS:
+                (_, ms, *_), = ops_engine.evaluate_ops_json(op, is_context=False, batch_size=tokens, s=1)
+                allreduce.append({"gpu": gpu, "tp": tp, "bytes": tokens * ALLREDUCE_HIDDEN * 2, "seconds": round(ms / 1e3, 12),
+                                  "source": f"aiconfigurator-core {system} vllm {version} custom all-reduce"})
         for model, hf in MODELS.items():
             for tp in TPS:
                 engine = EngineHandle.compile(hf, system, "vllm", tp_size=tp, gemm_quant_mode="bfloat16",
@@ -72,12 +84,12 @@ def extract(out: Path = OUT) -> dict[str, int]:
                         prefill.append({"gpu": gpu, "model": model, "tp": tp, "batch": batch, "prompt_tokens": tokens,
                                         "prefill_s": round(engine.predict_prefill_latency(batch, tokens, 0) / 1e3, 9),
                                         "source": f"aiconfigurator-core {system} vllm {version}"})
-    for name, rows in (("aic_vllm_decode.csv", decode), ("aic_vllm_prefill.csv", prefill)):
+    for name, rows in (("aic_vllm_decode.csv", decode), ("aic_vllm_prefill.csv", prefill), ("aic_vllm_allreduce.csv", allreduce)):
         with (out / name).open("w", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
             writer.writeheader()
             writer.writerows(rows)
-    return {"decode": len(decode), "prefill": len(prefill)}
+    return {"decode": len(decode), "prefill": len(prefill), "allreduce": len(allreduce)}
 
 
 def main() -> None:
@@ -89,7 +101,7 @@ def main() -> None:
         counts = extract(args.out)
     except ImportError:
         raise SystemExit("error: aiconfigurator-core is not installed: pip install 'rlplan[calibrate]'") from None
-    print(f"wrote {counts['decode']} decode and {counts['prefill']} prefill rows to {args.out} in {time.time() - start:.0f} s")
+    print(f"wrote {counts['decode']} decode, {counts['prefill']} prefill and {counts['allreduce']} all-reduce rows to {args.out} in {time.time() - start:.0f} s")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,11 @@ Sources (``costmodels/data/measured/``, extracted by :mod:`benchmarks.fidelity.a
 * **AIConfigurator prefill**: a batch of prompts prefilled from an empty cache, against
   ``Instance.prefill_batch``.
 
+Each case is predicted twice: by today's default judge, and by a
+:class:`~costmodels.profiles.HardwareProfile` fitted (:mod:`costmodels.calibration`) to the same
+GPU's measurements of the *other* two models — leave one model out, so every calibrated figure is
+out of sample.
+
 Metrics, with the targets the calibration is held to:
 
 * RMS log error ``sqrt(mean(ln(predicted / measured)^2))`` per GPU (target <= 0.08 on H100, H200
@@ -50,7 +55,19 @@ def _rows(name: str) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
-def decode_cases(params: ServingParams | None = None) -> list[dict[str, Any]]:
+def held_out_profiles() -> dict[tuple[str, str], Any]:
+    """(GPU, model) -> the profile fitted to that GPU's measurements of every other model."""
+    from costmodels.calibration import aic_measurements, fit_profile
+
+    out = {}
+    for gpu, rows in aic_measurements().items():
+        for model in sorted({r.model.name for r in rows if r.model is not None}):
+            kept = [r for r in rows if r.model is None or r.model.name != model]  # all-reduces belong to no model
+            out[(gpu, model)] = fit_profile(gpu, kept, f"AIConfigurator without {model}")
+    return out
+
+
+def decode_cases(params: ServingParams | None = None, profiles: dict[tuple[str, str], Any] | None = None) -> list[dict[str, Any]]:
     """Every measured decode case that fits its instance, with the judge's prediction beside it."""
     params = params or ServingParams()
     out = []
@@ -66,13 +83,18 @@ def decode_cases(params: ServingParams | None = None) -> list[dict[str, Any]]:
         step = inst.decode_step(batch, float(batch * context))
         predicted = step["step_s"] - step.get("overhead_s", 0.0)
         measured = float(r["step_s"])
-        out.append({"gpu": key[1], "model": key[0], "tp": key[2], "batch": batch, "context": context,
-                    "measured_s": measured, "predicted_s": predicted, "ratio": predicted / measured,
-                    "measured_allreduce_s": float(r["allreduce_s"]), "predicted_comm_s": step["comm_s"]})
+        case = {"gpu": key[1], "model": key[0], "tp": key[2], "batch": batch, "context": context,
+                "measured_s": measured, "predicted_s": predicted, "ratio": predicted / measured,
+                "measured_allreduce_s": float(r["allreduce_s"]), "predicted_comm_s": step["comm_s"]}
+        profile = (profiles or {}).get((key[1], key[0]))
+        if profile is not None:
+            terms = profile.terms(inst.model, inst.gpu, key[2], batch, float(batch * context))
+            case.update(calibrated_s=terms["step_s"], calibrated_ratio=terms["step_s"] / measured, calibrated_comm_s=terms["comm_s"])
+        out.append(case)
     return out
 
 
-def prefill_cases(params: ServingParams | None = None) -> list[dict[str, Any]]:
+def prefill_cases(params: ServingParams | None = None, profiles: dict[tuple[str, str], Any] | None = None) -> list[dict[str, Any]]:
     params = params or ServingParams()
     out = []
     for r in _rows("aic_vllm_prefill.csv"):
@@ -82,16 +104,25 @@ def prefill_cases(params: ServingParams | None = None) -> list[dict[str, Any]]:
             continue
         predicted = inst.prefill_batch([tokens] * batch)
         measured = float(r["prefill_s"])
-        out.append({"gpu": r["gpu"], "model": r["model"], "tp": int(r["tp"]), "batch": batch, "prompt_tokens": tokens,
-                    "measured_s": measured, "predicted_s": predicted, "ratio": predicted / measured})
+        case = {"gpu": r["gpu"], "model": r["model"], "tp": int(r["tp"]), "batch": batch, "prompt_tokens": tokens,
+                "measured_s": measured, "predicted_s": predicted, "ratio": predicted / measured}
+        profile = (profiles or {}).get((r["gpu"], r["model"]))
+        if profile is not None:
+            calibrated = profile.prefill_s(inst.model, inst.gpu, int(r["tp"]), batch, tokens)
+            case.update(calibrated_s=calibrated, calibrated_ratio=calibrated / measured)
+        out.append(case)
     return out
 
 
-def _rms_log(cases: list[dict[str, Any]]) -> float:
-    return math.sqrt(statistics.fmean(math.log(c["ratio"]) ** 2 for c in cases))
+#: the two judges compared: (label, key of the prediction, key of its ratio to the measurement)
+JUDGES = (("default", "predicted_s", "ratio"), ("calibrated", "calibrated_s", "calibrated_ratio"))
 
 
-def fastest_tp_agreement(cases: list[dict[str, Any]], tail: bool) -> dict[str, tuple[int, int]]:
+def _rms_log(cases: list[dict[str, Any]], ratio: str = "ratio") -> float:
+    return math.sqrt(statistics.fmean(math.log(c[ratio]) ** 2 for c in cases))
+
+
+def fastest_tp_agreement(cases: list[dict[str, Any]], tail: bool, key: str = "predicted_s") -> dict[str, tuple[int, int]]:
     """Per GPU: (cases where the predicted fastest TP is the measured one, cases), over the
     (model, batch, context) points where at least two TPs fit; ``tail`` keeps batch <= 8 only."""
     groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
@@ -102,44 +133,44 @@ def fastest_tp_agreement(cases: list[dict[str, Any]], tail: bool) -> dict[str, t
     for (gpu, *_), group in groups.items():
         if len(group) < 2:
             continue
-        best_pred = min(group, key=lambda c: c["predicted_s"])["tp"]
+        best_pred = min(group, key=lambda c: c[key])["tp"]
         best_meas = min(group, key=lambda c: c["measured_s"])["tp"]
         out[gpu][0] += best_pred == best_meas
         out[gpu][1] += 1
     return {g: (a, n) for g, (a, n) in out.items()}
 
 
+def _gpu_row(gpu: str, cases: list[dict[str, Any]], prefill: list[dict[str, Any]], key: str, ratio: str) -> dict[str, Any]:
+    rms = _rms_log(cases, ratio)
+    agree_tail, n_tail = fastest_tp_agreement(cases, True, key).get(gpu, (0, 0))
+    agree, n = fastest_tp_agreement(cases, False, key).get(gpu, (0, 0))
+    pre = statistics.median(c[ratio] for c in prefill) if prefill else None
+    return {"gpu": gpu, "cases": len(cases), "median_ratio": statistics.median(c[ratio] for c in cases), "rms_log_error": rms,
+            "rms_target": RMS_TARGET.get(gpu), "rms_met": rms <= RMS_TARGET.get(gpu, 0.0),
+            "fastest_tp_agreement": agree / n if n else None, "fastest_tp_tail_agreement": agree_tail / n_tail if n_tail else None,
+            "fastest_tp_cases": n, "fastest_tp_tail_cases": n_tail,
+            "fastest_tp_met": bool(n and n_tail and agree / n >= FASTEST_TP_TARGET and agree_tail / n_tail >= FASTEST_TP_TARGET),
+            "prefill_median_ratio": pre, "prefill_met": pre is not None and PREFILL_BAND[0] <= pre <= PREFILL_BAND[1]}
+
+
 def summarise(decode: list[dict[str, Any]], prefill: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per-GPU and per-(GPU, TP) figures, each beside its target."""
-    by_gpu: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    by_gpu_tp: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
-    for c in decode:
-        by_gpu[c["gpu"]].append(c)
-        by_gpu_tp[(c["gpu"], c["tp"])].append(c)
-    tail = fastest_tp_agreement(decode, tail=True)
-    every = fastest_tp_agreement(decode, tail=False)
-    pre_by_gpu: dict[str, list[float]] = defaultdict(list)
-    for c in prefill:
-        pre_by_gpu[c["gpu"]].append(c["ratio"])
-    gpus = []
-    for gpu, cases in sorted(by_gpu.items()):
-        rms = _rms_log(cases)
-        agree_tail, n_tail = tail.get(gpu, (0, 0))
-        agree, n = every.get(gpu, (0, 0))
-        pre = statistics.median(pre_by_gpu[gpu]) if pre_by_gpu[gpu] else None
-        gpus.append({"gpu": gpu, "cases": len(cases), "median_ratio": statistics.median(c["ratio"] for c in cases), "rms_log_error": rms,
-                     "rms_target": RMS_TARGET.get(gpu), "rms_met": rms <= RMS_TARGET.get(gpu, 0.0),
-                     "fastest_tp_agreement": agree / n if n else None, "fastest_tp_tail_agreement": agree_tail / n_tail if n_tail else None,
-                     "fastest_tp_cases": n, "fastest_tp_tail_cases": n_tail,
-                     "fastest_tp_met": bool(n and n_tail and agree / n >= FASTEST_TP_TARGET and agree_tail / n_tail >= FASTEST_TP_TARGET),
-                     "prefill_median_ratio": pre, "prefill_met": pre is not None and PREFILL_BAND[0] <= pre <= PREFILL_BAND[1]})
-    per_tp = []
-    for (gpu, tp), cases in sorted(by_gpu_tp.items()):
-        comm = [c["predicted_comm_s"] / c["measured_allreduce_s"] for c in cases if c["measured_allreduce_s"] > 0]
-        per_tp.append({"gpu": gpu, "tp": tp, "cases": len(cases), "median_ratio": statistics.median(c["ratio"] for c in cases),
-                       "rms_log_error": _rms_log(cases), "worst_ratio": max((c["ratio"] for c in cases), key=lambda x: abs(math.log(x))),
-                       "allreduce_median_ratio": statistics.median(comm) if comm else None})
-    return {"gpus": gpus, "per_tp": per_tp, "decode_cases": len(decode), "prefill_cases": len(prefill)}
+    """Per-GPU and per-(GPU, TP) figures of each judge, each beside its target."""
+    out: dict[str, Any] = {"decode_cases": len(decode), "prefill_cases": len(prefill)}
+    for label, key, ratio in JUDGES:
+        if not decode or ratio not in decode[0]:
+            continue
+        gpus = sorted({c["gpu"] for c in decode})
+        out[label] = {"gpus": [_gpu_row(g, [c for c in decode if c["gpu"] == g], [c for c in prefill if c["gpu"] == g], key, ratio) for g in gpus]}
+        per_tp = []
+        for gpu, tp in sorted({(c["gpu"], c["tp"]) for c in decode}):
+            cases = [c for c in decode if c["gpu"] == gpu and c["tp"] == tp]
+            comm_key = "predicted_comm_s" if label == "default" else "calibrated_comm_s"
+            comm = [c[comm_key] / c["measured_allreduce_s"] for c in cases if c["measured_allreduce_s"] > 0]
+            per_tp.append({"gpu": gpu, "tp": tp, "cases": len(cases), "median_ratio": statistics.median(c[ratio] for c in cases),
+                           "rms_log_error": _rms_log(cases, ratio), "worst_ratio": max((c[ratio] for c in cases), key=lambda x: abs(math.log(x))),
+                           "allreduce_median_ratio": statistics.median(comm) if comm else None})
+        out[label]["per_tp"] = per_tp
+    return out
 
 
 def _markdown(summary: dict[str, Any], command: str) -> str:
@@ -147,19 +178,25 @@ def _markdown(summary: dict[str, Any], command: str) -> str:
         return "-" if x is None else format(x, fmt)
 
     lines = [f"# Fidelity of the judge\n\nMade by `{command}`. Measured: AIConfigurator's vLLM database "
-             "(`costmodels/data/measured/`, see `benchmarks/fidelity/report.py`). Ratio = predicted / measured.\n",
-             "## Decode kernels and prefill, per GPU\n",
-             "| GPU | cases | median ratio | RMS log error (target) | fastest TP agrees (tail, batch <= 8) | prefill median ratio (target 0.8-1.2) |",
-             "|---|---:|---:|---:|---:|---:|"]
-    for g in summary["gpus"]:
-        lines.append(f"| {g['gpu']} | {g['cases']} | {f(g['median_ratio'])} | {f(g['rms_log_error'], '.3f')} ({f(g['rms_target'])}) "
-                     f"{'met' if g['rms_met'] else 'not met'} | {f(g['fastest_tp_agreement'], '.0%')} ({f(g['fastest_tp_tail_agreement'], '.0%')}) "
-                     f"| {f(g['prefill_median_ratio'])} {'met' if g['prefill_met'] else 'not met'} |")
-    lines += ["\n## Decode kernels per GPU and TP\n", "| GPU | TP | cases | median ratio | RMS log error | worst ratio | all-reduce median ratio |",
-              "|---|---:|---:|---:|---:|---:|---:|"]
-    for r in summary["per_tp"]:
-        lines.append(f"| {r['gpu']} | {r['tp']} | {r['cases']} | {f(r['median_ratio'])} | {f(r['rms_log_error'], '.3f')} | {f(r['worst_ratio'])} "
-                     f"| {f(r['allreduce_median_ratio'])} |")
+             "(`costmodels/data/measured/`, see `benchmarks/fidelity/report.py`). Ratio = predicted / measured. "
+             "*default*: the judge every command uses today; *calibrated*: a hardware profile fitted to the GPU's "
+             "measurements of the other two models (leave one model out: out of sample).\n"]
+    for label in (j[0] for j in JUDGES):
+        if label not in summary:
+            continue
+        lines += [f"## {label}: decode kernels and prefill, per GPU\n",
+                  "| GPU | cases | median ratio | RMS log error (target) | fastest TP agrees (tail, batch <= 8; target 95%) | prefill median ratio (target 0.8-1.2) |",
+                  "|---|---:|---:|---:|---:|---:|"]
+        for g in summary[label]["gpus"]:
+            lines.append(f"| {g['gpu']} | {g['cases']} | {f(g['median_ratio'])} | {f(g['rms_log_error'], '.3f')} ({f(g['rms_target'])}) "
+                         f"{'met' if g['rms_met'] else 'not met'} | {f(g['fastest_tp_agreement'], '.0%')} ({f(g['fastest_tp_tail_agreement'], '.0%')}) "
+                         f"| {f(g['prefill_median_ratio'])} {'met' if g['prefill_met'] else 'not met'} |")
+        lines += [f"\n## {label}: decode kernels per GPU and TP\n",
+                  "| GPU | TP | cases | median ratio | RMS log error | worst ratio | all-reduce median ratio |", "|---|---:|---:|---:|---:|---:|---:|"]
+        for r in summary[label]["per_tp"]:
+            lines.append(f"| {r['gpu']} | {r['tp']} | {r['cases']} | {f(r['median_ratio'])} | {f(r['rms_log_error'], '.3f')} | {f(r['worst_ratio'])} "
+                         f"| {f(r['allreduce_median_ratio'])} |")
+        lines.append("")
     return "\n".join(lines) + "\n"
 
 
@@ -169,26 +206,29 @@ def _plot(decode: list[dict[str, Any]], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 6))
-    for gpu in sorted({c["gpu"] for c in decode}):
-        pts = [c for c in decode if c["gpu"] == gpu]
-        ax.scatter([c["measured_s"] * 1e3 for c in pts], [c["predicted_s"] * 1e3 for c in pts], s=6, alpha=0.5, label=gpu)
-    lo = min(min(c["measured_s"], c["predicted_s"]) for c in decode) * 1e3
-    hi = max(max(c["measured_s"], c["predicted_s"]) for c in decode) * 1e3
-    ax.plot([lo, hi], [lo, hi], "k--", lw=0.8)
-    ax.set(xscale="log", yscale="log", xlabel="measured decode step kernels, ms (AIConfigurator, vLLM)",
-           ylabel="rlplan's decode step without engine overhead, ms", title="Decode kernels: predicted vs measured")
-    ax.legend()
+    judges = [j for j in JUDGES if j[1] in decode[0]]
+    fig, axes = plt.subplots(1, len(judges), figsize=(6 * len(judges), 6), squeeze=False)
+    lo = min(c["measured_s"] for c in decode) * 1e3 / 2
+    hi = max(c["measured_s"] for c in decode) * 1e3 * 2
+    for ax, (label, key, _) in zip(axes[0], judges, strict=True):
+        for gpu in sorted({c["gpu"] for c in decode}):
+            pts = [c for c in decode if c["gpu"] == gpu]
+            ax.scatter([c["measured_s"] * 1e3 for c in pts], [c[key] * 1e3 for c in pts], s=6, alpha=0.5, label=gpu)
+        ax.plot([lo, hi], [lo, hi], "k--", lw=0.8)
+        ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), xlabel="measured decode step kernels, ms (AIConfigurator, vLLM)",
+               ylabel="predicted, ms", title=f"{label} judge")
+        ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
-def write_report(out: Path, command: str = "python -m benchmarks.fidelity --out benchmarks/results/fidelity") -> dict[str, Any]:
+def write_report(out: Path, command: str = "python -m benchmarks.fidelity --out benchmarks/results/fidelity", calibrated: bool = True) -> dict[str, Any]:
     """Every case to ``decode.csv`` / ``prefill.csv``, the summary to ``summary.json`` and
     ``README.md``, the scatter to ``decode.png``; returns the summary."""
     out.mkdir(parents=True, exist_ok=True)
-    decode, prefill = decode_cases(), prefill_cases()
+    profiles = held_out_profiles() if calibrated else None
+    decode, prefill = decode_cases(profiles=profiles), prefill_cases(profiles=profiles)
     for name, rows in (("decode.csv", decode), ("prefill.csv", prefill)):
         with (out / name).open("w", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=list(rows[0]))

@@ -1,0 +1,217 @@
+"""Fit a :class:`~costmodels.profiles.HardwareProfile` to measured step times (``rlplan calibrate``).
+
+Measurements are decode steps (``B`` sequences at a KV length of ``context`` tokens each) and
+prefills (``B`` prompts of ``context`` tokens each) of a known model at a known TP on one GPU type,
+in seconds of kernel time (what vLLM's benchmark scripts and profilers report per step), and
+all-reduces of ``bytes`` over ``tp`` GPUs (what nccl-tests or vLLM's custom all-reduce benchmark
+reports); or AIConfigurator's database (``costmodels/data/measured``). The fit is nonlinear least squares
+(``scipy.optimize.least_squares``, trust-region reflective) on the log of predicted / measured,
+so a 10 % miss weighs the same on a 2 ms step as on a 200 ms one; the parameters are fitted in
+log space inside physical bounds (no efficiency above the peak). Which parameters a data set pins
+down: the per-TP weight efficiencies and the per-layer floor need at least two models with
+different layers-to-weights ratios; the GEMM efficiency needs steps past the roofline (prefills,
+or batches of a few hundred); the all-reduce of a TP needs that TP, and is pinned down well only
+by all-reduce measurements (in whole steps its few microseconds hide in the weight stream). A fit with fewer than
+:data:`MIN_ROWS_PER_PARAMETER` rows per parameter, or that does not converge, is refused.
+
+CSV columns (one row per measurement; ``#`` lines are comments; ``bytes`` only for all-reduces,
+which leave model, batch and context empty)::
+
+    kind,gpu,model,tp,batch,context,seconds,bytes
+    decode,H100-SXM,Qwen3-8B,2,32,4096,0.00713,
+    prefill,H100-SXM,Qwen3-8B,2,4,2048,0.0412,
+    allreduce,H100-SXM,,8,,,0.0000194,2097152
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from costmodels.catalog import GPUSpec, ModelSpec, get_gpu, get_model
+from costmodels.errors import SpecError
+from costmodels.profiles import AllReduceTerm, HardwareProfile
+
+COLUMNS = ("kind", "gpu", "model", "tp", "batch", "context", "seconds")  # and "bytes" for all-reduces
+MIN_ROWS_PER_PARAMETER = 3
+#: parameters in log space: efficiencies in [0.001, 1], times in µs, bus bandwidth in GB/s
+_BOUNDS = {"e": (1e-3, 1.0), "c0": (1e-3, 1e4), "c1": (1e-7, 1e3), "a": (1e-3, 1e4), "b": (0.1, 1e5)}
+_START = {"e_w": 0.8, "e_c": 0.6, "e_kv": 0.6, "c0": 10.0, "c1": 0.05, "a": 10.0, "b": 100.0}
+
+
+@dataclass(frozen=True)
+class Measurement:
+    kind: Literal["decode", "prefill", "allreduce"]
+    model: ModelSpec | None
+    tp: int
+    batch: int
+    context: int
+    seconds: float
+    where: str = ""
+    bytes: float = 0.0
+
+
+def read_measurements(text: str, source: str) -> dict[str, list[Measurement]]:
+    """Measurements by GPU type from CSV text (module doc); a bad row is a SpecError naming the
+    file, the row, the field and the value."""
+    lines = [ln for ln in text.splitlines() if not ln.lstrip().startswith("#")]
+    reader = csv.DictReader(io.StringIO("\n".join(lines)))
+    missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
+    if missing:
+        raise SpecError("header", ",".join(reader.fieldnames or []), f"needs columns {','.join(COLUMNS)} (missing {missing[0]})", source)
+    out: dict[str, list[Measurement]] = {}
+    for i, row in enumerate(reader, start=2):
+        where = f"row {i}"
+        kind = (row["kind"] or "").strip()
+        if kind not in ("decode", "prefill", "allreduce"):
+            raise SpecError(f"{where}.kind", kind, "decode, prefill or allreduce", source)
+        try:
+            gpu = get_gpu((row["gpu"] or "").strip())
+        except SpecError as exc:
+            raise SpecError(f"{where}.gpu", exc.value, exc.reason, source) from None
+        model = None
+        if kind != "allreduce":
+            try:
+                model = get_model((row["model"] or "").strip())
+            except SpecError as exc:
+                raise SpecError(f"{where}.model", exc.value, exc.reason, source) from None
+        numbers = {"batch": 0.0, "context": 0.0, "bytes": 0.0}
+        for field in ("tp", "batch", "context", "seconds") if kind != "allreduce" else ("tp", "seconds", "bytes"):
+            raw = (row.get(field) or "").strip()
+            try:
+                value = float(raw)
+            except ValueError:
+                raise SpecError(f"{where}.{field}", raw, "not a number", source) from None
+            if not math.isfinite(value) or value <= 0 or (field in ("tp", "batch", "context") and value != int(value)):
+                raise SpecError(f"{where}.{field}", raw, "a positive integer" if field in ("tp", "batch", "context") else f"a positive number of {field}", source)
+            numbers[field] = value
+        tp = int(numbers["tp"])
+        if tp & (tp - 1) or tp > 64:
+            raise SpecError(f"{where}.tp", row["tp"], "a power of two up to 64", source)
+        if kind == "allreduce" and tp == 1:
+            raise SpecError(f"{where}.tp", row["tp"], "an all-reduce spans at least 2 GPUs", source)
+        out.setdefault(gpu.name, []).append(Measurement(kind, model, tp, int(numbers["batch"]), int(numbers["context"]),  # type: ignore[arg-type]
+                                                        numbers["seconds"], f"{source} {where}", numbers["bytes"]))
+    if not out:
+        raise SpecError("", source, "holds no measurements", source)
+    return out
+
+
+def read_measurement_file(path: Path) -> dict[str, list[Measurement]]:
+    from planner.io import read_text  # the project's one reader of user files (size cap, encoding)
+
+    return read_measurements(read_text(Path(path)), str(path))
+
+
+def predict(profile: HardwareProfile, gpu: GPUSpec, m: Measurement) -> float:
+    if m.kind == "allreduce":
+        return profile.allreduce[m.tp].seconds(m.bytes)
+    assert m.model is not None
+    if m.kind == "decode":
+        return profile.decode_s(m.model, gpu, m.tp, m.batch, m.batch * m.context)
+    return profile.prefill_s(m.model, gpu, m.tp, m.batch, m.context)
+
+
+def _layout(tps: list[int]) -> list[str]:
+    names = [f"e_w{t}" for t in tps] + ["e_c", "e_kv", "c0", "c1"]
+    for t in tps:
+        if t > 1:
+            names += [f"a{t}", f"b{t}"]
+    return names
+
+
+def _profile(gpu: str, names: list[str], x: np.ndarray, source: str = "", residuals: dict[str, float] | None = None) -> HardwareProfile:
+    v = dict(zip(names, np.exp(x).tolist(), strict=True))
+    tps = sorted(int(n[3:]) for n in names if n.startswith("e_w"))
+    return HardwareProfile(gpu=gpu, source=source, weight_efficiency={t: min(v[f"e_w{t}"], 1.0) for t in tps},
+                           gemm_efficiency=min(v["e_c"], 1.0), kv_efficiency=min(v["e_kv"], 1.0),
+                           layer_floor_us=v["c0"], layer_sequence_us=v["c1"],
+                           allreduce={t: AllReduceTerm(latency_us=v[f"a{t}"], bus_gb_per_s=v[f"b{t}"]) for t in tps if t > 1},
+                           residuals=residuals or {})
+
+
+def vector(profile: HardwareProfile) -> tuple[list[str], np.ndarray]:
+    """The profile's parameters as the fit sees them: names and log values."""
+    tps = sorted(profile.weight_efficiency)
+    names = _layout(tps)
+    values = {f"e_w{t}": e for t, e in profile.weight_efficiency.items()}
+    values.update(e_c=profile.gemm_efficiency, e_kv=profile.kv_efficiency, c0=profile.layer_floor_us, c1=profile.layer_sequence_us)
+    for t, ar in profile.allreduce.items():
+        values[f"a{t}"], values[f"b{t}"] = ar.latency_us, ar.bus_gb_per_s
+    return names, np.log([values[n] for n in names])
+
+
+class CalibrationError(ValueError):
+    """A fit that cannot be trusted: too few measurements, or no convergence."""
+
+
+def fit_profile(gpu_name: str, rows: list[Measurement], source: str = "") -> HardwareProfile:
+    """The profile of ``gpu_name`` that best explains ``rows`` (module doc), with its residuals."""
+    from scipy.optimize import least_squares
+
+    gpu = get_gpu(gpu_name)
+    tps = sorted({r.tp for r in rows if r.kind != "allreduce"})
+    stray = sorted({r.tp for r in rows if r.kind == "allreduce"} - set(tps))
+    if stray:
+        raise CalibrationError(f"{source or gpu_name}: all-reduces of {gpu_name} over TP{stray[0]} but no steps at that TP to fit with them")
+    names = _layout(tps)
+    if len(rows) < MIN_ROWS_PER_PARAMETER * len(names):
+        raise CalibrationError(f"{source or gpu_name}: {len(rows)} measurements of {gpu_name} for {len(names)} parameters "
+                               f"(TP {', '.join(map(str, tps))}); a fit needs at least {MIN_ROWS_PER_PARAMETER * len(names)}")
+    lower, upper = [], []
+    x0 = []
+    for n in names:
+        key = "e" if n.startswith("e_") else n.rstrip("0123456789") if n[0] in "ab" else n
+        lo, hi = _BOUNDS[key]
+        lower.append(math.log(lo))
+        upper.append(math.log(hi))
+        start = _START.get(n, _START.get(n.rstrip("0123456789"), _START.get(n[:3], 0.8)))
+        x0.append(math.log(start))
+    measured = np.log([r.seconds for r in rows])
+
+    def residual(x: np.ndarray) -> np.ndarray:
+        p = _profile(gpu_name, names, np.minimum(x, np.array(upper)))
+        return np.log([predict(p, gpu, r) for r in rows]) - measured
+
+    result = least_squares(residual, np.array(x0), bounds=(lower, upper), method="trf", x_scale=1.0, max_nfev=2000)
+    if not result.success or result.status <= 0:
+        raise CalibrationError(f"{source or gpu_name}: the fit of {gpu_name} did not converge ({result.message})")
+    res = result.fun
+    residuals = {"all": float(np.sqrt(np.mean(res ** 2)))}
+    for t in tps:
+        sel = np.array([r.tp == t for r in rows])
+        residuals[f"tp{t}"] = float(np.sqrt(np.mean(res[sel] ** 2)))
+    for kind in ("decode", "prefill", "allreduce"):
+        sel = np.array([r.kind == kind for r in rows])
+        if sel.any():
+            residuals[kind] = float(np.sqrt(np.mean(res[sel] ** 2)))
+    return _profile(gpu_name, names, result.x, source, {k: round(v, 4) for k, v in residuals.items()})
+
+
+def aic_measurements() -> dict[str, list[Measurement]]:
+    """The shipped AIConfigurator extracts (``costmodels/data/measured``) as measurements, the
+    cases that fit their instance only (as the fidelity report)."""
+    from costmodels.decode import Instance
+
+    base = Path(__file__).parent / "data" / "measured"
+    out: dict[str, list[Measurement]] = {}
+    for name, kind, col in (("aic_vllm_decode.csv", "decode", "context"), ("aic_vllm_prefill.csv", "prefill", "prompt_tokens")):
+        with (base / name).open(newline="") as fh:
+            for i, r in enumerate(csv.DictReader(fh), start=2):
+                model, gpu, tp = get_model(r["model"]), get_gpu(r["gpu"]), int(r["tp"])
+                batch, context = int(r["batch"]), int(r[col])
+                if Instance(model, gpu, tp).kv_capacity_tokens() < batch * context:
+                    continue
+                seconds = float(r["step_s"] if kind == "decode" else r["prefill_s"])
+                out.setdefault(gpu.name, []).append(Measurement(kind, model, tp, batch, context, seconds, f"{name} row {i}"))  # type: ignore[arg-type]
+    with (base / "aic_vllm_allreduce.csv").open(newline="") as fh:
+        for i, r in enumerate(csv.DictReader(fh), start=2):
+            out.setdefault(r["gpu"], []).append(Measurement("allreduce", None, int(r["tp"]), 0, 0, float(r["seconds"]),
+                                                            f"aic_vllm_allreduce.csv row {i}", float(r["bytes"])))
+    return out

@@ -1,0 +1,98 @@
+"""Hardware profiles: what one GPU type reaches, fitted to measurements (``rlplan calibrate``).
+
+The judge's default decode step (:func:`costmodels.decode.decode_step_time`) derates peaks by one
+flat :class:`~costmodels.efficiency.Efficiency` and charges a ring of 1.5 µs hops per all-reduce;
+held against AIConfigurator's vLLM measurements it is off by 0.13-0.51 RMS log error, worst where
+the TP decisions are made (``benchmarks/results/fidelity``). A :class:`HardwareProfile` replaces
+those constants for one GPU type by fitted ones, in a form that keeps the step closed and affine
+in the batch's context between events (the simulator's requirement, docs/architecture.md):
+
+For an instance of TP ``t`` running ``B`` sequences that hold ``C`` tokens of KV in all, per GPU::
+
+    gemm   = max(W / (H e_w[t]),  F / (P e_c))          weights streamed, or FLOPs at GEMM speed
+    kv     = C k / (H e_kv)                             the attention kernel's KV reads
+    floor  = L (c0 + c1 B)                              per-layer kernel launches, norms, per-sequence work
+    comm   = (2 L + 1) (a[t] + B h 2 / b[t])            vLLM's all-reduces: two per layer, one after the embedding
+    step   = gemm + kv + floor + comm
+
+``W`` is the GPU's weight shard without the embedding, a lookup (GB; for MoE the experts the
+batch routes to), ``F`` the step's FLOPs per GPU (2 x active parameters x B / t plus attention's
+4 C h L / t), ``k`` KV bytes per token per GPU, ``H`` and ``P`` the GPU's HBM and
+dense BF16 peaks, ``L`` layers, ``h`` hidden size. Kernels run one after another on a GPU, so the
+terms add; only a GEMM chooses between streaming its weights and computing. ``e_w`` is per TP
+because a narrow shard streams worse (AIConfigurator: 0.5 of peak for small TP8 shards, 0.8 at
+TP1). The all-reduce is per TP size on the GPU's own link (NVLink's custom all-reduce is almost flat
+in TP; PCIe is not), measured rather than derived from hops.
+
+Prefill of ``T`` prompt tokens (``B`` prompts of ``T / B``) reuses the same terms with ``F`` the
+prompt's FLOPs (causal attention included) and the all-reduce message ``T h 2`` bytes.
+
+Every profile carries where it came from and its fit's residuals (:mod:`costmodels.calibration`).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from costmodels.catalog import GPUSpec, ModelSpec
+from costmodels.transformer import BYTES_BF16, attention_params, kv_bytes_per_token, mlp_params
+
+GB = 1e9
+_STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+
+class AllReduceTerm(BaseModel):
+    """One TP size's all-reduce: ``latency_us + bytes / (bus_gb_per_s 1e9)`` seconds."""
+
+    model_config = _STRICT
+
+    latency_us: float = Field(ge=0, le=1e6, description="fixed cost per all-reduce, µs")
+    bus_gb_per_s: float = Field(gt=0, le=1e6, description="bytes of the message per second, GB/s")
+
+    def seconds(self, message_bytes: float) -> float:
+        return self.latency_us * 1e-6 + message_bytes / (self.bus_gb_per_s * GB)
+
+
+class HardwareProfile(BaseModel):
+    """One GPU type's fitted kernel speeds (module doc)."""
+
+    model_config = _STRICT
+
+    gpu: str = Field(min_length=1, description="catalog GPU type this profile describes")
+    source: str = Field(default="", description="the measurements it was fitted to")
+    weight_efficiency: dict[int, float] = Field(description="e_w per TP size: share of HBM peak a weight stream reaches")
+    gemm_efficiency: float = Field(gt=0, le=1, description="e_c: share of dense BF16 peak a compute-bound GEMM reaches")
+    kv_efficiency: float = Field(gt=0, le=1, description="e_kv: share of HBM peak the attention kernel's KV reads reach")
+    layer_floor_us: float = Field(ge=0, le=1e5, description="c0: per layer per step, µs")
+    layer_sequence_us: float = Field(ge=0, le=1e4, description="c1: per layer per sequence in the batch, µs")
+    allreduce: dict[int, AllReduceTerm] = Field(default_factory=dict, description="per TP size > 1")
+    residuals: dict[str, float] = Field(default_factory=dict, description="RMS log error of the fit, per TP size and in all")
+
+    def terms(self, m: ModelSpec, gpu: GPUSpec, tp: int, batch: float, context_tokens: float, prefill_tokens: float = 0.0,
+              attention_pairs: float = 0.0) -> dict[str, float]:
+        """The step's terms in seconds (module doc). For a prefill, ``batch`` is the number of
+        prompts, ``prefill_tokens`` their tokens in all and ``attention_pairs`` the causal
+        (query, key) pairs summed over prompts; ``context_tokens`` is then 0."""
+        if tp not in self.weight_efficiency or (tp > 1 and tp not in self.allreduce):
+            raise ValueError(f"profile of {self.gpu} has no TP{tp} terms (fitted: {sorted(self.weight_efficiency)})")
+        from costmodels.decode import weights_read_gb  # decode reads profiles: imported when used
+
+        L, h = m.layers, m.hidden
+        tokens = prefill_tokens or batch
+        weights = weights_read_gb(m, L, False, True, tp, tokens)  # the layers and the LM head; the embedding is a lookup
+        active = L * (attention_params(m) + mlp_params(m, active=True)) + m.vocab * h
+        flops = (2 * active * tokens + 4 * h * L * (context_tokens + attention_pairs)) / tp
+        gemm = max(weights / (gpu.hbm_gb_per_s * self.weight_efficiency[tp]), flops / (gpu.tflops_bf16_dense * 1e12 * self.gemm_efficiency))
+        kv = context_tokens * kv_bytes_per_token(m, L, tp) / GB / (gpu.hbm_gb_per_s * self.kv_efficiency)
+        floor = L * (self.layer_floor_us + self.layer_sequence_us * batch) * 1e-6
+        comm = (2 * L + 1) * self.allreduce[tp].seconds(tokens * h * BYTES_BF16) if tp > 1 else 0.0
+        return {"gemm_s": gemm, "kv_s": kv, "floor_s": floor, "comm_s": comm, "step_s": gemm + kv + floor + comm}
+
+    def decode_s(self, m: ModelSpec, gpu: GPUSpec, tp: int, batch: float, context_tokens: float) -> float:
+        """Kernel seconds of one decode step of ``batch`` sequences holding ``context_tokens``."""
+        return self.terms(m, gpu, tp, batch, context_tokens)["step_s"]
+
+    def prefill_s(self, m: ModelSpec, gpu: GPUSpec, tp: int, prompts: int, tokens_each: int) -> float:
+        """Seconds to prefill ``prompts`` prompts of ``tokens_each`` tokens from an empty cache."""
+        pairs = prompts * tokens_each * (tokens_each + 1) / 2
+        return self.terms(m, gpu, tp, prompts, 0.0, prefill_tokens=prompts * tokens_each, attention_pairs=pairs)["step_s"]

@@ -1,0 +1,91 @@
+"""``rlplan calibrate``: fit hardware profiles to measured step times (:mod:`costmodels.calibration`).
+
+Registered on ``planner.cli.app`` by the composition root (``benchmarks/cli.py``), beside ``bench``,
+so the planner's own module stays the plan/validate/simulate commands.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+import yaml
+from rich.table import Table
+
+from costmodels.errors import SpecError
+from planner.cli import app, fail, out
+from planner.io import write_atomic
+from planner.outputs import check_output
+
+
+@app.command()
+def calibrate(
+    measurements: Annotated[list[Path] | None, typer.Option("--measurements", help="CSV of measured steps: kind,gpu,model,tp,batch,context,seconds (repeatable)")] = None,
+    aic: Annotated[bool, typer.Option("--aic", help="fit to AIConfigurator's vLLM data shipped in costmodels/data/measured (the default without --measurements)")] = False,
+    gpu: Annotated[list[str] | None, typer.Option("--gpu", help="only this GPU type (repeatable)")] = None,
+    output: Annotated[str, typer.Option("--output", "-o", help="profile file to write (YAML; - for stdout)")] = "profiles.yaml",
+    as_json: Annotated[bool, typer.Option("--json", help="print the profiles as JSON instead of tables")] = False,
+) -> None:
+    """Fit a hardware profile per GPU type (GEMM, weight-stream and KV-read efficiencies, per-layer
+    floors, all-reduce per TP) by least squares on log step times, and print each fit's residual
+    per TP. About a second per GPU type."""
+    from costmodels.calibration import (
+        CalibrationError,
+        aic_measurements,
+        fit_profile,
+        read_measurement_file,
+    )
+
+    try:
+        if output != "-":
+            check_output(output, "-o")
+        data: dict[str, list] = {}
+        sources: list[str] = []
+        if aic or not measurements:
+            for name, rows in aic_measurements().items():
+                data.setdefault(name, []).extend(rows)
+            sources.append("AIConfigurator (aiconfigurator-core 0.12.0, vLLM)")
+        for path in measurements or []:
+            for name, rows in read_measurement_file(path).items():
+                data.setdefault(name, []).extend(rows)
+            sources.append(str(path))
+        for name in gpu or []:
+            if name not in data:
+                raise SpecError("--gpu", name, f"no measurements of it (measured: {', '.join(sorted(data))})")
+        start = time.time()
+        profiles = [fit_profile(name, data[name], " + ".join(sources)) for name in sorted(gpu or data)]
+    except SpecError as exc:
+        fail(exc)
+    except CalibrationError as exc:
+        fail(exc)
+    doc = {"profiles": [p.model_dump(mode="json") for p in profiles]}
+    text = yaml.safe_dump(doc, sort_keys=False)
+    if output == "-":
+        sys.stdout.write(text)
+    else:
+        write_atomic(Path(output), text)
+    if as_json:
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        return
+    if output == "-":
+        return
+    per_gpu = Table(title=f"hardware profiles, fitted in {time.time() - start:.1f} s")
+    for col in ("GPU", "rows", "RMS log err", "GEMM e_c", "KV e_kv", "µs/layer", "µs/layer/seq"):
+        per_gpu.add_column(col, justify="left" if col == "GPU" else "right")
+    per_tp = Table(title="per TP: fit residual, weight-stream efficiency, all-reduce")
+    for col in ("GPU", "TP", "RMS log err", "weights e_w", "all-reduce µs", "all-reduce GB/s"):
+        per_tp.add_column(col, justify="left" if col == "GPU" else "right")
+    for p in profiles:
+        per_gpu.add_row(p.gpu, str(len(data[p.gpu])), f"{p.residuals['all']:.3f}", f"{p.gemm_efficiency:.2f}", f"{p.kv_efficiency:.2f}",
+                        f"{p.layer_floor_us:.1f}", f"{p.layer_sequence_us:.3f}")
+        for t, e in p.weight_efficiency.items():
+            ar = p.allreduce.get(t)
+            per_tp.add_row(p.gpu, str(t), f"{p.residuals.get(f'tp{t}', float('nan')):.3f}", f"{e:.2f}",
+                           "-" if ar is None else f"{ar.latency_us:.1f}", "-" if ar is None else f"{ar.bus_gb_per_s:.0f}")
+    out.print(per_gpu)
+    out.print(per_tp)
+    out.print(f"wrote {output}", highlight=False)
