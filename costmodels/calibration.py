@@ -103,12 +103,6 @@ def read_measurements(text: str, source: str) -> dict[str, list[Measurement]]:
     return out
 
 
-def read_measurement_file(path: Path) -> dict[str, list[Measurement]]:
-    from planner.io import read_text  # the project's one reader of user files (size cap, encoding)
-
-    return read_measurements(read_text(Path(path)), str(path))
-
-
 def predict(profile: HardwareProfile, gpu: GPUSpec, m: Measurement) -> float:
     if m.kind == "allreduce":
         return profile.allreduce[m.tp].seconds(m.bytes)
@@ -145,6 +139,23 @@ def vector(profile: HardwareProfile) -> tuple[list[str], np.ndarray]:
     for t, ar in profile.allreduce.items():
         values[f"a{t}"], values[f"b{t}"] = ar.latency_us, ar.bus_gb_per_s
     return names, np.log([values[n] for n in names])
+
+
+#: catalog GPU types with no measurements of their own that share a measured part's silicon: the
+#: H800 is an H100 SXM (same SMs, clocks and 3.35 TB/s HBM3) with NVLink cut from 900 to 400 GB/s
+DERIVED = {"H800": "H100-SXM"}
+
+
+def derive_profile(base: HardwareProfile, gpu_name: str) -> HardwareProfile:
+    """``base``'s kernels on ``gpu_name``, whose only difference is its GPU-to-GPU link: every
+    all-reduce's bandwidth scales by the ratio of the two links (catalog, one direction), its
+    latency stays (NVLink's per-call cost does not depend on the link count)."""
+    ratio = get_gpu(gpu_name).link_gb_per_s / get_gpu(base.gpu).link_gb_per_s
+    return base.model_copy(update={
+        "gpu": gpu_name,
+        "source": f"{base.source}; derived from {base.gpu}: same kernels, all-reduce bandwidth x {ratio:.3f} (link {gpu_name} / {base.gpu})",
+        "allreduce": {t: AllReduceTerm(latency_us=a.latency_us, bus_gb_per_s=a.bus_gb_per_s * ratio) for t, a in base.allreduce.items()},
+        "residuals": {}})
 
 
 class CalibrationError(ValueError):

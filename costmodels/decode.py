@@ -80,6 +80,16 @@ def decode_step_time(m: ModelSpec, gpu: GPUSpec, *, tp: int, stage_layers: int, 
     overhead is the caller's (once per step, not per stage)."""
     if batch <= 0:
         return {"memory_s": 0.0, "compute_s": 0.0, "comm_s": 0.0, "step_s": 0.0}
+    profile = efficiency.profile_for(gpu, tp)
+    if profile is not None:  # a fitted profile replaces (D2)-(D4) (costmodels.profiles)
+        t = profile.terms(m, gpu, tp, batch, context_tokens, stage_layers=stage_layers, first=first, last=last)
+        comm = t["comm_s"]
+        if m.is_moe and tp > 1 and alltoall_s is not None:
+            comm += 2 * stage_layers * alltoall_s(batch * m.hidden * BYTES_BF16 / GB * m.experts_per_token)  # type: ignore[operator]
+        # max(stream, flops) + kv + floor written as max(memory, compute), as (D1) has it
+        rest = t["kv_s"] + t["floor_s"]
+        memory, compute = t["stream_s"] + rest, t["flops_s"] + rest
+        return {"memory_s": memory, "compute_s": compute, "comm_s": comm, "step_s": max(memory, compute) + comm}
     kv_read = context_tokens * kv_bytes_per_token(m, stage_layers, tp) / GB
     memory = (weights_read_gb(m, stage_layers, first, last, tp, batch) + kv_read) / efficiency.hbm_gbs(gpu)
     active = stage_layers * (attention_params(m) + mlp_params(m, active=True)) + (m.vocab * m.hidden if last else 0)
@@ -175,6 +185,9 @@ class Instance:
         total = sum(tokens)
         if total <= 0:
             return 0.0
+        profile = eff.profile_for(self.gpu, self.tp)
+        if profile is not None:
+            return profile.prefill_batch_s(m, self.gpu, self.tp, list(tokens), list(contexts))
         active = m.layers * (attention_params(m) + mlp_params(m, active=True))
         attn = sum(2 * 2 * m.hidden * m.layers * (t * c + t * (t + 1) / 2) for t, c in zip(tokens, contexts, strict=True))
         compute = (2 * active * total + attn) / (self.tp * eff.flops(self.gpu))

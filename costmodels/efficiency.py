@@ -21,7 +21,10 @@ Defaults (a systems engineer's reading of public measurements, not tuned to any 
   many small instances pay for their batch (OrchestrRL §2.1 needs it: see ``costmodels.decode``).
 
 ``per_gpu`` overrides either fraction for one GPU type (e.g. PCIe L4 parts rarely reach the SXM
-parts' MFU).
+parts' MFU). ``profiles`` goes further: a fitted :class:`~costmodels.profiles.HardwareProfile` per
+GPU type (``rlplan calibrate``) replaces the flat fractions and the hop-latency all-reduce in the
+decode step and prefill of that GPU type, at the TPs it was fitted at; the engine's CPU overhead
+above still applies on top (the profiles are kernel time).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from costmodels.catalog import GPUSpec
+from costmodels.profiles import HardwareProfile
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
@@ -59,6 +63,12 @@ class Efficiency(BaseModel):
     decode_step_overhead_ms: float = Field(default=DECODE_STEP_OVERHEAD_MS, ge=0, description="serving engine CPU time per decode step, ms")
     decode_sequence_overhead_us: float = Field(default=DECODE_SEQUENCE_OVERHEAD_US, ge=0, description="serving engine CPU time per sequence per decode step, µs")
     per_gpu: dict[str, GPUEfficiency] = Field(default_factory=dict, description="per GPU type overrides")
+    profiles: dict[str, HardwareProfile] = Field(default_factory=dict, description="fitted kernel profiles per GPU type (rlplan calibrate)")
+
+    def profile_for(self, gpu: GPUSpec, tp: int) -> HardwareProfile | None:
+        """The fitted profile of ``gpu`` when it covers ``tp``, else None (the flat fractions)."""
+        p = self.profiles.get(gpu.name)
+        return p if p is not None and p.covers(tp) else None
 
     def compute_for(self, gpu: GPUSpec) -> float:
         o = self.per_gpu.get(gpu.name)
@@ -90,4 +100,6 @@ class Efficiency(BaseModel):
         }
         if self.per_gpu:
             out["per_gpu"] = {k: v.model_dump() for k, v in self.per_gpu.items()}
+        if self.profiles:
+            out["profiles"] = {k: {"source": v.source, "tps": sorted(v.weight_efficiency)} for k, v in self.profiles.items()}  # type: ignore[misc]
         return out

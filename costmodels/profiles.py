@@ -68,25 +68,34 @@ class HardwareProfile(BaseModel):
     allreduce: dict[int, AllReduceTerm] = Field(default_factory=dict, description="per TP size > 1")
     residuals: dict[str, float] = Field(default_factory=dict, description="RMS log error of the fit, per TP size and in all")
 
+    def covers(self, tp: int) -> bool:
+        """Whether the profile was fitted at this TP (else the default judge stands in)."""
+        return tp in self.weight_efficiency and (tp == 1 or tp in self.allreduce)
+
     def terms(self, m: ModelSpec, gpu: GPUSpec, tp: int, batch: float, context_tokens: float, prefill_tokens: float = 0.0,
-              attention_pairs: float = 0.0) -> dict[str, float]:
-        """The step's terms in seconds (module doc). For a prefill, ``batch`` is the number of
-        prompts, ``prefill_tokens`` their tokens in all and ``attention_pairs`` the causal
-        (query, key) pairs summed over prompts; ``context_tokens`` is then 0."""
-        if tp not in self.weight_efficiency or (tp > 1 and tp not in self.allreduce):
-            raise ValueError(f"profile of {self.gpu} has no TP{tp} terms (fitted: {sorted(self.weight_efficiency)})")
+              attention_pairs: float = 0.0, stage_layers: int | None = None, first: bool = True, last: bool = True) -> dict[str, float]:
+        """The step's terms in seconds (module doc), for the whole model or one pipeline stage of
+        ``stage_layers`` layers (the embedding's all-reduce on the ``first``, the LM head on the
+        ``last``). For a prefill, ``batch`` is the number of prompts, ``prefill_tokens`` their
+        tokens in all and ``attention_pairs`` the causal (query, key) pairs summed over prompts;
+        ``context_tokens`` is then 0."""
         from costmodels.decode import weights_read_gb  # decode reads profiles: imported when used
 
-        L, h = m.layers, m.hidden
+        if not self.covers(tp):
+            raise ValueError(f"profile of {self.gpu} has no TP{tp} terms (fitted: {sorted(self.weight_efficiency)})")
+        L, h = (m.layers if stage_layers is None else stage_layers), m.hidden
         tokens = prefill_tokens or batch
-        weights = weights_read_gb(m, L, False, True, tp, tokens)  # the layers and the LM head; the embedding is a lookup
-        active = L * (attention_params(m) + mlp_params(m, active=True)) + m.vocab * h
+        weights = weights_read_gb(m, L, False, last, tp, tokens)  # the layers and the LM head; the embedding is a lookup
+        active = L * (attention_params(m) + mlp_params(m, active=True)) + (m.vocab * h if last else 0)
         flops = (2 * active * tokens + 4 * h * L * (context_tokens + attention_pairs)) / tp
-        gemm = max(weights / (gpu.hbm_gb_per_s * self.weight_efficiency[tp]), flops / (gpu.tflops_bf16_dense * 1e12 * self.gemm_efficiency))
+        stream = weights / (gpu.hbm_gb_per_s * self.weight_efficiency[tp])
+        compute = flops / (gpu.tflops_bf16_dense * 1e12 * self.gemm_efficiency)
         kv = context_tokens * kv_bytes_per_token(m, L, tp) / GB / (gpu.hbm_gb_per_s * self.kv_efficiency)
         floor = L * (self.layer_floor_us + self.layer_sequence_us * batch) * 1e-6
-        comm = (2 * L + 1) * self.allreduce[tp].seconds(tokens * h * BYTES_BF16) if tp > 1 else 0.0
-        return {"gemm_s": gemm, "kv_s": kv, "floor_s": floor, "comm_s": comm, "step_s": gemm + kv + floor + comm}
+        comm = (2 * L + (1 if first else 0)) * self.allreduce[tp].seconds(tokens * h * BYTES_BF16) if tp > 1 else 0.0
+        gemm = max(stream, compute)
+        return {"stream_s": stream, "flops_s": compute, "gemm_s": gemm, "kv_s": kv, "floor_s": floor, "comm_s": comm,
+                "step_s": gemm + kv + floor + comm}
 
     def decode_s(self, m: ModelSpec, gpu: GPUSpec, tp: int, batch: float, context_tokens: float) -> float:
         """Kernel seconds of one decode step of ``batch`` sequences holding ``context_tokens``."""
@@ -94,5 +103,10 @@ class HardwareProfile(BaseModel):
 
     def prefill_s(self, m: ModelSpec, gpu: GPUSpec, tp: int, prompts: int, tokens_each: int) -> float:
         """Seconds to prefill ``prompts`` prompts of ``tokens_each`` tokens from an empty cache."""
-        pairs = prompts * tokens_each * (tokens_each + 1) / 2
-        return self.terms(m, gpu, tp, prompts, 0.0, prefill_tokens=prompts * tokens_each, attention_pairs=pairs)["step_s"]
+        return self.prefill_batch_s(m, gpu, tp, [tokens_each] * prompts, [0] * prompts)
+
+    def prefill_batch_s(self, m: ModelSpec, gpu: GPUSpec, tp: int, tokens: list[int], contexts: list[int]) -> float:
+        """Seconds to prefill one batch: prompt ``i`` computes ``tokens[i]`` new tokens after
+        ``contexts[i]`` cached ones (its queries attend to the cache and causally to each other)."""
+        pairs = sum(t * c + t * (t + 1) / 2 for t, c in zip(tokens, contexts, strict=True))
+        return self.terms(m, gpu, tp, len(tokens), 0.0, prefill_tokens=sum(tokens), attention_pairs=pairs)["step_s"]

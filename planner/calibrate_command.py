@@ -18,7 +18,7 @@ from rich.table import Table
 
 from costmodels.errors import SpecError
 from planner.cli import app, fail, out
-from planner.io import write_atomic
+from planner.io import read_text, write_atomic
 from planner.outputs import check_output
 
 
@@ -34,10 +34,12 @@ def calibrate(
     floors, all-reduce per TP) by least squares on log step times, and print each fit's residual
     per TP. About a second per GPU type."""
     from costmodels.calibration import (
+        DERIVED,
         CalibrationError,
         aic_measurements,
+        derive_profile,
         fit_profile,
-        read_measurement_file,
+        read_measurements,
     )
 
     try:
@@ -50,14 +52,19 @@ def calibrate(
                 data.setdefault(name, []).extend(rows)
             sources.append("AIConfigurator (aiconfigurator-core 0.12.0, vLLM)")
         for path in measurements or []:
-            for name, rows in read_measurement_file(path).items():
+            for name, rows in read_measurements(read_text(path), str(path)).items():
                 data.setdefault(name, []).extend(rows)
             sources.append(str(path))
         for name in gpu or []:
-            if name not in data:
+            if name not in data and DERIVED.get(name) not in data:
                 raise SpecError("--gpu", name, f"no measurements of it (measured: {', '.join(sorted(data))})")
         start = time.time()
-        profiles = [fit_profile(name, data[name], " + ".join(sources)) for name in sorted(gpu or data)]
+        wanted = sorted({DERIVED.get(name, name) if name not in data else name for name in gpu} if gpu else data)
+        profiles = [fit_profile(name, data[name], " + ".join(sources)) for name in wanted]
+        fitted = {p.gpu: p for p in profiles}
+        # catalog GPU types without data of their own that share a fitted part's silicon
+        profiles += [derive_profile(fitted[base], name) for name, base in DERIVED.items()
+                     if base in fitted and name not in data and (not gpu or name in gpu)]
     except SpecError as exc:
         fail(exc)
     except CalibrationError as exc:
@@ -80,11 +87,11 @@ def calibrate(
     for col in ("GPU", "TP", "RMS log err", "weights e_w", "all-reduce µs", "all-reduce GB/s"):
         per_tp.add_column(col, justify="left" if col == "GPU" else "right")
     for p in profiles:
-        per_gpu.add_row(p.gpu, str(len(data[p.gpu])), f"{p.residuals['all']:.3f}", f"{p.gemm_efficiency:.2f}", f"{p.kv_efficiency:.2f}",
+        per_gpu.add_row(p.gpu, str(len(data[p.gpu])) if p.gpu in data else "-", f"{p.residuals['all']:.3f}" if p.residuals else "derived", f"{p.gemm_efficiency:.2f}", f"{p.kv_efficiency:.2f}",
                         f"{p.layer_floor_us:.1f}", f"{p.layer_sequence_us:.3f}")
         for t, e in p.weight_efficiency.items():
             ar = p.allreduce.get(t)
-            per_tp.add_row(p.gpu, str(t), f"{p.residuals.get(f'tp{t}', float('nan')):.3f}", f"{e:.2f}",
+            per_tp.add_row(p.gpu, str(t), f"{p.residuals[f'tp{t}']:.3f}" if p.residuals else "-", f"{e:.2f}",
                            "-" if ar is None else f"{ar.latency_us:.1f}", "-" if ar is None else f"{ar.bus_gb_per_s:.0f}")
     out.print(per_gpu)
     out.print(per_tp)

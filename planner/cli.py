@@ -472,6 +472,7 @@ def estimate_generation(
     max_num_seqs: Annotated[int, typer.Option(min=1, max=MAX_NUM_SEQS, help="engine's max concurrent sequences per instance")] = 256,
     gpus_per_node: Annotated[int, typer.Option(min=1, max=64, help="TP stays inside a node of this many GPUs")] = 8,
     seed: Annotated[int, typer.Option(min=0, max=2**63 - 1, help="seed for sampling a named distribution")] = 0,
+    profile: Annotated[str | None, typer.Option(help=PROFILE_HELP)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable rows")] = False,
 ) -> None:
     """Makespan of the remaining requests under every feasible TP x DP configuration
@@ -488,7 +489,7 @@ def estimate_generation(
             hist = parse_histogram_csv(read_text(path), str(path))
         else:
             hist = parse_distribution(lengths, seed=seed, bin_tokens=bin_tokens)
-        params = ServingParams(max_num_seqs=max_num_seqs)
+        params = ServingParams(max_num_seqs=max_num_seqs, efficiency=_efficiency(profile))
     except SpecError as exc:
         fail(exc)
     except ValueError as exc:
@@ -511,8 +512,27 @@ def estimate_generation(
     best = rows[0]
     out.print(f"fastest: TP={best['tp']} x DP={best['dp']}", highlight=False)
     e = params.efficiency
-    out.print(f"efficiency: compute {e.compute:.0%} of peak, HBM {e.hbm:.0%}, NVLink hop {params.hop_latency_ms * 1e3:.1f} us,"
-              f" decode step overhead {e.decode_step_overhead_ms:.2f} ms + {e.decode_sequence_overhead_us:.0f} us/seq", highlight=False)
+    fitted = e.profiles.get(gpu)
+    kernels = (f"kernels: the {gpu} profile fitted to {fitted.source or 'measurements'} at TP {', '.join(map(str, sorted(fitted.weight_efficiency)))}"
+               if fitted is not None else f"efficiency: compute {e.compute:.0%} of peak, HBM {e.hbm:.0%}, NVLink hop {params.hop_latency_ms * 1e3:.1f} us")
+    out.print(f"{kernels}, decode step overhead {e.decode_step_overhead_ms:.2f} ms + {e.decode_sequence_overhead_us:.0f} us/seq", highlight=False)
+
+
+PROFILE_HELP = ("hardware profiles fitted by `rlplan calibrate` (a file, or aic-vllm: the shipped AIConfigurator fit) "
+                "for the decode step and prefill of the GPU types they cover, instead of the flat efficiencies")
+
+
+def _efficiency(profile: str | None) -> Any:
+    """The default efficiency set, with ``--profile``'s fitted profiles when given."""
+    from costmodels.efficiency import Efficiency
+    from planner.io import load_profiles
+
+    if profile is None:
+        return Efficiency()
+    try:
+        return Efficiency(profiles=load_profiles(profile))
+    except SpecError as exc:
+        raise exc if exc.source else SpecError("--profile", profile, exc.reason) from None
 
 
 def _parse_instances(text: str, model: Any) -> list[tuple[int, int]]:
@@ -576,6 +596,7 @@ def simulate_generation(
     memory_utilization: Annotated[float, typer.Option(min=0.01, max=1, help="share of GPU memory the engine may use")] = 0.9,
     block_size: Annotated[int, typer.Option(min=1, max=MAX_BLOCK_SIZE, help="KV cache block size in tokens")] = 16,
     seed: Annotated[int, typer.Option(min=0, max=2**63 - 1, help="seed for synthetic lengths")] = 0,
+    profile: Annotated[str | None, typer.Option(help=PROFILE_HELP)] = None,
     plot: Annotated[Path | None, typer.Option(help="also draw the timeline and remaining-requests curve to this PNG")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable result")] = False,
     policy: Annotated[str, typer.Option(help="none, verl-to (best static TP), verl-lo (largest TP), proactive, reactive or orchestrrl (OrchestrRL Algorithm 1; needs uniform TP on whole 8-GPU nodes)")] = "none",
@@ -591,7 +612,7 @@ def simulate_generation(
         if plot is not None:
             check_output(plot, "--plot", PLOT_SUFFIXES)
         m, g = get_model(model), get_gpu(gpu)
-        params = ServingParams(max_num_seqs=max_num_seqs, memory_utilization=memory_utilization)
+        params = ServingParams(max_num_seqs=max_num_seqs, memory_utilization=memory_utilization, efficiency=_efficiency(profile))
         layout = _parse_instances(instances, m)
         check_memory("--instances", instances, sum(count for count, _ in layout), INSTANCE_BYTES, "serving instances")
         insts = [Instance(m, g, tp, params) for count, tp in layout for _ in range(count)]

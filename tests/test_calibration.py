@@ -5,6 +5,7 @@ shipped profiles reproducible from the shipped measurements."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -96,20 +97,62 @@ def test_calibrate_cli_writes_profiles_and_refuses_bad_input(tmp_path):
     few.write_text(CSV + "decode,H100-SXM,Qwen3-8B,2,8,1024,0.01\n")
     proc = run_cli("calibrate", "--measurements", str(few), "-o", str(tmp_path / "q.yaml"))
     assert proc.returncode == 2 and "few.csv" in proc.stderr and "needs at least" in proc.stderr
-    proc = run_cli("calibrate", "--gpu", "H800", "-o", str(tmp_path / "q.yaml"))
-    assert proc.returncode == 2 and "H800" in proc.stderr
+    proc = run_cli("calibrate", "--gpu", "L4", "-o", str(tmp_path / "q.yaml"))
+    assert proc.returncode == 2 and "L4" in proc.stderr
 
 
 def test_shipped_profiles_are_what_calibrate_fits_to_the_shipped_measurements():
-    from pathlib import Path
-
     shipped = {p["gpu"]: HardwareProfile.model_validate(p) for p in
                yaml.safe_load((Path(__file__).parents[1] / "costmodels" / "data" / "profiles" / "aic-vllm.yaml").read_text())["profiles"]}
-    assert set(shipped) == {"H100-SXM", "H200", "A100-80GB", "L40S"}
+    assert set(shipped) == {"H100-SXM", "H200", "A100-80GB", "L40S", "H800"}
+    h800, h100 = shipped["H800"], shipped["H100-SXM"]
+    assert h800.weight_efficiency == h100.weight_efficiency and "derived from H100-SXM" in h800.source
+    assert h800.allreduce[8].bus_gb_per_s == pytest.approx(h100.allreduce[8].bus_gb_per_s * 400 / 900)
     proc = run_cli("calibrate", "--gpu", "H200", "-o", "-")
     assert proc.returncode == 0, proc.stderr
     fresh = HardwareProfile.model_validate(yaml.safe_load(proc.stdout)["profiles"][0])
     _, a = vector(fresh)
     _, b = vector(shipped["H200"])
     assert np.allclose(a, b, rtol=0, atol=1e-6)
-    assert all(p.residuals["all"] <= (0.15 if gpu == "L40S" else 0.08) for gpu, p in shipped.items())
+    assert all(p.residuals["all"] <= (0.15 if gpu == "L40S" else 0.08) for gpu, p in shipped.items() if gpu != "H800")
+
+
+def _shipped() -> dict[str, HardwareProfile]:
+    from planner.io import load_profiles
+
+    return load_profiles("aic-vllm")
+
+
+@pytest.mark.parametrize("tp", [1, 2, 4, 8])
+def test_a_profile_in_the_efficiency_set_drives_decode_prefill_and_the_simulator(tp):
+    from costmodels.decode import Instance, ServingParams
+    from costmodels.efficiency import Efficiency
+    from costmodels.generation.engine import step_coefficients
+
+    profiles = _shipped()
+    m, g = get_model("Qwen3-8B"), get_gpu("H200")
+    inst = Instance(m, g, tp, ServingParams(efficiency=Efficiency(profiles=profiles)))
+    for batch, context in ((1, 1024), (32, 32 * 4096), (256, 256 * 2048)):
+        step = inst.decode_step(batch, context)
+        assert step["step_s"] - step["overhead_s"] == pytest.approx(profiles["H200"].decode_s(m, g, tp, batch, context), rel=1e-12)
+        coeff = step_coefficients(inst, batch)
+        for c in (0.0, context, 3 * context):
+            assert coeff.at(c) == pytest.approx(inst.decode_step(batch, c)["step_s"], rel=1e-9)
+    assert inst.prefill_batch([2048] * 4) == pytest.approx(profiles["H200"].prefill_s(m, g, tp, 4, 2048), rel=1e-12)
+    other = Instance(m, get_gpu("L4"), tp, ServingParams(efficiency=Efficiency(profiles=profiles)))
+    assert other.decode_step(8, 8192) == Instance(m, get_gpu("L4"), tp).decode_step(8, 8192), "no L4 profile: the default judge"
+
+
+def test_profile_option_on_estimate_and_simulate(tmp_path):
+    proc = run_cli("estimate", "generation", "--model", "Qwen3-8B", "--gpu", "H100-SXM", "--profile", "aic-vllm")
+    assert proc.returncode == 0 and "profile fitted to AIConfigurator" in proc.stdout.replace("\n", " ")
+    data = yaml.safe_load(Path(__file__).parents[1].joinpath("costmodels", "data", "profiles", "aic-vllm.yaml").read_text())
+    twice = tmp_path / "twice.yaml"
+    twice.write_text(yaml.safe_dump({"profiles": [data["profiles"][0]] * 2}))
+    unknown = tmp_path / "unknown.yaml"
+    unknown.write_text(yaml.safe_dump({"profiles": [{**data["profiles"][0], "gpu": "B999"}]}))
+    for path, words in ((twice, ["twice.yaml", "profiles[1].gpu"]), (unknown, ["unknown.yaml", "B999"]),
+                        (tmp_path / "none.yaml", ["none.yaml"])):
+        proc = run_cli("simulate", "generation", "--profile", str(path))
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert all(w in proc.stderr for w in words), proc.stderr

@@ -147,3 +147,21 @@ def test_cli_estimate_histogram_file(tmp_path):
 def test_sweep_sorted_fastest_first():
     rows = sweep(QWEN14, H800, 8, parse_distribution(EARLY).requests())
     assert [r["makespan_s"] for r in rows] == sorted(r["makespan_s"] for r in rows)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_generation_tp_ordering_with_calibrated_kernels(seed):
+    """OrchestrRL §2.1's full orderings, early TP2 < TP4 < TP8 and tail TP8 < TP4 < TP2, hold with
+    the kernels fitted to AIConfigurator's measurements (H800: the H100 fit with its NVLink); the
+    flat default efficiencies put TP4 first in the early phase."""
+    from costmodels.decode import ServingParams
+    from costmodels.efficiency import Efficiency
+    from planner.io import load_profiles
+
+    params = ServingParams(efficiency=Efficiency(profiles=load_profiles("aic-vllm")))
+    early = parse_distribution(EARLY, seed=seed).requests()
+    tail = parse_distribution(TAIL, seed=seed).requests()
+    e = {tp: configuration_makespan(QWEN14, H800, 8, tp, early, params)["makespan_s"] for tp in (2, 4, 8)}
+    t = {tp: configuration_makespan(QWEN14, H800, 8, tp, tail, params)["makespan_s"] for tp in (2, 4, 8)}
+    assert e[2] < e[4] < e[8], e
+    assert t[8] < t[4] < t[2], t

@@ -126,13 +126,24 @@ class StepCoefficients:
 
 
 def step_coefficients(inst: Instance, batch: int) -> StepCoefficients:
-    """The affine pieces of ``inst.decode_step(batch, C)`` (D2, D3 are affine in C)."""
+    """The affine pieces of ``inst.decode_step(batch, C)`` (D2, D3 are affine in C). With a fitted
+    profile (``costmodels.profiles``) both sides of the max are affine too, and the slopes are read
+    off the step at two contexts."""
     d0 = inst.decode_step(batch, 0.0)
     m, eff, g = inst.model, inst.params.efficiency, inst.gpu
-    m1 = kv_bytes_per_token(m, m.layers, inst.tp) / 1e9 / eff.hbm_gbs(g)
-    c1 = 4 * m.hidden * m.layers / (inst.tp * eff.flops(g))
+    if eff.profile_for(g, inst.tp) is None:
+        m1 = kv_bytes_per_token(m, m.layers, inst.tp) / 1e9 / eff.hbm_gbs(g)
+        c1 = 4 * m.hidden * m.layers / (inst.tp * eff.flops(g))
+    else:
+        d1 = inst.decode_step(batch, _SLOPE_CONTEXT)
+        m1 = (d1["memory_s"] - d0["memory_s"]) / _SLOPE_CONTEXT
+        c1 = (d1["compute_s"] - d0["compute_s"]) / _SLOPE_CONTEXT
     rest = d0["comm_s"] + d0.get("overhead_s", 0.0)
     return StepCoefficients(d0["memory_s"], m1, d0["compute_s"], c1, rest)
+
+
+#: the context the slopes are read at: large, so rounding in the difference stays far below 1e-12 relative
+_SLOPE_CONTEXT = 2.0**20
 
 
 @dataclass
