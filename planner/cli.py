@@ -86,6 +86,23 @@ def fail(message: str | Exception, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
+PROFILE_HELP = ("hardware profiles fitted by `rlplan calibrate` (a file, or aic-vllm: the shipped AIConfigurator fit) "
+                "for the decode step and prefill of the GPU types they cover, instead of the flat efficiencies")
+
+
+def _efficiency(profile: str | None) -> Any:
+    """The default efficiency set, with ``--profile``'s fitted profiles when given."""
+    from costmodels.efficiency import Efficiency
+    from planner.io import load_profiles
+
+    if profile is None:
+        return Efficiency()
+    try:
+        return Efficiency(profiles=load_profiles(profile))
+    except SpecError as exc:
+        raise exc if exc.source else SpecError("--profile", profile, exc.reason) from None
+
+
 def _parse_options(pairs: list[str]) -> dict[str, Any]:
     options: dict[str, Any] = {}
     for pair in pairs:
@@ -173,6 +190,7 @@ def plan_command(
     plot: Path | None,
     executor: str | None = None,
     ray_address: str | None = None,
+    profile: str | None = None,
 ) -> None:
     """``rlplan plan``: see :func:`plan` for the options (built from the problem descriptors)."""
     reg = default_registry()
@@ -204,8 +222,13 @@ def plan_command(
         if plot is not None:
             targets["--plot"] = check_output(plot, "--plot", PLOT_SUFFIXES)
         check_distinct(targets)
+        if profile is not None and kind.with_profiles is None:
+            fail(f"--profile: a {kind.name} problem has no decode kernels to calibrate; "
+                 f"{', '.join(k.name for k in reg.solvable() if k.with_profiles)} take one")
         if prob is None:
             prob = build_problem(kind.name, {**kind.defaults(), **given})
+        if profile is not None:
+            prob = kind.with_profiles(prob, _efficiency(profile).profiles)
         info = reg.get(kind.name, solver)
         options = _parse_options(option or [])
         options.update(_executor_options(info, executor, ray_address, options))
@@ -338,6 +361,8 @@ def _build_plan_command() -> Any:
             "--executor", show_default=False, help="where a search's evaluations run: local (default; -O workers=N for a process pool) or ray (SHA-EA)")]),
         P("ray_address", P.KEYWORD_ONLY, default=None, annotation=Annotated[str | None, typer.Option(
             "--ray-address", show_default=False, help="run the evaluations on this Ray cluster (e.g. auto, ray://head:10001); implies --executor ray")]),
+        P("profile", P.KEYWORD_ONLY, default=None, annotation=Annotated[str | None, typer.Option(
+            "--profile", show_default=False, help=PROFILE_HELP + " (" + ", ".join(k.name for k in reg.solvable() if k.with_profiles) + "); the plan file records them")]),
     ]
 
     def plan(**kwargs: Any) -> None:
@@ -516,23 +541,6 @@ def estimate_generation(
     kernels = (f"kernels: the {gpu} profile fitted to {fitted.source or 'measurements'} at TP {', '.join(map(str, sorted(fitted.weight_efficiency)))}"
                if fitted is not None else f"efficiency: compute {e.compute:.0%} of peak, HBM {e.hbm:.0%}, NVLink hop {params.hop_latency_ms * 1e3:.1f} us")
     out.print(f"{kernels}, decode step overhead {e.decode_step_overhead_ms:.2f} ms + {e.decode_sequence_overhead_us:.0f} us/seq", highlight=False)
-
-
-PROFILE_HELP = ("hardware profiles fitted by `rlplan calibrate` (a file, or aic-vllm: the shipped AIConfigurator fit) "
-                "for the decode step and prefill of the GPU types they cover, instead of the flat efficiencies")
-
-
-def _efficiency(profile: str | None) -> Any:
-    """The default efficiency set, with ``--profile``'s fitted profiles when given."""
-    from costmodels.efficiency import Efficiency
-    from planner.io import load_profiles
-
-    if profile is None:
-        return Efficiency()
-    try:
-        return Efficiency(profiles=load_profiles(profile))
-    except SpecError as exc:
-        raise exc if exc.source else SpecError("--profile", profile, exc.reason) from None
 
 
 def _parse_instances(text: str, model: Any) -> list[tuple[int, int]]:

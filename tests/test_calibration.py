@@ -156,3 +156,21 @@ def test_profile_option_on_estimate_and_simulate(tmp_path):
         proc = run_cli("simulate", "generation", "--profile", str(path))
         assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
         assert all(w in proc.stderr for w in words), proc.stderr
+
+
+def test_plan_profile_is_recorded_and_validated(tmp_path):
+    """`rlplan plan --profile` puts the profiles into the problem the plan file records, so
+    `validate` re-checks it on the same kernels; problems without decode kernels refuse it."""
+    import json
+
+    out = tmp_path / "replan.json"
+    proc = run_cli("plan", "replan", "--profile", "aic-vllm", "-q", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text())
+    assert "H800" in doc["inputs"]["state"]["serving"]["efficiency"]["profiles"]
+    assert run_cli("validate", str(out)).returncode == 0
+    default = tmp_path / "default.json"
+    assert run_cli("plan", "replan", "-q", "-o", str(default)).returncode == 0
+    assert json.loads(default.read_text())["objective"] != doc["objective"]
+    proc = run_cli("plan", "rollout", "--profile", "aic-vllm", "-o", str(tmp_path / "r.json"))
+    assert proc.returncode == 2 and "--profile" in proc.stderr and not (tmp_path / "r.json").exists()

@@ -42,6 +42,11 @@ SOLVERS = (
                 description="enumerate the whole space (tiny instances only; ground truth for the ILP)"),
 )
 
+def _with_profiles(problem: PlacementProblem, profiles: dict) -> PlacementProblem:
+    eff = problem.params.efficiency.model_copy(update={"profiles": profiles})
+    return PlacementProblem(problem.cluster, problem.workflow, problem.params.model_copy(update={"efficiency": eff}))
+
+
 KIND = ProblemKind(
     name="placement",
     summary="place an RL workflow's tasks on heterogeneous GPUs and networks (HetRL)",
@@ -68,4 +73,5 @@ KIND = ProblemKind(
     size_label="GPUs",
     bench_extras={"samples_per_s": "throughput_samples_per_s"},
     canned=canned_placements,
+    with_profiles=_with_profiles,
 )

@@ -30,6 +30,12 @@ SOLVERS = (
                 description="enumerate every layout and split (tiny states only; ground truth for the MILP)"),
 )
 
+def _with_profiles(problem: ReplanProblem, profiles: dict) -> ReplanProblem:
+    serving = problem.spec.serving
+    eff = serving.efficiency.model_copy(update={"profiles": profiles})
+    return ReplanProblem(problem.spec.model_copy(update={"serving": serving.model_copy(update={"efficiency": eff})}))
+
+
 KIND = ProblemKind(
     name="replan",
     summary="re-plan a generation pool's parallelism and requests mid-step (OrchestrRL Eq. 1)",
@@ -37,6 +43,7 @@ KIND = ProblemKind(
     fields=(SpecField("state", ReplanSpec, "generation-pool state file or preset", default="replan-64"),),
     problem_type=ReplanProblem,
     build=lambda state: ReplanProblem(state),
+    with_profiles=_with_profiles,
     plan_type=ReplanPlan,
     evaluate=evaluate_replan,
     check=check_replan,
