@@ -158,6 +158,12 @@ def derive_profile(base: HardwareProfile, gpu_name: str) -> HardwareProfile:
         "residuals": {}})
 
 
+def _family(name: str) -> str:
+    """A parameter's family, which sets its bounds and start: ``e_w`` for every ``e_w<tp>``, ``a``
+    and ``b`` for every TP's all-reduce; the others are their own."""
+    return name.rstrip("0123456789") if name[0] in "ab" or name.startswith("e_w") else name
+
+
 class CalibrationError(ValueError):
     """A fit that cannot be trusted: too few measurements, or no convergence."""
 
@@ -175,19 +181,14 @@ def fit_profile(gpu_name: str, rows: list[Measurement], source: str = "") -> Har
     if len(rows) < MIN_ROWS_PER_PARAMETER * len(names):
         raise CalibrationError(f"{source or gpu_name}: {len(rows)} measurements of {gpu_name} for {len(names)} parameters "
                                f"(TP {', '.join(map(str, tps))}); a fit needs at least {MIN_ROWS_PER_PARAMETER * len(names)}")
-    lower, upper = [], []
-    x0 = []
-    for n in names:
-        key = "e" if n.startswith("e_") else n.rstrip("0123456789") if n[0] in "ab" else n
-        lo, hi = _BOUNDS[key]
-        lower.append(math.log(lo))
-        upper.append(math.log(hi))
-        start = _START.get(n, _START.get(n.rstrip("0123456789"), _START.get(n[:3], 0.8)))
-        x0.append(math.log(start))
+    families = [_family(n) for n in names]
+    lower = [math.log(_BOUNDS["e" if f.startswith("e_") else f][0]) for f in families]
+    upper = [math.log(_BOUNDS["e" if f.startswith("e_") else f][1]) for f in families]
+    x0 = [math.log(_START[f]) for f in families]
     measured = np.log([r.seconds for r in rows])
 
-    def residual(x: np.ndarray) -> np.ndarray:
-        p = _profile(gpu_name, names, np.minimum(x, np.array(upper)))
+    def residual(x: np.ndarray) -> np.ndarray:  # least_squares keeps x inside the bounds
+        p = _profile(gpu_name, names, x)
         return np.log([predict(p, gpu, r) for r in rows]) - measured
 
     result = least_squares(residual, np.array(x0), bounds=(lower, upper), method="trf", x_scale=1.0, max_nfev=2000)

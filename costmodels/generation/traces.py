@@ -208,7 +208,8 @@ def read_trace(text: str, source: str) -> list[Request]:
     """Any of the three formats, told apart by their header or first line; refused before it is
     parsed when its rows would pass the memory bound (:mod:`costmodels.limits`)."""
     try:
-        check_memory("rows", f"{text.count(chr(10)):,} rows", text.count("\n"), REQUEST_BYTES, "requests")
+        rows = text.count("\n")
+        check_memory("rows", f"{rows:,} rows", rows, REQUEST_BYTES, "requests")
     except SpecError as exc:
         raise exc.with_source(source) from None
     head = text.lstrip().split("\n", 1)[0]
