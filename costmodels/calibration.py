@@ -141,19 +141,31 @@ def vector(profile: HardwareProfile) -> tuple[list[str], np.ndarray]:
     return names, np.log([values[n] for n in names])
 
 
-#: catalog GPU types with no measurements of their own that share a measured part's silicon: the
-#: H800 is an H100 SXM (same SMs, clocks and 3.35 TB/s HBM3) with NVLink cut from 900 to 400 GB/s
-DERIVED = {"H800": "H100-SXM"}
+#: catalog GPU types with no measurements of their own, each given the fitted efficiencies of a
+#: measured part as fractions of its own peaks (HBM, FLOP/s, link), and why
+DERIVED = {"H800": "H100-SXM", "A100-40GB": "A100-80GB", "H20": "H100-SXM", "L4": "L40S"}
+DERIVED_WHY = {
+    "H800": "an H100 SXM (same SMs, clocks and 3.35 TB/s HBM3) with NVLink cut from 900 to 400 GB/s: measured silicon",
+    "A100-40GB": "the same A100 SXM4 die and NVLink3 as the 80 GB part, with 1 555 GB/s HBM2 instead of 2 039 HBM2e: "
+                 "assumes its kernels reach the same share of that bandwidth",
+    "H20": "a Hopper part on NVLink 900 GB/s with a cut-down SM count (148 dense TFLOP/s) and 4.0 TB/s HBM3: ASSUMED, no "
+           "measurement; its decode is deeper in the memory-bound regime than the H100's, where the fitted weight and KV "
+           "efficiencies, not the GEMM one, decide",
+    "L4": "an Ada part on PCIe like the L40S, with 300 GB/s GDDR6 and 121 dense TFLOP/s: ASSUMED, no measurement; PCIe "
+          "all-reduces as fitted on the L40S box",
+}
 
 
 def derive_profile(base: HardwareProfile, gpu_name: str) -> HardwareProfile:
-    """``base``'s kernels on ``gpu_name``, whose only difference is its GPU-to-GPU link: every
-    all-reduce's bandwidth scales by the ratio of the two links (catalog, one direction), its
-    latency stays (NVLink's per-call cost does not depend on the link count)."""
+    """``base``'s kernels on ``gpu_name`` (:data:`DERIVED_WHY` says why that is fair): the
+    efficiencies are shares of each part's own peaks, so they carry over; every all-reduce's
+    bandwidth scales by the ratio of the two links (catalog, one direction) and its latency stays
+    (NVLink's per-call cost does not depend on the link count)."""
     ratio = get_gpu(gpu_name).link_gb_per_s / get_gpu(base.gpu).link_gb_per_s
+    why = DERIVED_WHY.get(gpu_name, "")
     return base.model_copy(update={
         "gpu": gpu_name,
-        "source": f"{base.source}; derived from {base.gpu}: same kernels, all-reduce bandwidth x {ratio:.3f} (link {gpu_name} / {base.gpu})",
+        "source": f"{base.source}; derived from {base.gpu}: {why}; all-reduce bandwidth x {ratio:.3f} (link {gpu_name} / {base.gpu})",
         "allreduce": {t: AllReduceTerm(latency_us=a.latency_us, bus_gb_per_s=a.bus_gb_per_s * ratio) for t, a in base.allreduce.items()},
         "residuals": {}})
 

@@ -168,7 +168,7 @@ class Instance:
                                context_tokens=context_tokens, efficiency=self.params.efficiency,
                                allreduce_s=self._allreduce_s, alltoall_s=self._alltoall_s)
         if batch > 0:
-            out["overhead_s"] = self.params.efficiency.step_overhead_s(batch)
+            out["overhead_s"] = self.params.efficiency.step_overhead_s(batch, m.layers)
             out["step_s"] += out["overhead_s"]
         return out
 

@@ -62,6 +62,8 @@ class Efficiency(BaseModel):
     hbm: float = Field(default=0.8, gt=0, le=1, description="fraction of HBM bandwidth reached")
     decode_step_overhead_ms: float = Field(default=DECODE_STEP_OVERHEAD_MS, ge=0, description="serving engine CPU time per decode step, ms")
     decode_sequence_overhead_us: float = Field(default=DECODE_SEQUENCE_OVERHEAD_US, ge=0, description="serving engine CPU time per sequence per decode step, µs")
+    decode_layer_overhead_us: float = Field(default=0.0, ge=0, le=1e5, description="serving engine CPU time per model layer per decode step (kernel launches without CUDA graphs), µs")
+    engine: str = Field(default="custom", max_length=64, description="the serving-engine profile the three overheads came from (costmodels.profiles.ENGINE_PROFILES), or custom")
     per_gpu: dict[str, GPUEfficiency] = Field(default_factory=dict, description="per GPU type overrides")
     profiles: dict[str, HardwareProfile] = Field(default_factory=dict, description="fitted kernel profiles per GPU type (rlplan calibrate)")
 
@@ -86,9 +88,11 @@ class Efficiency(BaseModel):
         """Sustained HBM GB/s of one GPU."""
         return gpu.hbm_gb_per_s * self.hbm_for(gpu)
 
-    def step_overhead_s(self, batch: int) -> float:
-        """Serving engine CPU time of one decode step of ``batch`` sequences, seconds."""
-        return self.decode_step_overhead_ms / 1e3 + batch * self.decode_sequence_overhead_us / 1e6
+    def step_overhead_s(self, batch: int, layers: int = 0) -> float:
+        """Serving engine CPU time of one decode step of ``batch`` sequences through ``layers``
+        layers, seconds."""
+        return (self.decode_step_overhead_ms / 1e3 + batch * self.decode_sequence_overhead_us / 1e6
+                + layers * self.decode_layer_overhead_us / 1e6)
 
     def summary(self) -> dict[str, float | dict[str, dict[str, float | None]]]:
         """What breakdowns print: the values every term above was derated with."""
@@ -96,6 +100,7 @@ class Efficiency(BaseModel):
             "compute": self.compute, "hbm": self.hbm,
             "decode_step_overhead_ms": self.decode_step_overhead_ms,
             "decode_sequence_overhead_us": self.decode_sequence_overhead_us,
+            "decode_layer_overhead_us": self.decode_layer_overhead_us,
             "intra_node_hop_latency_ms": INTRA_NODE_HOP_LATENCY_MS,
         }
         if self.per_gpu:

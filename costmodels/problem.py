@@ -158,9 +158,10 @@ class ProblemKind:
     bench_extras: Mapping[str, str] = field(default_factory=dict)
     primary_key: str | None = None
     canned: Callable[[], list[Canned]] | None = None
-    #: the same problem with its decode steps and prefills read from fitted hardware profiles
-    #: (``costmodels.profiles``, by GPU type); None: the problem has no decode kernels to calibrate
-    with_profiles: Callable[[Any, dict[str, Any]], Any] | None = None
+    #: the same problem with these :class:`~costmodels.efficiency.Efficiency` fields replaced: fitted
+    #: hardware profiles (``costmodels.profiles``, by GPU type) for its decode steps and prefills, a
+    #: serving engine's overheads; None: the problem has no decode kernels to calibrate
+    with_efficiency: Callable[[Any, dict[str, Any]], Any] | None = None
 
     def spec_field(self, name: str) -> SpecField:
         for f in self.fields:

@@ -110,3 +110,46 @@ class HardwareProfile(BaseModel):
         ``contexts[i]`` cached ones (its queries attend to the cache and causally to each other)."""
         pairs = sum(t * c + t * (t + 1) / 2 for t, c in zip(tokens, contexts, strict=True))
         return self.terms(m, gpu, tp, len(tokens), 0.0, prefill_tokens=sum(tokens), attention_pairs=pairs)["step_s"]
+
+
+class EngineProfile(BaseModel):
+    """A serving engine's CPU time per decode step, outside the GPU kernels (one per serving mode).
+
+    A decode step of ``B`` sequences through ``L`` layers costs the engine
+
+        overhead = step_ms 1e-3 + B sequence_us 1e-6 + L layer_us 1e-6          seconds
+
+    on top of the kernels, added rather than overlapped: vLLM schedules, prepares inputs and
+    samples between forward passes, so the GPU waits for it. ``step_ms`` is the scheduler and
+    input preparation, ``sequence_us`` sampling and detokenising per running sequence, and
+    ``layer_us`` the host time to launch one layer's kernels, which CUDA graphs replace by one
+    graph launch per step (0 in ``cuda-graph`` mode). Launches are per GPU, so the term does not
+    shrink with TP: it is what makes a large TP group lose in the latency-bound tail less than
+    its kernels alone would say (OrchestrRL §2.1 measures TP8 / TP2 = 0.79 in the tail)."""
+
+    model_config = _STRICT
+
+    name: str = Field(min_length=1, max_length=64, description="serving mode, e.g. cuda-graph or eager")
+    source: str = Field(default="", description="what the numbers came from")
+    step_ms: float = Field(ge=0, le=1e4, description="per decode step, ms")
+    sequence_us: float = Field(ge=0, le=1e5, description="per running sequence per decode step, µs")
+    layer_us: float = Field(default=0.0, ge=0, le=1e5, description="per model layer per decode step (kernel launches), µs")
+    residuals: dict[str, float] = Field(default_factory=dict, description="RMS log error of the fit")
+
+    def overhead_s(self, batch: int, layers: int) -> float:
+        return self.step_ms * 1e-3 + batch * self.sequence_us * 1e-6 + layers * self.layer_us * 1e-6
+
+    def efficiency_update(self) -> dict[str, float | str]:
+        """The :class:`~costmodels.efficiency.Efficiency` fields this profile sets."""
+        return {"decode_step_overhead_ms": self.step_ms, "decode_sequence_overhead_us": self.sequence_us,
+                "decode_layer_overhead_us": self.layer_us, "engine": self.name}
+
+
+def engine_profiles() -> dict[str, EngineProfile]:
+    """The shipped engine profiles (``costmodels/data/profiles/engines.yaml``) by name."""
+    from importlib import resources
+
+    import yaml
+
+    text = resources.files("costmodels").joinpath("data", "profiles", "engines.yaml").read_text(encoding="utf-8")
+    return {p.name: p for p in (EngineProfile(**item) for item in yaml.safe_load(text)["engines"])}

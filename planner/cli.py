@@ -90,17 +90,35 @@ PROFILE_HELP = ("hardware profiles fitted by `rlplan calibrate` (a file, or aic-
                 "for the decode step and prefill of the GPU types they cover, instead of the flat efficiencies")
 
 
-def _efficiency(profile: str | None) -> Any:
-    """The default efficiency set, with ``--profile``'s fitted profiles when given."""
-    from costmodels.efficiency import Efficiency
+ENGINE_HELP = ("serving engine's CPU time per decode step: cuda-graph (vLLM's default) or eager (enforce_eager, "
+               "fitted to OrchestrRL §2.1); default: the judge's 0.2 ms + 10 us per sequence")
+
+
+def _efficiency_update(profile: str | None, engine: str | None) -> dict[str, Any]:
+    """The efficiency fields ``--profile`` and ``--engine`` set."""
+    from costmodels.profiles import engine_profiles
     from planner.io import load_profiles
 
-    if profile is None:
-        return Efficiency()
-    try:
-        return Efficiency(profiles=load_profiles(profile))
-    except SpecError as exc:
-        raise exc if exc.source else SpecError("--profile", profile, exc.reason) from None
+    update: dict[str, Any] = {}
+    if profile is not None:
+        try:
+            update["profiles"] = load_profiles(profile)
+        except SpecError as exc:
+            raise exc if exc.source else SpecError("--profile", profile, exc.reason) from None
+    if engine is not None:
+        engines = engine_profiles()
+        if engine not in engines:
+            raise SpecError("--engine", engine, f"one of {', '.join(engines)}")
+        update.update(engines[engine].efficiency_update())
+    return update
+
+
+def _efficiency(profile: str | None, engine: str | None = None) -> Any:
+    """The default efficiency set, with ``--profile``'s fitted profiles and ``--engine``'s
+    overheads when given."""
+    from costmodels.efficiency import Efficiency
+
+    return Efficiency(**_efficiency_update(profile, engine))
 
 
 def _parse_options(pairs: list[str]) -> dict[str, Any]:
@@ -191,6 +209,7 @@ def plan_command(
     executor: str | None = None,
     ray_address: str | None = None,
     profile: str | None = None,
+    engine: str | None = None,
 ) -> None:
     """``rlplan plan``: see :func:`plan` for the options (built from the problem descriptors)."""
     reg = default_registry()
@@ -222,13 +241,15 @@ def plan_command(
         if plot is not None:
             targets["--plot"] = check_output(plot, "--plot", PLOT_SUFFIXES)
         check_distinct(targets)
-        if profile is not None and kind.with_profiles is None:
-            fail(f"--profile: a {kind.name} problem has no decode kernels to calibrate; "
-                 f"{', '.join(k.name for k in reg.solvable() if k.with_profiles)} take one")
+        for flag, value in (("--profile", profile), ("--engine", engine)):
+            if value is not None and kind.with_efficiency is None:
+                fail(f"{flag}: a {kind.name} problem has no decode kernels to calibrate; "
+                     f"{', '.join(k.name for k in reg.solvable() if k.with_efficiency)} take one")
         if prob is None:
             prob = build_problem(kind.name, {**kind.defaults(), **given})
-        if profile is not None:
-            prob = kind.with_profiles(prob, _efficiency(profile).profiles)
+        if profile is not None or engine is not None:
+            assert kind.with_efficiency is not None
+            prob = kind.with_efficiency(prob, _efficiency_update(profile, engine))
         info = reg.get(kind.name, solver)
         options = _parse_options(option or [])
         options.update(_executor_options(info, executor, ray_address, options))
@@ -362,7 +383,9 @@ def _build_plan_command() -> Any:
         P("ray_address", P.KEYWORD_ONLY, default=None, annotation=Annotated[str | None, typer.Option(
             "--ray-address", show_default=False, help="run the evaluations on this Ray cluster (e.g. auto, ray://head:10001); implies --executor ray")]),
         P("profile", P.KEYWORD_ONLY, default=None, annotation=Annotated[str | None, typer.Option(
-            "--profile", show_default=False, help=PROFILE_HELP + " (" + ", ".join(k.name for k in reg.solvable() if k.with_profiles) + "); the plan file records them")]),
+            "--profile", show_default=False, help=PROFILE_HELP + " (" + ", ".join(k.name for k in reg.solvable() if k.with_efficiency) + "); the plan file records them")]),
+        P("engine", P.KEYWORD_ONLY, default=None, annotation=Annotated[str | None, typer.Option(
+            "--engine", show_default=False, help=ENGINE_HELP + " (" + ", ".join(k.name for k in reg.solvable() if k.with_efficiency) + ")")]),
     ]
 
     def plan(**kwargs: Any) -> None:
@@ -498,6 +521,7 @@ def estimate_generation(
     gpus_per_node: Annotated[int, typer.Option(min=1, max=64, help="TP stays inside a node of this many GPUs")] = 8,
     seed: Annotated[int, typer.Option(min=0, max=2**63 - 1, help="seed for sampling a named distribution")] = 0,
     profile: Annotated[str | None, typer.Option(help=PROFILE_HELP)] = None,
+    engine: Annotated[str | None, typer.Option(help=ENGINE_HELP)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable rows")] = False,
 ) -> None:
     """Makespan of the remaining requests under every feasible TP x DP configuration
@@ -514,7 +538,7 @@ def estimate_generation(
             hist = parse_histogram_csv(read_text(path), str(path))
         else:
             hist = parse_distribution(lengths, seed=seed, bin_tokens=bin_tokens)
-        params = ServingParams(max_num_seqs=max_num_seqs, efficiency=_efficiency(profile))
+        params = ServingParams(max_num_seqs=max_num_seqs, efficiency=_efficiency(profile, engine))
     except SpecError as exc:
         fail(exc)
     except ValueError as exc:
@@ -540,7 +564,9 @@ def estimate_generation(
     fitted = e.profiles.get(gpu)
     kernels = (f"kernels: the {gpu} profile fitted to {fitted.source or 'measurements'} at TP {', '.join(map(str, sorted(fitted.weight_efficiency)))}"
                if fitted is not None else f"efficiency: compute {e.compute:.0%} of peak, HBM {e.hbm:.0%}, NVLink hop {params.hop_latency_ms * 1e3:.1f} us")
-    out.print(f"{kernels}, decode step overhead {e.decode_step_overhead_ms:.2f} ms + {e.decode_sequence_overhead_us:.0f} us/seq", highlight=False)
+    engine = "" if e.engine == "custom" else f" ({e.engine} engine)"
+    layers = f" + {e.decode_layer_overhead_us:.0f} us/layer" if e.decode_layer_overhead_us else ""
+    out.print(f"{kernels}, decode step overhead{engine} {e.decode_step_overhead_ms:.2f} ms + {e.decode_sequence_overhead_us:.0f} us/seq{layers}", highlight=False)
 
 
 def _parse_instances(text: str, model: Any) -> list[tuple[int, int]]:
@@ -605,6 +631,7 @@ def simulate_generation(
     block_size: Annotated[int, typer.Option(min=1, max=MAX_BLOCK_SIZE, help="KV cache block size in tokens")] = 16,
     seed: Annotated[int, typer.Option(min=0, max=2**63 - 1, help="seed for synthetic lengths")] = 0,
     profile: Annotated[str | None, typer.Option(help=PROFILE_HELP)] = None,
+    engine: Annotated[str | None, typer.Option(help=ENGINE_HELP)] = None,
     plot: Annotated[Path | None, typer.Option(help="also draw the timeline and remaining-requests curve to this PNG")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable result")] = False,
     policy: Annotated[str, typer.Option(help="none, verl-to (best static TP), verl-lo (largest TP), proactive, reactive or orchestrrl (OrchestrRL Algorithm 1; needs uniform TP on whole 8-GPU nodes)")] = "none",
@@ -620,7 +647,7 @@ def simulate_generation(
         if plot is not None:
             check_output(plot, "--plot", PLOT_SUFFIXES)
         m, g = get_model(model), get_gpu(gpu)
-        params = ServingParams(max_num_seqs=max_num_seqs, memory_utilization=memory_utilization, efficiency=_efficiency(profile))
+        params = ServingParams(max_num_seqs=max_num_seqs, memory_utilization=memory_utilization, efficiency=_efficiency(profile, engine))
         layout = _parse_instances(instances, m)
         check_memory("--instances", instances, sum(count for count, _ in layout), INSTANCE_BYTES, "serving instances")
         insts = [Instance(m, g, tp, params) for count, tp in layout for _ in range(count)]

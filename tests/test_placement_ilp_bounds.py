@@ -25,10 +25,18 @@ from formulations.placement.ilp import solve_placement_ilp
 from planner.io import build_problem
 
 
-@pytest.mark.parametrize("cluster,workflow,seed", [("small-16", "grpo-sync-qwen3-8b", 0), ("small-24", "ppo-async-qwen3-14b", 1),
-                                                   ("hetrl-multi-country", "grpo-sync-qwen3-4b", 2)])
-def test_generation_floor_bounds_every_decode_batch_it_covers(cluster, workflow, seed):
+@pytest.mark.parametrize("cluster,workflow,seed,calibrated", [("small-16", "grpo-sync-qwen3-8b", 0, False), ("small-24", "ppo-async-qwen3-14b", 1, False),
+                                                              ("hetrl-multi-country", "grpo-sync-qwen3-4b", 2, False),
+                                                              ("small-16", "grpo-sync-qwen3-8b", 3, True), ("small-24", "ppo-async-qwen3-14b", 4, True)])
+def test_generation_floor_bounds_every_decode_batch_it_covers(cluster, workflow, seed, calibrated):
+    """Also on fitted kernels and the eager engine's overheads, whose step has other terms."""
     p = build_problem("placement", {"cluster": cluster, "workflow": workflow})
+    if calibrated:
+        from costmodels.placement.kind import KIND
+        from costmodels.profiles import engine_profiles
+        from planner.io import load_profiles
+
+        p = KIND.with_efficiency(p, {"profiles": load_profiles("aic-vllm"), **engine_profiles()["eager"].efficiency_update()})
     task = next(t for t in p.tasks if t.kind.value == "generation")
     devs = [d.id for d in p.topology.devices]
     rng = random.Random(seed)

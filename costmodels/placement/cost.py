@@ -385,7 +385,7 @@ class _TaskCoster:
             mem, cmp_, com = mem + worst["memory_s"], cmp_ + worst["compute_s"], com + worst["comm_s"]
         chain = sum(stage_t) + sum(hops)
         full = micro * max(stage_t)
-        overhead = eff.step_overhead_s(b * micro)
+        overhead = eff.step_overhead_s(b * micro, m.layers)
         return {"round_s": max(full, chain) + overhead, "memory_s": mem, "compute_s": cmp_, "comm_s": com,
                 "pipeline_s": max(full, chain) - sum(stage_t), "overhead_s": overhead}
 
@@ -455,7 +455,11 @@ class _TaskCoster:
 
         where c_j = 2 L_j 2 (tp-1) ring_j(0) is the TP all-reduces' latency and hop_j the PP hop's;
         summed over the rounds of every wave (sum of widths = S), the max of sums being at most
-        the sum of maxima."""
+        the sum of maxima. A GPU with a fitted profile (``costmodels.profiles``) streams weights at
+        h e_w[tp] and KV at h e_kv, computes at F e_c, and its c_j is its per-layer floor and
+        all-reduce latencies, L_j c0 + (2 L_j + first) a[tp]; its step adds the KV read to both
+        sides of the max. The bound is taken per GPU and the stage's is the largest: a stage
+        waits for its slowest GPU, so any one GPU's bound bounds it."""
         wf, m, tp = self.wf, self.m, self.tp_.tp
         eff = self.problem.params.efficiency
         pp = len(replica)
@@ -463,21 +467,34 @@ class _TaskCoster:
         ctx_sum = wf.response_length * wf.prompt_length + wf.response_length ** 2 / 2
         chain, worst = 0.0, 0.0
         for j, stage in enumerate(replica):
-            gpus = self._gpus(stage)
-            hbm = min(eff.hbm_gbs(g) for g in gpus)
-            flops = min(eff.flops(g) for g in gpus)
             last = j == pp - 1
-            w = weights_read_gb(m, self.split[j], j == 0, last, tp, 1)
-            kv = kv_bytes_per_token(m, self.split[j], tp) / GB
-            active = self.split[j] * (attention_params(m) + mlp_params(m, active=True)) + (m.vocab * m.hidden if last else 0)
+            L = self.split[j]
+            w = weights_read_gb(m, L, j == 0, last, tp, 1)
+            kv = kv_bytes_per_token(m, L, tp) / GB
+            active = L * (attention_params(m) + mlp_params(m, active=True)) + (m.vocab * m.hidden if last else 0)
+            flops_total = 2 * active * sequences * wf.response_length + 4 * sequences * ctx_sum * m.hidden * L
             # t_j adds the TP all-reduces of the step: 2 L_j of 2 (tp-1) ring steps, each at least a hop
-            ring = 2 * self.split[j] * 2 * (tp - 1) * self._ring(stage, 0.0) if tp > 1 else 0.0
+            ring = 2 * L * 2 * (tp - 1) * self._ring(stage, 0.0) if tp > 1 else 0.0
             hop = comm.best_pair(self.topo, stage, replica[j + 1], 0.0) if not last else 0.0
-            memory = (rounds * w + sequences * ctx_sum * kv) / hbm
-            compute = (2 * active * sequences * wf.response_length + 4 * sequences * ctx_sum * m.hidden * self.split[j]) / (tp * flops)
-            chain += rounds * (w / hbm + ring + hop)
-            worst = max(worst, memory + rounds * ring, compute + rounds * ring)
-        overhead = rounds * eff.decode_step_overhead_ms / 1e3 + sequences * wf.response_length * eff.decode_sequence_overhead_us / 1e6
+            stage_chain, stage_worst = 0.0, 0.0
+            for g in self._gpus(stage):
+                prof = eff.profile_for(g, tp)
+                if prof is None:
+                    stream_s, kv_s = w / eff.hbm_gbs(g), sequences * ctx_sum * kv / eff.hbm_gbs(g)
+                    memory, compute = rounds * stream_s + kv_s, flops_total / (tp * eff.flops(g))
+                    fixed = ring
+                else:  # the profile's shard leaves out the embedding (a lookup)
+                    stream_s = weights_read_gb(m, L, False, last, tp, 1) / (g.hbm_gb_per_s * prof.weight_efficiency[tp])
+                    kv_s = sequences * ctx_sum * kv / (g.hbm_gb_per_s * prof.kv_efficiency)
+                    memory = rounds * stream_s + kv_s
+                    compute = flops_total / (tp * g.tflops_bf16_dense * 1e12 * prof.gemm_efficiency) + kv_s
+                    latency = (2 * L + (1 if j == 0 else 0)) * prof.allreduce[tp].latency_us if tp > 1 else 0.0
+                    fixed = (L * prof.layer_floor_us + latency) * 1e-6
+                stage_chain = max(stage_chain, stream_s + fixed)
+                stage_worst = max(stage_worst, memory + rounds * fixed, compute + rounds * fixed)
+            chain += rounds * (stage_chain + hop)
+            worst = max(worst, stage_worst)
+        overhead = rounds * eff.step_overhead_s(0, m.layers) + sequences * wf.response_length * eff.decode_sequence_overhead_us / 1e6
         return max(chain, worst) + overhead
 
     def _decode_batch(self, replica: list[list[int]]) -> int:

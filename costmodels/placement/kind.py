@@ -42,8 +42,8 @@ SOLVERS = (
                 description="enumerate the whole space (tiny instances only; ground truth for the ILP)"),
 )
 
-def _with_profiles(problem: PlacementProblem, profiles: dict) -> PlacementProblem:
-    eff = problem.params.efficiency.model_copy(update={"profiles": profiles})
+def _with_efficiency(problem: PlacementProblem, update: dict) -> PlacementProblem:
+    eff = problem.params.efficiency.model_copy(update=update)
     return PlacementProblem(problem.cluster, problem.workflow, problem.params.model_copy(update={"efficiency": eff}))
 
 
@@ -73,5 +73,5 @@ KIND = ProblemKind(
     size_label="GPUs",
     bench_extras={"samples_per_s": "throughput_samples_per_s"},
     canned=canned_placements,
-    with_profiles=_with_profiles,
+    with_efficiency=_with_efficiency,
 )

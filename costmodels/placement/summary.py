@@ -22,7 +22,8 @@ def _efficiency(breakdown: dict[str, Any]) -> str:
     """The one efficiency/latency set every term was derated with, and the model variant."""
     e, m = breakdown["efficiency"], breakdown["model"]
     text = (f"efficiency: compute {e['compute']:.0%} of peak, HBM {e['hbm']:.0%}, NVLink hop {e['intra_node_hop_latency_ms'] * 1e3:.1f} us,"
-            f" decode step overhead {e['decode_step_overhead_ms']:.2f} ms + {e['decode_sequence_overhead_us']:.0f} us/seq")
+            f" decode step overhead {e['decode_step_overhead_ms']:.2f} ms + {e['decode_sequence_overhead_us']:.0f} us/seq"
+            + (f" + {e['decode_layer_overhead_us']:.0f} us/layer" if e.get("decode_layer_overhead_us") else ""))
     if e.get("per_gpu"):
         text += " (per-GPU overrides: " + ", ".join(sorted(e["per_gpu"])) + ")"
     return text + f"; decode model {m['decode']}"

@@ -30,9 +30,9 @@ SOLVERS = (
                 description="enumerate every layout and split (tiny states only; ground truth for the MILP)"),
 )
 
-def _with_profiles(problem: ReplanProblem, profiles: dict) -> ReplanProblem:
+def _with_efficiency(problem: ReplanProblem, update: dict) -> ReplanProblem:
     serving = problem.spec.serving
-    eff = serving.efficiency.model_copy(update={"profiles": profiles})
+    eff = serving.efficiency.model_copy(update=update)
     return ReplanProblem(problem.spec.model_copy(update={"serving": serving.model_copy(update={"efficiency": eff})}))
 
 
@@ -43,7 +43,7 @@ KIND = ProblemKind(
     fields=(SpecField("state", ReplanSpec, "generation-pool state file or preset", default="replan-64"),),
     problem_type=ReplanProblem,
     build=lambda state: ReplanProblem(state),
-    with_profiles=_with_profiles,
+    with_efficiency=_with_efficiency,
     plan_type=ReplanPlan,
     evaluate=evaluate_replan,
     check=check_replan,
