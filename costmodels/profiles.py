@@ -32,6 +32,8 @@ Every profile carries where it came from and its fit's residuals (:mod:`costmode
 
 from __future__ import annotations
 
+import functools
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from costmodels.catalog import GPUSpec, ModelSpec
@@ -145,11 +147,22 @@ class EngineProfile(BaseModel):
                 "decode_layer_overhead_us": self.layer_us, "engine": self.name}
 
 
-def engine_profiles() -> dict[str, EngineProfile]:
-    """The shipped engine profiles (``costmodels/data/profiles/engines.yaml``) by name."""
+def _shipped(name: str) -> dict:
     from importlib import resources
 
     import yaml
 
-    text = resources.files("costmodels").joinpath("data", "profiles", "engines.yaml").read_text(encoding="utf-8")
-    return {p.name: p for p in (EngineProfile(**item) for item in yaml.safe_load(text)["engines"])}
+    return yaml.safe_load(resources.files("costmodels").joinpath("data", "profiles", name).read_text(encoding="utf-8"))
+
+
+@functools.cache
+def engine_profiles() -> dict[str, EngineProfile]:
+    """The shipped engine profiles (``costmodels/data/profiles/engines.yaml``) by name."""
+    return {p.name: p for p in (EngineProfile(**item) for item in _shipped("engines.yaml")["engines"])}
+
+
+@functools.cache
+def shipped_profiles() -> dict[str, HardwareProfile]:
+    """The shipped hardware profiles (``costmodels/data/profiles/aic-vllm.yaml``: fitted to
+    AIConfigurator's vLLM measurements, or derived for the catalog GPUs it lacks) by GPU type."""
+    return {p.gpu: p for p in (HardwareProfile(**item) for item in _shipped("aic-vllm.yaml")["profiles"])}

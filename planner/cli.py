@@ -86,12 +86,13 @@ def fail(message: str | Exception, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
-PROFILE_HELP = ("hardware profiles fitted by `rlplan calibrate` (a file, or aic-vllm: the shipped AIConfigurator fit) "
-                "for the decode step and prefill of the GPU types they cover, instead of the flat efficiencies")
+PROFILE_HELP = ("decode and prefill kernels: aic-vllm (default: the shipped profiles fitted to AIConfigurator's vLLM "
+                "measurements), a file `rlplan calibrate` wrote (its GPU types first, the shipped ones for the rest), or flat "
+                "(the fixed compute and HBM fractions of rlplan 0.x)")
 
 
-ENGINE_HELP = ("serving engine's CPU time per decode step: cuda-graph (vLLM's default) or eager (enforce_eager, "
-               "fitted to OrchestrRL §2.1); default: the judge's 0.2 ms + 10 us per sequence")
+ENGINE_HELP = ("serving engine's CPU time per decode step: cuda-graph (default: vLLM's, and verl's rollout since 0.6) or "
+               "eager (enforce_eager, verl's rollout up to 0.5 and the papers' veRL baselines; fitted to OrchestrRL §2.1)")
 
 
 def _efficiency_update(profile: str | None, engine: str | None) -> dict[str, Any]:
@@ -100,7 +101,9 @@ def _efficiency_update(profile: str | None, engine: str | None) -> dict[str, Any
     from planner.io import load_profiles
 
     update: dict[str, Any] = {}
-    if profile is not None:
+    if profile == "flat" and not Path(profile).exists():
+        update.update(kernels="flat", profiles={})
+    elif profile is not None:
         try:
             update["profiles"] = load_profiles(profile)
         except SpecError as exc:
@@ -561,7 +564,9 @@ def estimate_generation(
     best = rows[0]
     out.print(f"fastest: TP={best['tp']} x DP={best['dp']}", highlight=False)
     e = params.efficiency
-    fitted = e.profiles.get(gpu)
+    from costmodels.catalog import get_gpu as _gpu
+
+    fitted = next((p for tp in (1, 2, 4, 8) if (p := e.profile_for(_gpu(gpu), tp)) is not None), None)
     kernels = (f"kernels: the {gpu} profile fitted to {fitted.source or 'measurements'} at TP {', '.join(map(str, sorted(fitted.weight_efficiency)))}"
                if fitted is not None else f"efficiency: compute {e.compute:.0%} of peak, HBM {e.hbm:.0%}, NVLink hop {params.hop_latency_ms * 1e3:.1f} us")
     engine = "" if e.engine == "custom" else f" ({e.engine} engine)"

@@ -25,16 +25,17 @@ from planner.registry import Registry, default_registry
 from planner.result import Result, relative_gap
 from planner.solve import EXACT_RTOL, check_plan
 
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 #: versions this rlplan reads: 1.0 lacks ``clock`` (read as a plan whose clock decided nothing:
-#: 1.0 did not record it); anything else is refused naming both versions
-READABLE_VERSIONS = ("1.0", "1.1")
+#: 1.0 did not record it); 1.0 and 1.1 were judged on the flat kernels (:func:`_judge_of`);
+#: anything else is refused naming both versions
+READABLE_VERSIONS = ("1.0", "1.1", "1.2")
 
 
 class _PlanFileBase(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # NaN objectives and bounds are no numbers
 
-    schema_version: Literal["1.0", "1.1"] = SCHEMA_VERSION
+    schema_version: Literal["1.0", "1.1", "1.2"] = SCHEMA_VERSION
     rlplan_version: str = ""
     solver: str
     status: Status
@@ -221,20 +222,28 @@ def load_plan_and_problem(path: Path) -> tuple[Any, Any]:
     doc = read_plan_file(path)
     if doc.plan is None:
         raise SpecError("plan", None, f"the file holds no plan (status {doc.status.value})", str(path))
+    return _judge_of(doc, str(path)), doc.plan
+
+
+def _judge_of(doc: Any, source: str) -> Any:
+    """The problem a plan file records, judged as the rlplan that wrote it judged it: files of
+    schema 1.0 and 1.1 predate the fitted kernels (``costmodels.profiles``) and were made on the
+    flat compute and HBM fractions, which ``kernels: flat`` restores (profiles the file names
+    itself still apply)."""
     try:
-        problem = build_problem(doc.problem, doc.inputs.model_dump(mode="json"), source=str(path))
+        problem = build_problem(doc.problem, doc.inputs.model_dump(mode="json"), source=source)
     except SpecError as exc:
-        raise exc.prefixed("inputs").with_source(str(path)) from None
-    return problem, doc.plan
+        raise exc.prefixed("inputs").with_source(source) from None
+    kind = default_registry().kind(doc.problem)
+    if doc.schema_version in ("1.0", "1.1") and kind.with_efficiency is not None:
+        problem = kind.with_efficiency(problem, {"kernels": "flat"})
+    return problem
 
 
 def recheck(doc: Any, source: str = "") -> list[str]:
     """Re-check a plan file against its own inputs: the plan's constraints, and that the recorded
     objective, bound and gap agree with the cost model. Returns the violations."""
-    try:
-        problem = build_problem(doc.problem, doc.inputs.model_dump(mode="json"), source=source)
-    except SpecError as exc:
-        raise exc.prefixed("inputs").with_source(source) from None
+    problem = _judge_of(doc, source)
     if doc.plan is None:
         return [f"[no-plan] the file holds no plan (status {doc.status.value})"]
     violations, objective, _ = check_plan(problem, doc.plan)

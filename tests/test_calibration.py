@@ -172,8 +172,11 @@ def test_plan_profile_is_recorded_and_validated(tmp_path):
     doc = json.loads(out.read_text())
     assert "H800" in doc["inputs"]["state"]["serving"]["efficiency"]["profiles"]
     assert run_cli("validate", str(out)).returncode == 0
-    default = tmp_path / "default.json"
+    default, flat = tmp_path / "default.json", tmp_path / "flat.json"
     assert run_cli("plan", "replan", "-q", "-o", str(default)).returncode == 0
-    assert json.loads(default.read_text())["objective"] != doc["objective"]
+    assert json.loads(default.read_text())["objective"] == doc["objective"], "the shipped profiles are the default"
+    assert run_cli("plan", "replan", "--profile", "flat", "-q", "-o", str(flat)).returncode == 0
+    flat_doc = json.loads(flat.read_text())
+    assert flat_doc["objective"] != doc["objective"] and flat_doc["inputs"]["state"]["serving"]["efficiency"]["kernels"] == "flat"
     proc = run_cli("plan", "rollout", "--profile", "aic-vllm", "-o", str(tmp_path / "r.json"))
     assert proc.returncode == 2 and "--profile" in proc.stderr and not (tmp_path / "r.json").exists()

@@ -52,9 +52,9 @@ def _text(tmp: Path, name: str, text: str | bytes) -> Path:
     return path
 
 
-def _plan_file(tmp: Path, mutate) -> Path:
+def _plan_file(tmp: Path, mutate, *extra: str) -> Path:
     path = tmp / "plan.json"
-    assert run_cli("plan", *SMALL, "-q", "-o", str(path)).returncode == 0
+    assert run_cli("plan", *SMALL, *extra, "-q", "-o", str(path)).returncode == 0
     data = json.loads(path.read_text())
     mutate(data)
     bad = tmp / "bad-plan.json"
@@ -356,7 +356,7 @@ SIZES_AND_CONTRADICTIONS = [
         {"problem": "rollout", "job": "rollout-7b-8k", "plan": {}, "colour": "red"})))], ["colour", "unknown field"]),
     ("jsonl-duplicate-key", lambda t: ["simulate", "generation", "--lengths", str(_text(t, "t.jsonl", '{"response_lengths": [5], "response_lengths": [6]}\n'))],
      ["t.jsonl", "duplicate key"]),
-    ("plan-file-unknown-version", lambda t: ["validate", str(_plan_file(t, lambda d: d.update(schema_version="0.9")))], ["schema_version", "0.9", "1.1"]),
+    ("plan-file-unknown-version", lambda t: ["validate", str(_plan_file(t, lambda d: d.update(schema_version="0.9")))], ["schema_version", "0.9", "1.2"]),
 ]
 
 
@@ -367,15 +367,26 @@ def test_sizes_contradictions_and_blame(case, tmp_path):
 
 def test_plan_file_of_the_previous_release_is_migrated(tmp_path):
     """A schema 1.0 plan with the efficiency knobs of the release before the one efficiency set
-    is read (and re-checked by today's judge); an input field no release had names the version."""
+    is read and re-checked on the flat kernels it was made with; a 1.1 plan too, and not on
+    today's fitted kernels (its objective would not match); an input field no release had names
+    the version."""
     def old(d):
         d.update(schema_version="1.0", rlplan_version="0.0.9")
         d.pop("clock")
         eff = d["inputs"]["params"].pop("efficiency")
         d["inputs"]["params"].update(compute_efficiency=eff["compute"], hbm_efficiency=eff["hbm"])
 
-    proc = run_cli("validate", str(_plan_file(tmp_path, old)))
+    def v11(d):  # what 1.1 wrote: no kernels, engine or per-layer overhead fields
+        d.update(schema_version="1.1")
+        for key in ("kernels", "engine", "decode_layer_overhead_us"):
+            d["inputs"]["params"]["efficiency"].pop(key)
+
+    proc = run_cli("validate", str(_plan_file(tmp_path, old, "--profile", "flat")))
     assert proc.returncode == 0, proc.stderr
+    proc = run_cli("validate", str(_plan_file(tmp_path, v11, "--profile", "flat")))
+    assert proc.returncode == 0, proc.stderr
+    proc = run_cli("validate", str(_plan_file(tmp_path, v11)))
+    assert proc.returncode == 1 and "[objective]" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
     proc = run_cli("validate", str(_plan_file(tmp_path, lambda d: (old(d), d["inputs"]["params"].update(frobnicate=1)))))
     assert proc.returncode == 2 and "frobnicate" in proc.stderr and "schema 1.0" in proc.stderr and "0.0.9" in proc.stderr
 
