@@ -213,6 +213,24 @@ def section21() -> dict[str, Any]:
     return {"measured": {c.name: c.seconds for c in SECTION_21}, "tail_tp8_over_tp2_measured": round(165.1 / 208.4, 3), "judges": rows}
 
 
+def table1() -> dict[str, Any]:
+    """RollPacker Table 1 (``costmodels.rollout.table1``): veRL's stage shares per task on the
+    engine verl ran then (eager; the reward and MFU constants are fitted to it) and on CUDA graphs
+    at the same constants, and the MFU the fit finds today beside the shipped one."""
+    from costmodels.rl_training import FITTED_MFU
+    from costmodels.rollout.table1 import TABLE1, fit_mfu, veRL_shares
+
+    rows = []
+    for engine in ("eager", "cuda-graph"):
+        for task, (kind, measured) in TABLE1.items():
+            got = veRL_shares(task, engine)
+            rows.append({"engine": engine, "task": task, "reward_kind": kind, "step_s": round(got["step_s"], 1),
+                         **{f"{k}_share": round(got[k], 3) for k in ("rollout", "reward", "training")},
+                         **{f"{k}_measured": v for k, v in zip(("rollout", "reward", "training"), measured, strict=True)},
+                         "in_bands": 0.60 <= got["rollout"] <= 0.80 and 0.03 <= got["reward"] <= 0.15 and 0.15 <= got["training"] <= 0.30})
+    return {"mfu_shipped": FITTED_MFU, "mfu_refit": fit_mfu("eager"), "rows": rows}
+
+
 def _markdown(summary: dict[str, Any], command: str) -> str:
     def f(x: Any, fmt: str = ".2f") -> str:
         return "-" if x is None else format(x, fmt)
@@ -251,6 +269,20 @@ def _markdown(summary: dict[str, Any], command: str) -> str:
             lines.append(f"| {r['judge']} | " + " | ".join(f"{r[n]:.1f}" for n in names)
                          + f" | {'yes' if r['early_order_tp2_tp4_tp8'] else 'no'} | {'yes' if r['tail_order_tp8_tp4_tp2'] else 'no'}"
                          f" | {r['tail_tp8_over_tp2']:.2f} | {r['worst_ratio']:.2f} | {r['rms_log_error']:.3f} |")
+        lines.append("")
+    if "table1" in summary:
+        t1 = summary["table1"]
+        lines += ["## Whole RL steps: RollPacker Table 1 (veRL, Qwen2.5-14B, 16k, 32 H800)\n",
+                  f"Stage shares of veRL's mean step (`costmodels/rollout/table1.py`). Fitted to these: the training MFU "
+                  f"({t1['mfu_shipped']}; re-fitted now: {t1['mfu_refit']}), the rule scorer's seconds per response and the "
+                  "sandbox count, on the eager engine verl ran up to 0.5. Bands of the target: rollout 60-80%, reward 3-15%, "
+                  "training 15-30%.\n",
+                  "| engine | task | step s | rollout (measured) | reward (measured) | training (measured) | in bands |",
+                  "|---|---|---:|---:|---:|---:|---|"]
+        for r in t1["rows"]:
+            lines.append(f"| {r['engine']} | {r['task']} | {r['step_s']:.1f} | {r['rollout_share']:.0%} ({r['rollout_measured']:.0%}) "
+                         f"| {r['reward_share']:.1%} ({r['reward_measured']:.0%}) | {r['training_share']:.0%} ({r['training_measured']:.0%}) "
+                         f"| {'yes' if r['in_bands'] else 'no'} |")
         lines.append("")
     return "\n".join(lines) + "\n"
 
@@ -291,6 +323,7 @@ def write_report(out: Path, command: str = "python -m benchmarks.fidelity --out 
             writer.writerows({k: (round(v, 9) if isinstance(v, float) else v) for k, v in r.items()} for r in rows)
     summary = summarise(decode, prefill)
     summary["section21"] = section21()
+    summary["table1"] = table1()
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     (out / "README.md").write_text(_markdown(summary, command))
     _plot(decode, out / "decode.png")

@@ -5,8 +5,9 @@
 * **Worst-case rollout** (§4.2 "conservative planning"): every response at the maximum length,
   simulated on the continuous-batching engine (``costmodels.generation.engine``) with the
   responses dealt round-robin over the instances.
-* **Training**: ``costmodels.rl_training.train_seconds`` (10 x active params x tokens FLOPs at the
-  training GPUs' sustained FLOP/s), re-exported here.
+* **Training**: ``costmodels.rl_training.train_seconds`` (12 x active params x tokens FLOPs at
+  the training MFU fitted to RollPacker Table 1, then the optimizer step and the weight sync),
+  re-exported here.
 """
 
 from __future__ import annotations

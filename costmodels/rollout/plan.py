@@ -41,7 +41,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from costmodels.catalog import get_gpu, get_model
 from costmodels.decode import Instance, feasible_tps
-from costmodels.rl_training import train_seconds
 from costmodels.rollout.reward import adaptive_timeout, sandbox_times, score
 from costmodels.rollout.rounds import EpochResult, RoundResult, launch_count, simulate_epoch
 from costmodels.rollout.stream import PAPER_MILESTONES, ScaleRule, train_finish
@@ -102,7 +101,7 @@ def simulate(workload: RolloutWorkload, plan: RolloutPlan, seed: int) -> EpochRe
 
 def train_gpu_seconds(workload: RolloutWorkload, tokens: float) -> float:
     """GPU-seconds to train on ``tokens`` tokens (TrainingSpec doc)."""
-    return train_seconds(workload.model, workload.gpu, 1, tokens, flops_per_param_token=workload.training.flops_per_param_token)
+    return workload.training.profile().compute_s(workload.model, workload.gpu, 1, tokens)
 
 
 def step_times(workload: RolloutWorkload, pool: PromptPool, plan: RolloutPlan, r: RoundResult) -> dict[str, Any]:
@@ -122,9 +121,10 @@ def step_times(workload: RolloutWorkload, pool: PromptPool, plan: RolloutPlan, r
     cap = plan.fetch_cap if plan.fetch == "once" else None
     end, overlapped = train_finish(work, gpus=G, freed_gpus=usable, scale_at=r.scale.time, rollout_end=r.time_s, fetch_cap=cap)
     reward_exposed = max(0.0, rew.end_s - r.time_s)
-    step = r.reconfig_s + end + workload.training.update_s
+    update = workload.update_s()
+    step = r.reconfig_s + end + update
     return {"kind": r.kind, "tp": r.tp, "step_s": step, "rollout_s": r.time_s, "reward_s": reward_exposed,
-            "train_s": end - max(r.time_s, rew.end_s) + workload.training.update_s, "reconfig_s": r.reconfig_s,
+            "train_s": end - max(r.time_s, rew.end_s) + update, "reconfig_s": r.reconfig_s,
             "train_overlapped_s": overlapped / G, "bubble_s": r.idle_gpu_s / G, "idle_gpu_s": r.idle_gpu_s,
             "train_total_s": sum(w for _, w in work) / G, "max_response": r.max_response, "preemptions": r.preemptions,
             "timeouts": rew.timeouts, "cut_finishing": rew.cut_finishing, "scaled_at_s": r.scale.time, "freed_gpus": r.scale.freed_gpus,

@@ -4,7 +4,9 @@ an adaptive sandbox timeout.
 
 Each prompt is scored one way (``PromptPool.reward_kind``):
 
-* **rule** — ``seconds`` of CPU per response on ``workers`` FCFS workers;
+* **rule** — ``seconds`` of CPU per response on ``workers`` FCFS workers (asynchronous, the
+  reward scheduler's pool) or ``sync_workers`` (synchronous: veRL's reward manager scores the
+  batch in the trainer's driver process, one response after another);
 * **sandbox** — run the response's code. Prompt p's reference solution runs in a_p seconds
   (lognormal); a response runs a_p · exp(ε), ε ~ N(0, σ), or never finishes (probability
   ``p_hang``). It is cut at the timeout T_p, and then scores zero:
@@ -127,7 +129,8 @@ def score(pool: PromptPool, responses: list[tuple[int, float, int]], *, rollout_
                 sandbox_jobs.append((t if asynchronous else rollout_end, service, (p, j)))
     finish: dict[tuple[int, int], float] = {}
     by_kind: dict[str, float] = {}
-    for kind, got in (("rule", _fcfs(rule_jobs, spec.rule_worker.workers)),
+    rule_workers = spec.rule_worker.workers if asynchronous else spec.rule_worker.sync_workers
+    for kind, got in (("rule", _fcfs(rule_jobs, rule_workers)),
                       ("sandbox", _fcfs(sandbox_jobs, spec.sandbox_worker.workers)),
                       ("judge", _judge(wl, judge_items, gpus, asynchronous, rollout_end))):
         finish.update(got)

@@ -115,7 +115,8 @@ def _instances(workload: RolloutWorkload, tp: int) -> list[Instance]:
     allowed = feasible_tps(model, workload.gpus, workload.gpus_per_node)
     if tp not in allowed:
         raise ValueError(f"TP {tp} is not a TP for {model.name} on {workload.gpus} GPUs of {workload.gpus_per_node}-GPU servers; allowed: {allowed}")
-    return [Instance(model, gpu, tp) for _ in range(workload.gpus // tp)]
+    params = workload.serving()
+    return [Instance(model, gpu, tp, params) for _ in range(workload.gpus // tp)]
 
 
 def launch_count(eta: float, n: int) -> int:
@@ -248,7 +249,7 @@ def simulate_epoch(workload: RolloutWorkload, *, eta_prompts: float = 1.25, eta_
             else:
                 r = run_round(pool, prompts, r0, tp=use_tp, attempts=attempts, tick=tick, scale=scale, history=history)
         if current is not None and use_tp != current:
-            inst = Instance(get_model(workload.model), get_gpu(workload.gpu), use_tp)
+            inst = Instance(get_model(workload.model), get_gpu(workload.gpu), use_tp, workload.serving())
             r.reconfig_s = switch_cost(inst, current, get_gpu(workload.gpu).link_gb_per_s)["cost_s"]
         current = use_tp
         if rule:

@@ -21,16 +21,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from costmodels.decode import ServingParams
+from costmodels.efficiency import Efficiency
 from costmodels.generation.traces import (
     TraceParams,
     prompt_difficulty,
     prompt_lengths,
     response_lengths,
 )
+from costmodels.rl_training import FITTED_MFU, TRAIN_FLOPS_PER_PARAM_TOKEN, TrainingProfile
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 _DEFAULT = TraceParams()
@@ -56,8 +60,9 @@ class RuleReward(BaseModel):
 
     model_config = _STRICT
 
-    seconds: float = Field(default=0.05, ge=0, description="CPU seconds to score one response")
-    workers: int = Field(default=64, gt=0, description="concurrent scoring workers")
+    seconds: float = Field(default=0.014, ge=0, description="CPU seconds to score one response (fitted to RollPacker Table 1: math reward 5% of a veRL step)")
+    workers: int = Field(default=64, gt=0, description="concurrent scoring workers (asynchronous reward)")
+    sync_workers: int = Field(default=1, gt=0, description="scorers of a synchronous reward stage (veRL's reward manager: the driver process)")
 
 
 class SandboxReward(BaseModel):
@@ -69,7 +74,7 @@ class SandboxReward(BaseModel):
 
     model_config = _STRICT
 
-    workers: int = Field(default=64, gt=0, description="concurrent sandboxes")
+    workers: int = Field(default=128, gt=0, description="concurrent sandboxes (fitted to RollPacker Table 1: code reward 13% of a veRL step)")
     reference_median_s: float = Field(default=1.0, gt=0, description="median run time of a prompt's reference solution, s")
     reference_sigma: float = Field(default=0.8, ge=0, description="spread of reference run times across prompts (log scale)")
     response_sigma: float = Field(default=0.15, ge=0, description="spread of a response's run time around its reference (log scale)")
@@ -122,17 +127,21 @@ class RewardSpec(BaseModel):
 class TrainingSpec(BaseModel):
     """The training stage on the same GPUs (co-located, as veRL and RollPacker run it).
 
-    Its cost is the project's training model (``costmodels.rl_training.train_seconds``):
-    ``flops_per_param_token`` x active params x tokens at the GPUs' sustained FLOP/s; 10 counts
-    the actor's forward and backward (6) and the reference and old-policy log-probs (2 each).
+    Its cost is the project's training model (``costmodels.rl_training``): ``flops_per_param_token``
+    x active params x tokens at ``mfu`` of the GPUs' peak, then the optimizer step and the weight
+    sync to the rollout engine (``update_s``; by default what that model gives for the job).
     ``replica_gpus`` is one training replica's TP x PP x CP: the stream trainer can only train on
     a multiple of it."""
 
     model_config = _STRICT
 
     replica_gpus: int = Field(default=2, gt=0, description="GPUs of one training replica (TP x PP x CP)")
-    flops_per_param_token: float = Field(default=10.0, gt=0, description="training FLOPs per active parameter per token")
-    update_s: float = Field(default=0.0, ge=0, description="optimizer step and weight hand-back after the last gradient, s")
+    flops_per_param_token: float = Field(default=TRAIN_FLOPS_PER_PARAM_TOKEN, gt=0, le=100, description="training FLOPs per active parameter per token")
+    mfu: float = Field(default=FITTED_MFU, gt=0, le=1, description="effective share of peak FLOP/s the training stage reaches (fitted to RollPacker Table 1)")
+    update_s: float | None = Field(default=None, ge=0, le=1e6, description="optimizer step and weight sync after the last gradient, s (default: the training model's)")
+
+    def profile(self) -> TrainingProfile:
+        return TrainingProfile(mfu=self.mfu, flops_per_param_token=self.flops_per_param_token)
 
 
 class RolloutWorkload(BaseModel):
@@ -153,6 +162,22 @@ class RolloutWorkload(BaseModel):
     lengths: LengthModel = Field(default_factory=LengthModel)
     reward: RewardSpec = Field(default_factory=RewardSpec)
     training: TrainingSpec = Field(default_factory=TrainingSpec)
+    engine: Literal["cuda-graph", "eager"] = Field(default="cuda-graph", description=(
+        "the rollout engine's serving mode (costmodels/data/profiles/engines.yaml): cuda-graph, vLLM's default and verl's since 0.6 "
+        "and ROLL's; eager, verl's up to 0.5 (the papers' veRL baselines)"))
+
+    def serving(self) -> ServingParams:
+        """The rollout engine's serving parameters: the judge's kernels with this engine's overheads."""
+        from costmodels.profiles import engine_profiles
+
+        return ServingParams(efficiency=Efficiency(**engine_profiles()[self.engine].efficiency_update()))
+
+    def update_s(self) -> float:
+        """Seconds after the last gradient: the optimizer step and the weight sync."""
+        t = self.training
+        if t.update_s is not None:
+            return t.update_s
+        return t.profile().fixed_s(self.model, self.gpu, self.gpus, self.gpus_per_node)
 
 
 @dataclass

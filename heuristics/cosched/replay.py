@@ -29,8 +29,9 @@ tail start when that tail ends (the engine holds those requests until then). Wit
 the next rollout waits for the whole pool. The same length draws feed both runs, so their ratio
 of meta-iteration periods is the throughput gain of migration alone.
 
-Training time: ``costmodels.cosched.phases.train_seconds`` (10 x active params x tokens FLOPs at
-the project's sustained FLOP/s) on the tokens the rollout actually produced, times ``train_scale``.
+Training time: ``costmodels.cosched.phases.train_seconds`` (``costmodels.rl_training``: 12 x
+active params x tokens FLOPs at the fitted training MFU, the optimizer step and the weight sync)
+on the tokens the rollout actually produced, times ``train_scale``.
 """
 
 from __future__ import annotations
