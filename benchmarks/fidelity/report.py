@@ -10,7 +10,7 @@ Sources (``costmodels/data/measured/``, extracted by :mod:`benchmarks.fidelity.a
 * **AIConfigurator prefill**: a batch of prompts prefilled from an empty cache, against
   ``Instance.prefill_batch``.
 
-Each case is predicted twice: by today's default judge, and by a
+Each case is predicted twice: by the flat judge of rlplan 0.x (``kernels: flat``), and by a
 :class:`~costmodels.profiles.HardwareProfile` fitted (:mod:`costmodels.calibration`) to the same
 GPU's measurements of the *other* two models — leave one model out, so every calibrated figure is
 out of sample.
@@ -70,7 +70,7 @@ def held_out_profiles() -> dict[tuple[str, str], Any]:
 
 def decode_cases(params: ServingParams | None = None, profiles: dict[tuple[str, str], Any] | None = None) -> list[dict[str, Any]]:
     """Every measured decode case that fits its instance, with the judge's prediction beside it."""
-    params = params or ServingParams()
+    params = params or ServingParams(efficiency=Efficiency(kernels="flat"))
     out = []
     instances: dict[tuple[str, str, int], Instance] = {}
     for r in _rows("aic_vllm_decode.csv"):
@@ -96,7 +96,7 @@ def decode_cases(params: ServingParams | None = None, profiles: dict[tuple[str, 
 
 
 def prefill_cases(params: ServingParams | None = None, profiles: dict[tuple[str, str], Any] | None = None) -> list[dict[str, Any]]:
-    params = params or ServingParams()
+    params = params or ServingParams(efficiency=Efficiency(kernels="flat"))
     out = []
     for r in _rows("aic_vllm_prefill.csv"):
         inst = Instance(get_model(r["model"]), get_gpu(r["gpu"]), int(r["tp"]), params)
@@ -116,7 +116,7 @@ def prefill_cases(params: ServingParams | None = None, profiles: dict[tuple[str,
 
 
 #: the two judges compared: (label, key of the prediction, key of its ratio to the measurement)
-JUDGES = (("default", "predicted_s", "ratio"), ("calibrated", "calibrated_s", "calibrated_ratio"))
+JUDGES = (("flat", "predicted_s", "ratio"), ("calibrated", "calibrated_s", "calibrated_ratio"))
 
 
 def _rms_log(cases: list[dict[str, Any]], ratio: str = "ratio") -> float:
@@ -176,7 +176,7 @@ def summarise(decode: list[dict[str, Any]], prefill: list[dict[str, Any]]) -> di
         per_tp = []
         for gpu, tp in sorted({(c["gpu"], c["tp"]) for c in decode}):
             cases = [c for c in decode if c["gpu"] == gpu and c["tp"] == tp]
-            comm_key = "predicted_comm_s" if label == "default" else "calibrated_comm_s"
+            comm_key = "predicted_comm_s" if label == "flat" else "calibrated_comm_s"
             comm = [c[comm_key] / c["measured_allreduce_s"] for c in cases if c["measured_allreduce_s"] > 0]
             per_tp.append({"gpu": gpu, "tp": tp, "cases": len(cases), "median_ratio": statistics.median(c[ratio] for c in cases),
                            "rms_log_error": _rms_log(cases, ratio), "worst_ratio": max((c[ratio] for c in cases), key=lambda x: abs(math.log(x))),
@@ -187,16 +187,16 @@ def summarise(decode: list[dict[str, Any]], prefill: list[dict[str, Any]]) -> di
 
 def section21() -> dict[str, Any]:
     """OrchestrRL §2.1's six measured step phases (``costmodels.engine_fit``) on each judge: the
-    default; the fitted kernels with vLLM's CUDA-graph engine; the fitted kernels with the eager
+    flat judge of rlplan 0.x; the fitted kernels with vLLM's CUDA-graph engine (the default); the fitted kernels with the eager
     engine, whose two overheads are fitted to these six times (in sample: the orderings and the
     tail's TP8 / TP2 are what the fit does not set directly)."""
     from costmodels.engine_fit import SECTION_21, predict
     from costmodels.profiles import engine_profiles
-    from planner.io import load_profiles
 
-    kernels = Efficiency(profiles=load_profiles("aic-vllm"))
+    kernels = Efficiency(kernels="aic-vllm")
     engines = engine_profiles()
-    judges = {"default": Efficiency(), "calibrated, cuda-graph": kernels.model_copy(update=engines["cuda-graph"].efficiency_update()),
+    judges = {"flat (0.x)": Efficiency(kernels="flat", **engines["cuda-graph"].efficiency_update()),
+              "calibrated, cuda-graph": kernels.model_copy(update=engines["cuda-graph"].efficiency_update()),
               "calibrated, eager (fitted here)": kernels.model_copy(update=engines["eager"].efficiency_update())}
     rows = []
     for label, eff in judges.items():
@@ -237,8 +237,8 @@ def _markdown(summary: dict[str, Any], command: str) -> str:
 
     lines = [f"# Fidelity of the judge\n\nMade by `{command}`. Measured: AIConfigurator's vLLM database "
              "(`costmodels/data/measured/`, see `benchmarks/fidelity/report.py`). Ratio = predicted / measured. "
-             "*default*: the judge every command uses today; *calibrated*: a hardware profile fitted to the GPU's "
-             "measurements of the other two models (leave one model out: out of sample).\n"]
+             "*flat*: the judge of rlplan 0.x (`--profile flat`); *calibrated*: the judge's form (the default), a "
+             "hardware profile fitted to the GPU's measurements of the other two models (leave one model out: out of sample).\n"]
     for label in (j[0] for j in JUDGES):
         if label not in summary:
             continue
