@@ -180,3 +180,21 @@ def test_plan_profile_is_recorded_and_validated(tmp_path):
     assert flat_doc["objective"] != doc["objective"] and flat_doc["inputs"]["state"]["serving"]["efficiency"]["kernels"] == "flat"
     proc = run_cli("plan", "rollout", "--profile", "aic-vllm", "-o", str(tmp_path / "r.json"))
     assert proc.returncode == 2 and "--profile" in proc.stderr and not (tmp_path / "r.json").exists()
+
+
+def test_engine_option_and_flat_kernels_on_the_cli(tmp_path):
+    """--engine picks a shipped serving mode (eager is slower per step: kernel launches per layer),
+    a mode that does not exist is a usage error naming the choices; --profile flat is the 0.x judge."""
+    def makespan(*extra: str) -> float:
+        proc = run_cli("estimate", "generation", "--model", "Qwen2.5-14B", "--gpu", "H800", "--json", *extra)
+        assert proc.returncode == 0, proc.stderr
+        return min(r["makespan_s"] for r in json.loads(proc.stdout)["configurations"])
+
+    import json
+
+    default, eager, flat = makespan(), makespan("--engine", "eager"), makespan("--profile", "flat")
+    assert eager > default and flat != default
+    proc = run_cli("estimate", "generation", "--engine", "turbo")
+    assert proc.returncode == 2 and "--engine" in proc.stderr and "cuda-graph" in proc.stderr and "turbo" in proc.stderr
+    proc = run_cli("plan", "cosched", "--engine", "eager", "-o", str(tmp_path / "c.json"))
+    assert proc.returncode == 2 and "--engine" in proc.stderr and not (tmp_path / "c.json").exists()
