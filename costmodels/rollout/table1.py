@@ -21,7 +21,7 @@ JOB = "rollout-14b-16k"
 
 def table1_problem(task: str, engine: str = "eager", mfu: float | None = None, dataset_prompts: int = 1280, seed: int = 0) -> Any:
     from costmodels.rollout.presets import table2_job
-    from planner.io import build_problem
+    from costmodels.rollout.problem import JobSpec, RolloutProblem
 
     kind, _ = TABLE1[task]
     job = table2_job(JOB, dataset_prompts=dataset_prompts, seed=seed)
@@ -29,7 +29,9 @@ def table1_problem(task: str, engine: str = "eager", mfu: float | None = None, d
     job["workload"]["engine"] = engine
     if mfu is not None:
         job["workload"]["training"] = {**job["workload"]["training"], "mfu": mfu}
-    return build_problem("rollout", {"job": job})
+    spec = JobSpec.model_validate(job)
+    spec.check()
+    return RolloutProblem(spec)
 
 
 def veRL_shares(task: str, engine: str = "eager", mfu: float | None = None, dataset_prompts: int = 1280) -> dict[str, float]:
