@@ -564,9 +564,7 @@ def estimate_generation(
     best = rows[0]
     out.print(f"fastest: TP={best['tp']} x DP={best['dp']}", highlight=False)
     e = params.efficiency
-    from costmodels.catalog import get_gpu as _gpu
-
-    fitted = next((p for tp in (1, 2, 4, 8) if (p := e.profile_for(_gpu(gpu), tp)) is not None), None)
+    fitted = e.profile_for(g, best["tp"])  # the kernels the fastest configuration was judged on
     kernels = (f"kernels: the {gpu} profile fitted to {fitted.source or 'measurements'} at TP {', '.join(map(str, sorted(fitted.weight_efficiency)))}"
                if fitted is not None else f"efficiency: compute {e.compute:.0%} of peak, HBM {e.hbm:.0%}, NVLink hop {params.hop_latency_ms * 1e3:.1f} us")
     engine = "" if e.engine == "custom" else f" ({e.engine} engine)"

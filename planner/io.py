@@ -361,17 +361,14 @@ def load_profiles(ref: Any) -> dict[str, Any]:
     """Hardware profiles by GPU type from a file ``rlplan calibrate`` wrote (``profiles:`` and a
     list), or the shipped ``aic-vllm`` set by that name; each profile validated, its GPU type known
     to the catalog, no GPU type twice."""
-    from importlib import resources
 
     from costmodels.catalog import get_gpu
-    from costmodels.profiles import HardwareProfile
+    from costmodels.profiles import HardwareProfile, shipped_profiles
 
     if str(ref) == "aic-vllm" and not Path(str(ref)).exists():
-        source = "profiles aic-vllm"
-        data = parse_document(resources.files("costmodels").joinpath("data", "profiles", "aic-vllm.yaml").read_text(encoding="utf-8"), "aic-vllm.yaml")
-    else:
-        source = str(ref)
-        data = read_document(Path(source))
+        return dict(shipped_profiles())  # the judge's own default set, read once per process
+    source = str(ref)
+    data = read_document(Path(source))
     if not isinstance(data, dict) or not isinstance(data.get("profiles"), list) or not data["profiles"]:
         raise SpecError("profiles", type(data).__name__, "a profile file holds `profiles:` and a list of them (what `rlplan calibrate` writes)", source)
     out: dict[str, HardwareProfile] = {}
