@@ -11,7 +11,10 @@ log space inside physical bounds (no efficiency above the peak). Which parameter
 down: the per-TP weight efficiencies and the per-layer floor need at least two models with
 different layers-to-weights ratios; the GEMM efficiency needs steps past the roofline (prefills,
 or batches of a few hundred); the all-reduce of a TP needs that TP, and is pinned down well only
-by all-reduce measurements (in whole steps its few microseconds hide in the weight stream). A fit with fewer than
+by all-reduce measurements (in whole steps its few microseconds hide in the weight stream). Where all-reduces were
+measured at two or more message sizes of a TP, the profile keeps them as a table and steps
+interpolate in it (:class:`~costmodels.profiles.AllReduceTerm`); the fit then pins ``a`` and ``b``
+(used outside the table, and the ``allreduce`` residual) to those rows as an affine law. A fit with fewer than
 :data:`MIN_ROWS_PER_PARAMETER` rows per parameter, or that does not converge, is refused.
 
 CSV columns (one row per measurement; ``#`` lines are comments; ``bytes`` only for all-reduces,
@@ -103,9 +106,13 @@ def read_measurements(text: str, source: str) -> dict[str, list[Measurement]]:
     return out
 
 
-def predict(profile: HardwareProfile, gpu: GPUSpec, m: Measurement) -> float:
+def predict(profile: HardwareProfile, gpu: GPUSpec, m: Measurement, affine_allreduce: bool = False) -> float:
+    """The profile's time for measurement ``m``; with ``affine_allreduce`` an all-reduce row is
+    priced by the affine term alone (what the fit pins ``a`` and ``b`` to: the measured table
+    would reproduce its own rows whatever they are)."""
     if m.kind == "allreduce":
-        return profile.allreduce[m.tp].seconds(m.bytes)
+        ar = profile.allreduce[m.tp]
+        return ar.latency_us * 1e-6 + m.bytes / (ar.bus_gb_per_s * 1e9) if affine_allreduce else ar.seconds(m.bytes)
     assert m.model is not None
     if m.kind == "decode":
         return profile.decode_s(m.model, gpu, m.tp, m.batch, m.batch * m.context)
@@ -120,13 +127,26 @@ def _layout(tps: list[int]) -> list[str]:
     return names
 
 
-def _profile(gpu: str, names: list[str], x: np.ndarray, source: str = "", residuals: dict[str, float] | None = None) -> HardwareProfile:
+def allreduce_tables(rows: list[Measurement]) -> dict[int, tuple[tuple[float, float], ...]]:
+    """Per TP, the measured all-reduce times at two or more message sizes (the median where one
+    size was measured more than once), ascending: the table :class:`AllReduceTerm` interpolates."""
+    by: dict[int, dict[float, list[float]]] = {}
+    for r in rows:
+        if r.kind == "allreduce":
+            by.setdefault(r.tp, {}).setdefault(r.bytes, []).append(r.seconds)
+    return {t: tuple((b, float(np.median(v))) for b, v in sorted(sizes.items())) for t, sizes in by.items() if len(sizes) >= 2}
+
+
+def _profile(gpu: str, names: list[str], x: np.ndarray, source: str = "", residuals: dict[str, float] | None = None,
+             tables: dict[int, tuple[tuple[float, float], ...]] | None = None) -> HardwareProfile:
+    tables = tables or {}
     v = dict(zip(names, np.exp(x).tolist(), strict=True))
     tps = sorted(int(n[3:]) for n in names if n.startswith("e_w"))
     return HardwareProfile(gpu=gpu, source=source, weight_efficiency={t: min(v[f"e_w{t}"], 1.0) for t in tps},
                            gemm_efficiency=min(v["e_c"], 1.0), kv_efficiency=min(v["e_kv"], 1.0),
                            layer_floor_us=v["c0"], layer_sequence_us=v["c1"],
-                           allreduce={t: AllReduceTerm(latency_us=v[f"a{t}"], bus_gb_per_s=v[f"b{t}"]) for t in tps if t > 1},
+                           allreduce={t: AllReduceTerm(latency_us=v[f"a{t}"], bus_gb_per_s=v[f"b{t}"], measured=tables.get(t, ()))
+                                      for t in tps if t > 1},
                            residuals=residuals or {})
 
 
@@ -166,7 +186,7 @@ def derive_profile(base: HardwareProfile, gpu_name: str) -> HardwareProfile:
     return base.model_copy(update={
         "gpu": gpu_name,
         "source": f"{base.source}; derived from {base.gpu}: {why}; all-reduce bandwidth x {ratio:.3f} (link {gpu_name} / {base.gpu})",
-        "allreduce": {t: AllReduceTerm(latency_us=a.latency_us, bus_gb_per_s=a.bus_gb_per_s * ratio) for t, a in base.allreduce.items()},
+        "allreduce": {t: a.scaled(ratio) for t, a in base.allreduce.items()},
         "residuals": {}})
 
 
@@ -198,10 +218,11 @@ def fit_profile(gpu_name: str, rows: list[Measurement], source: str = "") -> Har
     upper = [math.log(_BOUNDS["e" if f.startswith("e_") else f][1]) for f in families]
     x0 = [math.log(_START[f]) for f in families]
     measured = np.log([r.seconds for r in rows])
+    tables = allreduce_tables(rows)
 
     def residual(x: np.ndarray) -> np.ndarray:  # least_squares keeps x inside the bounds
-        p = _profile(gpu_name, names, x)
-        return np.log([predict(p, gpu, r) for r in rows]) - measured
+        p = _profile(gpu_name, names, x, tables=tables)
+        return np.log([predict(p, gpu, r, affine_allreduce=True) for r in rows]) - measured
 
     result = least_squares(residual, np.array(x0), bounds=(lower, upper), method="trf", x_scale=1.0, max_nfev=2000)
     if not result.success or result.status <= 0:
@@ -215,7 +236,7 @@ def fit_profile(gpu_name: str, rows: list[Measurement], source: str = "") -> Har
         sel = np.array([r.kind == kind for r in rows])
         if sel.any():
             residuals[kind] = float(np.sqrt(np.mean(res[sel] ** 2)))
-    return _profile(gpu_name, names, result.x, source, {k: round(v, 4) for k, v in residuals.items()})
+    return _profile(gpu_name, names, result.x, source, {k: round(v, 4) for k, v in residuals.items()}, tables)
 
 
 def aic_measurements() -> dict[str, list[Measurement]]:

@@ -12,7 +12,7 @@ For an instance of TP ``t`` running ``B`` sequences that hold ``C`` tokens of KV
     gemm   = max(W / (H e_w[t]),  F / (P e_c))          weights streamed, or FLOPs at GEMM speed
     kv     = C k / (H e_kv)                             the attention kernel's KV reads
     floor  = L (c0 + c1 B)                              per-layer kernel launches, norms, per-sequence work
-    comm   = (2 L + 1) (a[t] + B h 2 / b[t])            vLLM's all-reduces: two per layer, one after the embedding
+    comm   = (2 L + 1) AR[t](B h 2)                     vLLM's all-reduces: two per layer, one after the embedding
     step   = gemm + kv + floor + comm
 
 ``W`` is the GPU's weight shard without the embedding, a lookup (GB; for MoE the experts the
@@ -21,8 +21,10 @@ batch routes to), ``F`` the step's FLOPs per GPU (2 x active parameters x B / t 
 dense BF16 peaks, ``L`` layers, ``h`` hidden size. Kernels run one after another on a GPU, so the
 terms add; only a GEMM chooses between streaming its weights and computing. ``e_w`` is per TP
 because a narrow shard streams worse (AIConfigurator: 0.5 of peak for small TP8 shards, 0.8 at
-TP1). The all-reduce is per TP size on the GPU's own link (NVLink's custom all-reduce is almost flat
-in TP; PCIe is not), measured rather than derived from hops.
+TP1). The all-reduce ``AR[t]`` is per TP size on the GPU's own link (NVLink's custom all-reduce is almost
+flat in TP; PCIe is not), measured rather than derived from hops: affine in the message
+(``a[t] + x / b[t]``), or interpolated in a table of measured times where one exists
+(:class:`AllReduceTerm`).
 
 Prefill of ``T`` prompt tokens (``B`` prompts of ``T / B``) reuses the same terms with ``F`` the
 prompt's FLOPs (causal attention included) and the all-reduce message ``T h 2`` bytes.
@@ -32,9 +34,11 @@ Every profile carries where it came from and its fit's residuals (:mod:`costmode
 
 from __future__ import annotations
 
+import bisect
 import functools
+import math
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from costmodels.catalog import GPUSpec, ModelSpec
 from costmodels.transformer import BYTES_BF16, attention_params, kv_bytes_per_token, mlp_params
@@ -44,15 +48,52 @@ _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class AllReduceTerm(BaseModel):
-    """One TP size's all-reduce: ``latency_us + bytes / (bus_gb_per_s 1e9)`` seconds."""
+    """One TP size's all-reduce of a message of ``x`` bytes, in seconds.
+
+    Affine, ``latency_us 1e-6 + x / (bus_gb_per_s 1e9)``, when nothing else is known. Measured
+    all-reduce times are not affine in the message: NCCL and vLLM's custom all-reduce switch
+    algorithm and protocol with its size (one-shot, two-shot, ring), so on a PCIe box a 1 MiB
+    message can cost less per byte than a 512 KiB one (AIConfigurator, L40S TP8: 0.44 ms at
+    512 KiB, 0.58 ms at 1 MiB, 2.08 ms at 2 MiB). When ``measured`` holds the times at two or more
+    message sizes, a message between them costs the piecewise-linear interpolation of those times
+    (AIConfigurator composes steps from the same table the same way); outside them, the nearest
+    measured point plus or minus the affine term's bandwidth (never below ``latency_us``). The
+    step stays affine in its KV context: the message depends on the batch only."""
 
     model_config = _STRICT
 
     latency_us: float = Field(ge=0, le=1e6, description="fixed cost per all-reduce, µs")
     bus_gb_per_s: float = Field(gt=0, le=1e6, description="bytes of the message per second, GB/s")
+    measured: tuple[tuple[float, float], ...] = Field(
+        default=(), max_length=4096,
+        description="(message bytes, seconds) measured, ascending in bytes; interpolated between")
+
+    @model_validator(mode="after")
+    def _ascending(self) -> AllReduceTerm:
+        sizes = [b for b, _ in self.measured]
+        if any(b <= 0 or s <= 0 for b, s in self.measured) or sizes != sorted(set(sizes)):
+            raise ValueError("measured all-reduce points need positive bytes and seconds, bytes strictly ascending")
+        return self
 
     def seconds(self, message_bytes: float) -> float:
-        return self.latency_us * 1e-6 + message_bytes / (self.bus_gb_per_s * GB)
+        affine = self.latency_us * 1e-6 + message_bytes / (self.bus_gb_per_s * GB)
+        pts = self.measured
+        if len(pts) < 2:
+            return affine
+        if message_bytes <= pts[0][0]:
+            return max(self.latency_us * 1e-6, pts[0][1] - (pts[0][0] - message_bytes) / (self.bus_gb_per_s * GB))
+        if message_bytes >= pts[-1][0]:
+            return pts[-1][1] + (message_bytes - pts[-1][0]) / (self.bus_gb_per_s * GB)
+        i = bisect.bisect_right(pts, (message_bytes, math.inf))
+        (x0, y0), (x1, y1) = pts[i - 1], pts[i]
+        return y0 + (y1 - y0) * (message_bytes - x0) / (x1 - x0)
+
+    def scaled(self, bandwidth_ratio: float) -> AllReduceTerm:
+        """The same all-reduce on a link ``bandwidth_ratio`` times as fast: the latency stays, the
+        rest of every measured time scales by ``1 / bandwidth_ratio``."""
+        lat = self.latency_us * 1e-6
+        return AllReduceTerm(latency_us=self.latency_us, bus_gb_per_s=self.bus_gb_per_s * bandwidth_ratio,
+                             measured=tuple((b, lat + max(s - lat, 0.0) / bandwidth_ratio) for b, s in self.measured))
 
 
 class HardwareProfile(BaseModel):

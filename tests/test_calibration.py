@@ -198,3 +198,40 @@ def test_engine_option_and_flat_kernels_on_the_cli(tmp_path):
     assert proc.returncode == 2 and "--engine" in proc.stderr and "cuda-graph" in proc.stderr and "turbo" in proc.stderr
     proc = run_cli("plan", "cosched", "--engine", "eager", "-o", str(tmp_path / "c.json"))
     assert proc.returncode == 2 and "--engine" in proc.stderr and not (tmp_path / "c.json").exists()
+
+
+def test_allreduce_table_interpolates_between_measured_sizes():
+    """A measured table is reproduced at its points, interpolated linearly between them, and
+    continued with the affine bandwidth outside (never below the fixed latency)."""
+    ar = AllReduceTerm(latency_us=10.0, bus_gb_per_s=2.0, measured=((8192.0, 30e-6), (524288.0, 444e-6), (1048576.0, 583e-6)))
+    assert ar.seconds(524288.0) == pytest.approx(444e-6)
+    assert ar.seconds(786432.0) == pytest.approx((444e-6 + 583e-6) / 2)
+    assert ar.seconds(2097152.0) == pytest.approx(583e-6 + 1048576.0 / 2e9)
+    assert ar.seconds(1.0) == pytest.approx(30e-6 - 8191.0 / 2e9)  # below the table: the affine slope down to it
+    assert AllReduceTerm(latency_us=10.0, bus_gb_per_s=2.0, measured=((1e6, 20e-6), (2e6, 40e-6))).seconds(1.0) == pytest.approx(10e-6)
+    sizes = np.geomspace(1, 1 << 24, 200)
+    times = [ar.seconds(float(x)) for x in sizes]
+    assert all(b >= a - 1e-15 for a, b in zip(times, times[1:]))  # monotone: a bigger message never costs less
+    slower = ar.scaled(0.5)
+    assert slower.seconds(524288.0) == pytest.approx(10e-6 + (444e-6 - 10e-6) * 2)
+    with pytest.raises(ValueError, match="ascending"):
+        AllReduceTerm(latency_us=1.0, bus_gb_per_s=1.0, measured=((2.0, 1e-6), (1.0, 2e-6)))
+
+
+def test_fit_keeps_measured_allreduces_as_a_table():
+    """Two or more sizes of a TP become its table (the median of repeats); steps interpolate in it."""
+    rows = _synthetic(KNOWN, 0.0, 0)
+    fitted = fit_profile("H100-SXM", rows)
+    for tp in (2, 4, 8):
+        table = dict(fitted.allreduce[tp].measured)
+        assert sorted(table) == [t * 4096 * 2.0 for t in (1, 16, 256, 4096, 16384)]
+        assert table[256 * 4096 * 2.0] == pytest.approx(KNOWN.allreduce[tp].seconds(256 * 4096 * 2.0))
+
+
+def test_shipped_l40s_tp8_allreduce_is_not_affine():
+    """AIConfigurator's L40S TP8 all-reduce costs less per byte at 1 MiB than at 512 KiB (the
+    algorithm changes with size): the shipped profile keeps that, an affine law cannot."""
+    from costmodels.profiles import shipped_profiles
+
+    ar = shipped_profiles()["L40S"].allreduce[8]
+    assert ar.seconds(1048576.0) / 1048576.0 < ar.seconds(524288.0) / 524288.0

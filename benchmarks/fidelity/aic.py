@@ -37,7 +37,7 @@ CONTEXTS = (1024, 2048, 4096, 8192, 16384)
 PREFILL_BATCHES = (1, 4, 16)
 PREFILL_TOKENS = (512, 1024, 2048, 4096, 8192)
 #: all-reduce messages: tokens x a 4 096-wide bf16 hidden state, from one decode token to a prefill
-ALLREDUCE_TOKENS = (1, 4, 16, 64, 256, 1024, 4096, 16384)
+ALLREDUCE_TOKENS = tuple(2 ** i for i in range(15))  # every power of two: NCCL and vLLM switch algorithm by size
 ALLREDUCE_HIDDEN = 4096
 OUT = Path(__file__).resolve().parents[2] / "costmodels" / "data" / "measured"
 

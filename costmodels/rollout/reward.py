@@ -22,7 +22,13 @@ Each prompt is scored one way (``PromptPool.reward_kind``):
   finished are counted (``cut_finishing``): the signal an aggressive λ loses.
 * **judge** — one forward pass of the judge over prompt + response, 2 N_judge FLOPs per token.
   Synchronous (veRL): after rollout the judge runs on every rollout GPU with its weights loaded
-  from host memory once. Asynchronous (RollPacker): one judge per server, co-located with rollout
+  from host memory once, and (``sync_padded``) scores every response padded to the longest prompt
+  plus ``max_response`` tokens: veRL's reward model worker runs a padded batch
+  (``use_remove_padding`` defaults to False in its reward model config, verl <= 0.5
+  ``fsdp_workers.RewardModelWorker``) and its rollout pads responses to ``response_length``. That
+  padding, not the responses' own tokens, is what makes the judge 7% of a veRL step in RollPacker
+  Table 1 (rlplan: 6.3%, not fitted). The forward runs at the flat judge's compute fraction (50% of
+  dense peak: an HF forward under FSDP, for which no measurement is on record). Asynchronous (RollPacker): one judge per server, co-located with rollout
   under MPS (``sm_share`` of one GPU's sustained FLOP/s), most of its weights in host memory
   streamed over PCIe for every batch (``offload_fraction`` of them, at ``pcie_gb_per_s``): a batch
   of up to ``batch_tokens`` tokens costs max(compute, stream) with the layer-wise pipeline,
@@ -132,7 +138,7 @@ def score(pool: PromptPool, responses: list[tuple[int, float, int]], *, rollout_
     rule_workers = spec.rule_worker.workers if asynchronous else spec.rule_worker.sync_workers
     for kind, got in (("rule", _fcfs(rule_jobs, rule_workers)),
                       ("sandbox", _fcfs(sandbox_jobs, spec.sandbox_worker.workers)),
-                      ("judge", _judge(wl, judge_items, gpus, asynchronous, rollout_end))):
+                      ("judge", _judge(pool, judge_items, gpus, asynchronous, rollout_end))):
         finish.update(got)
         if got:
             by_kind[kind] = max(got.values())
@@ -140,9 +146,10 @@ def score(pool: PromptPool, responses: list[tuple[int, float, int]], *, rollout_
     return RewardTimes(finish, max(end, rollout_end), timeouts, cut, busy, by_kind)
 
 
-def _judge(wl, items: list[tuple[float, int, tuple[int, int]]], gpus: int, asynchronous: bool, rollout_end: float) -> dict[tuple[int, int], float]:
+def _judge(pool: PromptPool, items: list[tuple[float, int, tuple[int, int]]], gpus: int, asynchronous: bool, rollout_end: float) -> dict[tuple[int, int], float]:
     if not items:
         return {}
+    wl = pool.workload
     js = wl.reward.judge_worker
     judge, gpu = get_model(js.model), get_gpu(wl.gpu)
     flops = ServingParams().efficiency.flops(gpu)
@@ -150,7 +157,9 @@ def _judge(wl, items: list[tuple[float, int, tuple[int, int]]], gpus: int, async
     weights_gb = BYTES_BF16 * total_params(judge) / GB
     if not asynchronous:  # after rollout, on every GPU, weights loaded once
         load = weights_gb / js.pcie_gb_per_s
-        done = rollout_end + load + sum(tok for _, tok, _ in items) * per_token / (gpus * flops)
+        padded = pool.padded_prompt_length + wl.max_response
+        tokens = len(items) * padded if js.sync_padded else sum(tok for _, tok, _ in items)
+        done = rollout_end + load + tokens * per_token / (gpus * flops)
         return {key: done for _, _, key in items}
     servers = max(1, gpus // wl.gpus_per_node)
     rate = js.sm_share * flops / per_token  # tokens/s of one co-located judge

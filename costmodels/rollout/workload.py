@@ -98,6 +98,9 @@ class JudgeReward(BaseModel):
     pcie_gb_per_s: float = Field(default=25.0, gt=0, description="host-to-GPU bandwidth one judge streams weights at, GB/s")
     batch_tokens: int = Field(default=65536, gt=0, description="most tokens one judge forward pass takes")
     pipelined: bool = Field(default=True, description="stream layers while computing (else stream, then compute)")
+    sync_padded: bool = Field(default=True, description=(
+        "a synchronous judge scores every response padded to the longest prompt + max_response tokens (veRL's reward "
+        "model worker: use_remove_padding defaults to False, and rollout pads responses to response_length)"))
 
 
 class RewardSpec(BaseModel):
@@ -207,6 +210,12 @@ class PromptPool:
 
     def prompt_length(self, prompt: int) -> int:
         return int(self._fixed[1][prompt])
+
+    @cached_property
+    def padded_prompt_length(self) -> int:
+        """The prompt width a framework pads a batch to: the longest prompt of the epoch (veRL's
+        ``data.max_prompt_length``, which must admit every prompt it keeps)."""
+        return int(self._fixed[1].max())
 
     @cached_property
     def _kinds(self) -> np.ndarray:
