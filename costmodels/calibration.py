@@ -18,12 +18,19 @@ interpolate in it (:class:`~costmodels.profiles.AllReduceTerm`); the fit then pi
 :data:`MIN_ROWS_PER_PARAMETER` rows per parameter, or that does not converge, is refused.
 
 CSV columns (one row per measurement; ``#`` lines are comments; ``bytes`` only for all-reduces,
-which leave model, batch and context empty)::
+which leave model, batch and context empty; ``gpus`` and ``tokens`` only for training steps)::
 
-    kind,gpu,model,tp,batch,context,seconds,bytes
-    decode,H100-SXM,Qwen3-8B,2,32,4096,0.00713,
-    prefill,H100-SXM,Qwen3-8B,2,4,2048,0.0412,
-    allreduce,H100-SXM,,8,,,0.0000194,2097152
+    kind,gpu,model,tp,batch,context,seconds,bytes,gpus,tokens
+    decode,H100-SXM,Qwen3-8B,2,32,4096,0.00713,,,
+    prefill,H100-SXM,Qwen3-8B,2,4,2048,0.0412,,,
+    allreduce,H100-SXM,,8,,,0.0000194,2097152,,
+    train,H800,Qwen2.5-14B,,,,61.2,,32,2433024
+
+A ``train`` row is one RL training step as verl's or ROLL's timing log reports it (``timing_s/
+update_actor`` plus the log-prob passes and the weight sync): ``tokens`` trained (prompts and
+responses of the batch) on ``gpus`` GPUs in ``seconds``. Its fit (:func:`fit_training`) is the
+one number the training model (:mod:`costmodels.rl_training`) does not derive, the effective
+MFU, by least squares on the log of the same step's predicted / measured time.
 """
 
 from __future__ import annotations
@@ -40,8 +47,12 @@ import numpy as np
 from costmodels.catalog import GPUSpec, ModelSpec, get_gpu, get_model
 from costmodels.errors import SpecError
 from costmodels.profiles import AllReduceTerm, HardwareProfile
+from costmodels.rl_training import TrainingFit
 
-COLUMNS = ("kind", "gpu", "model", "tp", "batch", "context", "seconds")  # and "bytes" for all-reduces
+COLUMNS = ("kind", "gpu", "seconds")  # and per kind the fields of :data:`FIELDS`
+#: the numeric fields a row of each kind must fill
+FIELDS = {"decode": ("tp", "batch", "context", "seconds"), "prefill": ("tp", "batch", "context", "seconds"),
+          "allreduce": ("tp", "seconds", "bytes"), "train": ("gpus", "tokens", "seconds")}
 MIN_ROWS_PER_PARAMETER = 3
 #: parameters in log space: efficiencies in [0.001, 1], times in µs, bus bandwidth in GB/s
 _BOUNDS = {"e": (1e-3, 1.0), "c0": (1e-3, 1e4), "c1": (1e-7, 1e3), "a": (1e-3, 1e4), "b": (0.1, 1e5)}
@@ -50,7 +61,7 @@ _START = {"e_w": 0.8, "e_c": 0.6, "e_kv": 0.6, "c0": 10.0, "c1": 0.05, "a": 10.0
 
 @dataclass(frozen=True)
 class Measurement:
-    kind: Literal["decode", "prefill", "allreduce"]
+    kind: Literal["decode", "prefill", "allreduce", "train"]
     model: ModelSpec | None
     tp: int
     batch: int
@@ -58,6 +69,8 @@ class Measurement:
     seconds: float
     where: str = ""
     bytes: float = 0.0
+    gpus: int = 0
+    tokens: float = 0.0
 
 
 def read_measurements(text: str, source: str) -> dict[str, list[Measurement]]:
@@ -72,8 +85,8 @@ def read_measurements(text: str, source: str) -> dict[str, list[Measurement]]:
     for i, row in enumerate(reader, start=2):
         where = f"row {i}"
         kind = (row["kind"] or "").strip()
-        if kind not in ("decode", "prefill", "allreduce"):
-            raise SpecError(f"{where}.kind", kind, "decode, prefill or allreduce", source)
+        if kind not in FIELDS:
+            raise SpecError(f"{where}.kind", kind, "decode, prefill, allreduce or train", source)
         try:
             gpu = get_gpu((row["gpu"] or "").strip())
         except SpecError as exc:
@@ -84,15 +97,18 @@ def read_measurements(text: str, source: str) -> dict[str, list[Measurement]]:
                 model = get_model((row["model"] or "").strip())
             except SpecError as exc:
                 raise SpecError(f"{where}.model", exc.value, exc.reason, source) from None
-        numbers = {"batch": 0.0, "context": 0.0, "bytes": 0.0}
-        for field in ("tp", "batch", "context", "seconds") if kind != "allreduce" else ("tp", "seconds", "bytes"):
+        numbers = {"tp": 1.0, "batch": 0.0, "context": 0.0, "bytes": 0.0, "gpus": 0.0, "tokens": 0.0}
+        for field in FIELDS[kind]:
             raw = (row.get(field) or "").strip()
             try:
                 value = float(raw)
             except ValueError:
-                raise SpecError(f"{where}.{field}", raw, "not a number", source) from None
-            if not math.isfinite(value) or value <= 0 or (field in ("tp", "batch", "context") and value != int(value)):
-                raise SpecError(f"{where}.{field}", raw, "a positive integer" if field in ("tp", "batch", "context") else f"a positive number of {field}", source)
+                raise SpecError(f"{where}.{field}", raw, "not a number" if raw else f"a {kind} row needs {field}", source) from None
+            integer = field in ("tp", "batch", "context", "gpus")
+            if not math.isfinite(value) or value <= 0 or (integer and value != int(value)):
+                raise SpecError(f"{where}.{field}", raw, "a positive integer" if integer else f"a positive number of {field}", source)
+            if field == "gpus" and value > 1 << 20:
+                raise SpecError(f"{where}.{field}", raw, "at most 1 048 576 GPUs", source)
             numbers[field] = value
         tp = int(numbers["tp"])
         if tp & (tp - 1) or tp > 64:
@@ -100,7 +116,8 @@ def read_measurements(text: str, source: str) -> dict[str, list[Measurement]]:
         if kind == "allreduce" and tp == 1:
             raise SpecError(f"{where}.tp", row["tp"], "an all-reduce spans at least 2 GPUs", source)
         out.setdefault(gpu.name, []).append(Measurement(kind, model, tp, int(numbers["batch"]), int(numbers["context"]),  # type: ignore[arg-type]
-                                                        numbers["seconds"], f"{source} {where}", numbers["bytes"]))
+                                                        numbers["seconds"], f"{source} {where}", numbers["bytes"],
+                                                        int(numbers["gpus"]), numbers["tokens"]))
     if not out:
         raise SpecError("", source, "holds no measurements", source)
     return out
@@ -205,6 +222,7 @@ def fit_profile(gpu_name: str, rows: list[Measurement], source: str = "") -> Har
     from scipy.optimize import least_squares
 
     gpu = get_gpu(gpu_name)
+    rows = [r for r in rows if r.kind != "train"]  # training steps: fit_training
     tps = sorted({r.tp for r in rows if r.kind != "allreduce"})
     stray = sorted({r.tp for r in rows if r.kind == "allreduce"} - set(tps))
     if stray:
@@ -260,3 +278,36 @@ def aic_measurements() -> dict[str, list[Measurement]]:
             out.setdefault(r["gpu"], []).append(Measurement("allreduce", None, int(r["tp"]), 0, 0, float(r["seconds"]),
                                                             f"aic_vllm_allreduce.csv row {i}", float(r["bytes"])))
     return out
+
+
+def fit_training(gpu_name: str, rows: list[Measurement], source: str = "", gpus_per_node: int = 8) -> TrainingFit:
+    """The effective training MFU of ``gpu_name`` that best explains its ``train`` rows (module
+    doc): the step is ``compute / mfu + fixed`` (:class:`~costmodels.rl_training.TrainingProfile`),
+    fitted in log space inside [0.001, 1] (bounded scalar minimisation, scipy), with its residual."""
+    from scipy.optimize import minimize_scalar
+
+    from costmodels.rl_training import TrainingProfile
+
+    rows = [r for r in rows if r.kind == "train"]
+    if len(rows) < MIN_ROWS_PER_PARAMETER:
+        raise CalibrationError(f"{source or gpu_name}: {len(rows)} training steps of {gpu_name}; a fit of the training MFU needs at least "
+                               f"{MIN_ROWS_PER_PARAMETER}")
+    unit = TrainingProfile(mfu=1.0)
+    assert all(r.model is not None for r in rows)
+    compute = np.array([unit.compute_s(r.model.name, gpu_name, r.gpus, r.tokens) for r in rows])  # type: ignore[union-attr]
+    fixed = np.array([unit.fixed_s(r.model.name, gpu_name, r.gpus, gpus_per_node) for r in rows])  # type: ignore[union-attr]
+    measured = np.log([r.seconds for r in rows])
+    if np.any(np.exp(measured) <= fixed):
+        worst = rows[int(np.argmax(fixed - np.exp(measured)))]
+        raise CalibrationError(f"{worst.where or source}: a training step of {worst.seconds:g} s is shorter than its optimizer step and "
+                               f"weight sync alone ({fixed[int(np.argmax(fixed - np.exp(measured)))]:.3g} s): not a whole step")
+
+    def loss(log_mfu: float) -> float:
+        return float(np.sum((np.log(compute / math.exp(log_mfu) + fixed) - measured) ** 2))
+
+    result = minimize_scalar(loss, bounds=(math.log(1e-3), 0.0), method="bounded", options={"xatol": 1e-6})
+    if not result.success:
+        raise CalibrationError(f"{source or gpu_name}: the training fit of {gpu_name} did not converge ({result.message})")
+    mfu = float(math.exp(result.x))
+    rms = math.sqrt(loss(result.x) / len(rows))
+    return TrainingFit(gpu=gpu_name, mfu=round(mfu, 6), source=source, residuals={"train": round(rms, 4)}, steps=len(rows))

@@ -39,7 +39,7 @@ verl up to 0.5 ran (``enforce_eager: True``), the papers' veRL baselines, fitted
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -86,6 +86,9 @@ class Efficiency(BaseModel):
         "flat, the compute and hbm fractions with ring all-reduces"))
     per_gpu: dict[str, GPUEfficiency] = Field(default_factory=dict, description="per GPU type overrides")
     profiles: dict[str, HardwareProfile] = Field(default_factory=dict, description="fitted kernel profiles per GPU type (rlplan calibrate); before the shipped ones")
+    training_mfu: dict[str, Annotated[float, Field(gt=0, le=1)]] = Field(default_factory=dict, description=(
+        "training MFU per GPU type fitted to measured RL training steps (rlplan calibrate, train rows): the rollout problem's "
+        "training stage on that GPU type uses it in place of the RollPacker Table 1 fit; HetRL's placement keeps its Appendix B terms"))
 
     def profile_for(self, gpu: GPUSpec, tp: int) -> HardwareProfile | None:
         """The fitted profile of ``gpu`` when it covers ``tp`` (the given profiles first, then the

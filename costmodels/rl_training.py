@@ -73,6 +73,20 @@ class TrainingProfile(BaseModel):
         return optimizer + 2 * n / 1e9 / link
 
 
+class TrainingFit(BaseModel):
+    """One GPU type's training MFU fitted to measured RL training steps (``rlplan calibrate``,
+    ``train`` rows; :func:`costmodels.calibration.fit_training`): what the rollout and co-scheduling
+    problems' training stage uses on that GPU type in place of :data:`FITTED_MFU`."""
+
+    model_config = _STRICT
+
+    gpu: str = Field(min_length=1, description="catalog GPU type the steps ran on")
+    mfu: float = Field(gt=0, le=1, description="effective share of dense BF16 peak the training stage reached")
+    source: str = Field(default="", description="the measurements it was fitted to")
+    steps: int = Field(default=0, ge=0, description="training steps the fit used")
+    residuals: dict[str, float] = Field(default_factory=dict, description="RMS log error of the fit")
+
+
 def train_seconds(model: str, gpu: str, gpus: int, tokens: float, params: ServingParams | None = None,
                   profile: TrainingProfile | None = None) -> float:
     """Seconds of one training step on ``tokens`` tokens on ``gpus`` GPUs (module doc)."""

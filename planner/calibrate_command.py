@@ -24,21 +24,24 @@ from planner.outputs import check_output
 
 @app.command()
 def calibrate(
-    measurements: Annotated[list[Path] | None, typer.Option("--measurements", help="CSV of measured steps: kind,gpu,model,tp,batch,context,seconds (repeatable)")] = None,
+    measurements: Annotated[list[Path] | None, typer.Option("--measurements", help=(
+        "CSV of measurements: kind,gpu,model,tp,batch,context,seconds[,bytes,gpus,tokens]; kinds decode, prefill, "
+        "allreduce, train (repeatable)"))] = None,
     aic: Annotated[bool, typer.Option("--aic", help="fit to AIConfigurator's vLLM data shipped in costmodels/data/measured (the default without --measurements)")] = False,
     gpu: Annotated[list[str] | None, typer.Option("--gpu", help="only this GPU type (repeatable)")] = None,
     output: Annotated[str, typer.Option("--output", "-o", help="profile file to write (YAML; - for stdout)")] = "profiles.yaml",
     as_json: Annotated[bool, typer.Option("--json", help="print the profiles as JSON instead of tables")] = False,
 ) -> None:
     """Fit a hardware profile per GPU type (GEMM, weight-stream and KV-read efficiencies, per-layer
-    floors, all-reduce per TP) by least squares on log step times, and print each fit's residual
-    per TP. About a second per GPU type."""
+    floors, all-reduce per TP) by least squares on log step times, and the training MFU per GPU
+    type from measured training steps; print each fit's residual per TP. About a second per GPU type."""
     from costmodels.calibration import (
         DERIVED,
         CalibrationError,
         aic_measurements,
         derive_profile,
         fit_profile,
+        fit_training,
         read_measurements,
     )
 
@@ -59,8 +62,12 @@ def calibrate(
             if name not in data and DERIVED.get(name) not in data:
                 raise SpecError("--gpu", name, f"no measurements of it (measured: {', '.join(sorted(data))})")
         start = time.time()
+        kernel_data = {name: [r for r in rows if r.kind != "train"] for name, rows in data.items()}
+        kernel_data = {name: rows for name, rows in kernel_data.items() if rows}
+        train_data = {name: [r for r in rows if r.kind == "train"] for name, rows in data.items()}
         wanted = sorted({DERIVED.get(name, name) if name not in data else name for name in gpu} if gpu else data)
-        profiles = [fit_profile(name, data[name], " + ".join(sources)) for name in wanted]
+        profiles = [fit_profile(name, kernel_data[name], " + ".join(sources)) for name in wanted if name in kernel_data]
+        training = [fit_training(name, train_data[name], " + ".join(sources)) for name in wanted if train_data.get(name)]
         fitted = {p.gpu: p for p in profiles}
         # catalog GPU types without data of their own that share a fitted part's silicon
         profiles += [derive_profile(fitted[base], name) for name, base in DERIVED.items()
@@ -69,7 +76,11 @@ def calibrate(
         fail(exc)
     except CalibrationError as exc:
         fail(exc)
-    doc = {"profiles": [p.model_dump(mode="json") for p in profiles]}
+    doc: dict = {}
+    if profiles:
+        doc["profiles"] = [p.model_dump(mode="json") for p in profiles]
+    if training:
+        doc["training"] = [t.model_dump(mode="json") for t in training]
     text = yaml.safe_dump(doc, sort_keys=False)
     if output == "-":
         sys.stdout.write(text)
@@ -87,12 +98,20 @@ def calibrate(
     for col in ("GPU", "TP", "RMS log err", "weights e_w", "all-reduce µs", "all-reduce GB/s"):
         per_tp.add_column(col, justify="left" if col == "GPU" else "right")
     for p in profiles:
-        per_gpu.add_row(p.gpu, str(len(data[p.gpu])) if p.gpu in data else "-", f"{p.residuals['all']:.3f}" if p.residuals else "derived", f"{p.gemm_efficiency:.2f}", f"{p.kv_efficiency:.2f}",
+        per_gpu.add_row(p.gpu, str(len(kernel_data[p.gpu])) if p.gpu in kernel_data else "-", f"{p.residuals['all']:.3f}" if p.residuals else "derived", f"{p.gemm_efficiency:.2f}", f"{p.kv_efficiency:.2f}",
                         f"{p.layer_floor_us:.1f}", f"{p.layer_sequence_us:.3f}")
         for t, e in p.weight_efficiency.items():
             ar = p.allreduce.get(t)
             per_tp.add_row(p.gpu, str(t), f"{p.residuals[f'tp{t}']:.3f}" if p.residuals else "-", f"{e:.2f}",
                            "-" if ar is None else f"{ar.latency_us:.1f}", "-" if ar is None else f"{ar.bus_gb_per_s:.0f}")
-    out.print(per_gpu)
-    out.print(per_tp)
+    if profiles:
+        out.print(per_gpu)
+        out.print(per_tp)
+    if training:
+        per_train = Table(title="training: effective MFU fitted to measured steps")
+        for col in ("GPU", "steps", "MFU", "RMS log err"):
+            per_train.add_column(col, justify="left" if col == "GPU" else "right")
+        for t in training:
+            per_train.add_row(t.gpu, str(t.steps), f"{t.mfu:.3f}", f"{t.residuals['train']:.3f}")
+        out.print(per_train)
     out.print(f"wrote {output}", highlight=False)

@@ -98,14 +98,17 @@ ENGINE_HELP = ("serving engine's CPU time per decode step: cuda-graph (default: 
 def _efficiency_update(profile: str | None, engine: str | None) -> dict[str, Any]:
     """The efficiency fields ``--profile`` and ``--engine`` set."""
     from costmodels.profiles import engine_profiles
-    from planner.io import load_profiles
+    from planner.io import load_profile_file
 
     update: dict[str, Any] = {}
     if profile == "flat" and not Path(profile).exists():
         update.update(kernels="flat", profiles={})
     elif profile is not None:
         try:
-            update["profiles"] = load_profiles(profile)
+            profiles, training = load_profile_file(profile)
+            update["profiles"] = profiles
+            if training:
+                update["training_mfu"] = {gpu: fit.mfu for gpu, fit in training.items()}
         except SpecError as exc:
             raise exc if exc.source else SpecError("--profile", profile, exc.reason) from None
     if engine is not None:
@@ -757,6 +760,8 @@ def simulate_rollout(
     plan: Annotated[list[Path] | None, typer.Option(help="a plan file written by `rlplan plan rollout`, replayed on its own job; repeat to compare")] = None,
     run_invalid: Annotated[bool, typer.Option("--run-invalid", help="replay a plan the validator rejects instead of refusing it (exit 1)")] = False,
     setting: Annotated[list[str] | None, typer.Option(help="a named plan: paper (RollPacker's settings) or verl (synchronous); repeat to compare")] = None,
+    profile: Annotated[str | None, typer.Option(help=PROFILE_HELP + "; a file's training fit sets the job's training MFU")] = None,
+    engine: Annotated[str | None, typer.Option(help=ENGINE_HELP)] = None,
     plot: Annotated[Path | None, typer.Option(help="draw per-step rollout time, max response and step breakdown of the first plan, the second as baseline (Fig. 10a/b), to this PNG")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable steps")] = False,
 ) -> None:
@@ -784,6 +789,13 @@ def simulate_rollout(
         else:
             job = job or "rollout-7b-8k"
             problem = build_problem("rollout", {"job": job})
+        if profile is not None or engine is not None:  # every run on the same kernels and engine
+            from costmodels.rollout.kind import KIND as ROLLOUT
+
+            assert ROLLOUT.with_efficiency is not None
+            update = _efficiency_update(profile, engine)
+            problem = ROLLOUT.with_efficiency(problem, update)
+            runs = [(label, p, ROLLOUT.with_efficiency(prob, update)) for label, p, prob in runs]
         for name in setting or ([] if plan else ["verl", "paper"]):
             if name not in named:
                 raise SpecError("--setting", name, f"known: {', '.join(named)}")

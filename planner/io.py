@@ -358,27 +358,37 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def load_profiles(ref: Any) -> dict[str, Any]:
-    """Hardware profiles by GPU type from a file ``rlplan calibrate`` wrote (``profiles:`` and a
-    list), or the shipped ``aic-vllm`` set by that name; each profile validated, its GPU type known
-    to the catalog, no GPU type twice."""
+    """Hardware profiles by GPU type from a file ``rlplan calibrate`` wrote, or the shipped
+    ``aic-vllm`` set by that name (:func:`load_profile_file`)."""
+    return load_profile_file(ref)[0]
+
+
+def load_profile_file(ref: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(hardware profiles, training fits), each by GPU type, from a file ``rlplan calibrate``
+    wrote (``profiles:`` and/or ``training:``, each a list), or the shipped ``aic-vllm`` set by
+    that name (no training fits: the Table 1 fit stands); each entry validated, its GPU type known
+    to the catalog, no GPU type twice in a list."""
 
     from costmodels.catalog import get_gpu
     from costmodels.profiles import HardwareProfile, shipped_profiles
+    from costmodels.rl_training import TrainingFit
 
     if str(ref) == "aic-vllm" and not Path(str(ref)).exists():
-        return dict(shipped_profiles())  # the judge's own default set, read once per process
+        return dict(shipped_profiles()), {}  # the judge's own default set, read once per process
     source = str(ref)
     data = read_document(Path(source))
-    if not isinstance(data, dict) or not isinstance(data.get("profiles"), list) or not data["profiles"]:
-        raise SpecError("profiles", type(data).__name__, "a profile file holds `profiles:` and a list of them (what `rlplan calibrate` writes)", source)
-    out: dict[str, HardwareProfile] = {}
-    for i, item in enumerate(data["profiles"]):
-        try:
-            profile = parse_model(HardwareProfile, item, source)
-            get_gpu(profile.gpu)
-        except SpecError as exc:
-            raise exc.prefixed(f"profiles[{i}]").with_source(source) from None
-        if profile.gpu in out:
-            raise SpecError(f"profiles[{i}].gpu", profile.gpu, "a second profile of this GPU type", source)
-        out[profile.gpu] = profile
-    return out
+    lists = {k: data.get(k) for k in ("profiles", "training")} if isinstance(data, dict) else {}
+    if not any(isinstance(v, list) and v for v in lists.values()) or any(v is not None and not isinstance(v, list) for v in lists.values()):
+        raise SpecError("profiles", type(data).__name__, "a profile file holds `profiles:` and/or `training:`, each a list (what `rlplan calibrate` writes)", source)
+    found: dict[str, dict[str, Any]] = {"profiles": {}, "training": {}}
+    for key, cls in (("profiles", HardwareProfile), ("training", TrainingFit)):
+        for i, item in enumerate(lists.get(key) or []):
+            try:
+                entry = parse_model(cls, item, source)
+                get_gpu(entry.gpu)
+            except SpecError as exc:
+                raise exc.prefixed(f"{key}[{i}]").with_source(source) from None
+            if entry.gpu in found[key]:
+                raise SpecError(f"{key}[{i}].gpu", entry.gpu, "a second entry of this GPU type", source)
+            found[key][entry.gpu] = entry
+    return found["profiles"], found["training"]

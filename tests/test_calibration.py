@@ -64,7 +64,8 @@ CSV = "kind,gpu,model,tp,batch,context,seconds\n"
 
 
 @pytest.mark.parametrize(("row", "field", "value"), [
-    ("train,H100-SXM,Qwen3-8B,2,8,1024,0.01", "row 2.kind", "train"),
+    ("step,H100-SXM,Qwen3-8B,2,8,1024,0.01", "row 2.kind", "step"),
+    ("train,H100-SXM,Qwen3-8B,2,8,1024,0.01", "row 2.gpus", "train row needs gpus"),
     ("decode,H100-SXM,Qwen3-8B,3,8,1024,0.01", "row 2.tp", "3"),
     ("decode,H100-SXM,Qwen3-8B,2,8,1024,-0.01", "row 2.seconds", "-0.01"),
     ("decode,H100-SXM,Qwen3-8B,2,eight,1024,0.01", "row 2.batch", "eight"),
@@ -178,8 +179,8 @@ def test_plan_profile_is_recorded_and_validated(tmp_path):
     assert run_cli("plan", "replan", "--profile", "flat", "-q", "-o", str(flat)).returncode == 0
     flat_doc = json.loads(flat.read_text())
     assert flat_doc["objective"] != doc["objective"] and flat_doc["inputs"]["state"]["serving"]["efficiency"]["kernels"] == "flat"
-    proc = run_cli("plan", "rollout", "--profile", "aic-vllm", "-o", str(tmp_path / "r.json"))
-    assert proc.returncode == 2 and "--profile" in proc.stderr and not (tmp_path / "r.json").exists()
+    proc = run_cli("plan", "cosched", "--profile", "aic-vllm", "-o", str(tmp_path / "c.json"))
+    assert proc.returncode == 2 and "--profile" in proc.stderr and not (tmp_path / "c.json").exists()
 
 
 def test_engine_option_and_flat_kernels_on_the_cli(tmp_path):
@@ -235,3 +236,68 @@ def test_shipped_l40s_tp8_allreduce_is_not_affine():
 
     ar = shipped_profiles()["L40S"].allreduce[8]
     assert ar.seconds(1048576.0) / 1048576.0 < ar.seconds(524288.0) / 524288.0
+
+
+TRAIN_CSV = "kind,gpu,model,seconds,gpus,tokens\n"
+
+
+def _train_rows(mfu: float, noise: float, seed: int) -> list[Measurement]:
+    """Training steps a cluster whose training stage reaches ``mfu`` would log: three models,
+    16-64 GPUs, 0.5-4 M tokens per step."""
+    from costmodels.rl_training import TrainingProfile
+
+    rng = np.random.default_rng(seed)
+    truth = TrainingProfile(mfu=mfu)
+    rows = []
+    for model in ("Qwen2.5-7B", "Qwen2.5-14B", "Qwen2.5-32B"):
+        for gpus in (16, 32, 64):
+            for tokens in (5e5, 1e6, 4e6):
+                s = truth.compute_s(model, "H800", gpus, tokens) + truth.fixed_s(model, "H800", gpus)
+                rows.append(Measurement("train", get_model(model), 1, 0, 0, s * math.exp(rng.normal(0, noise)), gpus=gpus, tokens=tokens))
+    return rows
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_training_fit_recovers_a_known_mfu_within_5_percent(seed):
+    from costmodels.calibration import fit_training
+
+    fit = fit_training("H800", _train_rows(0.31, 0.03, seed))
+    assert abs(fit.mfu / 0.31 - 1) <= 0.05 and fit.steps == 27 and fit.residuals["train"] < 0.05
+
+
+def test_training_fit_refuses_too_few_or_impossible_steps():
+    from costmodels.calibration import CalibrationError, fit_training
+
+    rows = _train_rows(0.3, 0.0, 0)
+    with pytest.raises(CalibrationError, match="needs at least"):
+        fit_training("H800", rows[:2], "few.csv")
+    short = [Measurement("train", get_model("Qwen2.5-32B"), 1, 0, 0, 1e-3, "t.csv row 2", gpus=16, tokens=1e6)] * 3
+    with pytest.raises(CalibrationError, match="t.csv row 2.*optimizer step and weight sync"):
+        fit_training("H800", short)
+
+
+def test_calibrate_training_rows_drive_the_rollout_job(tmp_path):
+    """`rlplan calibrate` on training steps writes a `training:` fit; `--profile` with that file
+    gives the rollout job's training stage the fitted MFU (a faster training stage, a shorter
+    step), and a bad training row exits 2 naming file, row, field and value."""
+    import json
+
+    good = tmp_path / "train.csv"
+    good.write_text(TRAIN_CSV + "".join(f"train,H800,{r.model.name},{r.seconds!r},{r.gpus},{r.tokens:g}\n" for r in _train_rows(0.3, 0.01, 4)))
+    out = tmp_path / "fit.yaml"
+    proc = run_cli("calibrate", "--measurements", str(good), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    doc = yaml.safe_load(out.read_text())
+    assert "profiles" not in doc and doc["training"][0]["gpu"] == "H800" and abs(doc["training"][0]["mfu"] / 0.3 - 1) < 0.05
+    assert "training: effective MFU" in proc.stdout
+
+    def step(*extra: str) -> float:
+        proc = run_cli("simulate", "rollout", "--job", "rollout-7b-8k", "--setting", "verl", "--json", *extra)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)["results"][0]["objective_s"]
+
+    assert step("--profile", str(out)) < step()
+    bad = tmp_path / "bad.csv"
+    bad.write_text(TRAIN_CSV + "train,H800,Qwen2.5-7B,30.5,0,1000000\n")
+    proc = run_cli("calibrate", "--measurements", str(bad), "-o", str(tmp_path / "q.yaml"))
+    assert proc.returncode == 2 and "bad.csv" in proc.stderr and "row 2.gpus" in proc.stderr and not (tmp_path / "q.yaml").exists()

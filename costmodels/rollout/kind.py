@@ -20,6 +20,21 @@ SOLVERS = (
                 description="every plan of the discrete space, one simulated epoch per rollout setting (the optimum on small jobs)"),
 )
 
+def _with_efficiency(problem: RolloutProblem, update: dict) -> RolloutProblem:
+    """The job with ``--profile``'s kernels and training fit and ``--engine``'s serving mode: the
+    kernel fields go to the workload, a training MFU fitted on the job's GPU type to its training
+    stage, the engine by name (the workload names its engine rather than carrying overheads)."""
+    wl = problem.workload
+    changes: dict = {k: update[k] for k in ("kernels", "profiles") if k in update}
+    if update.get("engine") is not None:
+        changes["engine"] = update["engine"]
+    mfu = update.get("training_mfu", {}).get(wl.gpu)
+    if mfu is not None:
+        changes["training"] = wl.training.model_copy(update={"mfu": mfu})
+    job = problem.job.model_copy(update={"workload": wl.model_copy(update=changes)})
+    return RolloutProblem(JobSpec.model_validate(job.model_dump()))
+
+
 KIND = ProblemKind(
     name="rollout",
     summary="batch a synchronous RL job's rollouts: tail batching, TP per round, reward timeouts, stream trainer (RollPacker)",
@@ -27,6 +42,7 @@ KIND = ProblemKind(
     fields=(SpecField("job", JobSpec, "rollout job spec file or preset", default="rollout-7b-8k"),),
     problem_type=RolloutProblem,
     build=RolloutProblem,
+    with_efficiency=_with_efficiency,
     plan_type=RolloutPlan,
     evaluate=evaluate_rollout,
     check=check_rollout,

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from costmodels.decode import ServingParams
 from costmodels.efficiency import Efficiency
+from costmodels.profiles import HardwareProfile
 from costmodels.generation.traces import (
     TraceParams,
     prompt_difficulty,
@@ -169,11 +170,21 @@ class RolloutWorkload(BaseModel):
         "the rollout engine's serving mode (costmodels/data/profiles/engines.yaml): cuda-graph, vLLM's default and verl's since 0.6 "
         "and ROLL's; eager, verl's up to 0.5 (the papers' veRL baselines)"))
 
+    kernels: Literal["aic-vllm", "flat"] = Field(default="aic-vllm", description=(
+        "decode and prefill kernels: aic-vllm, the shipped profiles fitted to AIConfigurator; flat, rlplan 0.x's fixed fractions"))
+    profiles: dict[str, HardwareProfile] = Field(default_factory=dict, description=(
+        "fitted kernel profiles per GPU type (rlplan calibrate; --profile FILE), before the shipped ones"))
+
+    def __hash__(self) -> int:  # the frozen model's own hash cannot take the profiles' dicts
+        return hash(self.model_dump_json())
+
     def serving(self) -> ServingParams:
-        """The rollout engine's serving parameters: the judge's kernels with this engine's overheads."""
+        """The rollout engine's serving parameters: the judge's kernels (or ``profiles``) with this
+        engine's overheads."""
         from costmodels.profiles import engine_profiles
 
-        return ServingParams(efficiency=Efficiency(**engine_profiles()[self.engine].efficiency_update()))
+        return ServingParams(efficiency=Efficiency(kernels=self.kernels, profiles=self.profiles,
+                                                   **engine_profiles()[self.engine].efficiency_update()))
 
     def update_s(self) -> float:
         """Seconds after the last gradient: the optimizer step and the weight sync."""
