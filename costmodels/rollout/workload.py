@@ -28,13 +28,13 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from costmodels.decode import ServingParams
 from costmodels.efficiency import Efficiency
-from costmodels.profiles import HardwareProfile
 from costmodels.generation.traces import (
     TraceParams,
     prompt_difficulty,
     prompt_lengths,
     response_lengths,
 )
+from costmodels.profiles import HardwareProfile
 from costmodels.rl_training import FITTED_MFU, TRAIN_FLOPS_PER_PARAM_TOKEN, TrainingProfile
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
