@@ -29,6 +29,7 @@ from costmodels.catalog import GPUSpec, get_gpu
 from costmodels.efficiency import INTRA_NODE_HOP_LATENCY_MS
 from costmodels.errors import SpecError
 from costmodels.limits import MAX_LINK_GBPS
+from costmodels.profiles import HardwareProfile
 
 #: Latency of an intra-node hop when nothing else is said: the project's one NVLink/PCIe hop
 DEFAULT_INTRA_NODE_LATENCY_MS = INTRA_NODE_HOP_LATENCY_MS
@@ -98,6 +99,10 @@ class ClusterSpec(BaseModel):
     gpus: list[GPUSpec] = Field(default_factory=list)
     nodes: list[NodeSpec] = Field(min_length=1)
     network: NetworkSpec
+    profiles: list[HardwareProfile] = Field(default_factory=list, max_length=256, description=(
+        "fitted kernel profiles of this cluster's GPU types (the `profiles:` entries `rlplan calibrate` writes); they "
+        "replace the shipped profile of their GPU type, a custom GPU type gets calibrated kernels, and --profile FILE "
+        "overrides them per GPU type"))
 
     def check(self) -> None:
         """Cross-field checks pydantic cannot express; raises SpecError with the field path."""
@@ -119,6 +124,14 @@ class ClusterSpec(BaseModel):
                 get_gpu(node.gpu, custom)
             except SpecError as exc:
                 raise SpecError(f"nodes[{i}].gpu", node.gpu, exc.reason) from None
+        known = {node.gpu for node in self.nodes}
+        profiled: set[str] = set()
+        for i, prof in enumerate(self.profiles):
+            if prof.gpu in profiled:
+                raise SpecError(f"profiles[{i}].gpu", prof.gpu, "a second profile of this GPU type")
+            if prof.gpu not in known:
+                raise SpecError(f"profiles[{i}].gpu", prof.gpu, f"no node has this GPU type (nodes: {', '.join(sorted(known))})")
+            profiled.add(prof.gpu)
         zones = self.zones()
         links: dict[frozenset[str], int] = {}
         for i, link in enumerate(self.network.inter_zone):

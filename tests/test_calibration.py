@@ -301,3 +301,38 @@ def test_calibrate_training_rows_drive_the_rollout_job(tmp_path):
     bad.write_text(TRAIN_CSV + "train,H800,Qwen2.5-7B,30.5,0,1000000\n")
     proc = run_cli("calibrate", "--measurements", str(bad), "-o", str(tmp_path / "q.yaml"))
     assert proc.returncode == 2 and "bad.csv" in proc.stderr and "row 2.gpus" in proc.stderr and not (tmp_path / "q.yaml").exists()
+
+
+def test_cluster_spec_profiles_drive_placement_and_are_checked(tmp_path):
+    """A cluster spec's `profiles:` replace the shipped kernels of their GPU types (slower weight
+    streams: a slower plan), --profile FILE overrides them per GPU type, `flat` drops them, and a
+    profile of a GPU type no node has is refused by field."""
+    from costmodels.placement.kind import KIND as PLACEMENT
+    from planner.io import build_problem
+    from planner.presets import get_preset
+    from planner.solve import solve
+
+    preset = get_preset("hetrl-single-region")
+    assert preset is not None
+    cluster = preset.data()
+    cluster = cluster if isinstance(cluster, dict) else cluster.model_dump(mode="json")
+    shipped = _shipped()
+    slow = [shipped[g].model_copy(update={"weight_efficiency": {t: e / 2 for t, e in shipped[g].weight_efficiency.items()}})
+            for g in sorted({n["gpu"] for n in cluster["nodes"]})]
+
+    def objective(c: dict, update: dict | None = None) -> float:
+        problem = build_problem("placement", {"cluster": c, "workflow": "ppo-sync-qwen3-8b"})
+        if update is not None:
+            problem = PLACEMENT.with_efficiency(problem, update)
+        return solve(problem, solver="verl").objective
+
+    base = objective(cluster)
+    with_profiles = {**cluster, "profiles": [p.model_dump(mode="json") for p in slow]}
+    assert objective(with_profiles) > base
+    assert objective(with_profiles, {"profiles": {p.gpu: shipped[p.gpu] for p in slow}}) == pytest.approx(base)
+    assert objective(with_profiles, {"kernels": "flat", "profiles": {}}) == pytest.approx(objective(cluster, {"kernels": "flat", "profiles": {}}))
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({**cluster, "profiles": [shipped["H100-SXM"].model_dump(mode="json")]}))
+    proc = run_cli("plan", "placement", "--cluster", str(bad), "--solver", "verl", "-q", "-o", str(tmp_path / "x.json"))
+    assert proc.returncode == 2 and "bad.yaml" in proc.stderr and "profiles[0].gpu" in proc.stderr and "H100-SXM" in proc.stderr
+    assert not (tmp_path / "x.json").exists()

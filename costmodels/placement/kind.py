@@ -23,7 +23,14 @@ def _evaluate(problem: PlacementProblem, plan: PlacementPlan) -> tuple[float, di
 
 
 def _build(cluster: ClusterSpec, workflow: WorkflowSpec, params: CostParams | None = None) -> PlacementProblem:
-    return PlacementProblem(cluster, workflow, params or CostParams())
+    """The placement problem; the cluster's own ``profiles:`` join the judge's (those the params
+    name explicitly win), unless the judge is the flat one."""
+    params = params or CostParams()
+    eff = params.efficiency
+    if cluster.profiles and eff.kernels != "flat":
+        merged = {**{p.gpu: p for p in cluster.profiles}, **eff.profiles}
+        params = params.model_copy(update={"efficiency": eff.model_copy(update={"profiles": merged})})
+    return PlacementProblem(cluster, workflow, params)
 
 
 SOLVERS = (
@@ -43,6 +50,10 @@ SOLVERS = (
 )
 
 def _with_efficiency(problem: PlacementProblem, update: dict) -> PlacementProblem:
+    update = dict(update)
+    if "profiles" in update and update.get("kernels", problem.params.efficiency.kernels) != "flat":
+        # --profile FILE overrides the cluster spec's profiles per GPU type, not all of them
+        update["profiles"] = {**{p.gpu: p for p in problem.cluster.profiles}, **update["profiles"]}
     eff = problem.params.efficiency.model_copy(update=update)
     return PlacementProblem(problem.cluster, problem.workflow, problem.params.model_copy(update={"efficiency": eff}))
 
