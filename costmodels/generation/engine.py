@@ -42,9 +42,11 @@ scheduler jitter. Units: seconds, tokens.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import heapq
 import math
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -52,7 +54,7 @@ import numpy as np
 
 from costmodels.decode import Instance
 from costmodels.solving import checkpoint
-from costmodels.transformer import kv_bytes_per_token
+from costmodels.transformer import BYTES_BF16, kv_bytes_per_token
 
 
 @dataclass
@@ -140,6 +142,20 @@ def step_coefficients(inst: Instance, batch: int) -> StepCoefficients:
         c1 = (d1["compute_s"] - d0["compute_s"]) / _SLOPE_CONTEXT
     rest = d0["comm_s"] + d0.get("overhead_s", 0.0)
     return StepCoefficients(d0["memory_s"], m1, d0["compute_s"], c1, rest)
+
+
+def _measured_allreduce(inst: Instance) -> Callable[[int], float] | None:
+    """The step's all-reduce seconds as a function of the batch when the instance's profile
+    interpolates them in measured times (piecewise linear in the batch, not affine:
+    ``costmodels.profiles.AllReduceTerm``), else None. The same term
+    ``HardwareProfile.terms`` charges: ``2 L + 1`` all-reduces of ``B h 2`` bytes."""
+    if inst.tp == 1:
+        return None
+    profile = inst.params.efficiency.profile_for(inst.gpu, inst.tp)
+    if profile is None or len(profile.allreduce[inst.tp].measured) < 2:
+        return None
+    ar, calls, width = profile.allreduce[inst.tp], 2 * inst.model.layers + 1, inst.model.hidden * BYTES_BF16
+    return lambda batch: calls * ar.seconds(batch * width)
 
 
 #: the context the slopes are read at: large, so rounding in the difference stays far below 1e-12 relative
@@ -339,10 +355,15 @@ class Engine:
                 coef = step_coefficients(st.inst, batch)
             else:
                 # dense: every coefficient is affine in the batch (shard read fixed; FLOPs, TP
-                # all-reduce volume and per-sequence overhead linear), so two batches give all
+                # all-reduce volume and per-sequence overhead linear), so two batches give all,
+                # except an all-reduce interpolated in measured times: its own term at this batch
                 one, two = self.coef(st, 1), self.coef(st, 2)
                 coef = StepCoefficients(*(a + (batch - 1) * (b - a) for a, b in
                                           zip((one.m0, one.m1, one.c0, one.c1, one.rest), (two.m0, two.m1, two.c0, two.c1, two.rest), strict=True)))
+                measured = _measured_allreduce(st.inst)
+                if measured is not None:
+                    c1, c2 = measured(1), measured(2)
+                    coef = dataclasses.replace(coef, rest=coef.rest - (c1 + (batch - 1) * (c2 - c1)) + measured(batch))
             hit = self._coef[key] = (st.inst, coef)
         return hit[1]
 
