@@ -2,8 +2,10 @@
 
 The judge moved from flat efficiencies (compute 0.5, HBM 0.8, ring all-reduces of 1.5 µs hops,
 0.2 ms + 10 µs per sequence of engine time, 10 FLOPs per parameter-token at 50% MFU for
-training) to fitted profiles (``costmodels.profiles``: AIConfigurator's vLLM kernels, vLLM's
-CUDA-graph engine; ``costmodels.rl_training``: training fitted to RollPacker Table 1). This
+training) to fitted profiles (``costmodels.profiles``: AIConfigurator's vLLM kernels with
+all-reduces interpolated in their measured times, vLLM's CUDA-graph engine;
+``costmodels.rl_training``: training fitted to RollPacker Table 1; veRL's synchronous judge
+scoring padded sequences). This
 reads the published CSVs of the commit before the change from git, the re-run ones from the
 working tree, and re-derives the decisions that matter (the fastest TP, the exact placement, the
 re-planner's baseline TP, the rollout search's TP) on both judges.
@@ -41,9 +43,8 @@ TABLES = (
     ("RollMux traces", "benchmarks/results/cosched/trace.csv", ["trace", "seed", "policy"], ["mean_cost_per_h", "slo_attainment"]),
     ("RollMux quality (ratio to the optimum)", "benchmarks/results/cosched/quality.csv", ["jobs", "seed"], ["optimal_per_h", "rollmux_ratio", "greedy_ratio"]),
 )
-#: bench suites re-run on the calibrated judge (``scenarios`` and ``scale`` are not yet: their
-#: reports say so)
-SUITES = ("placement", "replan", "cosched/suite", "rollout/suite")
+#: bench suites re-run on the calibrated judge
+SUITES = ("placement", "scenarios", "scale", "replan", "cosched/suite", "rollout/suite")
 
 
 def _old_csv(commit: str, path: str) -> pd.DataFrame | None:
