@@ -8,8 +8,8 @@ every plan the ``cosched`` heuristics return. Ground truth for the tests."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 
+from costmodels.combinatorics import set_partitions
 from costmodels.cosched.group import (
     CoschedModel,
     CoschedulePlan,
@@ -21,17 +21,6 @@ from costmodels.cosched.problem import CoscheduleProblem
 from costmodels.solving import Deadline, SolverOutput, Status
 
 MAX_JOBS = 6
-
-
-def _partitions(items: list[str]) -> Iterator[list[list[str]]]:
-    if not items:
-        yield []
-        return
-    first, rest = items[0], items[1:]
-    for part in _partitions(rest):
-        for i in range(len(part)):
-            yield [*part[:i], [first, *part[i]], *part[i + 1:]]
-        yield [[first], *part]
 
 
 def cheapest_group(m: CoschedModel, members: list[str]) -> tuple[float, GroupState] | None:
@@ -62,7 +51,7 @@ def solve_cosched_bruteforce(problem: CoscheduleProblem, *, time_limit: float | 
     count = 0
     deadline = Deadline(time_limit)
     stopped = False
-    for part in _partitions(names):
+    for part in set_partitions(names):
         if deadline.expired():
             stopped = True
             break
