@@ -729,14 +729,14 @@ def simulate_cosched(
     except SpecError as exc:
         fail(str(exc.with_source(trace)))
     if plot is not None:
-        from costmodels.cosched.group import round_robin_schedule
+        from costmodels.cosched.group import cosched_model, round_robin_schedule
         from costmodels.cosched.plot import plot_trace
 
         first = results[0]
         gantt = None
         if first.snapshot:
             g = max(first.snapshot, key=lambda g: len(g.members))
-            gantt = (round_robin_schedule(problem.model(), g, 2), g.rollout_nodes if not g.colocated else 0,
+            gantt = (round_robin_schedule(cosched_model(problem), g, 2), g.rollout_nodes if not g.colocated else 0,
                      f"{first.policy}: the largest group when the most jobs ran, two meta-iterations")
         write_picture(plot, lambda tmp: plot_trace(results, gantt, tmp, f"{len(problem.jobs.jobs)} jobs ({problem.jobs.name or trace})"))
     if as_json:

@@ -15,6 +15,7 @@ from costmodels.cosched.group import (
     CoschedulePlan,
     GroupState,
     colocated_group,
+    cosched_model,
     group_ok,
 )
 from costmodels.cosched.problem import CoscheduleProblem
@@ -42,7 +43,7 @@ def cheapest_group(m: CoschedModel, members: list[str]) -> tuple[float, GroupSta
 
 
 def solve_cosched_bruteforce(problem: CoscheduleProblem, *, time_limit: float | None = None, seed: int = 0) -> SolverOutput:
-    m = problem.model()
+    m = cosched_model(problem)
     names = list(m.order)
     if len(names) > MAX_JOBS:
         return SolverOutput(Status.NO_SOLUTION, message=f"brute force enumerates every grouping of at most {MAX_JOBS} jobs; this file has {len(names)} (use optimal)")

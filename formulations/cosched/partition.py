@@ -37,6 +37,7 @@ from costmodels.cosched.group import (
     CoschedulePlan,
     GroupState,
     colocated_group,
+    cosched_model,
     memory_ok,
     slo_ok,
     train_time,
@@ -145,7 +146,7 @@ def solve_cosched_optimal(problem: CoscheduleProblem, *, time_limit: float | Non
 
     t0 = time.perf_counter()
     deadline = Deadline(time_limit)
-    m = problem.model()
+    m = cosched_model(problem)
     columns: list[tuple[tuple[str, ...], float, GroupState]] = []
     cut_short = False
     try:
