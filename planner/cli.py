@@ -293,10 +293,12 @@ def plan_command(
     if plot is not None:
         write_picture(plot, lambda tmp: kind.plot(result.problem, result.plan, result.breakdown, tmp, f"{kind.name} by {result.solver}: "))
     if not quiet and output != "-":
+        # what came back and why the solver stopped, apart (a time-capped MILP and a finished search are both "feasible")
+        status = result.status.value + (f": {result.termination.phrase}" if result.termination is not None else "")
         if kind.summary_table is not None:
-            summary = kind.summary_table(result.problem, result.plan, result.objective, result.breakdown, result.solver, result.status.value)
+            summary = kind.summary_table(result.problem, result.plan, result.objective, result.breakdown, result.solver, status)
         else:
-            summary = _breakdown_summary(f"{kind.name} by {result.solver} ({result.status.value})", result.objective, result.breakdown)
+            summary = _breakdown_summary(f"{kind.name} by {result.solver} ({status})", result.objective, result.breakdown)
         out.print(render(summary))
         for line in outcome_lines(result):
             out.print(line, markup=False, highlight=False, soft_wrap=True)
