@@ -29,8 +29,10 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -n $(JOBS) -q -m "not slow"
 
+## lint: ruff, and the import contracts of pyproject.toml (also run by `make test`)
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports --no-cache
 
 ## bench: the benchmark suites (reports, CSV/Parquet, plots) into bench-out/<suite>/
 bench: $(STAMP)
@@ -41,4 +43,4 @@ schema: $(STAMP)
 	$(BIN)/python -m planner.planfile
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis plan.json bench-out
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis .grimp_cache plan.json bench-out

@@ -18,6 +18,7 @@ import numpy as np
 
 from benchmarks.instances import table6_problem
 from benchmarks.publish import command_line, write_csv, write_json
+from costmodels.cosched.group import cosched_model
 from heuristics.cosched.online import OnlineScheduler
 
 POINTS = (5, 100, 500, 1000, 2000)
@@ -25,7 +26,7 @@ PAPER_MS = {5: 5.6, 100: None, 500: None, 1000: None, 2000: 591.0}
 
 
 def run(seed: int = 0) -> dict:
-    m = table6_problem(max(POINTS) + 3, seed=seed).model()
+    m = cosched_model(table6_problem(max(POINTS) + 3, seed=seed))
     out = {}
     for rule in ("rollmux", "random", "greedy", "solo"):
         sched = OnlineScheduler(m, rule, seed)

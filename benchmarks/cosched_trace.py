@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.publish import command_line, write_csv, write_json
-from costmodels.cosched.group import round_robin_schedule
+from costmodels.cosched.group import cosched_model, round_robin_schedule
 from costmodels.cosched.plot import plot_trace
 from costmodels.cosched.traces import generate
 from formulations.cosched.partition import solve_cosched_optimal
@@ -46,7 +46,7 @@ def run(out: Path) -> tuple[list[dict], dict]:
                 rows.append({"trace": trace, "seed": seed, **r.summary(), "wall_s": time.perf_counter() - t0})
             if seed == 0:
                 g = max(results[1 if trace == "philly" else 0].snapshot, key=lambda g: len(g.members))
-                gantt = (round_robin_schedule(problem.model(), g, 2), g.rollout_nodes, "rollmux: the largest group when the most jobs ran")
+                gantt = (round_robin_schedule(cosched_model(problem), g, 2), g.rollout_nodes, "rollmux: the largest group when the most jobs ran")
                 plot_trace(results, gantt, out / f"trace_{trace}.png", f"{trace} trace, seed 0 ({len(problem.jobs.jobs)} jobs)")
     summary: dict = {}
     for trace, policies in (("philly", PHILLY), ("production", PRODUCTION)):

@@ -51,23 +51,11 @@ from costmodels.transformer import (
     attention_params,
     kv_bytes_per_token,
     mlp_params,
-    stage_params,
     total_params,
+    weights_read_gb,
 )
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
-
-
-def weights_read_gb(m: ModelSpec, stage_layers: int, first: bool, last: bool, tp: int, batch: float) -> float:
-    """GB of weights one GPU of a TP group reads in a decode step of ``batch`` tokens (D2): its
-    shard of the stage, and for MoE only the experts the batch is expected to route to."""
-    shard = stage_params(m, stage_layers, first, last)
-    if m.is_moe:
-        e, k = m.num_experts, m.experts_per_token
-        expert = mlp_params(m, active=False) / e  # type: ignore[operator]
-        touched = e * (1 - (1 - k / e) ** max(batch, 0))  # type: ignore[operator]
-        shard -= stage_layers * (e - touched) * expert  # type: ignore[operator]
-    return BYTES_BF16 * shard / tp / GB
 
 
 def decode_step_time(m: ModelSpec, gpu: GPUSpec, *, tp: int, stage_layers: int, first: bool, last: bool,

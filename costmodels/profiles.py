@@ -41,7 +41,13 @@ import math
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from costmodels.catalog import GPUSpec, ModelSpec
-from costmodels.transformer import BYTES_BF16, attention_params, kv_bytes_per_token, mlp_params
+from costmodels.transformer import (
+    BYTES_BF16,
+    attention_params,
+    kv_bytes_per_token,
+    mlp_params,
+    weights_read_gb,
+)
 
 GB = 1e9
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
@@ -122,8 +128,6 @@ class HardwareProfile(BaseModel):
         ``last``). For a prefill, ``batch`` is the number of prompts, ``prefill_tokens`` their
         tokens in all and ``attention_pairs`` the causal (query, key) pairs summed over prompts;
         ``context_tokens`` is then 0."""
-        from costmodels.decode import weights_read_gb  # decode reads profiles: imported when used
-
         if not self.covers(tp):
             raise ValueError(f"profile of {self.gpu} has no TP{tp} terms (fitted: {sorted(self.weight_efficiency)})")
         L, h = (m.layers if stage_layers is None else stage_layers), m.hidden

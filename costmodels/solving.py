@@ -36,10 +36,32 @@ class Status(StrEnum):
         return self in (Status.OPTIMAL, Status.FEASIBLE)
 
 
+class Termination(StrEnum):
+    """Why a solver stopped, kept apart from what it returns (:class:`Status`: a plan or not),
+    after pyomo's ``TerminationCondition`` / ``SolutionStatus``: a MILP the clock stopped and a
+    heuristic that finished its search may both return a feasible plan, and only one of them
+    would return the same plan on another machine."""
+
+    OPTIMAL = "optimal"  # proved optimal for the solver's model (within its gap)
+    INFEASIBLE = "infeasible"  # proved that no plan exists
+    TIME_LIMIT = "time_limit"  # the wall clock stopped it (the caller's limit or the default cap)
+    WORK_BUDGET = "work_budget"  # its work budget (evaluations, plans, nodes) ran out
+    CONVERGED = "converged"  # a search that ended on its own terms, no clock or budget cut it
+    ERROR = "error"  # it crashed, or answered what the façade refuses
+
+    @property
+    def phrase(self) -> str:
+        """How a summary says it."""
+        return {"optimal": "proved optimal", "infeasible": "proved infeasible", "time_limit": "stopped by the time limit",
+                "work_budget": "work budget spent", "converged": "search finished", "error": "error"}[self.value]
+
+
 @dataclass
 class SolverOutput:
     """A solver's raw answer. ``objective`` is the solver's own claim, which the planner checks
-    against the cost model; ``bound`` is a proven lower bound on the optimum, if any."""
+    against the cost model; ``bound`` is a proven lower bound on the optimum, if any;
+    ``termination`` why it stopped, when the solver knows better than the façade's reading of its
+    status and its clock record (:func:`termination_of`)."""
 
     status: Status
     plan: BaseModel | None = None
@@ -47,6 +69,27 @@ class SolverOutput:
     bound: float | None = None
     message: str = ""
     stats: dict[str, Any] = field(default_factory=dict)
+    termination: Termination | None = None
+
+
+def termination_of(out: SolverOutput, record: ClockRecord | None) -> Termination:
+    """Why the solve behind ``out`` stopped: the clock when it bound (whatever the solver says,
+    its result then depends on machine speed), else what the solver declared, else read off its
+    status (optimal, infeasible, error) and its work record (:func:`note_work`: the budget spent
+    in full), else a search that finished on its own."""
+    if record is not None and record.bound:
+        return Termination.TIME_LIMIT
+    if out.termination is not None:
+        return out.termination
+    if out.status == Status.OPTIMAL:
+        return Termination.OPTIMAL
+    if out.status == Status.INFEASIBLE:
+        return Termination.INFEASIBLE
+    if out.status == Status.ERROR:
+        return Termination.ERROR
+    if record is not None and record.done is not None and record.budget is not None and record.done >= record.budget:
+        return Termination.WORK_BUDGET
+    return Termination.CONVERGED
 
 
 class DeadlineExceeded(Exception):

@@ -80,3 +80,15 @@ def kv_bytes_per_token(m: ModelSpec, layers: int, tp: int) -> float:
     """
     heads_per_rank = max(m.kv_heads / tp, 1.0)
     return 2.0 * layers * heads_per_rank * m.head_dim * BYTES_BF16
+
+
+def weights_read_gb(m: ModelSpec, stage_layers: int, first: bool, last: bool, tp: int, batch: float) -> float:
+    """GB of weights one GPU of a TP group reads in a decode step of ``batch`` tokens (D2): its
+    shard of the stage, and for MoE only the experts the batch is expected to route to."""
+    shard = stage_params(m, stage_layers, first, last)
+    if m.is_moe:
+        e, k = m.num_experts, m.experts_per_token
+        expert = mlp_params(m, active=False) / e  # type: ignore[operator]
+        touched = e * (1 - (1 - k / e) ** max(batch, 0))  # type: ignore[operator]
+        shard -= stage_layers * (e - touched) * expert  # type: ignore[operator]
+    return BYTES_BF16 * shard / tp / 1e9

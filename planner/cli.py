@@ -293,10 +293,12 @@ def plan_command(
     if plot is not None:
         write_picture(plot, lambda tmp: kind.plot(result.problem, result.plan, result.breakdown, tmp, f"{kind.name} by {result.solver}: "))
     if not quiet and output != "-":
+        # what came back and why the solver stopped, apart (a time-capped MILP and a finished search are both "feasible")
+        status = result.status.value + (f": {result.termination.phrase}" if result.termination is not None else "")
         if kind.summary_table is not None:
-            summary = kind.summary_table(result.problem, result.plan, result.objective, result.breakdown, result.solver, result.status.value)
+            summary = kind.summary_table(result.problem, result.plan, result.objective, result.breakdown, result.solver, status)
         else:
-            summary = _breakdown_summary(f"{kind.name} by {result.solver} ({result.status.value})", result.objective, result.breakdown)
+            summary = _breakdown_summary(f"{kind.name} by {result.solver} ({status})", result.objective, result.breakdown)
         out.print(render(summary))
         for line in outcome_lines(result):
             out.print(line, markup=False, highlight=False, soft_wrap=True)
@@ -729,14 +731,14 @@ def simulate_cosched(
     except SpecError as exc:
         fail(str(exc.with_source(trace)))
     if plot is not None:
-        from costmodels.cosched.group import round_robin_schedule
+        from costmodels.cosched.group import cosched_model, round_robin_schedule
         from costmodels.cosched.plot import plot_trace
 
         first = results[0]
         gantt = None
         if first.snapshot:
             g = max(first.snapshot, key=lambda g: len(g.members))
-            gantt = (round_robin_schedule(problem.model(), g, 2), g.rollout_nodes if not g.colocated else 0,
+            gantt = (round_robin_schedule(cosched_model(problem), g, 2), g.rollout_nodes if not g.colocated else 0,
                      f"{first.policy}: the largest group when the most jobs ran, two meta-iterations")
         write_picture(plot, lambda tmp: plot_trace(results, gantt, tmp, f"{len(problem.jobs.jobs)} jobs ({problem.jobs.name or trace})"))
     if as_json:

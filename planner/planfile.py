@@ -19,23 +19,23 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 import planner
 from costmodels.errors import SpecError, field_path
 from costmodels.problem import ProblemKind
-from costmodels.solving import Status
+from costmodels.solving import Status, Termination
 from planner.io import build_problem, read_document
 from planner.registry import Registry, default_registry
 from planner.result import Result, relative_gap
 from planner.solve import EXACT_RTOL, check_plan
 
-SCHEMA_VERSION = "1.2"
+SCHEMA_VERSION = "1.3"
 #: versions this rlplan reads: 1.0 lacks ``clock`` (read as a plan whose clock decided nothing:
 #: 1.0 did not record it); 1.0 and 1.1 were judged on the flat kernels (:func:`_judge_of`);
-#: anything else is refused naming both versions
-READABLE_VERSIONS = ("1.0", "1.1", "1.2")
+#: before 1.3 no file records ``termination``; anything else is refused naming both versions
+READABLE_VERSIONS = ("1.0", "1.1", "1.2", "1.3")
 
 
 class _PlanFileBase(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # NaN objectives and bounds are no numbers
 
-    schema_version: Literal["1.0", "1.1", "1.2"] = SCHEMA_VERSION
+    schema_version: Literal["1.0", "1.1", "1.2", "1.3"] = SCHEMA_VERSION
     rlplan_version: str = ""
     solver: str
     status: Status
@@ -49,6 +49,9 @@ class _PlanFileBase(BaseModel):
     options: dict[str, Any] = Field(default_factory=dict)
     message: str = ""
     clock: str = Field(default="", description="empty when the work budget decided the result (same input, seed and budget give this plan on any machine); otherwise how the wall clock stopped the search")
+    termination: Termination | None = Field(default=None, description=(
+        "why the solver stopped, apart from `status` (what it returned): optimal, infeasible, time_limit, work_budget, "
+        "converged or error; absent before schema 1.3"))
     violations: list[str] = Field(default_factory=list)
     breakdown: dict[str, Any] = Field(default_factory=dict)
 
@@ -125,6 +128,7 @@ def result_to_dict(result: Result, registry: Registry | None = None) -> dict[str
         "options": result.options,
         "message": result.message,
         "clock": result.clock,
+        "termination": None if result.termination is None else result.termination.value,
         "violations": result.violations,
         "plan": result.plan.model_dump(mode="json") if result.plan is not None else None,
         "breakdown": result.breakdown,

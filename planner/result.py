@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from costmodels.solving import Status
+from costmodels.solving import Status, Termination
 
 
 @dataclass
@@ -41,6 +41,9 @@ class Result:
     #: machine); otherwise why the wall clock did ("stopped by the time cap of 60 s after 9 of
     #: 300 plans: this result depends on machine speed")
     clock: str = ""
+    #: why the solver stopped (``costmodels.solving.Termination``), apart from ``status`` (what it
+    #: returned); None only for results made outside the façade
+    termination: Termination | None = None
 
     @property
     def deterministic(self) -> bool:

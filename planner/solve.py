@@ -14,7 +14,15 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from costmodels.solving import DeadlineExceeded, SolverOutput, Status, clock_record, default_cap
+from costmodels.solving import (
+    DeadlineExceeded,
+    SolverOutput,
+    Status,
+    Termination,
+    clock_record,
+    default_cap,
+    termination_of,
+)
 from planner.registry import Registry, default_registry
 from planner.result import Result, relative_gap
 
@@ -73,11 +81,11 @@ def solve(
     except DeadlineExceeded as exc:  # one evaluation outlasted the whole limit: no plan, and why
         what = "time limit" if time_limit is not None else "default time cap"
         limit = time_limit if time_limit is not None else info.time_limit
-        return Result(status=Status.NO_SOLUTION, wall_time_s=time.perf_counter() - start, clock=clock.describe(),
+        return Result(status=Status.NO_SOLUTION, wall_time_s=time.perf_counter() - start, clock=clock.describe(), termination=Termination.TIME_LIMIT,
                       message=f"{info.name}: a single evaluation outlasted the {what} of {limit:g} s ({exc}); "
                               f"give a longer --time-limit", **base)
     except Exception as exc:  # a crash is a result, never a silent skip (docs/architecture.md, "Data flow")
-        return Result(status=Status.ERROR, wall_time_s=time.perf_counter() - start,
+        return Result(status=Status.ERROR, wall_time_s=time.perf_counter() - start, termination=Termination.ERROR,
                       message=f"{type(exc).__name__}: {exc}", stats={"traceback": traceback.format_exc()}, **base)
     wall = time.perf_counter() - start
     if not clock.bound and clock.limit is not None and wall >= clock.limit:
@@ -87,24 +95,25 @@ def solve(
         if isinstance(out, SolverOutput):
             out.message = f"{out.message} [{base['clock']}]".strip()
     if not isinstance(out, SolverOutput):
-        return Result(status=Status.ERROR, wall_time_s=wall, message=f"solver returned {type(out).__name__}, not SolverOutput", **base)
+        return Result(status=Status.ERROR, wall_time_s=wall, message=f"solver returned {type(out).__name__}, not SolverOutput",
+                      termination=Termination.ERROR, **base)
     result = Result(status=out.status, wall_time_s=wall, plan=out.plan, bound=out.bound, message=out.message,
-                    solver_objective=out.objective, stats=dict(out.stats), **base)
+                    solver_objective=out.objective, stats=dict(out.stats), termination=termination_of(out, clock), **base)
     if time_limit is None:
         result.stats["default_time_limit"] = info.time_limit
     if out.plan is None:
         if out.status.has_plan:
-            result.status = Status.ERROR
+            result.status, result.termination = Status.ERROR, Termination.ERROR
             result.message = f"solver reported {out.status.value} without a plan. {out.message}".strip()
         return result
     if not isinstance(out.plan, kind.plan_type):
-        result.status = Status.ERROR
+        result.status, result.termination = Status.ERROR, Termination.ERROR
         result.message = f"solver returned a {type(out.plan).__name__}, not a {kind.plan_type.__name__}"
         return result
     try:
         violations, objective, breakdown = check_plan(problem, out.plan, reg)
     except Exception as exc:
-        result.status = Status.ERROR
+        result.status, result.termination = Status.ERROR, Termination.ERROR
         result.message = f"cost model failed on the plan: {type(exc).__name__}: {exc}"
         return result
     if violations:

@@ -14,6 +14,7 @@ from costmodels.cosched.group import (
     GroupState,
     check_cosched,
     coexec_times,
+    cosched_model,
     cycle_and_load,
     evaluate_cosched,
     group_ok,
@@ -61,7 +62,7 @@ def test_no_heuristic_beats_the_brute_force_optimum_and_all_plans_are_valid(seed
 def test_an_unsaturated_round_robin_group_cycles_in_t_cycle(jobs, nodes, train, rnd):
     """Theorem 1's condition: T^load <= T^cycle  =>  the meta-iteration period is T^cycle."""
     problem = tiny_jobs([(float(r), float(t), 2.0) for r, t, _ in jobs], memory=1e9)
-    m = problem.model()
+    m = cosched_model(problem)
     names = list(m.order)
     pins = {n: tuple(sorted(rnd.sample(range(nodes), min(nodes, m.jobs[n].k)))) for n in names}
     g = GroupState(train, names, pins, nodes)
@@ -75,7 +76,7 @@ def test_an_unsaturated_round_robin_group_cycles_in_t_cycle(jobs, nodes, train, 
 @pytest.mark.parametrize("seed", range(4))
 def test_algorithm_1_opens_a_group_only_when_no_cheaper_valid_packing_exists(seed):
     problem = _random_jobs(100 + seed, 12)
-    m = problem.model()
+    m = cosched_model(problem)
     sched = OnlineScheduler(m, "rollmux")
     for name in m.order:
         before = [g.copy() for g in sched.groups]
@@ -115,7 +116,7 @@ def test_validator_names_each_broken_rule():
 
 def test_colocated_pays_slower_rollout_on_training_gpus_and_meets_slo_with_more_nodes():
     problem = tiny_jobs([(200, 50, 1.1)])
-    m = problem.model()
+    m = cosched_model(problem)
     g = isolated(m, "j0", colocated=True)
     assert g.colocated and group_ok(m, g) and g.train_nodes >= m.jobs["j0"].n
     assert coexec_times(m, GroupState(1, ["j0"], {"j0": ()}, 0, colocated=True))["j0"] > m.jobs["j0"].solo_s  # H800 decodes slower than H20
@@ -158,7 +159,7 @@ def _replay_period(m, g, rounds=3000):
        st.integers(1, 3), st.integers(1, 3), st.randoms(use_true_random=False))
 def test_exact_period_equals_a_long_replay(jobs, nodes, train, rnd):
     problem = tiny_jobs([(float(r), float(t), 2.0) for r, t in jobs], memory=1e9)
-    m = problem.model()
+    m = cosched_model(problem)
     pins = {n: tuple(sorted(rnd.sample(range(nodes), 1))) for n in m.order}
     g = GroupState(train, list(m.order), pins, nodes)
     assert coexec_times(m, g)[m.order[0]] == pytest.approx(_replay_period(m, g), rel=1e-3)

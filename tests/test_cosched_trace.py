@@ -11,6 +11,7 @@ import pytest
 from benchmarks.instances import table6_problem
 from costmodels.cosched.group import (
     check_cosched,
+    cosched_model,
     round_robin_period,
     round_robin_schedule,
     state_of,
@@ -32,7 +33,7 @@ def _trace(jobs=30, hours=60.0, seed=0):
 @pytest.mark.parametrize("seed", range(3))
 def test_schedule_settles_to_the_exact_period_and_never_overlaps(seed):
     problem = table6_problem(12, seed=seed)
-    m = problem.model()
+    m = cosched_model(problem)
     sched = OnlineScheduler(m)
     for name in m.order:
         sched.arrive(name)
@@ -73,7 +74,7 @@ def test_replay_phases_respect_the_pools():
 
 def test_departures_release_unused_rollout_nodes_and_stay_valid():
     problem = table6_problem(20, seed=4)
-    m = problem.model()
+    m = cosched_model(problem)
     sched = OnlineScheduler(m)
     for name in m.order:
         sched.arrive(name)

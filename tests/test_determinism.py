@@ -17,7 +17,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from costmodels.solving import Deadline, clock_record, native_stdout_silenced, note_work
+from costmodels.solving import (
+    Deadline,
+    Status,
+    Termination,
+    clock_record,
+    native_stdout_silenced,
+    note_work,
+)
 from planner import solve
 from planner.io import build_problem
 from planner.registry import default_registry
@@ -115,9 +122,38 @@ def test_a_capped_solve_says_so_in_its_result_and_plan_file():
     problem = build_problem("placement", {"cluster": "small-16", "workflow": "ppo-sync-qwen3-4b"})
     r = solve(problem, "ea", time_limit=0.3)
     assert not r.deterministic and "depends on machine speed" in r.clock
-    assert r.clock in r.message
+    assert r.clock in r.message and r.termination == Termination.TIME_LIMIT
     if r.plan is not None:
-        assert result_to_dict(r)["clock"] == r.clock
+        assert result_to_dict(r)["clock"] == r.clock and result_to_dict(r)["termination"] == "time_limit"
+
+
+@pytest.mark.parametrize(("kind", "fields", "solver", "why", "status"), [
+    ("placement", {"cluster": "small-8", "workflow": "grpo-sync-qwen3-8b"}, "ilp", Termination.OPTIMAL, Status.OPTIMAL),
+    ("placement", {"cluster": "small-8", "workflow": "grpo-sync-qwen3-8b"}, "verl", Termination.CONVERGED, Status.FEASIBLE),
+    ("replan", {"state": "replan-64"}, "milp", Termination.WORK_BUDGET, Status.FEASIBLE),
+])
+def test_why_a_solver_stopped_is_kept_apart_from_what_it_returned(kind, fields, solver, why, status):
+    """Termination (why it stopped) beside status (what it returned): a proof, a finished search
+    and a spent work budget all say so, in the result and in the plan file."""
+    from planner.planfile import result_to_dict
+
+    r = solve(build_problem(kind, fields), solver)
+    assert (r.status, r.termination) == (status, why), r.message
+    assert result_to_dict(r)["termination"] == why.value
+
+
+def test_termination_reads_the_clock_before_the_solver():
+    """The clock, when it bound, decides what the result is called, whatever the solver declared;
+    otherwise a declared termination stands, then the status, then a spent work budget."""
+    from costmodels.solving import ClockRecord, SolverOutput, termination_of
+
+    bound = ClockRecord(limit=1.0, bound=True)
+    assert termination_of(SolverOutput(Status.OPTIMAL, termination=Termination.OPTIMAL), bound) == Termination.TIME_LIMIT
+    assert termination_of(SolverOutput(Status.FEASIBLE, termination=Termination.CONVERGED), ClockRecord()) == Termination.CONVERGED
+    assert termination_of(SolverOutput(Status.INFEASIBLE), ClockRecord()) == Termination.INFEASIBLE
+    spent = ClockRecord(done=300, budget=300, unit="plans")
+    assert termination_of(SolverOutput(Status.FEASIBLE), spent) == Termination.WORK_BUDGET
+    assert termination_of(SolverOutput(Status.NO_SOLUTION), ClockRecord(done=3, budget=300)) == Termination.CONVERGED
 
 
 # --- threads --------------------------------------------------------------------------------------

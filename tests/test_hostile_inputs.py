@@ -373,11 +373,13 @@ def test_plan_file_of_the_previous_release_is_migrated(tmp_path):
     def old(d):
         d.update(schema_version="1.0", rlplan_version="0.0.9")
         d.pop("clock")
+        d.pop("termination")
         eff = d["inputs"]["params"].pop("efficiency")
         d["inputs"]["params"].update(compute_efficiency=eff["compute"], hbm_efficiency=eff["hbm"])
 
     def v11(d):  # what 1.1 wrote: no kernels, engine or per-layer overhead fields
         d.update(schema_version="1.1")
+        d.pop("termination")
         for key in ("kernels", "engine", "decode_layer_overhead_us"):
             d["inputs"]["params"]["efficiency"].pop(key)
 

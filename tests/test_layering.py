@@ -1,42 +1,12 @@
-"""DESIGN.md's arrows: benchmarks -> planner -> {formulations, heuristics} -> costmodels, and
-formulations and heuristics never import each other. Checked on every import statement, lazy
-ones inside functions included."""
+"""DESIGN.md's arrows: benchmarks -> planner -> {formulations, heuristics} -> costmodels,
+formulations and heuristics never import each other, problems never import each other, and no
+package has an import cycle: the import-linter contracts in pyproject.toml, run here."""
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).parents[1]
-ALLOWED = {
-    "costmodels": {"costmodels"},
-    "formulations": {"formulations", "costmodels"},
-    "heuristics": {"heuristics", "costmodels"},
-    "planner": {"planner", "formulations", "heuristics", "costmodels"},
-    "benchmarks": {"benchmarks", "planner", "formulations", "heuristics", "costmodels"},
-}
-
-
-def imported_packages(path: Path) -> list[tuple[int, str]]:
-    out = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            out += [(node.lineno, a.name.split(".")[0]) for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            out.append((node.lineno, node.module.split(".")[0]))
-    return [(line, pkg) for line, pkg in out if pkg in ALLOWED]
-
-
-@pytest.mark.parametrize("package", sorted(ALLOWED))
-def test_imports_point_down(package):
-    wrong = [f"{path.relative_to(ROOT)}:{line} imports {pkg}"
-             for path in sorted((ROOT / package).rglob("*.py"))
-             for line, pkg in imported_packages(path) if pkg not in ALLOWED[package]]
-    assert not wrong, "\n".join(wrong)
-
-
 PROBLEM_LAYERS = ("costmodels", "formulations", "heuristics")
 
 
@@ -52,29 +22,38 @@ def _problem_of(module: str) -> str | None:
     return None
 
 
-def _imported_modules(path: Path) -> list[tuple[int, str]]:
-    out = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            out += [(node.lineno, a.name) for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            out.append((node.lineno, node.module))
-    return out
+def test_import_contracts_hold():
+    """The import-linter contracts in pyproject.toml (`lint-imports`): the layers, problems apart
+    from each other in every layer, and no import cycle inside any package. Lazy imports inside
+    functions count (grimp reads every import statement)."""
+    import contextlib
+    import io
+    import os
+
+    from importlinter.cli import lint_imports
+
+    cwd = os.getcwd()
+    out = io.StringIO()
+    try:
+        os.chdir(ROOT)
+        with contextlib.redirect_stdout(out):
+            code = lint_imports(no_cache=True, no_logo=True)
+    finally:
+        os.chdir(cwd)
+    assert code == 0, out.getvalue()
 
 
-@pytest.mark.parametrize("layer", PROBLEM_LAYERS)
-def test_no_problem_imports_another_problems_package(layer):
-    """What two problems share lives at the top of costmodels (DESIGN.md, "The house"); shared
-    code never imports a problem's package either."""
-    wrong = []
-    for path in sorted((ROOT / layer).rglob("*.py")):
-        rel = path.relative_to(ROOT).with_suffix("")
-        own = _problem_of(".".join(rel.parts))
-        for line, module in _imported_modules(path):
-            other = _problem_of(module)
-            if other is not None and other != own and not (own is None and rel.parts[-1] in ("problems", "__init__") and layer == "costmodels"):
-                wrong.append(f"{path.relative_to(ROOT)}:{line} imports {module}")
-    assert not wrong, "\n".join(wrong)
+def test_the_contracts_name_every_problem():
+    """A new problem package cannot slip past the independence contracts: each lists every
+    problem package its layer has."""
+    import tomllib
+
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    listed = {m for c in contracts if c["type"] == "independence" for m in c["modules"]}
+    for layer in PROBLEM_LAYERS:
+        for pkg in sorted((ROOT / layer).iterdir()):
+            if (pkg / "__init__.py").exists() and _problem_of(f"{layer}.{pkg.name}.x") is not None:
+                assert f"{layer}.{pkg.name}" in listed, f"{layer}.{pkg.name} is in no independence contract (pyproject.toml)"
 
 
 def test_every_layer_lists_the_problems():

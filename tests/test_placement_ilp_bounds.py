@@ -9,6 +9,7 @@ import random
 
 import pytest
 
+from costmodels.combinatorics import set_partitions
 from costmodels.placement.cost import generation_floor, memory_floor_gb, task_cost, task_memory
 from costmodels.placement.options import GroupOption, GroupOptions
 from costmodels.placement.space import (
@@ -16,7 +17,6 @@ from costmodels.placement.space import (
     compositions,
     is_heterogeneous,
     place_task,
-    set_partitions,
     task_configs,
 )
 from costmodels.solving import Status

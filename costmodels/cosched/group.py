@@ -37,8 +37,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from costmodels.catalog import get_gpu, get_model, reference_table
-from costmodels.cosched.problem import CoscheduleProblem, RLJobSpec
+from costmodels.catalog import get_gpu
+from costmodels.cosched.problem import CoscheduleProblem, RLJobSpec, table_host_memory
 from costmodels.violations import Violation
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
@@ -89,22 +89,8 @@ class JobModel:
         return self.roll_s + self.train_s
 
 
-def _table_memory(model: str | None) -> tuple[float, float]:
-    """Table 2's warm state per 8-GPU node for the smallest listed size >= the model's."""
-    if model is None:
-        return 0.0, 0.0
-    size = get_model(model).params_b
-    rows = sorted((float(r["model_size"].rstrip("B")), float(r["rollout_state_gb_per_8gpu_node"]), float(r["train_state_gb_per_8gpu_node"]))
-                   for r in reference_table("rollmux_host_memory.csv"))
-    for s, roll, train in rows:
-        if size <= s + 1e-9:
-            return roll, train
-    s, roll, train = rows[-1]
-    return roll * size / s, train * size / s
-
-
 def job_model(job: RLJobSpec, g_rollout: int, g_train: int) -> JobModel:
-    roll_mem, train_mem = _table_memory(job.model)
+    roll_mem, train_mem = table_host_memory(job.model)
     return JobModel(job.name, -(-job.rollout_gpus // g_rollout), -(-job.train_gpus // g_train), job.t_rollout_s, job.t_train_s, job.slo,
                     job.rollout_host_memory_gb or roll_mem, job.train_host_memory_gb or train_mem)
 
@@ -325,7 +311,7 @@ def state_of(group: Group) -> GroupState:
 
 def evaluate_cosched(problem: CoscheduleProblem, plan: CoschedulePlan) -> tuple[float, dict[str, Any]]:
     """Objective: provisioning cost in $/h; breakdown per group and per job."""
-    m = problem.model()
+    m = cosched_model(problem)
     groups, jobs = [], {}
     gpus_r = gpus_t = 0
     for gi, group in enumerate(plan.groups):
@@ -349,7 +335,7 @@ def evaluate_cosched(problem: CoscheduleProblem, plan: CoschedulePlan) -> tuple[
 
 def check_cosched(problem: CoscheduleProblem, plan: CoschedulePlan) -> list[Violation]:
     """Independent validator: every job once, pins valid, memory residency, SLO, group size."""
-    m = problem.model()
+    m = cosched_model(problem)
     out: list[Violation] = []
     seen: dict[str, int] = {}
     for gi, group in enumerate(plan.groups):
@@ -393,3 +379,13 @@ def check_cosched(problem: CoscheduleProblem, plan: CoschedulePlan) -> list[Viol
             if times[name] > j.slo * j.solo_s * (1 + SLO_RTOL):
                 out.append(Violation("SLO", f"job {name}: co-execution {times[name]:.1f} s > SLO {j.slo} x solo {j.solo_s:.1f} s"))
     return out
+
+
+def cosched_model(problem: CoscheduleProblem) -> CoschedModel:
+    """The group model's view of the problem's jobs, built once per problem and shared by every
+    solver (kept on the problem object: the problem is the spec layer and does not know this one)."""
+    cached = problem.__dict__.get("_model")
+    if cached is None:
+        cached = CoschedModel(problem)
+        object.__setattr__(problem, "_model", cached)
+    return cached

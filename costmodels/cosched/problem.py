@@ -14,11 +14,26 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from costmodels.catalog import get_gpu, get_model
+from costmodels.catalog import get_gpu, get_model, reference_table
 from costmodels.errors import SpecError
 from costmodels.limits import MAX_JOBS, MAX_SECONDS, MAX_SIMULATED_GPUS
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+
+def table_host_memory(model: str | None) -> tuple[float, float]:
+    """RollMux Table 2's warm state (rollout, training) in GB per 8-GPU node for the smallest listed
+    model size >= the model's, scaled linearly past the largest; (0, 0) for a job without a model."""
+    if model is None:
+        return 0.0, 0.0
+    size = get_model(model).params_b
+    rows = sorted((float(r["model_size"].rstrip("B")), float(r["rollout_state_gb_per_8gpu_node"]), float(r["train_state_gb_per_8gpu_node"]))
+                   for r in reference_table("rollmux_host_memory.csv"))
+    for s, roll, train in rows:
+        if size <= s + 1e-9:
+            return roll, train
+    s, roll, train = rows[-1]
+    return roll * size / s, train * size / s
 
 
 class RLJobSpec(BaseModel):
@@ -76,15 +91,14 @@ class JobsSpec(BaseModel):
                 raise SpecError(f"{pool}.gpu", gpu, exc.reason) from None
             if spec.usd_per_hour is None:
                 raise SpecError(f"{pool}.gpu", gpu, "has no price (usd_per_hour) in the GPU catalog: the objective is $/h")
-        from costmodels.cosched.group import job_model
-
         for i, job in enumerate(self.jobs):
-            jm = job_model(job, self.rollout_pool.gpus_per_node, self.train_pool.gpus_per_node)
-            if jm.mem_roll > self.rollout_pool.host_memory_gb_per_node:
-                raise SpecError(f"jobs[{i}].rollout_host_memory_gb", jm.mem_roll,
+            roll_mem, train_mem = table_host_memory(job.model)
+            mem_roll, mem_train = job.rollout_host_memory_gb or roll_mem, job.train_host_memory_gb or train_mem
+            if mem_roll > self.rollout_pool.host_memory_gb_per_node:
+                raise SpecError(f"jobs[{i}].rollout_host_memory_gb", mem_roll,
                                 f"more than a rollout node's host memory ({self.rollout_pool.host_memory_gb_per_node} GB)")
-            if jm.mem_train > self.train_pool.host_memory_gb_per_node:
-                raise SpecError(f"jobs[{i}].train_host_memory_gb", jm.mem_train,
+            if mem_train > self.train_pool.host_memory_gb_per_node:
+                raise SpecError(f"jobs[{i}].train_host_memory_gb", mem_train,
                                 f"more than a training node's host memory ({self.train_pool.host_memory_gb_per_node} GB)")
 
 
@@ -95,16 +109,6 @@ class CoscheduleProblem:
 
     jobs: JobsSpec
     kind: str = field(default="cosched", init=False)
-
-    def model(self) -> Any:
-        """The group model's view of the jobs (``costmodels.cosched.group.CoschedModel``), built once."""
-        cached = self.__dict__.get("_model")
-        if cached is None:
-            from costmodels.cosched.group import CoschedModel
-
-            cached = CoschedModel(self)
-            object.__setattr__(self, "_model", cached)
-        return cached
 
     def to_inputs(self) -> dict[str, Any]:
         return {"jobs": self.jobs.model_dump(mode="json")}

@@ -68,7 +68,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from costmodels import comm
-from costmodels.decode import decode_step_time, weights_read_gb
+from costmodels.decode import decode_step_time
 from costmodels.memory import GB, kv_capacity_sequences, tasklet_memory, training_model_gb
 from costmodels.placement.problem import PlacementPlan, PlacementProblem, TaskPlacement
 from costmodels.transformer import (
@@ -80,6 +80,7 @@ from costmodels.transformer import (
     mlp_params,
     stage_params,
     total_params,
+    weights_read_gb,
 )
 from costmodels.weight_sync import pipelined_broadcast_s
 from costmodels.workflow import ACTOR_GENERATION, ACTOR_TRAINING, Task, TaskKind

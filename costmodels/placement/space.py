@@ -54,18 +54,6 @@ class TaskConfig:
         return f"TP{self.tp} PP{self.pp} DP{self.dp}{extra}"
 
 
-def set_partitions(items: list[str]) -> Iterator[list[list[str]]]:
-    """All set partitions (Bell number many) in a deterministic order."""
-    if not items:
-        yield []
-        return
-    first, rest = items[0], items[1:]
-    for part in set_partitions(rest):
-        for i in range(len(part)):
-            yield [*part[:i], [first, *part[i]], *part[i + 1:]]
-        yield [[first], *part]
-
-
 def decode_batch_candidates(max_dbs: int, count: int = 4) -> tuple[int, ...]:
     """The engine limit and its halvings (``count`` values at most, never below 1). Smaller
     explicit caps are left out: "as many as fit" (``None``) already runs every smaller batch the

@@ -8,30 +8,20 @@ every plan the ``cosched`` heuristics return. Ground truth for the tests."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 
+from costmodels.combinatorics import set_partitions
 from costmodels.cosched.group import (
     CoschedModel,
     CoschedulePlan,
     GroupState,
     colocated_group,
+    cosched_model,
     group_ok,
 )
 from costmodels.cosched.problem import CoscheduleProblem
 from costmodels.solving import Deadline, SolverOutput, Status
 
 MAX_JOBS = 6
-
-
-def _partitions(items: list[str]) -> Iterator[list[list[str]]]:
-    if not items:
-        yield []
-        return
-    first, rest = items[0], items[1:]
-    for part in _partitions(rest):
-        for i in range(len(part)):
-            yield [*part[:i], [first, *part[i]], *part[i + 1:]]
-        yield [[first], *part]
 
 
 def cheapest_group(m: CoschedModel, members: list[str]) -> tuple[float, GroupState] | None:
@@ -53,7 +43,7 @@ def cheapest_group(m: CoschedModel, members: list[str]) -> tuple[float, GroupSta
 
 
 def solve_cosched_bruteforce(problem: CoscheduleProblem, *, time_limit: float | None = None, seed: int = 0) -> SolverOutput:
-    m = problem.model()
+    m = cosched_model(problem)
     names = list(m.order)
     if len(names) > MAX_JOBS:
         return SolverOutput(Status.NO_SOLUTION, message=f"brute force enumerates every grouping of at most {MAX_JOBS} jobs; this file has {len(names)} (use optimal)")
@@ -62,7 +52,7 @@ def solve_cosched_bruteforce(problem: CoscheduleProblem, *, time_limit: float | 
     count = 0
     deadline = Deadline(time_limit)
     stopped = False
-    for part in _partitions(names):
+    for part in set_partitions(names):
         if deadline.expired():
             stopped = True
             break

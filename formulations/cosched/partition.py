@@ -31,11 +31,13 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from costmodels.combinatorics import restricted_growth_strings
 from costmodels.cosched.group import (
     CoschedModel,
     CoschedulePlan,
     GroupState,
     colocated_group,
+    cosched_model,
     memory_ok,
     slo_ok,
     train_time,
@@ -46,32 +48,14 @@ from costmodels.solving import (
     DeadlineExceeded,
     SolverOutput,
     Status,
-    native_stdout_silenced,
 )
-
-
-def _partitions_into(n: int, blocks: int) -> Iterator[list[int]]:
-    """Restricted growth strings of length n using exactly ``blocks`` labels."""
-    def rec(prefix: list[int], top: int) -> Iterator[list[int]]:
-        if len(prefix) == n:
-            if top + 1 == blocks:
-                yield list(prefix)
-            return
-        if blocks - (top + 1) > n - len(prefix):  # not enough positions left to open the rest
-            return
-        for label in range(min(top + 2, blocks)):
-            prefix.append(label)
-            yield from rec(prefix, max(top, label))
-            prefix.pop()
-    if n == 0:
-        return
-    yield from rec([0], 0)
+from formulations.highs import solve_highs
 
 
 def _pinnings(m: CoschedModel, members: list[str], nodes: int) -> Iterator[dict[str, tuple[int, ...]]]:
     ks = [m.jobs[n].k for n in members]
     if all(k == 1 for k in ks):
-        for labels in _partitions_into(len(members), nodes):
+        for labels in restricted_growth_strings(len(members), nodes):
             yield {name: (lab,) for name, lab in zip(members, labels, strict=True)}
         return
     for pins in itertools.product(*(itertools.combinations(range(nodes), k) for k in ks)):
@@ -158,12 +142,11 @@ def solve_cosched_optimal(problem: CoscheduleProblem, *, time_limit: float | Non
     time limit (or the façade's default cap) is a safety net. When it binds during column
     generation, the master runs over the columns found (singletons come first, so every job
     with a group of its own is covered) and returns their best partition, status feasible."""
-    import highspy
     from scipy.sparse import csc_matrix
 
     t0 = time.perf_counter()
     deadline = Deadline(time_limit)
-    m = problem.model()
+    m = cosched_model(problem)
     columns: list[tuple[tuple[str, ...], float, GroupState]] = []
     cut_short = False
     try:
@@ -185,40 +168,23 @@ def solve_cosched_optimal(problem: CoscheduleProblem, *, time_limit: float | Non
                                 f"job(s) {sorted(set(names) - covered)[:5]} not yet covered)", stats={"columns_s": gen_s, "columns": len(columns)})
         return SolverOutput(Status.INFEASIBLE, message=f"no valid group holds job(s) {sorted(set(names) - covered)}")
     a = csc_matrix((np.ones(len(r_idx)), (np.array(r_idx), np.array(c_idx))), shape=(len(names), len(columns)))
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = len(columns), len(names)
-    lp.col_cost_ = np.array([c for _, c, _ in columns], dtype=float)
-    lp.col_lower_ = np.zeros(len(columns))
-    lp.col_upper_ = np.ones(len(columns))
-    lp.row_lower_ = np.ones(len(names))
-    lp.row_upper_ = np.ones(len(names))
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = a.indptr, a.indices, a.data
-    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = len(columns), len(names)
-    lp.integrality_ = [highspy.HighsVarType.kInteger] * len(columns)
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("random_seed", int(seed))
-    h.setOptionValue("mip_rel_gap", 1e-9)
-    h.setOptionValue("time_limit", max(0.1, deadline.remaining() or 0.1))
-    h.passModel(lp)
-    with native_stdout_silenced():
-        h.run()
-    info, status = h.getInfo(), h.getModelStatus()
-    if status == highspy.HighsModelStatus.kTimeLimit:
+    out = solve_highs(np.array([c for _, c, _ in columns], dtype=float), a, np.ones(len(names)), np.ones(len(names)),
+                      np.zeros(len(columns)), np.ones(len(columns)), [True] * len(columns),
+                      time_limit=max(0.1, deadline.remaining() or 0.1), mip_gap=1e-9, seed=seed)
+    if out.stopped == "time_limit":
         deadline.note_bound()
-    stats = {"columns": len(columns), "columns_s": gen_s, "highs_status": h.modelStatusToString(status), "solve_s": time.perf_counter() - t0 - gen_s,
+    stats = {"columns": len(columns), "columns_s": gen_s, "highs_status": out.highs_status, "solve_s": time.perf_counter() - t0 - gen_s,
              "columns_cut_short": cut_short}
-    if status == highspy.HighsModelStatus.kInfeasible:
+    if out.stopped == "infeasible":
         return SolverOutput(Status.INFEASIBLE, message="HiGHS: infeasible", stats=stats)
-    if info.primal_solution_status != 2:
+    if out.x is None:
         return SolverOutput(Status.NO_SOLUTION, message=f"HiGHS: {stats['highs_status']}", stats=stats)
-    x = np.array(h.getSolution().col_value)
+    x = out.x
     chosen = [columns[c][2] for c in np.flatnonzero(x > 0.5)]
     plan = CoschedulePlan(groups=[g.to_group() for g in chosen])
     objective = float(sum(columns[c][1] for c in np.flatnonzero(x > 0.5)))
-    optimal = status == highspy.HighsModelStatus.kOptimal and not cut_short
-    bound = float(info.mip_dual_bound) if math.isfinite(info.mip_dual_bound) and not cut_short else None
+    optimal = out.optimal and not cut_short
+    bound = out.dual_bound if not cut_short else None
     what = f"{len(columns)} feasible groups" + (" (column generation cut short by the time limit: the best partition of those)" if cut_short else "")
     return SolverOutput(Status.OPTIMAL if optimal else Status.FEASIBLE, plan, objective, objective if optimal else bound,
                         message=f"{what}; HiGHS: {stats['highs_status']}", stats=stats)

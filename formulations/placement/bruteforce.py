@@ -13,6 +13,7 @@ from typing import Annotated
 
 from pydantic import Field
 
+from costmodels.combinatorics import set_partitions
 from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.space import (
     build_plan,
@@ -20,7 +21,6 @@ from costmodels.placement.space import (
     is_heterogeneous,
     node_classes,
     placement_keeper,
-    set_partitions,
     task_configs,
 )
 from costmodels.solving import Deadline, SolverOutput, Status

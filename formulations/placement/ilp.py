@@ -117,6 +117,7 @@ from costmodels.solving import (
     Trace,
 )
 from costmodels.workflow import ACTOR_GENERATION, ACTOR_TRAINING, TaskKind
+from formulations.highs import HighsOutcome, solve_highs
 from formulations.placement.columns import Column, ColumnPool, LeftoverBounds, option_bound
 from formulations.pulp_util import variable_factory
 
@@ -215,8 +216,6 @@ class Master:
             return self._cbc(time_limit, threads)
         if backend != "highs":
             raise ValueError(f"unknown backend {backend!r}; use highs or cbc")
-        import highspy
-
         a = csc_array(self._matrix())
         keep = np.arange(self.size)
         if math.isfinite(cutoff):
@@ -224,76 +223,45 @@ class Master:
             # cutoff, z + d_j > cutoff, is in no plan below the cutoff; dropping it before the MIP
             # shrinks the root's cut loop (small-24 PPO async: ~14 000 -> ~3 700 columns, 12 s -> 6.5 s)
             t0 = time.perf_counter()
-            lp_status, z, dj = self._run(a, keep, threads, time_limit, cutoff, relaxation=True)
+            lp = self._run(a, keep, threads, time_limit, cutoff, relaxation=True)
             if time_limit is not None:
                 time_limit -= time.perf_counter() - t0
-            if lp_status == highspy.HighsModelStatus.kInfeasible or (z is not None and z >= cutoff):
+            if lp.stopped == "infeasible" or (lp.objective is not None and lp.objective >= cutoff):
                 return "infeasible", None, None, None
-            if z is not None and dj is not None:
+            if lp.objective is not None and lp.col_dual is not None:
+                z, dj = lp.objective, lp.col_dual
                 self.lp = (z, dj)
                 slack = 1e-7 * max(1.0, abs(cutoff))
                 keep = np.flatnonzero((self.integrality == 0) | (z + dj <= cutoff + slack))
-        status, info, x = self._run(a, keep, threads, time_limit, cutoff)
-        bound = float(info.mip_dual_bound) if math.isfinite(info.mip_dual_bound) else None
+        out = self._run(a, keep, threads, time_limit, cutoff)
+        x = out.x
         if x is not None:
             full = np.zeros(self.size)
             full[keep] = x
             x = full
-        if status == highspy.HighsModelStatus.kOptimal and x is not None:
-            return "optimal", x, float(info.objective_function_value), float(info.objective_function_value)
+        if out.stopped == "optimal" and x is not None:
+            return "optimal", x, out.objective, out.objective
         # infeasible, cut off, or optimal with no solution below the cutoff
-        if status in (highspy.HighsModelStatus.kInfeasible, highspy.HighsModelStatus.kObjectiveBound, highspy.HighsModelStatus.kOptimal):
+        if out.stopped in ("infeasible", "objective_bound", "optimal"):
             return "infeasible", None, None, None
         if x is not None:
-            return "feasible", x, float(info.objective_function_value), bound
-        return "unknown", None, None, bound
+            return "feasible", x, out.objective, out.dual_bound
+        return "unknown", None, None, out.dual_bound
 
     def _run(self, a: csc_array, cols: np.ndarray, threads: int | None,
-             time_limit: float | None, cutoff: float, relaxation: bool = False) -> tuple[Any, Any, Any]:
-        """HiGHS on the master restricted to columns ``cols``: (status, info, x) of the MIP; with
-        ``relaxation``, (status, LP optimum, reduced costs) of its LP relaxation (None, None
-        unless optimal)."""
-        import highspy
-
+             time_limit: float | None, cutoff: float, relaxation: bool = False) -> HighsOutcome:
+        """HiGHS on the master restricted to columns ``cols``, or with ``relaxation`` on its LP
+        relaxation (whose optimum and reduced costs, ``col_dual``, come back when it has one)."""
         sub = a[:, cols] if len(cols) < self.size else a
-        lp = highspy.HighsLp()
-        lp.num_col_, lp.num_row_ = len(cols), len(self.rows)
-        lp.col_cost_ = self.c[cols]
-        lp.col_lower_ = np.zeros(len(cols))
-        lp.col_upper_ = self.upper[cols]
-        lp.row_lower_ = np.array([r[1] for r in self.rows])
-        lp.row_upper_ = np.array([r[2] for r in self.rows])
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_ = sub.indptr
-        lp.a_matrix_.index_ = sub.indices
-        lp.a_matrix_.value_ = sub.data
-        if not relaxation:
-            lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous for i in self.integrality[cols]]
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
-        h.setOptionValue("mip_rel_gap", MIP_GAP)
-        h.setOptionValue("presolve", "off")  # its dominated-column pass takes seconds on thousands of columns; the LP does not need it
-        # the sub-MIP heuristics (RINS, RENS, root reduced cost) hunt for plans the cutoff (the
-        # incumbent) and the expansions already supply; off, a PPO master's root takes ~15% less
-        # (small-16 PPO sync: same 28 masters and optimum, 56.6 s -> 49.6 s)
-        for heuristic in ("mip_heuristic_run_rins", "mip_heuristic_run_rens", "mip_heuristic_run_root_reduced_cost"):
-            h.setOptionValue(heuristic, False)
-        if threads is not None:
-            h.setOptionValue("threads", threads)
-        if time_limit is not None:
-            h.setOptionValue("time_limit", max(time_limit, 1e-3))
-        if math.isfinite(cutoff) and not relaxation:
-            h.setOptionValue("objective_bound", cutoff)
-        h.passModel(lp)
-        h.run()
-        status = h.getModelStatus()
-        if relaxation:
-            if status != highspy.HighsModelStatus.kOptimal:
-                return status, None, None
-            return status, float(h.getInfo().objective_function_value), np.asarray(h.getSolution().col_dual)
-        info = h.getInfo()
-        has_x = info.primal_solution_status == 2  # kSolutionStatusFeasible
-        return status, info, (np.asarray(h.getSolution().col_value) if has_x else None)
+        return solve_highs(self.c[cols], sub, np.array([r[1] for r in self.rows]), np.array([r[2] for r in self.rows]),
+                           np.zeros(len(cols)), self.upper[cols], None if relaxation else self.integrality[cols].astype(bool),
+                           time_limit=None if time_limit is None else max(time_limit, 1e-3), mip_gap=MIP_GAP, threads=threads,
+                           objective_bound=None if relaxation else cutoff,
+                           # its dominated-column pass takes seconds on thousands of columns; the LP does not need it
+                           presolve=False,
+                           # the sub-MIP heuristics hunt for plans the cutoff (the incumbent) and the
+                           # expansions already supply; off, a PPO master's root takes ~15% less
+                           sub_mip_heuristics=False)
 
     def _matrix(self) -> csr_array:
         data, ri, ci = [], [], []

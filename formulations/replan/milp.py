@@ -1,4 +1,4 @@
-"""OrchestrRL's Eq. 1 as a MILP on HiGHS, built with numpy and passed to highspy directly.
+"""OrchestrRL's Eq. 1 as a MILP on HiGHS, built with numpy and solved through formulations.highs.
 
 The model is exact with respect to ``costmodels.replan.problem`` (its docstring defines T_j,
 C_mig, C_sw and constraints (2)-(6)): decoding the optimum and evaluating it gives the MILP's
@@ -52,7 +52,8 @@ from costmodels.replan.problem import (
     plan_counts,
     slots,
 )
-from costmodels.solving import Deadline, SolverOutput, Status, native_stdout_silenced, note_work
+from costmodels.solving import Deadline, SolverOutput, Status, note_work
+from formulations.highs import solve_highs
 
 #: HiGHS presolve + root LP time per column measured here (49k columns: ~1.9 s, 97k: ~2.7 s); with less
 #: time per column HiGHS cannot finish its root within the limit
@@ -293,8 +294,6 @@ def solve_replan_milp(problem: ReplanProblem, *, time_limit: float | None = None
     to it, so a state gives the same plan on any machine; the façade's default cap is only a
     safety net, reported when it binds. With ``time_limit`` HiGHS runs until the limit, and a
     model whose presolve alone would overrun what is left returns the warm start."""
-    import highspy
-
     t0 = time.perf_counter()
     deadline = Deadline(time_limit)
     by_time = time_limit is not None
@@ -309,37 +308,11 @@ def solve_replan_milp(problem: ReplanProblem, *, time_limit: float | None = None
     from scipy.sparse import csc_matrix
 
     a = csc_matrix((np.array(rows.v, dtype=float), (np.array(rows.r), np.array(rows.c))), shape=(n_rows, n_cols))
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = n_cols, n_rows
     cost = np.zeros(n_cols)
     cost[model["M"]] = 1.0
-    big = highspy.kHighsInf
-    lp.col_cost_ = cost
-    lp.col_lower_ = np.array(cols.lower, dtype=float)
-    lp.col_upper_ = np.where(np.isinf(cols.upper), big, np.array(cols.upper, dtype=float))
-    lp.row_lower_ = np.where(np.isinf(rows.lo), -big, np.array(rows.lo, dtype=float))
-    lp.row_upper_ = np.where(np.isinf(rows.hi), big, np.array(rows.hi, dtype=float))
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = a.indptr
-    lp.a_matrix_.index_ = a.indices
-    lp.a_matrix_.value_ = a.data
-    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = n_cols, n_rows
-    lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous for i in cols.integer]
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("random_seed", int(seed))
-    h.setOptionValue("mip_rel_gap", float(mip_gap))
-    if threads:
-        h.setOptionValue("threads", int(threads))
-    h.passModel(lp)
     warm = None
     if incumbent is not None and incumbent.plan is not None:
         warm = _warm_values(model, problem, incumbent.plan, n_cols)
-        if warm is not None:
-            sol = highspy.HighsSolution()
-            sol.col_value = list(warm)
-            sol.value_valid = True
-            h.setSolution(sol)
     build_s = time.perf_counter() - t0
     left = None if time_limit is None else time_limit - build_s
     skip = ""
@@ -353,39 +326,31 @@ def solve_replan_milp(problem: ReplanProblem, *, time_limit: float | None = None
         stats = {"columns": n_cols, "rows": n_rows, "build_s": build_s, "highs_status": "skipped (budget)" if column_budget else "skipped (time limit)"}
         return SolverOutput(Status.FEASIBLE, incumbent.plan, incumbent.objective, floor,
                             message=f"{skip}: warm start returned with the fluid bound", stats=stats)
-    if node_budget is not None:
-        h.setOptionValue("mip_max_nodes", int(node_budget))
+    remaining = deadline.remaining()
     # no restarts and no sub-MIP heuristics: on replan-64 they spent 34 s of root work without
     # improving the warm start or the bound (the greedy plan and the fluid bound supply both)
-    h.setOptionValue("mip_allow_restart", False)
-    for heuristic in ("mip_heuristic_run_rins", "mip_heuristic_run_rens", "mip_heuristic_run_root_reduced_cost"):
-        h.setOptionValue(heuristic, False)
-    if deadline.remaining() is not None:
-        h.setOptionValue("time_limit", max(0.05, deadline.remaining() or 0.0))
-    with native_stdout_silenced():
-        h.run()
-    status = h.getModelStatus()
-    info = h.getInfo()
-    if status == highspy.HighsModelStatus.kTimeLimit:
+    out = solve_highs(cost, a, np.array(rows.lo, dtype=float), np.array(rows.hi, dtype=float), np.array(cols.lower, dtype=float),
+                      np.array(cols.upper, dtype=float), cols.integer, time_limit=None if remaining is None else max(0.05, remaining),
+                      mip_gap=mip_gap, seed=seed, threads=threads, node_limit=node_budget, restarts=False, sub_mip_heuristics=False,
+                      warm_start=warm)
+    if out.stopped == "time_limit":
         deadline.note_bound()
-    note_work(int(info.mip_node_count), node_budget, "nodes")
+    note_work(out.nodes, node_budget, "nodes")
     stats = {"columns": n_cols, "rows": n_rows, "nonzeros": int(a.nnz), "build_s": build_s, "solve_s": time.perf_counter() - t0 - build_s,
-             "highs_status": h.modelStatusToString(status), "warm_start": None if incumbent is None else incumbent.objective,
-             "nodes": int(info.mip_node_count)}
+             "highs_status": out.highs_status, "warm_start": None if incumbent is None else incumbent.objective,
+             "nodes": out.nodes}
     # HiGHS's bound, or ours (M's lower bound) when the search stopped before it had one
     floor = cols.lower[model["M"]]
-    bound = max(float(info.mip_dual_bound), floor) if math.isfinite(info.mip_dual_bound) else floor
-    has_solution = info.primal_solution_status == 2  # kSolutionStatusFeasible
-    if status == highspy.HighsModelStatus.kInfeasible:
+    bound = max(out.dual_bound, floor) if out.dual_bound is not None else floor
+    if out.stopped == "infeasible":
         return SolverOutput(Status.INFEASIBLE, message="HiGHS: infeasible", stats=stats)
-    if not has_solution:
+    if out.x is None:
         if incumbent is not None and incumbent.plan is not None:
             return SolverOutput(Status.FEASIBLE, incumbent.plan, incumbent.objective, bound, message=f"HiGHS: {stats['highs_status']}, no incumbent of its own; warm start returned", stats=stats)
         return SolverOutput(Status.NO_SOLUTION, message=f"HiGHS: {stats['highs_status']}", stats=stats)
-    values = np.array(h.getSolution().col_value)
-    plan = _decode(model, problem, values)
-    objective = float(info.objective_function_value)
-    optimal = status == highspy.HighsModelStatus.kOptimal
+    plan = _decode(model, problem, out.x)
+    objective = float(out.objective) if out.objective is not None else math.nan
+    optimal = out.optimal
     if optimal and bound is None:
         bound = objective
     obj_eval, _ = evaluate_replan(problem, plan)

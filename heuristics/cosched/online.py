@@ -37,6 +37,7 @@ from costmodels.cosched.group import (
     CoschedulePlan,
     GroupState,
     colocated_group,
+    cosched_model,
     cycle_and_load,
     group_ok,
     node_loads,
@@ -172,7 +173,7 @@ def depart_from(groups: list[GroupState], name: str) -> None:
 def _solve(problem: CoscheduleProblem, rule: str, seed: int) -> SolverOutput:
     from costmodels.cosched.group import evaluate_cosched
 
-    m = problem.model()
+    m = cosched_model(problem)
     sched = OnlineScheduler(m, rule, seed)
     for name in m.order:
         sched.arrive(name)

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from costmodels.cosched.group import CoschedModel, GroupState, coexec_times, state_of
+from costmodels.cosched.group import CoschedModel, GroupState, coexec_times, cosched_model, state_of
 from costmodels.cosched.problem import CoscheduleProblem
 from costmodels.errors import SpecError
 from costmodels.solving import SolverOutput
@@ -77,7 +77,7 @@ class _OptimalPolicy:
     """Re-solve the offline optimum over the jobs present at every arrival (module doc)."""
 
     def __init__(self, problem: CoscheduleProblem, solve: Callable[..., SolverOutput], time_limit: float):
-        self.problem, self.m, self.solve, self.time_limit = problem, problem.model(), solve, time_limit
+        self.problem, self.m, self.solve, self.time_limit = problem, cosched_model(problem), solve, time_limit
         self.groups: list[GroupState] = []
 
     def arrive(self, name: str) -> None:
@@ -105,7 +105,7 @@ def _scheduler(problem: CoscheduleProblem, policy: str, seed: int, baseline_slo_
         return _OptimalPolicy(problem, solve_optimal, time_limit)
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")
-    return OnlineScheduler(problem.model(), policy, seed, check_slo=baseline_slo_check or policy not in ("random", "greedy"))
+    return OnlineScheduler(cosched_model(problem), policy, seed, check_slo=baseline_slo_check or policy not in ("random", "greedy"))
 
 
 def _pools(m: CoschedModel, groups: list[GroupState]) -> tuple[float, int, int]:
@@ -116,7 +116,7 @@ def _pools(m: CoschedModel, groups: list[GroupState]) -> tuple[float, int, int]:
 def simulate_trace(problem: CoscheduleProblem, policy: str = "rollmux", *, seed: int = 0, baseline_slo_check: bool = False,
                    solve_optimal: Callable[..., SolverOutput] | None = None, optimal_time_limit: float = 60.0) -> TraceResult:
     """Replay the problem's jobs as a trace (``arrival_s``, ``duration_s``) under ``policy``."""
-    m = problem.model()
+    m = cosched_model(problem)
     specs = {j.name: j for j in problem.jobs.jobs}
     missing = [i for i, j in enumerate(problem.jobs.jobs) if j.duration_s is None]
     if missing:

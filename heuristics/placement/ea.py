@@ -17,8 +17,8 @@ from typing import Annotated
 from deap import base
 from pydantic import Field
 
+from costmodels.combinatorics import set_partitions
 from costmodels.placement.problem import PlacementProblem
-from costmodels.placement.space import set_partitions
 from costmodels.solving import Deadline, SolverOutput, Status, Trace
 from heuristics.placement.genome import Individual, PlacementSpace
 

@@ -37,8 +37,8 @@ from typing import Annotated, Any
 from deap import base
 from pydantic import Field
 
+from costmodels.combinatorics import set_partitions
 from costmodels.placement.problem import PlacementProblem
-from costmodels.placement.space import set_partitions
 from costmodels.solving import Deadline, SolverOutput, Status, Trace, note_work
 from costmodels.workflow import TaskKind
 from heuristics.placement.executors import EvaluationPool, Executor, evaluation_pool
