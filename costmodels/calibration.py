@@ -129,7 +129,7 @@ def predict(profile: HardwareProfile, gpu: GPUSpec, m: Measurement, affine_allre
     would reproduce its own rows whatever they are)."""
     if m.kind == "allreduce":
         ar = profile.allreduce[m.tp]
-        return ar.latency_us * 1e-6 + m.bytes / (ar.bus_gb_per_s * 1e9) if affine_allreduce else ar.seconds(m.bytes)
+        return ar.affine_seconds(m.bytes) if affine_allreduce else ar.seconds(m.bytes)
     assert m.model is not None
     if m.kind == "decode":
         return profile.decode_s(m.model, gpu, m.tp, m.batch, m.batch * m.context)

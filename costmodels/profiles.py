@@ -81,11 +81,14 @@ class AllReduceTerm(BaseModel):
             raise ValueError("measured all-reduce points need positive bytes and seconds, bytes strictly ascending")
         return self
 
+    def affine_seconds(self, message_bytes: float) -> float:
+        """The affine law alone, ``latency_us 1e-6 + x / (bus_gb_per_s 1e9)``."""
+        return self.latency_us * 1e-6 + message_bytes / (self.bus_gb_per_s * GB)
+
     def seconds(self, message_bytes: float) -> float:
-        affine = self.latency_us * 1e-6 + message_bytes / (self.bus_gb_per_s * GB)
         pts = self.measured
         if len(pts) < 2:
-            return affine
+            return self.affine_seconds(message_bytes)
         if message_bytes <= pts[0][0]:
             return max(self.latency_us * 1e-6, pts[0][1] - (pts[0][0] - message_bytes) / (self.bus_gb_per_s * GB))
         if message_bytes >= pts[-1][0]:
@@ -139,10 +142,18 @@ class HardwareProfile(BaseModel):
         compute = flops / (gpu.tflops_bf16_dense * 1e12 * self.gemm_efficiency)
         kv = context_tokens * kv_bytes_per_token(m, L, tp) / GB / (gpu.hbm_gb_per_s * self.kv_efficiency)
         floor = L * (self.layer_floor_us + self.layer_sequence_us * batch) * 1e-6
-        comm = (2 * L + (1 if first else 0)) * self.allreduce[tp].seconds(tokens * h * BYTES_BF16) if tp > 1 else 0.0
+        comm = self.comm_s(m, tp, tokens, L, first)
         gemm = max(stream, compute)
         return {"stream_s": stream, "flops_s": compute, "gemm_s": gemm, "kv_s": kv, "floor_s": floor, "comm_s": comm,
                 "step_s": gemm + kv + floor + comm}
+
+    def comm_s(self, m: ModelSpec, tp: int, tokens: float, layers: int | None = None, first: bool = True) -> float:
+        """The step's all-reduces (module doc): two per layer of ``tokens x h`` bf16 values, one
+        more after the embedding on the ``first`` stage; 0 at TP1."""
+        if tp == 1:
+            return 0.0
+        L = m.layers if layers is None else layers
+        return (2 * L + (1 if first else 0)) * self.allreduce[tp].seconds(tokens * m.hidden * BYTES_BF16)
 
     def decode_s(self, m: ModelSpec, gpu: GPUSpec, tp: int, batch: float, context_tokens: float) -> float:
         """Kernel seconds of one decode step of ``batch`` sequences holding ``context_tokens``."""

@@ -54,7 +54,7 @@ import numpy as np
 
 from costmodels.decode import Instance
 from costmodels.solving import checkpoint
-from costmodels.transformer import BYTES_BF16, kv_bytes_per_token
+from costmodels.transformer import kv_bytes_per_token
 
 
 @dataclass
@@ -147,15 +147,14 @@ def step_coefficients(inst: Instance, batch: int) -> StepCoefficients:
 def _measured_allreduce(inst: Instance) -> Callable[[int], float] | None:
     """The step's all-reduce seconds as a function of the batch when the instance's profile
     interpolates them in measured times (piecewise linear in the batch, not affine:
-    ``costmodels.profiles.AllReduceTerm``), else None. The same term
-    ``HardwareProfile.terms`` charges: ``2 L + 1`` all-reduces of ``B h 2`` bytes."""
+    ``costmodels.profiles.AllReduceTerm``), else None: ``HardwareProfile.comm_s``, the term the
+    step itself charges."""
     if inst.tp == 1:
         return None
     profile = inst.params.efficiency.profile_for(inst.gpu, inst.tp)
     if profile is None or len(profile.allreduce[inst.tp].measured) < 2:
         return None
-    ar, calls, width = profile.allreduce[inst.tp], 2 * inst.model.layers + 1, inst.model.hidden * BYTES_BF16
-    return lambda batch: calls * ar.seconds(batch * width)
+    return lambda batch: profile.comm_s(inst.model, inst.tp, batch)
 
 
 #: the context the slopes are read at: large, so rounding in the difference stays far below 1e-12 relative

@@ -24,8 +24,8 @@ Each prompt is scored one way (``PromptPool.reward_kind``):
   Synchronous (veRL): after rollout the judge runs on every rollout GPU with its weights loaded
   from host memory once, and (``sync_padded``) scores every response padded to the longest prompt
   plus ``max_response`` tokens: veRL's reward model worker runs a padded batch
-  (``use_remove_padding`` defaults to False in its reward model config, verl <= 0.5
-  ``fsdp_workers.RewardModelWorker``) and its rollout pads responses to ``response_length``. That
+  (``use_remove_padding`` defaults to False in the reward model config of verl up to 0.5) and
+  its rollout pads responses to ``response_length``. That
   padding, not the responses' own tokens, is what makes the judge 7% of a veRL step in RollPacker
   Table 1 (rlplan: 6.3%, not fitted). The forward runs at the flat judge's compute fraction (50% of
   dense peak: an HF forward under FSDP, for which no measurement is on record). Asynchronous (RollPacker): one judge per server, co-located with rollout
