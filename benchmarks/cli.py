@@ -1,8 +1,9 @@
-"""``rlplan bench``, and the ``rlplan`` console script.
+"""``rlplan bench``.
 
 The benchmarks layer sits on top of the planner (DESIGN.md: benchmarks -> planner -> ...), so the
-planner's typer app cannot import it; instead this module, the composition root, adds the
-``bench`` command to ``planner.cli.app`` and is what the ``rlplan`` entry point runs.
+planner's typer app cannot import it; instead the package declares :func:`register` under the
+``rlplan.commands`` entry-point group (pyproject.toml), and the console script
+(``planner.entry``) calls it with its app.
 """
 
 from __future__ import annotations
@@ -14,9 +15,8 @@ from typing import Annotated, Any
 
 import typer
 
-import planner.calibrate_command  # noqa: F401  (registers `rlplan calibrate` on the app)
 from costmodels.errors import SpecError
-from planner.cli import app, fail, out
+from planner.cli import fail, out
 from planner.outputs import check_output_dir
 from planner.registry import UnknownSolverError, build_registry
 
@@ -132,12 +132,6 @@ def end_tables(summary: dict[str, Any]) -> list[Any]:
     return tables
 
 
-app.command()(bench)
-
-
-def main() -> None:
-    app()
-
-
-if __name__ == "__main__":
-    main()
+def register(app: typer.Typer) -> None:
+    """Add ``bench`` to the ``rlplan`` app (the ``rlplan.commands`` entry point)."""
+    app.command()(bench)

@@ -23,7 +23,11 @@ What a descriptor carries:
   instance ``size`` and ``size_label``, the breakdown keys the reports keep (``bench_extras``), and
   ``primary_key`` for lexicographic objectives (a breakdown key compared before the objective);
 * ``canned``: small instances with known optima, which the contract test runs every registered
-  solver of the kind on (after cvxpy's ``solver_test_helpers``).
+  solver of the kind on (after cvxpy's ``solver_test_helpers``);
+* ``commands``: the problem's own command-line commands (``rlplan simulate cosched``, ...) as
+  :class:`CommandEntry` references into its packages; the planner mounts them and hands each a
+  :class:`CommandKit` (its console, exit and file helpers), so a problem's CLI lives with the
+  problem and imports nothing above it (``docs/architecture.md``, "The house").
 """
 
 from __future__ import annotations
@@ -100,6 +104,65 @@ class SolverEntry:
 
 
 @dataclass(frozen=True)
+class CommandEntry:
+    """A command the problem adds under a group of the CLI (``rlplan <group> <name>``), by
+    reference. ``target`` is ``"module:function"``, a factory called once when the CLI is built as
+    ``factory(kit, **injected)`` that returns the typer command function (its parameters are the
+    command's options, readable in the problem's own ``cli.py``). ``inject`` maps keyword
+    parameters to ``"module:function"`` objects the planner imports and passes in, as
+    :class:`SolverEntry` does (how a heuristic's command gets an exact solver without importing
+    formulations). Groups: ``simulate``, ``estimate``."""
+
+    group: str
+    name: str
+    target: str
+    inject: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CommandKit:
+    """What the planner lends a problem's commands: the consoles and the exit rule (DESIGN.md: 2
+    for bad input, 1 for no plan or a rejected plan), and the generic loading, checking and file
+    helpers a command would otherwise import from above its layer.
+
+    * ``out``/``err``: rich consoles for stdout and stderr; ``fail(message, code=2)`` prints one
+      line on stderr and exits;
+    * ``build_problem(kind, fields)``: a problem from field values (files, presets, mappings);
+      ``load_plan_and_problem(path)``: a plan file and the problem it was made for;
+      ``check_plan(problem, plan)``: (violations, objective, breakdown) on the judge;
+    * ``efficiency_update(profile, engine)``: the ``--profile``/``--engine`` options as
+      :class:`~costmodels.efficiency.Efficiency` field updates; ``efficiency(profile, engine)`` the
+      whole efficiency; ``profile_help``/``engine_help`` their option help;
+    * ``check_output(path, flag, suffixes)`` before work starts and ``write_picture(path, draw)``
+      after (atomic), with ``plot_suffixes`` the picture formats;
+    * ``read_text(path)``: a user file with the size and encoding guards of every input;
+      ``json_safe(obj)``: non-finite floats as null, for ``--json`` output."""
+
+    out: Any
+    err: Any
+    fail: Callable[..., Any]
+    build_problem: Callable[[str, dict[str, Any]], Any]
+    load_plan_and_problem: Callable[[Path], tuple[Any, Any]]
+    check_plan: Callable[[Any, Any], tuple[list[str], float, dict[str, Any]]]
+    efficiency_update: Callable[[str | None, str | None], dict[str, Any]]
+    efficiency: Callable[[str | None, str | None], Any]
+    profile_help: str
+    engine_help: str
+    check_output: Callable[..., Path]
+    write_picture: Callable[[Path, Callable[[Path], None]], None]
+    plot_suffixes: tuple[str, ...]
+    read_text: Callable[[Path], str]
+    json_safe: Callable[[Any], Any]
+
+
+#: the CLI groups a problem's commands may join, with each group's help
+COMMAND_GROUPS = {
+    "simulate": "Request-level simulation (continuous batching under KV capacity) on the one decode model.",
+    "estimate": "Cost-model estimates without solving (generation makespan per TP/DP configuration).",
+}
+
+
+@dataclass(frozen=True)
 class Summary:
     """A table for people: what ``rlplan plan`` prints after solving (the CLI renders it)."""
 
@@ -162,6 +225,7 @@ class ProblemKind:
     #: hardware profiles (``costmodels.profiles``, by GPU type) for its decode steps and prefills, a
     #: serving engine's overheads; None: the problem has no decode kernels to calibrate
     with_efficiency: Callable[[Any, dict[str, Any]], Any] | None = None
+    commands: tuple[CommandEntry, ...] = ()
 
     def spec_field(self, name: str) -> SpecField:
         for f in self.fields:

@@ -1,7 +1,7 @@
 """``rlplan calibrate``: fit hardware profiles to measured step times (:mod:`costmodels.calibration`).
 
-Registered on ``planner.cli.app`` by the composition root (``benchmarks/cli.py``), beside ``bench``,
-so the planner's own module stays the plan/validate/simulate commands.
+Registered on ``planner.cli.app`` when the console script composes its app (``planner.entry``), so
+``planner.cli`` stays the generic plan/validate/evaluate wiring.
 """
 
 from __future__ import annotations

@@ -23,22 +23,13 @@ from rich.console import Console
 from rich.table import Table
 
 from costmodels.errors import SpecError, from_validation
-from costmodels.limits import (
-    DEFAULT_MEMORY_LIMIT_GB,
-    INSTANCE_BYTES,
-    MAX_BLOCK_SIZE,
-    MAX_NUM_SEQS,
-    MAX_SIMULATED_GPUS,
-    MAX_TOKENS,
-    REQUEST_BYTES,
-    check_memory,
-)
-from costmodels.problem import ProblemKind, Summary
+from costmodels.limits import DEFAULT_MEMORY_LIMIT_GB
+from costmodels.problem import COMMAND_GROUPS, CommandKit, ProblemKind, Summary
 from planner.io import build_problem, load_problem, read_text, solvable_kind, write_atomic
 from planner.outputs import PLOT_SUFFIXES, check_distinct, check_output, write_picture
 from planner.planfile import read_plan_file, recheck, result_to_json
 from planner.presets import get_preset, presets
-from planner.registry import UnknownSolverError, default_registry
+from planner.registry import UnknownSolverError, default_registry, resolve
 from planner.result import Result
 from planner.solve import solve
 
@@ -51,10 +42,6 @@ app = typer.Typer(
 )
 presets_app = typer.Typer(help="List and show the shipped examples (specs and whole problems).", invoke_without_command=True)
 app.add_typer(presets_app, name="presets")
-estimate_app = typer.Typer(help="Cost-model estimates without solving (generation makespan per TP/DP configuration).", no_args_is_help=True)
-app.add_typer(estimate_app, name="estimate")
-simulate_app = typer.Typer(help="Request-level simulation (continuous batching under KV capacity) on the one decode model.", no_args_is_help=True)
-app.add_typer(simulate_app, name="simulate")
 
 out = Console()
 err = Console(stderr=True)
@@ -91,8 +78,8 @@ PROFILE_HELP = ("decode and prefill kernels: aic-vllm (default: the shipped prof
                 "(the fixed compute and HBM fractions of rlplan 0.x)")
 
 
-ENGINE_HELP = ("serving engine's CPU time per decode step: cuda-graph (default: vLLM's, and verl's rollout since 0.6) or "
-               "eager (enforce_eager, verl's rollout up to 0.5 and the papers' veRL baselines; fitted to OrchestrRL §2.1)")
+ENGINE_HELP = ("serving engine's CPU time per decode step: cuda-graph (default: vLLM's, and verl's since 0.6) or "
+               "eager (enforce_eager, verl's up to 0.5 and the papers' veRL baselines; fitted to OrchestrRL §2.1)")
 
 
 def _efficiency_update(profile: str | None, engine: str | None) -> dict[str, Any]:
@@ -196,8 +183,8 @@ def _file_fields() -> dict[str, list[ProblemKind]]:
 
 
 def default_output(problem: str) -> str:
-    """The plan file ``rlplan plan`` writes without ``-o``: one per problem, so planning circuits
-    never overwrites the placement plan."""
+    """The plan file ``rlplan plan`` writes without ``-o``: one per problem, so planning one
+    problem never overwrites another's plan."""
     return f"{problem}-plan.json"
 
 
@@ -518,324 +505,6 @@ def evaluate(
         out.print(render(_breakdown_summary(str(plan_file), objective, breakdown)))
 
 
-@estimate_app.command("generation")
-def estimate_generation(
-    model: Annotated[str, typer.Option(help="model name from the catalog (e.g. Qwen2.5-14B)")] = "Qwen2.5-14B",
-    gpu: Annotated[str, typer.Option(help="GPU type from the catalog")] = "H800",
-    gpus: Annotated[int, typer.Option(min=1, max=MAX_SIMULATED_GPUS, help="GPU budget (TP x DP)")] = 8,
-    lengths: Annotated[str, typer.Option(help="histogram CSV (remaining,count[,context]) or NAME:key=value,... (uniform, lognormal, constant)")] = "uniform:low=256,high=4096,n=512,context=1024",
-    bin_tokens: Annotated[int, typer.Option("--bin", min=1, max=MAX_TOKENS, help="bin width in tokens for named distributions")] = 256,
-    max_num_seqs: Annotated[int, typer.Option(min=1, max=MAX_NUM_SEQS, help="engine's max concurrent sequences per instance")] = 256,
-    gpus_per_node: Annotated[int, typer.Option(min=1, max=64, help="TP stays inside a node of this many GPUs")] = 8,
-    seed: Annotated[int, typer.Option(min=0, max=2**63 - 1, help="seed for sampling a named distribution")] = 0,
-    profile: Annotated[str | None, typer.Option(help=PROFILE_HELP)] = None,
-    engine: Annotated[str | None, typer.Option(help=ENGINE_HELP)] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="machine-readable rows")] = False,
-) -> None:
-    """Makespan of the remaining requests under every feasible TP x DP configuration
-    (OrchestrRL T_k, §2.1/§4.1), fastest first."""
-    from costmodels.catalog import get_gpu, get_model
-    from costmodels.decode import ServingParams, sweep
-    from costmodels.generation.lengths import parse_distribution, parse_histogram_csv
-
-    try:
-        m = get_model(model)
-        g = get_gpu(gpu)
-        path = Path(lengths)
-        if path.exists():
-            hist = parse_histogram_csv(read_text(path), str(path))
-        else:
-            hist = parse_distribution(lengths, seed=seed, bin_tokens=bin_tokens)
-        params = ServingParams(max_num_seqs=max_num_seqs, efficiency=_efficiency(profile, engine))
-    except SpecError as exc:
-        fail(exc)
-    except ValueError as exc:
-        fail(exc)
-    rows = sweep(m, g, gpus, hist.requests(), params, gpus_per_node)
-    if not rows:
-        fail(f"no TP degree divides {gpus} GPUs within a {gpus_per_node}-GPU node for {model}")
-    if as_json:
-        from planner.planfile import json_safe
-
-        sys.stdout.write(json.dumps(json_safe({"model": model, "gpu": gpu, "gpus": gpus, "requests": hist.total, "configurations": rows,
-                                               "efficiency": params.efficiency.summary()}), indent=2) + "\n")
-        return
-    table = Table(title=f"{model} on {gpus} x {gpu}: {hist.total} requests, remaining up to {max(hist.upper)} tokens")
-    for col in ("TP", "DP", "makespan s", "KV tokens / instance", "peak batch", "decode steps", "feasible"):
-        table.add_column(col, justify="right")
-    for r in rows:
-        table.add_row(str(r["tp"]), str(r["dp"]), f"{r['makespan_s']:.1f}", f"{r['kv_capacity_tokens']:,}", str(r["peak_batch"]), str(r["steps"]), "yes" if r["feasible"] else "no (KV)")
-    out.print(table)
-    best = rows[0]
-    out.print(f"fastest: TP={best['tp']} x DP={best['dp']}", highlight=False)
-    e = params.efficiency
-    fitted = e.profile_for(g, best["tp"])  # the kernels the fastest configuration was judged on
-    kernels = (f"kernels: the {gpu} profile fitted to {fitted.source or 'measurements'} at TP {', '.join(map(str, sorted(fitted.weight_efficiency)))}"
-               if fitted is not None else f"efficiency: compute {e.compute:.0%} of peak, HBM {e.hbm:.0%}, NVLink hop {params.hop_latency_ms * 1e3:.1f} us")
-    engine = "" if e.engine == "custom" else f" ({e.engine} engine)"
-    layers = f" + {e.decode_layer_overhead_us:.0f} us/layer" if e.decode_layer_overhead_us else ""
-    out.print(f"{kernels}, decode step overhead{engine} {e.decode_step_overhead_ms:.2f} ms + {e.decode_sequence_overhead_us:.0f} us/seq{layers}", highlight=False)
-
-
-def _parse_instances(text: str, model: Any) -> list[tuple[int, int]]:
-    """``4xTP2`` or ``2xTP4,1xTP8`` -> [(count, tp), ...]. A TP group sits on one 8-GPU node and
-    splits the model's heads (vLLM refuses a TP that does not divide the query heads, and one
-    that neither divides nor is a multiple of the KV heads); at most
-    :data:`~costmodels.limits.MAX_SIMULATED_GPUS` GPUs in all."""
-    import re
-
-    from costmodels.decode import feasible_tps
-
-    out = []
-    allowed = feasible_tps(model, 8, 8)
-    for part in text.split(","):
-        m = re.fullmatch(r"\s*(\d+)\s*[xX]\s*TP(\d+)\s*", part)
-        if not m or int(m.group(1)) <= 0 or int(m.group(2)) <= 0:
-            raise SpecError("--instances", text, "expected COUNTxTPk[,COUNTxTPk...], e.g. 4xTP2")
-        count, tp = int(m.group(1)), int(m.group(2))
-        if tp not in allowed:
-            raise SpecError("--instances", text, f"TP{tp} does not fit an 8-GPU node or split {model.name}'s heads; TP is one of {', '.join(map(str, allowed))}")
-        out.append((count, tp))
-    gpus = sum(count * tp for count, tp in out)
-    if gpus > MAX_SIMULATED_GPUS:
-        raise SpecError("--instances", text, f"{gpus:,} GPUs; at most {MAX_SIMULATED_GPUS:,}")
-    return out
-
-
-def _simulation_requests(lengths: str, seed: int) -> list[Any]:
-    """A trace file (Vidur CSV, plain CSV, RollPacker JSONL), ``synthetic:prompts=P,n=N,max=M``,
-    or a named distribution (its histogram's bins: context as prompt, upper bound as output)."""
-    from costmodels.generation.engine import Request
-    from costmodels.generation.lengths import parse_distribution
-    from costmodels.generation.traces import read_trace, synthetic_trace
-
-    path = Path(lengths)
-    if path.exists():
-        return read_trace(read_text(path), str(path))
-    if lengths.startswith("synthetic"):
-        args = {"prompts": 64, "n": 16, "max": 16384, "step": 0}
-        for part in filter(None, lengths.partition(":")[2].split(",")):
-            key, _, value = part.partition("=")
-            smallest = 0 if key == "step" else 1
-            if key not in args or not value.isdigit() or int(value) < smallest:
-                raise SpecError(f"lengths.{key}", part, "synthetic takes prompts, n, max (integers > 0) and step (>= 0)")
-            args[key] = int(value)
-        if args["max"] > MAX_TOKENS:
-            raise SpecError("lengths.max", args["max"], f"at most {MAX_TOKENS:,} tokens")
-        check_memory("lengths.prompts", lengths, args["prompts"] * args["n"], REQUEST_BYTES, "requests")
-        return synthetic_trace(args["prompts"], args["n"], args["max"], seed=seed, step=args["step"])
-    hist = parse_distribution(lengths, seed=seed)
-    return [Request(i, r.context, r.remaining) for i, r in enumerate(hist.requests())]
-
-
-@simulate_app.command("generation")
-def simulate_generation(
-    model: Annotated[str, typer.Option(help="model name from the catalog")] = "Qwen2.5-14B",
-    gpu: Annotated[str, typer.Option(help="GPU type from the catalog")] = "H800",
-    instances: Annotated[str, typer.Option(help="serving instances, e.g. 4xTP2 or 2xTP2,1xTP4")] = "4xTP2",
-    lengths: Annotated[str, typer.Option(help="trace file (Vidur CSV, prompt_tokens/output_tokens/group CSV, RollPacker JSONL), synthetic:prompts=P,n=N,max=M, or NAME:key=value")] = "synthetic:prompts=64,n=8,max=8192",
-    max_num_seqs: Annotated[int, typer.Option(min=1, max=MAX_NUM_SEQS, help="engine's max concurrent sequences per instance")] = 256,
-    memory_utilization: Annotated[float, typer.Option(min=0.01, max=1, help="share of GPU memory the engine may use")] = 0.9,
-    block_size: Annotated[int, typer.Option(min=1, max=MAX_BLOCK_SIZE, help="KV cache block size in tokens")] = 16,
-    seed: Annotated[int, typer.Option(min=0, max=2**63 - 1, help="seed for synthetic lengths")] = 0,
-    profile: Annotated[str | None, typer.Option(help=PROFILE_HELP)] = None,
-    engine: Annotated[str | None, typer.Option(help=ENGINE_HELP)] = None,
-    plot: Annotated[Path | None, typer.Option(help="also draw the timeline and remaining-requests curve to this PNG")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="machine-readable result")] = False,
-    policy: Annotated[str, typer.Option(help="none, verl-to (best static TP), verl-lo (largest TP), proactive, reactive or orchestrrl (OrchestrRL Algorithm 1; needs uniform TP on whole 8-GPU nodes)")] = "none",
-) -> None:
-    """Simulate one generation step: makespan, preemptions, idle GPU-seconds (continuous
-    batching, KV blocks, recompute preemption; ``costmodels.generation.engine``), optionally
-    under an OrchestrRL scheme (``heuristics.replan.online``)."""
-    from costmodels.catalog import get_gpu, get_model
-    from costmodels.decode import Instance, ServingParams
-    from costmodels.generation.engine import simulate
-
-    try:
-        if plot is not None:
-            check_output(plot, "--plot", PLOT_SUFFIXES)
-        m, g = get_model(model), get_gpu(gpu)
-        params = ServingParams(max_num_seqs=max_num_seqs, memory_utilization=memory_utilization, efficiency=_efficiency(profile, engine))
-        layout = _parse_instances(instances, m)
-        check_memory("--instances", instances, sum(count for count, _ in layout), INSTANCE_BYTES, "serving instances")
-        insts = [Instance(m, g, tp, params) for count, tp in layout for _ in range(count)]
-        for inst in insts:
-            if inst.kv_capacity_tokens() <= 0:
-                raise SpecError("--instances", instances, f"{model} does not fit TP{inst.tp} on {gpu} with room for a KV cache")
-        try:
-            reqs = _simulation_requests(lengths, seed)
-        except SpecError:
-            raise
-        except ValueError as exc:
-            raise SpecError("--lengths", lengths, str(exc)) from None
-        details: dict = {}
-        if policy == "none":
-            result = simulate(insts, reqs, block_size=block_size)
-        else:
-            from heuristics.replan.online import SCHEMES, run_scheme
-
-            if policy not in SCHEMES:
-                raise SpecError("--policy", policy, f"known: {', '.join(SCHEMES)}")
-            if len({i.tp for i in insts}) != 1:
-                raise SpecError("--instances", instances, "a policy starts from one uniform TP")
-            result, details = run_scheme(policy, model, gpu, sum(i.tp for i in insts), insts[0].tp, reqs, None, params, block_size, seed=seed)
-    except SpecError as exc:
-        fail(exc)
-    except ValueError as exc:  # the engine refuses what the options and the lengths ask together
-        fail(f"--instances {instances} with --lengths {lengths}: {exc}")
-    if plot is not None:
-        from costmodels.generation.plot import plot_simulation
-
-        write_picture(plot, lambda tmp: plot_simulation(result, tmp, f"{model} on {instances} x {gpu}: {len(reqs)} requests"))
-    doc = {"model": model, "gpu": gpu, "configuration": instances, "request_count": len(reqs), "policy": policy,
-           "policy_details": details, **result.to_dict()}
-    if as_json:
-        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
-        return
-    out.print(f"{len(reqs)} requests on {instances} x {gpu} ({model}): makespan {result.makespan_s:.1f} s, "
-              f"{result.tokens_per_s:,.0f} tokens/s, {result.preemptions} preemptions, {result.idle_gpu_s:,.0f} idle GPU-s", highlight=False)
-    if policy != "none":
-        applied = [p for p in details.get("plans", []) if p["applied"]]
-        out.print(f"policy {policy}: TP{details.get('tp')}" + (f", {len(applied)} re-plans applied at "
-                  + ", ".join(f"{p['time']:.0f} s" for p in applied) if applied else "")
-                  + (f", {details['migrations']} balancing migrations" if details.get("migrations") else ""), highlight=False)
-
-
-@simulate_app.command("cosched")
-def simulate_cosched(
-    trace: Annotated[str, typer.Option(help="jobs file or preset whose jobs carry arrival_s and duration_s, or a generator: "
-                                            "philly:jobs=300,hours=580,mean_hours=14.4,workload=mixed,seed=0 or production:jobs=200,hours=192,seed=0")] = "philly:jobs=60,hours=120",
-    policy: Annotated[list[str] | None, typer.Option(help="rollmux, random, greedy, solo, colocated or optimal; repeat to compare (default: all but optimal)")] = None,
-    baseline_slo_check: Annotated[bool, typer.Option(help="let random and greedy refuse placements that break an SLO (the paper's baselines do not)")] = False,
-    seed: Annotated[int, typer.Option(min=0, max=2**63 - 1, help="seed of the random policy")] = 0,
-    plot: Annotated[Path | None, typer.Option(help="draw cost and GPUs over time and a Gantt chart of the largest group to this PNG")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="machine-readable result")] = False,
-) -> None:
-    """Replay a job trace on shared rollout and training pools (RollMux §7.4-7.5): each arrival
-    placed by the policy, departures free capacity; cost over time, peak GPUs, SLO attainment
-    (``heuristics.cosched.trace``). ``optimal`` re-solves the offline optimum at every arrival."""
-    from costmodels.cosched.traces import GENERATORS, generate
-    from formulations.cosched.partition import solve_cosched_optimal
-    from heuristics.cosched.trace import POLICIES, simulate_trace
-
-    policies = policy or ["rollmux", "random", "greedy", "solo", "colocated"]
-    try:
-        for p in policies:
-            if p not in POLICIES:
-                raise SpecError("--policy", p, f"known: {', '.join(POLICIES)}")
-        if plot is not None:
-            check_output(plot, "--plot", PLOT_SUFFIXES)
-        data: Any = generate(trace) if trace.partition(":")[0] in GENERATORS else trace
-        problem = build_problem("cosched", {"jobs": data})
-        results = [simulate_trace(problem, p, seed=seed, baseline_slo_check=baseline_slo_check, solve_optimal=solve_cosched_optimal) for p in policies]
-    except SpecError as exc:
-        fail(str(exc.with_source(trace)))
-    if plot is not None:
-        from costmodels.cosched.group import cosched_model, round_robin_schedule
-        from costmodels.cosched.plot import plot_trace
-
-        first = results[0]
-        gantt = None
-        if first.snapshot:
-            g = max(first.snapshot, key=lambda g: len(g.members))
-            gantt = (round_robin_schedule(cosched_model(problem), g, 2), g.rollout_nodes if not g.colocated else 0,
-                     f"{first.policy}: the largest group when the most jobs ran, two meta-iterations")
-        write_picture(plot, lambda tmp: plot_trace(results, gantt, tmp, f"{len(problem.jobs.jobs)} jobs ({problem.jobs.name or trace})"))
-    if as_json:
-        sys.stdout.write(json.dumps({"trace": problem.jobs.name or trace, "results": [r.to_dict() for r in results]}, indent=2) + "\n")
-        return
-    table = Table(title=f"{len(problem.jobs.jobs)} jobs ({problem.jobs.name or trace})")
-    table.caption = "$/h: time-weighted mean and peak; GPUs: peak per pool; slowdown: mean wall time over time alone; latency: slowest placement decision"
-    for col in ("policy", "$/h", "peak $/h", "roll GPUs", "train GPUs", "SLO met", "slowdown", "latency"):
-        table.add_column(col, justify="left" if col == "policy" else "right", no_wrap=col == "policy")
-    for r in results:
-        s = r.summary()
-        table.add_row(r.policy, f"{s['mean_cost_per_h']:,.0f}", f"{s['peak_cost_per_h']:,.0f}", str(s["peak_rollout_gpus"]),
-                      str(s["peak_train_gpus"]), f"{s['slo_attainment']:.0%}", f"{s['mean_slowdown']:.2f}", f"{s['max_decision_s'] * 1e3:.1f} ms")
-    out.print(table)
-
-
-@simulate_app.command("rollout")
-def simulate_rollout(
-    job: Annotated[str | None, typer.Option(help="rollout job file or preset (rlplan presets --kind job) the named settings run on "
-                                                 "[default: the first --plan's own job, else rollout-7b-8k]")] = None,
-    plan: Annotated[list[Path] | None, typer.Option(help="a plan file written by `rlplan plan rollout`, replayed on its own job; repeat to compare")] = None,
-    run_invalid: Annotated[bool, typer.Option("--run-invalid", help="replay a plan the validator rejects instead of refusing it (exit 1)")] = False,
-    setting: Annotated[list[str] | None, typer.Option(help="a named plan: paper (RollPacker's settings) or verl (synchronous); repeat to compare")] = None,
-    profile: Annotated[str | None, typer.Option(help=PROFILE_HELP + "; a file's training fit sets the job's training MFU")] = None,
-    engine: Annotated[str | None, typer.Option(help=ENGINE_HELP)] = None,
-    plot: Annotated[Path | None, typer.Option(help="draw per-step rollout time, max response and step breakdown of the first plan, the second as baseline (Fig. 10a/b), to this PNG")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="machine-readable steps")] = False,
-) -> None:
-    """Replay rollout plans on the generation simulator for one epoch and print every step:
-    round kind, TP, rollout, exposed reward and training, longest response, preemptions, when the
-    stream trainer scaled (RollPacker Fig. 10). Without --plan or --setting: verl and paper."""
-    from costmodels.rollout.plan import evaluate_rollout
-    from costmodels.rollout.space import paper_plan, verl_plan
-    from planner.planfile import load_plan_and_problem
-    from planner.solve import check_plan
-
-    named = {"paper": paper_plan, "verl": verl_plan}
-    runs: list[tuple[str, Any, Any]] = []
-    try:
-        if plot is not None:
-            check_output(plot, "--plot", PLOT_SUFFIXES)
-        for path in plan or []:
-            other, p = load_plan_and_problem(path)
-            if getattr(other, "kind", None) != "rollout":
-                raise SpecError("--plan", str(path), f"holds a {getattr(other, 'kind', '?')} plan, not a rollout plan")
-            runs.append((path.name, p, other))
-        # a baseline is judged on the job the plan was made for, unless --job names another
-        if job is None and runs:
-            problem, job = runs[0][2], str(plan[0])  # type: ignore[index]
-        else:
-            job = job or "rollout-7b-8k"
-            problem = build_problem("rollout", {"job": job})
-        if profile is not None or engine is not None:  # every run on the same kernels and engine
-            from costmodels.rollout.kind import KIND as ROLLOUT
-
-            assert ROLLOUT.with_efficiency is not None
-            update = _efficiency_update(profile, engine)
-            problem = ROLLOUT.with_efficiency(problem, update)
-            runs = [(label, p, ROLLOUT.with_efficiency(prob, update)) for label, p, prob in runs]
-        for name in setting or ([] if plan else ["verl", "paper"]):
-            if name not in named:
-                raise SpecError("--setting", name, f"known: {', '.join(named)}")
-            runs.append((name, named[name](problem.workload), problem))
-    except SpecError as exc:
-        fail(exc)
-    for label, p, prob in runs:
-        violations = check_plan(prob, p)[0]
-        if violations and not run_invalid:
-            for v in violations:
-                err.print(f"  {v}", markup=False, highlight=False, soft_wrap=True)
-            fail(f"{label}: the plan violates {len(violations)} constraint(s); --run-invalid replays it anyway", code=1)
-    results = [(label, p, *evaluate_rollout(prob, p)) for label, p, prob in runs]
-    if plot is not None:
-        from costmodels.rollout.plot import plot_rollout
-
-        label, p, obj, b = results[0]
-        base = results[1][3] if len(results) > 1 else None
-        title = f"{label}: {obj:.1f} s/step" + (f" (dashed: {results[1][0]}, {results[1][2]:.1f} s/step)" if base else "")
-        write_picture(plot, lambda tmp: plot_rollout(runs[0][2], p, b, tmp, title, baseline=base))
-    if as_json:
-        sys.stdout.write(json.dumps({"job": job, "results": [{"plan": label, "knobs": p.model_dump(), "objective_s": obj, "breakdown": b}
-                                                             for label, p, obj, b in results]}, indent=2, default=str) + "\n")
-        return
-    for label, _, obj, b in results:
-        table = Table(title=f"{label}: {obj:.1f} s per step over {b['rounds']} rounds")
-        for col in ("step", "round", "TP", "rollout s", "reward s", "train s", "step s", "max resp", "preempt", "scaled at s"):
-            table.add_column(col, justify="right")
-        for i, st in enumerate(b["steps"], 1):
-            table.add_row(str(i), st["kind"], str(st["tp"]), f"{st['rollout_s']:.1f}", f"{st['reward_s']:.1f}", f"{st['train_s']:.1f}",
-                          f"{st['step_s']:.1f}", str(st["max_response"]), str(st["preemptions"]),
-                          "-" if st["scaled_at_s"] is None else f"{st['scaled_at_s']:.1f}")
-        out.print(table)
-    if len(results) > 1:
-        base = results[0][2]
-        out.print("; ".join(f"{label}: {base / obj:.2f}x the speed of {results[0][0]}" for label, _, obj, _ in results[1:]), markup=False, highlight=False)
-
-
 @presets_app.callback()
 def presets_list(ctx: typer.Context, kind: Annotated[str | None, typer.Option(help="only this kind")] = None,
                  as_json: Annotated[bool, typer.Option("--json", help="machine-readable list")] = False) -> None:
@@ -897,9 +566,32 @@ def presets_show(name: Annotated[str, typer.Argument(help="preset name")]) -> No
     sys.stdout.write(p.text(data) if p.text is not None else yaml.safe_dump(data, sort_keys=False))
 
 
-def main() -> None:
-    app()
+def command_kit() -> CommandKit:
+    """What a problem's own commands borrow from the planner (see :class:`CommandKit`)."""
+    from planner.planfile import json_safe, load_plan_and_problem
+    from planner.solve import check_plan
+
+    return CommandKit(out=out, err=err, fail=fail, build_problem=build_problem, load_plan_and_problem=load_plan_and_problem,
+                      check_plan=check_plan, efficiency_update=_efficiency_update, efficiency=_efficiency, profile_help=PROFILE_HELP,
+                      engine_help=ENGINE_HELP, check_output=check_output, write_picture=write_picture, plot_suffixes=PLOT_SUFFIXES,
+                      read_text=read_text, json_safe=json_safe)
 
 
-if __name__ == "__main__":
-    main()
+def mount_problem_commands(root: typer.Typer) -> None:
+    """Mount every registered problem's own commands (``ProblemKind.commands``) under their
+    groups (``rlplan simulate <problem>`` comes from that problem's descriptor): this module names no
+    problem. A command module is imported here, its heavy imports stay inside its commands."""
+    kit = command_kit()
+    groups: dict[str, typer.Typer] = {}
+    for kind in default_registry().kinds():
+        for entry in kind.commands:
+            if entry.group not in COMMAND_GROUPS:
+                raise ValueError(f"{kind.name}: command {entry.name!r} joins unknown group {entry.group!r}; groups: {', '.join(COMMAND_GROUPS)}")
+            if entry.group not in groups:
+                groups[entry.group] = typer.Typer(help=COMMAND_GROUPS[entry.group], no_args_is_help=True)
+                root.add_typer(groups[entry.group], name=entry.group)
+            injected = {key: resolve(target) for key, target in entry.inject.items()}
+            groups[entry.group].command(entry.name)(resolve(entry.target)(kit, **injected))
+
+
+mount_problem_commands(app)

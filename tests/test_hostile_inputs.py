@@ -396,7 +396,7 @@ def test_plan_file_of_the_previous_release_is_migrated(tmp_path):
 def test_ray_missing_is_a_usage_error_naming_the_extra(monkeypatch, capsys):
     import sys
 
-    from benchmarks.entry import main
+    from planner.entry import main
 
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray fails, as without the [ray] extra
     for argv in (["plan", *SMALL, "--executor", "ray"], ["plan", *SMALL, "-O", "executor=ray"]):
@@ -451,7 +451,7 @@ def test_every_count_option_has_a_documented_upper_bound():
 
     import typer
 
-    from benchmarks.cli import app
+    from planner.entry import composed_app
 
     def leaves(command, path):
         subs = getattr(command, "commands", None)
@@ -462,7 +462,7 @@ def test_every_count_option_has_a_documented_upper_bound():
             yield path, command
 
     unbounded = []
-    for path, command in leaves(typer.main.get_command(app), ["rlplan"]):
+    for path, command in leaves(typer.main.get_command(composed_app()), ["rlplan"]):
         if command.callback is None:
             continue
         sig = inspect.signature(command.callback, eval_str=True)

@@ -69,3 +69,29 @@ def test_every_layer_lists_the_problems():
             assert module.split(".")[0] in ("formulations", "heuristics") and _problem_of(module) == kind.name, entry.target
             for ref in entry.inject.values():  # the planner injects across layers, never across problems
                 assert _problem_of(ref.partition(":")[0]) == kind.name, ref
+
+
+def test_a_problems_commands_live_with_the_problem_and_the_planner_names_none():
+    """Following a problem from its command to its plan file stays in its own packages plus the
+    generic planner: its commands are descriptor references into its packages, and the planner's
+    CLI modules name no problem (``docs/architecture.md``, "The house")."""
+    import re
+
+    from costmodels.problem import COMMAND_GROUPS
+    from planner.registry import default_registry, resolve
+
+    reg = default_registry()
+    names = [k.name for k in reg.kinds()]
+    mounted = 0
+    for kind in reg.kinds():
+        for entry in kind.commands:
+            assert entry.group in COMMAND_GROUPS, entry
+            for ref in (entry.target, *entry.inject.values()):
+                assert _problem_of(ref.partition(":")[0]) == kind.name, ref
+                assert callable(resolve(ref)), ref
+            mounted += 1
+    assert mounted >= 4  # estimate/simulate generation (replan), simulate cosched, simulate rollout
+    for module in ("cli.py", "entry.py", "calibrate_command.py"):
+        text = (ROOT / "planner" / module).read_text()
+        found = [n for n in names if re.search(rf"\b{n}\b", text)]
+        assert not found, f"planner/{module} names {found}"

@@ -123,7 +123,7 @@ def test_bad_states_name_the_field(patch, field):
 
 def test_cli_plans_validates_and_refuses_a_bad_state(tmp_path):
     out = tmp_path / "plan.json"
-    cmd = [sys.executable, "-m", "benchmarks.cli"]
+    cmd = [sys.executable, "-m", "planner"]
     run = subprocess.run([*cmd, "plan", "replan", "--state", "replan-tail", "--solver", "greedy", "-o", str(out)], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     data = json.loads(out.read_text())
@@ -247,7 +247,7 @@ def test_arima_forecast_beats_the_last_step_on_a_drifting_trace():
 
 
 def test_cli_simulates_a_step_under_each_orchestrrl_scheme():
-    cmd = [sys.executable, "-m", "benchmarks.cli", "simulate", "generation", "--model", "Qwen2.5-7B", "--instances", "4xTP2",
+    cmd = [sys.executable, "-m", "planner", "simulate", "generation", "--model", "Qwen2.5-7B", "--instances", "4xTP2",
            "--lengths", "synthetic:prompts=16,n=8,max=4096", "--json"]
     spans = {}
     for policy in ("none", "verl-to", "verl-lo", "orchestrrl"):

@@ -7,7 +7,7 @@ from costmodels.cosched.group import CoschedulePlan, check_cosched, evaluate_cos
 from costmodels.cosched.presets import cosched_presets
 from costmodels.cosched.problem import CoscheduleProblem, JobsSpec
 from costmodels.cosched.summary import cosched_summary
-from costmodels.problem import ProblemKind, SolverEntry, SpecField
+from costmodels.problem import CommandEntry, ProblemKind, SolverEntry, SpecField
 
 SOLVERS = (
     SolverEntry("rollmux", "heuristics.cosched.online:solve_rollmux", default=True,
@@ -41,4 +41,6 @@ KIND = ProblemKind(
     size_label="jobs",
     bench_extras={"slo_attainment": "slo_attainment", "group_count": "group_count", "rollout_gpus": "rollout_gpus", "train_gpus": "train_gpus"},
     canned=canned_coscheds,
+    commands=(CommandEntry("simulate", "cosched", "heuristics.cosched.cli:simulate_cosched_command",
+                           inject={"solve_optimal": "formulations.cosched.partition:solve_cosched_optimal"}),),
 )

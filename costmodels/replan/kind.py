@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from costmodels.problem import ProblemKind, SolverEntry, SpecField
+from costmodels.problem import CommandEntry, ProblemKind, SolverEntry, SpecField
 from costmodels.replan.canned import canned_replans
 from costmodels.replan.presets import replan_presets
 from costmodels.replan.problem import (
@@ -56,4 +56,6 @@ KIND = ProblemKind(
     size_label="GPUs",
     bench_extras={"migrated_requests": "migrated_requests", "switched_instances": "switched_instances", "gpus": "gpus"},
     canned=canned_replans,
+    commands=(CommandEntry("estimate", "generation", "heuristics.replan.cli:estimate_generation_command"),
+              CommandEntry("simulate", "generation", "heuristics.replan.cli:simulate_generation_command")),
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from costmodels.problem import ProblemKind, SolverEntry, SpecField
+from costmodels.problem import CommandEntry, ProblemKind, SolverEntry, SpecField
 from costmodels.rollout.canned import canned_rollouts
 from costmodels.rollout.plan import RolloutPlan, check_rollout, evaluate_rollout
 from costmodels.rollout.plot import plot_rollout
@@ -57,4 +57,5 @@ KIND = ProblemKind(
     size_label="GPUs",
     bench_extras={"rollout_s": "rollout_s", "reward_s": "reward_s", "train_s": "train_s", "bubble_s": "bubble_s"},
     canned=canned_rollouts,
+    commands=(CommandEntry("simulate", "rollout", "heuristics.rollout.cli:simulate_rollout_command"),),
 )

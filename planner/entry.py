@@ -3,14 +3,41 @@ ends as one line on stderr and an exit code (DESIGN.md: 0 plan / 1 no plan / 2 b
 a traceback — usage errors included (typer and click would draw a box), and Ctrl-C at any point,
 imports included (exit 130). ``RLPLAN_DEBUG=1`` shows the traceback of an internal error.
 
+The app it runs is composed here: the planner's commands (``planner.cli``, with every problem's
+own commands mounted from its descriptor), ``calibrate``, and the commands other installed
+packages register under the ``rlplan.commands`` entry-point group — how the benchmarks layer
+above adds ``bench`` without the planner importing it (``docs/architecture.md``, "The house").
+
 Kept tiny on purpose: it must be importable before anything heavy is."""
 
 from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
+
+#: the entry-point group whose members are ``register(app)`` functions adding commands to rlplan
+COMMANDS_GROUP = "rlplan.commands"
+
+_composed: Any = None
+
+
+def composed_app() -> Any:
+    """The whole ``rlplan`` typer app: ``planner.cli.app`` plus ``calibrate`` plus every command
+    registered under :data:`COMMANDS_GROUP` (``bench``, from ``benchmarks.cli:register``)."""
+    global _composed
+    if _composed is None:
+        from importlib.metadata import entry_points
+
+        import planner.calibrate_command  # noqa: F401  (registers `rlplan calibrate` on the app)
+        from planner.cli import app
+
+        for ep in sorted(entry_points(group=COMMANDS_GROUP), key=lambda ep: ep.name):
+            ep.load()(app)
+        _composed = app
+    return _composed
 
 
 def _say(message: str) -> None:
@@ -46,7 +73,7 @@ def _given(exc: Exception, args: list[str]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     # Plain click help, not typer's rich panels: the same text a script can parse, and rendering
-    # the panels cost a tenth of a second on every `--help` (issue 16: under 0.5 s). Results stay
+    # the panels cost a tenth of a second on every `--help`. Results stay
     # rich tables; TYPER_USE_RICH=1 brings the panels back.
     os.environ.setdefault("TYPER_USE_RICH", "0")
     try:
@@ -58,14 +85,13 @@ def main(argv: list[str] | None = None) -> None:
         import typer
         from pydantic import ValidationError
 
-        from benchmarks.cli import app
         from costmodels.errors import SpecError, from_validation
         from costmodels.solving import protect_stdout
 
         protect_stdout()  # this process is ours: native solver noise must not reach a plan on `-o -`
 
         try:
-            code = app(args=argv, standalone_mode=False, prog_name="rlplan")
+            code = composed_app()(args=argv, standalone_mode=False, prog_name="rlplan")
             if code == INTERRUPTED:  # typer turns Ctrl-C inside a command into a silent Exit(130)
                 raise KeyboardInterrupt
         except cx.NoArgsIsHelpError as exc:
