@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.publish import command_line, write_csv, write_json
-from heuristics.cosched.replay import ReplayJob, migration_gain
+from heuristics.cosched.group_replay import ReplayJob, migration_gain
 
 PAIRS = {
     "7B-4k + 7B-4k": (("Qwen2.5-7B", 4096), ("Qwen2.5-7B", 4096)),

@@ -19,11 +19,11 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.publish import command_line, write_csv, write_json
+from costmodels.cosched.arrivals import generate
 from costmodels.cosched.group import cosched_model, round_robin_schedule
 from costmodels.cosched.plot import plot_trace
-from costmodels.cosched.traces import generate
 from formulations.cosched.partition import solve_cosched_optimal
-from heuristics.cosched.trace import simulate_trace
+from heuristics.cosched.cluster_trace import simulate_trace
 from planner.io import build_problem
 
 SEEDS = (0, 1, 2)

@@ -9,6 +9,7 @@ import json
 import pytest
 
 from benchmarks.instances import table6_problem
+from costmodels.cosched.arrivals import generate, parse_generator, philly_trace
 from costmodels.cosched.group import (
     check_cosched,
     cosched_model,
@@ -16,12 +17,11 @@ from costmodels.cosched.group import (
     round_robin_schedule,
     state_of,
 )
-from costmodels.cosched.traces import generate, parse_generator, philly_trace
 from costmodels.errors import SpecError
 from formulations.cosched.partition import solve_cosched_optimal
+from heuristics.cosched.cluster_trace import POLICIES, simulate_trace
+from heuristics.cosched.group_replay import ReplayJob, migration_gain, replay_group
 from heuristics.cosched.online import OnlineScheduler
-from heuristics.cosched.replay import ReplayJob, migration_gain, replay_group
-from heuristics.cosched.trace import POLICIES, simulate_trace
 from planner.io import build_problem
 from tests.conftest import run_cli, run_cli_pty
 

@@ -11,7 +11,7 @@ import pytest
 
 from costmodels.combinatorics import set_partitions
 from costmodels.placement.cost import generation_floor, memory_floor_gb, task_cost, task_memory
-from costmodels.placement.options import GroupOption, GroupOptions
+from costmodels.placement.group_fronts import GroupOption, GroupOptions
 from costmodels.placement.space import (
     best_colocated,
     compositions,

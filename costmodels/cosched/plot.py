@@ -35,7 +35,7 @@ def draw_gantt(ax: Any, rows: list[dict[str, Any]], rollout_nodes: int, title: s
 
 def plot_trace(results: list[Any], gantt: tuple[list[dict[str, Any]], int, str] | None, path: str | Path, title: str = "") -> None:
     """A PNG: cost ($/h) over time, GPUs over time (rollout and training pools) for each
-    :class:`~heuristics.cosched.trace.TraceResult`, and optionally one group's Gantt chart
+    :class:`~heuristics.cosched.cluster_trace.TraceResult`, and optionally one group's Gantt chart
     (``(rows, rollout_nodes, title)``)."""
     import matplotlib
 

@@ -20,7 +20,7 @@ import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
-from costmodels.placement.options import GroupOption, GroupOptions, Partial
+from costmodels.placement.group_fronts import GroupOption, GroupOptions, Partial
 from costmodels.placement.space import compositions
 from costmodels.solving import UNLIMITED, Deadline
 from costmodels.workflow import TaskKind

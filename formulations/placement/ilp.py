@@ -3,7 +3,7 @@
 Notation. Tasks t; GPU classes k (the GPUs of one node, interchangeable on a hierarchical
 network) with capacity N_k; a *pair* (T, c) a task subset T co-located on a composition c in
 N^K; a *group option* o of a pair fixes one configuration per task of T and is costed by the cost
-model itself (``costmodels.placement.options``):
+model itself (``costmodels.placement.group_fronts``):
 
 * ``gen_o``  generation time C^1 if actor generation is in T_o, else 0;
 * ``inf_o``  Φ_η over the inference tasks of T_o;  ``trn_o`` Φ_η over its training tasks;
@@ -57,7 +57,7 @@ costing generation's "as many as fit" decode batch for each combination of resid
 (``formulations.placement.columns``):
 
 * every pair starts as one *relaxed* column whose terms bound each of its options' from below
-  (:meth:`~costmodels.placement.options.GroupOptions.bound_option`: each task at its fastest
+  (:meth:`~costmodels.placement.group_fronts.GroupOptions.bound_option`: each task at its fastest
   configuration that fits beside the other tasks' least memory, to a fixed point; generation
   with "as many as fit" at the :func:`~costmodels.placement.cost.generation_floor` beside the
   others' least models, valid for every decode batch its residents could leave; a pair that
@@ -105,7 +105,13 @@ from pydantic import Field
 from scipy.sparse import csc_array, csr_array
 
 from costmodels.placement.cost import evaluate_placement, memory_floor_gb
-from costmodels.placement.options import GroupOption, GroupOptions, Partial, combine, group_phases
+from costmodels.placement.group_fronts import (
+    GroupOption,
+    GroupOptions,
+    Partial,
+    combine,
+    group_phases,
+)
 from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.space import best_colocated, build_plan
 from costmodels.solving import (

@@ -33,9 +33,9 @@ def simulate_cosched_command(kit: CommandKit, *, solve_optimal: Callable[..., An
     ) -> None:
         """Replay a job trace on shared rollout and training pools (RollMux §7.4-7.5): each arrival
         placed by the policy, departures free capacity; cost over time, peak GPUs, SLO attainment
-        (``heuristics.cosched.trace``). ``optimal`` re-solves the offline optimum at every arrival."""
-        from costmodels.cosched.traces import GENERATORS, generate
-        from heuristics.cosched.trace import POLICIES, simulate_trace
+        (``heuristics.cosched.cluster_trace``). ``optimal`` re-solves the offline optimum at every arrival."""
+        from costmodels.cosched.arrivals import GENERATORS, generate
+        from heuristics.cosched.cluster_trace import POLICIES, simulate_trace
 
         policies = policy or ["rollmux", "random", "greedy", "solo", "colocated"]
         try:

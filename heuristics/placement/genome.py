@@ -17,7 +17,7 @@ from typing import Any
 
 from costmodels.placement.check import check_placement
 from costmodels.placement.cost import evaluate_placement
-from costmodels.placement.options import GroupOptions, combine
+from costmodels.placement.group_fronts import GroupOptions, combine
 from costmodels.placement.problem import PlacementPlan, PlacementProblem
 from costmodels.placement.space import TaskConfig, build_plan, task_configs
 from costmodels.solving import UNLIMITED, Deadline, DeadlineExceeded
