@@ -18,6 +18,7 @@ from costmodels.cosched.group import (
     cycle_and_load,
     evaluate_cosched,
     group_ok,
+    saturated,
 )
 from costmodels.cosched.problem import JobsSpec
 from costmodels.errors import SpecError
@@ -87,13 +88,8 @@ def test_algorithm_1_opens_a_group_only_when_no_cheaper_valid_packing_exists(see
                 if len(g.members) >= m.spec.max_group_size:
                     continue
                 for delta, h in placements(m, g, name):
-                    assert not (group_ok(m, h) and delta <= new_cost and not _saturated(m, g)), (name, delta)
+                    assert not (group_ok(m, h) and delta <= new_cost and not saturated(m, g)), (name, delta)
     assert check_cosched(problem, sched.plan()) == []
-
-
-def _saturated(m, g):
-    cycle, load = cycle_and_load(m, g)
-    return load >= cycle * (1 - 1e-12)
 
 
 def test_validator_names_each_broken_rule():

@@ -13,22 +13,23 @@ from tests.conftest import run_cli
 
 @pytest.mark.parametrize("name", [p.name for p in presets()])
 def test_every_preset_loads(name):
-    """Problem presets load whole; a spec preset loads as its field, inside a problem preset that
-    uses it when it depends on other fields (a demand on its fabric)."""
+    """Problem presets load whole into their kind's problem type; a spec preset loads as its
+    field's model, and inside a problem (a preset that uses it, or the kind's defaults with it)
+    when it depends on other fields (a demand on its fabric)."""
     p = get_preset(name)
+    reg = default_registry()
     if p.kind == "problem":
-        load_problem(name)
+        problem = load_problem(name)
+        assert isinstance(problem, reg.kind_of(problem).problem_type), (name, type(problem))
         return
-    kind = next(k for k in default_registry().kinds() if any(f.name == p.kind for f in k.fields))
+    kind = next(k for k in reg.kinds() if any(f.name == p.kind for f in k.fields))
     field = kind.spec_field(p.kind)
     if not field.depends:
-        load_field(field, name)
+        assert isinstance(load_field(field, name), field.model), name
         return
     users = [q.name for q in presets("problem") if q.data().get(p.kind) == name]
-    if users:
-        load_problem(users[0])
-    else:
-        build_problem(kind.name, {**kind.defaults(), p.kind: name})
+    problem = load_problem(users[0]) if users else build_problem(kind.name, {**kind.defaults(), p.kind: name})
+    assert isinstance(problem, kind.problem_type), (name, type(problem))
 
 
 def test_required_presets_exist():
