@@ -345,9 +345,45 @@ def _complete_solver(ctx: typer.Context, incomplete: str) -> list[str]:
     return [n for n in names if n.startswith(incomplete)]
 
 
+def _registered(what: str) -> str:
+    """Comma-separated names of the solvable problems that have ``what`` (an option's help)."""
+    return ", ".join(k.name for k in default_registry().solvable() if getattr(k, what))
+
+
+_REG = default_registry()
+_TIME_LIMIT_HELP = ("seconds a search may use; the best plan found by then is returned. Default: the solver's own cap "
+                    "(`--solver help` lists them), here " + ", ".join(f"{p} {_REG.get(p).name} {_REG.get(p).time_limit:g} s" for p in _REG.problems()))
+_OUTPUT_HELP = ("plan JSON file; `-` for stdout. Default: <problem>-plan.json ("
+                + ", ".join(default_output(p) for p in _REG.problems()[:2]) + ", ...)")
+_EXPORT_HELP = f"also write a framework config snippet: {', '.join(sorted({e for k in _REG.solvable() for e in k.exports})) or 'none'}"
+
+
+def plan_options(
+    solver: Annotated[str | None, typer.Option(help="solver name; `help` lists them and their options", autocompletion=_complete_solver)] = None,
+    time_limit: Annotated[float | None, typer.Option("--time-limit", show_default=False, help=_TIME_LIMIT_HELP)] = None,
+    seed: Annotated[int, typer.Option(min=0, max=2**63 - 1, help="random seed, 0 to 2^63-1 (same input, seed and budget: same plan)")] = 0,
+    option: Annotated[list[str] | None, typer.Option("--option", "-O", help="solver option key=value (repeatable); `--solver help` lists them")] = None,
+    output: Annotated[str | None, typer.Option("--output", "-o", show_default=False, help=_OUTPUT_HELP)] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no summary table")] = False,
+    export: Annotated[list[str] | None, typer.Option("--export", help=_EXPORT_HELP)] = None,
+    plot: Annotated[Path | None, typer.Option("--plot", help=f"also draw the plan to this PNG ({_registered('plot')})")] = None,
+    executor: Annotated[str | None, typer.Option("--executor", show_default=False, help=(
+        "where a search's evaluations run: local (default; -O workers=N for a process pool) or ray (SHA-EA)"))] = None,
+    ray_address: Annotated[str | None, typer.Option("--ray-address", show_default=False, help=(
+        "run the evaluations on this Ray cluster (e.g. auto, ray://head:10001); implies --executor ray"))] = None,
+    profile: Annotated[str | None, typer.Option("--profile", show_default=False, help=(
+        f"{PROFILE_HELP} ({_registered('with_efficiency')}); the plan file records them"))] = None,
+    engine: Annotated[str | None, typer.Option("--engine", show_default=False, help=f"{ENGINE_HELP} ({_registered('with_efficiency')})")] = None,
+) -> None:
+    """The options ``rlplan plan`` takes for every problem. The command is ``rlplan plan
+    [PROBLEM] [--<field> ...] <these>``: the positional problem, then one ``--<field>`` per spec
+    field of the registered problems (``--cluster``, ``--fabric``, ...; :func:`_file_fields`,
+    from the descriptors), then these (:func:`_build_plan_command` joins the three)."""
+
+
 def _build_plan_command() -> Any:
-    """The typer command ``plan``, with one ``--<field>`` option per spec field of the registered
-    problems (``--cluster``, ``--fabric``, ...): the descriptors decide, not this module."""
+    """The typer command ``plan``: the problem argument, one ``--<field>`` option per spec field
+    of the registered problems (the descriptors decide, not this module), and :func:`plan_options`."""
     reg = default_registry()
     names = ", ".join(reg.problems())
     P = inspect.Parameter
@@ -358,30 +394,7 @@ def _build_plan_command() -> Any:
     for name, kinds in file_fields.items():
         helps = "; ".join(f"{k.spec_field(name).help} ({k.name})" for k in kinds)
         params.append(P(name, P.KEYWORD_ONLY, default=None, annotation=Annotated[str | None, typer.Option(help=helps)]))
-    exports = sorted({e for k in reg.solvable() for e in k.exports})
-    plots = [k.name for k in reg.solvable() if k.plot]
-    params += [
-        P("solver", P.KEYWORD_ONLY, default=None, annotation=Annotated[str | None, typer.Option(help="solver name; `help` lists them and their options",
-                                                                                            autocompletion=_complete_solver)]),
-        P("time_limit", P.KEYWORD_ONLY, default=None, annotation=Annotated[float | None, typer.Option("--time-limit", show_default=False, help=(
-            "seconds a search may use; the best plan found by then is returned. Default: the solver's own cap (`--solver help` lists "
-            "them), here " + ", ".join(f"{p} {reg.get(p).name} {reg.get(p).time_limit:g} s" for p in reg.problems())))]),
-        P("seed", P.KEYWORD_ONLY, default=0, annotation=Annotated[int, typer.Option(min=0, max=2**63 - 1, help="random seed, 0 to 2^63-1 (same input, seed and budget: same plan)")]),
-        P("option", P.KEYWORD_ONLY, default=None, annotation=Annotated[list[str] | None, typer.Option("--option", "-O", help="solver option key=value (repeatable); `--solver help` lists them")]),
-        P("output", P.KEYWORD_ONLY, default=None, annotation=Annotated[str | None, typer.Option("--output", "-o", show_default=False, help=(
-            "plan JSON file; `-` for stdout. Default: <problem>-plan.json (" + ", ".join(default_output(p) for p in reg.problems()[:2]) + ", ...)"))]),
-        P("quiet", P.KEYWORD_ONLY, default=False, annotation=Annotated[bool, typer.Option("--quiet", "-q", help="no summary table")]),
-        P("export", P.KEYWORD_ONLY, default=None, annotation=Annotated[list[str] | None, typer.Option("--export", help=f"also write a framework config snippet: {', '.join(exports) or 'none'}")]),
-        P("plot", P.KEYWORD_ONLY, default=None, annotation=Annotated[Path | None, typer.Option("--plot", help=f"also draw the plan to this PNG ({', '.join(plots)})")]),
-        P("executor", P.KEYWORD_ONLY, default=None, annotation=Annotated[str | None, typer.Option(
-            "--executor", show_default=False, help="where a search's evaluations run: local (default; -O workers=N for a process pool) or ray (SHA-EA)")]),
-        P("ray_address", P.KEYWORD_ONLY, default=None, annotation=Annotated[str | None, typer.Option(
-            "--ray-address", show_default=False, help="run the evaluations on this Ray cluster (e.g. auto, ray://head:10001); implies --executor ray")]),
-        P("profile", P.KEYWORD_ONLY, default=None, annotation=Annotated[str | None, typer.Option(
-            "--profile", show_default=False, help=PROFILE_HELP + " (" + ", ".join(k.name for k in reg.solvable() if k.with_efficiency) + "); the plan file records them")]),
-        P("engine", P.KEYWORD_ONLY, default=None, annotation=Annotated[str | None, typer.Option(
-            "--engine", show_default=False, help=ENGINE_HELP + " (" + ", ".join(k.name for k in reg.solvable() if k.with_efficiency) + ")")]),
-    ]
+    params += [p.replace(kind=P.KEYWORD_ONLY) for p in inspect.signature(plan_options, eval_str=True).parameters.values()]
 
     def plan(**kwargs: Any) -> None:
         fields = {name: kwargs.pop(name) for name in file_fields}
