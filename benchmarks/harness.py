@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 ROW_FIELDS = ("key", "suite", "instance_id", "instance", "kind", "size", "solver", "exact", "options", "seed", "time_limit",
-              "status", "objective", "primary", "bound", "gap", "wall_time_s", "peak_rss_mb", "message", "violations", "extra", "trace")
+              "status", "termination", "objective", "primary", "bound", "gap", "wall_time_s", "peak_rss_mb", "message", "violations", "extra", "trace")
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,8 @@ def execute_run(spec: RunSpec) -> dict[str, Any]:
         row["exact"] = registry.get(kind.name, spec.solver).exact
         result = solve(problem, spec.solver, time_limit=spec.time_limit, seed=spec.seed, registry=registry, **spec.options)
         primary = result.breakdown.get(kind.primary_key) if kind.primary_key and result.objective is not None else None
-        row.update(status=result.status.value, objective=result.objective, primary=primary, bound=result.bound, gap=result.gap,
+        row.update(status=result.status.value, termination=result.termination.value if result.termination is not None else None,
+                   objective=result.objective, primary=primary, bound=result.bound, gap=result.gap,
                    wall_time_s=result.wall_time_s, message=result.message[:500], violations=len(result.violations),
                    extra=_extra(kind, result.breakdown), trace=result.stats.get("trace"))
     except Exception as exc:  # bad instance or solver setup: still a row

@@ -96,6 +96,8 @@ def solver_table(df: pd.DataFrame) -> pd.DataFrame:
             "runs": len(g), "ok": int(g["status"].isin(OK).sum()), "optimal": int((g["status"] == "optimal").sum()),
             "no_solution": int((g["status"] == "no_solution").sum()), "invalid": int((g["status"] == "invalid").sum()),
             "error": int((g["status"] == "error").sum()), "worse_primary": int(g["worse_primary"].sum()),
+            # why the runs stopped, apart from what they returned: the clock deciding is not reproducible
+            "time_capped": int((g["termination"] == "time_limit").sum()) if "termination" in g else 0,
             "median_ratio": r.median() if len(r) else np.nan, "worst_ratio": r.max() if len(r) else np.nan,
             "median_wall_s": g["wall_time_s"].median(), "max_wall_s": g["wall_time_s"].max(),
             "peak_rss_mb": g["peak_rss_mb"].max(),
