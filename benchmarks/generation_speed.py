@@ -22,7 +22,9 @@ import numpy as np
 
 from costmodels.catalog import get_gpu, get_model
 from costmodels.decode import Instance
-from costmodels.generation.engine import Request, reference_run, simulate
+from costmodels.generation.engine import simulate
+from costmodels.generation.reference import reference_run
+from costmodels.generation.requests import Request
 from costmodels.generation.traces import synthetic_trace
 
 

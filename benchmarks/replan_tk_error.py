@@ -19,7 +19,8 @@ import numpy as np
 
 from benchmarks.publish import command_line, write_csv, write_json
 from costmodels.decode import Instance
-from costmodels.generation.engine import Request, simulate
+from costmodels.generation.engine import simulate
+from costmodels.generation.requests import Request
 from costmodels.replan.presets import synthetic_state
 from costmodels.replan.problem import ReplanProblem, ReplanSpec, instance_cost
 

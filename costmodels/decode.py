@@ -25,6 +25,14 @@ generation simulator all call it. For one pipeline stage of ``L_s`` layers on a 
 The serving engine adds CPU time per step, ``o_step + b * o_seq`` (``Efficiency``), outside the
 GPU roofline. Peaks are derated by the project's one :class:`costmodels.efficiency.Efficiency`.
 
+For a fixed batch, (D2) and (D3) are affine in the context C, so a step is
+``max(m0 + m1 C, c0 + c1 C) + rest`` (:class:`StepCoefficients`, read off
+:meth:`Instance.decode_step` by :func:`step_coefficients`; with a fitted profile the slopes are
+measured at two contexts). That is this model in closed form, so it lives here, beside the step
+it must reproduce (the tests check it does), rather than with one of its users: the generation
+simulator (``costmodels.generation.engine``) sums it over the steps between two events, and the
+replan model (``costmodels.replan.problem``) reads its KV slope from it.
+
 KV capacity is the memory left on the instance after weights, at the engine's memory utilisation.
 A set of requests is given as a remaining-length histogram (OrchestrRL §4.1: bins, each bin's
 upper bound taken as the length), each with the context already in the cache. Continuous batching
@@ -182,6 +190,68 @@ class Instance:
         memory = weights_read_gb(m, m.layers, True, True, self.tp, total) / eff.hbm_gbs(self.gpu)
         comm = 2 * m.layers * self._allreduce_s(total * m.hidden * BYTES_BF16 / GB)
         return max(compute, memory) + comm
+
+
+@dataclass
+class StepCoefficients:
+    """A decode step of a fixed batch as a function of its context C:
+    ``max(m0 + m1 * C, c0 + c1 * C) + rest``."""
+
+    m0: float
+    m1: float
+    c0: float
+    c1: float
+    rest: float
+
+    def at(self, context: float) -> float:
+        return max(self.m0 + self.m1 * context, self.c0 + self.c1 * context) + self.rest
+
+    def total(self, c_start: float, growth: float, steps: int) -> float:
+        """Sum of ``at(c_start + growth * k)`` for k = 0 .. steps - 1, in closed form."""
+        if steps <= 0:
+            return 0.0
+        a1, s1 = self.m0 + self.m1 * c_start, self.m1 * growth
+        a2, s2 = self.c0 + self.c1 * c_start, self.c1 * growth
+
+        def arith(a: float, s: float, lo: int, hi: int) -> float:  # sum of a + s k, lo <= k < hi
+            n = hi - lo
+            return a * n + s * (lo + hi - 1) * n / 2 if n > 0 else 0.0
+
+        # the max switches at most once (two lines); split there
+        if s1 == s2:
+            split = 0 if a1 >= a2 else steps
+        else:
+            cross = min(float(steps), max(0.0, (a2 - a1) / (s1 - s2)))  # clamped before ceil: may be +-inf
+            split = min(steps, max(0, math.ceil(cross - 1e-12)))
+        if s1 > s2:  # memory line on top from `split` on
+            body = arith(a2, s2, 0, split) + arith(a1, s1, split, steps)
+        elif s1 < s2:
+            body = arith(a1, s1, 0, split) + arith(a2, s2, split, steps)
+        else:
+            body = arith(a1 if a1 >= a2 else a2, s1, 0, steps)
+        # guard the rounding at the split step: each side is exact where it dominates
+        return body + self.rest * steps
+
+
+def step_coefficients(inst: Instance, batch: int) -> StepCoefficients:
+    """The affine pieces of ``inst.decode_step(batch, C)`` (D2, D3 are affine in C). With a fitted
+    profile (``costmodels.profiles``) both sides of the max are affine too, and the slopes are read
+    off the step at two contexts."""
+    d0 = inst.decode_step(batch, 0.0)
+    m, eff, g = inst.model, inst.params.efficiency, inst.gpu
+    if eff.profile_for(g, inst.tp) is None:
+        m1 = kv_bytes_per_token(m, m.layers, inst.tp) / 1e9 / eff.hbm_gbs(g)
+        c1 = 4 * m.hidden * m.layers / (inst.tp * eff.flops(g))
+    else:
+        d1 = inst.decode_step(batch, _SLOPE_CONTEXT)
+        m1 = (d1["memory_s"] - d0["memory_s"]) / _SLOPE_CONTEXT
+        c1 = (d1["compute_s"] - d0["compute_s"]) / _SLOPE_CONTEXT
+    rest = d0["comm_s"] + d0.get("overhead_s", 0.0)
+    return StepCoefficients(d0["memory_s"], m1, d0["compute_s"], c1, rest)
+
+
+#: the context the slopes are read at: large, so rounding in the difference stays far below 1e-12 relative
+_SLOPE_CONTEXT = 2.0**20
 
 
 @dataclass(frozen=True)

@@ -128,9 +128,8 @@ def _shipped() -> dict[str, HardwareProfile]:
 
 @pytest.mark.parametrize("tp", [1, 2, 4, 8])
 def test_a_profile_in_the_efficiency_set_drives_decode_prefill_and_the_simulator(tp):
-    from costmodels.decode import Instance, ServingParams
+    from costmodels.decode import Instance, ServingParams, step_coefficients
     from costmodels.efficiency import Efficiency
-    from costmodels.generation.engine import step_coefficients
 
     profiles = _shipped()
     m, g = get_model("Qwen3-8B"), get_gpu("H200")

@@ -10,17 +10,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from costmodels.catalog import get_gpu, get_model
-from costmodels.decode import Instance, ServingParams, simulate_instance
-from costmodels.errors import SpecError
-from costmodels.generation.engine import (
-    Engine,
-    InstanceState,
-    Request,
+from costmodels.decode import (
+    Instance,
+    ServingParams,
     StepCoefficients,
-    reference_run,
-    simulate,
+    simulate_instance,
     step_coefficients,
 )
+from costmodels.errors import SpecError
+from costmodels.generation.engine import Engine, InstanceState, simulate
+from costmodels.generation.reference import reference_run
+from costmodels.generation.requests import Request
 from costmodels.generation.traces import (
     histogram,
     read_plain_csv,
@@ -77,7 +77,7 @@ def test_event_engine_equals_the_per_token_stepper(w):
 
 def _reference_with_caps(instances, reqs, assignment, block, caps):
     """The reference stepper on instances whose KV capacity is forced to ``caps`` blocks."""
-    from costmodels.generation import engine as eng
+    from costmodels.generation import reference
 
     class Capped:
         def __init__(self, inst, cap):
@@ -89,7 +89,7 @@ def _reference_with_caps(instances, reqs, assignment, block, caps):
         def kv_capacity_tokens(self):
             return self._cap * block
 
-    return eng.reference_run([Capped(i, c) for i, c in zip(instances, caps, strict=True)], reqs, assignment, block)
+    return reference.reference_run([Capped(i, c) for i, c in zip(instances, caps, strict=True)], reqs, assignment, block)
 
 
 def test_preemption_happens_and_is_counted():
@@ -259,7 +259,7 @@ class ChaosPolicy:
         return self.on_tick(obs)
 
     def on_tick(self, obs):
-        from costmodels.generation.engine import (
+        from costmodels.generation.policy import (
             Abort,
             Acquire,
             Dispatch,
@@ -319,7 +319,7 @@ def test_event_engine_equals_per_token_engine_under_a_policy(w, seed, tick, unas
 
 
 def test_policy_sees_no_true_lengths_and_actions_are_logged():
-    from costmodels.generation.engine import Dispatch, RequestView
+    from costmodels.generation.policy import Dispatch, RequestView
 
     assert "output" not in RequestView.__dataclass_fields__
     inst = Instance(QWEN14, H800, 2)

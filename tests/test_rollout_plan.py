@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from costmodels.catalog import get_gpu, get_model
 from costmodels.decode import Instance
-from costmodels.generation.engine import Engine, Request, balanced_assignment
+from costmodels.generation.engine import Engine
+from costmodels.generation.requests import Request, balanced_assignment
 from costmodels.rollout.canned import tiny_job
 from costmodels.rollout.parallelism import AdaptiveTP
 from costmodels.rollout.plan import RolloutPlan, check_rollout, evaluate_rollout, expected_cut_share

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from costmodels.catalog import get_gpu, get_model
 from costmodels.decode import Instance
-from costmodels.generation.engine import Request, balanced_assignment, simulate
+from costmodels.generation.engine import simulate
+from costmodels.generation.requests import Request, balanced_assignment
 from costmodels.rollout.rounds import run_round, simulate_epoch
 from costmodels.rollout.workload import PromptPool, RolloutWorkload
 

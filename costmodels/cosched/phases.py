@@ -29,7 +29,8 @@ def rollout_tp(model: str, gpu: str, gpus: int, max_len: int, params: ServingPar
 
 def worst_case_rollout_s(model: str, gpu: str, gpus: int, responses: int, max_len: int, prompt: int = 512,
                          params: ServingParams | None = None) -> float:
-    from costmodels.generation.engine import Request, simulate
+    from costmodels.generation.engine import simulate
+    from costmodels.generation.requests import Request
 
     params = params or ServingParams()
     tp = rollout_tp(model, gpu, gpus, max_len + prompt, params)

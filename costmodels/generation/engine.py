@@ -1,8 +1,10 @@
-"""Request-level simulation of continuous batching on serving instances (vLLM-like).
+"""Request-level simulation of continuous batching on serving instances (vLLM-like): the event
+core of the generation simulator (docs/architecture.md, "Online policies on the generation
+simulator").
 
 One instance (``costmodels.decode.Instance``: model, GPU, TP; engine knobs ``max_num_seqs``,
-memory utilisation, KV block size) runs requests (prompt length, true output length, group id,
-ready time, tokens already generated) as a serving engine does:
+memory utilisation, KV block size) runs requests (``costmodels.generation.requests.Request``) as a
+serving engine does:
 
 * **Admission** at step boundaries, first come first served, while the batch limit allows and
   the KV cache has the blocks for the request's context plus its next token. An admitted request
@@ -19,13 +21,18 @@ ready time, tokens already generated) as a serving engine does:
 
 **Fast by construction.** Between two events (a completion, a KV exhaustion, an arrival, a policy
 tick) the batch is fixed and a step's time is ``max(m0 + m1 C, c0 + c1 C) + r`` in the batch's
-context C (D1-D3 of ``costmodels.decode`` are affine in C), and C grows by b per step. The engine
-jumps from event to event: the number of steps to the next completion is the top of a heap of
-finish steps, the steps to KV exhaustion come in closed form from the sorted block residues
-(:meth:`InstanceState.max_extra`), and the segment's time is the closed-form sum of a two-piece
-linear function. The batch is stored relative to the instance's step counter, so an event costs
-O(log n) Python work and nothing runs per token or per running request. :func:`reference_run` is the plain per-token stepper with the same rules; the tests
-check both give the same completion times.
+context C (``costmodels.decode.StepCoefficients``: D1-D3 of ``costmodels.decode`` are affine in
+C), and C grows by b per step. The engine jumps from event to event: the number of steps to the
+next completion is the top of a heap of finish steps, the steps to KV exhaustion come in closed
+form from the sorted block residues (:meth:`InstanceState.max_extra`), and the segment's time is
+the closed-form sum of a two-piece linear function. The batch is stored relative to the
+instance's step counter, so an event costs O(log n) Python work and nothing runs per token or per
+running request. ``Engine(per_token=True)`` runs the same rules one step at a time, and
+``costmodels.generation.reference.reference_run`` is a plain per-token stepper written apart; the
+tests check all give the same completion times.
+
+**Policies** (``costmodels.generation.policy``: what they observe, the actions they return) stop
+the run every tick; :meth:`Engine.apply` carries out and logs their actions.
 
 *Why not SimPy or Vidur.* SimPy schedules Python generator processes on an event heap; with no
 closed form it would need one event per token per instance (the per-token stepper's cost) and
@@ -48,100 +55,26 @@ import math
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
-from costmodels.decode import Instance
+from costmodels.decode import Instance, StepCoefficients, step_coefficients
+from costmodels.generation.policy import (
+    Abort,
+    Acquire,
+    Action,
+    Dispatch,
+    InstanceView,
+    Migrate,
+    Observation,
+    Policy,
+    Reconfigure,
+    Release,
+    RequestView,
+)
+from costmodels.generation.requests import Request, RequestRecord, balanced_assignment
 from costmodels.solving import checkpoint
-from costmodels.transformer import kv_bytes_per_token
-
-
-@dataclass
-class Request:
-    """One generation request. ``output`` is the true output length: policies never read it."""
-
-    id: int
-    prompt: int
-    output: int
-    group: int = 0
-    ready: float = 0.0
-    generated: int = 0
-
-    def __post_init__(self) -> None:
-        if self.prompt < 0 or self.output <= 0 or self.generated < 0 or self.generated >= self.output:
-            raise ValueError(f"request {self.id}: need prompt >= 0, output > 0 and 0 <= generated < output")
-
-
-@dataclass
-class RequestRecord:
-    """What happened to a request: first admission, preemptions, completion (seconds)."""
-
-    id: int
-    instance: int
-    admitted: float | None = None
-    completed: float | None = None
-    preemptions: int = 0
-    migrations: int = 0
-    aborted: float | None = None
-
-
-@dataclass
-class StepCoefficients:
-    """A decode step of a fixed batch as a function of its context C:
-    ``max(m0 + m1 * C, c0 + c1 * C) + rest``."""
-
-    m0: float
-    m1: float
-    c0: float
-    c1: float
-    rest: float
-
-    def at(self, context: float) -> float:
-        return max(self.m0 + self.m1 * context, self.c0 + self.c1 * context) + self.rest
-
-    def total(self, c_start: float, growth: float, steps: int) -> float:
-        """Sum of ``at(c_start + growth * k)`` for k = 0 .. steps - 1, in closed form."""
-        if steps <= 0:
-            return 0.0
-        a1, s1 = self.m0 + self.m1 * c_start, self.m1 * growth
-        a2, s2 = self.c0 + self.c1 * c_start, self.c1 * growth
-
-        def arith(a: float, s: float, lo: int, hi: int) -> float:  # sum of a + s k, lo <= k < hi
-            n = hi - lo
-            return a * n + s * (lo + hi - 1) * n / 2 if n > 0 else 0.0
-
-        # the max switches at most once (two lines); split there
-        if s1 == s2:
-            split = 0 if a1 >= a2 else steps
-        else:
-            cross = min(float(steps), max(0.0, (a2 - a1) / (s1 - s2)))  # clamped before ceil: may be +-inf
-            split = min(steps, max(0, math.ceil(cross - 1e-12)))
-        if s1 > s2:  # memory line on top from `split` on
-            body = arith(a2, s2, 0, split) + arith(a1, s1, split, steps)
-        elif s1 < s2:
-            body = arith(a1, s1, 0, split) + arith(a2, s2, split, steps)
-        else:
-            body = arith(a1 if a1 >= a2 else a2, s1, 0, steps)
-        # guard the rounding at the split step: each side is exact where it dominates
-        return body + self.rest * steps
-
-
-def step_coefficients(inst: Instance, batch: int) -> StepCoefficients:
-    """The affine pieces of ``inst.decode_step(batch, C)`` (D2, D3 are affine in C). With a fitted
-    profile (``costmodels.profiles``) both sides of the max are affine too, and the slopes are read
-    off the step at two contexts."""
-    d0 = inst.decode_step(batch, 0.0)
-    m, eff, g = inst.model, inst.params.efficiency, inst.gpu
-    if eff.profile_for(g, inst.tp) is None:
-        m1 = kv_bytes_per_token(m, m.layers, inst.tp) / 1e9 / eff.hbm_gbs(g)
-        c1 = 4 * m.hidden * m.layers / (inst.tp * eff.flops(g))
-    else:
-        d1 = inst.decode_step(batch, _SLOPE_CONTEXT)
-        m1 = (d1["memory_s"] - d0["memory_s"]) / _SLOPE_CONTEXT
-        c1 = (d1["compute_s"] - d0["compute_s"]) / _SLOPE_CONTEXT
-    rest = d0["comm_s"] + d0.get("overhead_s", 0.0)
-    return StepCoefficients(d0["memory_s"], m1, d0["compute_s"], c1, rest)
 
 
 def _measured_allreduce(inst: Instance) -> Callable[[int], float] | None:
@@ -155,10 +88,6 @@ def _measured_allreduce(inst: Instance) -> Callable[[int], float] | None:
     if profile is None or len(profile.allreduce[inst.tp].measured) < 2:
         return None
     return lambda batch: profile.comm_s(inst.model, inst.tp, batch)
-
-
-#: the context the slopes are read at: large, so rounding in the difference stays far below 1e-12 relative
-_SLOPE_CONTEXT = 2.0**20
 
 
 @dataclass
@@ -638,105 +567,6 @@ class Engine:
                          [s.inst.tp for s in self.states], [s.timeline for s in self.states], self.actions, held)
 
 
-@dataclass(frozen=True)
-class InstanceView:
-    """One instance as a policy sees it."""
-
-    index: int
-    tp: int
-    gpu: str
-    clock: float
-    running: tuple[int, ...]
-    waiting: tuple[int, ...]
-    pending: tuple[int, ...]
-    kv_blocks_used: int
-    kv_blocks: int
-    active: bool
-
-
-@dataclass(frozen=True)
-class RequestView:
-    """One request as a policy sees it: tokens done so far, never the true output length."""
-
-    id: int
-    group: int
-    prompt: int
-    generated: int
-    ready: float
-    instance: int
-    state: str  # unassigned, pending, waiting, running, done, aborted
-
-
-@dataclass(frozen=True)
-class Observation:
-    time: float
-    instances: tuple[InstanceView, ...]
-    requests: dict[int, RequestView]
-
-
-@dataclass(frozen=True)
-class Dispatch:
-    """Send an unassigned request to an instance's queue."""
-
-    request: int
-    instance: int
-
-
-@dataclass(frozen=True)
-class Migrate:
-    """Move a request (queued or running) to another instance, paying the cheaper of KV transfer
-    over ``bandwidth_gbs`` and recomputation (OrchestrRL Appendix A, ``costmodels.reconfig``)."""
-
-    request: int
-    instance: int
-    bandwidth_gbs: float = 25.0
-
-
-@dataclass(frozen=True)
-class Abort:
-    """Drop a request (speculative rollouts)."""
-
-    request: int
-
-
-@dataclass(frozen=True)
-class Reconfigure:
-    """Restart an instance with another TP (its running requests are recomputed later), paying the
-    weight re-sharding (``costmodels.reconfig.switch_cost``) plus ``pause_s``."""
-
-    instance: int
-    tp: int
-    bandwidth_gbs: float = 25.0
-    pause_s: float = 0.0
-
-
-@dataclass(frozen=True)
-class Release:
-    """Give an instance's GPUs to other work; its requests become unassigned."""
-
-    instance: int
-
-
-@dataclass(frozen=True)
-class Acquire:
-    """Take a released instance's GPUs back."""
-
-    instance: int
-
-
-Action = Dispatch | Migrate | Abort | Reconfigure | Release | Acquire
-
-
-class Policy(Protocol):
-    """Online policy code (it lives in ``heuristics``; the planner passes it in)."""
-
-    tick: float
-
-    def on_start(self, obs: Observation) -> list[Action]: ...
-
-    def on_tick(self, obs: Observation) -> list[Action]: ...
-
-
 def _last_true(ok: Any, hi: int) -> int:
     """Largest j in [0, hi] with ``ok(j)``, for a predicate true at 0 and monotone (true, then
     false): binary search."""
@@ -763,65 +593,3 @@ def simulate(instances: list[Instance], requests: list[Request], assignment: lis
     if assignment is None:
         assignment = balanced_assignment(requests, len(instances))
     return Engine(instances, requests, assignment, block_size).run()
-
-
-def balanced_assignment(requests: list[Request], instances: int) -> list[int]:
-    """Round-robin by arrival: the dispatcher sees no true lengths (policies never do)."""
-    order = sorted(range(len(requests)), key=lambda i: (requests[i].ready, requests[i].id))
-    out = [0] * len(requests)
-    for k, i in enumerate(order):
-        out[i] = k % instances
-    return out
-
-
-def _blocks(running: list[list[Any]], block_size: int, extra: int = 0) -> int:
-    return sum(-(-(c + extra) // block_size) for _, c, _ in running)
-
-
-def _reference_instance(inst: Instance, mine: list[Request], block_size: int, out: dict[int, float]) -> None:
-    cap = inst.kv_capacity_tokens() // block_size
-    pending = deque(Request(r.id, r.prompt, r.output, r.group, r.ready, r.generated) for r in sorted(mine, key=lambda r: (r.ready, r.id)))
-    waiting: deque[Request] = deque()
-    running: list[list[Any]] = []  # [request, ctx, rem] in admission order
-    t = 0.0
-    while pending or waiting or running:
-        while pending and pending[0].ready <= t + 1e-12:
-            waiting.append(pending.popleft())
-        used = _blocks(running, block_size, 1)  # running requests' next token first
-        admitted = []
-        while waiting and len(running) + len(admitted) < inst.params.max_num_seqs:
-            r = waiting[0]
-            need = -(-(r.prompt + r.generated + 1) // block_size)
-            if used + need > cap:
-                break
-            used += need
-            admitted.append(waiting.popleft())
-        if admitted:
-            ctxs = [r.prompt + r.generated for r in admitted]
-            t += inst.prefill_batch(ctxs) if any(ctxs) else 0.0
-            running.extend([r, r.prompt + r.generated, r.output - r.generated] for r in admitted)
-        if not running:
-            if pending:
-                t = max(t, pending[0].ready)
-            continue
-        if _blocks(running, block_size, 1) > cap:  # preempt the last admitted (recompute)
-            r, _, rem = running.pop()
-            r.generated = r.output - rem
-            waiting.appendleft(r)
-            continue
-        t += inst.decode_step(len(running), float(sum(c for _, c, _ in running)))["step_s"]
-        for item in running:
-            item[1] += 1
-            item[2] -= 1
-        for item in running:
-            if item[2] == 0:
-                out[item[0].id] = t
-        running = [x for x in running if x[2] > 0]
-
-
-def reference_run(instances: list[Instance], requests: list[Request], assignment: list[int], block_size: int = 16) -> dict[int, float]:
-    """The plain per-token stepper with the engine's rules: completion time per request id."""
-    out: dict[int, float] = {}
-    for i, inst in enumerate(instances):
-        _reference_instance(inst, [r for r, a in zip(requests, assignment, strict=True) if a == i], block_size, out)
-    return out

@@ -37,7 +37,7 @@ import numpy as np
 from costmodels.csvtable import read_rows
 from costmodels.decode import LengthHistogram
 from costmodels.errors import DuplicateKeyError, SpecError, no_duplicate_keys
-from costmodels.generation.engine import Request
+from costmodels.generation.requests import Request
 from costmodels.limits import REQUEST_BYTES, check_memory, memory_limit_bytes
 
 

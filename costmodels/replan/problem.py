@@ -62,9 +62,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from costmodels.catalog import GPUSpec, ModelSpec, get_gpu, get_model
-from costmodels.decode import Instance, ServingParams, feasible_tps
+from costmodels.decode import Instance, ServingParams, feasible_tps, step_coefficients
 from costmodels.errors import SpecError
-from costmodels.generation.engine import step_coefficients
 from costmodels.reconfig import kv_cache_gb, shard_overlap
 from costmodels.transformer import BYTES_BF16, total_params
 from costmodels.violations import Violation

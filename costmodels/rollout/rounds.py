@@ -38,7 +38,9 @@ from typing import Any
 
 from costmodels.catalog import get_gpu, get_model
 from costmodels.decode import Instance, feasible_tps
-from costmodels.generation.engine import Abort, Engine, Observation, Request, balanced_assignment
+from costmodels.generation.engine import Engine
+from costmodels.generation.policy import Abort, Observation
+from costmodels.generation.requests import Request, balanced_assignment
 from costmodels.reconfig import switch_cost
 from costmodels.rollout.parallelism import AdaptiveTP
 from costmodels.rollout.stream import LengthHistory, ScaleDecision, ScaleDown, ScaleRule

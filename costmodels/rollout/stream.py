@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from costmodels.generation.engine import Dispatch, Observation, Release
+from costmodels.generation.policy import Dispatch, Observation, Release
 
 #: the paper's milestones: 20% to 50% of responses complete, in 5% steps
 PAPER_MILESTONES = tuple(round(0.20 + 0.05 * i, 2) for i in range(7))

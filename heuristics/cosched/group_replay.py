@@ -43,7 +43,9 @@ from typing import Any
 from costmodels.catalog import get_gpu, get_model
 from costmodels.cosched.phases import rollout_tp, train_seconds
 from costmodels.decode import Instance, ServingParams
-from costmodels.generation.engine import Action, Engine, Migrate, Observation, Release, Request
+from costmodels.generation.engine import Engine
+from costmodels.generation.policy import Action, Migrate, Observation, Release
+from costmodels.generation.requests import Request
 from costmodels.generation.traces import TraceParams, synthetic_trace
 
 PCIE_GBS = 25.0  # host-to-GPU copy of a warm start (PCIe Gen4/5 x16, sustained)

@@ -118,8 +118,8 @@ def parse_instances(text: str, model: Any) -> list[tuple[int, int]]:
 def simulation_requests(lengths: str, seed: int, read_text: Callable[[Path], str]) -> list[Any]:
     """A trace file (Vidur CSV, plain CSV, RollPacker JSONL), ``synthetic:prompts=P,n=N,max=M``,
     or a named distribution (its histogram's bins: context as prompt, upper bound as output)."""
-    from costmodels.generation.engine import Request
     from costmodels.generation.lengths import parse_distribution
+    from costmodels.generation.requests import Request
     from costmodels.generation.traces import read_trace, synthetic_trace
 
     path = Path(lengths)

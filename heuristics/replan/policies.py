@@ -1,6 +1,6 @@
 """OrchestrRL's online compute orchestration (§4, Algorithm 1) as policies on the generation
-simulator (``costmodels.generation.engine``): they see queues, KV use and tokens done, never a
-request's true length.
+simulator (``costmodels.generation.engine``; the API in ``costmodels.generation.policy``): they see
+queues, KV use and tokens done, never a request's true length.
 
 **The pool.** :class:`Pool` maps a node layout onto engine instances: one engine instance per
 aligned slot of the smallest candidate TP on every node; an instance of TP t occupies the slot at
@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from costmodels.decode import Instance, ServingParams
-from costmodels.generation.engine import (
+from costmodels.generation.policy import (
     Acquire,
     Action,
     Dispatch,

@@ -1,0 +1,56 @@
+"""What the generation simulator runs and what it reports per request (docs/architecture.md,
+"Online policies on the generation simulator").
+
+* :class:`Request`: one generation request (prompt length, true output length, group id, ready
+  time, tokens already generated). The true output length is the simulator's to know: policies
+  (``costmodels.generation.policy``) never read it.
+* :class:`RequestRecord`: what happened to a request: first admission, completion, preemptions,
+  migrations, abort.
+* :func:`balanced_assignment`: the default request-to-instance map of
+  ``costmodels.generation.engine.simulate``, round-robin in ready order (it sees no true lengths
+  either).
+
+Units: seconds, tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class Request:
+    """One generation request. ``output`` is the true output length: policies never read it."""
+
+    id: int
+    prompt: int
+    output: int
+    group: int = 0
+    ready: float = 0.0
+    generated: int = 0
+
+    def __post_init__(self) -> None:
+        if self.prompt < 0 or self.output <= 0 or self.generated < 0 or self.generated >= self.output:
+            raise ValueError(f"request {self.id}: need prompt >= 0, output > 0 and 0 <= generated < output")
+
+
+@dataclass
+class RequestRecord:
+    """What happened to a request: first admission, preemptions, completion (seconds)."""
+
+    id: int
+    instance: int
+    admitted: float | None = None
+    completed: float | None = None
+    preemptions: int = 0
+    migrations: int = 0
+    aborted: float | None = None
+
+
+def balanced_assignment(requests: list[Request], instances: int) -> list[int]:
+    """Round-robin by arrival: the dispatcher sees no true lengths (policies never do)."""
+    order = sorted(range(len(requests)), key=lambda i: (requests[i].ready, requests[i].id))
+    out = [0] * len(requests)
+    for k, i in enumerate(order):
+        out[i] = k % instances
+    return out
