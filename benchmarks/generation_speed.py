@@ -24,8 +24,8 @@ from costmodels.catalog import get_gpu, get_model
 from costmodels.decode import Instance
 from costmodels.generation.engine import simulate
 from costmodels.generation.reference import reference_run
+from costmodels.generation.request_traces import synthetic_trace
 from costmodels.generation.requests import Request
-from costmodels.generation.traces import synthetic_trace
 
 
 def _timed(fn, repeat: int = 3) -> tuple[float, object]:

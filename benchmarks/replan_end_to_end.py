@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.publish import write_csv
+from costmodels.generation.request_traces import TraceParams, synthetic_trace
 from costmodels.generation.requests import Request
-from costmodels.generation.traces import TraceParams, synthetic_trace
 from heuristics.replan import online
 from heuristics.replan.forecast import forecast_quantiles, lengths_from_quantiles, relative_error
 

@@ -20,8 +20,7 @@ from costmodels.decode import (
 from costmodels.errors import SpecError
 from costmodels.generation.engine import Engine, InstanceState, simulate
 from costmodels.generation.reference import reference_run
-from costmodels.generation.requests import Request
-from costmodels.generation.traces import (
+from costmodels.generation.request_traces import (
     histogram,
     read_plain_csv,
     read_rollpacker_jsonl,
@@ -32,6 +31,7 @@ from costmodels.generation.traces import (
     write_rollpacker_jsonl,
     write_vidur_csv,
 )
+from costmodels.generation.requests import Request
 
 QWEN14, H800 = get_model("Qwen2.5-14B"), get_gpu("H800")
 

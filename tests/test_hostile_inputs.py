@@ -420,7 +420,7 @@ def test_library_options_are_checked_like_cli_ones(options):
 
 def test_trace_csv_names_its_prompts(tmp_path):
     """Real traces name prompts (``p0``, UUIDs): responses of one name are one group."""
-    from costmodels.generation.traces import read_trace
+    from costmodels.generation.request_traces import read_trace
 
     reqs = read_trace("prompt_tokens,output_tokens,group\n10,20,p7\n10,30,p7\n12,40,uuid-1\n11,5,p7\n", "t.csv")
     assert [r.group for r in reqs] == [0, 0, 1, 0]

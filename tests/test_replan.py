@@ -154,7 +154,7 @@ from hypothesis import strategies as st  # noqa: E402
 def _small_pool_run(seed: int, n: int, policy_factory, tp: int = 2, memory_utilization: float = 0.9):
     from costmodels.decode import ServingParams
     from costmodels.generation.engine import Engine
-    from costmodels.generation.traces import synthetic_trace
+    from costmodels.generation.request_traces import synthetic_trace
     from heuristics.replan.policies import Pool, StartInactive
 
     pool = Pool("Qwen2.5-7B", "H800", 1, 8, 1, ServingParams(memory_utilization=memory_utilization, max_num_seqs=64))
@@ -210,7 +210,7 @@ def test_proactive_planner_acts_only_on_a_gain_above_its_cost():
 
     def make(epsilon):
         def factory(pool):
-            from costmodels.generation.traces import synthetic_trace
+            from costmodels.generation.request_traces import synthetic_trace
 
             lengths = np.array([r.output for r in synthetic_trace(64, 8, 4096, seed=1)])
             p = ProactivePlanner(pool, lengths, lambda prob: solve_greedy(prob, time_limit=2.0), [1, 2, 4], period=10.0, epsilon=epsilon, tick=5.0)
@@ -229,7 +229,7 @@ def test_proactive_planner_acts_only_on_a_gain_above_its_cost():
 
 
 def test_arima_forecast_beats_the_last_step_on_a_drifting_trace():
-    from costmodels.generation.traces import TraceParams, synthetic_trace
+    from costmodels.generation.request_traces import TraceParams, synthetic_trace
     from heuristics.replan.forecast import (
         forecast_quantiles,
         lengths_from_quantiles,

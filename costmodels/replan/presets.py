@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from costmodels.generation.traces import synthetic_trace
+from costmodels.generation.request_traces import synthetic_trace
 from costmodels.problem import Preset
 
 
 def synthetic_state(model: str, gpu: str, nodes: int, tp: int, per_gpu: int, progress: int, *, max_len: int = 16384,
                     responses: int = 16, seed: int = 0, gpus_per_node: int = 8, name: str = "") -> dict[str, Any]:
     """A pool of ``nodes`` nodes running uniform TP ``tp``, ``per_gpu`` requests per GPU at the
-    start of the step (group-aware synthetic lengths, ``costmodels.generation.traces``), observed
+    start of the step (group-aware synthetic lengths, ``costmodels.generation.request_traces``), observed
     after ``progress`` decode steps: requests shorter than that are done, the others have
     generated ``progress`` tokens (cached with their prompt). Requests go round-robin."""
     total = nodes * gpus_per_node * per_gpu

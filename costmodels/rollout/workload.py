@@ -11,7 +11,7 @@ response you draw. :class:`PromptPool` models an epoch's dataset that way:
   ε ~ N(0, σ_response), drawn afresh on every attempt (a prompt re-run in a long round gets new
   responses, as RollPacker re-generates it).
 
-The defaults are ``costmodels.generation.traces.TraceParams``'s, calibrated there to the
+The defaults are ``costmodels.generation.request_traces.TraceParams``'s, calibrated there to the
 characterisation of §2.2 (P75 of 755-1.1k tokens, a tail to the length cap). Draws are keyed by
 (seed, prompt, attempt), so the same prompt attempted the same time in two simulations gets the
 same responses: comparisons between policies are paired.
@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from costmodels.decode import ServingParams
 from costmodels.efficiency import Efficiency
-from costmodels.generation.traces import (
+from costmodels.generation.request_traces import (
     TraceParams,
     prompt_difficulty,
     prompt_lengths,

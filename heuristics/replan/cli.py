@@ -119,8 +119,8 @@ def simulation_requests(lengths: str, seed: int, read_text: Callable[[Path], str
     """A trace file (Vidur CSV, plain CSV, RollPacker JSONL), ``synthetic:prompts=P,n=N,max=M``,
     or a named distribution (its histogram's bins: context as prompt, upper bound as output)."""
     from costmodels.generation.lengths import parse_distribution
+    from costmodels.generation.request_traces import read_trace, synthetic_trace
     from costmodels.generation.requests import Request
-    from costmodels.generation.traces import read_trace, synthetic_trace
 
     path = Path(lengths)
     if path.exists():

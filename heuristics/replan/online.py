@@ -18,8 +18,8 @@ import numpy as np
 from costmodels.catalog import get_gpu, get_model
 from costmodels.decode import Instance, ServingParams, feasible_tps
 from costmodels.generation.engine import Engine, SimResult, simulate
+from costmodels.generation.request_traces import synthetic_trace
 from costmodels.generation.requests import Request
-from costmodels.generation.traces import synthetic_trace
 from heuristics.replan.greedy import solve_greedy
 from heuristics.replan.policies import (
     Orchestrator,
