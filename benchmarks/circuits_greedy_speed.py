@@ -1,4 +1,5 @@
-"""Greedy circuit allocation's speed against the plain Algorithm 3 transcription (issue 17 item 5).
+"""Greedy circuit allocation's speed against the plain Algorithm 3 transcription
+(OrchestrRL Appendix D.2).
 
     python -m benchmarks.circuits_greedy_speed --out benchmarks/results/circuits/greedy_speed
 

@@ -1,9 +1,9 @@
 """``rlplan bench``.
 
-The benchmarks layer sits on top of the planner (DESIGN.md: benchmarks -> planner -> ...), so the
-planner's typer app cannot import it; instead the package declares :func:`register` under the
-``rlplan.commands`` entry-point group (pyproject.toml), and the console script
-(``planner.entry``) calls it with its app.
+The benchmarks layer sits on top of the planner (docs/architecture.md, "The house":
+benchmarks -> planner -> ...), so the planner's typer app cannot import it; instead the package
+declares :func:`register` under the ``rlplan.commands`` entry-point group (pyproject.toml), and
+the console script (``planner.entry``) calls it with its app.
 """
 
 from __future__ import annotations

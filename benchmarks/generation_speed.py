@@ -1,4 +1,5 @@
-"""Speed of the generation simulator, side by side with the plain per-token stepper (issue 12).
+"""Speed of the generation simulator, side by side with the plain per-token stepper
+(docs/architecture.md, "Online policies on the generation simulator").
 
     python -m benchmarks.generation_speed --out benchmarks/results/generation
 

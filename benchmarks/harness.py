@@ -1,4 +1,5 @@
-"""The benchmark harness: every solver of a problem on the same instances, honest rows (issue 6).
+"""The benchmark harness: every solver of a problem on the same instances, honest rows
+(docs/architecture.md, "The cost model is the contract").
 
 A suite is a list of :class:`RunSpec` = instance x solver x options x seed x time limit. Every run
 goes through ``planner.solve`` in a worker process, so its objective is the cost model's and its

@@ -1,4 +1,4 @@
-"""Seeded instance generators and stable instance ids (issue 6 item 1).
+"""Seeded instance generators and stable instance ids.
 
 Every generator is a pure function of its arguments (numpy ``default_rng(seed)``), so the same
 call gives the same problem on any machine; :func:`instance_id` hashes a problem's content, so the

@@ -1,4 +1,4 @@
-"""OrchestrRL end to end on the generation simulator (issue 13 item 6; paper §6): generation steps
+"""OrchestrRL end to end on the generation simulator (OrchestrRL §6): generation steps
 with drifting, heavy-tailed lengths under veRL-TO (best static TP by sweep), veRL-LO (TP 8),
 +proactive planning, +reactive balancing and both, plus the ARIMA forecast error.
 

@@ -1,5 +1,5 @@
 """How far the re-planning cost model's T_j (``costmodels.replan.problem``, exact in the Eq. 1
-MILP) is from the generation simulator, over random workloads and configurations (issue 13).
+MILP) is from the generation simulator, over random workloads and configurations.
 
     python -m benchmarks.replan_tk_error --out benchmarks/results/replan
 

@@ -1,4 +1,4 @@
-"""Tables, plots and the markdown report of a suite run (issue 6 item 4).
+"""Tables, plots and the markdown report of a suite run.
 
 From the rows (``runs.jsonl``) it writes, into the output directory:
 

@@ -1,4 +1,4 @@
-"""RollPacker's measurements on rlplan's simulator (issue 15 item 7): the Table 2 breakdown
+"""RollPacker's measurements on rlplan's simulator (RollPacker §6): the Table 2 breakdown
 (veRL, + tail batching, + reward scheduler, + parallelism planner, + stream trainer) on the three
 Table 2 jobs beside the paper's figures; the η sensitivity of Fig. 11 (rollout time per period,
 one factor at a time); fixed TP vs the §4.2 rule vs the model-based TP per round type; the stream
@@ -76,7 +76,8 @@ def run(seeds: range) -> dict[str, Any]:
                 kw = {"eta_responses": eta} if which == "responses" else {"eta_prompts": eta} if which == "prompts" else {"eta_prompts": eta, "eta_responses": eta}
                 r = mean_over(name, seeds, lambda wl, kw=kw: _plan(verl_plan(wl), **kw), key=period_rollout)
                 out["eta"].append({"job": name, "vary": which, "eta": eta, "rollout_s": r, "normalised": r / plain})
-        # item 3: fixed TP (same for both round kinds), the §4.2 rule, the best TP per round kind
+        # parallelism planner (§6.4): fixed TP (same for both round kinds), the §4.2 rule, the
+        # best TP per round kind
         allowed = rollout_tps(wl0)
         fixed = {tp: mean_over(name, seeds, lambda wl, tp=tp: _with_reward(wl, short_tp=tp, long_tp=tp)) for tp in allowed}
         per_kind = {(s, lg): mean_over(name, seeds, lambda wl, s=s, lg=lg: _with_reward(wl, short_tp=s, long_tp=lg)) for s in allowed for lg in allowed}

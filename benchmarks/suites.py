@@ -1,5 +1,5 @@
 """Benchmark suites: instances x solvers x seeds x time limits, each one command away
-(``rlplan bench --suite NAME --out DIR``; issue 6 item 5).
+(``rlplan bench --suite NAME --out DIR``).
 
 * ``smoke``: a taste of every problem and solver, under a minute on two cores; the tests run it.
 * ``placement``: HetRL §5.4-style: the ILP against SHA-EA and the plain EA at two time budgets,

@@ -2,7 +2,7 @@
 
 A :class:`SpecError` always names where the bad value came from (file), which field holds it
 (a dotted path such as ``nodes[2].count``), the value itself, and why it is rejected, so the CLI
-can print one line and exit with code 2 (DESIGN.md, "Interfaces people use").
+can print one line and exit with code 2 (docs/architecture.md, "Interfaces people use").
 """
 
 from __future__ import annotations

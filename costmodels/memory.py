@@ -1,4 +1,4 @@
-"""Per-GPU memory footprints of tasklets (HetRL §3.1 constraint C3; issue 3 item 3).
+"""Per-GPU memory footprints of tasklets (HetRL §3.1 constraint C3).
 
 C3 says: on every GPU, the sum of the model memory of its tasklets plus the largest working
 memory among them fits in the GPU. Model memory is what stays resident (weights, and for training

@@ -121,9 +121,10 @@ class CommandEntry:
 
 @dataclass(frozen=True)
 class CommandKit:
-    """What the planner lends a problem's commands: the consoles and the exit rule (DESIGN.md: 2
-    for bad input, 1 for no plan or a rejected plan), and the generic loading, checking and file
-    helpers a command would otherwise import from above its layer.
+    """What the planner lends a problem's commands: the consoles and the exit rule
+    (docs/architecture.md, "Interfaces people use": 2 for bad input, 1 for no plan or a rejected
+    plan), and the generic loading, checking and file helpers a command would otherwise import
+    from above its layer.
 
     * ``out``/``err``: rich consoles for stdout and stderr; ``fail(message, code=2)`` prints one
       line on stderr and exits;

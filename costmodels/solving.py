@@ -1,4 +1,4 @@
-"""What every solver returns, whatever its problem (DESIGN.md, "Data flow" step 3).
+"""What every solver returns, whatever its problem (docs/architecture.md, "Data flow" step 3).
 
 Solvers live in ``heuristics`` and ``formulations`` and import only ``costmodels``, so the shared
 return type lives here. The planner turns a :class:`SolverOutput` into a checked ``Result``.

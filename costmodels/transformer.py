@@ -4,7 +4,7 @@ HetRL Appendix B.2 writes a layer's weights as 4h^2 + 3h*h2 and its forward FLOP
 2*4*s*h^2 (QKVO projections) + 2*2*s^2*h (attention) + 2*3*s*h*h2 (SwiGLU MLP). We keep that shape
 but count the K and V projections with the model's real KV width (grouped-query attention), which
 equals the paper's 4h^2 when kv_heads == query_heads, and count an MoE layer's MLP with its
-experts_per_token experts for FLOPs and all experts for memory (issue 3, item 3).
+experts_per_token experts for FLOPs and all experts for memory.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Weight-synchronisation topologies from training to rollout GPUs (issue 3 item 6).
+"""Weight-synchronisation topologies from training to rollout GPUs (RollMux §5.2, RFabric
+Appendix E).
 
 * flat (veRL's collective, RollMux §5.2 Figure 8-top): every rollout GPU fetches a full copy of
   the weights across the slow cross-cluster link, which all of them share.

@@ -1,7 +1,8 @@
 """The ``rlplan`` command line (typer + rich).
 
-Exit codes (DESIGN.md): 0 a plan was written / the check passed; 1 no feasible plan, or a plan
-file with violations; 2 bad input or usage, with one line naming the file, field and value.
+Exit codes (docs/architecture.md, "Interfaces people use"): 0 a plan was written / the check
+passed; 1 no feasible plan, or a plan file with violations; 2 bad input or usage, with one line
+naming the file, field and value.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""The ``rlplan`` console script: the whole CLI behind one guard, so that whatever goes wrong
-ends as one line on stderr and an exit code (DESIGN.md: 0 plan / 1 no plan / 2 bad input), never
-a traceback — usage errors included (typer and click would draw a box), and Ctrl-C at any point,
-imports included (exit 130). ``RLPLAN_DEBUG=1`` shows the traceback of an internal error.
+"""The ``rlplan`` console script: the whole CLI behind one guard, so that whatever goes wrong ends
+as one line on stderr and an exit code (docs/architecture.md, "Interfaces people use": 0 plan / 1 no
+plan / 2 bad input), never a traceback — usage errors included (typer and click would draw a box),
+and Ctrl-C at any point, imports included (exit 130). ``RLPLAN_DEBUG=1`` shows the traceback of an
+internal error.
 
 The app it runs is composed here: the planner's commands (``planner.cli``, with every problem's
 own commands mounted from its descriptor), ``calibrate``, and the commands other installed

@@ -2,7 +2,8 @@
 
 Every loader accepts a path (YAML or JSON; CSV for demand) or the name of a shipped preset
 (``planner.presets``). Whatever is wrong comes back as a :class:`costmodels.SpecError` that names
-the file, the field and the value (issue 2, item 9); the CLI prints it and exits with code 2.
+the file, the field and the value (docs/architecture.md, "Interfaces people use"); the CLI prints
+it and exits with code 2.
 """
 
 from __future__ import annotations

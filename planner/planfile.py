@@ -1,8 +1,9 @@
 """Plan JSON files: writing, reading back, re-checking, and the published JSON Schema.
 
 A plan file carries the problem it solves (``inputs``), so the file alone can be re-checked by
-``rlplan validate`` (issue 2, item 8). The schema is generated from the pydantic models below and
-shipped as ``planner/schema/plan.schema.json``; a test fails when the two drift.
+``rlplan validate`` (docs/architecture.md, "Data flow" step 4). The schema is generated from the
+pydantic models below and shipped as ``planner/schema/plan.schema.json``; a test fails when the
+two drift.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The one Result every solve returns (DESIGN.md, "Data flow" step 3; like scipy's OptimizeResult)."""
+"""The one Result every solve returns (docs/architecture.md, "Data flow" step 3; like scipy's
+OptimizeResult)."""
 
 from __future__ import annotations
 

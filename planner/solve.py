@@ -1,9 +1,9 @@
 """The façade: ``solve(problem, solver=..., time_limit=..., seed=..., **options) -> Result``.
 
 It looks the solver up, checks its options, runs it, then re-evaluates the returned plan with
-the cost model and checks it with the independent validator (DESIGN.md, "Data flow" step 2). A
-solver's crash becomes a Result with status ``error``; a plan the validator rejects becomes
-status ``invalid`` with the violations listed. The objective is always the cost model's.
+the cost model and checks it with the independent validator (docs/architecture.md, "Data flow"
+step 2). A solver's crash becomes a Result with status ``error``; a plan the validator rejects
+becomes status ``invalid`` with the violations listed. The objective is always the cost model's.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from costmodels.solving import (
 from planner.registry import Registry, default_registry
 from planner.result import Result, relative_gap
 
-#: relative tolerance between an exact solver's own objective and the cost model (DESIGN.md)
+#: relative tolerance between an exact solver's own objective and the cost model
+#: (docs/architecture.md, "The cost model is the contract")
 EXACT_RTOL = 1e-6
 
 

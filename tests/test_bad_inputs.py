@@ -1,4 +1,5 @@
-"""Bad input ends with exit code 2 and one line naming file, field and value (issue 2, item 9)."""
+"""Bad input ends with exit code 2 and one line naming file, field and value
+(docs/architecture.md, "Interfaces people use")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The benchmark harness (issue 6): `rlplan bench --suite smoke` end to end, crash and invalid
+"""The benchmark harness: `rlplan bench --suite smoke` end to end, crash and invalid
 rows, resumption, Ray giving the same objectives, stable instance ids."""
 
 from __future__ import annotations

@@ -90,7 +90,7 @@ def test_plan_broadcast_two_level_and_naive(tmp_path):
 @pytest.mark.parametrize("cluster,workflow,solver", [("small-16", "ppo-async-qwen3-4b", "streamrl"), ("hetrl-multi-country", "grpo-sync-qwen3-8b", "verl")])
 def test_placement_plot_draws_the_cluster_and_the_timeline(tmp_path, cluster, workflow, solver):
     """`--plot` on a placement plan: a PNG of the cluster by zone and the iteration's phases,
-    sync and async, one zone and several (issue 16: the first thing a person wants to see)."""
+    sync and async, one zone and several (the first thing a person wants to see)."""
     png, out = tmp_path / "p.png", tmp_path / "p.json"
     r = run_cli("plan", "placement", "--cluster", cluster, "--workflow", workflow, "--solver", solver, "-o", str(out), "--plot", str(png))
     assert r.returncode == 0, r.stderr

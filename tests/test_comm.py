@@ -96,7 +96,8 @@ def test_explicit_matrix_heuristic_is_an_upper_bound():
 def test_best_pair_and_link_time():
     topo = build_topology(load_cluster(cluster([{"name": "a", "gpu": "A100-40GB", "count": 2, "zone": "x"},
                                                {"name": "b", "gpu": "L4", "count": 1, "zone": "y"}], [(("x", "y"), 8, 10)])))
-    # NVLink3: 600 GB/s is both directions together; one direction is 300 (issue 11 item 5)
+    # NVLink3: 600 GB/s is both directions together; one direction is 300 (docs/architecture.md,
+    # "One judge, one set of physics": links are one-direction bandwidths)
     assert comm.link_time(topo, 0, 1, 6.0) == pytest.approx(1.5e-6 + 6.0 / 300)
     assert comm.best_pair(topo, [0], [1, 2], 1.0) == pytest.approx(1.5e-6 + 1.0 / 300)
     assert comm.best_pair(topo, [0, 1], [1], 1.0) == 0.0  # same GPU on both sides

@@ -1,9 +1,9 @@
-"""The contract every problem and every solver signs (issue 10 item 2; after cvxpy's
-``solver_test_helpers``): each solvable descriptor is complete, and every solver registered for
-a kind, read from the registry and never listed by hand, runs on that kind's canned instances,
-returns a documented status, returns a plan the independent validator accepts, never beats the
-known optimum (or the physical floor), and, when exact, hits the optimum. A solver is covered
-the day it is registered."""
+"""The contract every problem and every solver signs (docs/architecture.md, "The problem
+descriptor"; after cvxpy's ``solver_test_helpers``): each solvable descriptor is complete, and every
+solver registered for a kind, read from the registry and never listed by hand, runs on that kind's
+canned instances, returns a documented status, returns a plan the independent validator accepts,
+never beats the known optimum (or the physical floor), and, when exact, hits the optimum. A solver
+is covered the day it is registered."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""RollMux co-scheduling (issue 14, part 1): the group model, Algorithm 1 and the baselines
+"""RollMux co-scheduling (RollMux §4.1-§4.3): the group model, Algorithm 1 and the baselines
 against brute force, the round-robin cycle of an unsaturated group, the validator and job files."""
 
 from __future__ import annotations

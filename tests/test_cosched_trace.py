@@ -1,4 +1,4 @@
-"""RollMux co-scheduling over time (issue 14, part 2): the round-robin schedule, long-tail
+"""RollMux co-scheduling over time (RollMux §4.3, §7.4-§7.5): the round-robin schedule, long-tail
 migration replayed on the generation simulator, trace generators, the trace simulation under every
 policy, and `rlplan simulate cosched` as a user runs it."""
 

@@ -2,7 +2,8 @@
 
 ``LITERAL`` switches the judge to the paper's own terms (peak FLOP/s and HBM, weights-only decode,
 prefill per response) so the Appendix B formulas can be checked as printed; the physical terms
-that replace them by default are checked by hand below too (issue 11)."""
+that replace them by default are checked by hand below too
+(docs/architecture.md, "One judge, one set of physics")."""
 
 from __future__ import annotations
 

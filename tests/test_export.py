@@ -1,6 +1,7 @@
-"""--export verl|roll (issue 11 item 7): keys the frameworks read, their placement rules checked,
-and everything the plan does that they cannot express listed. The key sets and rules are the
-ones read in verl v0.7.0 and ROLL's main branch (see costmodels/placement/export.py)."""
+"""--export verl|roll (docs/architecture.md, "Interfaces people use"): keys the frameworks read,
+their placement rules checked, and everything the plan does that they cannot express listed. The key
+sets and rules are the ones read in verl v0.7.0 and ROLL's main branch (see
+costmodels/placement/export.py)."""
 
 from __future__ import annotations
 

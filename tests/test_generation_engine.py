@@ -1,6 +1,7 @@
-"""The request-level generation simulator (issue 12): the event engine equals the per-token
-reference stepper, its closed forms equal their sums, the analytic T_k stays near it, the
-OrchestrRL §2.1 crossover holds in it, and the length traces match their calibration."""
+"""The request-level generation simulator (docs/architecture.md, "Online policies on the
+generation simulator"): the event engine equals the per-token reference stepper, its closed forms
+equal their sums, the analytic T_k stays near it, the OrchestrRL §2.1 crossover holds in it, and
+the length traces match their calibration."""
 
 from __future__ import annotations
 
@@ -162,7 +163,7 @@ def test_orchestrrl_crossover_in_the_simulator(seed):
 def test_analytic_makespan_stays_near_the_simulator():
     """T_k of ``costmodels.decode`` (histogram at bin upper bounds, admission reserving the final
     length) against the engine over random workloads: measured median +3 %, p90 |error| 19 %,
-    worst 26 % (closing note of issue 12); the bound keeps it from drifting."""
+    worst 26 %; the bound keeps it from drifting."""
     rng = np.random.default_rng(1)
     errors = []
     for trial in range(12):

@@ -1,6 +1,6 @@
-"""Hostile input to every command (issue 16, item 3): whatever a user or a script throws at
-rlplan ends with exit 2 (bad input or usage), one line on stderr naming the file or option and the
-value, no traceback, and no file written — by pattern, not by case:
+"""Hostile input to every command (docs/architecture.md, "Interfaces people use"): whatever a user
+or a script throws at rlplan ends with exit 2 (bad input or usage), one line on stderr naming the
+file or option and the value, no traceback, and no file written — by pattern, not by case:
 
 * files that are not specs: a directory, /dev/zero, binary bytes, deep nesting, a YAML alias bomb,
   a file of the wrong kind, an empty file;

@@ -1,7 +1,8 @@
-"""The judge's physics as properties (issue 11): over random clusters, models and plans, no
-predicted time beats the hardware's floor, faster hardware never slows a plan, overlap happens only
-on disjoint GPUs, weight sync pays for every receiving zone and its route, and the exact ILP's
-space contains every plan the other placement solvers return."""
+"""The judge's physics as properties (docs/architecture.md, "One judge, one set of physics"): over
+random clusters, models and plans, no predicted time beats the hardware's floor, faster hardware
+never slows a plan, overlap happens only on disjoint GPUs, weight sync pays for every receiving
+zone and its route, and the exact ILP's space contains every plan the other placement solvers
+return."""
 
 from __future__ import annotations
 
@@ -64,7 +65,7 @@ def _colocated(cluster, workflow_name, mode, tp):
 @SETTINGS
 @given(cluster=clusters(), tp=st.sampled_from([1, 2, 4]))
 def test_colocated_async_never_beats_colocated_sync_by_more_than_the_reshard(cluster, tp):
-    """Generation cannot hide behind training on the same GPUs (item 1)."""
+    """Generation cannot hide behind training on the same GPUs."""
     sync_p, plan = _colocated(cluster, "grpo-sync-qwen3-4b", "sync", tp)
     async_p, _ = _colocated(cluster, "grpo-sync-qwen3-4b", "async", tp)
     s = evaluate_placement(sync_p, plan)
@@ -97,7 +98,7 @@ def _star(gen_zones, bandwidths, latency=5.0, gpus=4):
 @SETTINGS
 @given(bandwidths=st.lists(st.floats(0.1, 400), min_size=2, max_size=4), slower=st.floats(0.01, 0.99), gpus=st.integers(1, 8))
 def test_weight_sync_grows_with_receiving_zones_and_slower_routes(bandwidths, slower, gpus):
-    """C_sync charges every receiving zone its arrival over the topology plus its fan-out (item 3)."""
+    """C_sync charges every receiving zone its arrival over the topology plus its fan-out."""
     wf = load_workflow("grpo-async-qwen3-4b")
     n = len(bandwidths)
 
@@ -174,7 +175,8 @@ def tiny_clusters(draw):
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cluster=tiny_clusters(), mode=st.sampled_from(["sync", "async"]), seed=st.integers(0, 3))
 def test_ilp_is_never_worse_than_any_other_solver(cluster, mode, seed):
-    """The space the ILP proves optimality over contains every plan the others return (item 6)."""
+    """The space the ILP proves optimality over contains every plan the others return
+    (docs/architecture.md, "The cost model is the contract")."""
     wf = {"algorithm": "grpo", "mode": mode, "models": {"actor": "Qwen3-1.7B"}, "global_batch": 16, "responses_per_prompt": 4,
           "prompt_length": 512, "response_length": 512, "decode_batch_size": 16}
     problem = PlacementProblem(load_cluster(cluster), load_workflow(wf))
@@ -189,7 +191,7 @@ def test_ilp_is_never_worse_than_any_other_solver(cluster, mode, seed):
 
 
 def test_ilp_contains_the_verl_plan_on_a_mixed_two_zone_cluster():
-    """The issue's case: 4 A100-40GB + 4 L40S, 10 Gbps between zones, GRPO Qwen3-8B."""
+    """A mixed two-zone case: 4 A100-40GB + 4 L40S, 10 Gbps between zones, GRPO Qwen3-8B."""
     cluster = load_cluster({"nodes": [{"name": "a", "gpu": "A100-40GB", "count": 4, "zone": "za"},
                                       {"name": "l", "gpu": "L40S", "count": 4, "zone": "zl"}],
                             "network": {"intra_zone": {"bandwidth_gbps": 100, "latency_ms": 0.05},
@@ -218,14 +220,14 @@ def test_generation_kind_is_costed_by_the_one_decode_model():
     inst = Instance(get_model("Qwen2.5-14B"), get_gpu("H800"), 2)
     step = inst.decode_step(64, 64 * 4095.5)
     assert g["decode_s"] == pytest.approx(step["step_s"], rel=1e-6)
-    # the issue's figure: reading the weights and the 4k-context KV once needs >= 12 ms
+    # the floor: reading the weights and the 4k-context KV once needs >= 12 ms
     assert g["decode_s"] >= 0.012
     assert math.isfinite(g["decode_s"])
     assert problem.tasks[0].kind is TaskKind.GENERATION
 
 
 def test_head_dim_comes_from_the_catalog():
-    """Qwen3 uses 128-wide heads whatever hidden / heads says (issue 11 item 5)."""
+    """Qwen3 uses 128-wide heads whatever hidden / heads says."""
     from costmodels.catalog import ModelSpec
     from costmodels.transformer import kv_bytes_per_token
 

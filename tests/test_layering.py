@@ -1,6 +1,7 @@
-"""DESIGN.md's arrows: benchmarks -> planner -> {formulations, heuristics} -> costmodels,
-formulations and heuristics never import each other, problems never import each other, and no
-package has an import cycle: the import-linter contracts in pyproject.toml, run here."""
+"""The arrows of docs/architecture.md, "The house": benchmarks -> planner -> {formulations,
+heuristics} -> costmodels, formulations and heuristics never import each other, problems never
+import each other, and no package has an import cycle: the import-linter contracts in
+pyproject.toml, run here."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ PROBLEM_LAYERS = ("costmodels", "formulations", "heuristics")
 def _problem_of(module: str) -> str | None:
     """The problem a dotted module belongs to (``heuristics.placement.ea`` -> placement), or None
     for shared code (``costmodels.comm``, and ``costmodels.generation``: the simulator every online
-    problem's policies run on, DESIGN.md "The house")."""
+    problem's policies run on, docs/architecture.md, "The house")."""
     parts = module.split(".")
     if parts[:2] == ["costmodels", "generation"]:
         return None

@@ -1,5 +1,5 @@
-"""HetRL placement: ILP optimum = brute-force optimum = cost model of the decoded plan, on
-instances small enough to enumerate (issue 4); every solver's plan validates; seeds reproduce."""
+"""HetRL placement: ILP optimum = brute-force optimum = cost model of the decoded plan, on instances
+small enough to enumerate (HetRL §3.5); every solver's plan validates; seeds reproduce."""
 
 from __future__ import annotations
 

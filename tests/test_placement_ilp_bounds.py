@@ -1,5 +1,5 @@
 """The lazy placement ILP's relaxation is a relaxation: every bound it uses is at most what the
-cost model charges (issue 17 item 2). Decode is not monotone in the decode batch, so the floor
+cost model charges. Decode is not monotone in the decode batch, so the floor
 is checked against every dbs it covers; relaxed options against every exact option of the pair."""
 
 from __future__ import annotations

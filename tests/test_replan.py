@@ -1,5 +1,5 @@
-"""OrchestrRL re-planning (issue 13): the Eq. 1 MILP against brute force and the cost model, the
-validator, the heuristics' place below the optimum, and hostile state files."""
+"""OrchestrRL re-planning (OrchestrRL §4.1): the Eq. 1 MILP against brute force and the cost model,
+the validator, the heuristics' place below the optimum, and hostile state files."""
 
 from __future__ import annotations
 

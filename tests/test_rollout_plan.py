@@ -1,4 +1,4 @@
-"""The rollout problem (RollPacker §4, issue 15 items 3-6): the stream trainer's scale-down, the
+"""The rollout problem (RollPacker §4): the stream trainer's scale-down, the
 adaptive TP rule, the reward stage and its timeout, the training fluid, the plan's judge and its
 solvers, and facts from the paper over several seeds."""
 

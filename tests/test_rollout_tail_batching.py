@@ -1,5 +1,5 @@
 """Tail batching (RollPacker §3) on the generation simulator: the epoch's bookkeeping, the
-race to completion, and the paper's facts over several seeds (issue 15, item 2)."""
+race to completion, and the paper's facts over several seeds."""
 
 from __future__ import annotations
 

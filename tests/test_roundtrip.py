@@ -1,4 +1,5 @@
-"""load spec -> solve -> write JSON -> `rlplan validate` -> exit 0; tamper -> exit 1 (issue 2)."""
+"""load spec -> solve -> write JSON -> `rlplan validate` -> exit 0; tamper -> exit 1
+(docs/architecture.md, "Data flow" step 4)."""
 
 from __future__ import annotations
 

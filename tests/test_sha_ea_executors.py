@@ -1,5 +1,5 @@
 """SHA-EA's evaluations in process, on a process pool and on Ray: the same plan for the same
-budget (results are consumed in order), and the CLI's --executor / --ray-address (issue 17)."""
+budget (results are consumed in order), and the CLI's --executor / --ray-address."""
 
 from __future__ import annotations
 

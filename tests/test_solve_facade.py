@@ -131,8 +131,9 @@ def test_unknown_problem_type():
 
 
 def test_a_run_without_a_limit_stops_at_the_solvers_default_cap(problem):
-    """Every run is bounded (issue 16): a solver that would search forever without a limit stops
-    at its registered default cap, and the limit it ran under is recorded."""
+    """Every run is bounded (docs/architecture.md, "Interfaces people use"): a solver that would
+    search forever without a limit stops at its registered default cap, and the limit it ran under
+    is recorded."""
     import time
 
     from costmodels.solving import Deadline

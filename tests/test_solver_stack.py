@@ -1,8 +1,8 @@
 """highspy, PuLP and OR-Tools load together in one process and each solves a tiny model.
 
-DESIGN.md: ortools 9.15 bundles HiGHS 1.12; any other highspy makes the second import fail with
-an undefined-symbol ImportError. Keep this test with the pin; both import orders are checked in
-fresh interpreters because import order is what breaks.
+docs/architecture.md, "Solver dependencies": ortools 9.15 bundles HiGHS 1.12; any other highspy
+makes the second import fail with an undefined-symbol ImportError. Keep this test with the pin; both
+import orders are checked in fresh interpreters because import order is what breaks.
 """
 
 from __future__ import annotations

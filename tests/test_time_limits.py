@@ -1,5 +1,5 @@
-"""Every registered solver honours a time limit on the largest shipped instance of its problem
-(issue 17 item 4): it returns within max(10 %, 5 s) of the limit, with a valid plan or a clear
+"""Every registered solver honours a time limit on the largest shipped instance of its problem:
+it returns within max(10 %, 5 s) of the limit, with a valid plan or a clear
 status, never an error. Timing bounds here are contracts on deadlines, not performance figures."""
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
-"""Adding a problem touches neither ``planner/`` nor ``benchmarks/`` (issue 10, "done when"): a toy
-problem (makespan scheduling of jobs on identical machines) arrives as a plugin package with its
-spec, plan, evaluator, validator, one heuristic, one exact solver, a preset and canned instances,
-and the real ``rlplan`` runs ``plan``, ``validate``, ``evaluate`` and ``bench --problem`` on it;
-the contract test picks it up with no edit. A problem without solvers is refused at load."""
+"""Adding a problem touches neither ``planner/`` nor ``benchmarks/`` (docs/architecture.md, "Adding
+a problem"): a toy problem (makespan scheduling of jobs on identical machines) arrives as a plugin
+package with its spec, plan, evaluator, validator, one heuristic, one exact solver, a preset and
+canned instances, and the real ``rlplan`` runs ``plan``, ``validate``, ``evaluate`` and
+``bench --problem`` on it; the contract test picks it up with no edit. A problem without solvers is
+refused at load."""
 
 from __future__ import annotations
 

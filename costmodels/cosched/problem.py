@@ -1,10 +1,10 @@
 """RL jobs for co-scheduling on shared rollout and training pools (RollMux §4.1).
 
-Only the data shapes live here; the solvers come with the co-scheduling issue. Each job runs a
-rollout phase on ``rollout_gpus`` and a training phase on ``train_gpus`` per iteration, with solo
-phase durations in seconds, an SLO as the largest tolerated slowdown of its iteration time over
-running alone (RollMux Appendix: SLO ~ U(1, 2)), and host-memory footprints used to keep paused
-jobs resident (RollMux Table 2).
+Only the data shapes live here; the solvers live in ``formulations/cosched`` and
+``heuristics/cosched``. Each job runs a rollout phase on ``rollout_gpus`` and a training phase on
+``train_gpus`` per iteration, with solo phase durations in seconds, an SLO as the largest tolerated
+slowdown of its iteration time over running alone (RollMux Appendix: SLO ~ U(1, 2)), and host-memory
+footprints used to keep paused jobs resident (RollMux Table 2).
 """
 
 from __future__ import annotations

@@ -1,1 +1,1 @@
-"""RollPacker rollout planning (issue 15): the workload and its cost model."""
+"""RollPacker rollout planning (RollPacker §3-§4): the workload and its cost model."""

@@ -1,4 +1,4 @@
-"""The rollout problem's descriptor (RollPacker §3-§4, issue 15)."""
+"""The rollout problem's descriptor (RollPacker §3-§4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The rollout problem (RollPacker, issue 15): one synchronous GRPO job, choose its rollout plan.
+"""The rollout problem (RollPacker §3-§4): one synchronous GRPO job, choose its rollout plan.
 
 The problem file holds the workload (``costmodels.rollout.workload.RolloutWorkload``) and the seed
 of the epoch the judge replays (the prompts' difficulties and every draw hang on it, so two plans

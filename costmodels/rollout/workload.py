@@ -1,4 +1,4 @@
-"""The workload of RollPacker's rollout problem (RollPacker §2.2, §3; issue 15 item 1).
+"""The workload of RollPacker's rollout problem (RollPacker §2.2, §3).
 
 A synchronous GRPO job: every step samples P0 prompts and R0 responses per prompt, generates them
 on the rollout GPUs, scores them and trains on them. What makes rollout hard is the lengths: they
@@ -149,7 +149,7 @@ class TrainingSpec(BaseModel):
 
 
 class RolloutWorkload(BaseModel):
-    """One synchronous GRPO job on co-located GPUs: its rollout (issue 15 item 1), how its
+    """One synchronous GRPO job on co-located GPUs: its rollout (RollPacker §2.2, §3), how its
     responses are scored and how it trains."""
 
     model_config = _STRICT

@@ -1,6 +1,7 @@
 """Exact circuit allocation: the optimum of Algorithm 3's objective (OrchestrRL App. D.1–D.2).
 
-The objective is lexicographic (issue 5):
+The objective is lexicographic (Eq. 7 makes a demanded pair without a circuit an infinite
+bottleneck, so coverage comes first):
 
 1. maximise the demand volume on covered pairs (a demanded eligible pair is covered when it has
    at least one circuit), i.e. minimise the volume left at +inf pair time;
@@ -14,9 +15,10 @@ sum_{p ∋ v} c_p <= deg(v).
 Both stages are solved on one solver; stage 2 keeps stage 1's covered volume as a constraint.
 Between the stages the bottleneck is bracketed (``_Model.window``): above by an incumbent (stage
 1's coverage with spare ports filled by the ``fill`` allocator, Algorithm 3 when the planner
-passes it in; DESIGN.md: formulations never import heuristics), below, when every pair is
-covered, by max_v sum_{p at v} t1_p / deg(v) and max_p t1_p / cap_p. A covered pair then needs
-kmin_p..kmax_p circuits; nothing outside that window can matter, which keeps both models small.
+passes it in; docs/architecture.md, "The house": formulations never import heuristics), below,
+when every pair is covered, by max_v sum_{p at v} t1_p / deg(v) and max_p t1_p / cap_p. A covered
+pair then needs kmin_p..kmax_p circuits; nothing outside that window can matter, which keeps both
+models small.
 
 * ``milp`` (HiGHS through PuLP) maximises a throughput floor w: w <= s_p * c_p + M (1 - y_p) with
   s_p = t_min / t1_p (scaled so that 0 < s_p <= 1) and M = max cap_p; the bottleneck is t_min / w;

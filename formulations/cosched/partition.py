@@ -1,4 +1,5 @@
-"""RollMux's offline optimum as set partitioning over feasible groups (issue 14 item 4).
+"""RollMux's offline optimum as set partitioning over feasible groups (the optimum RollMux §7.5
+measures Algorithm 1 against).
 
 **Columns.** A column is a job subset S (|S| <= max group size) with its cheapest valid
 configuration c_S (``cheapest_group``): a training pool of N^T nodes (any job's n_j: the sizes a

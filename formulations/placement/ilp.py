@@ -51,9 +51,9 @@ pair that feeds zone z when generation and actor training are in different group
 
 C3 (memory) is inside the options: combinations that break it on any GPU are never columns.
 
-**Why lazy.** Enumerating every pair's options up front is what made PPO (six tasks, 63 subsets)
-take over 600 s on 16 GPUs: most of it merging the configurations of many co-located tasks, and
-costing generation's "as many as fit" decode batch for each combination of residents. Instead
+**Why lazy.** Enumerating every pair's options up front does not scale to PPO (six tasks, 63
+subsets): the time goes to merging the configurations of many co-located tasks, and to costing
+generation's "as many as fit" decode batch for each combination of residents. Instead
 (``formulations.placement.columns``):
 
 * every pair starts as one *relaxed* column whose terms bound each of its options' from below
@@ -62,8 +62,8 @@ costing generation's "as many as fit" decode batch for each combination of resid
   with "as many as fit" at the :func:`~costmodels.placement.cost.generation_floor` beside the
   others' least models, valid for every decode batch its residents could leave; a pair that
   cannot fit has no column). Coupling the co-located tasks' memory is what makes PPO tractable:
-  without it a relaxed group of four or five tasks looked as fast as its tasks alone, and the
-  master picked one after another (small-16 PPO async: 48 masters and 169 s; with it, 10 and 13 s);
+  without it a relaxed group of four or five tasks looks as fast as its tasks alone, and the
+  master picks one such group after another, each costing a master solve;
 * the master ILP over relaxed and exact columns is a relaxation: its optimum is a lower bound;
 * each pair the master picks while relaxed is *expanded* into its exact Pareto options, pruned by
   the incumbent, and the master is solved again. Picked pairs that are all exact give a feasible
@@ -73,10 +73,10 @@ costing generation's "as many as fit" decode batch for each combination of resid
   iteration expands more than the master picked: the pairs that swap tasks of one kind and model
   with a picked one (PPO's actor and critic training: the master picks the twin next), and up to
   :data:`EXPAND_MORE` of the relaxed pairs the LP does not rule out of a plan costing the
-  master's optimum, least reduced cost first (small-24 PPO async: 14 masters -> 6);
+  master's optimum, least reduced cost first, which saves master solves;
 * a pair of co-located tasks gets a relaxed column only if its tasks' single-task bounds on c,
-  with (8), can beat the co-located incumbent (the incumbent only falls): on small-24 PPO sync
-  13 957 of 27 853 pairs are costed.
+  with (8), can beat the co-located incumbent (the incumbent only falls), so many pairs are never
+  costed at all.
 
 The cost model scores every incumbent; the master's value of exact columns agrees with it to 1e-6
 (tests/test_placement_exact.py). Interchangeable tasks are costed once per symmetry class.
@@ -85,12 +85,12 @@ exceeds the cluster's, at once; otherwise when the master over relaxed columns i
 Columns whose own bound exceeds the incumbent are dropped (they cannot be in a better plan), and
 before each master MIP so are those the master's LP relaxation rules out: with z its optimum and
 d_j column j's reduced cost, every solution with x_j = 1 costs at least z + d_j, so columns with
-z + d_j > incumbent go (reduced-cost fixing; it shrinks the MIP root's cut loop 2-4x on 24 GPUs).
-The MIP's cut loop costs seconds a round on ten thousand columns, so (8), which prunes columns
-and lifts z, is what brought the 24-GPU PPO masters from 60-140 s in all to 2-18 s.
+z + d_j > incumbent go (reduced-cost fixing; it shrinks the MIP root's cut loop). The cut loop's
+rounds grow with the columns, so (8) pays twice: it prunes columns and it lifts z.
 Under a time limit: the incumbent, and the best lower bound proven so far (the master's optimum or
 HiGHS's dual bound), so the gap is always known. Accepted instances: group-aware overlap (the
 default); the pairs number 2^|tasks| prod_k (N_k + 1), which keeps it to a few nodes per class.
+What these choices measured when they were made: ``benchmarks/results/performance-history.md``.
 """
 
 from __future__ import annotations
@@ -227,7 +227,7 @@ class Master:
         if math.isfinite(cutoff):
             # reduced-cost fixing: a column whose LP reduced cost d_j lifts the LP bound z past the
             # cutoff, z + d_j > cutoff, is in no plan below the cutoff; dropping it before the MIP
-            # shrinks the root's cut loop (small-24 PPO async: ~14 000 -> ~3 700 columns, 12 s -> 6.5 s)
+            # shrinks the root's cut loop
             t0 = time.perf_counter()
             lp = self._run(a, keep, threads, time_limit, cutoff, relaxation=True)
             if time_limit is not None:

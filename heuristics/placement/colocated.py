@@ -1,4 +1,4 @@
-"""verl-style placement baseline (HetRL §5.1 baselines, issue 4 item 5).
+"""verl-style placement baseline (HetRL §5.1 baselines).
 
 verl co-locates every task on every GPU (one resource pool) and gives each task a homogeneous
 parallel configuration with an even split of layers and batch. We sweep what a verl user would

@@ -24,9 +24,9 @@ from costmodels.solving import UNLIMITED, Deadline, DeadlineExceeded
 
 #: the work box of one exact Level-4 pass (``PlacementSpace.exact_work``), in the units
 #: ``GroupOptions`` checks: candidates x GPUs per partial combination extended, states x columns
-#: per prune. Measured 270-320 thousand units/s on one core of the development machine on both
-#: small-24 PPO and the 64-GPU HetRL testbed (so the unit tracks time across cluster sizes):
-#: 500 000 units is ~2 s, the box the pass had when it was timed in seconds
+#: per prune. The unit runs at about the same rate on small and large clusters, so it tracks time
+#: across cluster sizes: 500 000 units is ~2 s on one core (the rate measured:
+#: ``benchmarks/results/performance-history.md``)
 EXACT_WORK = 500_000
 
 

@@ -1,4 +1,4 @@
-"""One generation step on the simulator under a named OrchestrRL scheme (issue 13 items 6-7):
+"""One generation step on the simulator under a named OrchestrRL scheme (OrchestrRL §6):
 what ``rlplan simulate generation --policy`` and ``benchmarks/replan_end_to_end.py`` run.
 
 * ``none``: the instances as given, round-robin, no policy;

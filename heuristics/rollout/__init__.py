@@ -1,1 +1,1 @@
-"""RollPacker rollout policies on the generation simulator (issue 15)."""
+"""RollPacker rollout policies on the generation simulator (RollPacker §3-§4)."""

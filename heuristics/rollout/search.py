@@ -1,5 +1,5 @@
 """Rollout plans: RollPacker's settings, veRL's baseline, and a search over the plan space on the
-simulator (issue 15 item 6).
+simulator.
 
 ``solve_search`` is coordinate descent over the knob groups of ``costmodels.rollout.space``:
 starting from the better of the paper's and veRL's plans, it tries every value of one group with
