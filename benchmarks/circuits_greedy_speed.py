@@ -37,20 +37,35 @@ def run(repeat: int = 7) -> list[dict]:
         reference = allocate_greedy_reference(problem)
         ref_s = time.perf_counter() - t
         median = statistics.median(times)
-        rows.append({"endpoints": endpoints, "ports": ports, "pairs": pairs, "circuits": sum(ours.values()),
-                     "greedy_median_s": median, "greedy_max_s": max(times), "reference_s": ref_s,
-                     "speedup": ref_s / median, "same_allocation": ours == reference})
+        rows.append(
+            {
+                "endpoints": endpoints,
+                "ports": ports,
+                "pairs": pairs,
+                "circuits": sum(ours.values()),
+                "greedy_median_s": median,
+                "greedy_max_s": max(times),
+                "reference_s": ref_s,
+                "speedup": ref_s / median,
+                "same_allocation": ours == reference,
+            }
+        )
         print(rows[-1], flush=True)
     return rows
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/circuits/greedy_speed"))
+    parser.add_argument(
+        "--out", type=Path, default=Path("benchmarks/results/circuits/greedy_speed")
+    )
     args = parser.parse_args(argv)
     rows = run()
     args.out.mkdir(parents=True, exist_ok=True)
-    write_json(args.out / "results.json", {"command": command_line("benchmarks.circuits_greedy_speed", argv), "rows": rows})
+    write_json(
+        args.out / "results.json",
+        {"command": command_line("benchmarks.circuits_greedy_speed", argv), "rows": rows},
+    )
     write_csv(args.out / "results.csv", rows)
 
 

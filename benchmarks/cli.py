@@ -22,18 +22,47 @@ from planner.registry import UnknownSolverError, build_registry
 
 
 def bench(
-    suite: Annotated[str, typer.Option(help="smoke, placement, circuits, scenarios, broadcast, replan, cosched; or custom with --problem")] = "smoke",
-    problem: Annotated[list[str] | None, typer.Option("--problem", help="custom suite: a problem file or preset (repeatable)")] = None,
-    solver: Annotated[list[str] | None, typer.Option("--solver", help="custom suite: a solver (repeatable; default all)")] = None,
-    time_limit: Annotated[list[float] | None, typer.Option("--time-limit", help="custom suite: a time limit in s (repeatable)")] = None,
-    seeds: Annotated[int, typer.Option(min=1, max=10_000, help="custom suite: seeds per solver")] = 1,
-    out_path: Annotated[str, typer.Option("--out", help="output directory (rerunning into it skips finished runs)")] = "bench-out",
+    suite: Annotated[
+        str,
+        typer.Option(
+            help="smoke, placement, circuits, scenarios, broadcast, replan, cosched; or custom with --problem"
+        ),
+    ] = "smoke",
+    problem: Annotated[
+        list[str] | None,
+        typer.Option("--problem", help="custom suite: a problem file or preset (repeatable)"),
+    ] = None,
+    solver: Annotated[
+        list[str] | None,
+        typer.Option("--solver", help="custom suite: a solver (repeatable; default all)"),
+    ] = None,
+    time_limit: Annotated[
+        list[float] | None,
+        typer.Option("--time-limit", help="custom suite: a time limit in s (repeatable)"),
+    ] = None,
+    seeds: Annotated[
+        int, typer.Option(min=1, max=10_000, help="custom suite: seeds per solver")
+    ] = 1,
+    out_path: Annotated[
+        str, typer.Option("--out", help="output directory (rerunning into it skips finished runs)")
+    ] = "bench-out",
     jobs: Annotated[int, typer.Option(min=1, max=1024, help="runs in parallel")] = 1,
     executor: Annotated[str, typer.Option(help="local (process pool) or ray")] = "local",
-    ray_address: Annotated[str | None, typer.Option("--ray-address", help="connect to this Ray cluster instead of starting one")] = None,
-    plugin: Annotated[list[str] | None, typer.Option(help="module:function that registers extra solvers (repeatable)")] = None,
-    retry_errors: Annotated[bool, typer.Option("--retry-errors", help="run again the runs that ended with status error")] = False,
-    memory_limit_gb: Annotated[float | None, typer.Option("--memory-limit-gb", help="cap each run's address space (local executor)")] = None,
+    ray_address: Annotated[
+        str | None,
+        typer.Option("--ray-address", help="connect to this Ray cluster instead of starting one"),
+    ] = None,
+    plugin: Annotated[
+        list[str] | None,
+        typer.Option(help="module:function that registers extra solvers (repeatable)"),
+    ] = None,
+    retry_errors: Annotated[
+        bool, typer.Option("--retry-errors", help="run again the runs that ended with status error")
+    ] = False,
+    memory_limit_gb: Annotated[
+        float | None,
+        typer.Option("--memory-limit-gb", help="cap each run's address space (local executor)"),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar or tables")] = False,
 ) -> None:
     """Run a benchmark suite: every solver on the same instances, checked rows, CSV/Parquet/JSON,
@@ -50,7 +79,9 @@ def bench(
     if suite == "custom" and not problem:
         fail("--suite custom needs at least one --problem FILE")
     if suite != "custom" and (solver or time_limit):
-        fail("--solver and --time-limit go with --problem (a custom suite); the named suites fix their own")
+        fail(
+            "--solver and --time-limit go with --problem (a custom suite); the named suites fix their own"
+        )
     if executor not in ("local", "ray"):
         fail(f"--executor: unknown executor {executor!r}; use local or ray")
     if jobs < 1:
@@ -62,7 +93,9 @@ def bench(
             fail(f"--time-limit: must be a finite number of seconds > 0, got {limit}")
     if memory_limit_gb is not None and not memory_limit_gb > 0:
         fail(f"--memory-limit-gb: must be > 0, got {memory_limit_gb}")
-    if not out_path.strip():  # Path("") is ".": an empty --out would write the report into the current directory
+    if (
+        not out_path.strip()
+    ):  # Path("") is ".": an empty --out would write the report into the current directory
         fail("--out: empty path; give the directory for the report")
     out_dir = Path(out_path)
     try:
@@ -76,27 +109,52 @@ def bench(
             fail("--executor ray needs Ray: pip install 'rlplan[ray]'")
     plugins = tuple(plugin or ())
     if plugins and os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # plugins import from the current directory, as with `python -m`
+        sys.path.insert(
+            0, os.getcwd()
+        )  # plugins import from the current directory, as with `python -m`
     try:
         build_registry(plugins)  # a bad plugin is a usage error, before any run starts
     except (ImportError, AttributeError, ValueError) as exc:
         fail(f"--plugin: {exc}")
     try:
-        s = custom(problem, solver, time_limit, seeds, plugins) if suite == "custom" else get_suite(suite, plugins)
+        s = (
+            custom(problem, solver, time_limit, seeds, plugins)
+            if suite == "custom"
+            else get_suite(suite, plugins)
+        )
     except SpecError as exc:
         fail(str(exc))
     except UnknownSolverError as exc:
         fail(f"--solver: {exc}")
     if not s.runs:
-        fail(f"--problem: no solver to run on {', '.join(problem or [suite])} (only brute force is registered, or none)")
-    rows = run_specs(s.runs, out_dir, executor=executor, jobs=jobs, ray_address=ray_address, progress=not quiet, retry_errors=retry_errors,
-                     memory_limit_gb=memory_limit_gb)
-    command = "rlplan " + " ".join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith("rlplan") else f"rlplan bench --suite {suite} --out {out_dir}"
+        fail(
+            f"--problem: no solver to run on {', '.join(problem or [suite])} (only brute force is registered, or none)"
+        )
+    rows = run_specs(
+        s.runs,
+        out_dir,
+        executor=executor,
+        jobs=jobs,
+        ray_address=ray_address,
+        progress=not quiet,
+        retry_errors=retry_errors,
+        memory_limit_gb=memory_limit_gb,
+    )
+    command = (
+        "rlplan " + " ".join(sys.argv[1:])
+        if sys.argv and sys.argv[0].endswith("rlplan")
+        else f"rlplan bench --suite {suite} --out {out_dir}"
+    )
     summary = write_report(s, rows, out_dir, command)
     if not quiet:
         for table in end_tables(summary):
             out.print(table)
-    out.print(f"{summary['runs']} runs; " + ", ".join(f"{k} {n}" for k, n in summary["statuses"].items()) + f"; wrote {out_dir}/report.md", highlight=False)
+    out.print(
+        f"{summary['runs']} runs; "
+        + ", ".join(f"{k} {n}" for k, n in summary["statuses"].items())
+        + f"; wrote {out_dir}/report.md",
+        highlight=False,
+    )
 
 
 def end_tables(summary: dict[str, Any]) -> list[Any]:
@@ -116,18 +174,34 @@ def end_tables(summary: dict[str, Any]) -> list[Any]:
     for kind in dict.fromkeys(r["kind"] for r in summary["solvers"]):
         t = Table(title=f"{summary['suite']}: {kind} (ratio = objective / best known)")
         for col in ("solver", "runs", "plan", "optimal", "median ratio", "worst ratio", "median s"):
-            t.add_column(col, justify="left" if col == "solver" else "right", no_wrap=col == "solver")
+            t.add_column(
+                col, justify="left" if col == "solver" else "right", no_wrap=col == "solver"
+            )
         for r in (r for r in summary["solvers"] if r["kind"] == kind):
-            label = run_label(r)  # a summary row has solver, options and time_limit (None: no limit) like a run row
-            t.add_row(label, str(int(r["runs"])), str(int(r["ok"])), str(int(r["optimal"])), num(r["median_ratio"]),
-                      num(r["worst_ratio"]), num(r["median_wall_s"], ".2g"))
+            label = run_label(
+                r
+            )  # a summary row has solver, options and time_limit (None: no limit) like a run row
+            t.add_row(
+                label,
+                str(int(r["runs"])),
+                str(int(r["ok"])),
+                str(int(r["optimal"])),
+                num(r["median_ratio"]),
+                num(r["worst_ratio"]),
+                num(r["median_wall_s"], ".2g"),
+            )
         tables.append(t)
     if summary["comparisons"]:
         comps = Table(title="comparisons (per instance, median over seeds)")
         for col in ("comparison", "instances", "median", "min - max"):
             comps.add_column(col, justify="left" if col == "comparison" else "right")
         for c in summary["comparisons"]:
-            comps.add_row(c["comparison"], str(c["instances"]), num(c["median"]), f"{num(c['min'])} - {num(c['max'])}")
+            comps.add_row(
+                c["comparison"],
+                str(c["instances"]),
+                num(c["median"]),
+                f"{num(c['min'])} - {num(c['max'])}",
+            )
         tables.append(comps)
     return tables
 

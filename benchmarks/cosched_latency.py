@@ -37,8 +37,13 @@ def run(seed: int = 0) -> dict:
         lat = np.array(sched.latencies)
         plan = sched.plan()
         cost = sum(m.cost(g.rollout_nodes, g.train_nodes) for g in plan.groups)
-        out[rule] = {"total_s": total, "cost_per_h": cost, "groups": len(plan.groups),
-                     "latency_ms": {k: float(np.median(lat[k - 3:k + 2]) * 1e3) for k in POINTS}, "max_latency_ms": float(lat.max() * 1e3)}
+        out[rule] = {
+            "total_s": total,
+            "cost_per_h": cost,
+            "groups": len(plan.groups),
+            "latency_ms": {k: float(np.median(lat[k - 3 : k + 2]) * 1e3) for k in POINTS},
+            "max_latency_ms": float(lat.max() * 1e3),
+        }
     return out
 
 
@@ -48,11 +53,33 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     res = run()
     args.out.mkdir(parents=True, exist_ok=True)
-    write_json(args.out / "latency.json", {"command": command_line("benchmarks.cosched_latency", argv), "paper_ms": PAPER_MS, "results": res})
-    write_csv(args.out / "latency.csv", [{"rule": r, "concurrent_jobs": k, "latency_ms": round(v["latency_ms"][k], 3), "paper_ms": PAPER_MS[k]}
-                                         for r, v in res.items() for k in POINTS])
+    write_json(
+        args.out / "latency.json",
+        {
+            "command": command_line("benchmarks.cosched_latency", argv),
+            "paper_ms": PAPER_MS,
+            "results": res,
+        },
+    )
+    write_csv(
+        args.out / "latency.csv",
+        [
+            {
+                "rule": r,
+                "concurrent_jobs": k,
+                "latency_ms": round(v["latency_ms"][k], 3),
+                "paper_ms": PAPER_MS[k],
+            }
+            for r, v in res.items()
+            for k in POINTS
+        ],
+    )
     for r, v in res.items():
-        print(r, {k: round(x, 2) for k, x in v["latency_ms"].items()}, f"max {v['max_latency_ms']:.1f} ms, cost ${v['cost_per_h']:.0f}/h, {v['groups']} groups")
+        print(
+            r,
+            {k: round(x, 2) for k, x in v["latency_ms"].items()},
+            f"max {v['max_latency_ms']:.1f} ms, cost ${v['cost_per_h']:.0f}/h, {v['groups']} groups",
+        )
 
 
 if __name__ == "__main__":

@@ -31,7 +31,9 @@ SEEDS = range(5)
 def run() -> list[dict]:
     rows = []
     for label, pair in PAIRS.items():
-        jobs = [ReplayJob(f"job{i}", model, max_len=max_len) for i, (model, max_len) in enumerate(pair)]
+        jobs = [
+            ReplayJob(f"job{i}", model, max_len=max_len) for i, (model, max_len) in enumerate(pair)
+        ]
         for seed in SEEDS:
             t0 = time.perf_counter()
             g = migration_gain(jobs, iterations=4, seed=seed)
@@ -66,11 +68,23 @@ def main(argv: list[str] | None = None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     rows = run()
     write_csv(args.out / "migration.csv", rows)
-    summary = {p: {"median_gain": float(np.median([r["gain"] for r in rows if r["pair"] == p])),
-                   "min": float(min(r["gain"] for r in rows if r["pair"] == p)), "max": float(max(r["gain"] for r in rows if r["pair"] == p))}
-               for p in PAIRS}
-    write_json(args.out / "migration.json", {"command": command_line("benchmarks.cosched_migration", argv), "summary": summary,
-                                             "paper": [1.06, 1.28], "rows": rows})
+    summary = {
+        p: {
+            "median_gain": float(np.median([r["gain"] for r in rows if r["pair"] == p])),
+            "min": float(min(r["gain"] for r in rows if r["pair"] == p)),
+            "max": float(max(r["gain"] for r in rows if r["pair"] == p)),
+        }
+        for p in PAIRS
+    }
+    write_json(
+        args.out / "migration.json",
+        {
+            "command": command_line("benchmarks.cosched_migration", argv),
+            "summary": summary,
+            "paper": [1.06, 1.28],
+            "rows": rows,
+        },
+    )
     plot(rows, args.out / "migration.png")
     for p, v in summary.items():
         print(p, {k: round(x, 3) for k, x in v.items()})

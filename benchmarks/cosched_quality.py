@@ -38,9 +38,21 @@ def run() -> list[dict]:
             t0 = time.perf_counter()
             opt = solve_cosched_optimal(problem, time_limit=300)
             opt_s = time.perf_counter() - t0
-            row = {"jobs": n, "seed": seed, "optimal_per_h": opt.objective, "optimal_status": opt.status.value, "optimal_s": opt_s,
-                   "columns": opt.stats.get("columns")}
-            for name, fn in (("rollmux", solve_rollmux), ("random", solve_random), ("greedy", solve_greedy), ("solo", solve_solo), ("colocated", solve_colocated)):
+            row = {
+                "jobs": n,
+                "seed": seed,
+                "optimal_per_h": opt.objective,
+                "optimal_status": opt.status.value,
+                "optimal_s": opt_s,
+                "columns": opt.stats.get("columns"),
+            }
+            for name, fn in (
+                ("rollmux", solve_rollmux),
+                ("random", solve_random),
+                ("greedy", solve_greedy),
+                ("solo", solve_solo),
+                ("colocated", solve_colocated),
+            ):
                 out = fn(problem, seed=seed)
                 cost, b = evaluate_cosched(problem, out.plan)
                 row[f"{name}_ratio"] = cost / opt.objective
@@ -56,12 +68,25 @@ def main(argv: list[str] | None = None) -> None:
     rows = run()
     args.out.mkdir(parents=True, exist_ok=True)
     write_csv(args.out / "quality.csv", rows)
-    summary = {name: {"median_ratio": float(np.median([r[f"{name}_ratio"] for r in rows])), "max_ratio": float(max(r[f"{name}_ratio"] for r in rows)),
-                      "slo_attainment": float(np.mean([r[f"{name}_slo"] for r in rows])), "paper": PAPER.get(name)}
-               for name in ("rollmux", "random", "greedy", "solo", "colocated")}
+    summary = {
+        name: {
+            "median_ratio": float(np.median([r[f"{name}_ratio"] for r in rows])),
+            "max_ratio": float(max(r[f"{name}_ratio"] for r in rows)),
+            "slo_attainment": float(np.mean([r[f"{name}_slo"] for r in rows])),
+            "paper": PAPER.get(name),
+        }
+        for name in ("rollmux", "random", "greedy", "solo", "colocated")
+    }
     times = {n: float(np.median([r["optimal_s"] for r in rows if r["jobs"] == n])) for n in SIZES}
-    write_json(args.out / "quality.json", {"command": command_line("benchmarks.cosched_quality", argv), "summary": summary,
-                                           "optimal_solve_s": times, "rows": rows})
+    write_json(
+        args.out / "quality.json",
+        {
+            "command": command_line("benchmarks.cosched_quality", argv),
+            "summary": summary,
+            "optimal_solve_s": times,
+            "rows": rows,
+        },
+    )
     for name, v in summary.items():
         print(name, v)
     print("optimal solve s (median):", times)

@@ -29,8 +29,10 @@ from planner.io import build_problem
 SEEDS = (0, 1, 2)
 PHILLY = ("optimal", "rollmux", "random", "greedy", "solo", "colocated")
 PRODUCTION = ("rollmux", "random", "greedy", "solo", "colocated")
-PAPER = {"philly": {"rollmux": (1.06, 1.0), "random": (1.97, 0.60), "greedy": (1.66, 0.62)},
-         "production": {"solo / rollmux": 1.84, "colocated / rollmux": 1.38}}
+PAPER = {
+    "philly": {"rollmux": (1.06, 1.0), "random": (1.97, 0.60), "greedy": (1.66, 0.62)},
+    "production": {"solo / rollmux": 1.84, "colocated / rollmux": 1.38},
+}
 
 
 def run(out: Path) -> tuple[list[dict], dict]:
@@ -43,22 +45,57 @@ def run(out: Path) -> tuple[list[dict], dict]:
                 t0 = time.perf_counter()
                 r = simulate_trace(problem, policy, seed=seed, solve_optimal=solve_cosched_optimal)
                 results.append(r)
-                rows.append({"trace": trace, "seed": seed, **r.summary(), "wall_s": time.perf_counter() - t0})
+                rows.append(
+                    {
+                        "trace": trace,
+                        "seed": seed,
+                        **r.summary(),
+                        "wall_s": time.perf_counter() - t0,
+                    }
+                )
             if seed == 0:
-                g = max(results[1 if trace == "philly" else 0].snapshot, key=lambda g: len(g.members))
-                gantt = (round_robin_schedule(cosched_model(problem), g, 2), g.rollout_nodes, "rollmux: the largest group when the most jobs ran")
-                plot_trace(results, gantt, out / f"trace_{trace}.png", f"{trace} trace, seed 0 ({len(problem.jobs.jobs)} jobs)")
+                g = max(
+                    results[1 if trace == "philly" else 0].snapshot, key=lambda g: len(g.members)
+                )
+                gantt = (
+                    round_robin_schedule(cosched_model(problem), g, 2),
+                    g.rollout_nodes,
+                    "rollmux: the largest group when the most jobs ran",
+                )
+                plot_trace(
+                    results,
+                    gantt,
+                    out / f"trace_{trace}.png",
+                    f"{trace} trace, seed 0 ({len(problem.jobs.jobs)} jobs)",
+                )
     summary: dict = {}
     for trace, policies in (("philly", PHILLY), ("production", PRODUCTION)):
         base = "optimal" if trace == "philly" else "rollmux"
         per = {}
         for policy in policies:
-            ratios = [next(r for r in rows if r["trace"] == trace and r["seed"] == s and r["policy"] == policy)["mean_cost_per_h"]
-                      / next(r for r in rows if r["trace"] == trace and r["seed"] == s and r["policy"] == base)["mean_cost_per_h"] for s in SEEDS]
+            ratios = [
+                next(
+                    r
+                    for r in rows
+                    if r["trace"] == trace and r["seed"] == s and r["policy"] == policy
+                )["mean_cost_per_h"]
+                / next(
+                    r
+                    for r in rows
+                    if r["trace"] == trace and r["seed"] == s and r["policy"] == base
+                )["mean_cost_per_h"]
+                for s in SEEDS
+            ]
             mine = [r for r in rows if r["trace"] == trace and r["policy"] == policy]
-            per[policy] = {f"cost_over_{base}_median": float(np.median(ratios)), "min": float(min(ratios)), "max": float(max(ratios)),
-                           "slo_attainment_mean": float(np.mean([r["slo_attainment"] for r in mine])),
-                           "peak_gpus_max": int(max(r["peak_rollout_gpus"] + r["peak_train_gpus"] for r in mine))}
+            per[policy] = {
+                f"cost_over_{base}_median": float(np.median(ratios)),
+                "min": float(min(ratios)),
+                "max": float(max(ratios)),
+                "slo_attainment_mean": float(np.mean([r["slo_attainment"] for r in mine])),
+                "peak_gpus_max": int(
+                    max(r["peak_rollout_gpus"] + r["peak_train_gpus"] for r in mine)
+                ),
+            }
         summary[trace] = per
     return rows, summary
 
@@ -70,10 +107,20 @@ def main(argv: list[str] | None = None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     rows, summary = run(args.out)
     write_csv(args.out / "trace.csv", rows)
-    write_json(args.out / "trace.json", {"command": command_line("benchmarks.cosched_trace", argv), "summary": summary, "paper": PAPER, "rows": rows})
+    write_json(
+        args.out / "trace.json",
+        {
+            "command": command_line("benchmarks.cosched_trace", argv),
+            "summary": summary,
+            "paper": PAPER,
+            "rows": rows,
+        },
+    )
     for trace, per in summary.items():
         for policy, v in per.items():
-            print(trace, policy, {k: round(x, 3) if isinstance(x, float) else x for k, x in v.items()})
+            print(
+                trace, policy, {k: round(x, 3) if isinstance(x, float) else x for k, x in v.items()}
+            )
 
 
 if __name__ == "__main__":

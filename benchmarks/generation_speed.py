@@ -43,8 +43,18 @@ def run(out_dir: Path) -> list[dict]:
     rows = []
     big = synthetic_trace(1024, 16, 16384, seed=0)
     secs, res = _timed(lambda: simulate([Instance(m, g, 8)] * 128, big), repeat=2)
-    rows.append({"case": "16384 requests / 128 x TP8 (1024 GPUs), heavy-tailed <= 16k", "requests": len(big), "engine_s": secs,
-                 "reference_s": None, "speedup": None, "preemptions": res.preemptions, "makespan_s": res.makespan_s, "max_rel_diff": None})
+    rows.append(
+        {
+            "case": "16384 requests / 128 x TP8 (1024 GPUs), heavy-tailed <= 16k",
+            "requests": len(big),
+            "engine_s": secs,
+            "reference_s": None,
+            "speedup": None,
+            "preemptions": res.preemptions,
+            "makespan_s": res.makespan_s,
+            "max_rel_diff": None,
+        }
+    )
     rng = np.random.default_rng(0)
     shapes = {"uniform 1..8k": lambda: int(rng.integers(1, 8193)), "all 8k": lambda: 8192}
     for shape, draw in shapes.items():
@@ -52,17 +62,35 @@ def run(out_dir: Path) -> list[dict]:
         for tp in (2, 8):
             inst = [Instance(m, g, tp)]
             e_s, res = _timed(lambda inst=inst, reqs=reqs: simulate(inst, reqs))
-            r_s, ref = _timed(lambda inst=inst, reqs=reqs: reference_run(inst, reqs, [0] * len(reqs)), repeat=1)
+            r_s, ref = _timed(
+                lambda inst=inst, reqs=reqs: reference_run(inst, reqs, [0] * len(reqs)), repeat=1
+            )
             diff = max(abs(res.records[i].completed - t) / t for i, t in ref.items())
-            rows.append({"case": f"512 requests x {shape}, 1 x TP{tp}", "requests": 512, "engine_s": e_s, "reference_s": r_s,
-                         "speedup": r_s / e_s, "preemptions": res.preemptions, "makespan_s": res.makespan_s, "max_rel_diff": diff})
+            rows.append(
+                {
+                    "case": f"512 requests x {shape}, 1 x TP{tp}",
+                    "requests": 512,
+                    "engine_s": e_s,
+                    "reference_s": r_s,
+                    "speedup": r_s / e_s,
+                    "preemptions": res.preemptions,
+                    "makespan_s": res.makespan_s,
+                    "max_rel_diff": diff,
+                }
+            )
     return rows
 
 
 def write(rows: list[dict], out_dir: Path, command: str) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     keys = list(rows[0])
-    lines = [",".join(keys)] + [",".join("" if r[k] is None else (f"{r[k]:.6g}" if isinstance(r[k], float) else str(r[k])) for k in keys) for r in rows]
+    lines = [",".join(keys)] + [
+        ",".join(
+            "" if r[k] is None else (f"{r[k]:.6g}" if isinstance(r[k], float) else str(r[k]))
+            for k in keys
+        )
+        for r in rows
+    ]
     (out_dir / "results.csv").write_text("\n".join(lines) + "\n")
     import matplotlib
 
@@ -71,7 +99,12 @@ def write(rows: list[dict], out_dir: Path, command: str) -> None:
 
     versions = {"python": platform.python_version(), "numpy": np.__version__}
     machine = f"{platform.processor() or platform.machine()}, {platform.platform()}"
-    (out_dir / "results.json").write_text(json.dumps({"command": command, "machine": machine, "versions": versions, "rows": rows}, indent=2) + "\n")
+    (out_dir / "results.json").write_text(
+        json.dumps(
+            {"command": command, "machine": machine, "versions": versions, "rows": rows}, indent=2
+        )
+        + "\n"
+    )
     paired = [r for r in rows if r["speedup"]]
     fig, ax = plt.subplots(figsize=(8, 3.5))
     ax.barh([r["case"] for r in paired], [r["speedup"] for r in paired])
@@ -82,15 +115,27 @@ def write(rows: list[dict], out_dir: Path, command: str) -> None:
     fig.tight_layout()
     fig.savefig(out_dir / "speedup.png", dpi=110)
     plt.close(fig)
-    table = ["| case | engine s | stepper s | speed-up | preemptions | makespan s | max rel. diff |", "|---|---|---|---|---|---|---|"]
+    table = [
+        "| case | engine s | stepper s | speed-up | preemptions | makespan s | max rel. diff |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
+
         def f(v, fmt):
             return "" if v is None else format(v, fmt)
-        table.append(f"| {r['case']} | {r['engine_s']:.3f} | {f(r['reference_s'], '.2f')} | {f(r['speedup'], '.1f')} | {r['preemptions']} | {r['makespan_s']:.1f} | {f(r['max_rel_diff'], '.1e')} |")
+
+        table.append(
+            f"| {r['case']} | {r['engine_s']:.3f} | {f(r['reference_s'], '.2f')} | {f(r['speedup'], '.1f')} | {r['preemptions']} | {r['makespan_s']:.1f} | {f(r['max_rel_diff'], '.1e')} |"
+        )
     (out_dir / "report.md").write_text(
-        "# Generation simulator speed\n\nCommand: `" + command + "`\n\nMachine: " + machine + f"\n\nVersions: {versions}\n\n"
+        "# Generation simulator speed\n\nCommand: `"
+        + command
+        + "`\n\nMachine: "
+        + machine
+        + f"\n\nVersions: {versions}\n\n"
         "Best of 2-3 runs for the engine, one run of the stepper; both run the same rules and give the same completion "
-        "times (last column).\n\n" + "\n".join(table) + "\n\n![speed-up](speedup.png)\n")
+        "times (last column).\n\n" + "\n".join(table) + "\n\n![speed-up](speedup.png)\n"
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -98,7 +143,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=Path("bench-out/generation"))
     args = parser.parse_args(argv)
     rows = run(args.out)
-    write(rows, args.out, "python -m benchmarks.generation_speed " + " ".join(sys.argv[1:] if argv is None else argv))
+    write(
+        rows,
+        args.out,
+        "python -m benchmarks.generation_speed " + " ".join(sys.argv[1:] if argv is None else argv),
+    )
     for r in rows:
         print(r)
 

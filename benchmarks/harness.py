@@ -29,8 +29,31 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROW_FIELDS = ("key", "suite", "instance_id", "instance", "kind", "size", "solver", "exact", "options", "seed", "time_limit",
-              "status", "termination", "objective", "primary", "bound", "gap", "wall_time_s", "peak_rss_mb", "message", "violations", "extra", "trace")
+ROW_FIELDS = (
+    "key",
+    "suite",
+    "instance_id",
+    "instance",
+    "kind",
+    "size",
+    "solver",
+    "exact",
+    "options",
+    "seed",
+    "time_limit",
+    "status",
+    "termination",
+    "objective",
+    "primary",
+    "bound",
+    "gap",
+    "wall_time_s",
+    "peak_rss_mb",
+    "message",
+    "violations",
+    "extra",
+    "trace",
+)
 
 
 @dataclass(frozen=True)
@@ -55,10 +78,16 @@ class InstanceRef:
         from planner.registry import resolve
 
         if self.generator is not None:
-            gen = resolve(self.generator) if ":" in self.generator else getattr(instances, self.generator)
+            gen = (
+                resolve(self.generator)
+                if ":" in self.generator
+                else getattr(instances, self.generator)
+            )
             made = gen(**self.args)
             if self.generates is not None:
-                return build_problem(self.kind, {self.generates: made, **(self.fields or {})}, registry=registry)
+                return build_problem(
+                    self.kind, {self.generates: made, **(self.fields or {})}, registry=registry
+                )
             return made
         if self.fields is not None:
             return build_problem(self.kind, self.fields, registry=registry)
@@ -76,17 +105,37 @@ class RunSpec:
     plugins: tuple[str, ...] = ()
 
     def key(self) -> str:
-        blob = json.dumps({"suite": self.suite, "instance": asdict(self.instance), "solver": self.solver, "options": self.options,
-                           "seed": self.seed, "time_limit": self.time_limit}, sort_keys=True, default=str)
+        blob = json.dumps(
+            {
+                "suite": self.suite,
+                "instance": asdict(self.instance),
+                "solver": self.solver,
+                "options": self.options,
+                "seed": self.seed,
+                "time_limit": self.time_limit,
+            },
+            sort_keys=True,
+            default=str,
+        )
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def _base_row(spec: RunSpec) -> dict[str, Any]:
     """Every column of a row, filled in as far as the spec alone allows."""
     row: dict[str, Any] = dict.fromkeys(ROW_FIELDS)
-    row.update(key=spec.key(), suite=spec.suite, instance=spec.instance.name, kind=spec.instance.kind, solver=spec.solver,
-               options=json.dumps(spec.options, sort_keys=True), seed=spec.seed, time_limit=spec.time_limit,
-               message="", violations=0, extra={})
+    row.update(
+        key=spec.key(),
+        suite=spec.suite,
+        instance=spec.instance.name,
+        kind=spec.instance.kind,
+        solver=spec.solver,
+        options=json.dumps(spec.options, sort_keys=True),
+        seed=spec.seed,
+        time_limit=spec.time_limit,
+        message="",
+        violations=0,
+        extra={},
+    )
     return row
 
 
@@ -114,22 +163,50 @@ def execute_run(spec: RunSpec) -> dict[str, Any]:
         registry = build_registry(spec.plugins)
         problem = spec.instance.build(registry)
         kind = registry.kind_of(problem)
-        row["instance_id"], row["size"] = instance_id(problem), kind.size(problem) if kind.size else 0
+        row["instance_id"], row["size"] = (
+            instance_id(problem),
+            kind.size(problem) if kind.size else 0,
+        )
         row["exact"] = registry.get(kind.name, spec.solver).exact
-        result = solve(problem, spec.solver, time_limit=spec.time_limit, seed=spec.seed, registry=registry, **spec.options)
-        primary = result.breakdown.get(kind.primary_key) if kind.primary_key and result.objective is not None else None
-        row.update(status=result.status.value, termination=result.termination.value if result.termination is not None else None,
-                   objective=result.objective, primary=primary, bound=result.bound, gap=result.gap,
-                   wall_time_s=result.wall_time_s, message=result.message[:500], violations=len(result.violations),
-                   extra=_extra(kind, result.breakdown), trace=result.stats.get("trace"))
+        result = solve(
+            problem,
+            spec.solver,
+            time_limit=spec.time_limit,
+            seed=spec.seed,
+            registry=registry,
+            **spec.options,
+        )
+        primary = (
+            result.breakdown.get(kind.primary_key)
+            if kind.primary_key and result.objective is not None
+            else None
+        )
+        row.update(
+            status=result.status.value,
+            termination=result.termination.value if result.termination is not None else None,
+            objective=result.objective,
+            primary=primary,
+            bound=result.bound,
+            gap=result.gap,
+            wall_time_s=result.wall_time_s,
+            message=result.message[:500],
+            violations=len(result.violations),
+            extra=_extra(kind, result.breakdown),
+            trace=result.stats.get("trace"),
+        )
     except Exception as exc:  # bad instance or solver setup: still a row
-        row.update(status="error", wall_time_s=time.perf_counter() - start,
-                   message=f"{type(exc).__name__}: {exc}"[:500], extra={"traceback": traceback.format_exc()[-2000:]})
+        row.update(
+            status="error",
+            wall_time_s=time.perf_counter() - start,
+            message=f"{type(exc).__name__}: {exc}"[:500],
+            extra={"traceback": traceback.format_exc()[-2000:]},
+        )
     row["peak_rss_mb"] = _peak_rss_mb()
     return json_safe(row)
 
 
 # ---------------------------------------------------------------- executors
+
 
 def _child(conn: Any, spec: RunSpec, memory_limit_gb: float | None) -> None:
     if memory_limit_gb:
@@ -145,7 +222,12 @@ def run_timeout(spec: RunSpec) -> float | None:
     return None if spec.time_limit is None else 2 * spec.time_limit + 120
 
 
-def _local(specs: list[RunSpec], jobs: int, on_row: Callable[[dict[str, Any]], None], memory_limit_gb: float | None = None) -> None:
+def _local(
+    specs: list[RunSpec],
+    jobs: int,
+    on_row: Callable[[dict[str, Any]], None],
+    memory_limit_gb: float | None = None,
+) -> None:
     """A fresh process per run (forkserver: forked from a server that has imported rlplan), at
     most ``jobs`` at a time. A process that dies (killed for memory, a segfault in a native
     solver) or outlives its watchdog becomes an error row for that run alone."""
@@ -165,7 +247,9 @@ def _local(specs: list[RunSpec], jobs: int, on_row: Callable[[dict[str, Any]], N
                 proc.start()
                 send.close()
                 running[proc] = (spec, recv, time.monotonic())
-            wait_any([p.sentinel for p in running] + [r for _, r, _ in running.values()], timeout=1.0)
+            wait_any(
+                [p.sentinel for p in running] + [r for _, r, _ in running.values()], timeout=1.0
+            )
             for proc, (spec, recv, started) in list(running.items()):
                 limit = run_timeout(spec)
                 row, closed = None, False
@@ -179,11 +263,27 @@ def _local(specs: list[RunSpec], jobs: int, on_row: Callable[[dict[str, Any]], N
                 elif closed or not proc.is_alive():
                     proc.join(timeout=10)
                     code = proc.exitcode
-                    why = f"killed by signal {-code}" + (" (SIGKILL: out of memory?)" if code == -9 else "") if code and code < 0 else f"exit code {code}"
-                    on_row(_crashed_row(spec, RuntimeError(f"the run's process died without a result: {why}")))
+                    why = (
+                        f"killed by signal {-code}"
+                        + (" (SIGKILL: out of memory?)" if code == -9 else "")
+                        if code and code < 0
+                        else f"exit code {code}"
+                    )
+                    on_row(
+                        _crashed_row(
+                            spec, RuntimeError(f"the run's process died without a result: {why}")
+                        )
+                    )
                 elif limit is not None and time.monotonic() - started > limit:
                     proc.kill()
-                    on_row(_crashed_row(spec, TimeoutError(f"no result after {limit:g} s (watchdog: 2 x time limit + 120 s)")))
+                    on_row(
+                        _crashed_row(
+                            spec,
+                            TimeoutError(
+                                f"no result after {limit:g} s (watchdog: 2 x time limit + 120 s)"
+                            ),
+                        )
+                    )
                 else:
                     continue
                 proc.join()
@@ -194,14 +294,27 @@ def _local(specs: list[RunSpec], jobs: int, on_row: Callable[[dict[str, Any]], N
             proc.kill()
 
 
-def _ray(specs: list[RunSpec], jobs: int, on_row: Callable[[dict[str, Any]], None], address: str | None) -> None:
+def _ray(
+    specs: list[RunSpec], jobs: int, on_row: Callable[[dict[str, Any]], None], address: str | None
+) -> None:
     import ray
 
     started = False
     if not ray.is_initialized():
-        ray.init(address=address, num_cpus=None if address else max(1, jobs), include_dashboard=False,
-                 log_to_driver=False, configure_logging=False,
-                 runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(filter(None, [str(Path.cwd()), os.environ.get("PYTHONPATH", "")]))}})
+        ray.init(
+            address=address,
+            num_cpus=None if address else max(1, jobs),
+            include_dashboard=False,
+            log_to_driver=False,
+            configure_logging=False,
+            runtime_env={
+                "env_vars": {
+                    "PYTHONPATH": os.pathsep.join(
+                        filter(None, [str(Path.cwd()), os.environ.get("PYTHONPATH", "")])
+                    )
+                }
+            },
+        )
         started = True
     try:
         remote = ray.remote(num_cpus=1, max_calls=1, max_retries=0)(execute_run)
@@ -225,6 +338,7 @@ def _crashed_row(spec: RunSpec, exc: BaseException) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- suite runner
 
+
 def load_rows(path: Path) -> list[dict[str, Any]]:
     """Rows already in ``runs.jsonl`` (a torn last line from a killed run is ignored)."""
     rows = []
@@ -237,8 +351,17 @@ def load_rows(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def run_specs(specs: Iterable[RunSpec], out: Path, *, executor: str = "local", jobs: int = 1, ray_address: str | None = None,
-              progress: bool = True, retry_errors: bool = False, memory_limit_gb: float | None = None) -> list[dict[str, Any]]:
+def run_specs(
+    specs: Iterable[RunSpec],
+    out: Path,
+    *,
+    executor: str = "local",
+    jobs: int = 1,
+    ray_address: str | None = None,
+    progress: bool = True,
+    retry_errors: bool = False,
+    memory_limit_gb: float | None = None,
+) -> list[dict[str, Any]]:
     """Run every spec not already in ``out/runs.jsonl`` (with ``retry_errors``, rows with status
     error run again and their new row supersedes the old); return all rows of these specs."""
     specs = list(specs)
@@ -289,15 +412,27 @@ class _Progress:
                 TimeElapsedColumn,
             )
 
-            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                                console=Console(stderr=True), transient=False)
+            self.bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=Console(stderr=True),
+                transient=False,
+            )
             self.bar.__enter__()
-            self.task = self.bar.add_task(f"runs ({self.skipped} already done)", total=self.total, completed=self.skipped)
+            self.task = self.bar.add_task(
+                f"runs ({self.skipped} already done)", total=self.total, completed=self.skipped
+            )
         return self
 
     def advance(self, row: dict[str, Any]) -> None:
         if self.bar is not None:
-            self.bar.update(self.task, advance=1, description=f"{row['solver']} on {row['instance']}: {row['status']}")
+            self.bar.update(
+                self.task,
+                advance=1,
+                description=f"{row['solver']} on {row['instance']}: {row['status']}",
+            )
 
     def __exit__(self, *exc):
         if self.bar is not None:

@@ -30,16 +30,36 @@ DEMAND_SHAPES = ("all-to-all", "all-reduce", "m2n", "fan-out", "sparse")
 
 def instance_id(problem: Any) -> str:
     """12 hex digits of the SHA-256 of the problem's canonical JSON inputs."""
-    blob = json.dumps({"kind": problem.kind, **problem.to_inputs()}, sort_keys=True, separators=(",", ":"), default=str)
+    blob = json.dumps(
+        {"kind": problem.kind, **problem.to_inputs()},
+        sort_keys=True,
+        separators=(",", ":"),
+        default=str,
+    )
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
 def _entries(matrix: dict[tuple[int, int], float], names: list[str]) -> list[DemandEntry]:
-    return [DemandEntry(src=names[u], dst=names[v], bytes=float(round(b))) for (u, v), b in sorted(matrix.items()) if b > 0 and u != v]
+    return [
+        DemandEntry(src=names[u], dst=names[v], bytes=float(round(b)))
+        for (u, v), b in sorted(matrix.items())
+        if b > 0 and u != v
+    ]
 
 
-def circuits_instance(endpoints: int, ports: int | None, shape: str, *, seed: int = 0, link_gbps: float = 400.0,
-                      pairs: int | None = None, gb: float = 1.0, failed_ports: int = 0, pods: int = 1, spare: int = 0) -> CircuitProblem:
+def circuits_instance(
+    endpoints: int,
+    ports: int | None,
+    shape: str,
+    *,
+    seed: int = 0,
+    link_gbps: float = 400.0,
+    pairs: int | None = None,
+    gb: float = 1.0,
+    failed_ports: int = 0,
+    pods: int = 1,
+    spare: int = 0,
+) -> CircuitProblem:
     """A random circuit-allocation instance: ``endpoints`` ToRs with ``ports`` OCS ports each
     (``None``: just enough for every demanded pair to get a circuit, plus ``spare``).
 
@@ -105,8 +125,18 @@ def circuits_instance(endpoints: int, ports: int | None, shape: str, *, seed: in
     for i in rng.choice(n, size=min(failed_ports, n), replace=False) if failed_ports else ():
         failed[names[int(i)]] = 1
     fabric = FabricSpec(
-        name=f"{shape}-{n}x{ports}-s{seed}", link_gbps=link_gbps, template=template,
-        endpoints=[{"name": names[i], "ports": ports, "pod": f"pod{i % pods}", "side": side[i] if side else None} for i in range(n)],
+        name=f"{shape}-{n}x{ports}-s{seed}",
+        link_gbps=link_gbps,
+        template=template,
+        endpoints=[
+            {
+                "name": names[i],
+                "ports": ports,
+                "pod": f"pod{i % pods}",
+                "side": side[i] if side else None,
+            }
+            for i in range(n)
+        ],
         failed_ports=failed,
     )
     fabric.check()
@@ -117,7 +147,9 @@ def circuits_instance(endpoints: int, ports: int | None, shape: str, *, seed: in
 PLACEMENT_GPUS = ("A100-40GB", "H100-SXM", "H800", "L40S", "L4", "H20")
 
 
-def random_cluster(gpus: int, *, seed: int = 0, zones: int = 2, per_node: int = 4, types: int = 3) -> dict[str, Any]:
+def random_cluster(
+    gpus: int, *, seed: int = 0, zones: int = 2, per_node: int = 4, types: int = 3
+) -> dict[str, Any]:
     """A random heterogeneous cluster spec (a mapping, like a cluster YAML): ``gpus`` GPUs in nodes of
     ``per_node``, each node one of ``types`` GPU types drawn from :data:`PLACEMENT_GPUS`, spread over
     ``zones`` zones; links inside a zone 100 Gbps, between zones drawn from HetRL §5.1's ranges
@@ -130,22 +162,54 @@ def random_cluster(gpus: int, *, seed: int = 0, zones: int = 2, per_node: int = 
     for i in range(gpus // per_node):
         gpu = str(types_[i % len(types_)])
         nodes.append({"name": f"n{i}", "gpu": gpu, "count": per_node, "zone": f"z{i % zones}"})
-    links = [{"zones": [f"z{a}", f"z{b}"], "latency_ms": round(float(rng.uniform(5, 60)), 1),
-              "bandwidth_gbps": round(float(rng.uniform(0.9, 5.0)), 2)}
-             for a in range(zones) for b in range(a + 1, zones)]
+    links = [
+        {
+            "zones": [f"z{a}", f"z{b}"],
+            "latency_ms": round(float(rng.uniform(5, 60)), 1),
+            "bandwidth_gbps": round(float(rng.uniform(0.9, 5.0)), 2),
+        }
+        for a in range(zones)
+        for b in range(a + 1, zones)
+    ]
     used = {n["zone"] for n in nodes}
     links = [lk for lk in links if set(lk["zones"]) <= used]
-    return {"name": f"random-{gpus}-s{seed}", "description": f"random heterogeneous cluster ({gpus} GPUs, seed {seed})",
-            "nodes": nodes, "network": {"intra_zone": {"bandwidth_gbps": 100.0, "latency_ms": 0.05}, "inter_zone": links}}
+    return {
+        "name": f"random-{gpus}-s{seed}",
+        "description": f"random heterogeneous cluster ({gpus} GPUs, seed {seed})",
+        "nodes": nodes,
+        "network": {
+            "intra_zone": {"bandwidth_gbps": 100.0, "latency_ms": 0.05},
+            "inter_zone": links,
+        },
+    }
 
 
-def replan_state(nodes: int, tp: int, per_gpu: int, progress: int, *, seed: int = 0, model: str = "Qwen2.5-14B",
-                 gpu: str = "H800", max_len: int = 16384) -> Any:
+def replan_state(
+    nodes: int,
+    tp: int,
+    per_gpu: int,
+    progress: int,
+    *,
+    seed: int = 0,
+    model: str = "Qwen2.5-14B",
+    gpu: str = "H800",
+    max_len: int = 16384,
+) -> Any:
     """A generation pool mid-step (``costmodels.replan.presets.synthetic_state``) as a replan problem."""
     from costmodels.replan.presets import synthetic_state
     from planner.io import build_problem
 
-    state = synthetic_state(model, gpu, nodes, tp, per_gpu, progress, max_len=max_len, seed=seed, name=f"{nodes * 8}gpu-tp{tp}-p{progress}-s{seed}")
+    state = synthetic_state(
+        model,
+        gpu,
+        nodes,
+        tp,
+        per_gpu,
+        progress,
+        max_len=max_len,
+        seed=seed,
+        name=f"{nodes * 8}gpu-tp{tp}-p{progress}-s{seed}",
+    )
     return build_problem("replan", {"state": state})
 
 
@@ -162,4 +226,6 @@ def rollout_problem(name: str, *, seed: int = 0, dataset_prompts: int = 1280) ->
     from costmodels.rollout.presets import table2_job
     from planner.io import build_problem
 
-    return build_problem("rollout", {"job": table2_job(name, seed=seed, dataset_prompts=dataset_prompts)})
+    return build_problem(
+        "rollout", {"job": table2_job(name, seed=seed, dataset_prompts=dataset_prompts)}
+    )

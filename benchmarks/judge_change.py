@@ -30,18 +30,60 @@ from benchmarks.publish import command_line
 ROOT = Path(__file__).resolve().parents[1]
 #: (title, result file, key columns, value columns)
 TABLES = (
-    ("Generation simulator speed (s of CPU per simulated step; target 16 384 requests on 128 instances < 0.3 s)",
-     "benchmarks/results/generation/results.csv", ["case"], ["engine_s", "makespan_s"]),
-    ("OrchestrRL end to end (samples/s and gain over veRL-TO; paper 1.31-1.42x)", "benchmarks/results/replan/end_to_end.csv",
-     ["setting", "scheme"], ["verl_to_tp", "samples_per_s", "vs_verl_to"]),
-    ("OrchestrRL T_k forecast error", "benchmarks/results/replan/tk_error.csv", ["seed", "model", "tp", "progress"], ["predicted_s", "simulated_s"]),
-    ("RollPacker Table 2 ladder (speed-up over veRL)", "benchmarks/results/rollout/table2.csv", ["job", "step"], ["step_s", "speedup", "paper_speedup"]),
-    ("RollPacker rollout TP (the search's and the §4.2 rule's)", "benchmarks/results/rollout/tp.csv", ["job"],
-     ["best_fixed_tp", "best_per_kind", "fixed_configured_s", "best_fixed_s", "paper_rule_s"]),
-    ("RollPacker Table 3 (stream trainer, 7B/8k; paper long step 115-124 s)", "benchmarks/results/rollout/table3.csv", ["trigger"], ["step_s", "long_step_s"]),
-    ("RollMux long-tail migration", "benchmarks/results/cosched/migration.csv", ["pair", "seed"], ["period_without_s", "period_with_s", "gain"]),
-    ("RollMux traces", "benchmarks/results/cosched/trace.csv", ["trace", "seed", "policy"], ["mean_cost_per_h", "slo_attainment"]),
-    ("RollMux quality (ratio to the optimum)", "benchmarks/results/cosched/quality.csv", ["jobs", "seed"], ["optimal_per_h", "rollmux_ratio", "greedy_ratio"]),
+    (
+        "Generation simulator speed (s of CPU per simulated step; target 16 384 requests on 128 instances < 0.3 s)",
+        "benchmarks/results/generation/results.csv",
+        ["case"],
+        ["engine_s", "makespan_s"],
+    ),
+    (
+        "OrchestrRL end to end (samples/s and gain over veRL-TO; paper 1.31-1.42x)",
+        "benchmarks/results/replan/end_to_end.csv",
+        ["setting", "scheme"],
+        ["verl_to_tp", "samples_per_s", "vs_verl_to"],
+    ),
+    (
+        "OrchestrRL T_k forecast error",
+        "benchmarks/results/replan/tk_error.csv",
+        ["seed", "model", "tp", "progress"],
+        ["predicted_s", "simulated_s"],
+    ),
+    (
+        "RollPacker Table 2 ladder (speed-up over veRL)",
+        "benchmarks/results/rollout/table2.csv",
+        ["job", "step"],
+        ["step_s", "speedup", "paper_speedup"],
+    ),
+    (
+        "RollPacker rollout TP (the search's and the §4.2 rule's)",
+        "benchmarks/results/rollout/tp.csv",
+        ["job"],
+        ["best_fixed_tp", "best_per_kind", "fixed_configured_s", "best_fixed_s", "paper_rule_s"],
+    ),
+    (
+        "RollPacker Table 3 (stream trainer, 7B/8k; paper long step 115-124 s)",
+        "benchmarks/results/rollout/table3.csv",
+        ["trigger"],
+        ["step_s", "long_step_s"],
+    ),
+    (
+        "RollMux long-tail migration",
+        "benchmarks/results/cosched/migration.csv",
+        ["pair", "seed"],
+        ["period_without_s", "period_with_s", "gain"],
+    ),
+    (
+        "RollMux traces",
+        "benchmarks/results/cosched/trace.csv",
+        ["trace", "seed", "policy"],
+        ["mean_cost_per_h", "slo_attainment"],
+    ),
+    (
+        "RollMux quality (ratio to the optimum)",
+        "benchmarks/results/cosched/quality.csv",
+        ["jobs", "seed"],
+        ["optimal_per_h", "rollmux_ratio", "greedy_ratio"],
+    ),
 )
 #: bench suites re-run on the calibrated judge
 SUITES = ("placement", "scenarios", "scale", "replan", "cosched/suite", "rollout/suite")
@@ -49,7 +91,13 @@ SUITES = ("placement", "scenarios", "scale", "replan", "cosched/suite", "rollout
 
 def _old_csv(commit: str, path: str) -> pd.DataFrame | None:
     try:
-        text = subprocess.run(["git", "show", f"{commit}:{path}"], cwd=ROOT, check=True, capture_output=True, text=True).stdout
+        text = subprocess.run(
+            ["git", "show", f"{commit}:{path}"],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
     except subprocess.CalledProcessError:
         return None
     return pd.read_csv(io.StringIO(text))
@@ -61,10 +109,14 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def compare(before: pd.DataFrame, after: pd.DataFrame, keys: list[str], values: list[str]) -> pd.DataFrame:
+def compare(
+    before: pd.DataFrame, after: pd.DataFrame, keys: list[str], values: list[str]
+) -> pd.DataFrame:
     """One row per key present in both: each value as ``before -> after``."""
     values = [v for v in values if v in before.columns and v in after.columns]
-    merged = before[keys + values].merge(after[keys + values], on=keys, suffixes=("_before", "_after"))
+    merged = before[keys + values].merge(
+        after[keys + values], on=keys, suffixes=("_before", "_after")
+    )
     return merged
 
 
@@ -91,7 +143,9 @@ def suite_rows(commit: str, suite: str) -> pd.DataFrame | None:
     def best(df: pd.DataFrame) -> pd.DataFrame:
         ok = df[df["status"].isin(["optimal", "feasible"])]
         idx = ok.groupby("instance")["objective"].idxmin()
-        out = ok.loc[idx, ["instance", "objective", "solver"]].rename(columns={"objective": "best", "solver": "found_by"})
+        out = ok.loc[idx, ["instance", "objective", "solver"]].rename(
+            columns={"objective": "best", "solver": "found_by"}
+        )
         ratios = ok.groupby("instance")["ratio"].max().rename("worst_ratio")
         return out.merge(ratios, on="instance")
 
@@ -119,24 +173,37 @@ def decisions() -> dict[str, Any]:
 
     flat, calibrated = Efficiency(kernels="flat"), Efficiency()
     out: dict[str, Any] = {"fastest_tp": [], "placement": []}
-    for phase, lengths in (("early", "uniform:low=256,high=4096,n=512,context=1024"), ("tail", "uniform:low=4096,high=14336,n=32,context=4096")):
+    for phase, lengths in (
+        ("early", "uniform:low=256,high=4096,n=512,context=1024"),
+        ("tail", "uniform:low=4096,high=14336,n=32,context=4096"),
+    ):
         for model in ("Qwen3-8B", "Qwen2.5-14B", "Qwen2.5-32B"):
             for gpu in ("H100-SXM", "H800", "A100-80GB", "L40S"):
                 reqs = parse_distribution(lengths, seed=0).requests()
                 row = {"phase": phase, "model": model, "gpu": gpu}
                 for label, eff in (("before", flat), ("after", calibrated)):
-                    rows = sweep(get_model(model), get_gpu(gpu), 8, reqs, ServingParams(efficiency=eff))
-                    row[f"fastest_{label}"] = f"TP{rows[0]['tp']}" if rows and rows[0]["feasible"] else "none"
+                    rows = sweep(
+                        get_model(model), get_gpu(gpu), 8, reqs, ServingParams(efficiency=eff)
+                    )
+                    row[f"fastest_{label}"] = (
+                        f"TP{rows[0]['tp']}" if rows and rows[0]["feasible"] else "none"
+                    )
                 out["fastest_tp"].append(row)
-    for cluster, workflow in (("small-8", "grpo-sync-qwen3-8b"), ("small-8", "ppo-sync-qwen3-4b"), ("small-16", "grpo-sync-qwen3-8b"),
-                              ("small-16", "grpo-async-qwen3-8b")):
+    for cluster, workflow in (
+        ("small-8", "grpo-sync-qwen3-8b"),
+        ("small-8", "ppo-sync-qwen3-4b"),
+        ("small-16", "grpo-sync-qwen3-8b"),
+        ("small-16", "grpo-async-qwen3-8b"),
+    ):
         base = build_problem("placement", {"cluster": cluster, "workflow": workflow})
         row: dict[str, Any] = {"instance": f"{cluster}/{workflow}"}
         for label, kernels in (("before", "flat"), ("after", "aic-vllm")):
             problem = PLACEMENT.with_efficiency(base, {"kernels": kernels})
             result = solve(problem, "ilp", time_limit=600)
             row[f"objective_{label}"] = result.objective
-            row[f"plan_{label}"] = _placement_summary(result.plan, problem) if result.plan is not None else "none"
+            row[f"plan_{label}"] = (
+                _placement_summary(result.plan, problem) if result.plan is not None else "none"
+            )
         row["changed"] = row["plan_before"] != row["plan_after"]
         out["placement"].append(row)
     return out
@@ -144,9 +211,11 @@ def decisions() -> dict[str, Any]:
 
 def write(out: Path, commit: str, command: str) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
-    lines = [f"# The calibrated judge: before and after\n\nMade by `{command}`. *Before*: the published results of commit "
-             f"`{commit}` (flat kernels and training); *after*: the same commands re-run on the calibrated judge. "
-             "Bold: a value that changed.\n"]
+    lines = [
+        f"# The calibrated judge: before and after\n\nMade by `{command}`. *Before*: the published results of commit "
+        f"`{commit}` (flat kernels and training); *after*: the same commands re-run on the calibrated judge. "
+        "Bold: a value that changed.\n"
+    ]
     summary: dict[str, Any] = {"command": command, "before": commit, "tables": {}}
     for title, path, keys, values in TABLES:
         before = _old_csv(commit, path)
@@ -160,29 +229,55 @@ def write(out: Path, commit: str, command: str) -> dict[str, Any]:
         if df is None:
             continue
         summary["tables"][f"suite:{suite}"] = json.loads(df.to_json(orient="records"))
-        lines += [f"## Bench suite `{suite}`: best plan per instance\n", *_markdown_table(df, ["instance"], ["best", "found_by", "worst_ratio"]), ""]
+        lines += [
+            f"## Bench suite `{suite}`: best plan per instance\n",
+            *_markdown_table(df, ["instance"], ["best", "found_by", "worst_ratio"]),
+            "",
+        ]
     dec = decisions()
     summary["decisions"] = dec
     changed = [r for r in dec["fastest_tp"] if r["fastest_before"] != r["fastest_after"]]
-    lines += ["## Decisions re-derived on both judges\n",
-              f"### Fastest TP x DP on 8 GPUs ({len(changed)} of {len(dec['fastest_tp'])} changed)\n",
-              "| phase | model | GPU | before | after |", "|---|---|---|---|---|"]
-    lines += [f"| {r['phase']} | {r['model']} | {r['gpu']} | {r['fastest_before']} | "
-              f"{'**' + r['fastest_after'] + '**' if r['fastest_before'] != r['fastest_after'] else r['fastest_after']} |" for r in dec["fastest_tp"]]
-    lines += ["", "### Exact placement (ILP) on the small clusters\n", "| instance | objective before → after | plan before | plan after |", "|---|---|---|---|"]
-    lines += [f"| {r['instance']} | {_fmt(r['objective_before'])} → {_fmt(r['objective_after'])} | {r['plan_before']} | "
-              f"{'**' + r['plan_after'] + '**' if r['changed'] else 'same'} |" for r in dec["placement"]]
+    lines += [
+        "## Decisions re-derived on both judges\n",
+        f"### Fastest TP x DP on 8 GPUs ({len(changed)} of {len(dec['fastest_tp'])} changed)\n",
+        "| phase | model | GPU | before | after |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r['phase']} | {r['model']} | {r['gpu']} | {r['fastest_before']} | "
+        f"{'**' + r['fastest_after'] + '**' if r['fastest_before'] != r['fastest_after'] else r['fastest_after']} |"
+        for r in dec["fastest_tp"]
+    ]
+    lines += [
+        "",
+        "### Exact placement (ILP) on the small clusters\n",
+        "| instance | objective before → after | plan before | plan after |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r['instance']} | {_fmt(r['objective_before'])} → {_fmt(r['objective_after'])} | {r['plan_before']} | "
+        f"{'**' + r['plan_after'] + '**' if r['changed'] else 'same'} |"
+        for r in dec["placement"]
+    ]
     (out / "README.md").write_text("\n".join(lines) + "\n")
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
     return summary
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.judge_change", description=__doc__.splitlines()[0])
-    parser.add_argument("--before", default="3f89002", help="commit whose published results are the flat judge's")
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.judge_change", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument(
+        "--before", default="3f89002", help="commit whose published results are the flat judge's"
+    )
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/judge-change"))
     args = parser.parse_args(argv)
-    write(args.out, args.before, command_line("benchmarks.judge_change", sys.argv[1:] if argv is None else argv))
+    write(
+        args.out,
+        args.before,
+        command_line("benchmarks.judge_change", sys.argv[1:] if argv is None else argv),
+    )
     print(f"wrote {args.out}")
 
 

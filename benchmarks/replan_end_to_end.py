@@ -38,7 +38,9 @@ PAPER = {"Qwen2.5-14B/15360": 1.31, "Qwen2.5-14B/25600": 1.42, "Qwen2.5-32B/1536
 
 
 def step_requests(step: int, max_len: int, seed: int = 0) -> list[Request]:
-    return synthetic_trace(PROMPTS, RESPONSES, max_len, seed=seed, step=step, params=TraceParams(drift=0.05))
+    return synthetic_trace(
+        PROMPTS, RESPONSES, max_len, seed=seed, step=step, params=TraceParams(drift=0.05)
+    )
 
 
 def run(out_dir: Path) -> dict:
@@ -53,19 +55,34 @@ def run(out_dir: Path) -> dict:
         lengths = [np.array([r.output for r in st]) for st in steps]
         measured = range(HISTORY, HISTORY + MEASURED)
         # one ARIMA forecast per measured step, from the steps before it (every scheme plans on it)
-        forecasts = {s: lengths_from_quantiles(forecast_quantiles(lengths[s - HISTORY:s]), 4096, max_len) for s in measured}
+        forecasts = {
+            s: lengths_from_quantiles(forecast_quantiles(lengths[s - HISTORY : s]), 4096, max_len)
+            for s in measured
+        }
         # veRL-TO: the static TP with the best total over the measured steps; veRL-LO: TP 8
-        static = {tp: [online.static_run(model, "H800", nodes * 8, tp, steps[s]) for s in measured] for tp in tps}
+        static = {
+            tp: [online.static_run(model, "H800", nodes * 8, tp, steps[s]) for s in measured]
+            for tp in tps
+        }
         best_tp = min(tps, key=lambda tp: sum(r.makespan_s for r in static[tp]))
-        schemes = {"veRL-TO": [r.makespan_s for r in static[best_tp]], "veRL-LO": [r.makespan_s for r in static[max(tps)]]}
+        schemes = {
+            "veRL-TO": [r.makespan_s for r in static[best_tp]],
+            "veRL-LO": [r.makespan_s for r in static[max(tps)]],
+        }
         detail: dict[str, list] = {}
         small = min(t for t in tps if t >= 2)
         schemes[f"static TP{small}"] = [r.makespan_s for r in static[small]]
-        for name, pro, rea, start in (("+proactive", True, False, best_tp), ("+reactive", False, True, best_tp), ("OrchestrRL", True, True, best_tp),
-                                      (f"OrchestrRL from TP{small}", True, True, small)):
+        for name, pro, rea, start in (
+            ("+proactive", True, False, best_tp),
+            ("+reactive", False, True, best_tp),
+            ("OrchestrRL", True, True, best_tp),
+            (f"OrchestrRL from TP{small}", True, True, small),
+        ):
             spans, logs = [], []
             for s in measured:
-                res, log = online.policy_run(model, "H800", nodes, 8, start, steps[s], forecasts[s], pro, rea, tps)
+                res, log = online.policy_run(
+                    model, "H800", nodes, 8, start, steps[s], forecasts[s], pro, rea, tps
+                )
                 spans.append(res.makespan_s)
                 logs.append(log)
                 if s == HISTORY:
@@ -80,34 +97,91 @@ def run(out_dir: Path) -> dict:
         base_small = n / sum(schemes[f"static TP{small}"])
         for name, spans in schemes.items():
             thr = n / sum(spans)
-            rows.append({"setting": key, "gpus": nodes * 8, "scheme": name, "verl_to_tp": best_tp, "samples_per_s": thr,
-                         "vs_verl_to": thr / base, "vs_static_tp2": thr / base_small, "step_makespans_s": spans,
-                         "reconfigurations": sum(sum(p["applied"] for p in lg["plans"]) for lg in detail.get(name, [])),
-                         "migrations": sum(lg["migrations"] for lg in detail.get(name, [])),
-                         "paper_orchestrrl_vs_verl_to": PAPER.get(key) if name.startswith("OrchestrRL") else None})
+            rows.append(
+                {
+                    "setting": key,
+                    "gpus": nodes * 8,
+                    "scheme": name,
+                    "verl_to_tp": best_tp,
+                    "samples_per_s": thr,
+                    "vs_verl_to": thr / base,
+                    "vs_static_tp2": thr / base_small,
+                    "step_makespans_s": spans,
+                    "reconfigurations": sum(
+                        sum(p["applied"] for p in lg["plans"]) for lg in detail.get(name, [])
+                    ),
+                    "migrations": sum(lg["migrations"] for lg in detail.get(name, [])),
+                    "paper_orchestrrl_vs_verl_to": PAPER.get(key)
+                    if name.startswith("OrchestrRL")
+                    else None,
+                }
+            )
         # forecast error: ARIMA vs last step, over the measured steps
         for s in measured:
-            forecast_rows.append({"setting": key, "step": s, "arima": relative_error(forecasts[s], lengths[s]), "last_step": relative_error(lengths[s - 1], lengths[s])})
+            forecast_rows.append(
+                {
+                    "setting": key,
+                    "step": s,
+                    "arima": relative_error(forecasts[s], lengths[s]),
+                    "last_step": relative_error(lengths[s - 1], lengths[s]),
+                }
+            )
     return {"rows": rows, "curves": curves, "forecast": forecast_rows}
 
 
 def write(result: dict, out_dir: Path, command: str) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = result["rows"]
-    keys = ["setting", "gpus", "scheme", "verl_to_tp", "samples_per_s", "vs_verl_to", "vs_static_tp2", "reconfigurations", "migrations", "paper_orchestrrl_vs_verl_to"]
+    keys = [
+        "setting",
+        "gpus",
+        "scheme",
+        "verl_to_tp",
+        "samples_per_s",
+        "vs_verl_to",
+        "vs_static_tp2",
+        "reconfigurations",
+        "migrations",
+        "paper_orchestrrl_vs_verl_to",
+    ]
     write_csv(out_dir / "end_to_end.csv", [{k: r[k] for k in keys} for r in rows])
     fc = result["forecast"]
-    summary = {m: {k: float(np.mean([r[m][k] for r in fc])) for k in ("histogram", "work")} for m in ("arima", "last_step")}
-    (out_dir / "end_to_end.json").write_text(json.dumps({"command": command, "rows": rows, "forecast": fc, "forecast_mean": summary}, indent=2) + "\n")
-    table = ["| setting | scheme | samples/s | vs veRL-TO (oracle static) | vs static TP2 | re-plans applied | migrations | paper |", "|---|---|---|---|---|---|---|---|"]
+    summary = {
+        m: {k: float(np.mean([r[m][k] for r in fc])) for k in ("histogram", "work")}
+        for m in ("arima", "last_step")
+    }
+    (out_dir / "end_to_end.json").write_text(
+        json.dumps(
+            {"command": command, "rows": rows, "forecast": fc, "forecast_mean": summary}, indent=2
+        )
+        + "\n"
+    )
+    table = [
+        "| setting | scheme | samples/s | vs veRL-TO (oracle static) | vs static TP2 | re-plans applied | migrations | paper |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        paper = "" if r["paper_orchestrrl_vs_verl_to"] is None else f"{r['paper_orchestrrl_vs_verl_to']}x vs its veRL-TO"
-        table.append(f"| {r['setting']} | {r['scheme']} | {r['samples_per_s']:.2f} | {r['vs_verl_to']:.3f} | {r['vs_static_tp2']:.3f} | {r['reconfigurations']} | {r['migrations']} | {paper} |")
+        paper = (
+            ""
+            if r["paper_orchestrrl_vs_verl_to"] is None
+            else f"{r['paper_orchestrrl_vs_verl_to']}x vs its veRL-TO"
+        )
+        table.append(
+            f"| {r['setting']} | {r['scheme']} | {r['samples_per_s']:.2f} | {r['vs_verl_to']:.3f} | {r['vs_static_tp2']:.3f} | {r['reconfigurations']} | {r['migrations']} | {paper} |"
+        )
     (out_dir / "end_to_end.md").write_text(
-        "# OrchestrRL end to end on the generation simulator\n\nCommand: `" + command + "`\n\n" + (__doc__ or "").split("\n\n", 2)[2]
-        + "\n\n" + "\n".join(table) + "\n\nForecast error (mean over measured steps and settings): "
-        + ", ".join(f"{m}: histogram {v['histogram']:.1%}, work {v['work']:.1%}" for m, v in summary.items())
-        + "\n\n![remaining requests](remaining_requests.png)\n")
+        "# OrchestrRL end to end on the generation simulator\n\nCommand: `"
+        + command
+        + "`\n\n"
+        + (__doc__ or "").split("\n\n", 2)[2]
+        + "\n\n"
+        + "\n".join(table)
+        + "\n\nForecast error (mean over measured steps and settings): "
+        + ", ".join(
+            f"{m}: histogram {v['histogram']:.1%}, work {v['work']:.1%}" for m, v in summary.items()
+        )
+        + "\n\n![remaining requests](remaining_requests.png)\n"
+    )
     import matplotlib
 
     matplotlib.use("Agg")
@@ -136,9 +210,16 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
     result = run(args.out)
-    write(result, args.out, "python -m benchmarks.replan_end_to_end " + " ".join(sys.argv[1:] if argv is None else argv))
+    write(
+        result,
+        args.out,
+        "python -m benchmarks.replan_end_to_end "
+        + " ".join(sys.argv[1:] if argv is None else argv),
+    )
     for r in result["rows"]:
-        print(f"{r['setting']:22s} {r['scheme']:20s} {r['samples_per_s']:.2f} samples/s  x{r['vs_verl_to']:.3f} vs veRL-TO  x{r['vs_static_tp2']:.3f} vs TP2  reconf {r['reconfigurations']} mig {r['migrations']}")
+        print(
+            f"{r['setting']:22s} {r['scheme']:20s} {r['samples_per_s']:.2f} samples/s  x{r['vs_verl_to']:.3f} vs veRL-TO  x{r['vs_static_tp2']:.3f} vs TP2  reconf {r['reconfigurations']} mig {r['migrations']}"
+        )
     print(f"{time.perf_counter() - t0:.0f} s")
 
 

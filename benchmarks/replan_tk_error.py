@@ -33,7 +33,17 @@ def case(seed: int) -> dict:
     tp = int(rng.choice(MODELS[model]))
     per_gpu = int(rng.choice([8, 16, 32, 64]))
     progress = int(rng.choice([0, 256, 1024, 2048]))
-    state = synthetic_state(model, "H800", 1, tp, per_gpu, progress, gpus_per_node=tp, seed=seed, max_len=int(rng.choice([8192, 16384])))
+    state = synthetic_state(
+        model,
+        "H800",
+        1,
+        tp,
+        per_gpu,
+        progress,
+        gpus_per_node=tp,
+        seed=seed,
+        max_len=int(rng.choice([8192, 16384])),
+    )
     spec = ReplanSpec.model_validate(state | {"tps": [tp]})
     spec.check()
     problem = ReplanProblem(spec)
@@ -41,8 +51,16 @@ def case(seed: int) -> dict:
     predicted = instance_cost(problem, 0, 0, tp, counts).decode_s
     reqs = [Request(i, ctx, rem) for i, (rem, ctx) in enumerate(spec.instances[0].requests)]
     sim = simulate([Instance(problem.model, problem.gpu, tp, spec.serving)], reqs).makespan_s
-    return {"seed": seed, "model": model, "tp": tp, "requests": len(reqs), "progress": progress, "predicted_s": predicted,
-            "simulated_s": sim, "error": predicted / sim - 1}
+    return {
+        "seed": seed,
+        "model": model,
+        "tp": tp,
+        "requests": len(reqs),
+        "progress": progress,
+        "predicted_s": predicted,
+        "simulated_s": sim,
+        "error": predicted / sim - 1,
+    }
 
 
 MIN_REQUESTS = 8
@@ -68,8 +86,13 @@ def run(cases: int = 60) -> list[dict]:
 
 def summary(rows: list[dict]) -> dict:
     err = np.array([r["error"] for r in rows])
-    return {"cases": len(rows), "median": float(np.median(err)), "median_abs": float(np.median(np.abs(err))),
-            "p90_abs": float(np.quantile(np.abs(err), 0.9)), "worst": float(err[np.argmax(np.abs(err))])}
+    return {
+        "cases": len(rows),
+        "median": float(np.median(err)),
+        "median_abs": float(np.median(np.abs(err))),
+        "p90_abs": float(np.quantile(np.abs(err), 0.9)),
+        "worst": float(err[np.argmax(np.abs(err))]),
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -81,7 +104,10 @@ def main(argv: list[str] | None = None) -> None:
     s = summary(rows)
     args.out.mkdir(parents=True, exist_ok=True)
     write_csv(args.out / "tk_error.csv", rows)
-    write_json(args.out / "tk_error.json", {"command": command_line("benchmarks.replan_tk_error", argv), "summary": s, "rows": rows})
+    write_json(
+        args.out / "tk_error.json",
+        {"command": command_line("benchmarks.replan_tk_error", argv), "summary": s, "rows": rows},
+    )
     import matplotlib
 
     matplotlib.use("Agg")

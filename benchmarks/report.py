@@ -51,8 +51,14 @@ def machine() -> dict[str, Any]:
     mem_gb = None
     with contextlib.suppress(ValueError, OSError):
         mem_gb = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
-    return {"host": platform.node(), "platform": platform.platform(), "cpu": cpu, "cores": os.cpu_count(),
-            "memory_gb": mem_gb, "python": sys.version.split()[0]}
+    return {
+        "host": platform.node(),
+        "platform": platform.platform(),
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_gb": mem_gb,
+        "python": sys.version.split()[0],
+    }
 
 
 def versions() -> dict[str, str]:
@@ -70,14 +76,20 @@ def tidy(rows: list[dict[str, Any]]) -> pd.DataFrame:
     df = pd.DataFrame(rows)
     if df.empty:
         return df
-    extra = pd.json_normalize(df["extra"].apply(lambda e: {k: v for k, v in (e or {}).items() if k != "traceback"}))
+    extra = pd.json_normalize(
+        df["extra"].apply(lambda e: {k: v for k, v in (e or {}).items() if k != "traceback"})
+    )
     extra.index = df.index
     df = pd.concat([df.drop(columns=["extra"]), extra.add_prefix("x_")], axis=1)
     ok = df["status"].isin(OK) & df["objective"].notna()
     exact = ok & (df["status"] == "optimal") & df["exact"].fillna(False).astype(bool)
     best = df[exact].groupby("instance_id")["objective"].min()
     df["best_known"] = df["instance_id"].map(best)
-    df["ratio"] = np.where(ok & df["best_known"].notna(), df["objective"] / df["best_known"].where(df["best_known"] > 0), np.nan)
+    df["ratio"] = np.where(
+        ok & df["best_known"].notna(),
+        df["objective"] / df["best_known"].where(df["best_known"] > 0),
+        np.nan,
+    )
     if "primary" in df and df["primary"].notna().any():
         opt_primary = df[exact].groupby("instance_id")["primary"].min()
         worse = ok & (df["primary"] > df["instance_id"].map(opt_primary) + 1e-9)
@@ -92,16 +104,26 @@ def tidy(rows: list[dict[str, Any]]) -> pd.DataFrame:
 def solver_table(df: pd.DataFrame) -> pd.DataFrame:
     def summarise(g: pd.DataFrame) -> pd.Series:
         r = g["ratio"].dropna()
-        return pd.Series({
-            "runs": len(g), "ok": int(g["status"].isin(OK).sum()), "optimal": int((g["status"] == "optimal").sum()),
-            "no_solution": int((g["status"] == "no_solution").sum()), "invalid": int((g["status"] == "invalid").sum()),
-            "error": int((g["status"] == "error").sum()), "worse_primary": int(g["worse_primary"].sum()),
-            # why the runs stopped, apart from what they returned: the clock deciding is not reproducible
-            "time_capped": int((g["termination"] == "time_limit").sum()) if "termination" in g else 0,
-            "median_ratio": r.median() if len(r) else np.nan, "worst_ratio": r.max() if len(r) else np.nan,
-            "median_wall_s": g["wall_time_s"].median(), "max_wall_s": g["wall_time_s"].max(),
-            "peak_rss_mb": g["peak_rss_mb"].max(),
-        })
+        return pd.Series(
+            {
+                "runs": len(g),
+                "ok": int(g["status"].isin(OK).sum()),
+                "optimal": int((g["status"] == "optimal").sum()),
+                "no_solution": int((g["status"] == "no_solution").sum()),
+                "invalid": int((g["status"] == "invalid").sum()),
+                "error": int((g["status"] == "error").sum()),
+                "worse_primary": int(g["worse_primary"].sum()),
+                # why the runs stopped, apart from what they returned: the clock deciding is not reproducible
+                "time_capped": int((g["termination"] == "time_limit").sum())
+                if "termination" in g
+                else 0,
+                "median_ratio": r.median() if len(r) else np.nan,
+                "worst_ratio": r.max() if len(r) else np.nan,
+                "median_wall_s": g["wall_time_s"].median(),
+                "max_wall_s": g["wall_time_s"].max(),
+                "peak_rss_mb": g["peak_rss_mb"].max(),
+            }
+        )
 
     keys = ["kind", "solver", "options", df["time_limit"].fillna(-1).rename("time_limit")]
     out = df.groupby(keys, dropna=False).apply(summarise, include_groups=False).reset_index()
@@ -114,7 +136,9 @@ def comparison_table(df: pd.DataFrame, comparisons: list[Any]) -> pd.DataFrame:
     ok = df[df["status"].isin(OK)]
     for c in comparisons:
         a = ok[ok["solver"] == c.numerator]
-        b = ok[(ok["solver"] == c.denominator) & (ok["options"] == "{}")]  # the denominator at its defaults
+        b = ok[
+            (ok["solver"] == c.denominator) & (ok["options"] == "{}")
+        ]  # the denominator at its defaults
         # one value per (instance, time limit, options) on the numerator side: the median over seeds
         keys = ["instance_id", a["time_limit"].fillna(-1), "options"]
         ga = a.groupby(keys)[c.metric].median()
@@ -133,11 +157,20 @@ def comparison_table(df: pd.DataFrame, comparisons: list[Any]) -> pd.DataFrame:
                 continue
             pairs.append((va, gb[iid]))
         ratios = [x / y for x, y in pairs if y and y > 0 and math.isfinite(x)]
-        rows.append({"comparison": c.title, "numerator": c.numerator, "denominator": c.denominator, "metric": c.metric,
-                     "primary_differs": differ,
-                     "instances": len(ratios), "median": float(np.median(ratios)) if ratios else np.nan,
-                     "min": float(np.min(ratios)) if ratios else np.nan, "max": float(np.max(ratios)) if ratios else np.nan,
-                     "geomean": float(np.exp(np.mean(np.log(ratios)))) if ratios else np.nan})
+        rows.append(
+            {
+                "comparison": c.title,
+                "numerator": c.numerator,
+                "denominator": c.denominator,
+                "metric": c.metric,
+                "primary_differs": differ,
+                "instances": len(ratios),
+                "median": float(np.median(ratios)) if ratios else np.nan,
+                "min": float(np.min(ratios)) if ratios else np.nan,
+                "max": float(np.max(ratios)) if ratios else np.nan,
+                "geomean": float(np.exp(np.mean(np.log(ratios)))) if ratios else np.nan,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -150,7 +183,15 @@ def run_label(row: pd.Series) -> str:
         options = json.loads(raw) if isinstance(raw, str) else dict(raw or {})
     except (TypeError, ValueError):
         options = {"options": raw}
-    opts = " (" + ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in options.items()) + ")" if options else ""
+    opts = (
+        " ("
+        + ", ".join(
+            f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in options.items()
+        )
+        + ")"
+        if options
+        else ""
+    )
     return row["solver"] + opts + ("" if pd.isna(tl) else f" {tl:g} s")
 
 
@@ -163,7 +204,9 @@ def plain_log(ax: Any, which: str = "xy") -> None:
         axis = ax.xaxis if name == "x" else ax.yaxis
         (ax.set_xscale if name == "x" else ax.set_yscale)("log")
 
-        def minor(v: float, _: Any, axis: Any = axis) -> str:  # 2 and 5 labelled only on a short axis
+        def minor(
+            v: float, _: Any, axis: Any = axis
+        ) -> str:  # 2 and 5 labelled only on a short axis
             lo, hi = sorted(axis.get_view_interval())
             return f"{v:g}" if lo > 0 and hi / lo < 30 else ""
 
@@ -177,12 +220,16 @@ def plot_ratios(df: pd.DataFrame, path: Path) -> bool:
     if data.empty:
         return False
     kinds = sorted(data["kind"].unique())
-    fig, axes = plt.subplots(1, len(kinds), figsize=(6 * len(kinds), 4.5), constrained_layout=True, squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(kinds), figsize=(6 * len(kinds), 4.5), constrained_layout=True, squeeze=False
+    )
     for ax, kind in zip(axes[0], kinds, strict=True):
         d = data[data["kind"] == kind].copy()
         d["label"] = d.apply(run_label, axis=1)
         labels = sorted(d["label"].unique())
-        ax.boxplot([d[d["label"] == lab]["ratio"] for lab in labels], tick_labels=labels, showfliers=True)
+        ax.boxplot(
+            [d[d["label"] == lab]["ratio"] for lab in labels], tick_labels=labels, showfliers=True
+        )
         ax.axhline(1.0, color="grey", lw=0.8, ls="--")
         ax.set_title(f"{kind}: objective / best known (exact)")
         ax.set_ylabel("ratio (1 = optimal, lower is better)")
@@ -206,7 +253,9 @@ def plot_time_vs_size(df: pd.DataFrame, path: Path) -> bool:
     if data.empty:
         return False
     kinds = sorted(data["kind"].unique())
-    fig, axes = plt.subplots(1, len(kinds), figsize=(6 * len(kinds), 4.5), constrained_layout=True, squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(kinds), figsize=(6 * len(kinds), 4.5), constrained_layout=True, squeeze=False
+    )
     for ax, kind in zip(axes[0], kinds, strict=True):
         d = data[data["kind"] == kind]
         for solver, g in d.groupby("solver"):
@@ -229,8 +278,10 @@ def plot_anytime(df: pd.DataFrame, solvers: tuple[str, ...], path: Path) -> bool
     instances = sorted(data["instance"].unique())[:6]
     cols = min(3, len(instances))
     rows_ = math.ceil(len(instances) / cols)
-    fig, axes = plt.subplots(rows_, cols, figsize=(5 * cols, 4 * rows_), constrained_layout=True, squeeze=False)
-    for ax in axes.flat[len(instances):]:
+    fig, axes = plt.subplots(
+        rows_, cols, figsize=(5 * cols, 4 * rows_), constrained_layout=True, squeeze=False
+    )
+    for ax in axes.flat[len(instances) :]:
         ax.set_visible(False)
     for ax, inst in zip(axes.flat, instances, strict=False):
         for _, r in data[data["instance"] == inst].iterrows():
@@ -278,25 +329,59 @@ def write_report(suite: Any, rows: list[dict[str, Any]], out: Path, command: str
     comps = comparison_table(df, suite.comparisons) if not df.empty else pd.DataFrame()
     plots = {}
     if not df.empty:
-        for name, ok in (("ratio_box.png", plot_ratios(df, out / "ratio_box.png")),
-                         ("time_vs_size.png", plot_time_vs_size(df, out / "time_vs_size.png")),
-                         ("anytime.png", plot_anytime(df, suite.anytime, out / "anytime.png") if suite.anytime else False)):
+        for name, ok in (
+            ("ratio_box.png", plot_ratios(df, out / "ratio_box.png")),
+            ("time_vs_size.png", plot_time_vs_size(df, out / "time_vs_size.png")),
+            (
+                "anytime.png",
+                plot_anytime(df, suite.anytime, out / "anytime.png") if suite.anytime else False,
+            ),
+        ):
             if ok:
                 plots[name] = str(out / name)
-    summary = {"suite": suite.name, "description": suite.description, "command": command, "machine": machine(),
-               "versions": versions(), "runs": len(df), "statuses": df["status"].value_counts().to_dict() if not df.empty else {},
-               "solvers": json.loads(table.to_json(orient="records")) if not table.empty else [],
-               "comparisons": json.loads(comps.to_json(orient="records")) if not comps.empty else [], "plots": sorted(plots)}
+    summary = {
+        "suite": suite.name,
+        "description": suite.description,
+        "command": command,
+        "machine": machine(),
+        "versions": versions(),
+        "runs": len(df),
+        "statuses": df["status"].value_counts().to_dict() if not df.empty else {},
+        "solvers": json.loads(table.to_json(orient="records")) if not table.empty else [],
+        "comparisons": json.loads(comps.to_json(orient="records")) if not comps.empty else [],
+        "plots": sorted(plots),
+    }
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     m, v = summary["machine"], summary["versions"]
-    md = [f"# rlplan bench: suite `{suite.name}`", "", suite.description, "",
-          f"Command: `{command}`", "",
-          f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB, {m['platform']}, Python {m['python']}", "",
-          "Versions: " + ", ".join(f"{k} {val}" for k, val in v.items()), "",
-          f"Runs: {len(df)}; statuses: " + ", ".join(f"{k} {n}" for k, n in summary["statuses"].items()), "",
-          "## Per solver", "", "ratio = objective / best known (an exact solver's proven optimum on the same instance); "
-          "wall times measured side by side in this run.", "", _markdown(table),
-          "## Comparisons (per instance, median over seeds)", "", _markdown(comps),
-          "## Plots", ""] + [f"- `{p}`" for p in sorted(plots)] + [""]
+    md = (
+        [
+            f"# rlplan bench: suite `{suite.name}`",
+            "",
+            suite.description,
+            "",
+            f"Command: `{command}`",
+            "",
+            f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB, {m['platform']}, Python {m['python']}",
+            "",
+            "Versions: " + ", ".join(f"{k} {val}" for k, val in v.items()),
+            "",
+            f"Runs: {len(df)}; statuses: "
+            + ", ".join(f"{k} {n}" for k, n in summary["statuses"].items()),
+            "",
+            "## Per solver",
+            "",
+            "ratio = objective / best known (an exact solver's proven optimum on the same instance); "
+            "wall times measured side by side in this run.",
+            "",
+            _markdown(table),
+            "## Comparisons (per instance, median over seeds)",
+            "",
+            _markdown(comps),
+            "## Plots",
+            "",
+        ]
+        + [f"- `{p}`" for p in sorted(plots)]
+        + [""]
+    )
     (out / "report.md").write_text("\n".join(md), encoding="utf-8")
     return summary

@@ -23,9 +23,25 @@ from costmodels.rollout.plan import RolloutPlan, evaluate_rollout, rollout_tps
 from costmodels.rollout.presets import TABLE2, table2_job
 from costmodels.rollout.space import ETAS, paper_plan, verl_plan
 
-PAPER_TABLE2 = {"rollout-7b-8k": (1.30, 2.01, 2.01, 2.03), "rollout-14b-16k": (1.48, 1.99, 2.02, 2.22), "rollout-32b-32k": (2.21, 2.48, 2.52, 2.56)}
-PAPER_TABLE3 = {"off": 124.2, "fixed-20%": 122.7, "fixed-30%": 118.2, "fixed-40%": 119.8, "adaptive": 115.2}
-PAPER_TABLE4 = {"stream": 115.2, "once-20%": 128.6, "once-30%": 129.5, "once-40%": 133.8, "once-50%": 132.0}
+PAPER_TABLE2 = {
+    "rollout-7b-8k": (1.30, 2.01, 2.01, 2.03),
+    "rollout-14b-16k": (1.48, 1.99, 2.02, 2.22),
+    "rollout-32b-32k": (2.21, 2.48, 2.52, 2.56),
+}
+PAPER_TABLE3 = {
+    "off": 124.2,
+    "fixed-20%": 122.7,
+    "fixed-30%": 118.2,
+    "fixed-40%": 119.8,
+    "adaptive": 115.2,
+}
+PAPER_TABLE4 = {
+    "stream": 115.2,
+    "once-20%": 128.6,
+    "once-30%": 129.5,
+    "once-40%": 133.8,
+    "once-50%": 132.0,
+}
 
 
 def _plan(base: RolloutPlan, **kw: Any) -> RolloutPlan:
@@ -34,7 +50,14 @@ def _plan(base: RolloutPlan, **kw: Any) -> RolloutPlan:
 
 def _with_reward(wl: Any, **kw: Any) -> RolloutPlan:
     """Tail batching at η = 1.25 with the reward scheduler, the rest as given."""
-    return _plan(verl_plan(wl), eta_prompts=1.25, eta_responses=1.25, reward="async", timeout="adaptive", **kw)
+    return _plan(
+        verl_plan(wl),
+        eta_prompts=1.25,
+        eta_responses=1.25,
+        reward="async",
+        timeout="adaptive",
+        **kw,
+    )
 
 
 def table2_ladder(wl: Any) -> dict[str, RolloutPlan]:
@@ -42,7 +65,13 @@ def table2_ladder(wl: Any) -> dict[str, RolloutPlan]:
     tb = _plan(verl, eta_prompts=1.25, eta_responses=1.25)
     reward = _plan(tb, reward="async", timeout="adaptive", timeout_lambda=1.5)
     par = _plan(reward, tp_rule=paper_plan(wl).tp_rule)
-    return {"veRL": verl, "+ tail batching": tb, "+ reward": reward, "+ parallelism": par, "+ trainer": paper_plan(wl)}
+    return {
+        "veRL": verl,
+        "+ tail batching": tb,
+        "+ reward": reward,
+        "+ parallelism": par,
+        "+ trainer": paper_plan(wl),
+    }
 
 
 def mean_over(name: str, seeds: range, plan_of: Any, key: str | None = None, **job: Any) -> float:
@@ -60,45 +89,137 @@ def period_rollout(b: dict[str, Any]) -> float:
 
 
 def run(seeds: range) -> dict[str, Any]:
-    out: dict[str, Any] = {"table2": [], "eta": [], "tp": [], "table3": [], "table4": [], "timeout": []}
+    out: dict[str, Any] = {
+        "table2": [],
+        "eta": [],
+        "tp": [],
+        "table3": [],
+        "table4": [],
+        "timeout": [],
+    }
     for name in TABLE2:
         wl0 = rollout_problem(name).workload
         ladder = table2_ladder(wl0)
-        times = {label: mean_over(name, seeds, lambda wl, p=plan: p) for label, plan in ladder.items()}
+        times = {
+            label: mean_over(name, seeds, lambda wl, p=plan: p) for label, plan in ladder.items()
+        }
         base = times["veRL"]
-        paper = dict(zip(["+ tail batching", "+ reward", "+ parallelism", "+ trainer"], PAPER_TABLE2[name], strict=True))
+        paper = dict(
+            zip(
+                ["+ tail batching", "+ reward", "+ parallelism", "+ trainer"],
+                PAPER_TABLE2[name],
+                strict=True,
+            )
+        )
         for label, t in times.items():
-            out["table2"].append({"job": name, "step": label, "step_s": t, "speedup": base / t, "paper_speedup": paper.get(label, 1.0)})
+            out["table2"].append(
+                {
+                    "job": name,
+                    "step": label,
+                    "step_s": t,
+                    "speedup": base / t,
+                    "paper_speedup": paper.get(label, 1.0),
+                }
+            )
         # Fig. 11: one factor at a time, rollout time per step normalised to no tail batching
         plain = mean_over(name, seeds, lambda wl: verl_plan(wl), key=period_rollout)
         for which in ("responses", "prompts", "both"):
             for eta in ETAS[1:]:
-                kw = {"eta_responses": eta} if which == "responses" else {"eta_prompts": eta} if which == "prompts" else {"eta_prompts": eta, "eta_responses": eta}
-                r = mean_over(name, seeds, lambda wl, kw=kw: _plan(verl_plan(wl), **kw), key=period_rollout)
-                out["eta"].append({"job": name, "vary": which, "eta": eta, "rollout_s": r, "normalised": r / plain})
+                kw = (
+                    {"eta_responses": eta}
+                    if which == "responses"
+                    else {"eta_prompts": eta}
+                    if which == "prompts"
+                    else {"eta_prompts": eta, "eta_responses": eta}
+                )
+                r = mean_over(
+                    name, seeds, lambda wl, kw=kw: _plan(verl_plan(wl), **kw), key=period_rollout
+                )
+                out["eta"].append(
+                    {
+                        "job": name,
+                        "vary": which,
+                        "eta": eta,
+                        "rollout_s": r,
+                        "normalised": r / plain,
+                    }
+                )
         # parallelism planner (§6.4): fixed TP (same for both round kinds), the §4.2 rule, the
         # best TP per round kind
         allowed = rollout_tps(wl0)
-        fixed = {tp: mean_over(name, seeds, lambda wl, tp=tp: _with_reward(wl, short_tp=tp, long_tp=tp)) for tp in allowed}
-        per_kind = {(s, lg): mean_over(name, seeds, lambda wl, s=s, lg=lg: _with_reward(wl, short_tp=s, long_tp=lg)) for s in allowed for lg in allowed}
-        rule = mean_over(name, seeds, lambda wl: _with_reward(wl, tp_rule="adaptive", short_tp=wl.tp, long_tp=wl.tp))
+        fixed = {
+            tp: mean_over(name, seeds, lambda wl, tp=tp: _with_reward(wl, short_tp=tp, long_tp=tp))
+            for tp in allowed
+        }
+        per_kind = {
+            (s, lg): mean_over(
+                name, seeds, lambda wl, s=s, lg=lg: _with_reward(wl, short_tp=s, long_tp=lg)
+            )
+            for s in allowed
+            for lg in allowed
+        }
+        rule = mean_over(
+            name,
+            seeds,
+            lambda wl: _with_reward(wl, tp_rule="adaptive", short_tp=wl.tp, long_tp=wl.tp),
+        )
         best = min(per_kind, key=per_kind.get)
-        out["tp"].append({"job": name, "configured_tp": wl0.tp, "fixed_configured_s": fixed[wl0.tp], "best_fixed_tp": min(fixed, key=fixed.get),
-                          "best_fixed_s": min(fixed.values()), "paper_rule_s": rule, "best_per_kind": f"{best[0]}/{best[1]}",
-                          "best_per_kind_s": per_kind[best], **{f"fixed_tp{tp}_s": v for tp, v in fixed.items()}})
+        out["tp"].append(
+            {
+                "job": name,
+                "configured_tp": wl0.tp,
+                "fixed_configured_s": fixed[wl0.tp],
+                "best_fixed_tp": min(fixed, key=fixed.get),
+                "best_fixed_s": min(fixed.values()),
+                "paper_rule_s": rule,
+                "best_per_kind": f"{best[0]}/{best[1]}",
+                "best_per_kind_s": per_kind[best],
+                **{f"fixed_tp{tp}_s": v for tp, v in fixed.items()},
+            }
+        )
     # Tables 3 and 4 (7B/8k, §6.6): stream trainer variants on top of the reward scheduler
     name = "rollout-7b-8k"
 
-    variants3 = {"off": {}, "fixed-20%": {"scale": "fixed", "scale_at": 0.2}, "fixed-30%": {"scale": "fixed", "scale_at": 0.3},
-                 "fixed-40%": {"scale": "fixed", "scale_at": 0.4}, "adaptive": {"scale": "adaptive"}}
+    variants3 = {
+        "off": {},
+        "fixed-20%": {"scale": "fixed", "scale_at": 0.2},
+        "fixed-30%": {"scale": "fixed", "scale_at": 0.3},
+        "fixed-40%": {"scale": "fixed", "scale_at": 0.4},
+        "adaptive": {"scale": "adaptive"},
+    }
     for label, kw in variants3.items():
         all_steps = mean_over(name, seeds, lambda wl, kw=kw: _with_reward(wl, **kw))
-        long_steps = mean_over(name, seeds, lambda wl, kw=kw: _with_reward(wl, **kw), key=lambda b: b["step_s_by_kind"]["long"])
-        out["table3"].append({"trigger": label, "step_s": all_steps, "long_step_s": long_steps, "paper_long_step_s": PAPER_TABLE3[label]})
-    variants4 = {"stream": {"scale": "adaptive"}, **{f"once-{c:.0%}": {"scale": "adaptive", "fetch": "once", "fetch_cap": c} for c in (0.2, 0.3, 0.4, 0.5)}}
+        long_steps = mean_over(
+            name,
+            seeds,
+            lambda wl, kw=kw: _with_reward(wl, **kw),
+            key=lambda b: b["step_s_by_kind"]["long"],
+        )
+        out["table3"].append(
+            {
+                "trigger": label,
+                "step_s": all_steps,
+                "long_step_s": long_steps,
+                "paper_long_step_s": PAPER_TABLE3[label],
+            }
+        )
+    variants4 = {
+        "stream": {"scale": "adaptive"},
+        **{
+            f"once-{c:.0%}": {"scale": "adaptive", "fetch": "once", "fetch_cap": c}
+            for c in (0.2, 0.3, 0.4, 0.5)
+        },
+    }
     for label, kw in variants4.items():
-        long_steps = mean_over(name, seeds, lambda wl, kw=kw: _with_reward(wl, **kw), key=lambda b: b["step_s_by_kind"]["long"])
-        out["table4"].append({"fetch": label, "long_step_s": long_steps, "paper_step_s": PAPER_TABLE4[label]})
+        long_steps = mean_over(
+            name,
+            seeds,
+            lambda wl, kw=kw: _with_reward(wl, **kw),
+            key=lambda b: b["step_s_by_kind"]["long"],
+        )
+        out["table4"].append(
+            {"fetch": label, "long_step_s": long_steps, "paper_step_s": PAPER_TABLE4[label]}
+        )
     # §4.3 / Fig. 13c: adaptive vs fixed sandbox timeout on a code-only 7B/8k job, async reward
     for lam in (None, 1.25, 1.5, 2.0):
         vals, rewards, cuts, timeouts = [], [], [], []
@@ -108,14 +229,34 @@ def run(seeds: range) -> dict[str, Any]:
             from planner.io import build_problem
 
             pr = build_problem("rollout", {"job": job})
-            kw = {"timeout": "fixed"} if lam is None else {"timeout": "adaptive", "timeout_lambda": lam}
-            obj, b = evaluate_rollout(pr, _plan(verl_plan(pr.workload), eta_prompts=1.25, eta_responses=1.25, reward="async", **kw))
+            kw = (
+                {"timeout": "fixed"}
+                if lam is None
+                else {"timeout": "adaptive", "timeout_lambda": lam}
+            )
+            obj, b = evaluate_rollout(
+                pr,
+                _plan(
+                    verl_plan(pr.workload),
+                    eta_prompts=1.25,
+                    eta_responses=1.25,
+                    reward="async",
+                    **kw,
+                ),
+            )
             vals.append(obj)
             rewards.append(b["reward_s"])
             cuts.append(b["cut_finishing"])
             timeouts.append(b["timeouts"])
-        out["timeout"].append({"timeout": "fixed 30 s" if lam is None else f"adaptive λ={lam:g}", "step_s": float(np.mean(vals)),
-                               "exposed_reward_s": float(np.mean(rewards)), "timeouts": float(np.mean(timeouts)), "cut_finishing": float(np.mean(cuts))})
+        out["timeout"].append(
+            {
+                "timeout": "fixed 30 s" if lam is None else f"adaptive λ={lam:g}",
+                "step_s": float(np.mean(vals)),
+                "exposed_reward_s": float(np.mean(rewards)),
+                "timeouts": float(np.mean(timeouts)),
+                "cut_finishing": float(np.mean(cuts)),
+            }
+        )
     return out
 
 
@@ -130,11 +271,21 @@ def plot(results: dict[str, Any], path: Path) -> None:
     steps = ["+ tail batching", "+ reward", "+ parallelism", "+ trainer"]
     width = 0.2
     for i, step in enumerate(steps):
-        ours = [next(r["speedup"] for r in results["table2"] if r["job"] == j and r["step"] == step) for j in jobs]
-        paper = [next(r["paper_speedup"] for r in results["table2"] if r["job"] == j and r["step"] == step) for j in jobs]
+        ours = [
+            next(r["speedup"] for r in results["table2"] if r["job"] == j and r["step"] == step)
+            for j in jobs
+        ]
+        paper = [
+            next(
+                r["paper_speedup"] for r in results["table2"] if r["job"] == j and r["step"] == step
+            )
+            for j in jobs
+        ]
         xs = np.arange(len(jobs)) + (i - 1.5) * width
         a.bar(xs, ours, width, label=f"{step} (rlplan)", color=plt.get_cmap("tab10")(i))
-        a.scatter(xs, paper, marker="_", s=200, color="black", zorder=3, label="paper" if i == 0 else None)
+        a.scatter(
+            xs, paper, marker="_", s=200, color="black", zorder=3, label="paper" if i == 0 else None
+        )
     a.set_xticks(range(len(jobs)), [j.removeprefix("rollout-") for j in jobs])
     a.set_ylabel("speed-up over veRL (mean step time)")
     a.set_title("Table 2 breakdown (bars: rlplan, ticks: paper)")
@@ -142,8 +293,14 @@ def plot(results: dict[str, Any], path: Path) -> None:
     for which, style in (("responses", "o-"), ("prompts", "s--"), ("both", "^:")):
         for j, colour in zip(jobs, ("tab:blue", "tab:orange", "tab:green"), strict=True):
             rows = [r for r in results["eta"] if r["job"] == j and r["vary"] == which]
-            b.plot([1.0] + [r["eta"] for r in rows], [1.0] + [r["normalised"] for r in rows], style, color=colour,
-                   label=f"{j.removeprefix('rollout-')}, vary {which}", ms=4)
+            b.plot(
+                [1.0] + [r["eta"] for r in rows],
+                [1.0] + [r["normalised"] for r in rows],
+                style,
+                color=colour,
+                label=f"{j.removeprefix('rollout-')}, vary {which}",
+                ms=4,
+            )
     b.set_xlabel("η")
     b.set_ylabel("rollout time per step / no tail batching")
     b.set_title("Fig. 11: η sensitivity")
@@ -160,14 +317,22 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     results = run(range(args.seeds))
     args.out.mkdir(parents=True, exist_ok=True)
-    write_json(args.out / "breakdown.json", {"command": command_line("benchmarks.rollout_breakdown", argv), **results})
+    write_json(
+        args.out / "breakdown.json",
+        {"command": command_line("benchmarks.rollout_breakdown", argv), **results},
+    )
     for key, rows in results.items():
         write_csv(args.out / f"{key}.csv", rows)
     plot(results, args.out / "breakdown.png")
     for key, rows in results.items():
         print(f"== {key}")
         for row in rows:
-            print("  " + ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()))
+            print(
+                "  "
+                + ", ".join(
+                    f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()
+                )
+            )
 
 
 if __name__ == "__main__":

@@ -69,133 +69,330 @@ def plugin_solvers(plugins: tuple[str, ...], kind: str) -> list[str]:
     return [s.name for s in build_registry(plugins).solvers(kind) if s.name not in builtin]
 
 
-def _runs(suite: str, instances: list[InstanceRef], solvers: list[tuple[str, dict, float | None, tuple[int, ...]]],
-          plugins: tuple[str, ...] = (), with_plugins: bool = True) -> list[RunSpec]:
+def _runs(
+    suite: str,
+    instances: list[InstanceRef],
+    solvers: list[tuple[str, dict, float | None, tuple[int, ...]]],
+    plugins: tuple[str, ...] = (),
+    with_plugins: bool = True,
+) -> list[RunSpec]:
     out = []
     kinds = {inst.kind for inst in instances}
-    extra = [(name, {}, None, (0,)) for kind in sorted(kinds) for name in plugin_solvers(plugins, kind)] if with_plugins else []
+    extra = (
+        [(name, {}, None, (0,)) for kind in sorted(kinds) for name in plugin_solvers(plugins, kind)]
+        if with_plugins
+        else []
+    )
     for inst in instances:
         for solver, options, limit, seeds in [*solvers, *extra]:
-            out.extend(RunSpec(suite, inst, solver, dict(options), seed, limit, plugins) for seed in seeds)
+            out.extend(
+                RunSpec(suite, inst, solver, dict(options), seed, limit, plugins) for seed in seeds
+            )
     return out
 
 
-TINY_SYNC = {"weights_gb": 8, "link_gbps": 400, "intra_gbps": 400, "seeds_per_pod": 1, "pods": [
-    {"name": "tr", "role": "train", "ranks": 4, "budget": 2, "holders": 2},
-    {"name": "g0", "role": "gen", "ranks": 4, "budget": 2}, {"name": "g1", "role": "gen", "ranks": 4, "budget": 2}]}
+TINY_SYNC = {
+    "weights_gb": 8,
+    "link_gbps": 400,
+    "intra_gbps": 400,
+    "seeds_per_pod": 1,
+    "pods": [
+        {"name": "tr", "role": "train", "ranks": 4, "budget": 2, "holders": 2},
+        {"name": "g0", "role": "gen", "ranks": 4, "budget": 2},
+        {"name": "g1", "role": "gen", "ranks": 4, "budget": 2},
+    ],
+}
 
 
 def smoke(plugins: tuple[str, ...] = ()) -> Suite:
-    circ = [_circ("tiny-sparse-5", endpoints=5, ports=2, shape="sparse", pairs=6, seed=0),
-            _circ("alltoall-8", endpoints=8, ports=None, shape="all-to-all", spare=2, seed=1),
-            _circ("m2n-10", endpoints=10, ports=None, shape="m2n", spare=1, seed=2)]
-    runs = _runs("smoke", circ, [(s, {}, 30.0, (0,)) for s in ("greedy", "greedy-reference", "milp", "cpsat", "uniform")], plugins)
+    circ = [
+        _circ("tiny-sparse-5", endpoints=5, ports=2, shape="sparse", pairs=6, seed=0),
+        _circ("alltoall-8", endpoints=8, ports=None, shape="all-to-all", spare=2, seed=1),
+        _circ("m2n-10", endpoints=10, ports=None, shape="m2n", spare=1, seed=2),
+    ]
+    runs = _runs(
+        "smoke",
+        circ,
+        [(s, {}, 30.0, (0,)) for s in ("greedy", "greedy-reference", "milp", "cpsat", "uniform")],
+        plugins,
+    )
     runs += _runs("smoke", circ[:1], [("bruteforce", {}, 30.0, (0,))], plugins, with_plugins=False)
-    place = [InstanceRef("small-4/grpo-4b", "placement", fields={"cluster": "small-4", "workflow": "grpo-sync-qwen3-4b"})]
-    runs += _runs("smoke", place, [("ilp", {}, 60.0, (0,)), ("sha-ea", {"evaluations": 60}, None, (0,)),
-                                   ("ea", {"evaluations": 64}, None, (0,)), ("random", {"evaluations": 40}, None, (0,)),
-                                   ("verl", {}, None, (0,))], plugins)
+    place = [
+        InstanceRef(
+            "small-4/grpo-4b",
+            "placement",
+            fields={"cluster": "small-4", "workflow": "grpo-sync-qwen3-4b"},
+        )
+    ]
+    runs += _runs(
+        "smoke",
+        place,
+        [
+            ("ilp", {}, 60.0, (0,)),
+            ("sha-ea", {"evaluations": 60}, None, (0,)),
+            ("ea", {"evaluations": 64}, None, (0,)),
+            ("random", {"evaluations": 40}, None, (0,)),
+            ("verl", {}, None, (0,)),
+        ],
+        plugins,
+    )
     sync = [InstanceRef("tiny-sync", "broadcast", fields={"sync": TINY_SYNC})]
-    runs += _runs("smoke", sync, [("two-level", {}, None, (0,)), ("naive", {}, None, (0,))], plugins)
-    tiny_job = {"workload": {"model": "Qwen2.5-3B", "gpu": "H800", "gpus": 2, "gpus_per_node": 1, "prompts_per_step": 4, "responses_per_prompt": 2,
-                             "max_response": 2048, "dataset_prompts": 16, "training": {"replica_gpus": 1}}}
+    runs += _runs(
+        "smoke", sync, [("two-level", {}, None, (0,)), ("naive", {}, None, (0,))], plugins
+    )
+    tiny_job = {
+        "workload": {
+            "model": "Qwen2.5-3B",
+            "gpu": "H800",
+            "gpus": 2,
+            "gpus_per_node": 1,
+            "prompts_per_step": 4,
+            "responses_per_prompt": 2,
+            "max_response": 2048,
+            "dataset_prompts": 16,
+            "training": {"replica_gpus": 1},
+        }
+    }
     roll = [InstanceRef("tiny-rollout", "rollout", fields={"job": tiny_job})]
     # the default work budgets, not a time limit: the tiny job's whole space (144 groups) is
     # enumerated on any machine, so local and Ray runs agree (docs/architecture.md, "Solver plumbing")
-    runs += _runs("smoke", roll, [(s, {}, None, (0,)) for s in ("exhaustive", "search", "paper", "verl")], plugins)
-    return Suite("smoke", "every problem and solver on tiny instances (tests)", runs,
-                 [Comparison("uniform / greedy bottleneck", "uniform", "greedy", "objective"),
-                  Comparison("naive / two-level weight-sync time", "naive", "two-level", "objective")],
-                 anytime=("sha-ea", "ea", "ilp"))
+    runs += _runs(
+        "smoke",
+        roll,
+        [(s, {}, None, (0,)) for s in ("exhaustive", "search", "paper", "verl")],
+        plugins,
+    )
+    return Suite(
+        "smoke",
+        "every problem and solver on tiny instances (tests)",
+        runs,
+        [
+            Comparison("uniform / greedy bottleneck", "uniform", "greedy", "objective"),
+            Comparison("naive / two-level weight-sync time", "naive", "two-level", "objective"),
+        ],
+        anytime=("sha-ea", "ea", "ilp"),
+    )
 
 
 #: the placement suite's workflows on each small cluster: PPO on Qwen3-8B needs 360.8 GB of model
 #: memory and small-8 has 344 GB, so small-8 runs PPO on Qwen3-4B
-PLACEMENT_WORKFLOWS = {c: ["grpo-sync-qwen3-8b", "grpo-async-qwen3-8b", *(f"ppo-{m}-qwen3-{'4b' if c == 'small-8' else '8b'}" for m in ("sync", "async"))]
-                       for c in ("small-8", "small-16", "small-24")}
+PLACEMENT_WORKFLOWS = {
+    c: [
+        "grpo-sync-qwen3-8b",
+        "grpo-async-qwen3-8b",
+        *(f"ppo-{m}-qwen3-{'4b' if c == 'small-8' else '8b'}" for m in ("sync", "async")),
+    ]
+    for c in ("small-8", "small-16", "small-24")
+}
 
 
 def placement(plugins: tuple[str, ...] = ()) -> Suite:
-    instances = [InstanceRef(f"{c}/{wf}", "placement", fields={"cluster": c, "workflow": wf})
-                 for c, wfs in PLACEMENT_WORKFLOWS.items() for wf in wfs]
+    instances = [
+        InstanceRef(f"{c}/{wf}", "placement", fields={"cluster": c, "workflow": wf})
+        for c, wfs in PLACEMENT_WORKFLOWS.items()
+        for wf in wfs
+    ]
     wf = "grpo-sync-qwen3-8b"
-    instances += [InstanceRef(f"random-16-s{s}/{wf}", "placement", generator="random_cluster", generates="cluster", args={"gpus": 16, "seed": s},
-                              fields={"workflow": wf}) for s in range(3)]
-    solvers = [("ilp", {}, 600.0, (0,)),
-               ("sha-ea", {}, 10.0, (0, 1)), ("sha-ea", {}, 60.0, (0,)),
-               ("ea", {}, 10.0, (0,)), ("ea", {}, 60.0, (0,)),
-               ("random", {}, 10.0, (0,)), ("verl", {}, None, (0,)), ("streamrl", {}, None, (0,))]
-    return Suite("placement", "HetRL §5.4: ILP vs SHA-EA vs EA vs baselines over time budgets", _runs("placement", instances, solvers, plugins),
-                 [Comparison("SHA-EA / ILP iteration time", "sha-ea", "ilp", "objective"),
-                  Comparison("EA / ILP iteration time", "ea", "ilp", "objective"),
-                  Comparison("verl / SHA-EA iteration time", "verl", "sha-ea", "objective"),
-                  Comparison("StreamRL / SHA-EA iteration time", "streamrl", "sha-ea", "objective")],
-                 anytime=("sha-ea", "ea", "ilp"))
+    instances += [
+        InstanceRef(
+            f"random-16-s{s}/{wf}",
+            "placement",
+            generator="random_cluster",
+            generates="cluster",
+            args={"gpus": 16, "seed": s},
+            fields={"workflow": wf},
+        )
+        for s in range(3)
+    ]
+    solvers = [
+        ("ilp", {}, 600.0, (0,)),
+        ("sha-ea", {}, 10.0, (0, 1)),
+        ("sha-ea", {}, 60.0, (0,)),
+        ("ea", {}, 10.0, (0,)),
+        ("ea", {}, 60.0, (0,)),
+        ("random", {}, 10.0, (0,)),
+        ("verl", {}, None, (0,)),
+        ("streamrl", {}, None, (0,)),
+    ]
+    return Suite(
+        "placement",
+        "HetRL §5.4: ILP vs SHA-EA vs EA vs baselines over time budgets",
+        _runs("placement", instances, solvers, plugins),
+        [
+            Comparison("SHA-EA / ILP iteration time", "sha-ea", "ilp", "objective"),
+            Comparison("EA / ILP iteration time", "ea", "ilp", "objective"),
+            Comparison("verl / SHA-EA iteration time", "verl", "sha-ea", "objective"),
+            Comparison("StreamRL / SHA-EA iteration time", "streamrl", "sha-ea", "objective"),
+        ],
+        anytime=("sha-ea", "ea", "ilp"),
+    )
 
 
 def circuits(plugins: tuple[str, ...] = ()) -> Suite:
     runs: list[RunSpec] = []
     # (a) greedy (sorted events) vs the plain transcription of Algorithm 3, growing to 1024 endpoints / 64 ports / 1e4 pairs
-    scale = [_circ(f"scale-{n}x{p}-{k}", endpoints=n, ports=p, shape="sparse", pairs=k, seed=0)
-             for n, p, k in ((128, 16, 1250), (256, 32, 2500), (512, 48, 5000), (1024, 64, 10000))]
-    runs += _runs("circuits", scale, [("greedy", {}, None, (0,)), ("greedy-reference", {}, None, (0,))], plugins, with_plugins=False)
+    scale = [
+        _circ(f"scale-{n}x{p}-{k}", endpoints=n, ports=p, shape="sparse", pairs=k, seed=0)
+        for n, p, k in ((128, 16, 1250), (256, 32, 2500), (512, 48, 5000), (1024, 64, 10000))
+    ]
+    runs += _runs(
+        "circuits",
+        scale,
+        [("greedy", {}, None, (0,)), ("greedy-reference", {}, None, (0,))],
+        plugins,
+        with_plugins=False,
+    )
     # (b) quality: 100 random instances, every pair coverable, greedy/uniform vs the exact optimum
     quality = []
     for i in range(100):
         shape = DEMAND_SHAPES[i % len(DEMAND_SHAPES)]
-        quality.append(_circ(f"q{i:03d}-{shape}", endpoints=12 + (i % 13), ports=None, spare=i % 4, shape=shape, seed=1000 + i,
-                             pairs=3 * (12 + i % 13)))
-    runs += _runs("circuits", quality, [(s, {}, 60.0, (0,)) for s in ("greedy", "uniform", "cpsat", "milp")], plugins)
+        quality.append(
+            _circ(
+                f"q{i:03d}-{shape}",
+                endpoints=12 + (i % 13),
+                ports=None,
+                spare=i % 4,
+                shape=shape,
+                seed=1000 + i,
+                pairs=3 * (12 + i % 13),
+            )
+        )
+    runs += _runs(
+        "circuits",
+        quality,
+        [(s, {}, 60.0, (0,)) for s in ("greedy", "uniform", "cpsat", "milp")],
+        plugins,
+    )
     # (b') port-starved: not every pair can get a circuit, so coverage (the first key) decides
     starved = []
     for i in range(100):
         shape = DEMAND_SHAPES[i % len(DEMAND_SHAPES)]
-        starved.append(_circ(f"p{i:03d}-{shape}", endpoints=10 + (i % 13), ports=2 + i % 3, shape=shape, seed=2000 + i,
-                             pairs=3 * (10 + i % 13)))
-    runs += _runs("circuits", starved, [(s, {}, 60.0, (0,)) for s in ("greedy", "uniform", "cpsat", "milp")], plugins)
+        starved.append(
+            _circ(
+                f"p{i:03d}-{shape}",
+                endpoints=10 + (i % 13),
+                ports=2 + i % 3,
+                shape=shape,
+                seed=2000 + i,
+                pairs=3 * (10 + i % 13),
+            )
+        )
+    runs += _runs(
+        "circuits",
+        starved,
+        [(s, {}, 60.0, (0,)) for s in ("greedy", "uniform", "cpsat", "milp")],
+        plugins,
+    )
     # (c) exact solve time vs size, both backends, on skewed all-to-all and sparse demand
-    sizes = [_circ(f"size-{shape}-{n}", endpoints=n, ports=None, spare=n // 4, shape=shape, seed=7, pairs=4 * n)
-             for shape in ("all-to-all", "sparse") for n in (8, 16, 32, 64, 128)]
-    runs += _runs("circuits", sizes, [(s, {}, 120.0, (0,)) for s in ("greedy", "uniform", "milp", "cpsat")], plugins)
+    sizes = [
+        _circ(
+            f"size-{shape}-{n}",
+            endpoints=n,
+            ports=None,
+            spare=n // 4,
+            shape=shape,
+            seed=7,
+            pairs=4 * n,
+        )
+        for shape in ("all-to-all", "sparse")
+        for n in (8, 16, 32, 64, 128)
+    ]
+    runs += _runs(
+        "circuits",
+        sizes,
+        [(s, {}, 120.0, (0,)) for s in ("greedy", "uniform", "milp", "cpsat")],
+        plugins,
+    )
     # (d) traffic-aware vs uniform on the paper's collectives (App. I): all-to-all and all-reduce
-    collectives = [_circ(f"coll-{shape}-{n}-s{s}", endpoints=n, ports=None, spare=n // 2, shape=shape, seed=s)
-                   for shape in ("all-to-all", "all-reduce") for n in (16, 32, 64) for s in range(3)]
-    runs += _runs("circuits", collectives, [("greedy", {}, None, (0,)), ("uniform", {}, None, (0,))], plugins, with_plugins=False)
-    return Suite("circuits", "OrchestrRL App. D/I: greedy vs reference vs exact vs uniform over sizes", runs,
-                 [Comparison("speed-up of greedy (sorted events) over the plain Algorithm 3 transcription", "greedy-reference", "greedy", "wall_time_s"),
-                  Comparison("greedy / exact optimum bottleneck", "greedy", "cpsat", "objective"),
-                  Comparison("uniform / greedy bottleneck (communication time)", "uniform", "greedy", "objective"),
-                  Comparison("HiGHS / CP-SAT solve time", "milp", "cpsat", "wall_time_s")])
+    collectives = [
+        _circ(f"coll-{shape}-{n}-s{s}", endpoints=n, ports=None, spare=n // 2, shape=shape, seed=s)
+        for shape in ("all-to-all", "all-reduce")
+        for n in (16, 32, 64)
+        for s in range(3)
+    ]
+    runs += _runs(
+        "circuits",
+        collectives,
+        [("greedy", {}, None, (0,)), ("uniform", {}, None, (0,))],
+        plugins,
+        with_plugins=False,
+    )
+    return Suite(
+        "circuits",
+        "OrchestrRL App. D/I: greedy vs reference vs exact vs uniform over sizes",
+        runs,
+        [
+            Comparison(
+                "speed-up of greedy (sorted events) over the plain Algorithm 3 transcription",
+                "greedy-reference",
+                "greedy",
+                "wall_time_s",
+            ),
+            Comparison("greedy / exact optimum bottleneck", "greedy", "cpsat", "objective"),
+            Comparison(
+                "uniform / greedy bottleneck (communication time)", "uniform", "greedy", "objective"
+            ),
+            Comparison("HiGHS / CP-SAT solve time", "milp", "cpsat", "wall_time_s"),
+        ],
+    )
 
 
 def scenarios(plugins: tuple[str, ...] = ()) -> Suite:
     """HetRL §5.2: the four testbed network scenarios, SHA-EA against the verl and StreamRL
     baselines (64 GPUs: too large for the ILP to finish, so ratios are between solvers)."""
-    instances = [InstanceRef(f"{c}/{wf}", "placement", fields={"cluster": f"hetrl-{c}", "workflow": wf})
-                 for c in ("single-region", "multi-region-hybrid", "multi-country", "multi-continent")
-                 for wf in ("grpo-sync-qwen3-8b", "ppo-sync-qwen3-8b", "grpo-async-qwen3-8b", "ppo-async-qwen3-8b")]
+    instances = [
+        InstanceRef(f"{c}/{wf}", "placement", fields={"cluster": f"hetrl-{c}", "workflow": wf})
+        for c in ("single-region", "multi-region-hybrid", "multi-country", "multi-continent")
+        for wf in (
+            "grpo-sync-qwen3-8b",
+            "ppo-sync-qwen3-8b",
+            "grpo-async-qwen3-8b",
+            "ppo-async-qwen3-8b",
+        )
+    ]
     # the baselines' sweeps grow with the number of node classes (eight zones here): same 60 s cap
     solvers = [(s, {}, 60.0, (0,)) for s in ("sha-ea", "verl", "streamrl", "ea")]
-    return Suite("scenarios", "HetRL §5.2 testbed scenarios: SHA-EA vs verl / StreamRL baselines", _runs("scenarios", instances, solvers, plugins),
-                 [Comparison("verl / SHA-EA iteration time", "verl", "sha-ea", "objective"),
-                  Comparison("StreamRL / SHA-EA iteration time", "streamrl", "sha-ea", "objective"),
-                  Comparison("plain EA / SHA-EA iteration time", "ea", "sha-ea", "objective")],
-                 anytime=("sha-ea", "ea"))
+    return Suite(
+        "scenarios",
+        "HetRL §5.2 testbed scenarios: SHA-EA vs verl / StreamRL baselines",
+        _runs("scenarios", instances, solvers, plugins),
+        [
+            Comparison("verl / SHA-EA iteration time", "verl", "sha-ea", "objective"),
+            Comparison("StreamRL / SHA-EA iteration time", "streamrl", "sha-ea", "objective"),
+            Comparison("plain EA / SHA-EA iteration time", "ea", "sha-ea", "objective"),
+        ],
+        anytime=("sha-ea", "ea"),
+    )
 
 
 def scale(plugins: tuple[str, ...] = ()) -> Suite:
     """Placement at 128 to 1 024 GPUs: random clusters of four GPU types in four zones (8-GPU
     nodes), GRPO on Qwen3-8B and PPO on Qwen3-14B; SHA-EA against the baselines and the plain EA,
     every solver under the same 60 s limit (wall time and peak memory are in each row)."""
-    instances = [InstanceRef(f"random-{n}-4types/{tag}", "placement", generator="random_cluster", generates="cluster",
-                             args={"gpus": n, "seed": 0, "zones": 4, "per_node": 8, "types": 4}, fields={"workflow": wf})
-                 for n in (128, 256, 512, 1024) for tag, wf in (("grpo-8b", "grpo-sync-qwen3-8b"), ("ppo-14b", "ppo-sync-qwen3-14b"))]
+    instances = [
+        InstanceRef(
+            f"random-{n}-4types/{tag}",
+            "placement",
+            generator="random_cluster",
+            generates="cluster",
+            args={"gpus": n, "seed": 0, "zones": 4, "per_node": 8, "types": 4},
+            fields={"workflow": wf},
+        )
+        for n in (128, 256, 512, 1024)
+        for tag, wf in (("grpo-8b", "grpo-sync-qwen3-8b"), ("ppo-14b", "ppo-sync-qwen3-14b"))
+    ]
     solvers = [(s, {}, 60.0, (0,)) for s in ("sha-ea", "verl", "streamrl", "ea")]
-    return Suite("scale", "placement at 128-1 024 GPUs: SHA-EA vs verl / StreamRL / plain EA, 60 s each", _runs("scale", instances, solvers, plugins),
-                 [Comparison("verl / SHA-EA iteration time", "verl", "sha-ea", "objective"),
-                  Comparison("StreamRL / SHA-EA iteration time", "streamrl", "sha-ea", "objective"),
-                  Comparison("plain EA / SHA-EA iteration time", "ea", "sha-ea", "objective")],
-                 anytime=("sha-ea", "ea"))
+    return Suite(
+        "scale",
+        "placement at 128-1 024 GPUs: SHA-EA vs verl / StreamRL / plain EA, 60 s each",
+        _runs("scale", instances, solvers, plugins),
+        [
+            Comparison("verl / SHA-EA iteration time", "verl", "sha-ea", "objective"),
+            Comparison("StreamRL / SHA-EA iteration time", "streamrl", "sha-ea", "objective"),
+            Comparison("plain EA / SHA-EA iteration time", "ea", "sha-ea", "objective"),
+        ],
+        anytime=("sha-ea", "ea"),
+    )
 
 
 def broadcast(plugins: tuple[str, ...] = ()) -> Suite:
@@ -203,52 +400,139 @@ def broadcast(plugins: tuple[str, ...] = ()) -> Suite:
     instances = []
     for pods in (2, 4, 8, 16):
         for budget in (2, 8):
-            sync = {"weights_gb": 64, "link_gbps": 400, "intra_gbps": 400, "seeds_per_pod": 2, "pods": [
-                {"name": "train0", "role": "train", "ranks": 32, "budget": 2 * budget, "holders": 16},
-                *({"name": f"gen{i}", "role": "gen", "ranks": 32, "budget": budget} for i in range(pods))]}
-            instances.append(InstanceRef(f"gen{pods}-d{budget}", "broadcast", fields={"sync": sync}))
-    solvers = [("two-level", {}, None, (0,)), ("two-level", {"relay": False}, None, (0,)), ("naive", {}, None, (0,))]
-    return Suite("broadcast", "OrchestrRL App. E: two-level weight-sync broadcast vs naive one-to-all",
-                 _runs("broadcast", instances, solvers, plugins),
-                 [Comparison("naive / two-level weight-sync time", "naive", "two-level", "objective")])
+            sync = {
+                "weights_gb": 64,
+                "link_gbps": 400,
+                "intra_gbps": 400,
+                "seeds_per_pod": 2,
+                "pods": [
+                    {
+                        "name": "train0",
+                        "role": "train",
+                        "ranks": 32,
+                        "budget": 2 * budget,
+                        "holders": 16,
+                    },
+                    *(
+                        {"name": f"gen{i}", "role": "gen", "ranks": 32, "budget": budget}
+                        for i in range(pods)
+                    ),
+                ],
+            }
+            instances.append(
+                InstanceRef(f"gen{pods}-d{budget}", "broadcast", fields={"sync": sync})
+            )
+    solvers = [
+        ("two-level", {}, None, (0,)),
+        ("two-level", {"relay": False}, None, (0,)),
+        ("naive", {}, None, (0,)),
+    ]
+    return Suite(
+        "broadcast",
+        "OrchestrRL App. E: two-level weight-sync broadcast vs naive one-to-all",
+        _runs("broadcast", instances, solvers, plugins),
+        [Comparison("naive / two-level weight-sync time", "naive", "two-level", "objective")],
+    )
 
 
 def replan(plugins: tuple[str, ...] = ()) -> Suite:
     """OrchestrRL §4.1 / App. F: the Eq. 1 MILP against greedy and the §6 baselines on random
     mid-step states (ratios to the MILP, optimal or with its gap), and solve time against pool
     size at 16 requests per GPU (Qwen2-57B-A14B, the paper's Figure 20 setting) under 2 s."""
-    quality = [InstanceRef(f"q-{nodes * 8}gpu-tp{tp}-p{progress}-s{seed}", "replan", generator="replan_state",
-                           args={"nodes": nodes, "tp": tp, "per_gpu": 8, "progress": progress, "seed": seed})
-               for nodes in (1, 2) for tp in (1, 2) for progress in (0, 1024) for seed in range(2)]
-    runs = _runs("replan", quality, [("milp", {}, 20.0, (0,)), ("greedy", {}, None, (0,)), ("verl-to", {}, None, (0,)),
-                                     ("verl-lo", {}, None, (0,)), ("keep", {}, None, (0,))], plugins)
-    scale = [InstanceRef(f"scale-{nodes * 8}gpu", "replan", generator="replan_state",
-                         args={"nodes": nodes, "tp": 4, "per_gpu": 16, "progress": 0, "model": "Qwen2-57B-A14B"})
-             for nodes in (8, 16, 32, 64, 128)]
-    runs += _runs("replan", scale, [("milp", {}, 2.0, (0,)), ("greedy", {}, 2.0, (0,)), ("verl-to", {}, None, (0,))], plugins, with_plugins=False)
-    return Suite("replan", "OrchestrRL Eq. 1: MILP vs greedy vs veRL-TO / veRL-LO / keep; solve time to 1024 GPUs", runs,
-                 [Comparison("greedy / MILP makespan", "greedy", "milp", "objective"),
-                  Comparison("veRL-TO / MILP makespan", "verl-to", "milp", "objective"),
-                  Comparison("veRL-LO / MILP makespan", "verl-lo", "milp", "objective"),
-                  Comparison("keep / MILP makespan", "keep", "milp", "objective"),
-                  Comparison("MILP / greedy solve time", "milp", "greedy", "wall_time_s")])
+    quality = [
+        InstanceRef(
+            f"q-{nodes * 8}gpu-tp{tp}-p{progress}-s{seed}",
+            "replan",
+            generator="replan_state",
+            args={"nodes": nodes, "tp": tp, "per_gpu": 8, "progress": progress, "seed": seed},
+        )
+        for nodes in (1, 2)
+        for tp in (1, 2)
+        for progress in (0, 1024)
+        for seed in range(2)
+    ]
+    runs = _runs(
+        "replan",
+        quality,
+        [
+            ("milp", {}, 20.0, (0,)),
+            ("greedy", {}, None, (0,)),
+            ("verl-to", {}, None, (0,)),
+            ("verl-lo", {}, None, (0,)),
+            ("keep", {}, None, (0,)),
+        ],
+        plugins,
+    )
+    scale = [
+        InstanceRef(
+            f"scale-{nodes * 8}gpu",
+            "replan",
+            generator="replan_state",
+            args={"nodes": nodes, "tp": 4, "per_gpu": 16, "progress": 0, "model": "Qwen2-57B-A14B"},
+        )
+        for nodes in (8, 16, 32, 64, 128)
+    ]
+    runs += _runs(
+        "replan",
+        scale,
+        [("milp", {}, 2.0, (0,)), ("greedy", {}, 2.0, (0,)), ("verl-to", {}, None, (0,))],
+        plugins,
+        with_plugins=False,
+    )
+    return Suite(
+        "replan",
+        "OrchestrRL Eq. 1: MILP vs greedy vs veRL-TO / veRL-LO / keep; solve time to 1024 GPUs",
+        runs,
+        [
+            Comparison("greedy / MILP makespan", "greedy", "milp", "objective"),
+            Comparison("veRL-TO / MILP makespan", "verl-to", "milp", "objective"),
+            Comparison("veRL-LO / MILP makespan", "verl-lo", "milp", "objective"),
+            Comparison("keep / MILP makespan", "keep", "milp", "objective"),
+            Comparison("MILP / greedy solve time", "milp", "greedy", "wall_time_s"),
+        ],
+    )
 
 
 def cosched(plugins: tuple[str, ...] = ()) -> Suite:
     """RollMux §7.5: Algorithm 1 and the baselines against the set-partitioning optimum on Table 6
     mixed job sets of 9 to 50 jobs, three seeds each (cost ratios to the optimum, and its solve
     time; the trace simulation and long-tail migration have their own scripts)."""
-    sets = [InstanceRef(f"table6-{jobs}-s{seed}", "cosched", generator="table6_problem", args={"jobs": jobs, "seed": seed})
-            for jobs in (9, 20, 30, 50) for seed in range(3)]
-    runs = _runs("cosched", sets, [("optimal", {}, 60.0, (0,)), ("rollmux", {}, None, (0,)), ("random", {}, None, (0,)),
-                                   ("greedy", {}, None, (0,)), ("solo", {}, None, (0,)), ("colocated", {}, None, (0,))], plugins)
-    return Suite("cosched", "RollMux: Algorithm 1 vs Random / Greedy / Solo-D / co-located vs the proven optimum", runs,
-                 [Comparison("RollMux / optimal cost", "rollmux", "optimal", "objective"),
-                  Comparison("Random / optimal cost", "random", "optimal", "objective"),
-                  Comparison("Greedy / optimal cost", "greedy", "optimal", "objective"),
-                  Comparison("Solo-D / optimal cost", "solo", "optimal", "objective"),
-                  Comparison("co-located / optimal cost", "colocated", "optimal", "objective"),
-                  Comparison("optimal / RollMux solve time", "optimal", "rollmux", "wall_time_s")])
+    sets = [
+        InstanceRef(
+            f"table6-{jobs}-s{seed}",
+            "cosched",
+            generator="table6_problem",
+            args={"jobs": jobs, "seed": seed},
+        )
+        for jobs in (9, 20, 30, 50)
+        for seed in range(3)
+    ]
+    runs = _runs(
+        "cosched",
+        sets,
+        [
+            ("optimal", {}, 60.0, (0,)),
+            ("rollmux", {}, None, (0,)),
+            ("random", {}, None, (0,)),
+            ("greedy", {}, None, (0,)),
+            ("solo", {}, None, (0,)),
+            ("colocated", {}, None, (0,)),
+        ],
+        plugins,
+    )
+    return Suite(
+        "cosched",
+        "RollMux: Algorithm 1 vs Random / Greedy / Solo-D / co-located vs the proven optimum",
+        runs,
+        [
+            Comparison("RollMux / optimal cost", "rollmux", "optimal", "objective"),
+            Comparison("Random / optimal cost", "random", "optimal", "objective"),
+            Comparison("Greedy / optimal cost", "greedy", "optimal", "objective"),
+            Comparison("Solo-D / optimal cost", "solo", "optimal", "objective"),
+            Comparison("co-located / optimal cost", "colocated", "optimal", "objective"),
+            Comparison("optimal / RollMux solve time", "optimal", "rollmux", "wall_time_s"),
+        ],
+    )
 
 
 def rollout(plugins: tuple[str, ...] = ()) -> Suite:
@@ -256,18 +540,42 @@ def rollout(plugins: tuple[str, ...] = ()) -> Suite:
     R0 = 8): the searched plan against RollPacker's own settings and veRL's synchronous rollout,
     mean step time over a simulated epoch of ten steps. The Table 2 breakdown, the η sensitivity
     and the stream-trainer tables are ``python -m benchmarks.rollout_breakdown``."""
-    jobs = [InstanceRef(f"{name}-s{seed}", "rollout", generator="rollout_problem", args={"name": name, "seed": seed})
-            for name in ("rollout-7b-8k", "rollout-14b-16k", "rollout-32b-32k") for seed in (0,)]
-    runs = _runs("rollout", jobs, [("search", {}, 180.0, (0,)), ("paper", {}, None, (0,)), ("verl", {}, None, (0,))], plugins)
-    return Suite("rollout", "RollPacker: searched rollout plans vs the paper's settings vs veRL", runs,
-                 [Comparison("veRL / search step time", "verl", "search", "objective"),
-                  Comparison("veRL / paper step time", "verl", "paper", "objective"),
-                  Comparison("paper / search step time", "paper", "search", "objective")],
-                 anytime=("search",))
+    jobs = [
+        InstanceRef(
+            f"{name}-s{seed}",
+            "rollout",
+            generator="rollout_problem",
+            args={"name": name, "seed": seed},
+        )
+        for name in ("rollout-7b-8k", "rollout-14b-16k", "rollout-32b-32k")
+        for seed in (0,)
+    ]
+    runs = _runs(
+        "rollout",
+        jobs,
+        [("search", {}, 180.0, (0,)), ("paper", {}, None, (0,)), ("verl", {}, None, (0,))],
+        plugins,
+    )
+    return Suite(
+        "rollout",
+        "RollPacker: searched rollout plans vs the paper's settings vs veRL",
+        runs,
+        [
+            Comparison("veRL / search step time", "verl", "search", "objective"),
+            Comparison("veRL / paper step time", "verl", "paper", "objective"),
+            Comparison("paper / search step time", "paper", "search", "objective"),
+        ],
+        anytime=("search",),
+    )
 
 
-def custom(problems: list[str], solvers: list[str] | None = None, time_limits: list[float | None] | None = None,
-           seeds: int = 1, plugins: tuple[str, ...] = ()) -> Suite:
+def custom(
+    problems: list[str],
+    solvers: list[str] | None = None,
+    time_limits: list[float | None] | None = None,
+    seeds: int = 1,
+    plugins: tuple[str, ...] = (),
+) -> Suite:
     """An ad-hoc suite over the user's own problem files or preset names: every named solver (by
     default every solver registered for each problem's kind, brute force excepted) at every time
     limit, ``seeds`` seeds each."""
@@ -282,11 +590,37 @@ def custom(problems: list[str], solvers: list[str] | None = None, time_limits: l
         for name in names:
             registry.get(kind, name)
             for limit in time_limits or [None]:
-                runs.extend(RunSpec("custom", InstanceRef(ref, kind, problem=ref), name, {}, seed, limit, plugins) for seed in range(seeds))
-    return Suite("custom", f"{len(problems)} problem(s) from the command line", runs, anytime=("sha-ea", "ea", "ilp"))
+                runs.extend(
+                    RunSpec(
+                        "custom",
+                        InstanceRef(ref, kind, problem=ref),
+                        name,
+                        {},
+                        seed,
+                        limit,
+                        plugins,
+                    )
+                    for seed in range(seeds)
+                )
+    return Suite(
+        "custom",
+        f"{len(problems)} problem(s) from the command line",
+        runs,
+        anytime=("sha-ea", "ea", "ilp"),
+    )
 
 
-SUITES = {"smoke": smoke, "placement": placement, "circuits": circuits, "scenarios": scenarios, "scale": scale, "broadcast": broadcast, "replan": replan, "cosched": cosched, "rollout": rollout}
+SUITES = {
+    "smoke": smoke,
+    "placement": placement,
+    "circuits": circuits,
+    "scenarios": scenarios,
+    "scale": scale,
+    "broadcast": broadcast,
+    "replan": replan,
+    "cosched": cosched,
+    "rollout": rollout,
+}
 
 
 def get_suite(name: str, plugins: tuple[str, ...] = ()) -> Suite:

@@ -51,11 +51,21 @@ from costmodels.rl_training import TrainingFit
 
 COLUMNS = ("kind", "gpu", "seconds")  # and per kind the fields of :data:`FIELDS`
 #: the numeric fields a row of each kind must fill
-FIELDS = {"decode": ("tp", "batch", "context", "seconds"), "prefill": ("tp", "batch", "context", "seconds"),
-          "allreduce": ("tp", "seconds", "bytes"), "train": ("gpus", "tokens", "seconds")}
+FIELDS = {
+    "decode": ("tp", "batch", "context", "seconds"),
+    "prefill": ("tp", "batch", "context", "seconds"),
+    "allreduce": ("tp", "seconds", "bytes"),
+    "train": ("gpus", "tokens", "seconds"),
+}
 MIN_ROWS_PER_PARAMETER = 3
 #: parameters in log space: efficiencies in [0.001, 1], times in µs, bus bandwidth in GB/s
-_BOUNDS = {"e": (1e-3, 1.0), "c0": (1e-3, 1e4), "c1": (1e-7, 1e3), "a": (1e-3, 1e4), "b": (0.1, 1e5)}
+_BOUNDS = {
+    "e": (1e-3, 1.0),
+    "c0": (1e-3, 1e4),
+    "c1": (1e-7, 1e3),
+    "a": (1e-3, 1e4),
+    "b": (0.1, 1e5),
+}
 _START = {"e_w": 0.8, "e_c": 0.6, "e_kv": 0.6, "c0": 10.0, "c1": 0.05, "a": 10.0, "b": 100.0}
 
 
@@ -80,7 +90,12 @@ def read_measurements(text: str, source: str) -> dict[str, list[Measurement]]:
     reader = csv.DictReader(io.StringIO("\n".join(lines)))
     missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
     if missing:
-        raise SpecError("header", ",".join(reader.fieldnames or []), f"needs columns {','.join(COLUMNS)} (missing {missing[0]})", source)
+        raise SpecError(
+            "header",
+            ",".join(reader.fieldnames or []),
+            f"needs columns {','.join(COLUMNS)} (missing {missing[0]})",
+            source,
+        )
     out: dict[str, list[Measurement]] = {}
     for i, row in enumerate(reader, start=2):
         where = f"row {i}"
@@ -97,16 +112,33 @@ def read_measurements(text: str, source: str) -> dict[str, list[Measurement]]:
                 model = get_model((row["model"] or "").strip())
             except SpecError as exc:
                 raise SpecError(f"{where}.model", exc.value, exc.reason, source) from None
-        numbers = {"tp": 1.0, "batch": 0.0, "context": 0.0, "bytes": 0.0, "gpus": 0.0, "tokens": 0.0}
+        numbers = {
+            "tp": 1.0,
+            "batch": 0.0,
+            "context": 0.0,
+            "bytes": 0.0,
+            "gpus": 0.0,
+            "tokens": 0.0,
+        }
         for field in FIELDS[kind]:
             raw = (row.get(field) or "").strip()
             try:
                 value = float(raw)
             except ValueError:
-                raise SpecError(f"{where}.{field}", raw, "not a number" if raw else f"a {kind} row needs {field}", source) from None
+                raise SpecError(
+                    f"{where}.{field}",
+                    raw,
+                    "not a number" if raw else f"a {kind} row needs {field}",
+                    source,
+                ) from None
             integer = field in ("tp", "batch", "context", "gpus")
             if not math.isfinite(value) or value <= 0 or (integer and value != int(value)):
-                raise SpecError(f"{where}.{field}", raw, "a positive integer" if integer else f"a positive number of {field}", source)
+                raise SpecError(
+                    f"{where}.{field}",
+                    raw,
+                    "a positive integer" if integer else f"a positive number of {field}",
+                    source,
+                )
             if field == "gpus" and value > 1 << 20:
                 raise SpecError(f"{where}.{field}", raw, "at most 1 048 576 GPUs", source)
             numbers[field] = value
@@ -115,15 +147,28 @@ def read_measurements(text: str, source: str) -> dict[str, list[Measurement]]:
             raise SpecError(f"{where}.tp", row["tp"], "a power of two up to 64", source)
         if kind == "allreduce" and tp == 1:
             raise SpecError(f"{where}.tp", row["tp"], "an all-reduce spans at least 2 GPUs", source)
-        out.setdefault(gpu.name, []).append(Measurement(kind, model, tp, int(numbers["batch"]), int(numbers["context"]),  # type: ignore[arg-type]
-                                                        numbers["seconds"], f"{source} {where}", numbers["bytes"],
-                                                        int(numbers["gpus"]), numbers["tokens"]))
+        out.setdefault(gpu.name, []).append(
+            Measurement(
+                kind,
+                model,
+                tp,
+                int(numbers["batch"]),
+                int(numbers["context"]),  # type: ignore[arg-type]
+                numbers["seconds"],
+                f"{source} {where}",
+                numbers["bytes"],
+                int(numbers["gpus"]),
+                numbers["tokens"],
+            )
+        )
     if not out:
         raise SpecError("", source, "holds no measurements", source)
     return out
 
 
-def predict(profile: HardwareProfile, gpu: GPUSpec, m: Measurement, affine_allreduce: bool = False) -> float:
+def predict(
+    profile: HardwareProfile, gpu: GPUSpec, m: Measurement, affine_allreduce: bool = False
+) -> float:
     """The profile's time for measurement ``m``; with ``affine_allreduce`` an all-reduce row is
     priced by the affine term alone (what the fit pins ``a`` and ``b`` to: the measured table
     would reproduce its own rows whatever they are)."""
@@ -151,20 +196,41 @@ def allreduce_tables(rows: list[Measurement]) -> dict[int, tuple[tuple[float, fl
     for r in rows:
         if r.kind == "allreduce":
             by.setdefault(r.tp, {}).setdefault(r.bytes, []).append(r.seconds)
-    return {t: tuple((b, float(np.median(v))) for b, v in sorted(sizes.items())) for t, sizes in by.items() if len(sizes) >= 2}
+    return {
+        t: tuple((b, float(np.median(v))) for b, v in sorted(sizes.items()))
+        for t, sizes in by.items()
+        if len(sizes) >= 2
+    }
 
 
-def _profile(gpu: str, names: list[str], x: np.ndarray, source: str = "", residuals: dict[str, float] | None = None,
-             tables: dict[int, tuple[tuple[float, float], ...]] | None = None) -> HardwareProfile:
+def _profile(
+    gpu: str,
+    names: list[str],
+    x: np.ndarray,
+    source: str = "",
+    residuals: dict[str, float] | None = None,
+    tables: dict[int, tuple[tuple[float, float], ...]] | None = None,
+) -> HardwareProfile:
     tables = tables or {}
     v = dict(zip(names, np.exp(x).tolist(), strict=True))
     tps = sorted(int(n[3:]) for n in names if n.startswith("e_w"))
-    return HardwareProfile(gpu=gpu, source=source, weight_efficiency={t: min(v[f"e_w{t}"], 1.0) for t in tps},
-                           gemm_efficiency=min(v["e_c"], 1.0), kv_efficiency=min(v["e_kv"], 1.0),
-                           layer_floor_us=v["c0"], layer_sequence_us=v["c1"],
-                           allreduce={t: AllReduceTerm(latency_us=v[f"a{t}"], bus_gb_per_s=v[f"b{t}"], measured=tables.get(t, ()))
-                                      for t in tps if t > 1},
-                           residuals=residuals or {})
+    return HardwareProfile(
+        gpu=gpu,
+        source=source,
+        weight_efficiency={t: min(v[f"e_w{t}"], 1.0) for t in tps},
+        gemm_efficiency=min(v["e_c"], 1.0),
+        kv_efficiency=min(v["e_kv"], 1.0),
+        layer_floor_us=v["c0"],
+        layer_sequence_us=v["c1"],
+        allreduce={
+            t: AllReduceTerm(
+                latency_us=v[f"a{t}"], bus_gb_per_s=v[f"b{t}"], measured=tables.get(t, ())
+            )
+            for t in tps
+            if t > 1
+        },
+        residuals=residuals or {},
+    )
 
 
 def vector(profile: HardwareProfile) -> tuple[list[str], np.ndarray]:
@@ -172,7 +238,12 @@ def vector(profile: HardwareProfile) -> tuple[list[str], np.ndarray]:
     tps = sorted(profile.weight_efficiency)
     names = _layout(tps)
     values = {f"e_w{t}": e for t, e in profile.weight_efficiency.items()}
-    values.update(e_c=profile.gemm_efficiency, e_kv=profile.kv_efficiency, c0=profile.layer_floor_us, c1=profile.layer_sequence_us)
+    values.update(
+        e_c=profile.gemm_efficiency,
+        e_kv=profile.kv_efficiency,
+        c0=profile.layer_floor_us,
+        c1=profile.layer_sequence_us,
+    )
     for t, ar in profile.allreduce.items():
         values[f"a{t}"], values[f"b{t}"] = ar.latency_us, ar.bus_gb_per_s
     return names, np.log([values[n] for n in names])
@@ -184,12 +255,12 @@ DERIVED = {"H800": "H100-SXM", "A100-40GB": "A100-80GB", "H20": "H100-SXM", "L4"
 DERIVED_WHY = {
     "H800": "an H100 SXM (same SMs, clocks and 3.35 TB/s HBM3) with NVLink cut from 900 to 400 GB/s: measured silicon",
     "A100-40GB": "the same A100 SXM4 die and NVLink3 as the 80 GB part, with 1 555 GB/s HBM2 instead of 2 039 HBM2e: "
-                 "assumes its kernels reach the same share of that bandwidth",
+    "assumes its kernels reach the same share of that bandwidth",
     "H20": "a Hopper part on NVLink 900 GB/s with a cut-down SM count (148 dense TFLOP/s) and 4.0 TB/s HBM3: ASSUMED, no "
-           "measurement; its decode is deeper in the memory-bound regime than the H100's, where the fitted weight and KV "
-           "efficiencies, not the GEMM one, decide",
+    "measurement; its decode is deeper in the memory-bound regime than the H100's, where the fitted weight and KV "
+    "efficiencies, not the GEMM one, decide",
     "L4": "an Ada part on PCIe like the L40S, with 300 GB/s GDDR6 and 121 dense TFLOP/s: ASSUMED, no measurement; PCIe "
-          "all-reduces as fitted on the L40S box",
+    "all-reduces as fitted on the L40S box",
 }
 
 
@@ -200,11 +271,14 @@ def derive_profile(base: HardwareProfile, gpu_name: str) -> HardwareProfile:
     (NVLink's per-call cost does not depend on the link count)."""
     ratio = get_gpu(gpu_name).link_gb_per_s / get_gpu(base.gpu).link_gb_per_s
     why = DERIVED_WHY.get(gpu_name, "")
-    return base.model_copy(update={
-        "gpu": gpu_name,
-        "source": f"{base.source}; derived from {base.gpu}: {why}; all-reduce bandwidth x {ratio:.3f} (link {gpu_name} / {base.gpu})",
-        "allreduce": {t: a.scaled(ratio) for t, a in base.allreduce.items()},
-        "residuals": {}})
+    return base.model_copy(
+        update={
+            "gpu": gpu_name,
+            "source": f"{base.source}; derived from {base.gpu}: {why}; all-reduce bandwidth x {ratio:.3f} (link {gpu_name} / {base.gpu})",
+            "allreduce": {t: a.scaled(ratio) for t, a in base.allreduce.items()},
+            "residuals": {},
+        }
+    )
 
 
 def _family(name: str) -> str:
@@ -226,11 +300,15 @@ def fit_profile(gpu_name: str, rows: list[Measurement], source: str = "") -> Har
     tps = sorted({r.tp for r in rows if r.kind != "allreduce"})
     stray = sorted({r.tp for r in rows if r.kind == "allreduce"} - set(tps))
     if stray:
-        raise CalibrationError(f"{source or gpu_name}: all-reduces of {gpu_name} over TP{stray[0]} but no steps at that TP to fit with them")
+        raise CalibrationError(
+            f"{source or gpu_name}: all-reduces of {gpu_name} over TP{stray[0]} but no steps at that TP to fit with them"
+        )
     names = _layout(tps)
     if len(rows) < MIN_ROWS_PER_PARAMETER * len(names):
-        raise CalibrationError(f"{source or gpu_name}: {len(rows)} measurements of {gpu_name} for {len(names)} parameters "
-                               f"(TP {', '.join(map(str, tps))}); a fit needs at least {MIN_ROWS_PER_PARAMETER * len(names)}")
+        raise CalibrationError(
+            f"{source or gpu_name}: {len(rows)} measurements of {gpu_name} for {len(names)} parameters "
+            f"(TP {', '.join(map(str, tps))}); a fit needs at least {MIN_ROWS_PER_PARAMETER * len(names)}"
+        )
     families = [_family(n) for n in names]
     lower = [math.log(_BOUNDS["e" if f.startswith("e_") else f][0]) for f in families]
     upper = [math.log(_BOUNDS["e" if f.startswith("e_") else f][1]) for f in families]
@@ -242,11 +320,15 @@ def fit_profile(gpu_name: str, rows: list[Measurement], source: str = "") -> Har
         p = _profile(gpu_name, names, x, tables=tables)
         return np.log([predict(p, gpu, r, affine_allreduce=True) for r in rows]) - measured
 
-    result = least_squares(residual, np.array(x0), bounds=(lower, upper), method="trf", x_scale=1.0, max_nfev=2000)
+    result = least_squares(
+        residual, np.array(x0), bounds=(lower, upper), method="trf", x_scale=1.0, max_nfev=2000
+    )
     if not result.success or result.status <= 0:
-        raise CalibrationError(f"{source or gpu_name}: the fit of {gpu_name} did not converge ({result.message})")
+        raise CalibrationError(
+            f"{source or gpu_name}: the fit of {gpu_name} did not converge ({result.message})"
+        )
     res = result.fun
-    residuals = {"all": float(np.sqrt(np.mean(res ** 2)))}
+    residuals = {"all": float(np.sqrt(np.mean(res**2)))}
     for t in tps:
         sel = np.array([r.tp == t for r in rows])
         residuals[f"tp{t}"] = float(np.sqrt(np.mean(res[sel] ** 2)))
@@ -254,7 +336,9 @@ def fit_profile(gpu_name: str, rows: list[Measurement], source: str = "") -> Har
         sel = np.array([r.kind == kind for r in rows])
         if sel.any():
             residuals[kind] = float(np.sqrt(np.mean(res[sel] ** 2)))
-    return _profile(gpu_name, names, result.x, source, {k: round(v, 4) for k, v in residuals.items()}, tables)
+    return _profile(
+        gpu_name, names, result.x, source, {k: round(v, 4) for k, v in residuals.items()}, tables
+    )
 
 
 def aic_measurements() -> dict[str, list[Measurement]]:
@@ -264,7 +348,10 @@ def aic_measurements() -> dict[str, list[Measurement]]:
 
     base = Path(__file__).parent / "data" / "measured"
     out: dict[str, list[Measurement]] = {}
-    for name, kind, col in (("aic_vllm_decode.csv", "decode", "context"), ("aic_vllm_prefill.csv", "prefill", "prompt_tokens")):
+    for name, kind, col in (
+        ("aic_vllm_decode.csv", "decode", "context"),
+        ("aic_vllm_prefill.csv", "prefill", "prompt_tokens"),
+    ):
         with (base / name).open(newline="") as fh:
             for i, r in enumerate(csv.DictReader(fh), start=2):
                 model, gpu, tp = get_model(r["model"]), get_gpu(r["gpu"]), int(r["tp"])
@@ -272,15 +359,29 @@ def aic_measurements() -> dict[str, list[Measurement]]:
                 if Instance(model, gpu, tp).kv_capacity_tokens() < batch * context:
                     continue
                 seconds = float(r["step_s"] if kind == "decode" else r["prefill_s"])
-                out.setdefault(gpu.name, []).append(Measurement(kind, model, tp, batch, context, seconds, f"{name} row {i}"))  # type: ignore[arg-type]
+                out.setdefault(gpu.name, []).append(
+                    Measurement(kind, model, tp, batch, context, seconds, f"{name} row {i}")
+                )  # type: ignore[arg-type]
     with (base / "aic_vllm_allreduce.csv").open(newline="") as fh:
         for i, r in enumerate(csv.DictReader(fh), start=2):
-            out.setdefault(r["gpu"], []).append(Measurement("allreduce", None, int(r["tp"]), 0, 0, float(r["seconds"]),
-                                                            f"aic_vllm_allreduce.csv row {i}", float(r["bytes"])))
+            out.setdefault(r["gpu"], []).append(
+                Measurement(
+                    "allreduce",
+                    None,
+                    int(r["tp"]),
+                    0,
+                    0,
+                    float(r["seconds"]),
+                    f"aic_vllm_allreduce.csv row {i}",
+                    float(r["bytes"]),
+                )
+            )
     return out
 
 
-def fit_training(gpu_name: str, rows: list[Measurement], source: str = "", gpus_per_node: int = 8) -> TrainingFit:
+def fit_training(
+    gpu_name: str, rows: list[Measurement], source: str = "", gpus_per_node: int = 8
+) -> TrainingFit:
     """The effective training MFU of ``gpu_name`` that best explains its ``train`` rows (module
     doc): the step is ``compute / mfu + fixed`` (:class:`~costmodels.rl_training.TrainingProfile`),
     fitted in log space inside [0.001, 1] (bounded scalar minimisation, scipy), with its residual."""
@@ -290,8 +391,10 @@ def fit_training(gpu_name: str, rows: list[Measurement], source: str = "", gpus_
 
     rows = [r for r in rows if r.kind == "train"]
     if len(rows) < MIN_ROWS_PER_PARAMETER:
-        raise CalibrationError(f"{source or gpu_name}: {len(rows)} training steps of {gpu_name}; a fit of the training MFU needs at least "
-                               f"{MIN_ROWS_PER_PARAMETER}")
+        raise CalibrationError(
+            f"{source or gpu_name}: {len(rows)} training steps of {gpu_name}; a fit of the training MFU needs at least "
+            f"{MIN_ROWS_PER_PARAMETER}"
+        )
     unit = TrainingProfile(mfu=1.0)
     assert all(r.model is not None for r in rows)
     compute = np.array([unit.compute_s(r.model.name, gpu_name, r.gpus, r.tokens) for r in rows])  # type: ignore[union-attr]
@@ -299,15 +402,27 @@ def fit_training(gpu_name: str, rows: list[Measurement], source: str = "", gpus_
     measured = np.log([r.seconds for r in rows])
     if np.any(np.exp(measured) <= fixed):
         worst = rows[int(np.argmax(fixed - np.exp(measured)))]
-        raise CalibrationError(f"{worst.where or source}: a training step of {worst.seconds:g} s is shorter than its optimizer step and "
-                               f"weight sync alone ({fixed[int(np.argmax(fixed - np.exp(measured)))]:.3g} s): not a whole step")
+        raise CalibrationError(
+            f"{worst.where or source}: a training step of {worst.seconds:g} s is shorter than its optimizer step and "
+            f"weight sync alone ({fixed[int(np.argmax(fixed - np.exp(measured)))]:.3g} s): not a whole step"
+        )
 
     def loss(log_mfu: float) -> float:
         return float(np.sum((np.log(compute / math.exp(log_mfu) + fixed) - measured) ** 2))
 
-    result = minimize_scalar(loss, bounds=(math.log(1e-3), 0.0), method="bounded", options={"xatol": 1e-6})
+    result = minimize_scalar(
+        loss, bounds=(math.log(1e-3), 0.0), method="bounded", options={"xatol": 1e-6}
+    )
     if not result.success:
-        raise CalibrationError(f"{source or gpu_name}: the training fit of {gpu_name} did not converge ({result.message})")
+        raise CalibrationError(
+            f"{source or gpu_name}: the training fit of {gpu_name} did not converge ({result.message})"
+        )
     mfu = float(math.exp(result.x))
     rms = math.sqrt(loss(result.x) / len(rows))
-    return TrainingFit(gpu=gpu_name, mfu=round(mfu, 6), source=source, residuals={"train": round(rms, 4)}, steps=len(rows))
+    return TrainingFit(
+        gpu=gpu_name,
+        mfu=round(mfu, 6),
+        source=source,
+        residuals={"train": round(rms, 4)},
+        steps=len(rows),
+    )

@@ -38,10 +38,17 @@ class GPUSpec(BaseModel):
     tflops_bf16_dense: float = Field(gt=0, le=MAX_TFLOPS, description="dense BF16 peak, TFLOP/s")
     memory_gb: float = Field(gt=0, le=MAX_GPU_MEMORY_GB, description="HBM capacity, GB")
     hbm_gb_per_s: float = Field(gt=0, le=MAX_HBM_GB_PER_S, description="HBM bandwidth, GB/s")
-    intra_node_gb_per_s: float = Field(gt=0, le=MAX_LINK_GB_PER_S, description="per-GPU intra-node (NVLink/PCIe) bandwidth, both directions added together, GB/s (the spec-sheet figure)")
+    intra_node_gb_per_s: float = Field(
+        gt=0,
+        le=MAX_LINK_GB_PER_S,
+        description="per-GPU intra-node (NVLink/PCIe) bandwidth, both directions added together, GB/s (the spec-sheet figure)",
+    )
     intra_node_per_direction_gb_per_s: float | None = Field(
-        default=None, gt=0, le=MAX_LINK_GB_PER_S,
-        description="per-GPU intra-node bandwidth in one direction, GB/s; what a ring step sends over (default: half the both-directions figure)")
+        default=None,
+        gt=0,
+        le=MAX_LINK_GB_PER_S,
+        description="per-GPU intra-node bandwidth in one direction, GB/s; what a ring step sends over (default: half the both-directions figure)",
+    )
     usd_per_hour: float | None = Field(default=None, ge=0, le=1e6)
     source: str = ""
 
@@ -63,12 +70,19 @@ class ModelSpec(BaseModel):
     params_b: float = Field(gt=0, le=MAX_PARAMS_B)
     hidden: int = Field(gt=0, le=MAX_MODEL_DIMENSION)
     layers: int = Field(gt=0, le=MAX_MODEL_DIMENSION)
-    ffn_intermediate: int = Field(gt=0, le=MAX_MODEL_DIMENSION, description="dense FFN size, or per-expert size for MoE")
+    ffn_intermediate: int = Field(
+        gt=0, le=MAX_MODEL_DIMENSION, description="dense FFN size, or per-expert size for MoE"
+    )
     num_experts: int | None = Field(default=None, gt=0, le=MAX_MODEL_DIMENSION)
     experts_per_token: int | None = Field(default=None, gt=0, le=MAX_MODEL_DIMENSION)
     query_heads: int = Field(gt=0, le=MAX_MODEL_DIMENSION)
     kv_heads: int = Field(gt=0, le=MAX_MODEL_DIMENSION)
-    head_dim: int = Field(default=0, ge=0, le=MAX_MODEL_DIMENSION, description="attention head width; 0 or absent: hidden / query_heads (wrong for e.g. Qwen3-4B: give it)")
+    head_dim: int = Field(
+        default=0,
+        ge=0,
+        le=MAX_MODEL_DIMENSION,
+        description="attention head width; 0 or absent: hidden / query_heads (wrong for e.g. Qwen3-4B: give it)",
+    )
     vocab: int = Field(gt=0, le=MAX_MODEL_DIMENSION)
     source: str = ""
 
@@ -76,8 +90,15 @@ class ModelSpec(BaseModel):
     @classmethod
     def _default_head_dim(cls, data: Any) -> Any:
         # Qwen3 models use 128 whatever hidden / heads says; the catalog gives it, user models may not
-        if isinstance(data, dict) and not data.get("head_dim") and data.get("hidden") and data.get("query_heads"):
-            with contextlib.suppress(TypeError, ValueError, ZeroDivisionError):  # the field validators name the bad value
+        if (
+            isinstance(data, dict)
+            and not data.get("head_dim")
+            and data.get("hidden")
+            and data.get("query_heads")
+        ):
+            with contextlib.suppress(
+                TypeError, ValueError, ZeroDivisionError
+            ):  # the field validators name the bad value
                 data = {**data, "head_dim": int(data["hidden"]) // int(data["query_heads"])}
         return data
 
@@ -140,7 +161,9 @@ def _build(cls: type[BaseModel], rows: list[dict[str, Any]], what: str) -> dict[
             item = cls.model_validate(row)
         except ValidationError as exc:  # a broken shipped table is a packaging bug; say where
             err = exc.errors()[0]
-            raise SpecError(field_path((i, *err["loc"])), err.get("input"), err["msg"], what) from None
+            raise SpecError(
+                field_path((i, *err["loc"])), err.get("input"), err["msg"], what
+            ) from None
         key = getattr(item, "name", None) or getattr(item, "technology", None) or item.link_gbps
         out[key] = item
     return out
@@ -176,13 +199,15 @@ def reference_table(name: str) -> list[dict[str, Any]]:
 
 
 def _did_you_mean(name: Any, table: dict[str, Any]) -> str:
-    """" (did you mean X?)" for a near miss: close spelling, or a catalog name that starts with
+    """ " (did you mean X?)" for a near miss: close spelling, or a catalog name that starts with
     the given one ("H100" -> "H100-SXM")."""
     import difflib
 
     if not isinstance(name, str):
         return ""
-    close = [k for k in sorted(table) if k.lower().startswith(name.lower())] or difflib.get_close_matches(name, list(table), n=2, cutoff=0.6)
+    close = [
+        k for k in sorted(table) if k.lower().startswith(name.lower())
+    ] or difflib.get_close_matches(name, list(table), n=2, cutoff=0.6)
     return f" (did you mean {' or '.join(close[:2])}?)" if close else ""
 
 
@@ -190,7 +215,11 @@ def get_gpu(name: str, extra: dict[str, GPUSpec] | None = None) -> GPUSpec:
     """Look a GPU up by name, user-defined entries first; raise a SpecError naming the choices."""
     table = {**gpu_catalog(), **(extra or {})}
     if name not in table:
-        raise SpecError("gpu", name, f"unknown GPU type{_did_you_mean(name, table)}; known: {', '.join(sorted(table))} (`rlplan catalog gpus`)")
+        raise SpecError(
+            "gpu",
+            name,
+            f"unknown GPU type{_did_you_mean(name, table)}; known: {', '.join(sorted(table))} (`rlplan catalog gpus`)",
+        )
     return table[name]
 
 
@@ -198,5 +227,9 @@ def get_model(name: str, extra: dict[str, ModelSpec] | None = None) -> ModelSpec
     """Look a model up by name, user-defined entries first; raise a SpecError naming the choices."""
     table = {**model_catalog(), **(extra or {})}
     if name not in table:
-        raise SpecError("model", name, f"unknown model{_did_you_mean(name, table)}; known: {', '.join(sorted(table))} (`rlplan catalog models`)")
+        raise SpecError(
+            "model",
+            name,
+            f"unknown model{_did_you_mean(name, table)}; known: {', '.join(sorted(table))} (`rlplan catalog models`)",
+        )
     return table[name]

@@ -99,20 +99,33 @@ class ClusterSpec(BaseModel):
     gpus: list[GPUSpec] = Field(default_factory=list)
     nodes: list[NodeSpec] = Field(min_length=1)
     network: NetworkSpec
-    profiles: list[HardwareProfile] = Field(default_factory=list, max_length=256, description=(
-        "fitted kernel profiles of this cluster's GPU types (the `profiles:` entries `rlplan calibrate` writes); they "
-        "replace the shipped profile of their GPU type, a custom GPU type gets calibrated kernels, and --profile FILE "
-        "overrides them per GPU type"))
+    profiles: list[HardwareProfile] = Field(
+        default_factory=list,
+        max_length=256,
+        description=(
+            "fitted kernel profiles of this cluster's GPU types (the `profiles:` entries `rlplan calibrate` writes); they "
+            "replace the shipped profile of their GPU type, a custom GPU type gets calibrated kernels, and --profile FILE "
+            "overrides them per GPU type"
+        ),
+    )
 
     def check(self) -> None:
         """Cross-field checks pydantic cannot express; raises SpecError with the field path."""
         total = sum(n.count for n in self.nodes)
         if total > MAX_CLUSTER_GPUS:
-            raise SpecError("nodes", f"{total} GPUs", f"rlplan plans clusters of up to {MAX_CLUSTER_GPUS:,} GPUs (its GPU-pair matrices grow as the square)")
+            raise SpecError(
+                "nodes",
+                f"{total} GPUs",
+                f"rlplan plans clusters of up to {MAX_CLUSTER_GPUS:,} GPUs (its GPU-pair matrices grow as the square)",
+            )
         names: set[str] = set()
         for i, g in enumerate(self.gpus):
             if g.name in names:
-                raise SpecError(f"gpus[{i}].name", g.name, "a second custom GPU of that name (which one would a node get?)")
+                raise SpecError(
+                    f"gpus[{i}].name",
+                    g.name,
+                    "a second custom GPU of that name (which one would a node get?)",
+                )
             names.add(g.name)
         custom = self.custom_gpus()
         seen: set[str] = set()
@@ -130,37 +143,67 @@ class ClusterSpec(BaseModel):
             if prof.gpu in profiled:
                 raise SpecError(f"profiles[{i}].gpu", prof.gpu, "a second profile of this GPU type")
             if prof.gpu not in known:
-                raise SpecError(f"profiles[{i}].gpu", prof.gpu, f"no node has this GPU type (nodes: {', '.join(sorted(known))})")
+                raise SpecError(
+                    f"profiles[{i}].gpu",
+                    prof.gpu,
+                    f"no node has this GPU type (nodes: {', '.join(sorted(known))})",
+                )
             profiled.add(prof.gpu)
         zones = self.zones()
         links: dict[frozenset[str], int] = {}
         for i, link in enumerate(self.network.inter_zone):
             a, b = link.zones
             if a == b:
-                raise SpecError(f"network.inter_zone[{i}].zones", list(link.zones), "an inter-zone link needs two different zones")
+                raise SpecError(
+                    f"network.inter_zone[{i}].zones",
+                    list(link.zones),
+                    "an inter-zone link needs two different zones",
+                )
             for z in (a, b):
                 if z not in zones:
-                    raise SpecError(f"network.inter_zone[{i}].zones", list(link.zones), f"zone {z!r} has no nodes; zones: {', '.join(sorted(zones))}")
+                    raise SpecError(
+                        f"network.inter_zone[{i}].zones",
+                        list(link.zones),
+                        f"zone {z!r} has no nodes; zones: {', '.join(sorted(zones))}",
+                    )
             key = frozenset((a, b))
             if key in links:
-                raise SpecError(f"network.inter_zone[{i}].zones", list(link.zones), f"duplicate link for this zone pair (also inter_zone[{links[key]}])")
+                raise SpecError(
+                    f"network.inter_zone[{i}].zones",
+                    list(link.zones),
+                    f"duplicate link for this zone pair (also inter_zone[{links[key]}])",
+                )
             links[key] = i
         n = self.num_gpus
         if self.network.matrix is not None:
             for fname in ("bandwidth_gbps", "latency_ms"):
                 m = getattr(self.network.matrix, fname)
                 if len(m) != n or any(len(row) != n for row in m):
-                    raise SpecError(f"network.matrix.{fname}", f"{len(m)} rows", f"must be {n} x {n} (one row and column per GPU)")
+                    raise SpecError(
+                        f"network.matrix.{fname}",
+                        f"{len(m)} rows",
+                        f"must be {n} x {n} (one row and column per GPU)",
+                    )
                 for r, row in enumerate(m):
                     for c, v in enumerate(row):
                         if r == c:
                             continue
-                        if (fname == "bandwidth_gbps" and v <= 0) or (fname == "latency_ms" and v < 0):
-                            raise SpecError(f"network.matrix.{fname}[{r}][{c}]", v, "bandwidth must be > 0 and latency >= 0")
+                        if (fname == "bandwidth_gbps" and v <= 0) or (
+                            fname == "latency_ms" and v < 0
+                        ):
+                            raise SpecError(
+                                f"network.matrix.{fname}[{r}][{c}]",
+                                v,
+                                "bandwidth must be > 0 and latency >= 0",
+                            )
         else:
             for a, b in itertools.combinations(sorted(zones), 2):
                 if frozenset((a, b)) not in links:
-                    raise SpecError("network.inter_zone", [a, b], "no link between these zones; add an inter_zone entry for the pair")
+                    raise SpecError(
+                        "network.inter_zone",
+                        [a, b],
+                        "no link between these zones; add an inter_zone entry for the pair",
+                    )
 
     def custom_gpus(self) -> dict[str, GPUSpec]:
         return {g.name: g for g in self.gpus}
@@ -233,7 +276,17 @@ def build_topology(spec: ClusterSpec) -> Topology:
     for node in spec.nodes:
         gpu = get_gpu(node.gpu, custom)
         for k in range(node.count):
-            devices.append(Device(len(devices), f"{node.name}:{k}", node.name, k, gpu, node.zone, node.region or node.zone))
+            devices.append(
+                Device(
+                    len(devices),
+                    f"{node.name}:{k}",
+                    node.name,
+                    k,
+                    gpu,
+                    node.zone,
+                    node.region or node.zone,
+                )
+            )
     n = len(devices)
     lat = np.zeros((n, n))
     bw = np.full((n, n), np.inf)
@@ -255,7 +308,10 @@ def build_topology(spec: ClusterSpec) -> Topology:
             else:
                 latency_ms, gbs = DEFAULT_INTRA_NODE_LATENCY_MS, da.gpu.link_gb_per_s
         elif da.zone == db.zone:
-            latency_ms, gbs = spec.network.intra_zone.latency_ms, spec.network.intra_zone.bandwidth_gbps / 8.0
+            latency_ms, gbs = (
+                spec.network.intra_zone.latency_ms,
+                spec.network.intra_zone.bandwidth_gbps / 8.0,
+            )
         else:
             link = inter[frozenset((da.zone, db.zone))]
             latency_ms, gbs = link.latency_ms, link.bandwidth_gbps / 8.0

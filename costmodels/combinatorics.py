@@ -21,7 +21,7 @@ def set_partitions(items: list[T]) -> Iterator[list[list[T]]]:
     first, rest = items[0], items[1:]
     for part in set_partitions(rest):
         for i in range(len(part)):
-            yield [*part[:i], [first, *part[i]], *part[i + 1:]]
+            yield [*part[:i], [first, *part[i]], *part[i + 1 :]]
         yield [[first], *part]
 
 
@@ -29,6 +29,7 @@ def restricted_growth_strings(n: int, blocks: int) -> Iterator[list[int]]:
     """Every partition of ``n`` positions into exactly ``blocks`` labelled-by-first-use blocks, as
     restricted growth strings (position 0 has label 0; each label is at most one more than the
     largest before it), in lexicographic order; none for ``n == 0``."""
+
     def rec(prefix: list[int], top: int) -> Iterator[list[int]]:
         if len(prefix) == n:
             if top + 1 == blocks:
@@ -40,6 +41,7 @@ def restricted_growth_strings(n: int, blocks: int) -> Iterator[list[int]]:
             prefix.append(label)
             yield from rec(prefix, max(top, label))
             prefix.pop()
+
     if n == 0:
         return
     yield from rec([0], 0)

@@ -170,7 +170,7 @@ def _hamiltonian_within(w: np.ndarray, classes: list[list[int]], threshold: floa
             continue
         for c in range(k):
             if used[c] < sizes[c] and allowed[last][c]:
-                nxt = used[:c] + (used[c] + 1,) + used[c + 1:]
+                nxt = used[:c] + (used[c] + 1,) + used[c + 1 :]
                 key = (nxt, c)
                 if key not in seen:
                     seen.add(key)
@@ -178,7 +178,9 @@ def _hamiltonian_within(w: np.ndarray, classes: list[list[int]], threshold: floa
     return False
 
 
-def _exact_ring(w: np.ndarray, classes: list[list[int]], lower: float, upper: float) -> float | None:
+def _exact_ring(
+    w: np.ndarray, classes: list[list[int]], lower: float, upper: float
+) -> float | None:
     states = len(classes)
     for c in classes:
         states *= len(c) + 1

@@ -66,9 +66,20 @@ from costmodels.transformer import (
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
-def decode_step_time(m: ModelSpec, gpu: GPUSpec, *, tp: int, stage_layers: int, first: bool, last: bool,
-                     batch: float, context_tokens: float, efficiency: Efficiency,
-                     allreduce_s: Callable[[float], float], alltoall_s: Callable[[float], float] | None = None) -> dict[str, float]:
+def decode_step_time(
+    m: ModelSpec,
+    gpu: GPUSpec,
+    *,
+    tp: int,
+    stage_layers: int,
+    first: bool,
+    last: bool,
+    batch: float,
+    context_tokens: float,
+    efficiency: Efficiency,
+    allreduce_s: Callable[[float], float],
+    alltoall_s: Callable[[float], float] | None = None,
+) -> dict[str, float]:
     """One decode step of one pipeline stage on one GPU of its TP group, (D1)-(D4), seconds.
 
     ``allreduce_s(volume_gb)`` is the TP group's all-reduce time (0 for tp = 1), ``alltoall_s``
@@ -78,24 +89,44 @@ def decode_step_time(m: ModelSpec, gpu: GPUSpec, *, tp: int, stage_layers: int, 
         return {"memory_s": 0.0, "compute_s": 0.0, "comm_s": 0.0, "step_s": 0.0}
     profile = efficiency.profile_for(gpu, tp)
     if profile is not None:  # a fitted profile replaces (D2)-(D4) (costmodels.profiles)
-        t = profile.terms(m, gpu, tp, batch, context_tokens, stage_layers=stage_layers, first=first, last=last)
+        t = profile.terms(
+            m, gpu, tp, batch, context_tokens, stage_layers=stage_layers, first=first, last=last
+        )
         comm = t["comm_s"]
         if m.is_moe and tp > 1 and alltoall_s is not None:
-            comm += 2 * stage_layers * alltoall_s(batch * m.hidden * BYTES_BF16 / GB * m.experts_per_token)  # type: ignore[operator]
+            comm += (
+                2
+                * stage_layers
+                * alltoall_s(batch * m.hidden * BYTES_BF16 / GB * m.experts_per_token)
+            )  # type: ignore[operator]
         # max(stream, flops) + kv + floor written as max(memory, compute), as (D1) has it
         rest = t["kv_s"] + t["floor_s"]
         memory, compute = t["stream_s"] + rest, t["flops_s"] + rest
-        return {"memory_s": memory, "compute_s": compute, "comm_s": comm, "step_s": max(memory, compute) + comm}
+        return {
+            "memory_s": memory,
+            "compute_s": compute,
+            "comm_s": comm,
+            "step_s": max(memory, compute) + comm,
+        }
     kv_read = context_tokens * kv_bytes_per_token(m, stage_layers, tp) / GB
-    memory = (weights_read_gb(m, stage_layers, first, last, tp, batch) + kv_read) / efficiency.hbm_gbs(gpu)
-    active = stage_layers * (attention_params(m) + mlp_params(m, active=True)) + (m.vocab * m.hidden if last else 0)
+    memory = (
+        weights_read_gb(m, stage_layers, first, last, tp, batch) + kv_read
+    ) / efficiency.hbm_gbs(gpu)
+    active = stage_layers * (attention_params(m) + mlp_params(m, active=True)) + (
+        m.vocab * m.hidden if last else 0
+    )
     flops = 2 * active * batch + 4 * context_tokens * m.hidden * stage_layers
     compute = flops / (tp * efficiency.flops(gpu))
     hidden_gb = batch * m.hidden * BYTES_BF16 / GB
     comm = 2 * stage_layers * allreduce_s(hidden_gb) if tp > 1 else 0.0
     if m.is_moe and tp > 1 and alltoall_s is not None:
         comm += 2 * stage_layers * alltoall_s(hidden_gb * m.experts_per_token)  # type: ignore[operator]
-    return {"memory_s": memory, "compute_s": compute, "comm_s": comm, "step_s": max(memory, compute) + comm}
+    return {
+        "memory_s": memory,
+        "compute_s": compute,
+        "comm_s": comm,
+        "step_s": max(memory, compute) + comm,
+    }
 
 
 def ring_allreduce_s(tp: int, hop_s: float, link_gbs: float, volume_gb: float) -> float:
@@ -112,10 +143,20 @@ class ServingParams(BaseModel):
     model_config = _STRICT
 
     efficiency: Efficiency = Field(default_factory=Efficiency)
-    max_num_seqs: int = Field(default=256, gt=0, description="engine's max concurrent sequences per instance")
-    memory_utilization: float = Field(default=0.9, gt=0, le=1, description="share of GPU memory the engine may use")
-    activation_reserve_gb: float = Field(default=2.0, ge=0, description="per-GPU memory kept for activations and graphs")
-    hop_latency_ms: float = Field(default=INTRA_NODE_HOP_LATENCY_MS, ge=0, description="latency of one ring step between GPUs of a node (NVLink, NCCL low-latency protocol)")
+    max_num_seqs: int = Field(
+        default=256, gt=0, description="engine's max concurrent sequences per instance"
+    )
+    memory_utilization: float = Field(
+        default=0.9, gt=0, le=1, description="share of GPU memory the engine may use"
+    )
+    activation_reserve_gb: float = Field(
+        default=2.0, ge=0, description="per-GPU memory kept for activations and graphs"
+    )
+    hop_latency_ms: float = Field(
+        default=INTRA_NODE_HOP_LATENCY_MS,
+        ge=0,
+        description="latency of one ring step between GPUs of a node (NVLink, NCCL low-latency protocol)",
+    )
 
 
 @dataclass(frozen=True)
@@ -142,7 +183,11 @@ class Instance:
     def kv_capacity_tokens(self) -> int:
         """Tokens of KV cache the instance holds (0 when the weights alone do not fit)."""
         p = self.params
-        free = self.gpu.memory_gb * p.memory_utilization - self.weights_gb_per_gpu() - p.activation_reserve_gb
+        free = (
+            self.gpu.memory_gb * p.memory_utilization
+            - self.weights_gb_per_gpu()
+            - p.activation_reserve_gb
+        )
         if free <= 0:
             return 0
         return int(free * self.tp / self.kv_gb_per_token())
@@ -160,9 +205,19 @@ class Instance:
         """Seconds for one decode step of ``batch`` sequences holding ``context_tokens`` in total:
         :func:`decode_step_time` on the whole model plus the engine's per-step overhead."""
         m = self.model
-        out = decode_step_time(m, self.gpu, tp=self.tp, stage_layers=m.layers, first=True, last=True, batch=batch,
-                               context_tokens=context_tokens, efficiency=self.params.efficiency,
-                               allreduce_s=self._allreduce_s, alltoall_s=self._alltoall_s)
+        out = decode_step_time(
+            m,
+            self.gpu,
+            tp=self.tp,
+            stage_layers=m.layers,
+            first=True,
+            last=True,
+            batch=batch,
+            context_tokens=context_tokens,
+            efficiency=self.params.efficiency,
+            allreduce_s=self._allreduce_s,
+            alltoall_s=self._alltoall_s,
+        )
         if batch > 0:
             out["overhead_s"] = self.params.efficiency.step_overhead_s(batch, m.layers)
             out["step_s"] += out["overhead_s"]
@@ -185,7 +240,10 @@ class Instance:
         if profile is not None:
             return profile.prefill_batch_s(m, self.gpu, self.tp, list(tokens), list(contexts))
         active = m.layers * (attention_params(m) + mlp_params(m, active=True))
-        attn = sum(2 * 2 * m.hidden * m.layers * (t * c + t * (t + 1) / 2) for t, c in zip(tokens, contexts, strict=True))
+        attn = sum(
+            2 * 2 * m.hidden * m.layers * (t * c + t * (t + 1) / 2)
+            for t, c in zip(tokens, contexts, strict=True)
+        )
         compute = (2 * active * total + attn) / (self.tp * eff.flops(self.gpu))
         memory = weights_read_gb(m, m.layers, True, True, self.tp, total) / eff.hbm_gbs(self.gpu)
         comm = 2 * m.layers * self._allreduce_s(total * m.hidden * BYTES_BF16 / GB)
@@ -221,7 +279,9 @@ class StepCoefficients:
         if s1 == s2:
             split = 0 if a1 >= a2 else steps
         else:
-            cross = min(float(steps), max(0.0, (a2 - a1) / (s1 - s2)))  # clamped before ceil: may be +-inf
+            cross = min(
+                float(steps), max(0.0, (a2 - a1) / (s1 - s2))
+            )  # clamped before ceil: may be +-inf
             split = min(steps, max(0, math.ceil(cross - 1e-12)))
         if s1 > s2:  # memory line on top from `split` on
             body = arith(a2, s2, 0, split) + arith(a1, s1, split, steps)
@@ -274,7 +334,9 @@ class LengthHistogram(BaseModel):
     context: list[int] | None = None
 
     def requests(self) -> list[Request]:
-        if len(self.counts) != len(self.upper) or (self.context is not None and len(self.context) != len(self.upper)):
+        if len(self.counts) != len(self.upper) or (
+            self.context is not None and len(self.context) != len(self.upper)
+        ):
             raise ValueError("upper, counts and context must have the same length")
         ctx = self.context or [0] * len(self.upper)
         out = []
@@ -305,7 +367,11 @@ def simulate_instance(inst: Instance, requests: list[Request]) -> dict[str, Any]
     t = 0.0
     peak = 0
     while waiting or running:
-        while waiting and len(running) < inst.params.max_num_seqs and reserved + waiting[-1].context + waiting[-1].remaining <= cap:
+        while (
+            waiting
+            and len(running) < inst.params.max_num_seqs
+            and reserved + waiting[-1].context + waiting[-1].remaining <= cap
+        ):
             r = waiting.pop()
             heapq.heappush(running, (step + r.remaining, r.context + r.remaining))
             reserved += r.context + r.remaining
@@ -338,16 +404,26 @@ def assign_lpt(requests: list[Request], instances: int) -> list[list[Request]]:
     return buckets
 
 
-def configuration_makespan(model: ModelSpec, gpu: GPUSpec, gpus: int, tp: int, requests: list[Request],
-                           params: ServingParams | None = None) -> dict[str, Any]:
+def configuration_makespan(
+    model: ModelSpec,
+    gpu: GPUSpec,
+    gpus: int,
+    tp: int,
+    requests: list[Request],
+    params: ServingParams | None = None,
+) -> dict[str, Any]:
     """T for the whole budget run as ``gpus // tp`` instances of TP ``tp``: the slowest instance."""
     inst = Instance(model, gpu, tp, params or ServingParams())
     dp = gpus // tp
     results = [simulate_instance(inst, part) for part in assign_lpt(requests, dp)]
     makespan = max(r["makespan_s"] for r in results)
     return {
-        "tp": tp, "dp": dp, "makespan_s": makespan, "feasible": all(r["feasible"] for r in results),
-        "kv_capacity_tokens": inst.kv_capacity_tokens(), "peak_batch": max(r["peak_batch"] for r in results),
+        "tp": tp,
+        "dp": dp,
+        "makespan_s": makespan,
+        "feasible": all(r["feasible"] for r in results),
+        "kv_capacity_tokens": inst.kv_capacity_tokens(),
+        "peak_batch": max(r["peak_batch"] for r in results),
         "steps": max(r["steps"] for r in results),
     }
 
@@ -357,14 +433,27 @@ def feasible_tps(model: ModelSpec, gpus: int, gpus_per_node: int = 8) -> list[in
     out = []
     tp = 1
     while tp <= min(gpus, gpus_per_node):
-        if gpus % tp == 0 and model.query_heads % tp == 0 and (model.kv_heads % tp == 0 or tp % model.kv_heads == 0):
+        if (
+            gpus % tp == 0
+            and model.query_heads % tp == 0
+            and (model.kv_heads % tp == 0 or tp % model.kv_heads == 0)
+        ):
             out.append(tp)
         tp *= 2
     return out
 
 
-def sweep(model: ModelSpec, gpu: GPUSpec, gpus: int, requests: list[Request], params: ServingParams | None = None,
-          gpus_per_node: int = 8) -> list[dict[str, Any]]:
+def sweep(
+    model: ModelSpec,
+    gpu: GPUSpec,
+    gpus: int,
+    requests: list[Request],
+    params: ServingParams | None = None,
+    gpus_per_node: int = 8,
+) -> list[dict[str, Any]]:
     """Makespan of every feasible TP x DP configuration of the budget, fastest first."""
-    rows = [configuration_makespan(model, gpu, gpus, tp, requests, params) for tp in feasible_tps(model, gpus, gpus_per_node)]
+    rows = [
+        configuration_makespan(model, gpu, gpus, tp, requests, params)
+        for tp in feasible_tps(model, gpus, gpus_per_node)
+    ]
     return sorted(rows, key=lambda r: (not r["feasible"], r["makespan_s"]))

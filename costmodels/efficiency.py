@@ -72,23 +72,54 @@ class Efficiency(BaseModel):
 
     model_config = _STRICT
 
-    compute: float = Field(default=0.5, gt=0, le=1, description="fraction of dense BF16 peak FLOP/s reached")
+    compute: float = Field(
+        default=0.5, gt=0, le=1, description="fraction of dense BF16 peak FLOP/s reached"
+    )
     hbm: float = Field(default=0.8, gt=0, le=1, description="fraction of HBM bandwidth reached")
-    decode_step_overhead_ms: float = Field(default_factory=lambda: _engine_default("step_ms"), ge=0, le=1e4,
-                                           description="serving engine CPU time per decode step, ms")
-    decode_sequence_overhead_us: float = Field(default_factory=lambda: _engine_default("sequence_us"), ge=0, le=1e5,
-                                               description="serving engine CPU time per sequence per decode step, µs")
-    decode_layer_overhead_us: float = Field(default_factory=lambda: _engine_default("layer_us"), ge=0, le=1e5,
-                                            description="serving engine CPU time per model layer per decode step (kernel launches without CUDA graphs), µs")
-    engine: str = Field(default=DEFAULT_ENGINE, max_length=64, description="the serving-engine profile the three overheads came from (costmodels/data/profiles/engines.yaml), or custom")
-    kernels: Literal["aic-vllm", "flat"] = Field(default="aic-vllm", description=(
-        "decode and prefill kernels: aic-vllm, the shipped profiles fitted to AIConfigurator's measurements (every catalog GPU); "
-        "flat, the compute and hbm fractions with ring all-reduces"))
-    per_gpu: dict[str, GPUEfficiency] = Field(default_factory=dict, description="per GPU type overrides")
-    profiles: dict[str, HardwareProfile] = Field(default_factory=dict, description="fitted kernel profiles per GPU type (rlplan calibrate); before the shipped ones")
-    training_mfu: dict[str, Annotated[float, Field(gt=0, le=1)]] = Field(default_factory=dict, description=(
-        "training MFU per GPU type fitted to measured RL training steps (rlplan calibrate, train rows): the rollout problem's "
-        "training stage on that GPU type uses it in place of the RollPacker Table 1 fit; HetRL's placement keeps its Appendix B terms"))
+    decode_step_overhead_ms: float = Field(
+        default_factory=lambda: _engine_default("step_ms"),
+        ge=0,
+        le=1e4,
+        description="serving engine CPU time per decode step, ms",
+    )
+    decode_sequence_overhead_us: float = Field(
+        default_factory=lambda: _engine_default("sequence_us"),
+        ge=0,
+        le=1e5,
+        description="serving engine CPU time per sequence per decode step, µs",
+    )
+    decode_layer_overhead_us: float = Field(
+        default_factory=lambda: _engine_default("layer_us"),
+        ge=0,
+        le=1e5,
+        description="serving engine CPU time per model layer per decode step (kernel launches without CUDA graphs), µs",
+    )
+    engine: str = Field(
+        default=DEFAULT_ENGINE,
+        max_length=64,
+        description="the serving-engine profile the three overheads came from (costmodels/data/profiles/engines.yaml), or custom",
+    )
+    kernels: Literal["aic-vllm", "flat"] = Field(
+        default="aic-vllm",
+        description=(
+            "decode and prefill kernels: aic-vllm, the shipped profiles fitted to AIConfigurator's measurements (every catalog GPU); "
+            "flat, the compute and hbm fractions with ring all-reduces"
+        ),
+    )
+    per_gpu: dict[str, GPUEfficiency] = Field(
+        default_factory=dict, description="per GPU type overrides"
+    )
+    profiles: dict[str, HardwareProfile] = Field(
+        default_factory=dict,
+        description="fitted kernel profiles per GPU type (rlplan calibrate); before the shipped ones",
+    )
+    training_mfu: dict[str, Annotated[float, Field(gt=0, le=1)]] = Field(
+        default_factory=dict,
+        description=(
+            "training MFU per GPU type fitted to measured RL training steps (rlplan calibrate, train rows): the rollout problem's "
+            "training stage on that GPU type uses it in place of the RollPacker Table 1 fit; HetRL's placement keeps its Appendix B terms"
+        ),
+    )
 
     def profile_for(self, gpu: GPUSpec, tp: int) -> HardwareProfile | None:
         """The fitted profile of ``gpu`` when it covers ``tp`` (the given profiles first, then the
@@ -117,21 +148,29 @@ class Efficiency(BaseModel):
     def step_overhead_s(self, batch: int, layers: int = 0) -> float:
         """Serving engine CPU time of one decode step of ``batch`` sequences through ``layers``
         layers, seconds."""
-        return (self.decode_step_overhead_ms / 1e3 + batch * self.decode_sequence_overhead_us / 1e6
-                + layers * self.decode_layer_overhead_us / 1e6)
+        return (
+            self.decode_step_overhead_ms / 1e3
+            + batch * self.decode_sequence_overhead_us / 1e6
+            + layers * self.decode_layer_overhead_us / 1e6
+        )
 
     def summary(self) -> dict[str, float | dict[str, dict[str, float | None]]]:
         """What breakdowns print: the values every term above was derated with."""
         out: dict[str, float | dict[str, dict[str, float | None]]] = {
-            "compute": self.compute, "hbm": self.hbm,
+            "compute": self.compute,
+            "hbm": self.hbm,
             "decode_step_overhead_ms": self.decode_step_overhead_ms,
             "decode_sequence_overhead_us": self.decode_sequence_overhead_us,
             "decode_layer_overhead_us": self.decode_layer_overhead_us,
-            "engine": self.engine, "kernels": self.kernels,  # type: ignore[dict-item]
+            "engine": self.engine,
+            "kernels": self.kernels,  # type: ignore[dict-item]
             "intra_node_hop_latency_ms": INTRA_NODE_HOP_LATENCY_MS,
         }
         if self.per_gpu:
             out["per_gpu"] = {k: v.model_dump() for k, v in self.per_gpu.items()}
         if self.profiles:
-            out["profiles"] = {k: {"source": v.source, "tps": sorted(v.weight_efficiency)} for k, v in self.profiles.items()}  # type: ignore[misc]
+            out["profiles"] = {
+                k: {"source": v.source, "tps": sorted(v.weight_efficiency)}
+                for k, v in self.profiles.items()
+            }  # type: ignore[misc]
         return out

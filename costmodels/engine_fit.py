@@ -54,8 +54,12 @@ _TAIL = "uniform:low=4096,high=14336,n=32,context=4096"
 _WHERE = "OrchestrRL §2.1 (Qwen2.5-14B, 8 GPUs, batch 512)"
 SECTION_21 = tuple(
     MakespanCase(f"{phase} TP{tp}", "Qwen2.5-14B", "H800", 8, tp, reqs, s, _WHERE)
-    for phase, reqs, times in (("early", _EARLY, {2: 79.2, 4: 96.3, 8: 138.7}), ("tail", _TAIL, {2: 208.4, 4: 188.3, 8: 165.1}))
-    for tp, s in times.items())
+    for phase, reqs, times in (
+        ("early", _EARLY, {2: 79.2, 4: 96.3, 8: 138.7}),
+        ("tail", _TAIL, {2: 208.4, 4: 188.3, 8: 165.1}),
+    )
+    for tp, s in times.items()
+)
 #: draws of each reconstructed snapshot (seeds of the named distribution)
 SEEDS = (0, 1, 2)
 
@@ -66,12 +70,30 @@ def predict(case: MakespanCase, efficiency: Efficiency, seeds: tuple[int, ...] =
 
     params = ServingParams(efficiency=efficiency)
     m, g = get_model(case.model), get_gpu(case.gpu)
-    return float(np.mean([configuration_makespan(m, g, case.gpus, case.tp, parse_distribution(case.requests, seed=s).requests(), params)["makespan_s"]
-                          for s in seeds]))
+    return float(
+        np.mean(
+            [
+                configuration_makespan(
+                    m,
+                    g,
+                    case.gpus,
+                    case.tp,
+                    parse_distribution(case.requests, seed=s).requests(),
+                    params,
+                )["makespan_s"]
+                for s in seeds
+            ]
+        )
+    )
 
 
-def fit_engine(name: str, kernels: Efficiency, cases: tuple[MakespanCase, ...] = SECTION_21, step_ms: float = 0.2,
-               seeds: tuple[int, ...] = SEEDS) -> EngineProfile:
+def fit_engine(
+    name: str,
+    kernels: Efficiency,
+    cases: tuple[MakespanCase, ...] = SECTION_21,
+    step_ms: float = 0.2,
+    seeds: tuple[int, ...] = SEEDS,
+) -> EngineProfile:
     """The engine profile (``layer_us``, ``sequence_us``; ``step_ms`` given) that best explains
     ``cases`` on ``kernels`` (module doc), with its residual."""
     from scipy.optimize import least_squares
@@ -86,9 +108,20 @@ def fit_engine(name: str, kernels: Efficiency, cases: tuple[MakespanCase, ...] =
         eff = kernels.model_copy(update=engine(x).efficiency_update())
         return np.log([predict(c, eff, seeds) for c in cases]) - measured
 
-    result = least_squares(residual, np.log([50.0, 10.0]), bounds=(np.log([1e-3, 1e-3]), np.log([1e4, 1e4])), method="trf", max_nfev=200)
+    result = least_squares(
+        residual,
+        np.log([50.0, 10.0]),
+        bounds=(np.log([1e-3, 1e-3]), np.log([1e4, 1e4])),
+        method="trf",
+        max_nfev=200,
+    )
     if not result.success:
         raise ValueError(f"the engine fit did not converge ({result.message})")
     fitted = engine(result.x)
     source = f"fitted to {cases[0].source} on the aic-vllm kernels, {len(cases)} times x {len(seeds)} draws of the reconstructed snapshots"
-    return fitted.model_copy(update={"source": source, "residuals": {"all": round(float(math.sqrt(np.mean(result.fun ** 2))), 4)}})
+    return fitted.model_copy(
+        update={
+            "source": source,
+            "residuals": {"all": round(float(math.sqrt(np.mean(result.fun**2))), 4)},
+        }
+    )

@@ -79,7 +79,9 @@ def from_validation(exc: Any, source: str | None = None, prefix: str = "") -> Sp
         msg = "unknown field"
     value = err.get("input") if err["type"] != "missing" else None
     path = field_path(err["loc"])
-    return SpecError(f"{prefix}.{path}" if prefix and path else (prefix or path), value, msg, source)
+    return SpecError(
+        f"{prefix}.{path}" if prefix and path else (prefix or path), value, msg, source
+    )
 
 
 def field_path(loc: tuple[Any, ...] | list[Any]) -> str:

@@ -88,5 +88,9 @@ def check_memory(field: str, value: object, count: int, bytes_each: int, what: s
     need = float(count) * bytes_each
     limit = memory_limit_bytes()
     if need > limit:
-        raise SpecError(field, value, f"{count:,} {what} need about {need / 1e9:,.1f} GB, above the memory limit of "
-                                      f"{limit / 1e9:g} GB (raise it with --memory-limit-gb)")
+        raise SpecError(
+            field,
+            value,
+            f"{count:,} {what} need about {need / 1e9:,.1f} GB, above the memory limit of "
+            f"{limit / 1e9:g} GB (raise it with --memory-limit-gb)",
+        )

@@ -35,12 +35,16 @@ class TaskletMemory:
     working_gb: float
 
 
-def training_model_gb(params: float, dp: int, grad_bytes: float, optimizer_bytes: float, distributed_optimizer: bool) -> float:
+def training_model_gb(
+    params: float, dp: int, grad_bytes: float, optimizer_bytes: float, distributed_optimizer: bool
+) -> float:
     opt = optimizer_bytes / dp if distributed_optimizer else optimizer_bytes
     return params * (BYTES_BF16 + grad_bytes + opt) / GB
 
 
-def activation_gb(m: ModelSpec, seq: int, mbs: int, stage_layers: int, tp: int, recompute: bool, in_flight: int) -> float:
+def activation_gb(
+    m: ModelSpec, seq: int, mbs: int, stage_layers: int, tp: int, recompute: bool, in_flight: int
+) -> float:
     sbh = float(seq) * mbs * m.hidden
     per_mb = (2 * sbh * stage_layers + 34 * sbh) if recompute else 34 * sbh * stage_layers
     return per_mb * in_flight / tp / GB
@@ -88,7 +92,9 @@ def tasklet_memory(
     return TaskletMemory(model, work)
 
 
-def kv_capacity_sequences(free_gb: float, m: ModelSpec, stage_layers: int, tp: int, seq: int) -> int:
+def kv_capacity_sequences(
+    free_gb: float, m: ModelSpec, stage_layers: int, tp: int, seq: int
+) -> int:
     """How many ``seq``-token sequences fit in ``free_gb`` of KV cache on one GPU."""
     per_seq = kv_bytes_per_token(m, stage_layers, tp) * seq / GB
     if per_seq <= 0:

@@ -35,17 +35,33 @@ def tiers(gpus: int, radix: int) -> int:
     return 3
 
 
-def bill_of_materials(fabric: str, gpus: int, radix: int = 64, oversubscription: float = 3.0, core_fraction: float = 0.5) -> dict[str, float]:
+def bill_of_materials(
+    fabric: str,
+    gpus: int,
+    radix: int = 64,
+    oversubscription: float = 3.0,
+    core_fraction: float = 0.5,
+) -> dict[str, float]:
     """Component counts of ``fabric`` for ``gpus`` GPUs."""
     n = float(gpus)
     t = tiers(gpus, radix)
     if fabric in ("fat-tree", "rail-optimized"):
         ports, links = (2 * t - 1) * n, t * n
-        return {"nic": n, "electrical_switch_port": ports, "transceiver": 2 * links, "fiber_cable": links}
+        return {
+            "nic": n,
+            "electrical_switch_port": ports,
+            "transceiver": 2 * links,
+            "fiber_cable": links,
+        }
     if fabric == "fat-tree-oversubscribed":
         up = n / oversubscription
         ports, links = n + (2 * t - 2) * up, n + (t - 1) * up
-        return {"nic": n, "electrical_switch_port": ports, "transceiver": 2 * links, "fiber_cable": links}
+        return {
+            "nic": n,
+            "electrical_switch_port": ports,
+            "transceiver": 2 * links,
+            "fiber_cable": links,
+        }
     if fabric == "rfabric":
         core = core_fraction * n
         return {
@@ -67,13 +83,23 @@ def fabric_cost(fabric: str, gpus: int, link_gbps: int, **kwargs: Any) -> dict[s
     price = prices[link_gbps]
     bom = bill_of_materials(fabric, gpus, **kwargs)
     unit = {
-        "nic": price.nic_usd, "electrical_switch_port": price.electrical_switch_port_usd,
-        "transceiver": price.transceiver_usd, "fiber_cable": price.fiber_cable_usd,
-        "ocs_port": price.ocs_port_usd, "patch_panel_port": price.patch_panel_port_usd,
+        "nic": price.nic_usd,
+        "electrical_switch_port": price.electrical_switch_port_usd,
+        "transceiver": price.transceiver_usd,
+        "fiber_cable": price.fiber_cable_usd,
+        "ocs_port": price.ocs_port_usd,
+        "patch_panel_port": price.patch_panel_port_usd,
     }
     items = {k: {"count": v, "unit_usd": unit[k], "usd": v * unit[k]} for k, v in bom.items()}
     total = sum(i["usd"] for i in items.values())
-    return {"fabric": fabric, "gpus": gpus, "link_gbps": link_gbps, "items": items, "total_usd": total, "usd_per_gpu": total / gpus}
+    return {
+        "fabric": fabric,
+        "gpus": gpus,
+        "link_gbps": link_gbps,
+        "items": items,
+        "total_usd": total,
+        "usd_per_gpu": total / gpus,
+    }
 
 
 def relative_costs(gpus: int, link_gbps: int, **kwargs: Any) -> dict[str, float]:

@@ -244,7 +244,11 @@ class ProblemKind:
         missing = [a for a in ("summary", "title", "objective", "units") if not getattr(self, a)]
         if not self.fields:
             missing.append("fields")
-        missing += [a for a in ("plan_type", "evaluate", "check", "summary_table", "size", "canned") if getattr(self, a) is None]
+        missing += [
+            a
+            for a in ("plan_type", "evaluate", "check", "summary_table", "size", "canned")
+            if getattr(self, a) is None
+        ]
         if not self.solvers:
             missing.append("solvers")
         elif sum(s.default for s in self.solvers) != 1:
@@ -254,5 +258,7 @@ class ProblemKind:
         names = [f.name for f in self.fields]
         for i, f in enumerate(self.fields):
             if set(f.depends) - set(names[:i]):
-                missing.append(f"field {f.name} depends on {sorted(set(f.depends) - set(names[:i]))}, not loaded before it")
+                missing.append(
+                    f"field {f.name} depends on {sorted(set(f.depends) - set(names[:i]))}, not loaded before it"
+                )
         return missing

@@ -71,14 +71,18 @@ class AllReduceTerm(BaseModel):
     latency_us: float = Field(ge=0, le=1e6, description="fixed cost per all-reduce, µs")
     bus_gb_per_s: float = Field(gt=0, le=1e6, description="bytes of the message per second, GB/s")
     measured: tuple[tuple[float, float], ...] = Field(
-        default=(), max_length=4096,
-        description="(message bytes, seconds) measured, ascending in bytes; interpolated between")
+        default=(),
+        max_length=4096,
+        description="(message bytes, seconds) measured, ascending in bytes; interpolated between",
+    )
 
     @model_validator(mode="after")
     def _ascending(self) -> AllReduceTerm:
         sizes = [b for b, _ in self.measured]
         if any(b <= 0 or s <= 0 for b, s in self.measured) or sizes != sorted(set(sizes)):
-            raise ValueError("measured all-reduce points need positive bytes and seconds, bytes strictly ascending")
+            raise ValueError(
+                "measured all-reduce points need positive bytes and seconds, bytes strictly ascending"
+            )
         return self
 
     def affine_seconds(self, message_bytes: float) -> float:
@@ -90,7 +94,10 @@ class AllReduceTerm(BaseModel):
         if len(pts) < 2:
             return self.affine_seconds(message_bytes)
         if message_bytes <= pts[0][0]:
-            return max(self.latency_us * 1e-6, pts[0][1] - (pts[0][0] - message_bytes) / (self.bus_gb_per_s * GB))
+            return max(
+                self.latency_us * 1e-6,
+                pts[0][1] - (pts[0][0] - message_bytes) / (self.bus_gb_per_s * GB),
+            )
         if message_bytes >= pts[-1][0]:
             return pts[-1][1] + (message_bytes - pts[-1][0]) / (self.bus_gb_per_s * GB)
         i = bisect.bisect_right(pts, (message_bytes, math.inf))
@@ -101,8 +108,13 @@ class AllReduceTerm(BaseModel):
         """The same all-reduce on a link ``bandwidth_ratio`` times as fast: the latency stays, the
         rest of every measured time scales by ``1 / bandwidth_ratio``."""
         lat = self.latency_us * 1e-6
-        return AllReduceTerm(latency_us=self.latency_us, bus_gb_per_s=self.bus_gb_per_s * bandwidth_ratio,
-                             measured=tuple((b, lat + max(s - lat, 0.0) / bandwidth_ratio) for b, s in self.measured))
+        return AllReduceTerm(
+            latency_us=self.latency_us,
+            bus_gb_per_s=self.bus_gb_per_s * bandwidth_ratio,
+            measured=tuple(
+                (b, lat + max(s - lat, 0.0) / bandwidth_ratio) for b, s in self.measured
+            ),
+        )
 
 
 class HardwareProfile(BaseModel):
@@ -112,62 +124,113 @@ class HardwareProfile(BaseModel):
 
     gpu: str = Field(min_length=1, description="catalog GPU type this profile describes")
     source: str = Field(default="", description="the measurements it was fitted to")
-    weight_efficiency: dict[int, float] = Field(description="e_w per TP size: share of HBM peak a weight stream reaches")
-    gemm_efficiency: float = Field(gt=0, le=1, description="e_c: share of dense BF16 peak a compute-bound GEMM reaches")
-    kv_efficiency: float = Field(gt=0, le=1, description="e_kv: share of HBM peak the attention kernel's KV reads reach")
+    weight_efficiency: dict[int, float] = Field(
+        description="e_w per TP size: share of HBM peak a weight stream reaches"
+    )
+    gemm_efficiency: float = Field(
+        gt=0, le=1, description="e_c: share of dense BF16 peak a compute-bound GEMM reaches"
+    )
+    kv_efficiency: float = Field(
+        gt=0, le=1, description="e_kv: share of HBM peak the attention kernel's KV reads reach"
+    )
     layer_floor_us: float = Field(ge=0, le=1e5, description="c0: per layer per step, µs")
-    layer_sequence_us: float = Field(ge=0, le=1e4, description="c1: per layer per sequence in the batch, µs")
+    layer_sequence_us: float = Field(
+        ge=0, le=1e4, description="c1: per layer per sequence in the batch, µs"
+    )
     allreduce: dict[int, AllReduceTerm] = Field(default_factory=dict, description="per TP size > 1")
-    residuals: dict[str, float] = Field(default_factory=dict, description="RMS log error of the fit, per TP size and in all")
+    residuals: dict[str, float] = Field(
+        default_factory=dict, description="RMS log error of the fit, per TP size and in all"
+    )
 
     def covers(self, tp: int) -> bool:
         """Whether the profile was fitted at this TP (else the default judge stands in)."""
         return tp in self.weight_efficiency and (tp == 1 or tp in self.allreduce)
 
-    def terms(self, m: ModelSpec, gpu: GPUSpec, tp: int, batch: float, context_tokens: float, prefill_tokens: float = 0.0,
-              attention_pairs: float = 0.0, stage_layers: int | None = None, first: bool = True, last: bool = True) -> dict[str, float]:
+    def terms(
+        self,
+        m: ModelSpec,
+        gpu: GPUSpec,
+        tp: int,
+        batch: float,
+        context_tokens: float,
+        prefill_tokens: float = 0.0,
+        attention_pairs: float = 0.0,
+        stage_layers: int | None = None,
+        first: bool = True,
+        last: bool = True,
+    ) -> dict[str, float]:
         """The step's terms in seconds (module doc), for the whole model or one pipeline stage of
         ``stage_layers`` layers (the embedding's all-reduce on the ``first``, the LM head on the
         ``last``). For a prefill, ``batch`` is the number of prompts, ``prefill_tokens`` their
         tokens in all and ``attention_pairs`` the causal (query, key) pairs summed over prompts;
         ``context_tokens`` is then 0."""
         if not self.covers(tp):
-            raise ValueError(f"profile of {self.gpu} has no TP{tp} terms (fitted: {sorted(self.weight_efficiency)})")
+            raise ValueError(
+                f"profile of {self.gpu} has no TP{tp} terms (fitted: {sorted(self.weight_efficiency)})"
+            )
         L, h = (m.layers if stage_layers is None else stage_layers), m.hidden
         tokens = prefill_tokens or batch
-        weights = weights_read_gb(m, L, False, last, tp, tokens)  # the layers and the LM head; the embedding is a lookup
-        active = L * (attention_params(m) + mlp_params(m, active=True)) + (m.vocab * h if last else 0)
+        weights = weights_read_gb(
+            m, L, False, last, tp, tokens
+        )  # the layers and the LM head; the embedding is a lookup
+        active = L * (attention_params(m) + mlp_params(m, active=True)) + (
+            m.vocab * h if last else 0
+        )
         flops = (2 * active * tokens + 4 * h * L * (context_tokens + attention_pairs)) / tp
         stream = weights / (gpu.hbm_gb_per_s * self.weight_efficiency[tp])
         compute = flops / (gpu.tflops_bf16_dense * 1e12 * self.gemm_efficiency)
-        kv = context_tokens * kv_bytes_per_token(m, L, tp) / GB / (gpu.hbm_gb_per_s * self.kv_efficiency)
+        kv = (
+            context_tokens
+            * kv_bytes_per_token(m, L, tp)
+            / GB
+            / (gpu.hbm_gb_per_s * self.kv_efficiency)
+        )
         floor = L * (self.layer_floor_us + self.layer_sequence_us * batch) * 1e-6
         comm = self.comm_s(m, tp, tokens, L, first)
         gemm = max(stream, compute)
-        return {"stream_s": stream, "flops_s": compute, "gemm_s": gemm, "kv_s": kv, "floor_s": floor, "comm_s": comm,
-                "step_s": gemm + kv + floor + comm}
+        return {
+            "stream_s": stream,
+            "flops_s": compute,
+            "gemm_s": gemm,
+            "kv_s": kv,
+            "floor_s": floor,
+            "comm_s": comm,
+            "step_s": gemm + kv + floor + comm,
+        }
 
-    def comm_s(self, m: ModelSpec, tp: int, tokens: float, layers: int | None = None, first: bool = True) -> float:
+    def comm_s(
+        self, m: ModelSpec, tp: int, tokens: float, layers: int | None = None, first: bool = True
+    ) -> float:
         """The step's all-reduces (module doc): two per layer of ``tokens x h`` bf16 values, one
         more after the embedding on the ``first`` stage; 0 at TP1."""
         if tp == 1:
             return 0.0
         L = m.layers if layers is None else layers
-        return (2 * L + (1 if first else 0)) * self.allreduce[tp].seconds(tokens * m.hidden * BYTES_BF16)
+        return (2 * L + (1 if first else 0)) * self.allreduce[tp].seconds(
+            tokens * m.hidden * BYTES_BF16
+        )
 
-    def decode_s(self, m: ModelSpec, gpu: GPUSpec, tp: int, batch: float, context_tokens: float) -> float:
+    def decode_s(
+        self, m: ModelSpec, gpu: GPUSpec, tp: int, batch: float, context_tokens: float
+    ) -> float:
         """Kernel seconds of one decode step of ``batch`` sequences holding ``context_tokens``."""
         return self.terms(m, gpu, tp, batch, context_tokens)["step_s"]
 
-    def prefill_s(self, m: ModelSpec, gpu: GPUSpec, tp: int, prompts: int, tokens_each: int) -> float:
+    def prefill_s(
+        self, m: ModelSpec, gpu: GPUSpec, tp: int, prompts: int, tokens_each: int
+    ) -> float:
         """Seconds to prefill ``prompts`` prompts of ``tokens_each`` tokens from an empty cache."""
         return self.prefill_batch_s(m, gpu, tp, [tokens_each] * prompts, [0] * prompts)
 
-    def prefill_batch_s(self, m: ModelSpec, gpu: GPUSpec, tp: int, tokens: list[int], contexts: list[int]) -> float:
+    def prefill_batch_s(
+        self, m: ModelSpec, gpu: GPUSpec, tp: int, tokens: list[int], contexts: list[int]
+    ) -> float:
         """Seconds to prefill one batch: prompt ``i`` computes ``tokens[i]`` new tokens after
         ``contexts[i]`` cached ones (its queries attend to the cache and causally to each other)."""
         pairs = sum(t * c + t * (t + 1) / 2 for t, c in zip(tokens, contexts, strict=True))
-        return self.terms(m, gpu, tp, len(tokens), 0.0, prefill_tokens=sum(tokens), attention_pairs=pairs)["step_s"]
+        return self.terms(
+            m, gpu, tp, len(tokens), 0.0, prefill_tokens=sum(tokens), attention_pairs=pairs
+        )["step_s"]
 
 
 class EngineProfile(BaseModel):
@@ -187,20 +250,33 @@ class EngineProfile(BaseModel):
 
     model_config = _STRICT
 
-    name: str = Field(min_length=1, max_length=64, description="serving mode, e.g. cuda-graph or eager")
+    name: str = Field(
+        min_length=1, max_length=64, description="serving mode, e.g. cuda-graph or eager"
+    )
     source: str = Field(default="", description="what the numbers came from")
     step_ms: float = Field(ge=0, le=1e4, description="per decode step, ms")
     sequence_us: float = Field(ge=0, le=1e5, description="per running sequence per decode step, µs")
-    layer_us: float = Field(default=0.0, ge=0, le=1e5, description="per model layer per decode step (kernel launches), µs")
-    residuals: dict[str, float] = Field(default_factory=dict, description="RMS log error of the fit")
+    layer_us: float = Field(
+        default=0.0,
+        ge=0,
+        le=1e5,
+        description="per model layer per decode step (kernel launches), µs",
+    )
+    residuals: dict[str, float] = Field(
+        default_factory=dict, description="RMS log error of the fit"
+    )
 
     def overhead_s(self, batch: int, layers: int) -> float:
         return self.step_ms * 1e-3 + batch * self.sequence_us * 1e-6 + layers * self.layer_us * 1e-6
 
     def efficiency_update(self) -> dict[str, float | str]:
         """The :class:`~costmodels.efficiency.Efficiency` fields this profile sets."""
-        return {"decode_step_overhead_ms": self.step_ms, "decode_sequence_overhead_us": self.sequence_us,
-                "decode_layer_overhead_us": self.layer_us, "engine": self.name}
+        return {
+            "decode_step_overhead_ms": self.step_ms,
+            "decode_sequence_overhead_us": self.sequence_us,
+            "decode_layer_overhead_us": self.layer_us,
+            "engine": self.name,
+        }
 
 
 def _shipped(name: str) -> dict:
@@ -208,17 +284,24 @@ def _shipped(name: str) -> dict:
 
     import yaml
 
-    return yaml.safe_load(resources.files("costmodels").joinpath("data", "profiles", name).read_text(encoding="utf-8"))
+    return yaml.safe_load(
+        resources.files("costmodels").joinpath("data", "profiles", name).read_text(encoding="utf-8")
+    )
 
 
 @functools.cache
 def engine_profiles() -> dict[str, EngineProfile]:
     """The shipped engine profiles (``costmodels/data/profiles/engines.yaml``) by name."""
-    return {p.name: p for p in (EngineProfile(**item) for item in _shipped("engines.yaml")["engines"])}
+    return {
+        p.name: p for p in (EngineProfile(**item) for item in _shipped("engines.yaml")["engines"])
+    }
 
 
 @functools.cache
 def shipped_profiles() -> dict[str, HardwareProfile]:
     """The shipped hardware profiles (``costmodels/data/profiles/aic-vllm.yaml``: fitted to
     AIConfigurator's vLLM measurements, or derived for the catalog GPUs it lacks) by GPU type."""
-    return {p.gpu: p for p in (HardwareProfile(**item) for item in _shipped("aic-vllm.yaml")["profiles"])}
+    return {
+        p.gpu: p
+        for p in (HardwareProfile(**item) for item in _shipped("aic-vllm.yaml")["profiles"])
+    }

@@ -36,13 +36,24 @@ def shard_overlap(tp_old: int, tp_new: int) -> float:
     return worst
 
 
-def switch_cost(inst_new: Instance, tp_old: int, bandwidth_gbs: float, latency_s: float = 0.0, overhead_s: float = 0.0) -> dict[str, float]:
+def switch_cost(
+    inst_new: Instance,
+    tp_old: int,
+    bandwidth_gbs: float,
+    latency_s: float = 0.0,
+    overhead_s: float = 0.0,
+) -> dict[str, float]:
     """C_sw: seconds to move from TP ``tp_old`` to ``inst_new.tp`` (weights from peers at
     ``bandwidth_gbs`` per GPU)."""
     new_shard_gb = BYTES_BF16 * total_params(inst_new.model) / inst_new.tp / GB
     fetch_gb = new_shard_gb * (1.0 - shard_overlap(tp_old, inst_new.tp))
     transfer = (latency_s + fetch_gb / bandwidth_gbs) if fetch_gb > 0 else 0.0
-    return {"bytes_moved_gb": fetch_gb * inst_new.tp, "transfer_s": transfer, "overhead_s": overhead_s, "cost_s": transfer + overhead_s}
+    return {
+        "bytes_moved_gb": fetch_gb * inst_new.tp,
+        "transfer_s": transfer,
+        "overhead_s": overhead_s,
+        "cost_s": transfer + overhead_s,
+    }
 
 
 def kv_cache_gb(inst: Instance, tokens: int) -> float:
@@ -51,7 +62,9 @@ def kv_cache_gb(inst: Instance, tokens: int) -> float:
     return kv_bytes_per_token(m, m.layers, inst.tp) * inst.tp * tokens / GB
 
 
-def migration_cost(dest: Instance, contexts: list[int], bandwidth_gbs: float, setup_s: float = 0.01) -> dict[str, float | str]:
+def migration_cost(
+    dest: Instance, contexts: list[int], bandwidth_gbs: float, setup_s: float = 0.01
+) -> dict[str, float | str]:
     """C_mig for moving requests holding ``contexts`` tokens each to ``dest``: KV transfer over a
     path of ``bandwidth_gbs`` (after ``setup_s`` of connection set-up and synchronisation) versus
     recomputation on ``dest``; the cheaper is chosen."""
@@ -60,5 +73,10 @@ def migration_cost(dest: Instance, contexts: list[int], bandwidth_gbs: float, se
     # recomputation replays every request's prompt and generated tokens as one prefill batch
     recompute = dest.prefill_batch(list(contexts)) if contexts else 0.0
     choice = "transfer" if transfer <= recompute else "recompute"
-    return {"kv_gb": kv, "transfer_s": transfer, "recompute_s": recompute, "choice": choice, "cost_s": min(transfer, recompute)}
-
+    return {
+        "kv_gb": kv,
+        "transfer_s": transfer,
+        "recompute_s": recompute,
+        "choice": choice,
+        "cost_s": min(transfer, recompute),
+    }

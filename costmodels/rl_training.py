@@ -53,23 +53,49 @@ class TrainingProfile(BaseModel):
 
     model_config = _STRICT
 
-    mfu: float = Field(default=FITTED_MFU, gt=0, le=1, description="effective share of dense BF16 peak the stage reaches")
-    flops_per_param_token: float = Field(default=TRAIN_FLOPS_PER_PARAM_TOKEN, gt=0, le=100,
-                                         description="training FLOPs per active parameter per token")
-    source: str = Field(default="fitted to RollPacker Table 1 (veRL, Qwen2.5-14B/16k, 32 H800), costmodels.rl_training.fit_mfu")
+    mfu: float = Field(
+        default=FITTED_MFU,
+        gt=0,
+        le=1,
+        description="effective share of dense BF16 peak the stage reaches",
+    )
+    flops_per_param_token: float = Field(
+        default=TRAIN_FLOPS_PER_PARAM_TOKEN,
+        gt=0,
+        le=100,
+        description="training FLOPs per active parameter per token",
+    )
+    source: str = Field(
+        default="fitted to RollPacker Table 1 (veRL, Qwen2.5-14B/16k, 32 H800), costmodels.rl_training.fit_mfu"
+    )
 
     def compute_s(self, model: str, gpu: str, gpus: int, tokens: float) -> float:
         """Seconds of the passes over ``tokens`` tokens on ``gpus`` GPUs."""
         m, g = get_model(model), get_gpu(gpu)
-        return self.flops_per_param_token * total_params(m) * active_fraction(m) * tokens / (gpus * g.tflops_bf16_dense * 1e12 * self.mfu)
+        return (
+            self.flops_per_param_token
+            * total_params(m)
+            * active_fraction(m)
+            * tokens
+            / (gpus * g.tflops_bf16_dense * 1e12 * self.mfu)
+        )
 
-    def fixed_s(self, model: str, gpu: str, gpus: int, gpus_per_node: int = 8, params: ServingParams | None = None) -> float:
+    def fixed_s(
+        self,
+        model: str,
+        gpu: str,
+        gpus: int,
+        gpus_per_node: int = 8,
+        params: ServingParams | None = None,
+    ) -> float:
         """Seconds a step spends whatever its tokens: the optimizer step and the weight sync."""
         m, g = get_model(model), get_gpu(gpu)
         eff = (params or ServingParams()).efficiency
         n = total_params(m)
         optimizer = OPTIMIZER_BYTES_PER_PARAM * n / gpus / 1e9 / eff.hbm_gbs(g)
-        link = g.link_gb_per_s if gpus <= gpus_per_node else min(g.link_gb_per_s, INTER_NODE_GB_PER_S)
+        link = (
+            g.link_gb_per_s if gpus <= gpus_per_node else min(g.link_gb_per_s, INTER_NODE_GB_PER_S)
+        )
         return optimizer + 2 * n / 1e9 / link
 
 
@@ -81,14 +107,24 @@ class TrainingFit(BaseModel):
     model_config = _STRICT
 
     gpu: str = Field(min_length=1, description="catalog GPU type the steps ran on")
-    mfu: float = Field(gt=0, le=1, description="effective share of dense BF16 peak the training stage reached")
+    mfu: float = Field(
+        gt=0, le=1, description="effective share of dense BF16 peak the training stage reached"
+    )
     source: str = Field(default="", description="the measurements it was fitted to")
     steps: int = Field(default=0, ge=0, description="training steps the fit used")
-    residuals: dict[str, float] = Field(default_factory=dict, description="RMS log error of the fit")
+    residuals: dict[str, float] = Field(
+        default_factory=dict, description="RMS log error of the fit"
+    )
 
 
-def train_seconds(model: str, gpu: str, gpus: int, tokens: float, params: ServingParams | None = None,
-                  profile: TrainingProfile | None = None) -> float:
+def train_seconds(
+    model: str,
+    gpu: str,
+    gpus: int,
+    tokens: float,
+    params: ServingParams | None = None,
+    profile: TrainingProfile | None = None,
+) -> float:
     """Seconds of one training step on ``tokens`` tokens on ``gpus`` GPUs (module doc)."""
     p = profile or TrainingProfile()
     return p.compute_s(model, gpu, gpus, tokens) + p.fixed_s(model, gpu, gpus, params=params)

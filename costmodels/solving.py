@@ -52,8 +52,14 @@ class Termination(StrEnum):
     @property
     def phrase(self) -> str:
         """How a summary says it."""
-        return {"optimal": "proved optimal", "infeasible": "proved infeasible", "time_limit": "stopped by the time limit",
-                "work_budget": "work budget spent", "converged": "search finished", "error": "error"}[self.value]
+        return {
+            "optimal": "proved optimal",
+            "infeasible": "proved infeasible",
+            "time_limit": "stopped by the time limit",
+            "work_budget": "work budget spent",
+            "converged": "search finished",
+            "error": "error",
+        }[self.value]
 
 
 @dataclass
@@ -87,7 +93,12 @@ def termination_of(out: SolverOutput, record: ClockRecord | None) -> Termination
         return Termination.INFEASIBLE
     if out.status == Status.ERROR:
         return Termination.ERROR
-    if record is not None and record.done is not None and record.budget is not None and record.done >= record.budget:
+    if (
+        record is not None
+        and record.done is not None
+        and record.budget is not None
+        and record.done >= record.budget
+    ):
         return Termination.WORK_BUDGET
     return Termination.CONVERGED
 
@@ -135,18 +146,27 @@ class ClockRecord:
         limit = "" if self.limit is None else f" of {self.limit:g} s"
         work = ""
         if self.done is not None:
-            work = f" after {self.done}" + (f" of {self.budget}" if self.budget is not None else "") + (f" {self.unit}" if self.unit else "")
+            work = (
+                f" after {self.done}"
+                + (f" of {self.budget}" if self.budget is not None else "")
+                + (f" {self.unit}" if self.unit else "")
+            )
         return f"stopped by the {what}{limit}{work}: this result depends on machine speed"
 
 
-_RECORD: contextvars.ContextVar[ClockRecord | None] = contextvars.ContextVar("rlplan_clock_record", default=None)
+_RECORD: contextvars.ContextVar[ClockRecord | None] = contextvars.ContextVar(
+    "rlplan_clock_record", default=None
+)
 
 
 @contextlib.contextmanager
 def clock_record(limit: float | None, explicit: bool) -> Iterator[ClockRecord]:
     """Open the :class:`ClockRecord` of one solve (the façade does, around the solver call)."""
-    record = ClockRecord(limit=limit, explicit=explicit,
-                         deadline_at=None if limit is None else time.perf_counter() + limit)
+    record = ClockRecord(
+        limit=limit,
+        explicit=explicit,
+        deadline_at=None if limit is None else time.perf_counter() + limit,
+    )
     token = _RECORD.set(record)
     try:
         yield record
@@ -165,7 +185,11 @@ def checkpoint() -> None:
     A no-op outside a solve (the façade's own re-evaluation, the CLI's simulators), so the cost
     model can call it from its inner loops; callers throttle it (every few hundred events)."""
     record = _RECORD.get()
-    if record is not None and record.deadline_at is not None and time.perf_counter() > record.deadline_at:
+    if (
+        record is not None
+        and record.deadline_at is not None
+        and time.perf_counter() > record.deadline_at
+    ):
         if not record.bound:
             record.bound = True
             record.at = record.limit
@@ -177,7 +201,11 @@ def note_work(done: int, budget: int | None = None, unit: str = "") -> None:
     """Tell the running solve's record how far the work budget got (shown when the clock binds)."""
     record = _RECORD.get()
     if record is not None:
-        record.done, record.budget, record.unit = int(done), None if budget is None else int(budget), unit
+        record.done, record.budget, record.unit = (
+            int(done),
+            None if budget is None else int(budget),
+            unit,
+        )
 
 
 @contextlib.contextmanager
@@ -225,7 +253,14 @@ class Deadline:
         machine: the unit is whatever the boxed code checks once per step (a partial combination
         extended, a state pruned), so callers size ``units`` in those steps."""
         out = Deadline(None)
-        out.start, out.time_limit, out.cap, out.limit, out.at, out.record = self.start, self.time_limit, self.cap, self.limit, self.at, self.record
+        out.start, out.time_limit, out.cap, out.limit, out.at, out.record = (
+            self.start,
+            self.time_limit,
+            self.cap,
+            self.limit,
+            self.at,
+            self.record,
+        )
         out.units = int(units)
         return out
 
@@ -322,8 +357,13 @@ class KeepBest:
     evaluator; invalid plans are counted, never kept. A later plan replaces the best only when it
     is better by more than ``tol`` (so ties keep the first)."""
 
-    def __init__(self, problem: Any, evaluate: Callable[[Any, Any], float], check: Callable[[Any, Any], list[Any]],
-                 tol: float = 0.0) -> None:
+    def __init__(
+        self,
+        problem: Any,
+        evaluate: Callable[[Any, Any], float],
+        check: Callable[[Any, Any], list[Any]],
+        tol: float = 0.0,
+    ) -> None:
         self.problem, self._evaluate, self._check, self.tol = problem, evaluate, check, tol
         self.best: float = math.inf
         self.plan: Any = None

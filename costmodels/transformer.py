@@ -82,7 +82,9 @@ def kv_bytes_per_token(m: ModelSpec, layers: int, tp: int) -> float:
     return 2.0 * layers * heads_per_rank * m.head_dim * BYTES_BF16
 
 
-def weights_read_gb(m: ModelSpec, stage_layers: int, first: bool, last: bool, tp: int, batch: float) -> float:
+def weights_read_gb(
+    m: ModelSpec, stage_layers: int, first: bool, last: bool, tp: int, batch: float
+) -> float:
     """GB of weights one GPU of a TP group reads in a decode step of ``batch`` tokens (D2): its
     shard of the stage, and for MoE only the experts the batch is expected to route to."""
     shard = stage_params(m, stage_layers, first, last)

@@ -59,9 +59,24 @@ class WorkflowSpec(BaseModel):
     responses_per_prompt: int = Field(gt=0, le=MAX_RESPONSES_PER_PROMPT)
     prompt_length: int = Field(gt=0, le=MAX_TOKENS)
     response_length: int = Field(gt=0, le=MAX_TOKENS)
-    eta: float = Field(default=0.0, ge=0, le=1, description="task parallelism among tasks sharing a GPU group: 0 one after another, 1 fully overlapped")
-    micro_batch_size: int = Field(default=1, gt=0, le=MAX_GLOBAL_BATCH, description="sequences per training/inference micro-batch")
-    decode_batch_size: int = Field(default=256, gt=0, le=MAX_NUM_SEQS, description="max concurrent sequences per serving engine (dbs)")
+    eta: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="task parallelism among tasks sharing a GPU group: 0 one after another, 1 fully overlapped",
+    )
+    micro_batch_size: int = Field(
+        default=1,
+        gt=0,
+        le=MAX_GLOBAL_BATCH,
+        description="sequences per training/inference micro-batch",
+    )
+    decode_batch_size: int = Field(
+        default=256,
+        gt=0,
+        le=MAX_NUM_SEQS,
+        description="max concurrent sequences per serving engine (dbs)",
+    )
     recompute: bool = Field(default=True, description="activation recomputation in training")
 
     def check(self) -> None:
@@ -69,7 +84,11 @@ class WorkflowSpec(BaseModel):
         names: set[str] = set()
         for i, m in enumerate(self.custom_models):
             if m.name in names:
-                raise SpecError(f"custom_models[{i}].name", m.name, "a second custom model of that name (which one would a role get?)")
+                raise SpecError(
+                    f"custom_models[{i}].name",
+                    m.name,
+                    "a second custom model of that name (which one would a role get?)",
+                )
             names.add(m.name)
         custom = {m.name: m for m in self.custom_models}
         for role in ("actor", "critic", "reference", "reward"):
@@ -83,7 +102,11 @@ class WorkflowSpec(BaseModel):
         if self.algorithm == "ppo" and self.models.critic is None:
             raise SpecError("models.critic", None, "PPO needs a critic model")
         if self.algorithm == "grpo" and self.models.critic is not None:
-            raise SpecError("models.critic", self.models.critic, "GRPO has no critic; remove it or use algorithm: ppo")
+            raise SpecError(
+                "models.critic",
+                self.models.critic,
+                "GRPO has no critic; remove it or use algorithm: ppo",
+            )
 
     def model(self, role: str) -> ModelSpec:
         """The model a role runs (the reference defaults to the actor's), resolved once."""

@@ -26,7 +26,11 @@ from costmodels.solving import native_stdout_silenced
 SOLUTION_FEASIBLE = 2
 #: the sub-MIP heuristics a caller may switch off (RINS, RENS, root reduced cost): they hunt for
 #: plans that rlplan's warm starts and cutoffs already supply
-SUB_MIP_HEURISTICS = ("mip_heuristic_run_rins", "mip_heuristic_run_rens", "mip_heuristic_run_root_reduced_cost")
+SUB_MIP_HEURISTICS = (
+    "mip_heuristic_run_rins",
+    "mip_heuristic_run_rens",
+    "mip_heuristic_run_root_reduced_cost",
+)
 
 
 @dataclass(frozen=True)
@@ -53,15 +57,37 @@ class HighsOutcome:
 
 def _stopped(highspy: Any, status: Any) -> str:
     s = highspy.HighsModelStatus
-    return {s.kOptimal: "optimal", s.kInfeasible: "infeasible", s.kObjectiveBound: "objective_bound", s.kTimeLimit: "time_limit",
-            s.kSolutionLimit: "node_limit", s.kUnbounded: "unbounded", s.kUnboundedOrInfeasible: "unbounded"}.get(status, "other")
+    return {
+        s.kOptimal: "optimal",
+        s.kInfeasible: "infeasible",
+        s.kObjectiveBound: "objective_bound",
+        s.kTimeLimit: "time_limit",
+        s.kSolutionLimit: "node_limit",
+        s.kUnbounded: "unbounded",
+        s.kUnboundedOrInfeasible: "unbounded",
+    }.get(status, "other")
 
 
-def solve_highs(cost: np.ndarray, a: Any, row_lower: np.ndarray, row_upper: np.ndarray, col_lower: np.ndarray, col_upper: np.ndarray,
-                integer: Sequence[bool] | np.ndarray | None, *, time_limit: float | None = None, mip_gap: float | None = None,
-                seed: int | None = None, threads: int | None = None, node_limit: int | None = None, objective_bound: float | None = None,
-                presolve: bool = True, sub_mip_heuristics: bool = True, restarts: bool = True,
-                warm_start: np.ndarray | None = None) -> HighsOutcome:
+def solve_highs(
+    cost: np.ndarray,
+    a: Any,
+    row_lower: np.ndarray,
+    row_upper: np.ndarray,
+    col_lower: np.ndarray,
+    col_upper: np.ndarray,
+    integer: Sequence[bool] | np.ndarray | None,
+    *,
+    time_limit: float | None = None,
+    mip_gap: float | None = None,
+    seed: int | None = None,
+    threads: int | None = None,
+    node_limit: int | None = None,
+    objective_bound: float | None = None,
+    presolve: bool = True,
+    sub_mip_heuristics: bool = True,
+    restarts: bool = True,
+    warm_start: np.ndarray | None = None,
+) -> HighsOutcome:
     """Solve the model (module doc) on HiGHS. ``a`` is any scipy sparse array of shape (rows,
     columns), converted to column-wise storage here; ``integer=None`` solves the LP and returns
     its column duals. Options left None keep HiGHS's defaults; ``node_limit`` caps
@@ -83,7 +109,10 @@ def solve_highs(cost: np.ndarray, a: Any, row_lower: np.ndarray, row_upper: np.n
     lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = m.indptr, m.indices, m.data
     lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = cols, rows
     if integer is not None:
-        lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous for i in integer]
+        lp.integrality_ = [
+            highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
+            for i in integer
+        ]
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     if seed is not None:
@@ -121,11 +150,23 @@ def solve_highs(cost: np.ndarray, a: Any, row_lower: np.ndarray, row_upper: np.n
             return HighsOutcome(stopped, h.modelStatusToString(status), None, None, None, 0)
         solution = h.getSolution()
         value = float(info.objective_function_value)
-        return HighsOutcome(stopped, h.modelStatusToString(status), np.asarray(solution.col_value), value, value, 0,
-                            np.asarray(solution.col_dual))
+        return HighsOutcome(
+            stopped,
+            h.modelStatusToString(status),
+            np.asarray(solution.col_value),
+            value,
+            value,
+            0,
+            np.asarray(solution.col_dual),
+        )
     has_x = info.primal_solution_status == SOLUTION_FEASIBLE
     if stopped == "other" and node_limit is not None and int(info.mip_node_count) >= node_limit:
         stopped = "node_limit"
-    return HighsOutcome(stopped, h.modelStatusToString(status), np.asarray(h.getSolution().col_value) if has_x else None,
-                        float(info.objective_function_value) if has_x else None,
-                        float(info.mip_dual_bound) if math.isfinite(info.mip_dual_bound) else None, int(info.mip_node_count))
+    return HighsOutcome(
+        stopped,
+        h.modelStatusToString(status),
+        np.asarray(h.getSolution().col_value) if has_x else None,
+        float(info.objective_function_value) if has_x else None,
+        float(info.mip_dual_bound) if math.isfinite(info.mip_dual_bound) else None,
+        int(info.mip_node_count),
+    )

@@ -24,13 +24,32 @@ from planner.outputs import check_output
 
 @app.command()
 def calibrate(
-    measurements: Annotated[list[Path] | None, typer.Option("--measurements", help=(
-        "CSV of measurements: kind,gpu,model,tp,batch,context,seconds[,bytes,gpus,tokens]; kinds decode, prefill, "
-        "allreduce, train (repeatable)"))] = None,
-    aic: Annotated[bool, typer.Option("--aic", help="fit to AIConfigurator's vLLM data shipped in costmodels/data/measured (the default without --measurements)")] = False,
-    gpu: Annotated[list[str] | None, typer.Option("--gpu", help="only this GPU type (repeatable)")] = None,
-    output: Annotated[str, typer.Option("--output", "-o", help="profile file to write (YAML; - for stdout)")] = "profiles.yaml",
-    as_json: Annotated[bool, typer.Option("--json", help="print the profiles as JSON instead of tables")] = False,
+    measurements: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--measurements",
+            help=(
+                "CSV of measurements: kind,gpu,model,tp,batch,context,seconds[,bytes,gpus,tokens]; kinds decode, prefill, "
+                "allreduce, train (repeatable)"
+            ),
+        ),
+    ] = None,
+    aic: Annotated[
+        bool,
+        typer.Option(
+            "--aic",
+            help="fit to AIConfigurator's vLLM data shipped in costmodels/data/measured (the default without --measurements)",
+        ),
+    ] = False,
+    gpu: Annotated[
+        list[str] | None, typer.Option("--gpu", help="only this GPU type (repeatable)")
+    ] = None,
+    output: Annotated[
+        str, typer.Option("--output", "-o", help="profile file to write (YAML; - for stdout)")
+    ] = "profiles.yaml",
+    as_json: Annotated[
+        bool, typer.Option("--json", help="print the profiles as JSON instead of tables")
+    ] = False,
 ) -> None:
     """Fit a hardware profile per GPU type (GEMM, weight-stream and KV-read efficiencies, per-layer
     floors, all-reduce per TP) by least squares on log step times, and the training MFU per GPU
@@ -60,18 +79,33 @@ def calibrate(
             sources.append(str(path))
         for name in gpu or []:
             if name not in data and DERIVED.get(name) not in data:
-                raise SpecError("--gpu", name, f"no measurements of it (measured: {', '.join(sorted(data))})")
+                raise SpecError(
+                    "--gpu", name, f"no measurements of it (measured: {', '.join(sorted(data))})"
+                )
         start = time.time()
         kernel_data = {name: [r for r in rows if r.kind != "train"] for name, rows in data.items()}
         kernel_data = {name: rows for name, rows in kernel_data.items() if rows}
         train_data = {name: [r for r in rows if r.kind == "train"] for name, rows in data.items()}
-        wanted = sorted({DERIVED.get(name, name) if name not in data else name for name in gpu} if gpu else data)
-        profiles = [fit_profile(name, kernel_data[name], " + ".join(sources)) for name in wanted if name in kernel_data]
-        training = [fit_training(name, train_data[name], " + ".join(sources)) for name in wanted if train_data.get(name)]
+        wanted = sorted(
+            {DERIVED.get(name, name) if name not in data else name for name in gpu} if gpu else data
+        )
+        profiles = [
+            fit_profile(name, kernel_data[name], " + ".join(sources))
+            for name in wanted
+            if name in kernel_data
+        ]
+        training = [
+            fit_training(name, train_data[name], " + ".join(sources))
+            for name in wanted
+            if train_data.get(name)
+        ]
         fitted = {p.gpu: p for p in profiles}
         # catalog GPU types without data of their own that share a fitted part's silicon
-        profiles += [derive_profile(fitted[base], name) for name, base in DERIVED.items()
-                     if base in fitted and name not in data and (not gpu or name in gpu)]
+        profiles += [
+            derive_profile(fitted[base], name)
+            for name, base in DERIVED.items()
+            if base in fitted and name not in data and (not gpu or name in gpu)
+        ]
     except SpecError as exc:
         fail(exc)
     except CalibrationError as exc:
@@ -98,12 +132,25 @@ def calibrate(
     for col in ("GPU", "TP", "RMS log err", "weights e_w", "all-reduce µs", "all-reduce GB/s"):
         per_tp.add_column(col, justify="left" if col == "GPU" else "right")
     for p in profiles:
-        per_gpu.add_row(p.gpu, str(len(kernel_data[p.gpu])) if p.gpu in kernel_data else "-", f"{p.residuals['all']:.3f}" if p.residuals else "derived", f"{p.gemm_efficiency:.2f}", f"{p.kv_efficiency:.2f}",
-                        f"{p.layer_floor_us:.1f}", f"{p.layer_sequence_us:.3f}")
+        per_gpu.add_row(
+            p.gpu,
+            str(len(kernel_data[p.gpu])) if p.gpu in kernel_data else "-",
+            f"{p.residuals['all']:.3f}" if p.residuals else "derived",
+            f"{p.gemm_efficiency:.2f}",
+            f"{p.kv_efficiency:.2f}",
+            f"{p.layer_floor_us:.1f}",
+            f"{p.layer_sequence_us:.3f}",
+        )
         for t, e in p.weight_efficiency.items():
             ar = p.allreduce.get(t)
-            per_tp.add_row(p.gpu, str(t), f"{p.residuals[f'tp{t}']:.3f}" if p.residuals else "-", f"{e:.2f}",
-                           "-" if ar is None else f"{ar.latency_us:.1f}", "-" if ar is None else f"{ar.bus_gb_per_s:.0f}")
+            per_tp.add_row(
+                p.gpu,
+                str(t),
+                f"{p.residuals[f'tp{t}']:.3f}" if p.residuals else "-",
+                f"{e:.2f}",
+                "-" if ar is None else f"{ar.latency_us:.1f}",
+                "-" if ar is None else f"{ar.bus_gb_per_s:.0f}",
+            )
     if profiles:
         out.print(per_gpu)
         out.print(per_tp)

@@ -41,7 +41,10 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=True,
 )
-presets_app = typer.Typer(help="List and show the shipped examples (specs and whole problems).", invoke_without_command=True)
+presets_app = typer.Typer(
+    help="List and show the shipped examples (specs and whole problems).",
+    invoke_without_command=True,
+)
 app.add_typer(presets_app, name="presets")
 
 out = Console()
@@ -57,11 +60,30 @@ def _print_version(value: bool) -> None:
 
 
 @app.callback()
-def _root(version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True, help="print rlplan's version and exit")] = False,
-          memory_limit_gb: Annotated[float | None, typer.Option(min=0.1, max=1e6, help=f"refuse inputs whose simulation would need more memory than this, GB (default {DEFAULT_MEMORY_LIMIT_GB:g}, or RLPLAN_MEMORY_LIMIT_GB)")] = None) -> None:
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="print rlplan's version and exit",
+        ),
+    ] = False,
+    memory_limit_gb: Annotated[
+        float | None,
+        typer.Option(
+            min=0.1,
+            max=1e6,
+            help=f"refuse inputs whose simulation would need more memory than this, GB (default {DEFAULT_MEMORY_LIMIT_GB:g}, or RLPLAN_MEMORY_LIMIT_GB)",
+        ),
+    ] = None,
+) -> None:
     """Plan LLM RL post-training deployments with real solvers on one set of cost models."""
     if memory_limit_gb is not None:
-        os.environ["RLPLAN_MEMORY_LIMIT_GB"] = repr(memory_limit_gb)  # read by costmodels.limits, in this process only
+        os.environ["RLPLAN_MEMORY_LIMIT_GB"] = repr(
+            memory_limit_gb
+        )  # read by costmodels.limits, in this process only
 
 
 def fail(message: str | Exception, code: int = 2) -> NoReturn:
@@ -74,13 +96,17 @@ def fail(message: str | Exception, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
-PROFILE_HELP = ("decode and prefill kernels: aic-vllm (default: the shipped profiles fitted to AIConfigurator's vLLM "
-                "measurements), a file `rlplan calibrate` wrote (its GPU types first, the shipped ones for the rest), or flat "
-                "(the fixed compute and HBM fractions of rlplan 0.x)")
+PROFILE_HELP = (
+    "decode and prefill kernels: aic-vllm (default: the shipped profiles fitted to AIConfigurator's vLLM "
+    "measurements), a file `rlplan calibrate` wrote (its GPU types first, the shipped ones for the rest), or flat "
+    "(the fixed compute and HBM fractions of rlplan 0.x)"
+)
 
 
-ENGINE_HELP = ("serving engine's CPU time per decode step: cuda-graph (default: vLLM's, and verl's since 0.6) or "
-               "eager (enforce_eager, verl's up to 0.5 and the papers' veRL baselines; fitted to OrchestrRL §2.1)")
+ENGINE_HELP = (
+    "serving engine's CPU time per decode step: cuda-graph (default: vLLM's, and verl's since 0.6) or "
+    "eager (enforce_eager, verl's up to 0.5 and the papers' veRL baselines; fitted to OrchestrRL §2.1)"
+)
 
 
 def _efficiency_update(profile: str | None, engine: str | None) -> dict[str, Any]:
@@ -152,7 +178,10 @@ def _options_table(problem: str) -> Table:
 def _print_solver_help(problem: str) -> NoReturn:
     out.print(_solver_table(problem))
     out.print(_options_table(problem))
-    out.print("Every solver also takes --time-limit S (default: its limit above, a cap it stops at; a search given --time-limit uses all of it) and --seed N.", highlight=False)
+    out.print(
+        "Every solver also takes --time-limit S (default: its limit above, a cap it stops at; a search given --time-limit uses all of it) and --seed N.",
+        highlight=False,
+    )
     raise typer.Exit(0)
 
 
@@ -218,7 +247,9 @@ def plan_command(
             prob = None  # built after `--solver help`, which needs no inputs
         else:
             if given:
-                fail(f"--{sorted(given)[0]} goes with a problem name ({', '.join(reg.problems())}), not with a problem file")
+                fail(
+                    f"--{sorted(given)[0]} goes with a problem name ({', '.join(reg.problems())}), not with a problem file"
+                )
             prob = load_problem(problem)
             kind = reg.kind_of(prob)
         if solver == "help":
@@ -227,18 +258,24 @@ def plan_command(
         output = output if output is not None else default_output(kind.name)
         targets: dict[str, Path] = {}
         if output == "-" and export:
-            fail(f"--export {export[0]}: an export is written beside the plan file (PLAN.{export[0]}.yaml); give -o a file, not - (stdout)")
+            fail(
+                f"--export {export[0]}: an export is written beside the plan file (PLAN.{export[0]}.yaml); give -o a file, not - (stdout)"
+            )
         if output != "-":
             targets["-o"] = check_output(output, "-o")
             for fmt in export or []:
-                targets[f"--export {fmt}"] = check_output(Path(output).with_suffix(f".{fmt}.yaml"), f"--export {fmt}")
+                targets[f"--export {fmt}"] = check_output(
+                    Path(output).with_suffix(f".{fmt}.yaml"), f"--export {fmt}"
+                )
         if plot is not None:
             targets["--plot"] = check_output(plot, "--plot", PLOT_SUFFIXES)
         check_distinct(targets)
         for flag, value in (("--profile", profile), ("--engine", engine)):
             if value is not None and kind.with_efficiency is None:
-                fail(f"{flag}: a {kind.name} problem has no decode kernels to calibrate; "
-                     f"{', '.join(k.name for k in reg.solvable() if k.with_efficiency)} take one")
+                fail(
+                    f"{flag}: a {kind.name} problem has no decode kernels to calibrate; "
+                    f"{', '.join(k.name for k in reg.solvable() if k.with_efficiency)} take one"
+                )
         if prob is None:
             prob = build_problem(kind.name, {**kind.defaults(), **given})
         if profile is not None or engine is not None:
@@ -249,11 +286,18 @@ def plan_command(
         options.update(_executor_options(info, executor, ray_address, options))
         for fmt in export or []:
             if fmt not in kind.exports:
-                supported = ", ".join(f"{e} ({k.name})" for k in reg.solvable() for e in k.exports) or "none"
+                supported = (
+                    ", ".join(f"{e} ({k.name})" for k in reg.solvable() for e in k.exports)
+                    or "none"
+                )
                 fail(f"--export {fmt}: not available for {kind.name} plans; exports: {supported}")
         if plot is not None and kind.plot is None:
-            fail(f"--plot: pictures exist for {', '.join(k.name for k in reg.solvable() if k.plot)} plans, not {kind.name}")
-        info.validate_options(options)  # solve() checks again; here so a bad value never opens a progress display
+            fail(
+                f"--plot: pictures exist for {', '.join(k.name for k in reg.solvable() if k.plot)} plans, not {kind.name}"
+            )
+        info.validate_options(
+            options
+        )  # solve() checks again; here so a bad value never opens a progress display
         result = _solve_with_progress(prob, info, time_limit, seed, options, quiet)
     except SpecError as exc:
         fail(exc)
@@ -261,13 +305,23 @@ def plan_command(
         fail(exc)
     if not result.success:
         detail = "; ".join(result.violations[:5])
-        fail(f"no feasible plan: {result.solver} ended with status {result.status.value}. {result.message} {detail}".strip(), code=1)
+        fail(
+            f"no feasible plan: {result.solver} ended with status {result.status.value}. {result.message} {detail}".strip(),
+            code=1,
+        )
     if result.objective is None or not math.isfinite(result.objective):
-        fail(f"no usable plan: {result.solver}'s plan has objective {result.objective} (the cost model overflowed or the plan serves nothing)", code=1)
+        fail(
+            f"no usable plan: {result.solver}'s plan has objective {result.objective} (the cost model overflowed or the plan serves nothing)",
+            code=1,
+        )
     text = result_to_json(result)
     if result.clock:  # on stderr even with --quiet or -o -: this plan is not reproducible as is
-        err.print(f"note: {result.clock} (the plan file records it under `clock`; the solver's default budget without --time-limit is reproducible)",
-                  markup=False, highlight=False, soft_wrap=True)
+        err.print(
+            f"note: {result.clock} (the plan file records it under `clock`; the solver's default budget without --time-limit is reproducible)",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     if output == "-":
         sys.stdout.write(text)
     else:
@@ -277,16 +331,44 @@ def plan_command(
             target = Path(output).with_suffix(f".{fmt}.yaml")
             write_atomic(target, yaml.safe_dump(snippet, sort_keys=False))
             caveats = snippet.get("not_expressible") or []
-            out.print(f"wrote {target}" + (f" ({len(caveats)} settings not expressible there, listed in the file)" if caveats else ""), highlight=False)
+            out.print(
+                f"wrote {target}"
+                + (
+                    f" ({len(caveats)} settings not expressible there, listed in the file)"
+                    if caveats
+                    else ""
+                ),
+                highlight=False,
+            )
     if plot is not None:
-        write_picture(plot, lambda tmp: kind.plot(result.problem, result.plan, result.breakdown, tmp, f"{kind.name} by {result.solver}: "))
+        write_picture(
+            plot,
+            lambda tmp: kind.plot(
+                result.problem,
+                result.plan,
+                result.breakdown,
+                tmp,
+                f"{kind.name} by {result.solver}: ",
+            ),
+        )
     if not quiet and output != "-":
         # what came back and why the solver stopped, apart (a time-capped MILP and a finished search are both "feasible")
-        status = result.status.value + (f": {result.termination.phrase}" if result.termination is not None else "")
+        status = result.status.value + (
+            f": {result.termination.phrase}" if result.termination is not None else ""
+        )
         if kind.summary_table is not None:
-            summary = kind.summary_table(result.problem, result.plan, result.objective, result.breakdown, result.solver, status)
+            summary = kind.summary_table(
+                result.problem,
+                result.plan,
+                result.objective,
+                result.breakdown,
+                result.solver,
+                status,
+            )
         else:
-            summary = _breakdown_summary(f"{kind.name} by {result.solver} ({status})", result.objective, result.breakdown)
+            summary = _breakdown_summary(
+                f"{kind.name} by {result.solver} ({status})", result.objective, result.breakdown
+            )
         out.print(render(summary))
         for line in outcome_lines(result):
             out.print(line, markup=False, highlight=False, soft_wrap=True)
@@ -298,34 +380,56 @@ def outcome_lines(result: Result) -> list[str]:
     solver's own words (e.g. SHA-EA's "the StreamRL seed was not beaten"), the gap to the
     proven bound when there is one, and whether a time limit stopped it."""
     said = result.message.strip()
-    lines = [said if said.lower().startswith(result.solver.lower()) else f"{result.solver}: {said}"] if said else []
+    lines = (
+        [said if said.lower().startswith(result.solver.lower()) else f"{result.solver}: {said}"]
+        if said
+        else []
+    )
     if result.bound is not None and result.gap is not None:
-        lines.append(f"bound {result.bound:.6g}, gap {100 * result.gap:.3g}%" + (" (proven optimal)" if result.gap <= 1e-9 else ""))
-    limit = result.time_limit if result.time_limit is not None else result.stats.get("default_time_limit")
+        lines.append(
+            f"bound {result.bound:.6g}, gap {100 * result.gap:.3g}%"
+            + (" (proven optimal)" if result.gap <= 1e-9 else "")
+        )
+    limit = (
+        result.time_limit
+        if result.time_limit is not None
+        else result.stats.get("default_time_limit")
+    )
     if limit is not None:
         used = f"took {result.wall_time_s:.1f} s of {'its' if result.time_limit is not None else 'the default'} {limit:g} s limit"
-        lines.append(used + ("" if result.time_limit is not None else " (--time-limit S to change it)"))
+        lines.append(
+            used + ("" if result.time_limit is not None else " (--time-limit S to change it)")
+        )
     return lines
 
 
-def _executor_options(info: Any, executor: str | None, ray_address: str | None, options: dict[str, Any]) -> dict[str, Any]:
+def _executor_options(
+    info: Any, executor: str | None, ray_address: str | None, options: dict[str, Any]
+) -> dict[str, Any]:
     """``--executor`` / ``--ray-address`` as the solver's ``executor`` / ``ray_address`` options
     (SHA-EA's evaluations on Ray); a solver that evaluates in its own process gets a clear no."""
-    given = {k: v for k, v in (("executor", executor), ("ray_address", ray_address)) if v is not None}
+    given = {
+        k: v for k, v in (("executor", executor), ("ray_address", ray_address)) if v is not None
+    }
     if not given:
         return {}
     flag = "--executor" if executor is not None else "--ray-address"
     if executor is not None and executor not in ("local", "ray"):
         fail(f"{flag} {executor}: use local or ray")
     if "executor" not in info.options:
-        fail(f"{flag}: solver {info.name!r} runs in this process; the solvers that distribute their evaluations take it "
-             f"({', '.join(s.name for s in default_registry().solvers(info.problem) if 'executor' in s.options) or 'none here'})")
+        fail(
+            f"{flag}: solver {info.name!r} runs in this process; the solvers that distribute their evaluations take it "
+            f"({', '.join(s.name for s in default_registry().solvers(info.problem) if 'executor' in s.options) or 'none here'})"
+        )
     clash = sorted(k for k in given if k in options)
     if clash:
         fail(f"{flag} and -O {clash[0]}=... both set {clash[0]}: give one")
     if ray_address is not None and executor == "local":
         fail(f"--ray-address {ray_address} needs --executor ray (it is local)")
-    return {"executor": executor or "ray", **({"ray_address": ray_address} if ray_address is not None else {})}
+    return {
+        "executor": executor or "ray",
+        **({"ray_address": ray_address} if ray_address is not None else {}),
+    }
 
 
 def _complete_problem(incomplete: str) -> list[str]:
@@ -339,8 +443,13 @@ def _complete_solver(ctx: typer.Context, incomplete: str) -> list[str]:
     """Shell completion of ``--solver``: the solvers of the problem named on the line (all
     solvers when it is a file), and ``help``."""
     reg = default_registry()
-    words = [ctx.params.get("problem"), *ctx.args]  # during completion the positional may still sit in args
-    problem = next((w for w in words if w in reg.problems()), None) or (reg.problems()[0] if not any(words) else None)
+    words = [
+        ctx.params.get("problem"),
+        *ctx.args,
+    ]  # during completion the positional may still sit in args
+    problem = next((w for w in words if w in reg.problems()), None) or (
+        reg.problems()[0] if not any(words) else None
+    )
     kinds = [problem] if problem is not None else reg.problems()
     names = sorted({s.name for k in kinds for s in reg.solvers(k)}) + ["help"]
     return [n for n in names if n.startswith(incomplete)]
@@ -352,29 +461,88 @@ def _registered(what: str) -> str:
 
 
 _REG = default_registry()
-_TIME_LIMIT_HELP = ("seconds a search may use; the best plan found by then is returned. Default: the solver's own cap "
-                    "(`--solver help` lists them), here " + ", ".join(f"{p} {_REG.get(p).name} {_REG.get(p).time_limit:g} s" for p in _REG.problems()))
-_OUTPUT_HELP = ("plan JSON file; `-` for stdout. Default: <problem>-plan.json ("
-                + ", ".join(default_output(p) for p in _REG.problems()[:2]) + ", ...)")
+_TIME_LIMIT_HELP = (
+    "seconds a search may use; the best plan found by then is returned. Default: the solver's own cap "
+    "(`--solver help` lists them), here "
+    + ", ".join(f"{p} {_REG.get(p).name} {_REG.get(p).time_limit:g} s" for p in _REG.problems())
+)
+_OUTPUT_HELP = (
+    "plan JSON file; `-` for stdout. Default: <problem>-plan.json ("
+    + ", ".join(default_output(p) for p in _REG.problems()[:2])
+    + ", ...)"
+)
 _EXPORT_HELP = f"also write a framework config snippet: {', '.join(sorted({e for k in _REG.solvable() for e in k.exports})) or 'none'}"
 
 
 def plan_options(
-    solver: Annotated[str | None, typer.Option(help="solver name; `help` lists them and their options", autocompletion=_complete_solver)] = None,
-    time_limit: Annotated[float | None, typer.Option("--time-limit", show_default=False, help=_TIME_LIMIT_HELP)] = None,
-    seed: Annotated[int, typer.Option(min=0, max=2**63 - 1, help="random seed, 0 to 2^63-1 (same input, seed and budget: same plan)")] = 0,
-    option: Annotated[list[str] | None, typer.Option("--option", "-O", help="solver option key=value (repeatable); `--solver help` lists them")] = None,
-    output: Annotated[str | None, typer.Option("--output", "-o", show_default=False, help=_OUTPUT_HELP)] = None,
+    solver: Annotated[
+        str | None,
+        typer.Option(
+            help="solver name; `help` lists them and their options", autocompletion=_complete_solver
+        ),
+    ] = None,
+    time_limit: Annotated[
+        float | None, typer.Option("--time-limit", show_default=False, help=_TIME_LIMIT_HELP)
+    ] = None,
+    seed: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            max=2**63 - 1,
+            help="random seed, 0 to 2^63-1 (same input, seed and budget: same plan)",
+        ),
+    ] = 0,
+    option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--option",
+            "-O",
+            help="solver option key=value (repeatable); `--solver help` lists them",
+        ),
+    ] = None,
+    output: Annotated[
+        str | None, typer.Option("--output", "-o", show_default=False, help=_OUTPUT_HELP)
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no summary table")] = False,
     export: Annotated[list[str] | None, typer.Option("--export", help=_EXPORT_HELP)] = None,
-    plot: Annotated[Path | None, typer.Option("--plot", help=f"also draw the plan to this PNG ({_registered('plot')})")] = None,
-    executor: Annotated[str | None, typer.Option("--executor", show_default=False, help=(
-        "where a search's evaluations run: local (default; -O workers=N for a process pool) or ray (SHA-EA)"))] = None,
-    ray_address: Annotated[str | None, typer.Option("--ray-address", show_default=False, help=(
-        "run the evaluations on this Ray cluster (e.g. auto, ray://head:10001); implies --executor ray"))] = None,
-    profile: Annotated[str | None, typer.Option("--profile", show_default=False, help=(
-        f"{PROFILE_HELP} ({_registered('with_efficiency')}); the plan file records them"))] = None,
-    engine: Annotated[str | None, typer.Option("--engine", show_default=False, help=f"{ENGINE_HELP} ({_registered('with_efficiency')})")] = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option("--plot", help=f"also draw the plan to this PNG ({_registered('plot')})"),
+    ] = None,
+    executor: Annotated[
+        str | None,
+        typer.Option(
+            "--executor",
+            show_default=False,
+            help=(
+                "where a search's evaluations run: local (default; -O workers=N for a process pool) or ray (SHA-EA)"
+            ),
+        ),
+    ] = None,
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            "--ray-address",
+            show_default=False,
+            help=(
+                "run the evaluations on this Ray cluster (e.g. auto, ray://head:10001); implies --executor ray"
+            ),
+        ),
+    ] = None,
+    profile: Annotated[
+        str | None,
+        typer.Option(
+            "--profile",
+            show_default=False,
+            help=(f"{PROFILE_HELP} ({_registered('with_efficiency')}); the plan file records them"),
+        ),
+    ] = None,
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            "--engine", show_default=False, help=f"{ENGINE_HELP} ({_registered('with_efficiency')})"
+        ),
+    ] = None,
 ) -> None:
     """The options ``rlplan plan`` takes for every problem. The command is ``rlplan plan
     [PROBLEM] [--<field> ...] <these>``: the positional problem, then one ``--<field>`` per spec
@@ -388,22 +556,48 @@ def _build_plan_command() -> Any:
     reg = default_registry()
     names = ", ".join(reg.problems())
     P = inspect.Parameter
-    params = [P("problem", P.POSITIONAL_OR_KEYWORD, default=None,
-                annotation=Annotated[str | None, typer.Argument(help=f"{names}, or a problem file / preset name; default {reg.problems()[0]}",
-                                                                show_default=False, autocompletion=_complete_problem)])]
+    params = [
+        P(
+            "problem",
+            P.POSITIONAL_OR_KEYWORD,
+            default=None,
+            annotation=Annotated[
+                str | None,
+                typer.Argument(
+                    help=f"{names}, or a problem file / preset name; default {reg.problems()[0]}",
+                    show_default=False,
+                    autocompletion=_complete_problem,
+                ),
+            ],
+        )
+    ]
     file_fields = _file_fields()
     for name, kinds in file_fields.items():
         helps = "; ".join(f"{k.spec_field(name).help} ({k.name})" for k in kinds)
-        params.append(P(name, P.KEYWORD_ONLY, default=None, annotation=Annotated[str | None, typer.Option(help=helps)]))
-    params += [p.replace(kind=P.KEYWORD_ONLY) for p in inspect.signature(plan_options, eval_str=True).parameters.values()]
+        params.append(
+            P(
+                name,
+                P.KEYWORD_ONLY,
+                default=None,
+                annotation=Annotated[str | None, typer.Option(help=helps)],
+            )
+        )
+    params += [
+        p.replace(kind=P.KEYWORD_ONLY)
+        for p in inspect.signature(plan_options, eval_str=True).parameters.values()
+    ]
 
     def plan(**kwargs: Any) -> None:
         fields = {name: kwargs.pop(name) for name in file_fields}
         plan_command(kwargs.pop("problem"), fields, **kwargs)
 
     plan.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-    plan.__doc__ = ("Solve a planning problem and write its plan JSON. With no arguments: the shipped default "
-                    f"example ({reg.problems()[0]}: " + ", ".join(f"{k}={v}" for k, v in reg.solvable()[0].defaults().items()) + ").")
+    plan.__doc__ = (
+        "Solve a planning problem and write its plan JSON. With no arguments: the shipped default "
+        f"example ({reg.problems()[0]}: "
+        + ", ".join(f"{k}={v}" for k, v in reg.solvable()[0].defaults().items())
+        + ")."
+    )
     return plan
 
 
@@ -414,14 +608,18 @@ app.command("plan")(_build_plan_command())
 PROGRESS_EVERY_S = 5.0
 
 
-def _solve_with_progress(prob: Any, info: Any, time_limit: float | None, seed: int, options: dict[str, Any], quiet: bool) -> Result:
+def _solve_with_progress(
+    prob: Any, info: Any, time_limit: float | None, seed: int, options: dict[str, Any], quiet: bool
+) -> Result:
     """Solve with a live display on a terminal (a bar for solvers that count evaluations, a
     spinner with the clock for the others) and, outside one, a progress line on stderr every few
     seconds, so a long run in CI or under ``nohup`` is never silent. ``--quiet`` shows neither."""
     if quiet:
         return solve(prob, info.name, time_limit=time_limit, seed=seed, **options)
     limit = time_limit if time_limit is not None else info.time_limit
-    what = f"{info.problem} by {info.name}, limit {limit:g} s" + ("" if time_limit is not None else " (default)")
+    what = f"{info.problem} by {info.name}, limit {limit:g} s" + (
+        "" if time_limit is not None else " (default)"
+    )
     if sys.stderr.isatty():
         return _solve_on_terminal(prob, info, what, time_limit, seed, options)
     state: dict[str, Any] = {"used": None, "budget": None, "best": math.inf}
@@ -446,23 +644,33 @@ def _solve_with_progress(prob: Any, info: Any, time_limit: float | None, seed: i
     thread = threading.Thread(target=heartbeat, name="rlplan-progress", daemon=True)
     thread.start()
     try:
-        return solve(prob, info.name, time_limit=time_limit, seed=seed, progress=remember, **options)
+        return solve(
+            prob, info.name, time_limit=time_limit, seed=seed, progress=remember, **options
+        )
     finally:
         done.set()
         thread.join()
 
 
-def _solve_on_terminal(prob: Any, info: Any, what: str, time_limit: float | None, seed: int, options: dict[str, Any]) -> Result:
+def _solve_on_terminal(
+    prob: Any, info: Any, what: str, time_limit: float | None, seed: int, options: dict[str, Any]
+) -> Result:
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     columns = [SpinnerColumn(), TextColumn("[progress.description]{task.description}")]
     if info.takes_progress:
-        columns += [BarColumn(), TextColumn("{task.completed}/{task.total} evaluations"), TextColumn("best {task.fields[best]}")]
+        columns += [
+            BarColumn(),
+            TextColumn("{task.completed}/{task.total} evaluations"),
+            TextColumn("best {task.fields[best]}"),
+        ]
     with Progress(*columns, TimeElapsedColumn(), console=err, transient=True) as bar:
         task = bar.add_task(f"solving {what}", total=None, best="-")
 
         def report(used: int, budget: int, best: float) -> None:
-            bar.update(task, completed=used, total=budget, best=f"{best:.6g}" if best < math.inf else "-")
+            bar.update(
+                task, completed=used, total=budget, best=f"{best:.6g}" if best < math.inf else "-"
+            )
 
         return solve(prob, info.name, time_limit=time_limit, seed=seed, progress=report, **options)
 
@@ -479,19 +687,36 @@ def validate(
     except SpecError as exc:
         fail(exc)
     if as_json:
-        out.print_json(json.dumps({"file": str(plan_file), "valid": not violations, "violations": violations}))
+        out.print_json(
+            json.dumps({"file": str(plan_file), "valid": not violations, "violations": violations})
+        )
     elif violations:
-        err.print(f"invalid: {plan_file}: {len(violations)} violation(s)", markup=False, highlight=False, soft_wrap=True)
+        err.print(
+            f"invalid: {plan_file}: {len(violations)} violation(s)",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
         for v in violations:
             err.print(f"  {v}", markup=False, highlight=False, soft_wrap=True)
     else:
-        out.print(f"valid: {plan_file} ({doc.problem} plan by {doc.solver}, objective {doc.objective:.6g})", markup=False, highlight=False, soft_wrap=True)
+        out.print(
+            f"valid: {plan_file} ({doc.problem} plan by {doc.solver}, objective {doc.objective:.6g})",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     raise typer.Exit(1 if violations else 0)
 
 
 @app.command()
 def evaluate(
-    plan_file: Annotated[Path, typer.Argument(help="a plan JSON written by `rlplan plan`, or a problem file with a `plan:` section")],
+    plan_file: Annotated[
+        Path,
+        typer.Argument(
+            help="a plan JSON written by `rlplan plan`, or a problem file with a `plan:` section"
+        ),
+    ],
     as_json: Annotated[bool, typer.Option("--json", help="print the breakdown as JSON")] = False,
 ) -> None:
     """Print a plan's cost breakdown (per task, per component) as the cost model computes it."""
@@ -510,7 +735,9 @@ def evaluate(
     if as_json:
         from planner.planfile import json_safe
 
-        sys.stdout.write(json.dumps(json_safe({"objective": objective, "breakdown": breakdown}), indent=2) + "\n")
+        sys.stdout.write(
+            json.dumps(json_safe({"objective": objective, "breakdown": breakdown}), indent=2) + "\n"
+        )
         return
     kind = default_registry().kind_of(problem)
     if kind.evaluate_table is not None:
@@ -520,8 +747,11 @@ def evaluate(
 
 
 @presets_app.callback()
-def presets_list(ctx: typer.Context, kind: Annotated[str | None, typer.Option(help="only this kind")] = None,
-                 as_json: Annotated[bool, typer.Option("--json", help="machine-readable list")] = False) -> None:
+def presets_list(
+    ctx: typer.Context,
+    kind: Annotated[str | None, typer.Option(help="only this kind")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="machine-readable list")] = False,
+) -> None:
     """List the shipped presets (any CLI option that takes a file also takes a preset name)."""
     if ctx.invoked_subcommand is not None:
         return
@@ -529,7 +759,16 @@ def presets_list(ctx: typer.Context, kind: Annotated[str | None, typer.Option(he
     if kind is not None and kind not in kinds:
         fail(f"--kind: no presets of kind {kind!r}; kinds: {', '.join(kinds)}")
     if as_json:
-        sys.stdout.write(json.dumps([{"name": p.name, "kind": p.kind, "description": p.description} for p in presets(kind)], indent=2) + "\n")
+        sys.stdout.write(
+            json.dumps(
+                [
+                    {"name": p.name, "kind": p.kind, "description": p.description}
+                    for p in presets(kind)
+                ],
+                indent=2,
+            )
+            + "\n"
+        )
         return
     table = Table(title="rlplan presets")
     for col in ("name", "kind", "description"):
@@ -537,7 +776,9 @@ def presets_list(ctx: typer.Context, kind: Annotated[str | None, typer.Option(he
     for p in presets(kind):
         table.add_row(p.name, p.kind, p.description)
     out.print(table)
-    out.print("Show one with `rlplan presets show NAME`; save it with `rlplan presets show NAME > my.yaml`.")
+    out.print(
+        "Show one with `rlplan presets show NAME`; save it with `rlplan presets show NAME > my.yaml`."
+    )
 
 
 @app.command("catalog")
@@ -559,14 +800,29 @@ def catalog(
         for col in ("name", "BF16 TFLOP/s", "memory GB", "HBM GB/s", "link GB/s", "$/h"):
             table.add_column(col, justify="right" if col != "name" else "left")
         for g in items:
-            table.add_row(g.name, f"{g.tflops_bf16_dense:g}", f"{g.memory_gb:g}", f"{g.hbm_gb_per_s:g}", f"{g.link_gb_per_s:g}",
-                          f"{g.usd_per_hour:g}" if g.usd_per_hour is not None else "-")
+            table.add_row(
+                g.name,
+                f"{g.tflops_bf16_dense:g}",
+                f"{g.memory_gb:g}",
+                f"{g.hbm_gb_per_s:g}",
+                f"{g.link_gb_per_s:g}",
+                f"{g.usd_per_hour:g}" if g.usd_per_hour is not None else "-",
+            )
     else:
-        table = Table(title="models (workflow files: models.actor etc.; custom ones under custom_models:)")
+        table = Table(
+            title="models (workflow files: models.actor etc.; custom ones under custom_models:)"
+        )
         for col in ("name", "params (B)", "layers", "hidden", "heads / KV heads", "MoE"):
             table.add_column(col, justify="right" if col != "name" else "left")
         for m in items:
-            table.add_row(m.name, f"{m.params_b:g}", str(m.layers), str(m.hidden), f"{m.query_heads} / {m.kv_heads}", "yes" if m.is_moe else "")
+            table.add_row(
+                m.name,
+                f"{m.params_b:g}",
+                str(m.layers),
+                str(m.hidden),
+                f"{m.query_heads} / {m.kv_heads}",
+                "yes" if m.is_moe else "",
+            )
     out.print(table)
 
 
@@ -585,10 +841,23 @@ def command_kit() -> CommandKit:
     from planner.planfile import json_safe, load_plan_and_problem
     from planner.solve import check_plan
 
-    return CommandKit(out=out, err=err, fail=fail, build_problem=build_problem, load_plan_and_problem=load_plan_and_problem,
-                      check_plan=check_plan, efficiency_update=_efficiency_update, efficiency=_efficiency, profile_help=PROFILE_HELP,
-                      engine_help=ENGINE_HELP, check_output=check_output, write_picture=write_picture, plot_suffixes=PLOT_SUFFIXES,
-                      read_text=read_text, json_safe=json_safe)
+    return CommandKit(
+        out=out,
+        err=err,
+        fail=fail,
+        build_problem=build_problem,
+        load_plan_and_problem=load_plan_and_problem,
+        check_plan=check_plan,
+        efficiency_update=_efficiency_update,
+        efficiency=_efficiency,
+        profile_help=PROFILE_HELP,
+        engine_help=ENGINE_HELP,
+        check_output=check_output,
+        write_picture=write_picture,
+        plot_suffixes=PLOT_SUFFIXES,
+        read_text=read_text,
+        json_safe=json_safe,
+    )
 
 
 def mount_problem_commands(root: typer.Typer) -> None:
@@ -600,9 +869,13 @@ def mount_problem_commands(root: typer.Typer) -> None:
     for kind in default_registry().kinds():
         for entry in kind.commands:
             if entry.group not in COMMAND_GROUPS:
-                raise ValueError(f"{kind.name}: command {entry.name!r} joins unknown group {entry.group!r}; groups: {', '.join(COMMAND_GROUPS)}")
+                raise ValueError(
+                    f"{kind.name}: command {entry.name!r} joins unknown group {entry.group!r}; groups: {', '.join(COMMAND_GROUPS)}"
+                )
             if entry.group not in groups:
-                groups[entry.group] = typer.Typer(help=COMMAND_GROUPS[entry.group], no_args_is_help=True)
+                groups[entry.group] = typer.Typer(
+                    help=COMMAND_GROUPS[entry.group], no_args_is_help=True
+                )
                 root.add_typer(groups[entry.group], name=entry.group)
             injected = {key: resolve(target) for key, target in entry.inject.items()}
             groups[entry.group].command(entry.name)(resolve(entry.target)(kit, **injected))

@@ -46,7 +46,7 @@ def _say(message: str) -> None:
 
 
 def _suggest(exc: Exception) -> str:
-    """"Did you mean" for a mistyped command (click suggests options itself)."""
+    """ "Did you mean" for a mistyped command (click suggests options itself)."""
     import difflib
 
     ctx = getattr(exc, "ctx", None)
@@ -56,18 +56,32 @@ def _suggest(exc: Exception) -> str:
     name = message.split("'")[1] if "'" in message else ""
     commands = list(getattr(ctx.command, "commands", {}) or {})
     close = difflib.get_close_matches(name, commands, n=3, cutoff=0.6)
-    return f" (did you mean {' or '.join(close)}?)" if close else f" (commands: {', '.join(sorted(commands))})"
+    return (
+        f" (did you mean {' or '.join(close)}?)"
+        if close
+        else f" (commands: {', '.join(sorted(commands))})"
+    )
 
 
 def _given(exc: Exception, args: list[str]) -> str:
-    """" (got 'abc')" for an option value click could not convert, when its message does not
+    """ " (got 'abc')" for an option value click could not convert, when its message does not
     already show it: the value as typed, found after the option's name in ``args``."""
     param = getattr(exc, "param", None)
     message = str(getattr(exc, "message", ""))
     for i, arg in enumerate(args):
         for opt in getattr(param, "opts", ()) or ():
-            value = args[i + 1] if arg == opt and i + 1 < len(args) else arg[len(opt) + 1:] if arg.startswith(f"{opt}=") else None
-            if value is not None and repr(value) not in message and f" {value} " not in f" {message} ":
+            value = (
+                args[i + 1]
+                if arg == opt and i + 1 < len(args)
+                else arg[len(opt) + 1 :]
+                if arg.startswith(f"{opt}=")
+                else None
+            )
+            if (
+                value is not None
+                and repr(value) not in message
+                and f" {value} " not in f" {message} "
+            ):
                 return f" (got {value!r})"
     return ""
 
@@ -96,11 +110,15 @@ def main(argv: list[str] | None = None) -> None:
             if code == INTERRUPTED:  # typer turns Ctrl-C inside a command into a silent Exit(130)
                 raise KeyboardInterrupt
         except cx.NoArgsIsHelpError as exc:
-            sys.stderr.write(exc.format_message().rstrip() + "\n")  # a bare `rlplan simulate`: its help
+            sys.stderr.write(
+                exc.format_message().rstrip() + "\n"
+            )  # a bare `rlplan simulate`: its help
             code = 2
         except cx.UsageError as exc:
             where = exc.ctx.command_path if exc.ctx else "rlplan"
-            _say(f"{where}: {exc.format_message().rstrip('.')}{_given(exc, sys.argv[1:] if argv is None else argv)}{_suggest(exc)}; see `{where} --help`")
+            _say(
+                f"{where}: {exc.format_message().rstrip('.')}{_given(exc, sys.argv[1:] if argv is None else argv)}{_suggest(exc)}; see `{where} --help`"
+            )
             code = 2
         except typer.Abort:
             raise KeyboardInterrupt from None
@@ -126,7 +144,9 @@ def main(argv: list[str] | None = None) -> None:
         except Exception as exc:  # noqa: BLE001 - the last guard: one line, not a traceback
             if os.environ.get("RLPLAN_DEBUG"):
                 raise
-            _say(f"internal error: {exc.__class__.__name__}: {exc} (please report it; RLPLAN_DEBUG=1 shows the traceback)")
+            _say(
+                f"internal error: {exc.__class__.__name__}: {exc} (please report it; RLPLAN_DEBUG=1 shows the traceback)"
+            )
             code = 1
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")

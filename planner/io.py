@@ -54,15 +54,23 @@ def read_text(path: Path) -> str:
         with path.open("rb") as fh:
             data = fh.read(MAX_INPUT_BYTES + 1)
     except FileNotFoundError:
-        raise SpecError("", source, "no such file (and no preset of that name; see `rlplan presets`)", source) from None
+        raise SpecError(
+            "", source, "no such file (and no preset of that name; see `rlplan presets`)", source
+        ) from None
     except OSError as exc:
-        raise SpecError("", source, f"cannot read: {exc.strerror or exc.__class__.__name__}", source) from None
+        raise SpecError(
+            "", source, f"cannot read: {exc.strerror or exc.__class__.__name__}", source
+        ) from None
     if len(data) > MAX_INPUT_BYTES:
-        raise SpecError("", source, f"larger than {MAX_INPUT_BYTES // 2**20} MiB: not a spec file", source)
+        raise SpecError(
+            "", source, f"larger than {MAX_INPUT_BYTES // 2**20} MiB: not a spec file", source
+        )
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise SpecError(f"byte {exc.start}", data[exc.start:exc.start + 4], "not UTF-8 text", source) from None
+        raise SpecError(
+            f"byte {exc.start}", data[exc.start : exc.start + 4], "not UTF-8 text", source
+        ) from None
 
 
 class _StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
@@ -83,7 +91,9 @@ class _StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ign
             self.aliases += 1
             if self.aliases > MAX_YAML_ALIASES:
                 event = self.peek_event()
-                raise yaml.YAMLError(f"more than {MAX_YAML_ALIASES} aliases (line {event.start_mark.line + 1}): refusing an alias bomb")
+                raise yaml.YAMLError(
+                    f"more than {MAX_YAML_ALIASES} aliases (line {event.start_mark.line + 1}): refusing an alias bomb"
+                )
         return super().compose_node(parent, index)
 
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
@@ -92,18 +102,26 @@ class _StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ign
             key = self.construct_object(key_node, deep=True)
             try:
                 if key in seen:
-                    raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r} (first on line {seen[key] + 1})", key_node.start_mark)
+                    raise yaml.constructor.ConstructorError(
+                        None,
+                        None,
+                        f"duplicate key {key!r} (first on line {seen[key] + 1})",
+                        key_node.start_mark,
+                    )
                 seen[key] = key_node.start_mark.line
             except TypeError:  # unhashable key: let PyYAML report it
                 pass
         return super().construct_mapping(node, deep)
 
 
-_StrictLoader.yaml_implicit_resolvers = {k: list(v) for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+_StrictLoader.yaml_implicit_resolvers = {
+    k: list(v) for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
 _StrictLoader.add_implicit_resolver(
     "tag:yaml.org,2002:float",
     re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-    list("-+0123456789"))
+    list("-+0123456789"),
+)
 
 
 def parse_document(text: str, source: str, json_only: bool = False) -> Any:
@@ -114,7 +132,9 @@ def parse_document(text: str, source: str, json_only: bool = False) -> Any:
         except json.JSONDecodeError as exc:
             lines = text.splitlines()
             near = lines[exc.lineno - 1][:60] if 0 < exc.lineno <= len(lines) else "<end of file>"
-            raise SpecError(f"line {exc.lineno} column {exc.colno}", near, f"malformed JSON: {exc.msg}", source) from None
+            raise SpecError(
+                f"line {exc.lineno} column {exc.colno}", near, f"malformed JSON: {exc.msg}", source
+            ) from None
         except ValueError as exc:
             raise SpecError("", None, f"malformed JSON: {exc}", source) from None
         except RecursionError:
@@ -122,23 +142,46 @@ def parse_document(text: str, source: str, json_only: bool = False) -> Any:
     if len(text) > MAX_YAML_BYTES:
         if text.lstrip()[:1] in ("{", "["):
             return parse_document(text, source, json_only=True)
-        raise SpecError("", f"{len(text) / 2**20:.1f} MiB", f"larger than {MAX_YAML_BYTES // 2**20} MiB of YAML: write an input this large as JSON", source)
+        raise SpecError(
+            "",
+            f"{len(text) / 2**20:.1f} MiB",
+            f"larger than {MAX_YAML_BYTES // 2**20} MiB of YAML: write an input this large as JSON",
+            source,
+        )
     loader = None
     try:
         loader = _StrictLoader(text)  # its reader refuses control characters (a NUL byte) at once
         data = loader.get_single_data()
         if "*" in text and _expanded_size(data, {}) > MAX_EXPANDED_VALUES:
-            raise SpecError("", None, f"YAML aliases expand it to more than {MAX_EXPANDED_VALUES:,} values: refusing an alias bomb", source)
+            raise SpecError(
+                "",
+                None,
+                f"YAML aliases expand it to more than {MAX_EXPANDED_VALUES:,} values: refusing an alias bomb",
+                source,
+            )
         if _depth_over(data, MAX_DEPTH):
-            raise SpecError("", None, f"malformed YAML: nested too deeply (more than {MAX_DEPTH} levels)", source)
+            raise SpecError(
+                "",
+                None,
+                f"malformed YAML: nested too deeply (more than {MAX_DEPTH} levels)",
+                source,
+            )
         return data
     except yaml.reader.ReaderError as exc:
-        raise SpecError(f"character {exc.position}", chr(exc.character) if isinstance(exc.character, int) else exc.character,
-                        "malformed YAML: a control character is not allowed in a YAML file", source) from None
+        raise SpecError(
+            f"character {exc.position}",
+            chr(exc.character) if isinstance(exc.character, int) else exc.character,
+            "malformed YAML: a control character is not allowed in a YAML file",
+            source,
+        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1} column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or getattr(exc, "reason", None) or str(exc).splitlines()[0]
+        problem = (
+            getattr(exc, "problem", None)
+            or getattr(exc, "reason", None)
+            or str(exc).splitlines()[0]
+        )
         line = text.splitlines()[mark.line] if mark and mark.line < len(text.splitlines()) else ""
         raise SpecError(where, line.strip()[:60], f"malformed YAML: {problem}", source) from None
     except RecursionError:
@@ -159,7 +202,9 @@ def _depth_over(value: Any, limit: int) -> bool:
         if depth >= limit:
             return True
         seen.add(id(item))
-        stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+        stack.extend(
+            (child, depth + 1) for child in (item.values() if isinstance(item, dict) else item)
+        )
     return False
 
 
@@ -183,7 +228,9 @@ def read_document(path: Path) -> Any:
 def parse_model(cls: type[M], data: Any, source: str | None = None) -> M:
     """Validate ``data`` as ``cls``; the first pydantic error becomes a SpecError."""
     if not isinstance(data, dict):
-        raise SpecError("", type(data).__name__, f"expected a mapping of {cls.__name__} fields", source)
+        raise SpecError(
+            "", type(data).__name__, f"expected a mapping of {cls.__name__} fields", source
+        )
     try:
         model = cls.model_validate(data)
     except ValidationError as exc:
@@ -201,7 +248,9 @@ def _lax_number(data: Any, value: Any, path: str) -> tuple[str, Any] | None:
     both side by side. Strict mode is not used because it would also refuse an integer where a
     float goes."""
     if isinstance(data, bool | str):
-        return (path, data) if isinstance(value, int | float) and not isinstance(value, bool) else None
+        return (
+            (path, data) if isinstance(value, int | float) and not isinstance(value, bool) else None
+        )
     if isinstance(data, dict):
         for key, item in data.items():
             if isinstance(value, BaseModel):
@@ -221,8 +270,9 @@ def _lax_number(data: Any, value: Any, path: str) -> tuple[str, Any] | None:
     return None
 
 
-def _resolve(ref: Any, kind: str, base: Path | None = None, registry: Registry | None = None,
-             csv: Any = None) -> tuple[Any, str]:
+def _resolve(
+    ref: Any, kind: str, base: Path | None = None, registry: Registry | None = None, csv: Any = None
+) -> tuple[Any, str]:
     """Data and source name for an inline mapping, a preset name or a file path (``csv`` parses a
     ``.csv`` file's text)."""
     if isinstance(ref, dict | list | BaseModel):
@@ -246,12 +296,19 @@ def _resolve(ref: Any, kind: str, base: Path | None = None, registry: Registry |
     raise SpecError(kind, text, "no such file or preset (see `rlplan presets`)")
 
 
-def load_field(spec: SpecField, ref: Any, loaded: dict[str, Any] | None = None, base: Path | None = None,
-               registry: Registry | None = None) -> Any:
+def load_field(
+    spec: SpecField,
+    ref: Any,
+    loaded: dict[str, Any] | None = None,
+    base: Path | None = None,
+    registry: Registry | None = None,
+) -> Any:
     """One input of a problem from a file, a preset name or inline data: parsed, validated by the
     field's model, its own ``check()`` run, then checked against the fields it depends on."""
     if not spec.file and not isinstance(ref, dict | BaseModel):
-        raise SpecError(spec.name, ref, "expected an inline mapping (this field is not read from a file)")
+        raise SpecError(
+            spec.name, ref, "expected an inline mapping (this field is not read from a file)"
+        )
     data, src = _resolve(ref, spec.name, base, registry, spec.csv)
     if isinstance(data, spec.model):
         value = data
@@ -285,7 +342,9 @@ def load_workflow(ref: Any, base: Path | None = None) -> WorkflowSpec:
     return load_field(SpecField("workflow", WorkflowSpec, "workflow spec"), ref, base=base)
 
 
-def solvable_kind(name: Any, source: str | None = None, registry: Registry | None = None) -> ProblemKind:
+def solvable_kind(
+    name: Any, source: str | None = None, registry: Registry | None = None
+) -> ProblemKind:
     """The descriptor of problem ``name``; a SpecError on field ``problem`` when it is unknown or
     has no solvers yet."""
     reg = registry or default_registry()
@@ -293,12 +352,22 @@ def solvable_kind(name: Any, source: str | None = None, registry: Registry | Non
     if name not in {k.name for k in reg.kinds()}:
         raise SpecError("problem", name, f"unknown problem kind; known: {solvable}", source)
     if not reg.solvers(name):
-        raise SpecError("problem", name, f"no solvers are registered for this problem yet; solvable: {solvable}", source)
+        raise SpecError(
+            "problem",
+            name,
+            f"no solvers are registered for this problem yet; solvable: {solvable}",
+            source,
+        )
     return reg.kind(name)
 
 
-def build_problem(kind: str, fields: dict[str, Any], base: Path | None = None, source: str | None = None,
-                  registry: Registry | None = None) -> Any:
+def build_problem(
+    kind: str,
+    fields: dict[str, Any],
+    base: Path | None = None,
+    source: str | None = None,
+    registry: Registry | None = None,
+) -> Any:
     """A problem of ``kind`` from its fields (each inline, a file path or a preset name)."""
     reg = registry or default_registry()
     desc = solvable_kind(kind, source, reg)
@@ -314,7 +383,11 @@ def build_problem(kind: str, fields: dict[str, Any], base: Path | None = None, s
         except SpecError as exc:
             # errors in an inline field, or in resolving a name, belong to the problem file
             if source and (exc.source is None or exc.source.startswith("<inline")):
-                field = exc.field if exc.field == spec.name or exc.source is None else f"{spec.name}.{exc.field}"
+                field = (
+                    exc.field
+                    if exc.field == spec.name or exc.source is None
+                    else f"{spec.name}.{exc.field}"
+                )
                 raise SpecError(field, exc.value, exc.reason, source) from None
             raise
     return desc.build(**loaded)
@@ -332,7 +405,9 @@ def load_problem(ref: Any, registry: Registry | None = None) -> Any:
         if not src.startswith("preset"):
             base = Path(src).parent
     if not isinstance(data, dict):
-        raise SpecError("", type(data).__name__, "a problem file is a mapping with a `problem:` key", src)
+        raise SpecError(
+            "", type(data).__name__, "a problem file is a mapping with a `problem:` key", src
+        )
     desc = solvable_kind(data.get("problem"), src, reg)
     extra = sorted(set(data) - {"problem", *(f.name for f in desc.fields)})
     if extra:
@@ -379,8 +454,15 @@ def load_profile_file(ref: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     source = str(ref)
     data = read_document(Path(source))
     lists = {k: data.get(k) for k in ("profiles", "training")} if isinstance(data, dict) else {}
-    if not any(isinstance(v, list) and v for v in lists.values()) or any(v is not None and not isinstance(v, list) for v in lists.values()):
-        raise SpecError("profiles", type(data).__name__, "a profile file holds `profiles:` and/or `training:`, each a list (what `rlplan calibrate` writes)", source)
+    if not any(isinstance(v, list) and v for v in lists.values()) or any(
+        v is not None and not isinstance(v, list) for v in lists.values()
+    ):
+        raise SpecError(
+            "profiles",
+            type(data).__name__,
+            "a profile file holds `profiles:` and/or `training:`, each a list (what `rlplan calibrate` writes)",
+            source,
+        )
     found: dict[str, dict[str, Any]] = {"profiles": {}, "training": {}}
     for key, cls in (("profiles", HardwareProfile), ("training", TrainingFit)):
         for i, item in enumerate(lists.get(key) or []):
@@ -390,6 +472,8 @@ def load_profile_file(ref: Any) -> tuple[dict[str, Any], dict[str, Any]]:
             except SpecError as exc:
                 raise exc.prefixed(f"{key}[{i}]").with_source(source) from None
             if entry.gpu in found[key]:
-                raise SpecError(f"{key}[{i}].gpu", entry.gpu, "a second entry of this GPU type", source)
+                raise SpecError(
+                    f"{key}[{i}].gpu", entry.gpu, "a second entry of this GPU type", source
+                )
             found[key][entry.gpu] = entry
     return found["profiles"], found["training"]

@@ -66,7 +66,9 @@ def check_distinct(outputs: dict[str, Path]) -> None:
     for option, p in outputs.items():
         key = p.resolve()
         if key in seen:
-            raise SpecError(option, str(p), f"is also the {seen[key]} file; give each output its own path")
+            raise SpecError(
+                option, str(p), f"is also the {seen[key]} file; give each output its own path"
+            )
         seen[key] = option
 
 
@@ -80,7 +82,9 @@ def new_file_mode() -> int:
 def write_picture(path: Path, draw: Callable[[Path], None]) -> None:
     """``draw(tmp)`` into a temporary PNG next to ``path``, then rename it over ``path``: a
     failed drawing leaves neither a partial picture nor a stray temporary file."""
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".png", dir=path.parent if str(path.parent) else ".")
+    fd, name = tempfile.mkstemp(
+        prefix=f".{path.name}.", suffix=".png", dir=path.parent if str(path.parent) else "."
+    )
     os.close(fd)
     tmp = Path(name)
     try:

@@ -34,13 +34,17 @@ READABLE_VERSIONS = ("1.0", "1.1", "1.2", "1.3")
 
 
 class _PlanFileBase(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # NaN objectives and bounds are no numbers
+    model_config = ConfigDict(
+        extra="forbid", allow_inf_nan=False
+    )  # NaN objectives and bounds are no numbers
 
     schema_version: Literal["1.0", "1.1", "1.2", "1.3"] = SCHEMA_VERSION
     rlplan_version: str = ""
     solver: str
     status: Status
-    objective: float | None = Field(description="the cost model's objective for `plan` (see `objective_meaning`)")
+    objective: float | None = Field(
+        description="the cost model's objective for `plan` (see `objective_meaning`)"
+    )
     objective_meaning: str = ""
     bound: float | None = None
     gap: float | None = Field(default=None, ge=0)
@@ -49,10 +53,17 @@ class _PlanFileBase(BaseModel):
     time_limit: float | None = Field(default=None, gt=0)
     options: dict[str, Any] = Field(default_factory=dict)
     message: str = ""
-    clock: str = Field(default="", description="empty when the work budget decided the result (same input, seed and budget give this plan on any machine); otherwise how the wall clock stopped the search")
-    termination: Termination | None = Field(default=None, description=(
-        "why the solver stopped, apart from `status` (what it returned): optimal, infeasible, time_limit, work_budget, "
-        "converged or error; absent before schema 1.3"))
+    clock: str = Field(
+        default="",
+        description="empty when the work budget decided the result (same input, seed and budget give this plan on any machine); otherwise how the wall clock stopped the search",
+    )
+    termination: Termination | None = Field(
+        default=None,
+        description=(
+            "why the solver stopped, apart from `status` (what it returned): optimal, infeasible, time_limit, work_budget, "
+            "converged or error; absent before schema 1.3"
+        ),
+    )
     violations: list[str] = Field(default_factory=list)
     breakdown: dict[str, Any] = Field(default_factory=dict)
 
@@ -67,8 +78,13 @@ def _inputs_model(kind: ProblemKind) -> type[BaseModel]:
 
 def _plan_file_model(kind: ProblemKind) -> type[_PlanFileBase]:
     """``<Title>PlanFile``: the common header, the problem tag, the plan and the inputs."""
-    return create_model(f"{kind.title}PlanFile", __base__=_PlanFileBase, problem=(Literal[kind.name], ...),  # type: ignore[valid-type]
-                        plan=(kind.plan_type | None, ...), inputs=(_inputs_model(kind), ...))
+    return create_model(
+        f"{kind.title}PlanFile",
+        __base__=_PlanFileBase,
+        problem=(Literal[kind.name], ...),  # type: ignore[valid-type]
+        plan=(kind.plan_type | None, ...),
+        inputs=(_inputs_model(kind), ...),
+    )
 
 
 @functools.cache
@@ -96,7 +112,11 @@ def json_schema(registry: Registry | None = None) -> dict[str, Any]:
 
 
 def shipped_schema() -> dict[str, Any]:
-    text = resources.files("planner").joinpath("schema", "plan.schema.json").read_text(encoding="utf-8")
+    text = (
+        resources.files("planner")
+        .joinpath("schema", "plan.schema.json")
+        .read_text(encoding="utf-8")
+    )
     return json.loads(text)
 
 
@@ -153,8 +173,13 @@ def _not_a_plan_file(data: dict[str, Any], source: str) -> SpecError:
     """What a document without ``schema_version`` is, said in one line (a job, jobs, cluster or
     problem file handed where a plan goes is the usual mistake)."""
     keys = ", ".join(sorted(map(str, data))[:6]) or "none"
-    return SpecError("schema_version", None, "not a plan file: `rlplan plan` writes schema_version, problem, plan and inputs "
-                     f"(this file has {keys}; a problem file with a `plan:` section also works where a plan is read)", source)
+    return SpecError(
+        "schema_version",
+        None,
+        "not a plan file: `rlplan plan` writes schema_version, problem, plan and inputs "
+        f"(this file has {keys}; a problem file with a `plan:` section also works where a plan is read)",
+        source,
+    )
 
 
 def _migrate(data: dict[str, Any]) -> dict[str, Any]:
@@ -162,8 +187,14 @@ def _migrate(data: dict[str, Any]) -> dict[str, Any]:
     efficiency set carried placement ``inputs.params.compute_efficiency`` and ``hbm_efficiency``;
     they become ``efficiency.compute`` and ``efficiency.hbm`` (the same derating of peak FLOP/s and
     HBM bandwidth), and the plan is then re-checked by today's judge."""
-    params = (data.get("inputs") or {}).get("params") if isinstance(data.get("inputs"), dict) else None
-    if data.get("schema_version") == "1.0" and isinstance(params, dict) and {"compute_efficiency", "hbm_efficiency"} & set(params):
+    params = (
+        (data.get("inputs") or {}).get("params") if isinstance(data.get("inputs"), dict) else None
+    )
+    if (
+        data.get("schema_version") == "1.0"
+        and isinstance(params, dict)
+        and {"compute_efficiency", "hbm_efficiency"} & set(params)
+    ):
         params = dict(params)
         efficiency = dict(params.get("efficiency") or {})
         for old, new in (("compute_efficiency", "compute"), ("hbm_efficiency", "hbm")):
@@ -184,11 +215,21 @@ def read_plan_file(path: Path) -> Any:
     if version is None:
         raise _not_a_plan_file(data, str(path))
     if version not in READABLE_VERSIONS:
-        raise SpecError("schema_version", version, f"this rlplan reads plan files of schema {' and '.join(READABLE_VERSIONS)} "
-                        f"(it writes {SCHEMA_VERSION}); re-plan with this rlplan", str(path))
+        raise SpecError(
+            "schema_version",
+            version,
+            f"this rlplan reads plan files of schema {' and '.join(READABLE_VERSIONS)} "
+            f"(it writes {SCHEMA_VERSION}); re-plan with this rlplan",
+            str(path),
+        )
     for key in ("problem", "plan", "inputs"):  # before the union's first complaint (often `solver`)
         if key not in data:
-            raise SpecError(key, None, "required field is missing: a plan file records the problem, the plan and its inputs", str(path))
+            raise SpecError(
+                key,
+                None,
+                "required field is missing: a plan file records the problem, the plan and its inputs",
+                str(path),
+            )
     data = _migrate(data)
     try:
         return plan_file_adapter().validate_python(data)
@@ -220,13 +261,20 @@ def load_plan_and_problem(path: Path) -> tuple[Any, Any]:
         desc = solvable_kind(kind, str(path))
         extra = sorted(set(fields) - {"problem", *(f.name for f in desc.fields)})
         if extra:
-            raise SpecError(extra[0], fields[extra[0]], f"unknown field for a {desc.name} problem with a plan", str(path))
+            raise SpecError(
+                extra[0],
+                fields[extra[0]],
+                f"unknown field for a {desc.name} problem with a plan",
+                str(path),
+            )
         problem = build_problem(kind, fields, base=path.parent, source=str(path))
         plan = parse_model(solvable_kind(kind, str(path)).plan_type, data["plan"], str(path))
         return problem, plan
     doc = read_plan_file(path)
     if doc.plan is None:
-        raise SpecError("plan", None, f"the file holds no plan (status {doc.status.value})", str(path))
+        raise SpecError(
+            "plan", None, f"the file holds no plan (status {doc.status.value})", str(path)
+        )
     return _judge_of(doc, str(path)), doc.plan
 
 
@@ -256,17 +304,25 @@ def recheck(doc: Any, source: str = "") -> list[str]:
         return violations
     out = []
     assert objective is not None
-    if doc.objective is None or abs(doc.objective - objective) > EXACT_RTOL * max(1.0, abs(objective)):
-        out.append(f"[objective] recorded objective {doc.objective!r} but the cost model gives {objective:.9g}")
+    if doc.objective is None or abs(doc.objective - objective) > EXACT_RTOL * max(
+        1.0, abs(objective)
+    ):
+        out.append(
+            f"[objective] recorded objective {doc.objective!r} but the cost model gives {objective:.9g}"
+        )
     if doc.bound is not None and doc.bound > objective * (1 + EXACT_RTOL) + 1e-12:
-        out.append(f"[bound] recorded bound {doc.bound:.9g} exceeds the plan's objective {objective:.9g}")
+        out.append(
+            f"[bound] recorded bound {doc.bound:.9g} exceeds the plan's objective {objective:.9g}"
+        )
     if not doc.status.has_plan:
         out.append(f"[status] status {doc.status.value!r} but the file holds a valid plan")
     if doc.status.value == "optimal":
         reg = default_registry()
         known = {s.name: s for s in reg.solvers(doc.problem)}
         if doc.solver in known and not known[doc.solver].exact:
-            out.append(f"[status] status 'optimal' but {doc.solver} is a heuristic: it proves nothing")
+            out.append(
+                f"[status] status 'optimal' but {doc.solver} is a heuristic: it proves nothing"
+            )
     gap = relative_gap(objective, doc.bound)
     if gap is not None and doc.gap is not None and abs(gap - doc.gap) > 1e-6 + EXACT_RTOL:
         out.append(f"[gap] recorded gap {doc.gap:.9g} but objective and bound give {gap:.9g}")

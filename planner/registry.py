@@ -62,13 +62,24 @@ class SolverInfo:
     """A registered solver. ``func`` (with injected objects bound) and the typed options model
     are built on first use."""
 
-    def __init__(self, problem: str, name: str, description: str, *, exact: bool = False,
-                 func: SolverFn | None = None, target: str | None = None, inject: dict[str, str] | None = None,
-                 time_limit: float = 60.0) -> None:
+    def __init__(
+        self,
+        problem: str,
+        name: str,
+        description: str,
+        *,
+        exact: bool = False,
+        func: SolverFn | None = None,
+        target: str | None = None,
+        inject: dict[str, str] | None = None,
+        time_limit: float = 60.0,
+    ) -> None:
         if (func is None) == (target is None):
             raise TypeError("give a solver function or a module:function target, not both")
         if not (time_limit > 0 and math.isfinite(time_limit)):
-            raise ValueError(f"solver {name!r}: default time_limit must be a positive number of seconds, got {time_limit!r}")
+            raise ValueError(
+                f"solver {name!r}: default time_limit must be a positive number of seconds, got {time_limit!r}"
+            )
         self.problem, self.name, self.description, self.exact = problem, name, description, exact
         self.time_limit = float(time_limit)  # the default cap (SolverEntry.time_limit)
         self._func, self.target, self.inject = func, target, dict(inject or {})
@@ -106,11 +117,19 @@ class SolverInfo:
             hints = {}
         fields: dict[str, Any] = {}
         for p, spec in inspect.signature(self.raw).parameters.items():
-            if spec.kind is not inspect.Parameter.KEYWORD_ONLY or p in FACADE_PARAMS or p in self.inject:
+            if (
+                spec.kind is not inspect.Parameter.KEYWORD_ONLY
+                or p in FACADE_PARAMS
+                or p in self.inject
+            ):
                 continue
             default = spec.default if spec.default is not inspect.Parameter.empty else ...
             fields[p] = (hints.get(p, Any), default)
-        return create_model(f"{self.name}-options", __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True), **fields)
+        return create_model(
+            f"{self.name}-options",
+            __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True),
+            **fields,
+        )
 
     @property
     def options(self) -> tuple[str, ...]:
@@ -123,10 +142,25 @@ class SolverInfo:
             ann = f.annotation
             kind = getattr(ann, "__name__", None) if not typing.get_args(ann) else None
             kind = kind or str(ann).replace("typing.", "").replace("NoneType", "None")
-            bounds = [f"{k} {v}" for m in f.metadata for k, v in (("≥", getattr(m, "ge", None)), (">", getattr(m, "gt", None)),
-                                                                   ("≤", getattr(m, "le", None)), ("<", getattr(m, "lt", None))) if v is not None]
-            out.append((name, kind + (f" ({', '.join(bounds)})" if bounds else ""), "required" if f.is_required() else repr(f.default),
-                        f.description or ""))
+            bounds = [
+                f"{k} {v}"
+                for m in f.metadata
+                for k, v in (
+                    ("≥", getattr(m, "ge", None)),
+                    (">", getattr(m, "gt", None)),
+                    ("≤", getattr(m, "le", None)),
+                    ("<", getattr(m, "lt", None)),
+                )
+                if v is not None
+            ]
+            out.append(
+                (
+                    name,
+                    kind + (f" ({', '.join(bounds)})" if bounds else ""),
+                    "required" if f.is_required() else repr(f.default),
+                    f.description or "",
+                )
+            )
         return out
 
     def validate_options(self, options: dict[str, Any]) -> dict[str, Any]:
@@ -134,21 +168,33 @@ class SolverInfo:
         unknown = sorted(set(options) - set(self.options))
         if unknown:
             allowed = ", ".join(self.options) or "none"
-            raise SolverOptionError(f"solver {self.name!r} does not take option {unknown[0]!r}; it takes: {allowed}")
+            raise SolverOptionError(
+                f"solver {self.name!r} does not take option {unknown[0]!r}; it takes: {allowed}"
+            )
         try:
             model = self.options_model.model_validate(options)
         except ValidationError as exc:
             err = exc.errors()[0]
             name = str(err["loc"][0]) if err["loc"] else "?"
-            raise SolverOptionError(f"solver {self.name!r} option {name}={options.get(name)!r}: {err['msg']}") from None
+            raise SolverOptionError(
+                f"solver {self.name!r} option {name}={options.get(name)!r}: {err['msg']}"
+            ) from None
         for name, given in options.items():
             # pydantic's lax mode reads True as 1 and "5" as 5: a library caller's slip, refused
             # like the CLI refuses it in spec files
             value = getattr(model, name)
-            if isinstance(given, bool | str) and isinstance(value, int | float) and not isinstance(value, bool):
-                raise SolverOptionError(f"solver {self.name!r} option {name}={given!r}: a {type(given).__name__} where a number is expected")
+            if (
+                isinstance(given, bool | str)
+                and isinstance(value, int | float)
+                and not isinstance(value, bool)
+            ):
+                raise SolverOptionError(
+                    f"solver {self.name!r} option {name}={given!r}: a {type(given).__name__} where a number is expected"
+                )
         if options.get("executor") == "ray" and importlib.util.find_spec("ray") is None:
-            raise SolverOptionError(f"solver {self.name!r} option executor='ray' needs Ray, which is not installed: pip install 'rlplan[ray]'")
+            raise SolverOptionError(
+                f"solver {self.name!r} option executor='ray' needs Ray, which is not installed: pip install 'rlplan[ray]'"
+            )
         return {k: getattr(model, k) for k in options}
 
 
@@ -175,8 +221,18 @@ class Registry:
             raise ValueError(f"problem {kind.name!r} is already registered")
         self._kinds[kind.name] = kind
         for entry in kind.solvers:
-            self._add(SolverInfo(kind.name, entry.name, entry.description, exact=entry.exact, target=entry.target,
-                                 inject=dict(entry.inject), time_limit=entry.time_limit), default=entry.default)
+            self._add(
+                SolverInfo(
+                    kind.name,
+                    entry.name,
+                    entry.description,
+                    exact=entry.exact,
+                    target=entry.target,
+                    inject=dict(entry.inject),
+                    time_limit=entry.time_limit,
+                ),
+                default=entry.default,
+            )
 
     def kind(self, name: str) -> ProblemKind:
         if name not in self._kinds:
@@ -194,22 +250,37 @@ class Registry:
     def kind_of(self, problem: Any) -> ProblemKind:
         name = getattr(problem, "kind", None)
         if name not in self._kinds:
-            raise TypeError(f"not a problem rlplan can solve: {type(problem).__name__} (kind {name!r})")
+            raise TypeError(
+                f"not a problem rlplan can solve: {type(problem).__name__} (kind {name!r})"
+            )
         return self._kinds[name]
 
     def presets(self, kind: str | None = None) -> list[Preset]:
-        return [p for k in self._kinds.values() for p in k.presets if kind is None or p.kind == kind]
+        return [
+            p for k in self._kinds.values() for p in k.presets if kind is None or p.kind == kind
+        ]
 
     def preset(self, name: str) -> Preset | None:
         return next((p for p in self.presets() if p.name == name), None)
 
     # ------------------------------------------------------------------ solvers
 
-    def register(self, problem: str, name: str, func: SolverFn, *, description: str, exact: bool = False, default: bool = False,
-                 time_limit: float = 60.0) -> SolverInfo:
+    def register(
+        self,
+        problem: str,
+        name: str,
+        func: SolverFn,
+        *,
+        description: str,
+        exact: bool = False,
+        default: bool = False,
+        time_limit: float = 60.0,
+    ) -> SolverInfo:
         """Add a solver function to a registered problem (``time_limit``: its default cap, s)."""
         if problem not in self._kinds:
-            raise ValueError(f"cannot register solver {name!r}: unknown problem {problem!r}; known: {', '.join(self._kinds)}")
+            raise ValueError(
+                f"cannot register solver {name!r}: unknown problem {problem!r}; known: {', '.join(self._kinds)}"
+            )
         info = SolverInfo(problem, name, description, exact=exact, func=func, time_limit=time_limit)
         info.raw  # noqa: B018  (a function without time_limit/seed fails at registration, not at solve time)
         return self._add(info, default=default)
@@ -217,7 +288,9 @@ class Registry:
     def _add(self, info: SolverInfo, *, default: bool) -> SolverInfo:
         key = (info.problem, info.name)
         if key in self._solvers:
-            raise ValueError(f"solver {info.name!r} is already registered for problem {info.problem!r}")
+            raise ValueError(
+                f"solver {info.name!r} is already registered for problem {info.problem!r}"
+            )
         self._solvers[key] = info
         if default or info.problem not in self._defaults:
             self._defaults[info.problem] = info.name
@@ -229,7 +302,9 @@ class Registry:
             raise UnknownSolverError(f"no solvers are registered for problem {problem!r} yet")
         if (problem, name) not in self._solvers:
             known = ", ".join(s.name for s in self.solvers(problem)) or "none"
-            raise UnknownSolverError(f"unknown solver {name!r} for problem {problem!r}; available: {known}")
+            raise UnknownSolverError(
+                f"unknown solver {name!r} for problem {problem!r}; available: {known}"
+            )
         return self._solvers[(problem, name)]
 
     def default(self, problem: str) -> str | None:
@@ -240,7 +315,6 @@ class Registry:
 
     def problems(self) -> list[str]:
         return [k.name for k in self.solvable()]
-
 
 
 def _plugin_refs(plugins: tuple[str, ...]) -> list[str]:
@@ -274,4 +348,3 @@ def default_registry() -> Registry:
     """The process-wide registry: built-ins plus every plugin named by entry points or
     ``$RLPLAN_PLUGINS``."""
     return build_registry()
-

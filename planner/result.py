@@ -67,7 +67,12 @@ class Result:
 
 def relative_gap(objective: float | None, bound: float | None) -> float | None:
     """(objective - bound) / |objective|, 0 when both are 0; None without a bound."""
-    if objective is None or bound is None or not math.isfinite(objective) or not math.isfinite(bound):
+    if (
+        objective is None
+        or bound is None
+        or not math.isfinite(objective)
+        or not math.isfinite(bound)
+    ):
         return None
     if objective == 0:
         return 0.0 if bound >= 0 else None

@@ -31,7 +31,9 @@ from planner.result import Result, relative_gap
 EXACT_RTOL = 1e-6
 
 
-def check_plan(problem: Any, plan: Any, registry: Registry | None = None) -> tuple[list[str], float | None, dict[str, Any]]:
+def check_plan(
+    problem: Any, plan: Any, registry: Registry | None = None
+) -> tuple[list[str], float | None, dict[str, Any]]:
     """Validate ``plan`` and, when valid, evaluate it: (violations, objective, breakdown)."""
     kind = (registry or default_registry()).kind_of(problem)
     violations = [str(v) for v in kind.check(problem, plan)]
@@ -67,27 +69,55 @@ def solve(
     kind = reg.kind_of(problem)
     info = reg.get(kind.name, solver)
     options = info.validate_options(options)
-    if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, int | float)
-                                   or not math.isfinite(time_limit) or not time_limit > 0):
+    if time_limit is not None and (
+        isinstance(time_limit, bool)
+        or not isinstance(time_limit, int | float)
+        or not math.isfinite(time_limit)
+        or not time_limit > 0
+    ):
         raise ValueError(f"time_limit must be a finite number of seconds > 0, got {time_limit!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
         raise ValueError(f"seed must be an integer in [0, 2**63), got {seed!r}")
     start = time.perf_counter()
-    base = {"problem": problem, "solver": info.name, "options": dict(options), "seed": seed, "time_limit": time_limit}
+    base = {
+        "problem": problem,
+        "solver": info.name,
+        "options": dict(options),
+        "seed": seed,
+        "time_limit": time_limit,
+    }
     facade = {"progress": progress} if progress is not None and info.takes_progress else {}
     try:
-        with default_cap(None if time_limit is not None else info.time_limit), \
-                clock_record(time_limit if time_limit is not None else info.time_limit, time_limit is not None) as clock:
+        with (
+            default_cap(None if time_limit is not None else info.time_limit),
+            clock_record(
+                time_limit if time_limit is not None else info.time_limit, time_limit is not None
+            ) as clock,
+        ):
             out = info.func(problem, time_limit=time_limit, seed=seed, **facade, **options)
     except DeadlineExceeded as exc:  # one evaluation outlasted the whole limit: no plan, and why
         what = "time limit" if time_limit is not None else "default time cap"
         limit = time_limit if time_limit is not None else info.time_limit
-        return Result(status=Status.NO_SOLUTION, wall_time_s=time.perf_counter() - start, clock=clock.describe(), termination=Termination.TIME_LIMIT,
-                      message=f"{info.name}: a single evaluation outlasted the {what} of {limit:g} s ({exc}); "
-                              f"give a longer --time-limit", **base)
-    except Exception as exc:  # a crash is a result, never a silent skip (docs/architecture.md, "Data flow")
-        return Result(status=Status.ERROR, wall_time_s=time.perf_counter() - start, termination=Termination.ERROR,
-                      message=f"{type(exc).__name__}: {exc}", stats={"traceback": traceback.format_exc()}, **base)
+        return Result(
+            status=Status.NO_SOLUTION,
+            wall_time_s=time.perf_counter() - start,
+            clock=clock.describe(),
+            termination=Termination.TIME_LIMIT,
+            message=f"{info.name}: a single evaluation outlasted the {what} of {limit:g} s ({exc}); "
+            f"give a longer --time-limit",
+            **base,
+        )
+    except (
+        Exception
+    ) as exc:  # a crash is a result, never a silent skip (docs/architecture.md, "Data flow")
+        return Result(
+            status=Status.ERROR,
+            wall_time_s=time.perf_counter() - start,
+            termination=Termination.ERROR,
+            message=f"{type(exc).__name__}: {exc}",
+            stats={"traceback": traceback.format_exc()},
+            **base,
+        )
     wall = time.perf_counter() - start
     if not clock.bound and clock.limit is not None and wall >= clock.limit:
         clock.bound = True  # ran the whole limit: whatever stopped it, the clock had its say
@@ -96,20 +126,38 @@ def solve(
         if isinstance(out, SolverOutput):
             out.message = f"{out.message} [{base['clock']}]".strip()
     if not isinstance(out, SolverOutput):
-        return Result(status=Status.ERROR, wall_time_s=wall, message=f"solver returned {type(out).__name__}, not SolverOutput",
-                      termination=Termination.ERROR, **base)
-    result = Result(status=out.status, wall_time_s=wall, plan=out.plan, bound=out.bound, message=out.message,
-                    solver_objective=out.objective, stats=dict(out.stats), termination=termination_of(out, clock), **base)
+        return Result(
+            status=Status.ERROR,
+            wall_time_s=wall,
+            message=f"solver returned {type(out).__name__}, not SolverOutput",
+            termination=Termination.ERROR,
+            **base,
+        )
+    result = Result(
+        status=out.status,
+        wall_time_s=wall,
+        plan=out.plan,
+        bound=out.bound,
+        message=out.message,
+        solver_objective=out.objective,
+        stats=dict(out.stats),
+        termination=termination_of(out, clock),
+        **base,
+    )
     if time_limit is None:
         result.stats["default_time_limit"] = info.time_limit
     if out.plan is None:
         if out.status.has_plan:
             result.status, result.termination = Status.ERROR, Termination.ERROR
-            result.message = f"solver reported {out.status.value} without a plan. {out.message}".strip()
+            result.message = (
+                f"solver reported {out.status.value} without a plan. {out.message}".strip()
+            )
         return result
     if not isinstance(out.plan, kind.plan_type):
         result.status, result.termination = Status.ERROR, Termination.ERROR
-        result.message = f"solver returned a {type(out.plan).__name__}, not a {kind.plan_type.__name__}"
+        result.message = (
+            f"solver returned a {type(out.plan).__name__}, not a {kind.plan_type.__name__}"
+        )
         return result
     try:
         violations, objective, breakdown = check_plan(problem, out.plan, reg)
@@ -120,13 +168,19 @@ def solve(
     if violations:
         result.status = Status.INVALID
         result.violations = violations
-        result.message = f"the validator rejected the plan ({len(violations)} violations). {out.message}".strip()
+        result.message = (
+            f"the validator rejected the plan ({len(violations)} violations). {out.message}".strip()
+        )
         return result
     if not out.status.has_plan:
         result.status = Status.FEASIBLE
     result.objective = objective
     result.breakdown = breakdown
-    if out.bound is not None and objective is not None and out.bound > objective * (1 + EXACT_RTOL) + 1e-12:
+    if (
+        out.bound is not None
+        and objective is not None
+        and out.bound > objective * (1 + EXACT_RTOL) + 1e-12
+    ):
         result.message += f" [bound {out.bound:.9g} exceeds the cost model's objective {objective:.9g}: bound dropped]"
         result.bound = None
     result.gap = relative_gap(result.objective, result.bound)
@@ -135,5 +189,7 @@ def solve(
         if mismatch:
             result.stats["objective_mismatch"] = {"solver": out.objective, "cost_model": objective}
             if info.exact:
-                result.message += f" [exact solver claimed {out.objective:.9g}, cost model says {objective:.9g}]"
+                result.message += (
+                    f" [exact solver claimed {out.objective:.9g}, cost model says {objective:.9g}]"
+                )
     return result

@@ -33,4 +33,9 @@ def killed(problem, *, time_limit=None, seed=0):
 def register(reg) -> None:
     reg.register("circuits", "killed", killed, description="test double: its process is killed")
     reg.register("circuits", "crashing", crashing, description="test double: raises")
-    reg.register("circuits", "over-budget", over_budget, description="test double: returns a plan that breaks port budgets")
+    reg.register(
+        "circuits",
+        "over-budget",
+        over_budget,
+        description="test double: returns a plan that breaks port budgets",
+    )

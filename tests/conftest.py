@@ -15,13 +15,24 @@ DATA = Path(__file__).parent / "data"
 def rlplan_executable() -> str:
     exe = Path(sys.executable).parent / "rlplan"
     if not exe.exists():  # pragma: no cover - the project is always installed for the tests
-        pytest.fail("the rlplan console script is not installed next to this Python; run `make test`")
+        pytest.fail(
+            "the rlplan console script is not installed next to this Python; run `make test`"
+        )
     return str(exe)
 
 
-def run_cli(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str, cwd: Path | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
-    return subprocess.run([rlplan_executable(), *args], capture_output=True, text=True, cwd=cwd, timeout=timeout, env=env)
+    return subprocess.run(
+        [rlplan_executable(), *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=timeout,
+        env=env,
+    )
 
 
 def run_cli_pty(*args: str, timeout: float = 300, columns: int = 120) -> tuple[int, str]:
@@ -45,8 +56,14 @@ def run_cli_pty(*args: str, timeout: float = 300, columns: int = 120) -> tuple[i
 
     reader = threading.Thread(target=drain, daemon=True)
     reader.start()
-    proc = subprocess.run([rlplan_executable(), *args], stdin=secondary, stdout=secondary, stderr=secondary,
-                          timeout=timeout, env={**os.environ, "COLUMNS": str(columns)})
+    proc = subprocess.run(
+        [rlplan_executable(), *args],
+        stdin=secondary,
+        stdout=secondary,
+        stderr=secondary,
+        timeout=timeout,
+        env={**os.environ, "COLUMNS": str(columns)},
+    )
     os.close(secondary)
     reader.join(timeout=10)
     os.close(primary)

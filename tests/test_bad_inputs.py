@@ -55,7 +55,16 @@ def command_for(path: Path, out: Path) -> list[str]:
     if kind == "cluster":
         return ["plan", "placement", "--cluster", str(path), "-o", str(out)]
     if kind == "workflow":
-        return ["plan", "placement", "--cluster", "small-8", "--workflow", str(path), "-o", str(out)]
+        return [
+            "plan",
+            "placement",
+            "--cluster",
+            "small-8",
+            "--workflow",
+            str(path),
+            "-o",
+            str(out),
+        ]
     if kind == "fabric":
         return ["plan", "circuits", "--fabric", str(path), "-o", str(out)]
     if kind == "demand":
@@ -88,7 +97,14 @@ def test_bad_input_exits_2_with_one_line(path: Path, tmp_path: Path):
 
 
 def test_missing_file_exits_2(tmp_path: Path):
-    proc = run_cli("plan", "placement", "--cluster", str(tmp_path / "nope.yaml"), "-o", str(tmp_path / "p.json"))
+    proc = run_cli(
+        "plan",
+        "placement",
+        "--cluster",
+        str(tmp_path / "nope.yaml"),
+        "-o",
+        str(tmp_path / "p.json"),
+    )
     assert proc.returncode == 2
     assert "nope.yaml" in proc.stderr and "Traceback" not in proc.stderr
 

@@ -21,7 +21,19 @@ PLUGIN = "tests.bench_doubles:register"
 @pytest.fixture(scope="module")
 def smoke_local(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("smoke-local")
-    r = run_cli("bench", "--suite", "smoke", "--out", str(out), "--jobs", "2", "--plugin", PLUGIN, "-q", cwd=Path(__file__).parents[1])
+    r = run_cli(
+        "bench",
+        "--suite",
+        "smoke",
+        "--out",
+        str(out),
+        "--jobs",
+        "2",
+        "--plugin",
+        PLUGIN,
+        "-q",
+        cwd=Path(__file__).parents[1],
+    )
     assert r.returncode == 0, r.stderr
     return out
 
@@ -35,9 +47,17 @@ def test_smoke_writes_a_row_for_every_run(smoke_local):
     for name in ("summary.json", "report.md", "ratio_box.png", "time_vs_size.png", "anytime.png"):
         assert (smoke_local / name).exists(), name
     summary = json.loads((smoke_local / "summary.json").read_text())
-    assert summary["runs"] == len(df) and summary["machine"]["cores"] >= 1 and summary["versions"]["highspy"] == "1.12.0"
+    assert (
+        summary["runs"] == len(df)
+        and summary["machine"]["cores"] >= 1
+        and summary["versions"]["highspy"] == "1.12.0"
+    )
     report = (smoke_local / "report.md").read_text()
-    assert "rlplan bench --suite smoke" in report and "Machine:" in report and "highspy 1.12.0" in report
+    assert (
+        "rlplan bench --suite smoke" in report
+        and "Machine:" in report
+        and "highspy 1.12.0" in report
+    )
 
 
 def test_crash_and_invalid_plans_are_rows_not_skips(smoke_local):
@@ -45,8 +65,12 @@ def test_crash_and_invalid_plans_are_rows_not_skips(smoke_local):
     crash = df[df["solver"] == "crashing"]
     bogus = df[df["solver"] == "over-budget"]
     killed = df[df["solver"] == "killed"]
-    assert len(crash) == len(bogus) == len(killed) == 3  # one per circuits instance of the smoke suite
-    assert set(crash["status"]) == {"error"} and crash["message"].str.contains("always crashes").all()
+    assert (
+        len(crash) == len(bogus) == len(killed) == 3
+    )  # one per circuits instance of the smoke suite
+    assert (
+        set(crash["status"]) == {"error"} and crash["message"].str.contains("always crashes").all()
+    )
     assert set(killed["status"]) == {"error"}  # a killed process is that run's error row only
     assert set(bogus["status"]) == {"invalid"} and (bogus["violations"] > 0).all()
     assert bogus["objective"].isna().all()
@@ -64,7 +88,17 @@ def test_exact_solvers_define_best_known_and_ratios(smoke_local):
 
 def test_rerun_skips_finished_rows(smoke_local):
     before = (smoke_local / "runs.jsonl").read_text().count("\n")
-    r = run_cli("bench", "--suite", "smoke", "--out", str(smoke_local), "--plugin", PLUGIN, "-q", cwd=Path(__file__).parents[1])
+    r = run_cli(
+        "bench",
+        "--suite",
+        "smoke",
+        "--out",
+        str(smoke_local),
+        "--plugin",
+        PLUGIN,
+        "-q",
+        cwd=Path(__file__).parents[1],
+    )
     assert r.returncode == 0, r.stderr
     assert (smoke_local / "runs.jsonl").read_text().count("\n") == before
 
@@ -76,12 +110,31 @@ def test_ray_executor_gives_the_same_objectives(tmp_path):
     pytest.importorskip("ray")
     problem = tmp_path / "mine.yaml"
     problem.write_text("problem: circuits\nfabric: fabric-moe-16\ndemand: demand-moe-16\n")
-    args = ["--problem", str(problem), "--solver", "greedy", "--solver", "milp", "--solver", "crashing", "--solver", "killed",
-            "--time-limit", "60", "--plugin", PLUGIN, "--jobs", "2", "-q"]
+    args = [
+        "--problem",
+        str(problem),
+        "--solver",
+        "greedy",
+        "--solver",
+        "milp",
+        "--solver",
+        "crashing",
+        "--solver",
+        "killed",
+        "--time-limit",
+        "60",
+        "--plugin",
+        PLUGIN,
+        "--jobs",
+        "2",
+        "-q",
+    ]
     root = Path(__file__).parents[1]
     r = run_cli("bench", *args, "--out", str(tmp_path / "local"), cwd=root)
     assert r.returncode == 0, r.stderr
-    r = run_cli("bench", *args, "--out", str(tmp_path / "ray"), "--executor", "ray", cwd=root, timeout=900)
+    r = run_cli(
+        "bench", *args, "--out", str(tmp_path / "ray"), "--executor", "ray", cwd=root, timeout=900
+    )
     assert r.returncode == 0, r.stderr
     local = {row["key"]: row for row in load_rows(tmp_path / "local" / "runs.jsonl")}
     remote = {row["key"]: row for row in load_rows(tmp_path / "ray" / "runs.jsonl")}
@@ -89,7 +142,10 @@ def test_ray_executor_gives_the_same_objectives(tmp_path):
     for key, row in local.items():
         assert remote[key]["status"] == row["status"], row["solver"]
         if row["objective"] is not None:
-            assert remote[key]["objective"] == pytest.approx(row["objective"], rel=1e-9), (row["solver"], row["instance"])
+            assert remote[key]["objective"] == pytest.approx(row["objective"], rel=1e-9), (
+                row["solver"],
+                row["instance"],
+            )
 
 
 def test_bad_suite_and_plugin_are_usage_errors(tmp_path):
@@ -106,12 +162,24 @@ def test_instance_ids_are_stable_content_hashes():
     preset = build_problem("placement", {"cluster": "small-4", "workflow": "grpo-sync-qwen3-4b"})
     from planner.presets import get_preset
 
-    inline = build_problem("placement", {"cluster": get_preset("small-4").data(), "workflow": get_preset("grpo-sync-qwen3-4b").data()})
+    inline = build_problem(
+        "placement",
+        {
+            "cluster": get_preset("small-4").data(),
+            "workflow": get_preset("grpo-sync-qwen3-4b").data(),
+        },
+    )
     assert instance_id(preset) == instance_id(inline)
 
 
 def test_a_broken_instance_is_an_error_row():
-    spec = RunSpec("t", InstanceRef("broken", "circuits", fields={"fabric": "no-such-fabric", "demand": "demand-alltoall-8"}), "greedy")
+    spec = RunSpec(
+        "t",
+        InstanceRef(
+            "broken", "circuits", fields={"fabric": "no-such-fabric", "demand": "demand-alltoall-8"}
+        ),
+        "greedy",
+    )
     row = execute_run(spec)
     assert row["status"] == "error" and "no-such-fabric" in row["message"]
 
@@ -119,27 +187,68 @@ def test_a_broken_instance_is_an_error_row():
 def test_retry_errors_reruns_only_the_error_rows(tmp_path):
     from benchmarks.harness import run_specs
 
-    inst = InstanceRef("tiny", "circuits", generator="circuits_instance", args={"endpoints": 4, "ports": 2, "shape": "sparse", "pairs": 4})
-    specs = [RunSpec("t", inst, "crashing", plugins=(PLUGIN,)), RunSpec("t", inst, "greedy", plugins=(PLUGIN,))]
+    inst = InstanceRef(
+        "tiny",
+        "circuits",
+        generator="circuits_instance",
+        args={"endpoints": 4, "ports": 2, "shape": "sparse", "pairs": 4},
+    )
+    specs = [
+        RunSpec("t", inst, "crashing", plugins=(PLUGIN,)),
+        RunSpec("t", inst, "greedy", plugins=(PLUGIN,)),
+    ]
     first = run_specs(specs, tmp_path, progress=False)
     assert [r["status"] for r in first] == ["error", "feasible"]
     assert len(load_rows(tmp_path / "runs.jsonl")) == 2
     run_specs(specs, tmp_path, progress=False)
     assert len(load_rows(tmp_path / "runs.jsonl")) == 2  # finished, errors included, are skipped
     again = run_specs(specs, tmp_path, progress=False, retry_errors=True)
-    assert len(load_rows(tmp_path / "runs.jsonl")) == 3 and [r["status"] for r in again] == ["error", "feasible"]
+    assert len(load_rows(tmp_path / "runs.jsonl")) == 3 and [r["status"] for r in again] == [
+        "error",
+        "feasible",
+    ]
 
 
 def test_custom_suite_over_user_files(tmp_path):
     problem = tmp_path / "mine.yaml"
     problem.write_text("problem: circuits\nfabric: fabric-moe-16\ndemand: demand-moe-16\n")
     out = tmp_path / "out"
-    r = run_cli("bench", "--problem", str(problem), "--problem", "broadcast-example", "--solver", "greedy", "--solver", "cpsat",
-                "--time-limit", "30", "--out", str(out), "-q")
-    assert r.returncode == 2 and "broadcast" in r.stderr  # broadcast has no greedy: refused before any run
+    r = run_cli(
+        "bench",
+        "--problem",
+        str(problem),
+        "--problem",
+        "broadcast-example",
+        "--solver",
+        "greedy",
+        "--solver",
+        "cpsat",
+        "--time-limit",
+        "30",
+        "--out",
+        str(out),
+        "-q",
+    )
+    assert (
+        r.returncode == 2 and "broadcast" in r.stderr
+    )  # broadcast has no greedy: refused before any run
     assert not out.exists()
-    r = run_cli("bench", "--problem", str(problem), "--solver", "greedy", "--solver", "cpsat", "--time-limit", "30", "--seeds", "2",
-                "--out", str(out), "-q")
+    r = run_cli(
+        "bench",
+        "--problem",
+        str(problem),
+        "--solver",
+        "greedy",
+        "--solver",
+        "cpsat",
+        "--time-limit",
+        "30",
+        "--seeds",
+        "2",
+        "--out",
+        str(out),
+        "-q",
+    )
     assert r.returncode == 0, r.stderr
     df = pd.read_csv(out / "runs.csv")
     assert len(df) == 4 and set(df["solver"]) == {"greedy", "cpsat"} and set(df["seed"]) == {0, 1}

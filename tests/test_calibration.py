@@ -17,17 +17,30 @@ from costmodels.errors import SpecError
 from costmodels.profiles import AllReduceTerm, HardwareProfile
 from tests.conftest import run_cli
 
-KNOWN = HardwareProfile(gpu="H100-SXM", weight_efficiency={1: 0.82, 2: 0.78, 4: 0.7, 8: 0.55}, gemm_efficiency=0.7, kv_efficiency=0.6,
-                        layer_floor_us=20.0, layer_sequence_us=0.2,
-                        allreduce={2: AllReduceTerm(latency_us=5.0, bus_gb_per_s=150.0), 4: AllReduceTerm(latency_us=8.0, bus_gb_per_s=120.0),
-                                   8: AllReduceTerm(latency_us=12.0, bus_gb_per_s=90.0)})
+KNOWN = HardwareProfile(
+    gpu="H100-SXM",
+    weight_efficiency={1: 0.82, 2: 0.78, 4: 0.7, 8: 0.55},
+    gemm_efficiency=0.7,
+    kv_efficiency=0.6,
+    layer_floor_us=20.0,
+    layer_sequence_us=0.2,
+    allreduce={
+        2: AllReduceTerm(latency_us=5.0, bus_gb_per_s=150.0),
+        4: AllReduceTerm(latency_us=8.0, bus_gb_per_s=120.0),
+        8: AllReduceTerm(latency_us=12.0, bus_gb_per_s=90.0),
+    },
+)
 
 
 def _synthetic(profile: HardwareProfile, noise: float, seed: int) -> list[Measurement]:
     """What a benchmark sweep of three models would measure on a GPU that behaves as ``profile``."""
     rng = np.random.default_rng(seed)
     gpu = get_gpu(profile.gpu)
-    rows = [Measurement("allreduce", None, tp, 0, 0, 1.0, bytes=tokens * 4096 * 2) for tp in (2, 4, 8) for tokens in (1, 16, 256, 4096, 16384)]
+    rows = [
+        Measurement("allreduce", None, tp, 0, 0, 1.0, bytes=tokens * 4096 * 2)
+        for tp in (2, 4, 8)
+        for tokens in (1, 16, 256, 4096, 16384)
+    ]
     for model in ("Qwen3-8B", "Qwen3-32B", "Llama-3.1-8B"):
         m = get_model(model)
         for tp in (1, 2, 4, 8):
@@ -37,8 +50,18 @@ def _synthetic(profile: HardwareProfile, noise: float, seed: int) -> list[Measur
             for batch in (1, 4, 16):
                 for tokens in (512, 1024, 2048, 4096, 8192):
                     rows.append(Measurement("prefill", m, tp, batch, tokens, 1.0))
-    return [Measurement(r.kind, r.model, r.tp, r.batch, r.context, predict(profile, gpu, r) * math.exp(rng.normal(0, noise)), bytes=r.bytes)
-            for r in rows]
+    return [
+        Measurement(
+            r.kind,
+            r.model,
+            r.tp,
+            r.batch,
+            r.context,
+            predict(profile, gpu, r) * math.exp(rng.normal(0, noise)),
+            bytes=r.bytes,
+        )
+        for r in rows
+    ]
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -63,15 +86,18 @@ def test_fit_refuses_too_few_measurements():
 CSV = "kind,gpu,model,tp,batch,context,seconds\n"
 
 
-@pytest.mark.parametrize(("row", "field", "value"), [
-    ("step,H100-SXM,Qwen3-8B,2,8,1024,0.01", "row 2.kind", "step"),
-    ("train,H100-SXM,Qwen3-8B,2,8,1024,0.01", "row 2.gpus", "train row needs gpus"),
-    ("decode,H100-SXM,Qwen3-8B,3,8,1024,0.01", "row 2.tp", "3"),
-    ("decode,H100-SXM,Qwen3-8B,2,8,1024,-0.01", "row 2.seconds", "-0.01"),
-    ("decode,H100-SXM,Qwen3-8B,2,eight,1024,0.01", "row 2.batch", "eight"),
-    ("decode,H100-SXM,Qwen3-8B,2,8,1024,nan", "row 2.seconds", "nan"),
-    ("decode,H100-SXM,GPT-9,2,8,1024,0.01", "row 2.model", "GPT-9"),
-])
+@pytest.mark.parametrize(
+    ("row", "field", "value"),
+    [
+        ("step,H100-SXM,Qwen3-8B,2,8,1024,0.01", "row 2.kind", "step"),
+        ("train,H100-SXM,Qwen3-8B,2,8,1024,0.01", "row 2.gpus", "train row needs gpus"),
+        ("decode,H100-SXM,Qwen3-8B,3,8,1024,0.01", "row 2.tp", "3"),
+        ("decode,H100-SXM,Qwen3-8B,2,8,1024,-0.01", "row 2.seconds", "-0.01"),
+        ("decode,H100-SXM,Qwen3-8B,2,eight,1024,0.01", "row 2.batch", "eight"),
+        ("decode,H100-SXM,Qwen3-8B,2,8,1024,nan", "row 2.seconds", "nan"),
+        ("decode,H100-SXM,GPT-9,2,8,1024,0.01", "row 2.model", "GPT-9"),
+    ],
+)
 def test_bad_measurement_rows_are_named(row, field, value):
     with pytest.raises(SpecError) as exc:
         read_measurements(CSV + row + "\n", "m.csv")
@@ -81,8 +107,13 @@ def test_bad_measurement_rows_are_named(row, field, value):
 def test_calibrate_cli_writes_profiles_and_refuses_bad_input(tmp_path):
     good = tmp_path / "m.csv"
     rows = _synthetic(KNOWN, 0.01, 3)
-    good.write_text(CSV.replace("\n", ",bytes\n") + "".join(
-        f"{r.kind},H100-SXM,{r.model.name if r.model else ''},{r.tp},{r.batch or ''},{r.context or ''},{r.seconds!r},{r.bytes or ''}\n" for r in rows))
+    good.write_text(
+        CSV.replace("\n", ",bytes\n")
+        + "".join(
+            f"{r.kind},H100-SXM,{r.model.name if r.model else ''},{r.tp},{r.batch or ''},{r.context or ''},{r.seconds!r},{r.bytes or ''}\n"
+            for r in rows
+        )
+    )
     out = tmp_path / "p.yaml"
     proc = run_cli("calibrate", "--measurements", str(good), "-o", str(out))
     assert proc.returncode == 0, proc.stderr
@@ -90,9 +121,16 @@ def test_calibrate_cli_writes_profiles_and_refuses_bad_input(tmp_path):
     assert abs(profile.gemm_efficiency / KNOWN.gemm_efficiency - 1) < 0.05
 
     bad = tmp_path / "bad.csv"
-    bad.write_text(CSV + "decode,H100-SXM,Qwen3-8B,2,8,1024,0.01\ndecode,H100-SXM,Qwen3-8B,2,8,1024,soon\n")
+    bad.write_text(
+        CSV + "decode,H100-SXM,Qwen3-8B,2,8,1024,0.01\ndecode,H100-SXM,Qwen3-8B,2,8,1024,soon\n"
+    )
     proc = run_cli("calibrate", "--measurements", str(bad), "-o", str(tmp_path / "q.yaml"))
-    assert proc.returncode == 2 and "bad.csv" in proc.stderr and "row 3.seconds" in proc.stderr and "soon" in proc.stderr
+    assert (
+        proc.returncode == 2
+        and "bad.csv" in proc.stderr
+        and "row 3.seconds" in proc.stderr
+        and "soon" in proc.stderr
+    )
     assert len(proc.stderr.strip().splitlines()) == 1 and not (tmp_path / "q.yaml").exists()
     few = tmp_path / "few.csv"
     few.write_text(CSV + "decode,H100-SXM,Qwen3-8B,2,8,1024,0.01\n")
@@ -103,12 +141,31 @@ def test_calibrate_cli_writes_profiles_and_refuses_bad_input(tmp_path):
 
 
 def test_shipped_profiles_are_what_calibrate_fits_to_the_shipped_measurements():
-    shipped = {p["gpu"]: HardwareProfile.model_validate(p) for p in
-               yaml.safe_load((Path(__file__).parents[1] / "costmodels" / "data" / "profiles" / "aic-vllm.yaml").read_text())["profiles"]}
-    assert set(shipped) == {"H100-SXM", "H200", "A100-80GB", "L40S", "H800", "A100-40GB", "H20", "L4"}, "every catalog GPU"
+    shipped = {
+        p["gpu"]: HardwareProfile.model_validate(p)
+        for p in yaml.safe_load(
+            (
+                Path(__file__).parents[1] / "costmodels" / "data" / "profiles" / "aic-vllm.yaml"
+            ).read_text()
+        )["profiles"]
+    }
+    assert set(shipped) == {
+        "H100-SXM",
+        "H200",
+        "A100-80GB",
+        "L40S",
+        "H800",
+        "A100-40GB",
+        "H20",
+        "L4",
+    }, "every catalog GPU"
     h800, h100 = shipped["H800"], shipped["H100-SXM"]
-    assert h800.weight_efficiency == h100.weight_efficiency and "derived from H100-SXM" in h800.source
-    assert h800.allreduce[8].bus_gb_per_s == pytest.approx(h100.allreduce[8].bus_gb_per_s * 400 / 900)
+    assert (
+        h800.weight_efficiency == h100.weight_efficiency and "derived from H100-SXM" in h800.source
+    )
+    assert h800.allreduce[8].bus_gb_per_s == pytest.approx(
+        h100.allreduce[8].bus_gb_per_s * 400 / 900
+    )
     for derived in ("H20", "L4"):  # no measurement of their own: the profile says it is assumed
         assert "ASSUMED" in shipped[derived].source and not shipped[derived].residuals
     proc = run_cli("calibrate", "--gpu", "H200", "-o", "-")
@@ -117,7 +174,11 @@ def test_shipped_profiles_are_what_calibrate_fits_to_the_shipped_measurements():
     _, a = vector(fresh)
     _, b = vector(shipped["H200"])
     assert np.allclose(a, b, rtol=0, atol=1e-6)
-    assert all(p.residuals["all"] <= (0.15 if gpu == "L40S" else 0.08) for gpu, p in shipped.items() if p.residuals)
+    assert all(
+        p.residuals["all"] <= (0.15 if gpu == "L40S" else 0.08)
+        for gpu, p in shipped.items()
+        if p.residuals
+    )
 
 
 def _shipped() -> dict[str, HardwareProfile]:
@@ -136,26 +197,53 @@ def test_a_profile_in_the_efficiency_set_drives_decode_prefill_and_the_simulator
     inst = Instance(m, g, tp, ServingParams(efficiency=Efficiency(profiles=profiles)))
     for batch, context in ((1, 1024), (32, 32 * 4096), (256, 256 * 2048)):
         step = inst.decode_step(batch, context)
-        assert step["step_s"] - step["overhead_s"] == pytest.approx(profiles["H200"].decode_s(m, g, tp, batch, context), rel=1e-12)
+        assert step["step_s"] - step["overhead_s"] == pytest.approx(
+            profiles["H200"].decode_s(m, g, tp, batch, context), rel=1e-12
+        )
         coeff = step_coefficients(inst, batch)
         for c in (0.0, context, 3 * context):
             assert coeff.at(c) == pytest.approx(inst.decode_step(batch, c)["step_s"], rel=1e-9)
-    assert inst.prefill_batch([2048] * 4) == pytest.approx(profiles["H200"].prefill_s(m, g, tp, 4, 2048), rel=1e-12)
+    assert inst.prefill_batch([2048] * 4) == pytest.approx(
+        profiles["H200"].prefill_s(m, g, tp, 4, 2048), rel=1e-12
+    )
     without_l4 = {k: v for k, v in profiles.items() if k != "L4"}
-    other = Instance(m, get_gpu("L4"), tp, ServingParams(efficiency=Efficiency(profiles=without_l4)))
-    assert other.decode_step(8, 8192) == Instance(m, get_gpu("L4"), tp).decode_step(8, 8192), "no L4 profile: the default judge"
+    other = Instance(
+        m, get_gpu("L4"), tp, ServingParams(efficiency=Efficiency(profiles=without_l4))
+    )
+    assert other.decode_step(8, 8192) == Instance(m, get_gpu("L4"), tp).decode_step(8, 8192), (
+        "no L4 profile: the default judge"
+    )
 
 
 def test_profile_option_on_estimate_and_simulate(tmp_path):
-    proc = run_cli("estimate", "generation", "--model", "Qwen3-8B", "--gpu", "H100-SXM", "--profile", "aic-vllm")
-    assert proc.returncode == 0 and "profile fitted to AIConfigurator" in proc.stdout.replace("\n", " ")
-    data = yaml.safe_load(Path(__file__).parents[1].joinpath("costmodels", "data", "profiles", "aic-vllm.yaml").read_text())
+    proc = run_cli(
+        "estimate",
+        "generation",
+        "--model",
+        "Qwen3-8B",
+        "--gpu",
+        "H100-SXM",
+        "--profile",
+        "aic-vllm",
+    )
+    assert proc.returncode == 0 and "profile fitted to AIConfigurator" in proc.stdout.replace(
+        "\n", " "
+    )
+    data = yaml.safe_load(
+        Path(__file__)
+        .parents[1]
+        .joinpath("costmodels", "data", "profiles", "aic-vllm.yaml")
+        .read_text()
+    )
     twice = tmp_path / "twice.yaml"
     twice.write_text(yaml.safe_dump({"profiles": [data["profiles"][0]] * 2}))
     unknown = tmp_path / "unknown.yaml"
     unknown.write_text(yaml.safe_dump({"profiles": [{**data["profiles"][0], "gpu": "B999"}]}))
-    for path, words in ((twice, ["twice.yaml", "profiles[1].gpu"]), (unknown, ["unknown.yaml", "B999"]),
-                        (tmp_path / "none.yaml", ["none.yaml"])):
+    for path, words in (
+        (twice, ["twice.yaml", "profiles[1].gpu"]),
+        (unknown, ["unknown.yaml", "B999"]),
+        (tmp_path / "none.yaml", ["none.yaml"]),
+    ):
         proc = run_cli("simulate", "generation", "--profile", str(path))
         assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
         assert all(w in proc.stderr for w in words), proc.stderr
@@ -174,19 +262,29 @@ def test_plan_profile_is_recorded_and_validated(tmp_path):
     assert run_cli("validate", str(out)).returncode == 0
     default, flat = tmp_path / "default.json", tmp_path / "flat.json"
     assert run_cli("plan", "replan", "-q", "-o", str(default)).returncode == 0
-    assert json.loads(default.read_text())["objective"] == doc["objective"], "the shipped profiles are the default"
+    assert json.loads(default.read_text())["objective"] == doc["objective"], (
+        "the shipped profiles are the default"
+    )
     assert run_cli("plan", "replan", "--profile", "flat", "-q", "-o", str(flat)).returncode == 0
     flat_doc = json.loads(flat.read_text())
-    assert flat_doc["objective"] != doc["objective"] and flat_doc["inputs"]["state"]["serving"]["efficiency"]["kernels"] == "flat"
+    assert (
+        flat_doc["objective"] != doc["objective"]
+        and flat_doc["inputs"]["state"]["serving"]["efficiency"]["kernels"] == "flat"
+    )
     proc = run_cli("plan", "cosched", "--profile", "aic-vllm", "-o", str(tmp_path / "c.json"))
-    assert proc.returncode == 2 and "--profile" in proc.stderr and not (tmp_path / "c.json").exists()
+    assert (
+        proc.returncode == 2 and "--profile" in proc.stderr and not (tmp_path / "c.json").exists()
+    )
 
 
 def test_engine_option_and_flat_kernels_on_the_cli(tmp_path):
     """--engine picks a shipped serving mode (eager is slower per step: kernel launches per layer),
     a mode that does not exist is a usage error naming the choices; --profile flat is the 0.x judge."""
+
     def makespan(*extra: str) -> float:
-        proc = run_cli("estimate", "generation", "--model", "Qwen2.5-14B", "--gpu", "H800", "--json", *extra)
+        proc = run_cli(
+            "estimate", "generation", "--model", "Qwen2.5-14B", "--gpu", "H800", "--json", *extra
+        )
         assert proc.returncode == 0, proc.stderr
         return min(r["makespan_s"] for r in json.loads(proc.stdout)["configurations"])
 
@@ -195,7 +293,12 @@ def test_engine_option_and_flat_kernels_on_the_cli(tmp_path):
     default, eager, flat = makespan(), makespan("--engine", "eager"), makespan("--profile", "flat")
     assert eager > default and flat != default
     proc = run_cli("estimate", "generation", "--engine", "turbo")
-    assert proc.returncode == 2 and "--engine" in proc.stderr and "cuda-graph" in proc.stderr and "turbo" in proc.stderr
+    assert (
+        proc.returncode == 2
+        and "--engine" in proc.stderr
+        and "cuda-graph" in proc.stderr
+        and "turbo" in proc.stderr
+    )
     proc = run_cli("plan", "cosched", "--engine", "eager", "-o", str(tmp_path / "c.json"))
     assert proc.returncode == 2 and "--engine" in proc.stderr and not (tmp_path / "c.json").exists()
 
@@ -203,15 +306,25 @@ def test_engine_option_and_flat_kernels_on_the_cli(tmp_path):
 def test_allreduce_table_interpolates_between_measured_sizes():
     """A measured table is reproduced at its points, interpolated linearly between them, and
     continued with the affine bandwidth outside (never below the fixed latency)."""
-    ar = AllReduceTerm(latency_us=10.0, bus_gb_per_s=2.0, measured=((8192.0, 30e-6), (524288.0, 444e-6), (1048576.0, 583e-6)))
+    ar = AllReduceTerm(
+        latency_us=10.0,
+        bus_gb_per_s=2.0,
+        measured=((8192.0, 30e-6), (524288.0, 444e-6), (1048576.0, 583e-6)),
+    )
     assert ar.seconds(524288.0) == pytest.approx(444e-6)
     assert ar.seconds(786432.0) == pytest.approx((444e-6 + 583e-6) / 2)
     assert ar.seconds(2097152.0) == pytest.approx(583e-6 + 1048576.0 / 2e9)
-    assert ar.seconds(1.0) == pytest.approx(30e-6 - 8191.0 / 2e9)  # below the table: the affine slope down to it
-    assert AllReduceTerm(latency_us=10.0, bus_gb_per_s=2.0, measured=((1e6, 20e-6), (2e6, 40e-6))).seconds(1.0) == pytest.approx(10e-6)
+    assert ar.seconds(1.0) == pytest.approx(
+        30e-6 - 8191.0 / 2e9
+    )  # below the table: the affine slope down to it
+    assert AllReduceTerm(
+        latency_us=10.0, bus_gb_per_s=2.0, measured=((1e6, 20e-6), (2e6, 40e-6))
+    ).seconds(1.0) == pytest.approx(10e-6)
     sizes = np.geomspace(1, 1 << 24, 200)
     times = [ar.seconds(float(x)) for x in sizes]
-    assert all(b >= a - 1e-15 for a, b in zip(times, times[1:], strict=False))  # monotone: a bigger message never costs less
+    assert all(
+        b >= a - 1e-15 for a, b in zip(times, times[1:], strict=False)
+    )  # monotone: a bigger message never costs less
     slower = ar.scaled(0.5)
     assert slower.seconds(524288.0) == pytest.approx(10e-6 + (444e-6 - 10e-6) * 2)
     with pytest.raises(ValueError, match="ascending"):
@@ -225,7 +338,9 @@ def test_fit_keeps_measured_allreduces_as_a_table():
     for tp in (2, 4, 8):
         table = dict(fitted.allreduce[tp].measured)
         assert sorted(table) == [t * 4096 * 2.0 for t in (1, 16, 256, 4096, 16384)]
-        assert table[256 * 4096 * 2.0] == pytest.approx(KNOWN.allreduce[tp].seconds(256 * 4096 * 2.0))
+        assert table[256 * 4096 * 2.0] == pytest.approx(
+            KNOWN.allreduce[tp].seconds(256 * 4096 * 2.0)
+        )
 
 
 def test_shipped_l40s_tp8_allreduce_is_not_affine():
@@ -251,8 +366,21 @@ def _train_rows(mfu: float, noise: float, seed: int) -> list[Measurement]:
     for model in ("Qwen2.5-7B", "Qwen2.5-14B", "Qwen2.5-32B"):
         for gpus in (16, 32, 64):
             for tokens in (5e5, 1e6, 4e6):
-                s = truth.compute_s(model, "H800", gpus, tokens) + truth.fixed_s(model, "H800", gpus)
-                rows.append(Measurement("train", get_model(model), 1, 0, 0, s * math.exp(rng.normal(0, noise)), gpus=gpus, tokens=tokens))
+                s = truth.compute_s(model, "H800", gpus, tokens) + truth.fixed_s(
+                    model, "H800", gpus
+                )
+                rows.append(
+                    Measurement(
+                        "train",
+                        get_model(model),
+                        1,
+                        0,
+                        0,
+                        s * math.exp(rng.normal(0, noise)),
+                        gpus=gpus,
+                        tokens=tokens,
+                    )
+                )
     return rows
 
 
@@ -270,7 +398,11 @@ def test_training_fit_refuses_too_few_or_impossible_steps():
     rows = _train_rows(0.3, 0.0, 0)
     with pytest.raises(CalibrationError, match="needs at least"):
         fit_training("H800", rows[:2], "few.csv")
-    short = [Measurement("train", get_model("Qwen2.5-32B"), 1, 0, 0, 1e-3, "t.csv row 2", gpus=16, tokens=1e6)] * 3
+    short = [
+        Measurement(
+            "train", get_model("Qwen2.5-32B"), 1, 0, 0, 1e-3, "t.csv row 2", gpus=16, tokens=1e6
+        )
+    ] * 3
     with pytest.raises(CalibrationError, match="t.csv row 2.*optimizer step and weight sync"):
         fit_training("H800", short)
 
@@ -282,16 +414,28 @@ def test_calibrate_training_rows_drive_the_rollout_job(tmp_path):
     import json
 
     good = tmp_path / "train.csv"
-    good.write_text(TRAIN_CSV + "".join(f"train,H800,{r.model.name},{r.seconds!r},{r.gpus},{r.tokens:g}\n" for r in _train_rows(0.3, 0.01, 4)))
+    good.write_text(
+        TRAIN_CSV
+        + "".join(
+            f"train,H800,{r.model.name},{r.seconds!r},{r.gpus},{r.tokens:g}\n"
+            for r in _train_rows(0.3, 0.01, 4)
+        )
+    )
     out = tmp_path / "fit.yaml"
     proc = run_cli("calibrate", "--measurements", str(good), "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     doc = yaml.safe_load(out.read_text())
-    assert "profiles" not in doc and doc["training"][0]["gpu"] == "H800" and abs(doc["training"][0]["mfu"] / 0.3 - 1) < 0.05
+    assert (
+        "profiles" not in doc
+        and doc["training"][0]["gpu"] == "H800"
+        and abs(doc["training"][0]["mfu"] / 0.3 - 1) < 0.05
+    )
     assert "training: effective MFU" in proc.stdout
 
     def step(*extra: str) -> float:
-        proc = run_cli("simulate", "rollout", "--job", "rollout-7b-8k", "--setting", "verl", "--json", *extra)
+        proc = run_cli(
+            "simulate", "rollout", "--job", "rollout-7b-8k", "--setting", "verl", "--json", *extra
+        )
         assert proc.returncode == 0, proc.stderr
         return json.loads(proc.stdout)["results"][0]["objective_s"]
 
@@ -299,7 +443,12 @@ def test_calibrate_training_rows_drive_the_rollout_job(tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text(TRAIN_CSV + "train,H800,Qwen2.5-7B,30.5,0,1000000\n")
     proc = run_cli("calibrate", "--measurements", str(bad), "-o", str(tmp_path / "q.yaml"))
-    assert proc.returncode == 2 and "bad.csv" in proc.stderr and "row 2.gpus" in proc.stderr and not (tmp_path / "q.yaml").exists()
+    assert (
+        proc.returncode == 2
+        and "bad.csv" in proc.stderr
+        and "row 2.gpus" in proc.stderr
+        and not (tmp_path / "q.yaml").exists()
+    )
 
 
 def test_cluster_spec_profiles_drive_placement_and_are_checked(tmp_path):
@@ -316,8 +465,14 @@ def test_cluster_spec_profiles_drive_placement_and_are_checked(tmp_path):
     cluster = preset.data()
     cluster = cluster if isinstance(cluster, dict) else cluster.model_dump(mode="json")
     shipped = _shipped()
-    slow = [shipped[g].model_copy(update={"weight_efficiency": {t: e / 2 for t, e in shipped[g].weight_efficiency.items()}})
-            for g in sorted({n["gpu"] for n in cluster["nodes"]})]
+    slow = [
+        shipped[g].model_copy(
+            update={
+                "weight_efficiency": {t: e / 2 for t, e in shipped[g].weight_efficiency.items()}
+            }
+        )
+        for g in sorted({n["gpu"] for n in cluster["nodes"]})
+    ]
 
     def objective(c: dict, update: dict | None = None) -> float:
         problem = build_problem("placement", {"cluster": c, "workflow": "ppo-sync-qwen3-8b"})
@@ -328,10 +483,31 @@ def test_cluster_spec_profiles_drive_placement_and_are_checked(tmp_path):
     base = objective(cluster)
     with_profiles = {**cluster, "profiles": [p.model_dump(mode="json") for p in slow]}
     assert objective(with_profiles) > base
-    assert objective(with_profiles, {"profiles": {p.gpu: shipped[p.gpu] for p in slow}}) == pytest.approx(base)
-    assert objective(with_profiles, {"kernels": "flat", "profiles": {}}) == pytest.approx(objective(cluster, {"kernels": "flat", "profiles": {}}))
+    assert objective(
+        with_profiles, {"profiles": {p.gpu: shipped[p.gpu] for p in slow}}
+    ) == pytest.approx(base)
+    assert objective(with_profiles, {"kernels": "flat", "profiles": {}}) == pytest.approx(
+        objective(cluster, {"kernels": "flat", "profiles": {}})
+    )
     bad = tmp_path / "bad.yaml"
-    bad.write_text(yaml.safe_dump({**cluster, "profiles": [shipped["H100-SXM"].model_dump(mode="json")]}))
-    proc = run_cli("plan", "placement", "--cluster", str(bad), "--solver", "verl", "-q", "-o", str(tmp_path / "x.json"))
-    assert proc.returncode == 2 and "bad.yaml" in proc.stderr and "profiles[0].gpu" in proc.stderr and "H100-SXM" in proc.stderr
+    bad.write_text(
+        yaml.safe_dump({**cluster, "profiles": [shipped["H100-SXM"].model_dump(mode="json")]})
+    )
+    proc = run_cli(
+        "plan",
+        "placement",
+        "--cluster",
+        str(bad),
+        "--solver",
+        "verl",
+        "-q",
+        "-o",
+        str(tmp_path / "x.json"),
+    )
+    assert (
+        proc.returncode == 2
+        and "bad.yaml" in proc.stderr
+        and "profiles[0].gpu" in proc.stderr
+        and "H100-SXM" in proc.stderr
+    )
     assert not (tmp_path / "x.json").exists()

@@ -15,9 +15,17 @@ from planner.io import build_problem
 
 
 def problem():
-    fabric = {"link_gbps": 100, "endpoints": [{"name": n, "ports": 2} for n in "abcd"], "eligible": [["a", "b"], ["a", "c"], ["b", "c"], ["c", "d"]]}
-    demand = [{"src": "a", "dst": "b", "bytes": 25e9}, {"src": "b", "dst": "a", "bytes": 50e9},
-              {"src": "a", "dst": "c", "bytes": 12.5e9}, {"src": "c", "dst": "d", "bytes": 1e9}]
+    fabric = {
+        "link_gbps": 100,
+        "endpoints": [{"name": n, "ports": 2} for n in "abcd"],
+        "eligible": [["a", "b"], ["a", "c"], ["b", "c"], ["c", "d"]],
+    }
+    demand = [
+        {"src": "a", "dst": "b", "bytes": 25e9},
+        {"src": "b", "dst": "a", "bytes": 50e9},
+        {"src": "a", "dst": "c", "bytes": 12.5e9},
+        {"src": "c", "dst": "d", "bytes": 1e9},
+    ]
     return build_problem("circuits", {"fabric": fabric, "demand": demand})
 
 
@@ -41,7 +49,10 @@ def test_validator_catches_ports_eligibility_and_duplicates():
     p = problem()
     over = CircuitPlan(circuits=[Circuit(a="a", b="b", count=2), Circuit(a="a", b="c", count=1)])
     assert {v.constraint for v in check_circuits(p, over)} == {"port-budget"}
-    assert {v.constraint for v in check_circuits(p, CircuitPlan(circuits=[Circuit(a="b", b="d", count=1)]))} == {"eligibility"}
+    assert {
+        v.constraint
+        for v in check_circuits(p, CircuitPlan(circuits=[Circuit(a="b", b="d", count=1)]))
+    } == {"eligibility"}
     dup = CircuitPlan(circuits=[Circuit(a="a", b="b", count=1), Circuit(a="b", b="a", count=1)])
     assert "duplicate" in {v.constraint for v in check_circuits(p, dup)}
     ghost = CircuitPlan(circuits=[Circuit(a="a", b="z", count=1)])

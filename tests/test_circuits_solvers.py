@@ -24,12 +24,31 @@ def random_problems(draw):
     n = draw(st.integers(2, 9))
     names = [f"e{i}" for i in range(n)]
     ports = [draw(st.integers(0, 4)) for _ in range(n)]
-    failed = {names[i]: draw(st.integers(0, ports[i])) for i in range(n) if ports[i] and draw(st.booleans())}
-    rows = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1), st.sampled_from([1e9, 2e9, 3e9, 5e8, 7.5e9])), max_size=25))
+    failed = {
+        names[i]: draw(st.integers(0, ports[i]))
+        for i in range(n)
+        if ports[i] and draw(st.booleans())
+    }
+    rows = draw(
+        st.lists(
+            st.tuples(
+                st.integers(0, n - 1),
+                st.integers(0, n - 1),
+                st.sampled_from([1e9, 2e9, 3e9, 5e8, 7.5e9]),
+            ),
+            max_size=25,
+        )
+    )
     template = draw(st.sampled_from(["all-pairs", "intra-pod", "cross-pod"]))
-    fabric = FabricSpec(link_gbps=draw(st.sampled_from([100, 200, 400])), template=template, failed_ports=failed,
-                        endpoints=[{"name": names[i], "ports": ports[i], "pod": f"p{i % 2}"} for i in range(n)])
-    demand = DemandSpec(entries=[{"src": names[u], "dst": names[v], "bytes": b} for u, v, b in rows if u != v])
+    fabric = FabricSpec(
+        link_gbps=draw(st.sampled_from([100, 200, 400])),
+        template=template,
+        failed_ports=failed,
+        endpoints=[{"name": names[i], "ports": ports[i], "pod": f"p{i % 2}"} for i in range(n)],
+    )
+    demand = DemandSpec(
+        entries=[{"src": names[u], "dst": names[v], "bytes": b} for u, v, b in rows if u != v]
+    )
     return CircuitProblem(fabric, demand)
 
 
@@ -70,7 +89,9 @@ def test_exact_models_equal_brute_force_on_tiny_instances(shape):
         for name in ("milp", "cpsat"):
             r = solve(p, name)
             assert r.status is Status.OPTIMAL, r.message
-            assert r.breakdown["uncovered_gb"] == pytest.approx(truth.breakdown["uncovered_gb"], abs=1e-9)
+            assert r.breakdown["uncovered_gb"] == pytest.approx(
+                truth.breakdown["uncovered_gb"], abs=1e-9
+            )
             assert r.objective == pytest.approx(truth.objective, rel=1e-9), (name, seed)
             assert r.bound == pytest.approx(r.objective)
 
@@ -123,14 +144,22 @@ def test_failed_ports_are_never_used_and_connectivity_is_kept():
                 assert sum(x.count for x in after.plan.circuits if v in (x.a, x.b)) <= 1
     # every pair that still has a free port at both ends after masking stays connected
     assert after.breakdown["uncovered_pairs"] <= before.breakdown["uncovered_pairs"] + sum(
-        max(0, len([p for p in base.pair_demand() if v in p]) - 1) for v in failed)
+        max(0, len([p for p in base.pair_demand() if v in p]) - 1) for v in failed
+    )
     assert after.breakdown["circuits"] < before.breakdown["circuits"]
 
 
 def test_uniform_spreads_ports_demand_blind():
-    fabric = FabricSpec(link_gbps=100, template="all-pairs", endpoints=[{"name": n, "ports": 4} for n in "abc"])
-    demand = DemandSpec(entries=[{"src": "a", "dst": "b", "bytes": 9e9}, {"src": "a", "dst": "c", "bytes": 1e9},
-                                 {"src": "b", "dst": "c", "bytes": 1e9}])
+    fabric = FabricSpec(
+        link_gbps=100, template="all-pairs", endpoints=[{"name": n, "ports": 4} for n in "abc"]
+    )
+    demand = DemandSpec(
+        entries=[
+            {"src": "a", "dst": "b", "bytes": 9e9},
+            {"src": "a", "dst": "c", "bytes": 1e9},
+            {"src": "b", "dst": "c", "bytes": 1e9},
+        ]
+    )
     p = CircuitProblem(fabric, demand)
     assert allocate_uniform(p) == {("a", "b"): 2, ("a", "c"): 2, ("b", "c"): 2}
     greedy = allocate_greedy(p)  # traffic-aware: a-b is the bottleneck and gets the most circuits
@@ -165,8 +194,12 @@ def test_greedy_is_optimal_whenever_it_covers_every_pair(problem):
     # at v went to a pair whose time before it was >= b's time then >= T_greedy, so beating
     # T_greedy needs one more circuit at v than deg(v). Hence only coverage can leave a gap.
     greedy = solve(problem, "greedy")
-    if greedy.breakdown["uncovered_pairs"] > sum(1 for p in problem.pair_demand() if min(problem.fabric.degrees()[v] for v in p) == 0
-                                                 or not problem.fabric.eligibility()(*sorted(p))):
+    if greedy.breakdown["uncovered_pairs"] > sum(
+        1
+        for p in problem.pair_demand()
+        if min(problem.fabric.degrees()[v] for v in p) == 0
+        or not problem.fabric.eligibility()(*sorted(p))
+    ):
         return
     best = solve(problem, "bruteforce")
     assert greedy.objective == pytest.approx(best.objective, rel=1e-12)

@@ -9,7 +9,16 @@ import pytest
 from tests.conftest import run_cli
 
 
-@pytest.mark.parametrize("args", [["--help"], ["plan", "--help"], ["validate", "--help"], ["presets", "--help"], ["presets", "show", "--help"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--help"],
+        ["plan", "--help"],
+        ["validate", "--help"],
+        ["presets", "--help"],
+        ["presets", "show", "--help"],
+    ],
+)
 def test_help(args):
     proc = run_cli(*args)
     assert proc.returncode == 0, proc.stderr
@@ -29,7 +38,20 @@ def test_solver_help_lists_solvers():
 
 def test_validate_json_verdict(tmp_path):
     out = tmp_path / "p.json"
-    assert run_cli("plan", "placement", "--cluster", "small-8", "--workflow", "grpo-sync-qwen3-4b", "-o", str(out), "-q").returncode == 0
+    assert (
+        run_cli(
+            "plan",
+            "placement",
+            "--cluster",
+            "small-8",
+            "--workflow",
+            "grpo-sync-qwen3-4b",
+            "-o",
+            str(out),
+            "-q",
+        ).returncode
+        == 0
+    )
     proc = run_cli("validate", str(out), "--json")
     assert proc.returncode == 0 and '"valid": true' in proc.stdout
 
@@ -52,9 +74,30 @@ def test_evaluate_hand_written_plan_and_plan_file(tmp_path):
 
     doc = json.loads(proc.stdout)
     assert doc["breakdown"]["phases"]["weight_transfer"] == "sync"  # generation is disaggregated
-    assert set(doc["breakdown"]["tasks"]["actor_training"]) >= {"comp_s", "tp_s", "pp_s", "dp_s", "bubble_s", "decode_s", "time_s"}
+    assert set(doc["breakdown"]["tasks"]["actor_training"]) >= {
+        "comp_s",
+        "tp_s",
+        "pp_s",
+        "dp_s",
+        "bubble_s",
+        "decode_s",
+        "time_s",
+    }
     out = tmp_path / "p.json"
-    assert run_cli("plan", "placement", "--cluster", "small-8", "--workflow", "grpo-sync-qwen3-4b", "-o", str(out), "-q").returncode == 0
+    assert (
+        run_cli(
+            "plan",
+            "placement",
+            "--cluster",
+            "small-8",
+            "--workflow",
+            "grpo-sync-qwen3-4b",
+            "-o",
+            str(out),
+            "-q",
+        ).returncode
+        == 0
+    )
     proc = run_cli("evaluate", str(out))
     assert proc.returncode == 0 and "actor_training" in proc.stdout
     bad = tmp_path / "bad.yaml"
@@ -66,11 +109,27 @@ def test_evaluate_hand_written_plan_and_plan_file(tmp_path):
 def test_plan_circuits_every_solver_with_plot(tmp_path):
     for solver in ("greedy", "greedy-reference", "milp", "cpsat", "uniform"):
         out, png = tmp_path / f"{solver}.json", tmp_path / f"{solver}.png"
-        r = run_cli("plan", "circuits", "--fabric", "fabric-moe-16", "--demand", "demand-moe-16", "--solver", solver,
-                    "-o", str(out), "--plot", str(png))
+        r = run_cli(
+            "plan",
+            "circuits",
+            "--fabric",
+            "fabric-moe-16",
+            "--demand",
+            "demand-moe-16",
+            "--solver",
+            solver,
+            "-o",
+            str(out),
+            "--plot",
+            str(png),
+        )
         assert r.returncode == 0, r.stderr
         doc = json.loads(out.read_text())
-        assert doc["problem"] == "circuits" and doc["plan"]["circuits"][0].keys() == {"a", "b", "count"}
+        assert doc["problem"] == "circuits" and doc["plan"]["circuits"][0].keys() == {
+            "a",
+            "b",
+            "count",
+        }
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert run_cli("validate", str(out)).returncode == 0
 
@@ -79,7 +138,16 @@ def test_plan_broadcast_two_level_and_naive(tmp_path):
     objectives = {}
     for solver in ("two-level", "naive"):
         out = tmp_path / f"{solver}.json"
-        r = run_cli("plan", "broadcast", "--solver", solver, "-o", str(out), "--plot", str(tmp_path / f"{solver}.png"))
+        r = run_cli(
+            "plan",
+            "broadcast",
+            "--solver",
+            solver,
+            "-o",
+            str(out),
+            "--plot",
+            str(tmp_path / f"{solver}.png"),
+        )
         assert r.returncode == 0, r.stderr
         assert "Phase A" in r.stdout
         objectives[solver] = json.loads(out.read_text())["objective"]
@@ -87,12 +155,31 @@ def test_plan_broadcast_two_level_and_naive(tmp_path):
     assert objectives["two-level"] < objectives["naive"]
 
 
-@pytest.mark.parametrize("cluster,workflow,solver", [("small-16", "ppo-async-qwen3-4b", "streamrl"), ("hetrl-multi-country", "grpo-sync-qwen3-8b", "verl")])
+@pytest.mark.parametrize(
+    "cluster,workflow,solver",
+    [
+        ("small-16", "ppo-async-qwen3-4b", "streamrl"),
+        ("hetrl-multi-country", "grpo-sync-qwen3-8b", "verl"),
+    ],
+)
 def test_placement_plot_draws_the_cluster_and_the_timeline(tmp_path, cluster, workflow, solver):
     """`--plot` on a placement plan: a PNG of the cluster by zone and the iteration's phases,
     sync and async, one zone and several (the first thing a person wants to see)."""
     png, out = tmp_path / "p.png", tmp_path / "p.json"
-    r = run_cli("plan", "placement", "--cluster", cluster, "--workflow", workflow, "--solver", solver, "-o", str(out), "--plot", str(png))
+    r = run_cli(
+        "plan",
+        "placement",
+        "--cluster",
+        cluster,
+        "--workflow",
+        workflow,
+        "--solver",
+        solver,
+        "-o",
+        str(out),
+        "--plot",
+        str(png),
+    )
     assert r.returncode == 0, r.stderr
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
     assert f"wrote {out} and {png}" in " ".join(r.stdout.split())
@@ -104,12 +191,24 @@ def test_plan_in_a_terminal_writes_its_plan(tmp_path):
     from tests.conftest import run_cli_pty
 
     out = tmp_path / "plan.json"
-    code, text = run_cli_pty("plan", "--cluster", "small-8", "--workflow", "grpo-sync-qwen3-4b", "-O", "evaluations=20", "-o", str(out))
+    code, text = run_cli_pty(
+        "plan",
+        "--cluster",
+        "small-8",
+        "--workflow",
+        "grpo-sync-qwen3-4b",
+        "-O",
+        "evaluations=20",
+        "-o",
+        str(out),
+    )
     assert code == 0, text[-2000:]
     assert "Traceback" not in text and json.loads(out.read_text())["options"] == {"evaluations": 20}
     # a solver that reports no progress gets a spinner with the clock on a terminal
     code, text = run_cli_pty("plan", "circuits", "--solver", "milp", "-o", str(tmp_path / "c.json"))
-    assert code == 0 and "Traceback" not in text and "wrote" in text and "proven optimal" in text, text[-2000:]
+    assert code == 0 and "Traceback" not in text and "wrote" in text and "proven optimal" in text, (
+        text[-2000:]
+    )
 
 
 def test_plan_without_output_writes_the_problems_own_file(tmp_path):
@@ -131,10 +230,32 @@ def test_long_runs_outside_a_terminal_report_progress_on_stderr(tmp_path):
     from tests.conftest import rlplan_executable
 
     env = {**os.environ, "RLPLAN_PROGRESS_EVERY": "0.2", "COLUMNS": "200"}
-    r = subprocess.run([rlplan_executable(), "plan", "--cluster", "small-16", "--workflow", "ppo-sync-qwen3-8b", "--solver", "sha-ea",
-                        "-O", "evaluations=40", "-o", str(tmp_path / "p.json")], capture_output=True, text=True, env=env, timeout=120)
+    r = subprocess.run(
+        [
+            rlplan_executable(),
+            "plan",
+            "--cluster",
+            "small-16",
+            "--workflow",
+            "ppo-sync-qwen3-8b",
+            "--solver",
+            "sha-ea",
+            "-O",
+            "evaluations=40",
+            "-o",
+            str(tmp_path / "p.json"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
-    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("rlplan: solving placement by sha-ea, limit 300 s (default)")]
+    lines = [
+        ln
+        for ln in r.stderr.splitlines()
+        if ln.startswith("rlplan: solving placement by sha-ea, limit 300 s (default)")
+    ]
     assert len(lines) >= 3, r.stderr
     assert any("evaluations" in ln and "best" in ln for ln in lines)
     assert "took" in r.stdout and "of the default 300 s limit" in r.stdout
@@ -148,7 +269,9 @@ def test_solver_help_lists_each_solvers_default_limit():
     assert "default limit" in r.stdout and "300 s" in r.stdout and "60 s" in r.stdout
     import re
 
-    text = re.sub(r"-\s+", "-", " ".join(run_cli("plan", "--help").stdout.replace("│", " ").split()))  # undo wrapping at hyphens
+    text = re.sub(
+        r"-\s+", "-", " ".join(run_cli("plan", "--help").stdout.replace("│", " ").split())
+    )  # undo wrapping at hyphens
     assert "Default: the solver's own cap" in text and "placement sha-ea 300 s" in text
 
 
@@ -159,10 +282,19 @@ def test_shell_completion_knows_problems_and_each_problems_solvers():
     from tests.conftest import rlplan_executable
 
     def complete(words: str, cword: int) -> list[str]:
-        env = {**os.environ, "COMP_WORDS": words, "COMP_CWORD": str(cword), "_RLPLAN_COMPLETE": "complete_bash"}
-        return subprocess.run([rlplan_executable()], capture_output=True, text=True, env=env, timeout=60).stdout.split()
+        env = {
+            **os.environ,
+            "COMP_WORDS": words,
+            "COMP_CWORD": str(cword),
+            "_RLPLAN_COMPLETE": "complete_bash",
+        }
+        return subprocess.run(
+            [rlplan_executable()], capture_output=True, text=True, env=env, timeout=60
+        ).stdout.split()
 
-    assert "circuits" in complete("rlplan plan ci", 2) and "placement" not in complete("rlplan plan ci", 2)
+    assert "circuits" in complete("rlplan plan ci", 2) and "placement" not in complete(
+        "rlplan plan ci", 2
+    )
     circuits = complete("rlplan plan circuits --solver ", 4)
     assert {"greedy", "milp", "cpsat", "help"} <= set(circuits) and "sha-ea" not in circuits
     assert "sha-ea" in complete("rlplan plan --solver ", 3)

@@ -14,7 +14,9 @@ BELL = [1, 1, 2, 5, 15, 52, 203, 877]
 
 
 def stirling2(n: int, k: int) -> int:
-    return sum((-1) ** i * math.comb(k, i) * (k - i) ** n for i in range(k + 1)) // math.factorial(k)
+    return sum((-1) ** i * math.comb(k, i) * (k - i) ** n for i in range(k + 1)) // math.factorial(
+        k
+    )
 
 
 @given(st.integers(0, 7))

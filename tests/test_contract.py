@@ -18,7 +18,12 @@ from planner.solve import EXACT_RTOL, check_plan
 
 REG = default_registry()
 KINDS = REG.solvable()
-CASES = [(k.name, c.name, s.name) for k in KINDS for c in (k.canned() if k.canned else []) for s in REG.solvers(k.name)]
+CASES = [
+    (k.name, c.name, s.name)
+    for k in KINDS
+    for c in (k.canned() if k.canned else [])
+    for s in REG.solvers(k.name)
+]
 #: canned instances are tiny: heuristics that search until their limit get a few seconds, exact
 #: solvers enough to prove optimality (they stop when they do)
 TIME_LIMIT, EXACT_TIME_LIMIT = 5.0, 120.0
@@ -41,7 +46,9 @@ def _known(kind: str, name: str) -> tuple[float | None, float | None]:
     if canned.optimum is not None or canned.reference is None:
         return canned.optimum, canned.primary
     ref = solve(_problem(kind, name), canned.reference)
-    assert ref.status is Status.OPTIMAL, f"reference {canned.reference} did not prove {name}: {ref.status} {ref.message}"
+    assert ref.status is Status.OPTIMAL, (
+        f"reference {canned.reference} did not prove {name}: {ref.status} {ref.message}"
+    )
     key = REG.kind(kind).primary_key
     return ref.objective, ref.breakdown.get(key) if key else None
 
@@ -52,8 +59,9 @@ def test_descriptor_is_complete_or_refused(kind):
     if REG.solvers(kind):
         assert desc.incomplete() == [], f"{kind}: {desc.incomplete()}"
         assert desc.canned() and REG.default(kind) in {s.name for s in REG.solvers(kind)}
-        assert any(s.exact for s in REG.solvers(kind)) or all(c.lower_bound is not None for c in desc.canned()), \
-            f"{kind}: without an exact solver every canned instance needs a physical floor"
+        assert any(s.exact for s in REG.solvers(kind)) or all(
+            c.lower_bound is not None for c in desc.canned()
+        ), f"{kind}: without an exact solver every canned instance needs a physical floor"
     else:  # landed before its solvers: loading it is refused (tests/test_toy_problem.py runs the CLI)
         from costmodels.errors import SpecError
         from planner.io import build_problem
@@ -72,27 +80,47 @@ def test_solver_signs_the_contract(kind, instance, solver):
     problem = _problem(kind, instance)
     info = REG.get(kind, solver)
     result = solve(problem, solver, time_limit=EXACT_TIME_LIMIT if info.exact else TIME_LIMIT)
-    assert result.status in set(Status) - {Status.INVALID, Status.ERROR}, f"{solver}: {result.status.value} {result.message}"
+    assert result.status in set(Status) - {Status.INVALID, Status.ERROR}, (
+        f"{solver}: {result.status.value} {result.message}"
+    )
     assert result.violations == []
-    if not result.success:  # a heuristic may find nothing; an exact one must prove on tiny instances
-        assert not info.exact, f"exact {solver} ended {result.status.value} on a canned instance: {result.message}"
+    if (
+        not result.success
+    ):  # a heuristic may find nothing; an exact one must prove on tiny instances
+        assert not info.exact, (
+            f"exact {solver} ended {result.status.value} on a canned instance: {result.message}"
+        )
         return
     # the façade re-derived objective and breakdown; re-check independently
     violations, objective, _ = check_plan(problem, result.plan)
     assert violations == [] and objective == pytest.approx(result.objective, rel=1e-12)
     canned = _canned(kind, instance)
     if canned.lower_bound is not None:
-        assert result.objective >= canned.lower_bound * (1 - 1e-9), f"{solver} beats the physical floor {canned.lower_bound}"
+        assert result.objective >= canned.lower_bound * (1 - 1e-9), (
+            f"{solver} beats the physical floor {canned.lower_bound}"
+        )
     optimum, primary = _known(kind, instance)
     if optimum is None:
         return
-    key = (result.breakdown.get(desc.primary_key), result.objective) if desc.primary_key else (0.0, result.objective)
+    key = (
+        (result.breakdown.get(desc.primary_key), result.objective)
+        if desc.primary_key
+        else (0.0, result.objective)
+    )
     best = (primary, optimum) if desc.primary_key else (0.0, optimum)
     tol = EXACT_RTOL * max(1.0, abs(optimum))
-    better = key[0] < best[0] - 1e-9 or (math.isclose(key[0], best[0], abs_tol=1e-9) and key[1] < best[1] - tol)
+    better = key[0] < best[0] - 1e-9 or (
+        math.isclose(key[0], best[0], abs_tol=1e-9) and key[1] < best[1] - tol
+    )
     assert not better, f"{solver} beats the known optimum {best} with {key}"
     if info.exact:
-        assert result.status is Status.OPTIMAL, f"exact {solver}: {result.status.value} {result.message}"
-        assert key[0] == pytest.approx(best[0], abs=1e-9) and result.objective == pytest.approx(optimum, rel=EXACT_RTOL)
+        assert result.status is Status.OPTIMAL, (
+            f"exact {solver}: {result.status.value} {result.message}"
+        )
+        assert key[0] == pytest.approx(best[0], abs=1e-9) and result.objective == pytest.approx(
+            optimum, rel=EXACT_RTOL
+        )
         if result.solver_objective is not None:
-            assert result.solver_objective == pytest.approx(result.objective, rel=EXACT_RTOL), "exact model disagrees with the cost model"
+            assert result.solver_objective == pytest.approx(result.objective, rel=EXACT_RTOL), (
+                "exact model disagrees with the cost model"
+            )

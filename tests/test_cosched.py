@@ -40,7 +40,10 @@ HEURISTICS = (solve_rollmux, solve_random, solve_greedy, solve_solo, solve_coloc
 
 def _random_jobs(seed: int, n: int):
     rng = np.random.default_rng(seed)
-    jobs = [(float(rng.integers(20, 300)), float(rng.integers(20, 300)), float(rng.uniform(1.0, 2.0))) for _ in range(n)]
+    jobs = [
+        (float(rng.integers(20, 300)), float(rng.integers(20, 300)), float(rng.uniform(1.0, 2.0)))
+        for _ in range(n)
+    ]
     return tiny_jobs(jobs, memory=float(rng.choice([700, 1200, 2048])))
 
 
@@ -58,8 +61,16 @@ def test_no_heuristic_beats_the_brute_force_optimum_and_all_plans_are_valid(seed
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.integers(10, 300), st.integers(10, 300), st.integers(1, 2)), min_size=1, max_size=5),
-       st.integers(1, 4), st.integers(1, 3), st.randoms(use_true_random=False))
+@given(
+    st.lists(
+        st.tuples(st.integers(10, 300), st.integers(10, 300), st.integers(1, 2)),
+        min_size=1,
+        max_size=5,
+    ),
+    st.integers(1, 4),
+    st.integers(1, 3),
+    st.randoms(use_true_random=False),
+)
 def test_an_unsaturated_round_robin_group_cycles_in_t_cycle(jobs, nodes, train, rnd):
     """Theorem 1's condition: T^load <= T^cycle  =>  the meta-iteration period is T^cycle."""
     problem = tiny_jobs([(float(r), float(t), 2.0) for r, t, _ in jobs], memory=1e9)
@@ -69,7 +80,9 @@ def test_an_unsaturated_round_robin_group_cycles_in_t_cycle(jobs, nodes, train, 
     g = GroupState(train, names, pins, nodes)
     cycle, load = cycle_and_load(m, g)
     times = coexec_times(m, g)
-    assert all(t >= cycle - 1e-9 and t >= load - 1e-9 for t in times.values())  # never below either bound
+    assert all(
+        t >= cycle - 1e-9 and t >= load - 1e-9 for t in times.values()
+    )  # never below either bound
     if load <= cycle:
         assert all(t == pytest.approx(cycle, rel=1e-9) for t in times.values())
 
@@ -88,26 +101,63 @@ def test_algorithm_1_opens_a_group_only_when_no_cheaper_valid_packing_exists(see
                 if len(g.members) >= m.spec.max_group_size:
                     continue
                 for delta, h in placements(m, g, name):
-                    assert not (group_ok(m, h) and delta <= new_cost and not saturated(m, g)), (name, delta)
+                    assert not (group_ok(m, h) and delta <= new_cost and not saturated(m, g)), (
+                        name,
+                        delta,
+                    )
     assert check_cosched(problem, sched.plan()) == []
 
 
 def test_validator_names_each_broken_rule():
     problem = tiny_jobs([(100, 20, 1.5), (20, 100, 1.5)], memory=500)
     good = solve_rollmux(problem).plan.model_dump()
-    one = {"groups": [{"rollout_nodes": 1, "train_nodes": 1, "jobs": [{"name": "j0", "rollout": [0]}]}]}
-    twice = {"groups": [{"rollout_nodes": 1, "train_nodes": 1, "jobs": [{"name": "j0", "rollout": [0]}, {"name": "j1", "rollout": [0]}]},
-                        {"rollout_nodes": 1, "train_nodes": 1, "jobs": [{"name": "j1", "rollout": [0]}]}]}
-    badpin = {"groups": [{"rollout_nodes": 1, "train_nodes": 1, "jobs": [{"name": "j0", "rollout": [3]}]},
-                         {"rollout_nodes": 1, "train_nodes": 1, "jobs": [{"name": "j1", "rollout": [0]}]}]}
-    memory = {"groups": [{"rollout_nodes": 1, "train_nodes": 1, "jobs": [{"name": "j0", "rollout": [0]}, {"name": "j1", "rollout": [0]}]}]}
+    one = {
+        "groups": [{"rollout_nodes": 1, "train_nodes": 1, "jobs": [{"name": "j0", "rollout": [0]}]}]
+    }
+    twice = {
+        "groups": [
+            {
+                "rollout_nodes": 1,
+                "train_nodes": 1,
+                "jobs": [{"name": "j0", "rollout": [0]}, {"name": "j1", "rollout": [0]}],
+            },
+            {"rollout_nodes": 1, "train_nodes": 1, "jobs": [{"name": "j1", "rollout": [0]}]},
+        ]
+    }
+    badpin = {
+        "groups": [
+            {"rollout_nodes": 1, "train_nodes": 1, "jobs": [{"name": "j0", "rollout": [3]}]},
+            {"rollout_nodes": 1, "train_nodes": 1, "jobs": [{"name": "j1", "rollout": [0]}]},
+        ]
+    }
+    memory = {
+        "groups": [
+            {
+                "rollout_nodes": 1,
+                "train_nodes": 1,
+                "jobs": [{"name": "j0", "rollout": [0]}, {"name": "j1", "rollout": [0]}],
+            }
+        ]
+    }
     for data, rule in ((one, "jobs"), (twice, "jobs"), (badpin, "placement"), (memory, "memory")):
         names = {v.constraint for v in check_cosched(problem, CoschedulePlan.model_validate(data))}
         assert rule in names, (rule, names)
     assert check_cosched(problem, CoschedulePlan.model_validate(good)) == []
-    slow = tiny_jobs([(100, 20, 1.0), (100, 20, 1.0)], memory=1e6)  # one rollout node: 200 s of rollout per 120 s cycle
-    shared = {"groups": [{"rollout_nodes": 1, "train_nodes": 1, "jobs": [{"name": "j0", "rollout": [0]}, {"name": "j1", "rollout": [0]}]}]}
-    assert "SLO" in {v.constraint for v in check_cosched(slow, CoschedulePlan.model_validate(shared))}
+    slow = tiny_jobs(
+        [(100, 20, 1.0), (100, 20, 1.0)], memory=1e6
+    )  # one rollout node: 200 s of rollout per 120 s cycle
+    shared = {
+        "groups": [
+            {
+                "rollout_nodes": 1,
+                "train_nodes": 1,
+                "jobs": [{"name": "j0", "rollout": [0]}, {"name": "j1", "rollout": [0]}],
+            }
+        ]
+    }
+    assert "SLO" in {
+        v.constraint for v in check_cosched(slow, CoschedulePlan.model_validate(shared))
+    }
 
 
 def test_colocated_pays_slower_rollout_on_training_gpus_and_meets_slo_with_more_nodes():
@@ -115,17 +165,63 @@ def test_colocated_pays_slower_rollout_on_training_gpus_and_meets_slo_with_more_
     m = cosched_model(problem)
     g = isolated(m, "j0", colocated=True)
     assert g.colocated and group_ok(m, g) and g.train_nodes >= m.jobs["j0"].n
-    assert coexec_times(m, GroupState(1, ["j0"], {"j0": ()}, 0, colocated=True))["j0"] > m.jobs["j0"].solo_s  # H800 decodes slower than H20
+    assert (
+        coexec_times(m, GroupState(1, ["j0"], {"j0": ()}, 0, colocated=True))["j0"]
+        > m.jobs["j0"].solo_s
+    )  # H800 decodes slower than H20
 
 
-@pytest.mark.parametrize(("patch", "field"), [
-    ({"rollout_pool": {"gpu": "A100-40GB"}}, "rollout_pool.gpu"),
-    ({"jobs": [{"name": "a", "rollout_gpus": 8, "train_gpus": 8, "t_rollout_s": 1, "t_train_s": 1, "slo": 1.5, "rollout_host_memory_gb": 5000}]},
-     "jobs[0].rollout_host_memory_gb"),
-    ({"jobs": [{"name": "a", "rollout_gpus": 8, "train_gpus": 8, "t_rollout_s": 1, "t_train_s": 1, "slo": 1.5, "model": "Nope-1B"}]}, "jobs[0].model"),
-])
+@pytest.mark.parametrize(
+    ("patch", "field"),
+    [
+        ({"rollout_pool": {"gpu": "A100-40GB"}}, "rollout_pool.gpu"),
+        (
+            {
+                "jobs": [
+                    {
+                        "name": "a",
+                        "rollout_gpus": 8,
+                        "train_gpus": 8,
+                        "t_rollout_s": 1,
+                        "t_train_s": 1,
+                        "slo": 1.5,
+                        "rollout_host_memory_gb": 5000,
+                    }
+                ]
+            },
+            "jobs[0].rollout_host_memory_gb",
+        ),
+        (
+            {
+                "jobs": [
+                    {
+                        "name": "a",
+                        "rollout_gpus": 8,
+                        "train_gpus": 8,
+                        "t_rollout_s": 1,
+                        "t_train_s": 1,
+                        "slo": 1.5,
+                        "model": "Nope-1B",
+                    }
+                ]
+            },
+            "jobs[0].model",
+        ),
+    ],
+)
 def test_bad_job_files_name_the_field(patch, field):
-    base = {"jobs": [{"name": "a", "rollout_gpus": 8, "train_gpus": 8, "t_rollout_s": 1, "t_train_s": 1, "slo": 1.5}]}
+    base = {
+        "jobs": [
+            {
+                "name": "a",
+                "rollout_gpus": 8,
+                "train_gpus": 8,
+                "t_rollout_s": 1,
+                "t_train_s": 1,
+                "slo": 1.5,
+            }
+        ]
+    }
     with pytest.raises(SpecError) as err:
         JobsSpec.model_validate(base | patch).check()
     assert err.value.field == field
@@ -151,8 +247,12 @@ def _replay_period(m, g, rounds=3000):
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(st.integers(10, 300), st.integers(10, 300)), min_size=1, max_size=4),
-       st.integers(1, 3), st.integers(1, 3), st.randoms(use_true_random=False))
+@given(
+    st.lists(st.tuples(st.integers(10, 300), st.integers(10, 300)), min_size=1, max_size=4),
+    st.integers(1, 3),
+    st.integers(1, 3),
+    st.randoms(use_true_random=False),
+)
 def test_exact_period_equals_a_long_replay(jobs, nodes, train, rnd):
     problem = tiny_jobs([(float(r), float(t), 2.0) for r, t in jobs], memory=1e9)
     m = cosched_model(problem)
@@ -169,4 +269,6 @@ def test_set_partitioning_optimum_equals_brute_force(seed):
     exact, brute = solve_cosched_optimal(problem), solve_cosched_bruteforce(problem)
     assert exact.status is Status.OPTIMAL and brute.status is Status.OPTIMAL
     assert exact.objective == pytest.approx(brute.objective, rel=1e-9)
-    assert check_cosched(problem, exact.plan) == [] and evaluate_cosched(problem, exact.plan)[0] == pytest.approx(exact.objective)
+    assert check_cosched(problem, exact.plan) == [] and evaluate_cosched(problem, exact.plan)[
+        0
+    ] == pytest.approx(exact.objective)

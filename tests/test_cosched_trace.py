@@ -43,7 +43,7 @@ def test_schedule_settles_to_the_exact_period_and_never_overlaps(seed):
         assert (starts[-1] - starts[-11]) / 10 == pytest.approx(round_robin_period(m, g), rel=1e-9)
         lanes: dict[tuple[str, int], list[tuple[float, float]]] = {}
         for r in rows:
-            for n in (r["nodes"] if r["pool"] == "rollout" else [-1]):
+            for n in r["nodes"] if r["pool"] == "rollout" else [-1]:
                 lanes.setdefault((r["pool"], n), []).append((r["start"], r["end"]))
         for spans in lanes.values():
             spans.sort()
@@ -59,15 +59,26 @@ def test_long_tail_migration_speeds_up_long_outputs(seed):
 
 
 def test_replay_phases_respect_the_pools():
-    jobs = [ReplayJob("a", "Qwen2.5-7B", prompts=16, max_len=8192), ReplayJob("b", "Qwen2.5-14B", prompts=16, max_len=8192)]
+    jobs = [
+        ReplayJob("a", "Qwen2.5-7B", prompts=16, max_len=8192),
+        ReplayJob("b", "Qwen2.5-14B", prompts=16, max_len=8192),
+    ]
     for migrate in (False, True):
         phases = replay_group(jobs, iterations=3, migrate=migrate, seed=1).phases
         for p, q in zip(phases, phases[1:], strict=False):
             # a rollout starts once the one before frees the pool: all of it, or all but the tail
-            assert q["rollout_start"] >= (p["rollout_release"] if migrate else p["rollout_end"]) - 1e-9
+            assert (
+                q["rollout_start"] >= (p["rollout_release"] if migrate else p["rollout_end"]) - 1e-9
+            )
             assert q["train_start"] >= p["train_end"] - 1e-9  # one training pool
         for p in phases:
-            assert p["rollout_start"] <= p["rollout_release"] <= p["rollout_end"] <= p["train_start"] < p["train_end"]
+            assert (
+                p["rollout_start"]
+                <= p["rollout_release"]
+                <= p["rollout_end"]
+                <= p["train_start"]
+                < p["train_end"]
+            )
             if not migrate:
                 assert p["migrated"] == 0 and p["rollout_release"] == p["rollout_end"]
 
@@ -84,7 +95,9 @@ def test_departures_release_unused_rollout_nodes_and_stay_valid():
             used = {n for pins in g.pins.values() for n in pins}
             assert g.colocated or used == set(range(g.rollout_nodes))
     left = [j for j in problem.jobs.jobs if j.name not in m.order[::2]]
-    sub = build_problem("cosched", {"jobs": problem.jobs.model_copy(update={"jobs": left}).model_dump(mode="json")})
+    sub = build_problem(
+        "cosched", {"jobs": problem.jobs.model_copy(update={"jobs": left}).model_dump(mode="json")}
+    )
     assert check_cosched(sub, sched.plan()) == []
     with pytest.raises(KeyError):
         sched.depart(m.order[0])
@@ -93,7 +106,10 @@ def test_departures_release_unused_rollout_nodes_and_stay_valid():
 @pytest.mark.parametrize("seed", range(2))
 def test_trace_under_every_policy(seed):
     problem = _trace(seed=seed)
-    results = {p: simulate_trace(problem, p, seed=seed, solve_optimal=solve_cosched_optimal) for p in POLICIES}
+    results = {
+        p: simulate_trace(problem, p, seed=seed, solve_optimal=solve_cosched_optimal)
+        for p in POLICIES
+    }
     for p, r in results.items():
         assert set(r.jobs) == {j.name for j in problem.jobs.jobs}, p
         # (a job may run faster than alone: a larger training pool raises its DP degree)
@@ -112,9 +128,18 @@ def test_trace_under_every_policy(seed):
 def test_optimal_policy_groups_are_the_offline_optimum_at_the_peak():
     problem = _trace(jobs=20, hours=30.0)
     r = simulate_trace(problem, "optimal", solve_optimal=solve_cosched_optimal)
-    assert r.snapshot and sum(len(g.members) for g in r.snapshot) == max(t["jobs"] for t in r.timeline)
+    assert r.snapshot and sum(len(g.members) for g in r.snapshot) == max(
+        t["jobs"] for t in r.timeline
+    )
     present = {n for g in r.snapshot for n in g.members}
-    sub = build_problem("cosched", {"jobs": problem.jobs.model_copy(update={"jobs": [j for j in problem.jobs.jobs if j.name in present]}).model_dump(mode="json")})
+    sub = build_problem(
+        "cosched",
+        {
+            "jobs": problem.jobs.model_copy(
+                update={"jobs": [j for j in problem.jobs.jobs if j.name in present]}
+            ).model_dump(mode="json")
+        },
+    )
     from costmodels.cosched.group import CoschedulePlan
 
     assert check_cosched(sub, CoschedulePlan(groups=[g.to_group() for g in r.snapshot])) == []
@@ -129,9 +154,23 @@ def test_generators_follow_the_paper_shapes_and_refuse_bad_arguments():
     assert max(j["arrival_s"] for j in jobs) / 3600 == pytest.approx(580, rel=0.2)
     assert all(1 <= j["slo"] <= 2 for j in jobs)
     prod = generate("production:jobs=20,seed=1")
-    assert {j["model"] for j in prod["jobs"]} <= {"Qwen2.5-7B", "Qwen2.5-14B", "Qwen2.5-32B", "Qwen3-8B", "Qwen3-14B"}
+    assert {j["model"] for j in prod["jobs"]} <= {
+        "Qwen2.5-7B",
+        "Qwen2.5-14B",
+        "Qwen2.5-32B",
+        "Qwen3-8B",
+        "Qwen3-14B",
+    }
     assert all(j["t_rollout_s"] > 0 and j["t_train_s"] > 0 for j in prod["jobs"])
-    for bad in ("nope", "philly:jobs=0", "philly:jobs=2.5", "philly:hours=x", "philly:color=3", "philly:workload=odd", "philly:jobs"):
+    for bad in (
+        "nope",
+        "philly:jobs=0",
+        "philly:jobs=2.5",
+        "philly:hours=x",
+        "philly:color=3",
+        "philly:workload=odd",
+        "philly:jobs",
+    ):
         with pytest.raises(SpecError):
             generate(bad)
     assert parse_generator("philly:jobs=7")[1]["jobs"] == 7
@@ -139,8 +178,19 @@ def test_generators_follow_the_paper_shapes_and_refuse_bad_arguments():
 
 def test_simulate_cosched_cli(tmp_path):
     png = tmp_path / "trace.png"
-    r = run_cli("simulate", "cosched", "--trace", "philly:jobs=12,hours=24", "--policy", "rollmux", "--policy", "solo", "--json",
-                "--plot", str(png))
+    r = run_cli(
+        "simulate",
+        "cosched",
+        "--trace",
+        "philly:jobs=12,hours=24",
+        "--policy",
+        "rollmux",
+        "--policy",
+        "solo",
+        "--json",
+        "--plot",
+        str(png),
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert [x["policy"] for x in doc["results"]] == ["rollmux", "solo"]
@@ -149,11 +199,18 @@ def test_simulate_cosched_cli(tmp_path):
     assert code == 0 and "Traceback" not in text and "rollmux" in text
     jobs = tmp_path / "jobs.yaml"
     jobs.write_text(json.dumps(philly_trace(jobs=3)).replace('"duration_s"', '"x_duration_s"', 1))
-    for args, needle in ((("--trace", str(jobs)), "x_duration_s"), (("--trace", "rollmux-mixed"), "duration_s"),
-                         (("--policy", "fifo"), "fifo"), (("--trace", "philly:jobs=-1"), "trace.jobs"),
-                         (("--plot", str(tmp_path / "x.pdf")), "--plot")):
+    for args, needle in (
+        (("--trace", str(jobs)), "x_duration_s"),
+        (("--trace", "rollmux-mixed"), "duration_s"),
+        (("--policy", "fifo"), "fifo"),
+        (("--trace", "philly:jobs=-1"), "trace.jobs"),
+        (("--plot", str(tmp_path / "x.pdf")), "--plot"),
+    ):
         r = run_cli("simulate", "cosched", *args)
-        assert r.returncode == 2 and needle in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
+        assert r.returncode == 2 and needle in r.stderr and "Traceback" not in r.stderr, (
+            args,
+            r.stderr,
+        )
         assert len(r.stderr.strip().splitlines()) == 1, r.stderr
 
 
@@ -167,7 +224,9 @@ def test_native_stdout_noise_is_silenced(capfd):
     try:
         print("before", end="")
         with native_stdout_silenced():
-            os.write(1, b"HighsMipSolverData::transformNewIntegerFeasibleSolution tmpSolver.run();\n")
+            os.write(
+                1, b"HighsMipSolverData::transformNewIntegerFeasibleSolution tmpSolver.run();\n"
+            )
         print("after")
     finally:
         protect_stdout(False)

@@ -27,25 +27,37 @@ def _costs(memo: bool, cluster, workflow: str, seed: int, monkeypatch) -> list:
         k = rng.choice([s for s in (4, 8, 16, 32, 64) if s <= len(devs)])
         start = rng.randrange(len(devs) - k + 1)
         # contiguous blocks repeat node patterns (memo hits); random subsets mix them
-        gpus = devs[start:start + k] if rng.random() < 0.5 else sorted(rng.sample(devs, k), key=devs.index)
+        gpus = (
+            devs[start : start + k]
+            if rng.random() < 0.5
+            else sorted(rng.sample(devs, k), key=devs.index)
+        )
         task = rng.choice(p.tasks)
         cfgs = task_configs(p, task, k, is_heterogeneous(p, gpus))
         for cfg in rng.sample(cfgs, min(3, len(cfgs))):
             tp_ = place_task(p, task, gpus, cfg)
             residents = rng.choice([1.0, 1.5, 3.0])
-            mem = {d: {"model_gb": mo * residents, "working_gb": 0.0,
-                       "capacity_gb": p.topology.devices[d].gpu.memory_gb - p.params.memory_reserve_gb}
-                   for d, (mo, _) in task_memory(p, task, tp_).items()}
+            mem = {
+                d: {
+                    "model_gb": mo * residents,
+                    "working_gb": 0.0,
+                    "capacity_gb": p.topology.devices[d].gpu.memory_gb - p.params.memory_reserve_gb,
+                }
+                for d, (mo, _) in task_memory(p, task, tp_).items()
+            }
             out.append(task_cost(p, task, tp_, mem))
     return out
 
 
-@pytest.mark.parametrize("cluster,workflow,seed", [
-    (random_cluster(128, seed=0, zones=4, per_node=8, types=4), "ppo-sync-qwen3-14b", 0),
-    (random_cluster(64, seed=1, zones=2, per_node=4, types=3), "grpo-async-qwen3-8b", 1),
-    ("hetrl-multi-continent", "ppo-async-qwen3-8b", 2),
-    ("hetrl-multi-country", "grpo-sync-qwen3-4b", 3),
-])
+@pytest.mark.parametrize(
+    "cluster,workflow,seed",
+    [
+        (random_cluster(128, seed=0, zones=4, per_node=8, types=4), "ppo-sync-qwen3-14b", 0),
+        (random_cluster(64, seed=1, zones=2, per_node=4, types=3), "grpo-async-qwen3-8b", 1),
+        ("hetrl-multi-continent", "ppo-async-qwen3-8b", 2),
+        ("hetrl-multi-country", "grpo-sync-qwen3-4b", 3),
+    ],
+)
 def test_replica_memo_never_changes_a_cost(cluster, workflow, seed, monkeypatch):
     memo = _costs(True, cluster, workflow, seed, monkeypatch)
     fresh = _costs(False, cluster, workflow, seed, monkeypatch)
@@ -54,8 +66,15 @@ def test_replica_memo_never_changes_a_cost(cluster, workflow, seed, monkeypatch)
 
 
 def test_replica_memo_tells_problems_sharing_a_topology_apart():
-    p = build_problem("placement", {"cluster": "hetrl-single-region", "workflow": "grpo-sync-qwen3-8b"})
-    q = dataclasses.replace(p, params=p.params.model_copy(update={"share_prompt_prefill": not p.params.share_prompt_prefill}))
+    p = build_problem(
+        "placement", {"cluster": "hetrl-single-region", "workflow": "grpo-sync-qwen3-8b"}
+    )
+    q = dataclasses.replace(
+        p,
+        params=p.params.model_copy(
+            update={"share_prompt_prefill": not p.params.share_prompt_prefill}
+        ),
+    )
     object.__setattr__(q, "topology", p.topology)  # one topology (and its memo) for both
     task = next(t for t in p.tasks if t.kind.value == "generation")
     gpus = [d.id for d in p.topology.devices][:16]

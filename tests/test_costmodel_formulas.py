@@ -24,21 +24,59 @@ from costmodels.placement.problem import (
 from costmodels.workflow import TaskKind
 from planner.io import load_cluster, load_workflow
 
-TINY = {"name": "Tiny", "params_b": 0.001, "hidden": 64, "layers": 4, "ffn_intermediate": 128,
-        "query_heads": 4, "kv_heads": 4, "vocab": 100}
-GPU = {"name": "Unit", "tflops_bf16_dense": 1, "memory_gb": 80, "hbm_gb_per_s": 100, "intra_node_gb_per_s": 10}
+TINY = {
+    "name": "Tiny",
+    "params_b": 0.001,
+    "hidden": 64,
+    "layers": 4,
+    "ffn_intermediate": 128,
+    "query_heads": 4,
+    "kv_heads": 4,
+    "vocab": 100,
+}
+GPU = {
+    "name": "Unit",
+    "tflops_bf16_dense": 1,
+    "memory_gb": 80,
+    "hbm_gb_per_s": 100,
+    "intra_node_gb_per_s": 10,
+}
 
 
-PEAK = Efficiency(compute=1.0, hbm=1.0, decode_step_overhead_ms=0.0, decode_sequence_overhead_us=0.0)
+PEAK = Efficiency(
+    compute=1.0, hbm=1.0, decode_step_overhead_ms=0.0, decode_sequence_overhead_us=0.0
+)
 LITERAL = CostParams(efficiency=PEAK, decode_model="hetrl", share_prompt_prefill=False)
 
 
 def problem(mode="sync", count=2, params=LITERAL):
-    cluster = load_cluster({"gpus": [GPU], "nodes": [{"name": "n", "gpu": "Unit", "count": count, "zone": "z",
-                                                      "intra_node": {"bandwidth_gbps": 80, "latency_ms": 1.0}}],
-                            "network": {"intra_zone": {"bandwidth_gbps": 8, "latency_ms": 10}}})
-    wf = load_workflow({"algorithm": "grpo", "mode": mode, "models": {"actor": "Tiny"}, "custom_models": [TINY],
-                        "global_batch": 2, "responses_per_prompt": 2, "prompt_length": 6, "response_length": 4})
+    cluster = load_cluster(
+        {
+            "gpus": [GPU],
+            "nodes": [
+                {
+                    "name": "n",
+                    "gpu": "Unit",
+                    "count": count,
+                    "zone": "z",
+                    "intra_node": {"bandwidth_gbps": 80, "latency_ms": 1.0},
+                }
+            ],
+            "network": {"intra_zone": {"bandwidth_gbps": 8, "latency_ms": 10}},
+        }
+    )
+    wf = load_workflow(
+        {
+            "algorithm": "grpo",
+            "mode": mode,
+            "models": {"actor": "Tiny"},
+            "custom_models": [TINY],
+            "global_batch": 2,
+            "responses_per_prompt": 2,
+            "prompt_length": 6,
+            "response_length": 4,
+        }
+    )
     return PlacementProblem(cluster, wf, params)
 
 
@@ -47,9 +85,20 @@ def plan_all(tp, pp, dp, count=2, dbs=None):
     it = iter(devs)
     layout = [[[next(it) for _ in range(tp)] for _ in range(pp)] for _ in range(dp)]
     names = ["actor_generation", "reference_inference", "actor_training"]
-    return PlacementPlan(groups=[TaskGroup(tasks=names, devices=devs)],
-                         tasks=[TaskPlacement(task=n, tp=tp, pp=pp, dp=dp, devices=layout, decode_batch=dbs if n == "actor_generation" else None)
-                                for n in names])
+    return PlacementPlan(
+        groups=[TaskGroup(tasks=names, devices=devs)],
+        tasks=[
+            TaskPlacement(
+                task=n,
+                tp=tp,
+                pp=pp,
+                dp=dp,
+                devices=layout,
+                decode_batch=dbs if n == "actor_generation" else None,
+            )
+            for n in names
+        ],
+    )
 
 
 def test_layer_terms_match_the_paper():
@@ -57,7 +106,11 @@ def test_layer_terms_match_the_paper():
     s, h, h2 = 10, 64, 128
     assert tf.attention_params(m) == 4 * h * h  # kv_heads == query_heads: the paper's 4h^2
     assert tf.mlp_params(m, active=True) == 3 * h * h2
-    assert tf.layer_forward_flops(m, s) == 2 * 4 * s * h * h + 2 * 2 * s * s * h + 2 * 3 * s * h * h2 == 844800
+    assert (
+        tf.layer_forward_flops(m, s)
+        == 2 * 4 * s * h * h + 2 * 2 * s * s * h + 2 * 3 * s * h * h2
+        == 844800
+    )
 
 
 def test_gqa_and_moe_counting():
@@ -66,7 +119,10 @@ def test_gqa_and_moe_counting():
     moe = get_model("Qwen2-57B-A14B")
     assert tf.mlp_params(moe, active=False) == 64 * 3 * 3584 * 2560  # memory: all experts
     assert tf.mlp_params(moe, active=True) == 8 * 3 * 3584 * 2560  # FLOPs: routed experts
-    assert tf.layer_forward_flops(moe, 1) == 2 * (tf.attention_params(moe) + tf.mlp_params(moe, True)) + 4 * 3584
+    assert (
+        tf.layer_forward_flops(moe, 1)
+        == 2 * (tf.attention_params(moe) + tf.mlp_params(moe, True)) + 4 * 3584
+    )
 
 
 def test_dp_only_plan_by_hand():
@@ -97,7 +153,9 @@ def test_tp_plan_by_hand():
     p = problem()
     ev = evaluate_placement(p, plan_all(2, 1, 1))
     t = ev.breakdown["tasks"]
-    ring = 1e-3 + (2 * 1 * 10 * 64 * 2 * 1 / 2) / 1e9 / 10  # alpha + cv_tp / beta, cv_tp = B*mbs*seq*h*2(tp-1)/tp
+    ring = (
+        1e-3 + (2 * 1 * 10 * 64 * 2 * 1 / 2) / 1e9 / 10
+    )  # alpha + cv_tp / beta, cv_tp = B*mbs*seq*h*2(tp-1)/tp
     nm, nl = 4, 4
     assert t["reference_inference"]["tp_s"] == pytest.approx(2 * nm * nl * ring)
     assert t["actor_training"]["tp_s"] == pytest.approx(6 * nm * nl * ring)  # recomputation: 6x
@@ -135,13 +193,17 @@ def test_phi_and_async():
     ph = ev.breakdown["phases"]
     assert ph["weight_transfer"] == "sync"
     # every task shares the two GPUs: nothing overlaps, generation's GPUs are busy for all of it
-    assert ph["generation_group_busy_s"] == pytest.approx(ph["generation_s"] + ph["inference_s"] + ph["training_s"])
+    assert ph["generation_group_busy_s"] == pytest.approx(
+        ph["generation_s"] + ph["inference_s"] + ph["training_s"]
+    )
     assert ev.objective == pytest.approx(ph["generation_group_busy_s"] + ph["weight_transfer_s"])
     # the paper's literal async max hides generation behind training on the same GPUs
     literal = problem("async", params=LITERAL.model_copy(update={"group_aware_overlap": False}))
     ev2 = evaluate_placement(literal, plan_all(1, 1, 2))
     ph2 = ev2.breakdown["phases"]
-    assert ev2.objective == pytest.approx(max(ph2["generation_s"], ph2["inference_s"] + ph2["training_s"]) + ph2["weight_transfer_s"])
+    assert ev2.objective == pytest.approx(
+        max(ph2["generation_s"], ph2["inference_s"] + ph2["training_s"]) + ph2["weight_transfer_s"]
+    )
     # C_sync on one node: no arrival (the zone holds training GPUs), the fan-out to the second
     # GPU is 64 chunks of 2 MB / 64 over the 1 ms, 10 GB/s link, after the 1-GPU replicas' all-gather (0)
     zone = ph["weight_transfer_parts"]["zones"]["z"]
@@ -175,8 +237,12 @@ def test_pipelined_decode_with_fewer_micro_batches_than_stages():
     """PP = 2 with one sequence in flight: every token crosses both stages one after the other
     (the paper's formula would cost it as perfectly pipelined, half of that)."""
     p = problem(params=CostParams(efficiency=PEAK))
-    one = evaluate_placement(p, plan_all(1, 2, 1, dbs=1)).breakdown["tasks"]["actor_generation"]["decode"]
-    two = evaluate_placement(p, plan_all(1, 2, 1, dbs=2)).breakdown["tasks"]["actor_generation"]["decode"]
+    one = evaluate_placement(p, plan_all(1, 2, 1, dbs=1)).breakdown["tasks"]["actor_generation"][
+        "decode"
+    ]
+    two = evaluate_placement(p, plan_all(1, 2, 1, dbs=2)).breakdown["tasks"]["actor_generation"][
+        "decode"
+    ]
     assert one["micro_batches"] == 1.0 and two["micro_batches"] == 2.0
     # 4 sequences: one at a time takes 4 waves, two at a time 2 waves of two micro-batches
     assert one["steps"] == 16 and two["steps"] == 8
@@ -187,12 +253,27 @@ def test_pipelined_decode_with_fewer_micro_batches_than_stages():
 
 def test_memory_by_hand():
     m = __import__("costmodels").ModelSpec(**TINY)
-    args = dict(stage_layers=4, first=True, last=True, tp=1, pp=1, dp=2, seq=10, mbs=1, micro_batches=2, recompute=True,
-                grad_bytes=4, optimizer_bytes=12, distributed_optimizer=True)
+    args = dict(
+        stage_layers=4,
+        first=True,
+        last=True,
+        tp=1,
+        pp=1,
+        dp=2,
+        seq=10,
+        mbs=1,
+        micro_batches=2,
+        recompute=True,
+        grad_bytes=4,
+        optimizer_bytes=12,
+        distributed_optimizer=True,
+    )
     train = tasklet_memory(TaskKind.TRAINING, m, **args)
     assert train.model_gb == pytest.approx(1e6 * (2 + 4 + 12 / 2) / 1e9)
     sbh = 10 * 64
     assert train.working_gb == pytest.approx(((2 * sbh * 4 + 34 * sbh) * 1 + 10 * 100 * 4) / 1e9)
     gen = tasklet_memory(TaskKind.GENERATION, m, **args)
     assert gen.model_gb == pytest.approx(2e6 / 1e9)
-    assert gen.working_gb == pytest.approx(2 * 4 * 4 * 16 * 2 * 10 / 1e9)  # K and V, 4 layers, 4 heads x 16
+    assert gen.working_gb == pytest.approx(
+        2 * 4 * 4 * 16 * 2 * 10 / 1e9
+    )  # K and V, 4 layers, 4 heads x 16

@@ -70,8 +70,14 @@ def _cases() -> list[tuple[str, str]]:
 
 def _fingerprint(result) -> str:
     assert result.plan is not None, (result.solver, result.status, result.message)
-    return json.dumps({"plan": result.plan.model_dump(mode="json"), "objective": result.objective,
-                       "status": result.status.value}, sort_keys=True)
+    return json.dumps(
+        {
+            "plan": result.plan.model_dump(mode="json"),
+            "objective": result.objective,
+            "status": result.status.value,
+        },
+        sort_keys=True,
+    )
 
 
 def test_every_problem_has_a_determinism_instance():
@@ -85,7 +91,11 @@ def test_default_budget_gives_byte_identical_plans_under_load(kind, solver):
     beside it: the same plan to the byte, and a result that says the clock decided nothing."""
     # brute force refuses the presets by size: it runs on the kind's first canned instance
     canned = solver == "bruteforce" or INSTANCES[kind] is None
-    problem = default_registry().kind(kind).canned()[0].build() if canned else build_problem(kind, INSTANCES[kind])
+    problem = (
+        default_registry().kind(kind).canned()[0].build()
+        if canned
+        else build_problem(kind, INSTANCES[kind])
+    )
     with loaded():
         first = solve(problem, solver, seed=3)
         second = solve(problem, solver, seed=3)
@@ -103,7 +113,10 @@ def test_an_expired_deadline_marks_the_solve_as_clock_bound():
         note_work(9, 300, "plans")
         assert d.expired()
     assert record.bound
-    assert record.describe() == "stopped by the time cap of 0.001 s after 9 of 300 plans: this result depends on machine speed"
+    assert (
+        record.describe()
+        == "stopped by the time cap of 0.001 s after 9 of 300 plans: this result depends on machine speed"
+    )
 
 
 def test_a_deadline_that_never_expires_leaves_the_record_clean():
@@ -124,15 +137,35 @@ def test_a_capped_solve_says_so_in_its_result_and_plan_file():
     assert not r.deterministic and "depends on machine speed" in r.clock
     assert r.clock in r.message and r.termination == Termination.TIME_LIMIT
     if r.plan is not None:
-        assert result_to_dict(r)["clock"] == r.clock and result_to_dict(r)["termination"] == "time_limit"
+        assert (
+            result_to_dict(r)["clock"] == r.clock
+            and result_to_dict(r)["termination"] == "time_limit"
+        )
 
 
-@pytest.mark.parametrize(("kind", "fields", "solver", "why", "status"), [
-    ("placement", {"cluster": "small-8", "workflow": "grpo-sync-qwen3-8b"}, "ilp", Termination.OPTIMAL, Status.OPTIMAL),
-    ("placement", {"cluster": "small-8", "workflow": "grpo-sync-qwen3-8b"}, "verl", Termination.CONVERGED, Status.FEASIBLE),
-    ("replan", {"state": "replan-64"}, "milp", Termination.WORK_BUDGET, Status.FEASIBLE),
-])
-def test_why_a_solver_stopped_is_kept_apart_from_what_it_returned(kind, fields, solver, why, status):
+@pytest.mark.parametrize(
+    ("kind", "fields", "solver", "why", "status"),
+    [
+        (
+            "placement",
+            {"cluster": "small-8", "workflow": "grpo-sync-qwen3-8b"},
+            "ilp",
+            Termination.OPTIMAL,
+            Status.OPTIMAL,
+        ),
+        (
+            "placement",
+            {"cluster": "small-8", "workflow": "grpo-sync-qwen3-8b"},
+            "verl",
+            Termination.CONVERGED,
+            Status.FEASIBLE,
+        ),
+        ("replan", {"state": "replan-64"}, "milp", Termination.WORK_BUDGET, Status.FEASIBLE),
+    ],
+)
+def test_why_a_solver_stopped_is_kept_apart_from_what_it_returned(
+    kind, fields, solver, why, status
+):
     """Termination (why it stopped) beside status (what it returned): a proof, a finished search
     and a spent work budget all say so, in the result and in the plan file."""
     from planner.planfile import result_to_dict
@@ -148,12 +181,23 @@ def test_termination_reads_the_clock_before_the_solver():
     from costmodels.solving import ClockRecord, SolverOutput, termination_of
 
     bound = ClockRecord(limit=1.0, bound=True)
-    assert termination_of(SolverOutput(Status.OPTIMAL, termination=Termination.OPTIMAL), bound) == Termination.TIME_LIMIT
-    assert termination_of(SolverOutput(Status.FEASIBLE, termination=Termination.CONVERGED), ClockRecord()) == Termination.CONVERGED
+    assert (
+        termination_of(SolverOutput(Status.OPTIMAL, termination=Termination.OPTIMAL), bound)
+        == Termination.TIME_LIMIT
+    )
+    assert (
+        termination_of(
+            SolverOutput(Status.FEASIBLE, termination=Termination.CONVERGED), ClockRecord()
+        )
+        == Termination.CONVERGED
+    )
     assert termination_of(SolverOutput(Status.INFEASIBLE), ClockRecord()) == Termination.INFEASIBLE
     spent = ClockRecord(done=300, budget=300, unit="plans")
     assert termination_of(SolverOutput(Status.FEASIBLE), spent) == Termination.WORK_BUDGET
-    assert termination_of(SolverOutput(Status.NO_SOLUTION), ClockRecord(done=3, budget=300)) == Termination.CONVERGED
+    assert (
+        termination_of(SolverOutput(Status.NO_SOLUTION), ClockRecord(done=3, budget=300))
+        == Termination.CONVERGED
+    )
 
 
 # --- threads --------------------------------------------------------------------------------------
@@ -217,11 +261,19 @@ def test_nested_and_concurrent_silencing_restores_the_original_stdout(capfd):
 # --- library arguments are checked like CLI ones ------------------------------------------------
 
 
-@pytest.mark.parametrize("kwargs,needle", [
-    ({"time_limit": "5"}, "time_limit"), ({"time_limit": True}, "time_limit"), ({"time_limit": float("inf")}, "time_limit"),
-    ({"time_limit": -1.0}, "time_limit"), ({"seed": "x"}, "seed"), ({"seed": 1.5}, "seed"), ({"seed": -1}, "seed"),
-    ({"seed": True}, "seed"),
-])
+@pytest.mark.parametrize(
+    "kwargs,needle",
+    [
+        ({"time_limit": "5"}, "time_limit"),
+        ({"time_limit": True}, "time_limit"),
+        ({"time_limit": float("inf")}, "time_limit"),
+        ({"time_limit": -1.0}, "time_limit"),
+        ({"seed": "x"}, "seed"),
+        ({"seed": 1.5}, "seed"),
+        ({"seed": -1}, "seed"),
+        ({"seed": True}, "seed"),
+    ],
+)
 def test_solve_refuses_bad_library_arguments_before_it_runs(kwargs, needle):
     problem = build_problem("circuits", INSTANCES["circuits"])
     with pytest.raises(ValueError, match=needle):
@@ -232,4 +284,9 @@ def test_cli_seed_out_of_range_names_the_option():
     from tests.conftest import run_cli
 
     r = run_cli("plan", "circuits", "--seed", "-1", "-o", "-")
-    assert r.returncode == 2 and "--seed" in r.stderr and "greater than or equal to 0" in r.stderr and r.stdout == ""
+    assert (
+        r.returncode == 2
+        and "--seed" in r.stderr
+        and "greater than or equal to 0" in r.stderr
+        and r.stdout == ""
+    )

@@ -47,19 +47,36 @@ def workloads(draw):
     for _ in range(n_inst):
         tp = draw(st.sampled_from([1, 2, 4]))
         util = draw(st.floats(0.3, 0.95))
-        inst = Instance(model, gpu, tp, ServingParams(max_num_seqs=draw(st.integers(1, 64)), memory_utilization=util))
+        inst = Instance(
+            model,
+            gpu,
+            tp,
+            ServingParams(max_num_seqs=draw(st.integers(1, 64)), memory_utilization=util),
+        )
         if inst.kv_capacity_tokens() < 4096:
             inst = Instance(model, gpu, tp)
         instances.append(inst)
     n = draw(st.integers(1, 60))
-    reqs = [Request(i, draw(st.integers(0, 600)), draw(st.integers(1, 1500)), group=i // 4,
-                    ready=draw(st.sampled_from([0.0, 0.0, draw(st.floats(0, 20))])),
-                    generated=0) for i in range(n)]
+    reqs = [
+        Request(
+            i,
+            draw(st.integers(0, 600)),
+            draw(st.integers(1, 1500)),
+            group=i // 4,
+            ready=draw(st.sampled_from([0.0, 0.0, draw(st.floats(0, 20))])),
+            generated=0,
+        )
+        for i in range(n)
+    ]
     assignment = [draw(st.integers(0, n_inst - 1)) for _ in range(n)]
     return instances, reqs, assignment, draw(st.sampled_from([1, 16]))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(workloads())
 def test_event_engine_equals_the_per_token_stepper(w):
     instances, reqs, assignment, block = w
@@ -67,7 +84,9 @@ def test_event_engine_equals_the_per_token_stepper(w):
     longest = max(r.prompt + r.output for r in reqs)
     engine = Engine(instances, reqs, assignment, block)
     for st_ in engine.states:
-        st_.capacity_blocks = min(st_.capacity_blocks, max(-(-longest // block) + 2, st_.capacity_blocks // 1000))
+        st_.capacity_blocks = min(
+            st_.capacity_blocks, max(-(-longest // block) + 2, st_.capacity_blocks // 1000)
+        )
     caps = [s.capacity_blocks for s in engine.states]
     result = engine.run()
     ref = _reference_with_caps(instances, reqs, assignment, block, caps)
@@ -90,7 +109,9 @@ def _reference_with_caps(instances, reqs, assignment, block, caps):
         def kv_capacity_tokens(self):
             return self._cap * block
 
-    return reference.reference_run([Capped(i, c) for i, c in zip(instances, caps, strict=True)], reqs, assignment, block)
+    return reference.reference_run(
+        [Capped(i, c) for i, c in zip(instances, caps, strict=True)], reqs, assignment, block
+    )
 
 
 def test_preemption_happens_and_is_counted():
@@ -99,23 +120,41 @@ def test_preemption_happens_and_is_counted():
     reqs = [Request(i, int(rng.integers(10, 1000)), int(rng.integers(1, 3000))) for i in range(150)]
     result = simulate([inst], reqs)
     ref = reference_run([inst], reqs, [0] * len(reqs))
-    assert result.preemptions > 0 and sum(r.preemptions for r in result.records.values()) == result.preemptions
+    assert (
+        result.preemptions > 0
+        and sum(r.preemptions for r in result.records.values()) == result.preemptions
+    )
     assert max(abs(result.records[i].completed - t) / t for i, t in ref.items()) < 1e-9
 
 
 @settings(max_examples=100, deadline=None)
-@given(m0=st.floats(0, 1), m1=st.floats(0, 1e-3), c0=st.floats(0, 1), c1=st.floats(0, 1e-3), rest=st.floats(0, 1e-2),
-       start=st.floats(0, 1e5), growth=st.integers(1, 512), steps=st.integers(0, 300))
-def test_closed_form_segment_equals_the_sum_of_its_steps(m0, m1, c0, c1, rest, start, growth, steps):
+@given(
+    m0=st.floats(0, 1),
+    m1=st.floats(0, 1e-3),
+    c0=st.floats(0, 1),
+    c1=st.floats(0, 1e-3),
+    rest=st.floats(0, 1e-2),
+    start=st.floats(0, 1e5),
+    growth=st.integers(1, 512),
+    steps=st.integers(0, 300),
+)
+def test_closed_form_segment_equals_the_sum_of_its_steps(
+    m0, m1, c0, c1, rest, start, growth, steps
+):
     coef = StepCoefficients(m0, m1, c0, c1, rest)
     direct = sum(coef.at(start + growth * k) for k in range(steps))
     assert coef.total(start, growth, steps) == pytest.approx(direct, rel=1e-9, abs=1e-12)
 
 
 @settings(max_examples=200, deadline=None)
-@given(block=st.sampled_from([1, 2, 3, 16]), step=st.integers(0, 50), later=st.integers(0, 20),
-       batch=st.lists(st.tuples(st.integers(0, 60), st.integers(1, 100)), min_size=1, max_size=8),
-       removed=st.integers(0, 7), capacity=st.integers(0, 80))
+@given(
+    block=st.sampled_from([1, 2, 3, 16]),
+    step=st.integers(0, 50),
+    later=st.integers(0, 20),
+    batch=st.lists(st.tuples(st.integers(0, 60), st.integers(1, 100)), min_size=1, max_size=8),
+    removed=st.integers(0, 7),
+    capacity=st.integers(0, 80),
+)
 def test_batch_block_count_and_fit_equal_brute_force(block, step, later, batch, removed, capacity):
     """The offset-form batch (step counter, residues, finish heap) against per-request sums."""
     state = InstanceState(0, None, block, capacity)
@@ -125,7 +164,11 @@ def test_batch_block_count_and_fit_equal_brute_force(block, step, later, batch, 
     if removed < len(batch) - 1:
         state.remove(removed)
     state.step += later
-    live = {rid: (context + later, remaining - later) for rid, (context, remaining) in enumerate(batch) if rid in state.running}
+    live = {
+        rid: (context + later, remaining - later)
+        for rid, (context, remaining) in enumerate(batch)
+        if rid in state.running
+    }
 
     def blocks(j):
         return sum(-(-(c + j) // block) for c, _ in live.values())
@@ -142,9 +185,14 @@ def test_step_coefficients_reproduce_the_decode_model(model):
     inst = Instance(get_model(model), H800, 4)
     engine = Engine([inst], [Request(0, 10, 10)], [0])
     for batch in (1, 7, 64, 256):
-        for coef in (step_coefficients(inst, batch), engine.coef(engine.states[0], batch)):  # the engine's table too
+        for coef in (
+            step_coefficients(inst, batch),
+            engine.coef(engine.states[0], batch),
+        ):  # the engine's table too
             for context in (0, 1000, 123_456, 2_000_000):
-                assert coef.at(context) == pytest.approx(inst.decode_step(batch, context)["step_s"], rel=1e-12)
+                assert coef.at(context) == pytest.approx(
+                    inst.decode_step(batch, context)["step_s"], rel=1e-12
+                )
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -154,8 +202,12 @@ def test_orchestrrl_crossover_in_the_simulator(seed):
     rng = np.random.default_rng(seed)
     early = [Request(i, 1024, int(rng.uniform(256, 4096))) for i in range(512)]
     tail = [Request(i, 8192, int(rng.uniform(4096, 8192))) for i in range(8)]
-    e = {tp: simulate([Instance(QWEN14, H800, tp)] * (8 // tp), early).makespan_s for tp in (2, 4, 8)}
-    t = {tp: simulate([Instance(QWEN14, H800, tp)] * (8 // tp), tail).makespan_s for tp in (2, 4, 8)}
+    e = {
+        tp: simulate([Instance(QWEN14, H800, tp)] * (8 // tp), early).makespan_s for tp in (2, 4, 8)
+    }
+    t = {
+        tp: simulate([Instance(QWEN14, H800, tp)] * (8 // tp), tail).makespan_s for tp in (2, 4, 8)
+    }
     assert min(e[2], e[4]) < e[8], e
     assert t[8] < t[4] < t[2], t
 
@@ -168,7 +220,12 @@ def test_analytic_makespan_stays_near_the_simulator():
     errors = []
     for trial in range(12):
         model = get_model(["Qwen3-8B", "Qwen2.5-14B", "Qwen2.5-32B"][trial % 3])
-        inst = Instance(model, H800, int(rng.choice([2, 4, 8])), ServingParams(max_num_seqs=int(rng.choice([64, 128, 256]))))
+        inst = Instance(
+            model,
+            H800,
+            int(rng.choice([2, 4, 8])),
+            ServingParams(max_num_seqs=int(rng.choice([64, 128, 256]))),
+        )
         reqs = synthetic_trace(int(rng.integers(8, 40)), 8, 8192, seed=trial)
         sim = simulate([inst], reqs).makespan_s
         ana = simulate_instance(inst, histogram(reqs).requests())["makespan_s"]
@@ -205,23 +262,32 @@ def test_synthetic_trace_matches_its_calibration(seed):
 def test_trace_readers_round_trip():
     reqs = synthetic_trace(8, 4, 4096, seed=5)
     again = read_plain_csv(write_plain_csv(reqs), "t.csv")
-    assert [(r.prompt, r.output, r.group) for r in again] == [(r.prompt, r.output, r.group) for r in reqs]
+    assert [(r.prompt, r.output, r.group) for r in again] == [
+        (r.prompt, r.output, r.group) for r in reqs
+    ]
     vid = read_vidur_csv(write_vidur_csv(reqs), "v.csv")
-    assert [(r.prompt, r.output, r.ready) for r in vid] == [(r.prompt, r.output, r.ready) for r in reqs]
+    assert [(r.prompt, r.output, r.ready) for r in vid] == [
+        (r.prompt, r.output, r.ready) for r in reqs
+    ]
     rp = read_rollpacker_jsonl(write_rollpacker_jsonl(reqs), "g.jsonl")
-    assert [(r.prompt, r.output, r.group) for r in rp] == [(r.prompt, r.output, r.group) for r in reqs]
+    assert [(r.prompt, r.output, r.group) for r in rp] == [
+        (r.prompt, r.output, r.group) for r in reqs
+    ]
     assert len(read_trace(write_rollpacker_jsonl(reqs), "g.jsonl")) == len(reqs)
     hist = histogram(reqs)
     assert hist.total == len(reqs) and all(u % 256 == 0 for u in hist.upper)
 
 
-@pytest.mark.parametrize(("text", "where"), [
-    ("prompt_tokens,output_tokens,group\n10,-5,0\n", "row 2.output_tokens"),
-    ("prompt_tokens,output_tokens,group,color\n10,5,0,red\n", "header"),
-    ('{"response_lengths": []}\n', "line 1.response_lengths"),
-    ("num_prefill_tokens,num_decode_tokens\n10,abc\n", "row 2.num_decode_tokens"),
-    ("hello\n", "header"),
-])
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("prompt_tokens,output_tokens,group\n10,-5,0\n", "row 2.output_tokens"),
+        ("prompt_tokens,output_tokens,group,color\n10,5,0,red\n", "header"),
+        ('{"response_lengths": []}\n', "line 1.response_lengths"),
+        ("num_prefill_tokens,num_decode_tokens\n10,abc\n", "row 2.num_decode_tokens"),
+        ("hello\n", "header"),
+    ],
+)
 def test_bad_traces_name_the_row_and_value(text, where):
     with pytest.raises(SpecError) as exc:
         read_trace(text, "bad.trace")
@@ -234,16 +300,37 @@ def test_cli_simulate_generation(tmp_path):
     from tests.conftest import run_cli
 
     png = tmp_path / "sim.png"
-    proc = run_cli("simulate", "generation", "--instances", "2xTP4", "--lengths", "synthetic:prompts=16,n=8,max=4096", "--json", "--plot", str(png))
+    proc = run_cli(
+        "simulate",
+        "generation",
+        "--instances",
+        "2xTP4",
+        "--lengths",
+        "synthetic:prompts=16,n=8,max=4096",
+        "--json",
+        "--plot",
+        str(png),
+    )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
-    assert doc["makespan_s"] > 0 and doc["request_count"] == 128 == len(doc["requests"]) and "preemptions" in doc and "idle_gpu_s" in doc
-    assert all(r["completed"] is not None and r["admitted"] is not None for r in doc["requests"].values())
+    assert (
+        doc["makespan_s"] > 0
+        and doc["request_count"] == 128 == len(doc["requests"])
+        and "preemptions" in doc
+        and "idle_gpu_s" in doc
+    )
+    assert all(
+        r["completed"] is not None and r["admitted"] is not None for r in doc["requests"].values()
+    )
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     trace = tmp_path / "t.jsonl"
     trace.write_text('{"prompt_length": 10, "response_lengths": [5, 0]}\n')
     bad = run_cli("simulate", "generation", "--lengths", str(trace))
-    assert bad.returncode == 2 and "response_lengths[1]" in bad.stderr and "Traceback" not in bad.stderr
+    assert (
+        bad.returncode == 2
+        and "response_lengths[1]" in bad.stderr
+        and "Traceback" not in bad.stderr
+    )
     assert run_cli("simulate", "generation", "--instances", "2xTP3x").returncode == 2
 
 
@@ -271,7 +358,9 @@ class ChaosPolicy:
 
         out = []
         active = [v.index for v in obs.instances if v.active]
-        for rid in sorted(r.id for r in obs.requests.values() if r.state == "unassigned" and r.ready <= obs.time):
+        for rid in sorted(
+            r.id for r in obs.requests.values() if r.state == "unassigned" and r.ready <= obs.time
+        ):
             out.append(Dispatch(rid, active[int(self.rng.integers(len(active)))]))
         running = sorted(r.id for r in obs.requests.values() if r.state == "running")
         if running and self.n > 1 and self.rng.random() < 0.5:
@@ -279,14 +368,26 @@ class ChaosPolicy:
             src = obs.requests[rid].instance
             dst = [i for i in active if i != src]
             if dst:
-                out.append(Migrate(rid, dst[int(self.rng.integers(len(dst)))], bandwidth_gbs=float(self.rng.choice([0.5, 50.0]))))
+                out.append(
+                    Migrate(
+                        rid,
+                        dst[int(self.rng.integers(len(dst)))],
+                        bandwidth_gbs=float(self.rng.choice([0.5, 50.0])),
+                    )
+                )
         queued = sorted(r.id for r in obs.requests.values() if r.state in ("waiting", "pending"))
         if queued and self.rng.random() < 0.1:
             out.append(Abort(queued[int(self.rng.integers(len(queued)))]))
         if self.rng.random() < 0.05:
             # a restart, or a larger TP (a smaller shard: the KV cache only grows)
             target = obs.instances[active[int(self.rng.integers(len(active)))]]
-            out.append(Reconfigure(target.index, int(self.rng.choice([target.tp, min(4, 2 * target.tp)])), pause_s=0.5))
+            out.append(
+                Reconfigure(
+                    target.index,
+                    int(self.rng.choice([target.tp, min(4, 2 * target.tp)])),
+                    pause_s=0.5,
+                )
+            )
         if self.n > 1 and self.released is None and self.rng.random() < 0.05:
             self.released = active[-1]
             out.append(Release(self.released))
@@ -296,8 +397,14 @@ class ChaosPolicy:
         return out
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(w=workloads(), seed=st.integers(0, 1000), tick=st.floats(0.05, 3.0), unassigned=st.floats(0, 1))
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    w=workloads(), seed=st.integers(0, 1000), tick=st.floats(0.05, 3.0), unassigned=st.floats(0, 1)
+)
 def test_event_engine_equals_per_token_engine_under_a_policy(w, seed, tick, unassigned):
     """Same rules, same policy, same actions: the closed forms and searches change nothing,
     with dispatch, migration (transfer or recompute), aborts, reconfiguration and release."""
@@ -312,7 +419,9 @@ def test_event_engine_equals_per_token_engine_under_a_policy(w, seed, tick, unas
     assert [a["action"] for a in fast.actions] == [a["action"] for a in slow.actions]
     for rid, rec in slow.records.items():
         other = fast.records[rid]
-        assert (rec.completed is None) == (other.completed is None) and (rec.aborted is None) == (other.aborted is None)
+        assert (rec.completed is None) == (other.completed is None) and (rec.aborted is None) == (
+            other.aborted is None
+        )
         if rec.completed is not None:
             assert other.completed == pytest.approx(rec.completed, rel=1e-9, abs=1e-9)
         assert other.preemptions == rec.preemptions and other.migrations == rec.migrations

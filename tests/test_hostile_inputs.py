@@ -58,7 +58,9 @@ def _plan_file(tmp: Path, mutate, *extra: str) -> Path:
     data = json.loads(path.read_text())
     mutate(data)
     bad = tmp / "bad-plan.json"
-    bad.write_text(json.dumps(data))  # json.dumps writes NaN as the bare literal, as a hand edit would
+    bad.write_text(
+        json.dumps(data)
+    )  # json.dumps writes NaN as the bare literal, as a hand edit would
     path.unlink()
     return bad
 
@@ -67,44 +69,212 @@ def _plan_file(tmp: Path, mutate, *extra: str) -> Path:
 CASES = [
     ("directory", lambda t: ["plan", "placement", "--cluster", str(t)], ["is a directory"]),
     ("dev-zero", lambda t: ["plan", "placement", "--cluster", "/dev/zero"], ["/dev/zero", "MiB"]),
-    ("binary-csv", lambda t: ["plan", "circuits", "--demand", str(_text(t, "d.csv", b"\xff\xfe\x00\x01"))], ["d.csv", "UTF-8"]),
-    ("deep-yaml", lambda t: ["plan", "placement", "--cluster", str(_text(t, "c.yaml", "a: " + "[" * 5000 + "]" * 5000))], ["nested too deeply"]),
-    ("deep-json", lambda t: ["validate", str(_text(t, "p.json", "[" * 50000 + "]" * 50000))], ["nested too deeply"]),
-    ("alias-bomb", lambda t: ["plan", "placement", "--cluster", str(_bomb(t))], ["bomb.yaml", "alias"]),
-    ("empty-file", lambda t: ["plan", "placement", "--cluster", str(_text(t, "c.yaml", ""))], ["c.yaml"]),
-    ("cosched-to-evaluate", lambda t: ["evaluate", str(_text(t, "jobs.yaml", yaml.safe_dump({"jobs": [{"name": "a"}]})))], ["jobs.yaml"]),
-    ("dup-yaml-key", lambda t: ["plan", "placement", "--cluster", str(_text(t, "c.yaml", "nodes: []\nnodes: []\n"))], ["duplicate key", "nodes"]),
-    ("dup-json-key", lambda t: ["plan", "placement", "--cluster", str(_text(t, "c.json", '{"nodes": [], "nodes": 1}'))], ["duplicate key"]),
-    ("bool-count", lambda t: ["plan", "placement", "--cluster", str(_cluster(t, lambda d: d["nodes"][0].update(count=True)))],
-     ["nodes[0].count", "boolean"]),
-    ("dup-custom-gpu", lambda t: ["plan", "placement", "--cluster", str(_cluster(t, lambda d: d.update(gpus=[
-        {"name": "X1", "tflops_bf16_dense": 100, "memory_gb": 80, "hbm_gb_per_s": 2000, "intra_node_gb_per_s": 100}] * 2)))], ["gpus[1].name", "X1"]),
-    ("csv-repeated-column", lambda t: ["plan", "circuits", "--demand", str(_text(t, "d.csv", "src,dst,bytes,bytes\nt0,t1,5,6\n"))],
-     ["appears twice"]),
-    ("csv-extra-field", lambda t: ["plan", "circuits", "--demand", str(_text(t, "d.csv", "src,dst,bytes\nt0,t1,5,7\n"))], ["row 2", "4 fields"]),
-    ("csv-unknown-column", lambda t: ["plan", "circuits", "--demand", str(_text(t, "d.csv", "src,dst,bytes,colour\nt0,t1,5,red\n"))],
-     ["colour"]),
-    ("million-gpus", lambda t: ["plan", "placement", "--cluster", str(_cluster(t, lambda d: d.update(nodes=[
-        {**d["nodes"][0], "name": f"n{i}", "count": 64} for i in range(16000)])))], ["8,192"]),
-    ("gpus-per-node", lambda t: ["plan", "placement", "--cluster", str(_cluster(t, lambda d: d["nodes"][0].update(count=10**6)))],
-     ["nodes[0].count"]),
+    (
+        "binary-csv",
+        lambda t: ["plan", "circuits", "--demand", str(_text(t, "d.csv", b"\xff\xfe\x00\x01"))],
+        ["d.csv", "UTF-8"],
+    ),
+    (
+        "deep-yaml",
+        lambda t: [
+            "plan",
+            "placement",
+            "--cluster",
+            str(_text(t, "c.yaml", "a: " + "[" * 5000 + "]" * 5000)),
+        ],
+        ["nested too deeply"],
+    ),
+    (
+        "deep-json",
+        lambda t: ["validate", str(_text(t, "p.json", "[" * 50000 + "]" * 50000))],
+        ["nested too deeply"],
+    ),
+    (
+        "alias-bomb",
+        lambda t: ["plan", "placement", "--cluster", str(_bomb(t))],
+        ["bomb.yaml", "alias"],
+    ),
+    (
+        "empty-file",
+        lambda t: ["plan", "placement", "--cluster", str(_text(t, "c.yaml", ""))],
+        ["c.yaml"],
+    ),
+    (
+        "cosched-to-evaluate",
+        lambda t: [
+            "evaluate",
+            str(_text(t, "jobs.yaml", yaml.safe_dump({"jobs": [{"name": "a"}]}))),
+        ],
+        ["jobs.yaml"],
+    ),
+    (
+        "dup-yaml-key",
+        lambda t: [
+            "plan",
+            "placement",
+            "--cluster",
+            str(_text(t, "c.yaml", "nodes: []\nnodes: []\n")),
+        ],
+        ["duplicate key", "nodes"],
+    ),
+    (
+        "dup-json-key",
+        lambda t: [
+            "plan",
+            "placement",
+            "--cluster",
+            str(_text(t, "c.json", '{"nodes": [], "nodes": 1}')),
+        ],
+        ["duplicate key"],
+    ),
+    (
+        "bool-count",
+        lambda t: [
+            "plan",
+            "placement",
+            "--cluster",
+            str(_cluster(t, lambda d: d["nodes"][0].update(count=True))),
+        ],
+        ["nodes[0].count", "boolean"],
+    ),
+    (
+        "dup-custom-gpu",
+        lambda t: [
+            "plan",
+            "placement",
+            "--cluster",
+            str(
+                _cluster(
+                    t,
+                    lambda d: d.update(
+                        gpus=[
+                            {
+                                "name": "X1",
+                                "tflops_bf16_dense": 100,
+                                "memory_gb": 80,
+                                "hbm_gb_per_s": 2000,
+                                "intra_node_gb_per_s": 100,
+                            }
+                        ]
+                        * 2
+                    ),
+                )
+            ),
+        ],
+        ["gpus[1].name", "X1"],
+    ),
+    (
+        "csv-repeated-column",
+        lambda t: [
+            "plan",
+            "circuits",
+            "--demand",
+            str(_text(t, "d.csv", "src,dst,bytes,bytes\nt0,t1,5,6\n")),
+        ],
+        ["appears twice"],
+    ),
+    (
+        "csv-extra-field",
+        lambda t: [
+            "plan",
+            "circuits",
+            "--demand",
+            str(_text(t, "d.csv", "src,dst,bytes\nt0,t1,5,7\n")),
+        ],
+        ["row 2", "4 fields"],
+    ),
+    (
+        "csv-unknown-column",
+        lambda t: [
+            "plan",
+            "circuits",
+            "--demand",
+            str(_text(t, "d.csv", "src,dst,bytes,colour\nt0,t1,5,red\n")),
+        ],
+        ["colour"],
+    ),
+    (
+        "million-gpus",
+        lambda t: [
+            "plan",
+            "placement",
+            "--cluster",
+            str(
+                _cluster(
+                    t,
+                    lambda d: d.update(
+                        nodes=[
+                            {**d["nodes"][0], "name": f"n{i}", "count": 64} for i in range(16000)
+                        ]
+                    ),
+                )
+            ),
+        ],
+        ["8,192"],
+    ),
+    (
+        "gpus-per-node",
+        lambda t: [
+            "plan",
+            "placement",
+            "--cluster",
+            str(_cluster(t, lambda d: d["nodes"][0].update(count=10**6))),
+        ],
+        ["nodes[0].count"],
+    ),
     ("output-empty", lambda t: ["plan", *SMALL, "-o", ""], ["-o", "empty"]),
     ("output-directory", lambda t: ["plan", *SMALL, "-o", str(t)], ["-o", "directory"]),
-    ("output-no-such-dir", lambda t: ["plan", *SMALL, "-o", str(t / "nope" / "p.json")], ["no such directory"]),
-    ("plot-same-as-plan", lambda t: ["plan", *SMALL, "-o", str(t / "x.png"), "--plot", str(t / "x.png")], ["--plot", "-o"]),
-    ("plot-pdf", lambda t: ["simulate", "generation", "--plot", str(t / "x.pdf")], ["--plot", ".png"]),
-    ("plan-nan-objective", lambda t: ["validate", str(_plan_file(t, lambda d: d.update(objective=float("nan"))))], ["objective", "finite"]),
-    ("plan-nan-bound", lambda t: ["validate", str(_plan_file(t, lambda d: d.update(bound=float("nan"))))], ["bound"]),
-    ("plan-negative-gap", lambda t: ["validate", str(_plan_file(t, lambda d: d.update(gap=-0.5)))], ["gap"]),
+    (
+        "output-no-such-dir",
+        lambda t: ["plan", *SMALL, "-o", str(t / "nope" / "p.json")],
+        ["no such directory"],
+    ),
+    (
+        "plot-same-as-plan",
+        lambda t: ["plan", *SMALL, "-o", str(t / "x.png"), "--plot", str(t / "x.png")],
+        ["--plot", "-o"],
+    ),
+    (
+        "plot-pdf",
+        lambda t: ["simulate", "generation", "--plot", str(t / "x.pdf")],
+        ["--plot", ".png"],
+    ),
+    (
+        "plan-nan-objective",
+        lambda t: ["validate", str(_plan_file(t, lambda d: d.update(objective=float("nan"))))],
+        ["objective", "finite"],
+    ),
+    (
+        "plan-nan-bound",
+        lambda t: ["validate", str(_plan_file(t, lambda d: d.update(bound=float("nan"))))],
+        ["bound"],
+    ),
+    (
+        "plan-negative-gap",
+        lambda t: ["validate", str(_plan_file(t, lambda d: d.update(gap=-0.5)))],
+        ["gap"],
+    ),
     ("unknown-command", lambda t: ["pln"], ["plan"]),
     ("unknown-option", lambda t: ["plan", "--colour", "red"], ["--colour"]),
     ("not-a-number", lambda t: ["plan", "--time-limit", "soon"], ["--time-limit"]),
-    ("bench-zero-seeds", lambda t: ["bench", "--problem", "small-8", "--seeds", "0", "--out", str(t / "b")], ["--seeds"]),
-    ("bench-negative-limit", lambda t: ["bench", "--problem", "small-8", "--time-limit", "-1", "--out", str(t / "b")], ["--time-limit"]),
+    (
+        "bench-zero-seeds",
+        lambda t: ["bench", "--problem", "small-8", "--seeds", "0", "--out", str(t / "b")],
+        ["--seeds"],
+    ),
+    (
+        "bench-negative-limit",
+        lambda t: ["bench", "--problem", "small-8", "--time-limit", "-1", "--out", str(t / "b")],
+        ["--time-limit"],
+    ),
     ("bench-out-is-file", lambda t: ["bench", "--out", str(_text(t, "f.txt", "x"))], ["--out"]),
     ("estimate-bin-zero", lambda t: ["estimate", "generation", "--bin", "0"], ["--bin"]),
     ("presets-unknown-kind", lambda t: ["presets", "--kind", "spaceship"], ["spaceship"]),
-    ("cosched-trace-bad", lambda t: ["simulate", "cosched", "--trace", "philly:jobs=0"], ["trace.jobs"]),
+    (
+        "cosched-trace-bad",
+        lambda t: ["simulate", "cosched", "--trace", "philly:jobs=0"],
+        ["trace.jobs"],
+    ),
 ]
 
 
@@ -145,7 +315,17 @@ def test_bom_csv_and_json_listings_are_fine(tmp_path):
     fabric = run_cli("presets", "--kind", "fabric", "--json")
     assert fabric.returncode == 0 and json.loads(fabric.stdout)
     name = json.loads(fabric.stdout)[0]["name"]
-    proc = run_cli("plan", "circuits", "--fabric", name, "--demand", str(demand), "-q", "-o", str(tmp_path / "p.json"))
+    proc = run_cli(
+        "plan",
+        "circuits",
+        "--fabric",
+        name,
+        "--demand",
+        str(demand),
+        "-q",
+        "-o",
+        str(tmp_path / "p.json"),
+    )
     assert proc.returncode in (0, 2), proc.stderr
     assert "BOM" not in proc.stderr and "\ufeff" not in proc.stderr
     gpus = run_cli("catalog", "gpus", "--json")
@@ -169,63 +349,205 @@ def test_new_files_follow_the_umask(tmp_path):
 # plan file, each output option. Generated, so a new problem's inputs get the cases for free.
 
 #: a spec field (file option of `rlplan plan`) and the problem it belongs to
-FILE_OPTIONS = [("cluster", "placement"), ("workflow", "placement"), ("fabric", "circuits"), ("demand", "circuits"),
-                ("sync", "broadcast"), ("state", "replan"), ("jobs", "cosched"), ("job", "rollout")]
+FILE_OPTIONS = [
+    ("cluster", "placement"),
+    ("workflow", "placement"),
+    ("fabric", "circuits"),
+    ("demand", "circuits"),
+    ("sync", "broadcast"),
+    ("state", "replan"),
+    ("jobs", "cosched"),
+    ("job", "rollout"),
+]
 
 #: (id, file builder(tmp, stem) -> path or literal, words the message must contain; {stem} is the file's)
 NOT_A_SPEC = [
     ("directory", lambda t, s: str(t), ["is a directory"]),
     ("dev-zero", lambda t, s: "/dev/zero", ["MiB"]),
-    ("binary", lambda t, s: str(_text(t, f"{s}.yaml", b"\x00\xff\xfe\x80 binary")), ["{stem}.yaml"]),
+    (
+        "binary",
+        lambda t, s: str(_text(t, f"{s}.yaml", b"\x00\xff\xfe\x80 binary")),
+        ["{stem}.yaml"],
+    ),
     ("empty", lambda t, s: str(_text(t, f"{s}.yaml", "")), ["{stem}.yaml"]),
-    ("deep", lambda t, s: str(_text(t, f"{s}.yaml", "a: " + "[" * 3000 + "]" * 3000)), ["nested too deeply"]),
-    ("dup-key", lambda t, s: str(_text(t, f"{s}.yaml", "name: a\nname: b\n")), ["duplicate key", "name"]),
+    (
+        "deep",
+        lambda t, s: str(_text(t, f"{s}.yaml", "a: " + "[" * 3000 + "]" * 3000)),
+        ["nested too deeply"],
+    ),
+    (
+        "dup-key",
+        lambda t, s: str(_text(t, f"{s}.yaml", "name: a\nname: b\n")),
+        ["duplicate key", "name"],
+    ),
     ("scalar", lambda t, s: str(_text(t, f"{s}.yaml", "42\n")), ["{stem}.yaml"]),
     ("missing", lambda t, s: str(t / f"{s}-nowhere.yaml"), ["{stem}-nowhere"]),
 ]
 
-GENERATED = [(f"plan-{field}-{kind}", (lambda t, field=field, problem=problem, build=build: ["plan", problem, f"--{field}", build(t, field)]),
-              [w.format(stem=field) for w in words])
-             for field, problem in FILE_OPTIONS for kind, build, words in NOT_A_SPEC]
-GENERATED += [(f"{command}-{kind}", (lambda t, command=command, build=build: [command, build(t, "plan")]), [w.format(stem="plan") for w in words])
-              for command in ("validate", "evaluate") for kind, build, words in NOT_A_SPEC]
+GENERATED = [
+    (
+        f"plan-{field}-{kind}",
+        (
+            lambda t, field=field, problem=problem, build=build: [
+                "plan",
+                problem,
+                f"--{field}",
+                build(t, field),
+            ]
+        ),
+        [w.format(stem=field) for w in words],
+    )
+    for field, problem in FILE_OPTIONS
+    for kind, build, words in NOT_A_SPEC
+]
 GENERATED += [
-    ("plan-file-of-another-kind", lambda t: ["validate", str(_text(t, "c.json", json.dumps({"nodes": []})))], ["c.json"]),
-    ("problem-file-unknown-problem", lambda t: ["plan", str(_text(t, "p.yaml", "problem: teleport\n"))], ["teleport"]),
-    ("circuits-output-directory", lambda t: ["plan", "circuits", "-o", str(t)], ["-o", "directory"]),
-    ("circuits-plot-jpg", lambda t: ["plan", "circuits", "--plot", str(t / "c.jpg")], ["--plot", ".png"]),
+    (
+        f"{command}-{kind}",
+        (lambda t, command=command, build=build: [command, build(t, "plan")]),
+        [w.format(stem="plan") for w in words],
+    )
+    for command in ("validate", "evaluate")
+    for kind, build, words in NOT_A_SPEC
+]
+GENERATED += [
+    (
+        "plan-file-of-another-kind",
+        lambda t: ["validate", str(_text(t, "c.json", json.dumps({"nodes": []})))],
+        ["c.json"],
+    ),
+    (
+        "problem-file-unknown-problem",
+        lambda t: ["plan", str(_text(t, "p.yaml", "problem: teleport\n"))],
+        ["teleport"],
+    ),
+    (
+        "circuits-output-directory",
+        lambda t: ["plan", "circuits", "-o", str(t)],
+        ["-o", "directory"],
+    ),
+    (
+        "circuits-plot-jpg",
+        lambda t: ["plan", "circuits", "--plot", str(t / "c.jpg")],
+        ["--plot", ".png"],
+    ),
     ("broadcast-plot-empty", lambda t: ["plan", "broadcast", "--plot", ""], ["--plot"]),
-    ("broadcast-export-unknown", lambda t: ["plan", "broadcast", "--export", "verl", "-o", str(t / "b.json")], ["--export"]),
-    ("cosched-plot-directory", lambda t: ["simulate", "cosched", "--trace", "philly:jobs=5,hours=10", "--plot", str(t)], ["--plot"]),
+    (
+        "broadcast-export-unknown",
+        lambda t: ["plan", "broadcast", "--export", "verl", "-o", str(t / "b.json")],
+        ["--export"],
+    ),
+    (
+        "cosched-plot-directory",
+        lambda t: ["simulate", "cosched", "--trace", "philly:jobs=5,hours=10", "--plot", str(t)],
+        ["--plot"],
+    ),
     ("generation-plot-empty", lambda t: ["simulate", "generation", "--plot", ""], ["--plot"]),
-    ("rollout-setting-unknown", lambda t: ["simulate", "rollout", "--setting", "dapo"], ["--setting", "dapo", "paper"]),
-    ("rollout-plan-of-another-kind", lambda t: ["simulate", "rollout", "--plan", str(_text(t, "x.json", "{}"))], ["x.json"]),
-    ("rollout-job-bad-model", lambda t: ["plan", "rollout", "--job", str(_text(t, "j.yaml", "workload: {model: GPT-9, gpu: H800, gpus: 8}\n"))],
-     ["j.yaml", "workload.model", "GPT-9"]),
-    ("rollout-job-gpus-zero", lambda t: ["plan", "rollout", "--job", str(_text(t, "j.yaml", "workload: {model: Qwen2.5-7B, gpu: H800, gpus: 0}\n"))],
-     ["j.yaml", "gpus", "0"]),
-    ("rollout-job-too-long", lambda t: ["plan", "rollout", "--job", str(_text(t, "j.yaml", "workload: {model: Qwen2.5-72B, gpu: L40S, gpus: 8, max_response: 900000}\n"))],
-     ["j.yaml", "max_response"]),
+    (
+        "rollout-setting-unknown",
+        lambda t: ["simulate", "rollout", "--setting", "dapo"],
+        ["--setting", "dapo", "paper"],
+    ),
+    (
+        "rollout-plan-of-another-kind",
+        lambda t: ["simulate", "rollout", "--plan", str(_text(t, "x.json", "{}"))],
+        ["x.json"],
+    ),
+    (
+        "rollout-job-bad-model",
+        lambda t: [
+            "plan",
+            "rollout",
+            "--job",
+            str(_text(t, "j.yaml", "workload: {model: GPT-9, gpu: H800, gpus: 8}\n")),
+        ],
+        ["j.yaml", "workload.model", "GPT-9"],
+    ),
+    (
+        "rollout-job-gpus-zero",
+        lambda t: [
+            "plan",
+            "rollout",
+            "--job",
+            str(_text(t, "j.yaml", "workload: {model: Qwen2.5-7B, gpu: H800, gpus: 0}\n")),
+        ],
+        ["j.yaml", "gpus", "0"],
+    ),
+    (
+        "rollout-job-too-long",
+        lambda t: [
+            "plan",
+            "rollout",
+            "--job",
+            str(
+                _text(
+                    t,
+                    "j.yaml",
+                    "workload: {model: Qwen2.5-72B, gpu: L40S, gpus: 8, max_response: 900000}\n",
+                )
+            ),
+        ],
+        ["j.yaml", "max_response"],
+    ),
     ("bench-out-empty", lambda t: ["bench", "--out", ""], ["--out"]),
     ("bench-jobs-zero", lambda t: ["bench", "--jobs", "0", "--out", str(t / "b")], ["--jobs"]),
-    ("bench-unknown-suite", lambda t: ["bench", "--suite", "everything", "--out", str(t / "b")], ["everything"]),
-    ("bench-bad-plugin", lambda t: ["bench", "--plugin", "nosuchmodule:register", "--out", str(t / "b")], ["--plugin"]),
-    ("bench-nan-limit", lambda t: ["bench", "--problem", "small-8", "--time-limit", "nan", "--out", str(t / "b")], ["--time-limit"]),
+    (
+        "bench-unknown-suite",
+        lambda t: ["bench", "--suite", "everything", "--out", str(t / "b")],
+        ["everything"],
+    ),
+    (
+        "bench-bad-plugin",
+        lambda t: ["bench", "--plugin", "nosuchmodule:register", "--out", str(t / "b")],
+        ["--plugin"],
+    ),
+    (
+        "bench-nan-limit",
+        lambda t: ["bench", "--problem", "small-8", "--time-limit", "nan", "--out", str(t / "b")],
+        ["--time-limit"],
+    ),
     ("plan-zero-limit", lambda t: ["plan", "circuits", "--time-limit", "0"], ["time_limit"]),
     ("plan-negative-seed-type", lambda t: ["plan", "circuits", "--seed", "1.5"], ["--seed"]),
     ("plan-option-no-equals", lambda t: ["plan", "circuits", "-O", "fill"], ["key=value"]),
-    ("plan-option-unknown", lambda t: ["plan", "circuits", "--solver", "milp", "-O", "colour=red"], ["colour"]),
-    ("plan-option-out-of-range", lambda t: ["plan", "placement", "-O", "population=0"], ["population"]),
+    (
+        "plan-option-unknown",
+        lambda t: ["plan", "circuits", "--solver", "milp", "-O", "colour=red"],
+        ["colour"],
+    ),
+    (
+        "plan-option-out-of-range",
+        lambda t: ["plan", "placement", "-O", "population=0"],
+        ["population"],
+    ),
     ("plan-solver-unknown", lambda t: ["plan", "circuits", "--solver", "oracle"], ["oracle"]),
-    ("plan-field-of-other-problem", lambda t: ["plan", "circuits", "--cluster", "small-8"], ["--cluster"]),
+    (
+        "plan-field-of-other-problem",
+        lambda t: ["plan", "circuits", "--cluster", "small-8"],
+        ["--cluster"],
+    ),
     ("plan-preset-unknown", lambda t: ["plan", "placement", "--cluster", "small-9"], ["small-9"]),
     ("catalog-unknown", lambda t: ["catalog", "planets"], ["planets"]),
     ("presets-show-unknown", lambda t: ["presets", "show", "nothing-like-it"], ["nothing-like-it"]),
     ("estimate-unknown-gpu", lambda t: ["estimate", "generation", "--gpu", "H100"], ["H100"]),
-    ("estimate-unknown-model", lambda t: ["estimate", "generation", "--model", "Qwen9-1T"], ["Qwen9-1T"]),
-    ("simulate-bad-instances", lambda t: ["simulate", "generation", "--instances", "4xTPtwo"], ["--instances"]),
-    ("simulate-bad-lengths", lambda t: ["simulate", "generation", "--lengths", "synthetic:prompts=-1"], ["prompts"]),
-    ("simulate-unknown-policy", lambda t: ["simulate", "cosched", "--policy", "clairvoyant"], ["clairvoyant"]),
+    (
+        "estimate-unknown-model",
+        lambda t: ["estimate", "generation", "--model", "Qwen9-1T"],
+        ["Qwen9-1T"],
+    ),
+    (
+        "simulate-bad-instances",
+        lambda t: ["simulate", "generation", "--instances", "4xTPtwo"],
+        ["--instances"],
+    ),
+    (
+        "simulate-bad-lengths",
+        lambda t: ["simulate", "generation", "--lengths", "synthetic:prompts=-1"],
+        ["prompts"],
+    ),
+    (
+        "simulate-unknown-policy",
+        lambda t: ["simulate", "cosched", "--policy", "clairvoyant"],
+        ["clairvoyant"],
+    ),
 ]
 
 
@@ -244,9 +566,25 @@ def test_ctrl_c_during_a_solve_exits_130_and_writes_nothing(tmp_path):
     from tests.conftest import rlplan_executable
 
     out = tmp_path / "p.json"
-    proc = subprocess.Popen([rlplan_executable(), "plan", "--cluster", "small-8", "--workflow", "grpo-sync-qwen3-4b",
-                             "--time-limit", "30", "-o", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "RLPLAN_PROGRESS_EVERY": "0.2"}, cwd=tmp_path)
+    proc = subprocess.Popen(
+        [
+            rlplan_executable(),
+            "plan",
+            "--cluster",
+            "small-8",
+            "--workflow",
+            "grpo-sync-qwen3-4b",
+            "--time-limit",
+            "30",
+            "-o",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "RLPLAN_PROGRESS_EVERY": "0.2"},
+        cwd=tmp_path,
+    )
     deadline = time.time() + 60
     line = proc.stderr.readline()  # the first progress line: the search is under way
     assert line.startswith("rlplan: solving"), line
@@ -260,6 +598,7 @@ def test_ctrl_c_during_a_solve_exits_130_and_writes_nothing(tmp_path):
 # ---------------------------------------------------------------------------------------------
 # Sizes, contradictions and crashes by input kind: each refused before work starts, naming the
 # option or field and the value (costmodels.limits holds the bounds and the memory check).
+
 
 def _preset(name: str) -> dict:
     return yaml.safe_load(run_cli("presets", "show", name).stdout)
@@ -280,13 +619,22 @@ def _request(rem: int, ctx: int):
 
 
 def _custom_gpu(**fields):
-    gpu = {"name": "X1", "tflops_bf16_dense": 100, "memory_gb": 80, "hbm_gb_per_s": 2000, "intra_node_gb_per_s": 100, **fields}
+    gpu = {
+        "name": "X1",
+        "tflops_bf16_dense": 100,
+        "memory_gb": 80,
+        "hbm_gb_per_s": 2000,
+        "intra_node_gb_per_s": 100,
+        **fields,
+    }
     return lambda d: (d.update(gpus=[gpu]), d["nodes"][0].update(gpu="X1"))
 
 
 def _many_jobs_json(tmp: Path, n: int) -> str:
     job = _preset("rollmux-mixed")["jobs"][0]
-    return str(_text(tmp, "jobs.json", json.dumps({"jobs": [dict(job, name=f"j{i}") for i in range(n)]})))
+    return str(
+        _text(tmp, "jobs.json", json.dumps({"jobs": [dict(job, name=f"j{i}") for i in range(n)]}))
+    )
 
 
 def _big_yaml(tmp: Path) -> str:
@@ -301,66 +649,288 @@ def _rollout_plan_file(tmp: Path, mutate=lambda p: None, job: str = "rollout-14b
 
     plan = paper_plan(build_problem("rollout", {"job": job}).workload).model_dump(mode="json")
     mutate(plan)
-    return _text(tmp, "rollout-plan.yaml", yaml.safe_dump({"problem": "rollout", "job": job, "plan": plan}))
+    return _text(
+        tmp, "rollout-plan.yaml", yaml.safe_dump({"problem": "rollout", "job": job, "plan": plan})
+    )
 
 
 SIZES_AND_CONTRADICTIONS = [
     # absurd sizes
-    ("gen-billion-instances", lambda t: ["simulate", "generation", "--instances", "1000000000xTP2"], ["--instances", "65,536"]),
-    ("gen-billion-requests", lambda t: ["simulate", "generation", "--lengths", "synthetic:prompts=1000000000,n=8"], ["lengths.prompts", "memory limit"]),
-    ("gen-over-memory-limit", lambda t: ["--memory-limit-gb", "0.1", "simulate", "generation", "--lengths", "synthetic:prompts=10000,n=16"],
-     ["lengths.prompts", "0.1 GB", "--memory-limit-gb"]),
-    ("estimate-billion-requests", lambda t: ["estimate", "generation", "--lengths", "uniform:n=1000000000"], ["lengths.n", "memory limit"]),
-    ("estimate-billion-gpus", lambda t: ["estimate", "generation", "--gpus", "1000000000"], ["--gpus", "1000000000"]),
-    ("gen-max-num-seqs-huge", lambda t: ["simulate", "generation", "--max-num-seqs", "1000000000"], ["--max-num-seqs", "1000000000"]),
-    ("cosched-too-many-jobs", lambda t: ["plan", "cosched", "--jobs", _many_jobs_json(t, 10_001)], ["jobs.json", "jobs", "10000"]),
-    ("cosched-yaml-too-big", lambda t: ["plan", "cosched", "--jobs", _big_yaml(t)], ["jobs.yaml", "MiB", "JSON"]),
-    ("philly-too-many-jobs", lambda t: ["simulate", "cosched", "--trace", "philly:jobs=100000"], ["trace.jobs", "10,000"]),
-    ("rollout-step-too-big", lambda t: ["simulate", "rollout", "--job", _mutated(t, "rollout-7b-8k", "j.yaml", _workload(prompts_per_step=65536, responses_per_prompt=1024))],
-     ["workload.prompts_per_step", "memory limit"]),
-    ("workflow-huge-batch", lambda t: ["plan", "placement", "--workflow", _mutated(t, "grpo-sync-qwen3-4b", "w.yaml", lambda d: d.update(global_batch=10**15))],
-     ["global_batch"]),
-    ("gpu-absurd-tflops", lambda t: ["plan", "placement", "--cluster", str(_cluster(t, _custom_gpu(tflops_bf16_dense=1e308)))], ["tflops_bf16_dense"]),
-    ("demand-absurd-bytes", lambda t: ["plan", "circuits", "--demand", str(_text(t, "d.csv", "src,dst,bytes\ntor0,tor1,1e308\n"))], ["row 2.bytes", "1e308"]),
-    ("estimate-absurd-context", lambda t: ["estimate", "generation", "--lengths", "uniform:context=1e300"], ["lengths.context"]),
+    (
+        "gen-billion-instances",
+        lambda t: ["simulate", "generation", "--instances", "1000000000xTP2"],
+        ["--instances", "65,536"],
+    ),
+    (
+        "gen-billion-requests",
+        lambda t: ["simulate", "generation", "--lengths", "synthetic:prompts=1000000000,n=8"],
+        ["lengths.prompts", "memory limit"],
+    ),
+    (
+        "gen-over-memory-limit",
+        lambda t: [
+            "--memory-limit-gb",
+            "0.1",
+            "simulate",
+            "generation",
+            "--lengths",
+            "synthetic:prompts=10000,n=16",
+        ],
+        ["lengths.prompts", "0.1 GB", "--memory-limit-gb"],
+    ),
+    (
+        "estimate-billion-requests",
+        lambda t: ["estimate", "generation", "--lengths", "uniform:n=1000000000"],
+        ["lengths.n", "memory limit"],
+    ),
+    (
+        "estimate-billion-gpus",
+        lambda t: ["estimate", "generation", "--gpus", "1000000000"],
+        ["--gpus", "1000000000"],
+    ),
+    (
+        "gen-max-num-seqs-huge",
+        lambda t: ["simulate", "generation", "--max-num-seqs", "1000000000"],
+        ["--max-num-seqs", "1000000000"],
+    ),
+    (
+        "cosched-too-many-jobs",
+        lambda t: ["plan", "cosched", "--jobs", _many_jobs_json(t, 10_001)],
+        ["jobs.json", "jobs", "10000"],
+    ),
+    (
+        "cosched-yaml-too-big",
+        lambda t: ["plan", "cosched", "--jobs", _big_yaml(t)],
+        ["jobs.yaml", "MiB", "JSON"],
+    ),
+    (
+        "philly-too-many-jobs",
+        lambda t: ["simulate", "cosched", "--trace", "philly:jobs=100000"],
+        ["trace.jobs", "10,000"],
+    ),
+    (
+        "rollout-step-too-big",
+        lambda t: [
+            "simulate",
+            "rollout",
+            "--job",
+            _mutated(
+                t,
+                "rollout-7b-8k",
+                "j.yaml",
+                _workload(prompts_per_step=65536, responses_per_prompt=1024),
+            ),
+        ],
+        ["workload.prompts_per_step", "memory limit"],
+    ),
+    (
+        "workflow-huge-batch",
+        lambda t: [
+            "plan",
+            "placement",
+            "--workflow",
+            _mutated(t, "grpo-sync-qwen3-4b", "w.yaml", lambda d: d.update(global_batch=10**15)),
+        ],
+        ["global_batch"],
+    ),
+    (
+        "gpu-absurd-tflops",
+        lambda t: [
+            "plan",
+            "placement",
+            "--cluster",
+            str(_cluster(t, _custom_gpu(tflops_bf16_dense=1e308))),
+        ],
+        ["tflops_bf16_dense"],
+    ),
+    (
+        "demand-absurd-bytes",
+        lambda t: [
+            "plan",
+            "circuits",
+            "--demand",
+            str(_text(t, "d.csv", "src,dst,bytes\ntor0,tor1,1e308\n")),
+        ],
+        ["row 2.bytes", "1e308"],
+    ),
+    (
+        "estimate-absurd-context",
+        lambda t: ["estimate", "generation", "--lengths", "uniform:context=1e300"],
+        ["lengths.context"],
+    ),
     # contradictions
-    ("rollout-tp16-on-8-gpu-nodes", lambda t: ["simulate", "rollout", "--job", _mutated(t, "rollout-7b-8k", "j.yaml", _workload(tp=16))], ["workload.tp", "16"]),
-    ("rollout-tp3", lambda t: ["plan", "rollout", "--job", _mutated(t, "rollout-7b-8k", "j.yaml", _workload(tp=3))], ["workload.tp", "3"]),
-    ("rollout-min-above-max-timeout", lambda t: ["simulate", "rollout", "--job", _mutated(t, "rollout-7b-8k", "j.yaml", _workload(
-        reward={"sandbox_worker": {"min_timeout_s": 40, "max_timeout_s": 30}}))], ["min_timeout_s", "40"]),
-    ("gen-tp16", lambda t: ["simulate", "generation", "--instances", "1xTP16"], ["--instances", "TP16"]),
-    ("gen-tp3", lambda t: ["simulate", "generation", "--instances", "2xTP3"], ["--instances", "TP3"]),
-    ("philly-key-twice", lambda t: ["simulate", "cosched", "--trace", "philly:jobs=5,jobs=6"], ["trace.jobs", "twice"]),
-    ("replan-quoted-number", lambda t: ["plan", "replan", "--state", _mutated(t, "replan-tail", "s.yaml", lambda d: d.update(nodes="1"))],
-     ["nodes", "quoted string", "'1'"]),
-    ("cluster-quoted-count", lambda t: ["plan", "placement", "--cluster", str(_cluster(t, lambda d: d["nodes"][0].update(count="4")))],
-     ["nodes[0].count", "quoted string"]),
+    (
+        "rollout-tp16-on-8-gpu-nodes",
+        lambda t: [
+            "simulate",
+            "rollout",
+            "--job",
+            _mutated(t, "rollout-7b-8k", "j.yaml", _workload(tp=16)),
+        ],
+        ["workload.tp", "16"],
+    ),
+    (
+        "rollout-tp3",
+        lambda t: [
+            "plan",
+            "rollout",
+            "--job",
+            _mutated(t, "rollout-7b-8k", "j.yaml", _workload(tp=3)),
+        ],
+        ["workload.tp", "3"],
+    ),
+    (
+        "rollout-min-above-max-timeout",
+        lambda t: [
+            "simulate",
+            "rollout",
+            "--job",
+            _mutated(
+                t,
+                "rollout-7b-8k",
+                "j.yaml",
+                _workload(reward={"sandbox_worker": {"min_timeout_s": 40, "max_timeout_s": 30}}),
+            ),
+        ],
+        ["min_timeout_s", "40"],
+    ),
+    (
+        "gen-tp16",
+        lambda t: ["simulate", "generation", "--instances", "1xTP16"],
+        ["--instances", "TP16"],
+    ),
+    (
+        "gen-tp3",
+        lambda t: ["simulate", "generation", "--instances", "2xTP3"],
+        ["--instances", "TP3"],
+    ),
+    (
+        "philly-key-twice",
+        lambda t: ["simulate", "cosched", "--trace", "philly:jobs=5,jobs=6"],
+        ["trace.jobs", "twice"],
+    ),
+    (
+        "replan-quoted-number",
+        lambda t: [
+            "plan",
+            "replan",
+            "--state",
+            _mutated(t, "replan-tail", "s.yaml", lambda d: d.update(nodes="1")),
+        ],
+        ["nodes", "quoted string", "'1'"],
+    ),
+    (
+        "cluster-quoted-count",
+        lambda t: [
+            "plan",
+            "placement",
+            "--cluster",
+            str(_cluster(t, lambda d: d["nodes"][0].update(count="4"))),
+        ],
+        ["nodes[0].count", "quoted string"],
+    ),
     # the error names the option at fault
     ("gen-negative-seed", lambda t: ["simulate", "generation", "--seed", "-1"], ["--seed", "-1"]),
-    ("gen-huge-block", lambda t: ["simulate", "generation", "--block-size", "1000000000"], ["--block-size", "1000000000"]),
-    ("philly-infinite-mean", lambda t: ["simulate", "cosched", "--trace", "philly:mean_hours=inf"], ["trace.mean_hours", "inf"]),
-    ("philly-infinite-hours", lambda t: ["simulate", "cosched", "--trace", "philly:hours=inf"], ["trace.hours", "inf"]),
-    ("replan-context-fits-nothing", lambda t: ["plan", "replan", "--state", _mutated(t, "replan-tail", "s.yaml", _request(10, 10**12))],
-     ["instances[0].requests[", "KV tokens"]),
-    ("yaml-nul-byte", lambda t: ["plan", "placement", "--cluster", str(_text(t, "c.yaml", "nodes: []\x00\n"))], ["c.yaml", "control character"]),
+    (
+        "gen-huge-block",
+        lambda t: ["simulate", "generation", "--block-size", "1000000000"],
+        ["--block-size", "1000000000"],
+    ),
+    (
+        "philly-infinite-mean",
+        lambda t: ["simulate", "cosched", "--trace", "philly:mean_hours=inf"],
+        ["trace.mean_hours", "inf"],
+    ),
+    (
+        "philly-infinite-hours",
+        lambda t: ["simulate", "cosched", "--trace", "philly:hours=inf"],
+        ["trace.hours", "inf"],
+    ),
+    (
+        "replan-context-fits-nothing",
+        lambda t: [
+            "plan",
+            "replan",
+            "--state",
+            _mutated(t, "replan-tail", "s.yaml", _request(10, 10**12)),
+        ],
+        ["instances[0].requests[", "KV tokens"],
+    ),
+    (
+        "yaml-nul-byte",
+        lambda t: ["plan", "placement", "--cluster", str(_text(t, "c.yaml", "nodes: []\x00\n"))],
+        ["c.yaml", "control character"],
+    ),
     # messages: one line, the value echoed
-    ("estimate-zero-seqs", lambda t: ["estimate", "generation", "--max-num-seqs", "0"], ["--max-num-seqs", "0"]),
+    (
+        "estimate-zero-seqs",
+        lambda t: ["estimate", "generation", "--max-num-seqs", "0"],
+        ["--max-num-seqs", "0"],
+    ),
     ("time-limit-word", lambda t: ["plan", "--time-limit", "abc"], ["--time-limit", "'abc'"]),
-    ("max-num-seqs-word", lambda t: ["simulate", "generation", "--max-num-seqs", "many"], ["--max-num-seqs", "'many'"]),
-    ("rollout-plan-is-a-job", lambda t: ["simulate", "rollout", "--plan", _mutated(t, "rollout-7b-8k", "job.yaml", lambda d: None)],
-     ["job.yaml", "not a plan file", "workload"]),
-    ("evaluate-no-plan-section", lambda t: ["evaluate", str(_plan_file(t, lambda d: d.pop("plan")))], ["plan", "required field is missing"]),
+    (
+        "max-num-seqs-word",
+        lambda t: ["simulate", "generation", "--max-num-seqs", "many"],
+        ["--max-num-seqs", "'many'"],
+    ),
+    (
+        "rollout-plan-is-a-job",
+        lambda t: [
+            "simulate",
+            "rollout",
+            "--plan",
+            _mutated(t, "rollout-7b-8k", "job.yaml", lambda d: None),
+        ],
+        ["job.yaml", "not a plan file", "workload"],
+    ),
+    (
+        "evaluate-no-plan-section",
+        lambda t: ["evaluate", str(_plan_file(t, lambda d: d.pop("plan")))],
+        ["plan", "required field is missing"],
+    ),
     # silently lax before
-    ("export-to-stdout", lambda t: ["plan", *SMALL, "--export", "verl", "-o", "-"], ["--export", "-o"]),
-    ("evaluate-unknown-key", lambda t: ["evaluate", str(_text(t, "p.yaml", yaml.safe_dump(
-        {"problem": "rollout", "job": "rollout-7b-8k", "plan": {}, "colour": "red"})))], ["colour", "unknown field"]),
-    ("jsonl-duplicate-key", lambda t: ["simulate", "generation", "--lengths", str(_text(t, "t.jsonl", '{"response_lengths": [5], "response_lengths": [6]}\n'))],
-     ["t.jsonl", "duplicate key"]),
-    ("plan-file-unknown-version", lambda t: ["validate", str(_plan_file(t, lambda d: d.update(schema_version="0.9")))], ["schema_version", "0.9", "1.2"]),
+    (
+        "export-to-stdout",
+        lambda t: ["plan", *SMALL, "--export", "verl", "-o", "-"],
+        ["--export", "-o"],
+    ),
+    (
+        "evaluate-unknown-key",
+        lambda t: [
+            "evaluate",
+            str(
+                _text(
+                    t,
+                    "p.yaml",
+                    yaml.safe_dump(
+                        {"problem": "rollout", "job": "rollout-7b-8k", "plan": {}, "colour": "red"}
+                    ),
+                )
+            ),
+        ],
+        ["colour", "unknown field"],
+    ),
+    (
+        "jsonl-duplicate-key",
+        lambda t: [
+            "simulate",
+            "generation",
+            "--lengths",
+            str(_text(t, "t.jsonl", '{"response_lengths": [5], "response_lengths": [6]}\n')),
+        ],
+        ["t.jsonl", "duplicate key"],
+    ),
+    (
+        "plan-file-unknown-version",
+        lambda t: ["validate", str(_plan_file(t, lambda d: d.update(schema_version="0.9")))],
+        ["schema_version", "0.9", "1.2"],
+    ),
 ]
 
 
-@pytest.mark.parametrize("case", SIZES_AND_CONTRADICTIONS, ids=[c[0] for c in SIZES_AND_CONTRADICTIONS])
+@pytest.mark.parametrize(
+    "case", SIZES_AND_CONTRADICTIONS, ids=[c[0] for c in SIZES_AND_CONTRADICTIONS]
+)
 def test_sizes_contradictions_and_blame(case, tmp_path):
     _check_hostile(case, tmp_path)
 
@@ -370,6 +940,7 @@ def test_plan_file_of_the_previous_release_is_migrated(tmp_path):
     is read and re-checked on the flat kernels it was made with; a 1.1 plan too, and not on
     today's fitted kernels (its objective would not match); an input field no release had names
     the version."""
+
     def old(d):
         d.update(schema_version="1.0", rlplan_version="0.0.9")
         d.pop("clock")
@@ -388,9 +959,19 @@ def test_plan_file_of_the_previous_release_is_migrated(tmp_path):
     proc = run_cli("validate", str(_plan_file(tmp_path, v11, "--profile", "flat")))
     assert proc.returncode == 0, proc.stderr
     proc = run_cli("validate", str(_plan_file(tmp_path, v11)))
-    assert proc.returncode == 1 and "[objective]" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
-    proc = run_cli("validate", str(_plan_file(tmp_path, lambda d: (old(d), d["inputs"]["params"].update(frobnicate=1)))))
-    assert proc.returncode == 2 and "frobnicate" in proc.stderr and "schema 1.0" in proc.stderr and "0.0.9" in proc.stderr
+    assert proc.returncode == 1 and "[objective]" in proc.stdout + proc.stderr, (
+        proc.stdout + proc.stderr
+    )
+    proc = run_cli(
+        "validate",
+        str(_plan_file(tmp_path, lambda d: (old(d), d["inputs"]["params"].update(frobnicate=1)))),
+    )
+    assert (
+        proc.returncode == 2
+        and "frobnicate" in proc.stderr
+        and "schema 1.0" in proc.stderr
+        and "0.0.9" in proc.stderr
+    )
 
 
 def test_ray_missing_is_a_usage_error_naming_the_extra(monkeypatch, capsys):
@@ -407,7 +988,9 @@ def test_ray_missing_is_a_usage_error_naming_the_extra(monkeypatch, capsys):
         assert "rlplan[ray]" in err and len(err.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize("options", [{"evaluations": True}, {"evaluations": "5"}, {"population": 2.5}])
+@pytest.mark.parametrize(
+    "options", [{"evaluations": True}, {"evaluations": "5"}, {"population": 2.5}]
+)
 def test_library_options_are_checked_like_cli_ones(options):
     from planner import solve
     from planner.io import build_problem
@@ -422,10 +1005,16 @@ def test_trace_csv_names_its_prompts(tmp_path):
     """Real traces name prompts (``p0``, UUIDs): responses of one name are one group."""
     from costmodels.generation.request_traces import read_trace
 
-    reqs = read_trace("prompt_tokens,output_tokens,group\n10,20,p7\n10,30,p7\n12,40,uuid-1\n11,5,p7\n", "t.csv")
+    reqs = read_trace(
+        "prompt_tokens,output_tokens,group\n10,20,p7\n10,30,p7\n12,40,uuid-1\n11,5,p7\n", "t.csv"
+    )
     assert [r.group for r in reqs] == [0, 0, 1, 0]
-    assert [r.group for r in read_trace("prompt_tokens,output_tokens,group\n1,2,5\n1,3,9\n", "t.csv")] == [5, 9]
-    path = _text(tmp_path, "t.csv", "prompt_tokens,output_tokens,group\n10,20,p0\n10,30,p0\n12,40,p1\n")
+    assert [
+        r.group for r in read_trace("prompt_tokens,output_tokens,group\n1,2,5\n1,3,9\n", "t.csv")
+    ] == [5, 9]
+    path = _text(
+        tmp_path, "t.csv", "prompt_tokens,output_tokens,group\n10,20,p0\n10,30,p0\n12,40,p1\n"
+    )
     proc = run_cli("simulate", "generation", "--lengths", str(path), "--json")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["request_count"] == 3
@@ -434,8 +1023,12 @@ def test_trace_csv_names_its_prompts(tmp_path):
 def test_simulate_rollout_judges_baselines_on_the_plans_job_and_refuses_invalid_plans(tmp_path):
     plan = _rollout_plan_file(tmp_path)
     on_plan_job = run_cli("simulate", "rollout", "--plan", str(plan), "--setting", "verl", "--json")
-    on_14b = run_cli("simulate", "rollout", "--job", "rollout-14b-16k", "--setting", "verl", "--json")
-    assert on_plan_job.returncode == 0 and on_14b.returncode == 0, on_plan_job.stderr + on_14b.stderr
+    on_14b = run_cli(
+        "simulate", "rollout", "--job", "rollout-14b-16k", "--setting", "verl", "--json"
+    )
+    assert on_plan_job.returncode == 0 and on_14b.returncode == 0, (
+        on_plan_job.stderr + on_14b.stderr
+    )
     verl = [r for r in json.loads(on_plan_job.stdout)["results"] if r["plan"] == "verl"][0]
     assert verl["objective_s"] == json.loads(on_14b.stdout)["results"][0]["objective_s"]
 
@@ -470,7 +1063,11 @@ def test_every_count_option_has_a_documented_upper_bound():
             spec = sig.parameters.get(param.name)
             if spec is None:
                 continue
-            base = typing.get_args(spec.annotation)[0] if typing.get_origin(spec.annotation) is typing.Annotated else spec.annotation
+            base = (
+                typing.get_args(spec.annotation)[0]
+                if typing.get_origin(spec.annotation) is typing.Annotated
+                else spec.annotation
+            )
             if base is int and getattr(param, "max", None) is None:
                 unbounded.append(f"{' '.join(path)} {param.opts[0]}")
     assert not unbounded, unbounded

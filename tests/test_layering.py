@@ -49,12 +49,16 @@ def test_the_contracts_name_every_problem():
     problem package its layer has."""
     import tomllib
 
-    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"][
+        "contracts"
+    ]
     listed = {m for c in contracts if c["type"] == "independence" for m in c["modules"]}
     for layer in PROBLEM_LAYERS:
         for pkg in sorted((ROOT / layer).iterdir()):
             if (pkg / "__init__.py").exists() and _problem_of(f"{layer}.{pkg.name}.x") is not None:
-                assert f"{layer}.{pkg.name}" in listed, f"{layer}.{pkg.name} is in no independence contract (pyproject.toml)"
+                assert f"{layer}.{pkg.name}" in listed, (
+                    f"{layer}.{pkg.name} is in no independence contract (pyproject.toml)"
+                )
 
 
 def test_every_layer_lists_the_problems():
@@ -67,8 +71,13 @@ def test_every_layer_lists_the_problems():
         assert (ROOT / "costmodels" / kind.name / "__init__.py").exists(), kind.name
         for entry in kind.solvers:
             module = entry.target.partition(":")[0]
-            assert module.split(".")[0] in ("formulations", "heuristics") and _problem_of(module) == kind.name, entry.target
-            for ref in entry.inject.values():  # the planner injects across layers, never across problems
+            assert (
+                module.split(".")[0] in ("formulations", "heuristics")
+                and _problem_of(module) == kind.name
+            ), entry.target
+            for (
+                ref
+            ) in entry.inject.values():  # the planner injects across layers, never across problems
                 assert _problem_of(ref.partition(":")[0]) == kind.name, ref
 
 

@@ -40,15 +40,29 @@ def test_decode_step_monotonicity():
     inst = Instance(QWEN14, H800, 4)
     small, big = inst.decode_step(8, 8 * 1000), inst.decode_step(64, 64 * 1000)
     assert big["step_s"] > small["step_s"]
-    assert inst.decode_step(8, 8 * 4000)["memory_s"] > small["memory_s"]  # longer context reads more KV
-    assert Instance(QWEN14, H800, 8).kv_capacity_tokens() > inst.kv_capacity_tokens() > Instance(QWEN14, H800, 2).kv_capacity_tokens()
+    assert (
+        inst.decode_step(8, 8 * 4000)["memory_s"] > small["memory_s"]
+    )  # longer context reads more KV
+    assert (
+        Instance(QWEN14, H800, 8).kv_capacity_tokens()
+        > inst.kv_capacity_tokens()
+        > Instance(QWEN14, H800, 2).kv_capacity_tokens()
+    )
     moe = Instance(get_model("Qwen2-57B-A14B"), H800, 8)
-    assert moe.decode_step(1, 100)["memory_s"] < moe.decode_step(256, 256 * 100)["memory_s"]  # more experts touched
+    assert (
+        moe.decode_step(1, 100)["memory_s"] < moe.decode_step(256, 256 * 100)["memory_s"]
+    )  # more experts touched
 
 
 def test_kv_capacity_limits_batches():
     inst = Instance(get_model("Qwen2.5-32B"), H800, 2)
-    res = configuration_makespan(inst.model, H800, 2, 2, parse_distribution("constant:length=8192,n=400,context=8192").requests())
+    res = configuration_makespan(
+        inst.model,
+        H800,
+        2,
+        2,
+        parse_distribution("constant:length=8192,n=400,context=8192").requests(),
+    )
     assert res["feasible"] and res["peak_batch"] < 256  # KV-limited, not engine-limited
 
 
@@ -61,7 +75,10 @@ def test_migration_vs_recompute_crossover():
     assert migration_cost(inst, [256], nic)["choice"] == "recompute"
     assert migration_cost(inst, [2048] * 8, 1 / 8)["choice"] == "recompute"
     # the crossover: growing the cache flips the choice exactly once
-    choices = [migration_cost(inst, [tokens] * 8, nic)["choice"] for tokens in (16, 64, 256, 1024, 4096, 16384)]
+    choices = [
+        migration_cost(inst, [tokens] * 8, nic)["choice"]
+        for tokens in (16, 64, 256, 1024, 4096, 16384)
+    ]
     flips = sum(a != b for a, b in zip(choices, choices[1:], strict=False))
     assert choices[0] == "recompute" and choices[-1] == "transfer" and flips == 1
 
@@ -105,8 +122,13 @@ def test_network_cost_ordering():
 
 
 @settings(max_examples=40, deadline=None)
-@given(tp=st.sampled_from([1, 2, 4, 8]), pp=st.sampled_from([1, 2, 4]), dp=st.integers(1, 16),
-       kind=st.sampled_from(list(TaskKind)), grow=st.sampled_from(["tp", "pp", "dp"]))
+@given(
+    tp=st.sampled_from([1, 2, 4, 8]),
+    pp=st.sampled_from([1, 2, 4]),
+    dp=st.integers(1, 16),
+    kind=st.sampled_from(list(TaskKind)),
+    grow=st.sampled_from(["tp", "pp", "dp"]),
+)
 def test_more_gpus_never_shrink_memory_per_shard(tp, pp, dp, kind, grow):
     """Spreading a model over more GPUs never raises the resident memory of its largest shard."""
     m = get_model("Qwen3-8B")
@@ -114,17 +136,58 @@ def test_more_gpus_never_shrink_memory_per_shard(tp, pp, dp, kind, grow):
     def largest(tp_, pp_, dp_):
         base = m.layers // pp_
         split = [base + (1 if j < m.layers % pp_ else 0) for j in range(pp_)]
-        return max(tasklet_memory(kind, m, stage_layers=split[j], first=j == 0, last=j == pp_ - 1, tp=tp_, pp=pp_, dp=dp_,
-                                  seq=2048, mbs=1, micro_batches=8, recompute=True, grad_bytes=4, optimizer_bytes=12,
-                                  distributed_optimizer=True).model_gb for j in range(pp_))
+        return max(
+            tasklet_memory(
+                kind,
+                m,
+                stage_layers=split[j],
+                first=j == 0,
+                last=j == pp_ - 1,
+                tp=tp_,
+                pp=pp_,
+                dp=dp_,
+                seq=2048,
+                mbs=1,
+                micro_batches=8,
+                recompute=True,
+                grad_bytes=4,
+                optimizer_bytes=12,
+                distributed_optimizer=True,
+            ).model_gb
+            for j in range(pp_)
+        )
 
     more = {"tp": (tp * 2, pp, dp), "pp": (tp, pp * 2, dp), "dp": (tp, pp, dp + 1)}[grow]
     assert largest(*more) <= largest(tp, pp, dp) * (1 + 1e-12)
 
 
 def test_cli_estimate_shows_the_crossover():
-    early = run_cli("estimate", "generation", "--model", "Qwen2.5-14B", "--gpu", "H800", "--gpus", "8", "--lengths", EARLY, "--json")
-    tail = run_cli("estimate", "generation", "--model", "Qwen2.5-14B", "--gpu", "H800", "--gpus", "8", "--lengths", TAIL, "--json")
+    early = run_cli(
+        "estimate",
+        "generation",
+        "--model",
+        "Qwen2.5-14B",
+        "--gpu",
+        "H800",
+        "--gpus",
+        "8",
+        "--lengths",
+        EARLY,
+        "--json",
+    )
+    tail = run_cli(
+        "estimate",
+        "generation",
+        "--model",
+        "Qwen2.5-14B",
+        "--gpu",
+        "H800",
+        "--gpus",
+        "8",
+        "--lengths",
+        TAIL,
+        "--json",
+    )
     assert early.returncode == 0 and tail.returncode == 0, early.stderr + tail.stderr
     assert json.loads(early.stdout)["configurations"][0]["tp"] < 8
     assert json.loads(tail.stdout)["configurations"][0]["tp"] == 8
@@ -161,8 +224,14 @@ def test_generation_tp_ordering_with_calibrated_kernels(seed):
     params = ServingParams(efficiency=Efficiency(profiles=load_profiles("aic-vllm")))
     early = parse_distribution(EARLY, seed=seed).requests()
     tail = parse_distribution(TAIL, seed=seed).requests()
-    e = {tp: configuration_makespan(QWEN14, H800, 8, tp, early, params)["makespan_s"] for tp in (2, 4, 8)}
-    t = {tp: configuration_makespan(QWEN14, H800, 8, tp, tail, params)["makespan_s"] for tp in (2, 4, 8)}
+    e = {
+        tp: configuration_makespan(QWEN14, H800, 8, tp, early, params)["makespan_s"]
+        for tp in (2, 4, 8)
+    }
+    t = {
+        tp: configuration_makespan(QWEN14, H800, 8, tp, tail, params)["makespan_s"]
+        for tp in (2, 4, 8)
+    }
     assert e[2] < e[4] < e[8], e
     assert t[8] < t[4] < t[2], t
 
@@ -191,7 +260,9 @@ def test_shipped_eager_engine_is_what_the_fit_gives():
     from costmodels.profiles import engine_profiles
 
     shipped, fresh = engine_profiles()["eager"], fit_engine("eager", Efficiency())
-    assert fresh.layer_us == pytest.approx(shipped.layer_us, rel=1e-3) and fresh.sequence_us == pytest.approx(shipped.sequence_us, rel=1e-3)
+    assert fresh.layer_us == pytest.approx(
+        shipped.layer_us, rel=1e-3
+    ) and fresh.sequence_us == pytest.approx(shipped.sequence_us, rel=1e-3)
 
 
 def test_verl_step_splits_as_rollpacker_table1():
@@ -204,5 +275,9 @@ def test_verl_step_splits_as_rollpacker_table1():
 
     for task in ("math", "code", "judge"):
         s = veRL_shares(task)
-        assert 0.60 <= s["rollout"] <= 0.80 and 0.03 <= s["reward"] <= 0.15 and 0.15 <= s["training"] <= 0.30, (task, s)
+        assert (
+            0.60 <= s["rollout"] <= 0.80
+            and 0.03 <= s["reward"] <= 0.15
+            and 0.15 <= s["training"] <= 0.30
+        ), (task, s)
     assert abs(fit_mfu() - FITTED_MFU) <= 0.002

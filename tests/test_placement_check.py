@@ -29,16 +29,25 @@ def test_missing_and_unknown_tasks(problem):
     dropped = PlacementPlan(groups=plan.groups, tasks=plan.tasks[1:])
     assert "C2-coverage" in names(check_placement(problem, dropped))
     extra = plan.tasks[0].model_copy(update={"task": "critic_training"})
-    assert "C2-coverage" in names(check_placement(problem, PlacementPlan(groups=plan.groups, tasks=[*plan.tasks, extra])))
+    assert "C2-coverage" in names(
+        check_placement(problem, PlacementPlan(groups=plan.groups, tasks=[*plan.tasks, extra]))
+    )
 
 
 def test_overlapping_groups_and_unknown_gpus(problem):
     plan = colocated_plan(problem, 2, 2, 1)
     devices = plan.groups[0].devices
-    groups = [TaskGroup(tasks=["actor_generation"], devices=devices), TaskGroup(tasks=[t.task for t in plan.tasks[1:]], devices=devices)]
-    assert "groups" in names(check_placement(problem, PlacementPlan(groups=groups, tasks=plan.tasks)))
+    groups = [
+        TaskGroup(tasks=["actor_generation"], devices=devices),
+        TaskGroup(tasks=[t.task for t in plan.tasks[1:]], devices=devices),
+    ]
+    assert "groups" in names(
+        check_placement(problem, PlacementPlan(groups=groups, tasks=plan.tasks))
+    )
     ghost = [TaskGroup(tasks=plan.groups[0].tasks, devices=[*devices, "zz:0"])]
-    assert "groups" in names(check_placement(problem, PlacementPlan(groups=ghost, tasks=plan.tasks)))
+    assert "groups" in names(
+        check_placement(problem, PlacementPlan(groups=ghost, tasks=plan.tasks))
+    )
 
 
 def test_task_outside_its_group(problem):
@@ -46,7 +55,10 @@ def test_task_outside_its_group(problem):
     plan = colocated_plan(problem, 2, 2, 1)
     gen = next(t for t in plan.tasks if t.task == "actor_generation")
     rest = [t for t in plan.tasks if t.task != "actor_generation"]
-    groups = [TaskGroup(tasks=["actor_generation"], devices=all_dev[:4]), TaskGroup(tasks=[t.task for t in rest], devices=all_dev[4:])]
+    groups = [
+        TaskGroup(tasks=["actor_generation"], devices=all_dev[:4]),
+        TaskGroup(tasks=[t.task for t in rest], devices=all_dev[4:]),
+    ]
     v = check_placement(problem, PlacementPlan(groups=groups, tasks=[gen, *rest]))
     assert "groups" in names(v)
 
@@ -54,15 +66,31 @@ def test_task_outside_its_group(problem):
 def test_shape_errors(problem):
     plan = colocated_plan(problem, 2, 2, 1)
     t0 = plan.tasks[0]
-    bad_tp = t0.model_copy(update={"tp": 3, "devices": layout(plan.groups[0].devices[:6], 3, 1, 2), "dp": 2})
-    assert "shape" in names(check_placement(problem, PlacementPlan(groups=plan.groups, tasks=[bad_tp, *plan.tasks[1:]])))
+    bad_tp = t0.model_copy(
+        update={"tp": 3, "devices": layout(plan.groups[0].devices[:6], 3, 1, 2), "dp": 2}
+    )
+    assert "shape" in names(
+        check_placement(problem, PlacementPlan(groups=plan.groups, tasks=[bad_tp, *plan.tasks[1:]]))
+    )
     wrong_dims = t0.model_copy(update={"dp": 3})
-    assert "shape" in names(check_placement(problem, PlacementPlan(groups=plan.groups, tasks=[wrong_dims, *plan.tasks[1:]])))
+    assert "shape" in names(
+        check_placement(
+            problem, PlacementPlan(groups=plan.groups, tasks=[wrong_dims, *plan.tasks[1:]])
+        )
+    )
     t1 = plan.tasks[1]
     split = t1.model_copy(update={"layers_per_stage": [1, 2]})
-    assert "shape" in names(check_placement(problem, PlacementPlan(groups=plan.groups, tasks=[t0, split, *plan.tasks[2:]])))
+    assert "shape" in names(
+        check_placement(
+            problem, PlacementPlan(groups=plan.groups, tasks=[t0, split, *plan.tasks[2:]])
+        )
+    )
     shares = t1.model_copy(update={"batch_shares": [0.7, 0.7]})
-    assert "shape" in names(check_placement(problem, PlacementPlan(groups=plan.groups, tasks=[t0, shares, *plan.tasks[2:]])))
+    assert "shape" in names(
+        check_placement(
+            problem, PlacementPlan(groups=plan.groups, tasks=[t0, shares, *plan.tasks[2:]])
+        )
+    )
 
 
 def test_memory_overflow_names_gpu_and_numbers(problem):
@@ -74,5 +102,12 @@ def test_memory_overflow_names_gpu_and_numbers(problem):
 
 def test_uneven_split_and_shares_are_accepted(problem):
     plan = colocated_plan(problem, 2, 2, 2)  # inference/training: tp=2, pp=2, dp=2
-    t1 = plan.tasks[1].model_copy(update={"layers_per_stage": [20, 16], "batch_shares": [0.75, 0.25]})
-    assert check_placement(problem, PlacementPlan(groups=plan.groups, tasks=[plan.tasks[0], t1, *plan.tasks[2:]])) == []
+    t1 = plan.tasks[1].model_copy(
+        update={"layers_per_stage": [20, 16], "batch_shares": [0.75, 0.25]}
+    )
+    assert (
+        check_placement(
+            problem, PlacementPlan(groups=plan.groups, tasks=[plan.tasks[0], t1, *plan.tasks[2:]])
+        )
+        == []
+    )

@@ -17,25 +17,66 @@ from planner.io import build_problem
 from planner.planfile import result_to_dict
 
 NET = {"intra_zone": {"bandwidth_gbps": 100, "latency_ms": 0.05}}
-ONE_ZONE = {"nodes": [{"name": "a", "gpu": "A100-40GB", "count": 2, "zone": "z"}, {"name": "b", "gpu": "L40S", "count": 1, "zone": "z"}], "network": NET}
-THREE_ZONES = {"nodes": [{"name": "a", "gpu": "H800", "count": 1, "zone": "x"}, {"name": "b", "gpu": "L40S", "count": 1, "zone": "y"},
-                         {"name": "c", "gpu": "L4", "count": 1, "zone": "z"}],
-               "network": {**NET, "inter_zone": [{"zones": ["x", "y"], "bandwidth_gbps": 5, "latency_ms": 10},
-                                                 {"zones": ["x", "z"], "bandwidth_gbps": 1, "latency_ms": 30},
-                                                 {"zones": ["y", "z"], "bandwidth_gbps": 3, "latency_ms": 20}]}}
-TWO_ZONES = {"nodes": [{"name": "a", "gpu": "A100-40GB", "count": 2, "zone": "us"}, {"name": "b", "gpu": "L4", "count": 1, "zone": "eu"}],
-             "network": {**NET, "inter_zone": [{"zones": ["us", "eu"], "bandwidth_gbps": 2, "latency_ms": 40}]}}
+ONE_ZONE = {
+    "nodes": [
+        {"name": "a", "gpu": "A100-40GB", "count": 2, "zone": "z"},
+        {"name": "b", "gpu": "L40S", "count": 1, "zone": "z"},
+    ],
+    "network": NET,
+}
+THREE_ZONES = {
+    "nodes": [
+        {"name": "a", "gpu": "H800", "count": 1, "zone": "x"},
+        {"name": "b", "gpu": "L40S", "count": 1, "zone": "y"},
+        {"name": "c", "gpu": "L4", "count": 1, "zone": "z"},
+    ],
+    "network": {
+        **NET,
+        "inter_zone": [
+            {"zones": ["x", "y"], "bandwidth_gbps": 5, "latency_ms": 10},
+            {"zones": ["x", "z"], "bandwidth_gbps": 1, "latency_ms": 30},
+            {"zones": ["y", "z"], "bandwidth_gbps": 3, "latency_ms": 20},
+        ],
+    },
+}
+TWO_ZONES = {
+    "nodes": [
+        {"name": "a", "gpu": "A100-40GB", "count": 2, "zone": "us"},
+        {"name": "b", "gpu": "L4", "count": 1, "zone": "eu"},
+    ],
+    "network": {
+        **NET,
+        "inter_zone": [{"zones": ["us", "eu"], "bandwidth_gbps": 2, "latency_ms": 40}],
+    },
+}
 # PPO's six tasks on a heterogeneous pair would be 3^6 load-balancing choices too many to enumerate
-PAIR = {"nodes": [{"name": "a", "gpu": "H800", "count": 1, "zone": "x"}, {"name": "b", "gpu": "H800", "count": 1, "zone": "y"}],
-        "network": {**NET, "inter_zone": [{"zones": ["x", "y"], "bandwidth_gbps": 10, "latency_ms": 5}]}}
+PAIR = {
+    "nodes": [
+        {"name": "a", "gpu": "H800", "count": 1, "zone": "x"},
+        {"name": "b", "gpu": "H800", "count": 1, "zone": "y"},
+    ],
+    "network": {
+        **NET,
+        "inter_zone": [{"zones": ["x", "y"], "bandwidth_gbps": 10, "latency_ms": 5}],
+    },
+}
 
 
 def workflow(alg="grpo", mode="sync", eta=0.0, dbs=32):
     models = {"actor": "Qwen3-1.7B"}
     if alg == "ppo":
         models["critic"] = "Qwen3-1.7B"
-    return {"algorithm": alg, "mode": mode, "models": models, "global_batch": 16, "responses_per_prompt": 4,
-            "prompt_length": 512, "response_length": 512, "decode_batch_size": dbs, "eta": eta}
+    return {
+        "algorithm": alg,
+        "mode": mode,
+        "models": models,
+        "global_batch": 16,
+        "responses_per_prompt": 4,
+        "prompt_length": 512,
+        "response_length": 512,
+        "decode_batch_size": dbs,
+        "eta": eta,
+    }
 
 
 INSTANCES = {
@@ -61,16 +102,31 @@ def test_ilp_equals_brute_force_equals_cost_model(name):
     assert decoded == pytest.approx(ilp.objective, rel=1e-6)
     # and through the façade: objective is the cost model's, the exact solver agrees with it
     r = solve(problem, "ilp")
-    assert r.status is Status.OPTIMAL and "objective_mismatch" not in r.stats and r.gap == pytest.approx(0, abs=1e-9)
+    assert (
+        r.status is Status.OPTIMAL
+        and "objective_mismatch" not in r.stats
+        and r.gap == pytest.approx(0, abs=1e-9)
+    )
 
 
 def test_cbc_backend_agrees():
     problem = build_problem("placement", {"cluster": THREE_ZONES, "workflow": workflow()})
-    assert solve_placement_ilp(problem, backend="cbc").objective == pytest.approx(solve_placement_ilp(problem).objective, rel=1e-6)
+    assert solve_placement_ilp(problem, backend="cbc").objective == pytest.approx(
+        solve_placement_ilp(problem).objective, rel=1e-6
+    )
 
 
-@pytest.mark.parametrize("solver,options", [("sha-ea", {"evaluations": 150}), ("ea", {"evaluations": 300}), ("random", {"evaluations": 300}),
-                                            ("verl", {}), ("streamrl", {}), ("ilp", {})])
+@pytest.mark.parametrize(
+    "solver,options",
+    [
+        ("sha-ea", {"evaluations": 150}),
+        ("ea", {"evaluations": 300}),
+        ("random", {"evaluations": 300}),
+        ("verl", {}),
+        ("streamrl", {}),
+        ("ilp", {}),
+    ],
+)
 def test_every_solver_returns_valid_plans_on_the_small_preset(solver, options):
     problem = build_problem("placement", {"cluster": "small-8", "workflow": "grpo-sync-qwen3-8b"})
     r = solve(problem, solver, seed=3, **options)
@@ -81,7 +137,14 @@ def test_every_solver_returns_valid_plans_on_the_small_preset(solver, options):
     assert r.objective == pytest.approx(evaluate_placement(problem, r.plan).objective)
 
 
-@pytest.mark.parametrize("solver,options", [("sha-ea", {"evaluations": 150}), ("ea", {"evaluations": 300}), ("random", {"evaluations": 300})])
+@pytest.mark.parametrize(
+    "solver,options",
+    [
+        ("sha-ea", {"evaluations": 150}),
+        ("ea", {"evaluations": 300}),
+        ("random", {"evaluations": 300}),
+    ],
+)
 def test_same_seed_same_plan(solver, options):
     problem = build_problem("placement", {"cluster": "small-8", "workflow": "grpo-async-qwen3-8b"})
     a = result_to_dict(solve(problem, solver, seed=11, **options))
@@ -127,9 +190,13 @@ def test_type_splits_give_each_gpu_type_to_one_group_closest_to_the_work_shares_
         for gpu_type, group in zip(space.gpu_type, ind.assign, strict=True):
             assert owner.setdefault(gpu_type, group) == group  # a type's whole pool in one group
         sizes = [ind.assign.count(g) for g in (0, 1)]
-        assert distance == pytest.approx(sum(abs(s / 24 - w / sum(work)) for s, w in zip(sizes, work, strict=True)))
+        assert distance == pytest.approx(
+            sum(abs(s / 24 - w / sum(work)) for s, w in zip(sizes, work, strict=True))
+        )
     assert [d for d, _ in splits] == sorted(d for d, _ in splits)
-    assert type_splits(space, tuple((n,) for n in names), random.Random(0), 10) == []  # 6 groups > 3 types
+    assert (
+        type_splits(space, tuple((n,) for n in names), random.Random(0), 10) == []
+    )  # 6 groups > 3 types
 
 
 @pytest.mark.slow
@@ -164,21 +231,45 @@ def test_cli_export_snippets(tmp_path):
     from tests.conftest import run_cli
 
     out = tmp_path / "p.json"
-    proc = run_cli("plan", "placement", "--cluster", "small-8", "--workflow", "grpo-sync-qwen3-4b", "--solver", "ilp", "-o", str(out), "--export", "verl", "--export", "roll")
+    proc = run_cli(
+        "plan",
+        "placement",
+        "--cluster",
+        "small-8",
+        "--workflow",
+        "grpo-sync-qwen3-4b",
+        "--solver",
+        "ilp",
+        "-o",
+        str(out),
+        "--export",
+        "verl",
+        "--export",
+        "roll",
+    )
     assert proc.returncode == 0, proc.stderr
     import yaml
 
     verl = yaml.safe_load((tmp_path / "p.verl.yaml").read_text())
     roll = yaml.safe_load((tmp_path / "p.roll.yaml").read_text())
-    assert verl["framework"] == "verl" and verl["release"] == "v0.7.0" and verl["resource_pools"] and "not_expressible" in verl
-    assert roll["framework"] == "roll" and all(w["device_mapping"] for w in roll["workers"].values())
+    assert (
+        verl["framework"] == "verl"
+        and verl["release"] == "v0.7.0"
+        and verl["resource_pools"]
+        and "not_expressible" in verl
+    )
+    assert roll["framework"] == "roll" and all(
+        w["device_mapping"] for w in roll["workers"].values()
+    )
     assert run_cli("validate", str(out)).returncode == 0
 
 
 def test_sha_ea_returns_at_its_time_limit_on_a_large_ppo_instance():
     # six co-located PPO tasks on 64 GPUs make single Level-4 enumerations run for minutes; the
     # enumeration checks the deadline, so the solver stops and returns its best valid plan
-    problem = build_problem("placement", {"cluster": "hetrl-single-region", "workflow": "ppo-sync-qwen3-8b"})
+    problem = build_problem(
+        "placement", {"cluster": "hetrl-single-region", "workflow": "ppo-sync-qwen3-8b"}
+    )
     r = solve(problem, "sha-ea", time_limit=5)
     assert r.status is Status.FEASIBLE and r.plan is not None
     assert check_placement(problem, r.plan) == []
@@ -192,7 +283,9 @@ def test_sha_ea_is_never_worse_than_any_baseline_on_random_clusters(seed, workfl
     good as verl's and StreamRL's (each run to the end of its sweep here), and valid."""
     from benchmarks.instances import random_cluster
 
-    problem = build_problem("placement", {"cluster": random_cluster(16, seed=seed, zones=2), "workflow": workflow})
+    problem = build_problem(
+        "placement", {"cluster": random_cluster(16, seed=seed, zones=2), "workflow": workflow}
+    )
     baselines = {s: solve(problem, s) for s in ("verl", "streamrl")}
     ours = solve(problem, "sha-ea", seed=seed, evaluations=40)
     assert ours.status is Status.FEASIBLE and check_placement(problem, ours.plan) == []

@@ -25,9 +25,16 @@ from formulations.placement.ilp import solve_placement_ilp
 from planner.io import build_problem
 
 
-@pytest.mark.parametrize("cluster,workflow,seed,calibrated", [("small-16", "grpo-sync-qwen3-8b", 0, False), ("small-24", "ppo-async-qwen3-14b", 1, False),
-                                                              ("hetrl-multi-country", "grpo-sync-qwen3-4b", 2, False),
-                                                              ("small-16", "grpo-sync-qwen3-8b", 3, True), ("small-24", "ppo-async-qwen3-14b", 4, True)])
+@pytest.mark.parametrize(
+    "cluster,workflow,seed,calibrated",
+    [
+        ("small-16", "grpo-sync-qwen3-8b", 0, False),
+        ("small-24", "ppo-async-qwen3-14b", 1, False),
+        ("hetrl-multi-country", "grpo-sync-qwen3-4b", 2, False),
+        ("small-16", "grpo-sync-qwen3-8b", 3, True),
+        ("small-24", "ppo-async-qwen3-14b", 4, True),
+    ],
+)
 def test_generation_floor_bounds_every_decode_batch_it_covers(cluster, workflow, seed, calibrated):
     """Also on fitted kernels and the eager engine's overheads, whose step has other terms."""
     p = build_problem("placement", {"cluster": cluster, "workflow": workflow})
@@ -36,7 +43,13 @@ def test_generation_floor_bounds_every_decode_batch_it_covers(cluster, workflow,
         from costmodels.profiles import engine_profiles
         from planner.io import load_profiles
 
-        p = KIND.with_efficiency(p, {"profiles": load_profiles("aic-vllm"), **engine_profiles()["eager"].efficiency_update()})
+        p = KIND.with_efficiency(
+            p,
+            {
+                "profiles": load_profiles("aic-vllm"),
+                **engine_profiles()["eager"].efficiency_update(),
+            },
+        )
     task = next(t for t in p.tasks if t.kind.value == "generation")
     devs = [d.id for d in p.topology.devices]
     rng = random.Random(seed)
@@ -44,11 +57,19 @@ def test_generation_floor_bounds_every_decode_batch_it_covers(cluster, workflow,
     for _ in range(4):
         k = rng.choice([2, 4, 8])
         gpus = rng.sample(devs, k)
-        cfgs = [c for c in task_configs(p, task, k, is_heterogeneous(p, gpus)) if c.decode_batch is None]
+        cfgs = [
+            c for c in task_configs(p, task, k, is_heterogeneous(p, gpus)) if c.decode_batch is None
+        ]
         for cfg in rng.sample(cfgs, min(2, len(cfgs))):
             tp_ = place_task(p, task, gpus, cfg)
-            mem = {d: {"model_gb": mo, "working_gb": 0.0, "capacity_gb": p.topology.devices[d].gpu.memory_gb - p.params.memory_reserve_gb}
-                   for d, (mo, _) in task_memory(p, task, tp_).items()}
+            mem = {
+                d: {
+                    "model_gb": mo,
+                    "working_gb": 0.0,
+                    "capacity_gb": p.topology.devices[d].gpu.memory_gb - p.params.memory_reserve_gb,
+                }
+                for d, (mo, _) in task_memory(p, task, tp_).items()
+            }
             if any(s["model_gb"] > s["capacity_gb"] for s in mem.values()):
                 continue
             cost, _ = task_cost(p, task, tp_, mem)
@@ -79,7 +100,11 @@ def test_relaxed_options_bound_every_exact_option(workflow):
             continue
         for o in exact:
             for term in ("gen", "inf", "trn", "xfer", "busy"):
-                assert getattr(relaxed, term) <= getattr(o, term) * (1 + 1e-9) + 1e-12, (subset, comp, term)
+                assert getattr(relaxed, term) <= getattr(o, term) * (1 + 1e-9) + 1e-12, (
+                    subset,
+                    comp,
+                    term,
+                )
             compared += 1
     assert compared > 10
 
@@ -99,7 +124,14 @@ def test_leftover_bounds_hold_in_every_plan(workflow):
     cutoff = 1.5 * best_colocated(p)[0]
 
     def keep(st):
-        return option_bound(GroupOption((), (), {}, *st.phases(p.workflow.eta), 0.0), p.workflow.mode, (0.0, 0.0, 0.0)) <= cutoff
+        return (
+            option_bound(
+                GroupOption((), (), {}, *st.phases(p.workflow.eta), 0.0),
+                p.workflow.mode,
+                (0.0, 0.0, 0.0),
+            )
+            <= cutoff
+        )
 
     rng = random.Random(5)
     # groups of at most three tasks: merging a six-task group's configurations takes minutes
@@ -128,7 +160,11 @@ def test_leftover_bounds_hold_in_every_plan(workflow):
             chosen.append(rng.choice(opts))
         if len(chosen) < len(part):
             continue
-        phases = (max(o.gen for o in chosen), max(o.inf for o in chosen), max(o.trn for o in chosen))
+        phases = (
+            max(o.gen for o in chosen),
+            max(o.inf for o in chosen),
+            max(o.trn for o in chosen),
+        )
         for o in chosen:
             rest = leftover.phases(o)
             assert rest is not None, (part, comps, o.tasks)
@@ -150,7 +186,11 @@ def test_time_limited_ilp_reports_incumbent_and_bound():
     p = build_problem("placement", {"cluster": "small-16", "workflow": "ppo-sync-qwen3-8b"})
     out = solve_placement_ilp(p, time_limit=8)
     assert out.status in (Status.FEASIBLE, Status.OPTIMAL) and out.plan is not None
-    assert out.bound is not None and math.isfinite(out.bound) and out.bound <= out.objective * (1 + 1e-9)
+    assert (
+        out.bound is not None
+        and math.isfinite(out.bound)
+        and out.bound <= out.objective * (1 + 1e-9)
+    )
 
 
 def test_an_upper_bound_below_every_plan_is_not_a_proof():

@@ -28,7 +28,11 @@ def test_every_preset_loads(name):
         assert isinstance(load_field(field, name), field.model), name
         return
     users = [q.name for q in presets("problem") if q.data().get(p.kind) == name]
-    problem = load_problem(users[0]) if users else build_problem(kind.name, {**kind.defaults(), p.kind: name})
+    problem = (
+        load_problem(users[0])
+        if users
+        else build_problem(kind.name, {**kind.defaults(), p.kind: name})
+    )
     assert isinstance(problem, kind.problem_type), (name, type(problem))
 
 
@@ -45,7 +49,12 @@ def test_required_presets_exist():
 
 
 def test_hetrl_testbed_matches_the_paper():
-    for name in ("hetrl-single-region", "hetrl-multi-region-hybrid", "hetrl-multi-country", "hetrl-multi-continent"):
+    for name in (
+        "hetrl-single-region",
+        "hetrl-multi-region-hybrid",
+        "hetrl-multi-country",
+        "hetrl-multi-continent",
+    ):
         spec = load_cluster(name)
         counts: dict[str, int] = {}
         for node in spec.nodes:
@@ -53,10 +62,13 @@ def test_hetrl_testbed_matches_the_paper():
         assert counts == {"A100-40GB": 24, "L40S": 24, "L4": 16}
 
 
-@pytest.mark.parametrize("name,lat,bw", [
-    ("hetrl-multi-country", (5, 30), (1.9, 5.0)),
-    ("hetrl-multi-continent", (5, 60), (0.9, 5.0)),
-])
+@pytest.mark.parametrize(
+    "name,lat,bw",
+    [
+        ("hetrl-multi-country", (5, 30), (1.9, 5.0)),
+        ("hetrl-multi-continent", (5, 60), (0.9, 5.0)),
+    ],
+)
 def test_scenario_links_stay_in_the_papers_ranges(name, lat, bw):
     links = load_cluster(name).network.inter_zone
     assert len({z for link in links for z in link.zones}) == 8

@@ -32,7 +32,13 @@ HEURISTICS = (solve_greedy, solve_keep, solve_verl_to, solve_verl_lo)
 def _random_tiny(seed: int) -> ReplanProblem:
     rng = np.random.default_rng(seed)
     tps = [1, 1] if rng.random() < 0.5 else [2]
-    reqs = [[[int(rng.integers(1, 6000)), int(rng.integers(0, 3000))] for _ in range(int(rng.integers(1, 3)))] for _ in tps]
+    reqs = [
+        [
+            [int(rng.integers(1, 6000)), int(rng.integers(0, 3000))]
+            for _ in range(int(rng.integers(1, 3)))
+        ]
+        for _ in tps
+    ]
     return tiny_state(reqs, tps, delta=None)
 
 
@@ -54,7 +60,10 @@ def test_milp_equals_brute_force_and_the_cost_model(seed):
 
 @pytest.mark.parametrize("seed", range(3))
 def test_milp_on_a_small_pool_agrees_with_the_cost_model_and_beats_every_heuristic(seed):
-    spec = ReplanSpec.model_validate(synthetic_state("Qwen2.5-7B", "H800", 1, 2, 4, 512, gpus_per_node=4, responses=8, seed=seed) | {"tps": [1, 2, 4]})
+    spec = ReplanSpec.model_validate(
+        synthetic_state("Qwen2.5-7B", "H800", 1, 2, 4, 512, gpus_per_node=4, responses=8, seed=seed)
+        | {"tps": [1, 2, 4]}
+    )
     spec.check()
     problem = ReplanProblem(spec)
     milp = solve_replan_milp(problem, time_limit=60, warm_start=solve_greedy)
@@ -76,7 +85,9 @@ def test_kv_balance_constraint_binds_in_the_milp_and_the_validator():
     unconstrained = solve_replan_milp(free, time_limit=60)
     assert milp.plan is None or milp.objective >= unconstrained.objective * (1 - 1e-9)
     # a plan that leaves one instance's KV share far from the target is rejected once δ is set
-    assert any(v.constraint == "(2) KV balance" for v in check_replan(problem, current_plan(problem)))
+    assert any(
+        v.constraint == "(2) KV balance" for v in check_replan(problem, current_plan(problem))
+    )
 
 
 def test_current_plan_is_valid_and_is_the_unchanged_makespan():
@@ -84,7 +95,10 @@ def test_current_plan_is_valid_and_is_the_unchanged_makespan():
     plan = current_plan(problem)
     assert check_replan(problem, plan) == []
     obj, breakdown = evaluate_replan(problem, plan)
-    assert obj == pytest.approx(breakdown["current_makespan_s"]) and breakdown["migrated_requests"] == 0
+    assert (
+        obj == pytest.approx(breakdown["current_makespan_s"])
+        and breakdown["migrated_requests"] == 0
+    )
     assert all(r["switch_s"] == 0 and r["migrate_s"] == 0 for r in breakdown["instances"])
 
 
@@ -95,27 +109,59 @@ def test_validator_names_each_broken_rule():
         "disjoint": {"instances": [good["instances"][0], {**good["instances"][0], "bins": []}]},
         "gpus": {"instances": [{**good["instances"][0], "gpu": 5}]},
         "(4) assignment": {"instances": [good["instances"][0]]},
-        "layout": {"instances": [{"node": 0, "gpu": 1, "tp": 1, "bins": good["instances"][0]["bins"] + good["instances"][1]["bins"]}]},
+        "layout": {
+            "instances": [
+                {
+                    "node": 0,
+                    "gpu": 1,
+                    "tp": 1,
+                    "bins": good["instances"][0]["bins"] + good["instances"][1]["bins"],
+                }
+            ]
+        },
     }
     for rule, data in cases.items():
         names = {v.constraint for v in check_replan(problem, ReplanPlan.model_validate(data))}
         assert rule in names, (rule, names)
 
 
-@pytest.mark.parametrize(("patch", "field"), [
-    ({"tps": [3]}, "tps[0]"),
-    ({"tps": [16]}, "tps[0]"),
-    ({"instances": [{"node": 0, "gpu": 1, "tp": 2, "requests": [[10, 0]]}]}, "instances[0].gpu"),
-    ({"instances": [{"node": 5, "gpu": 0, "tp": 2, "requests": [[10, 0]]}]}, "instances[0].node"),
-    ({"instances": [{"node": 0, "gpu": 0, "tp": 2, "requests": [[0, 0]]}]}, "instances[0].requests[0]"),
-    ({"instances": [{"node": 0, "gpu": 0, "tp": 2, "histogram": [[300, 1, 0]]}]}, "instances[0].histogram[0]"),
-    ({"instances": [{"node": 0, "gpu": 0, "tp": 2}]}, "instances"),
-    ({"gpu_budget": 99}, "gpu_budget"),
-    ({"instances": [{"node": 0, "gpu": 0, "tp": 2, "histogram": [[256, 10**12, 0]]}]}, "instances"),
-    ({"nodes": 10**6}, "nodes"),
-])
+@pytest.mark.parametrize(
+    ("patch", "field"),
+    [
+        ({"tps": [3]}, "tps[0]"),
+        ({"tps": [16]}, "tps[0]"),
+        (
+            {"instances": [{"node": 0, "gpu": 1, "tp": 2, "requests": [[10, 0]]}]},
+            "instances[0].gpu",
+        ),
+        (
+            {"instances": [{"node": 5, "gpu": 0, "tp": 2, "requests": [[10, 0]]}]},
+            "instances[0].node",
+        ),
+        (
+            {"instances": [{"node": 0, "gpu": 0, "tp": 2, "requests": [[0, 0]]}]},
+            "instances[0].requests[0]",
+        ),
+        (
+            {"instances": [{"node": 0, "gpu": 0, "tp": 2, "histogram": [[300, 1, 0]]}]},
+            "instances[0].histogram[0]",
+        ),
+        ({"instances": [{"node": 0, "gpu": 0, "tp": 2}]}, "instances"),
+        ({"gpu_budget": 99}, "gpu_budget"),
+        (
+            {"instances": [{"node": 0, "gpu": 0, "tp": 2, "histogram": [[256, 10**12, 0]]}]},
+            "instances",
+        ),
+        ({"nodes": 10**6}, "nodes"),
+    ],
+)
 def test_bad_states_name_the_field(patch, field):
-    base = {"model": "Qwen2.5-7B", "gpu": "H800", "nodes": 1, "instances": [{"node": 0, "gpu": 0, "tp": 2, "requests": [[10, 0]]}]}
+    base = {
+        "model": "Qwen2.5-7B",
+        "gpu": "H800",
+        "nodes": 1,
+        "instances": [{"node": 0, "gpu": 0, "tp": 2, "requests": [[10, 0]]}],
+    }
     with pytest.raises(SpecError) as err:
         ReplanSpec.model_validate(base | patch).check()
     assert err.value.field == field
@@ -124,15 +170,31 @@ def test_bad_states_name_the_field(patch, field):
 def test_cli_plans_validates_and_refuses_a_bad_state(tmp_path):
     out = tmp_path / "plan.json"
     cmd = [sys.executable, "-m", "planner"]
-    run = subprocess.run([*cmd, "plan", "replan", "--state", "replan-tail", "--solver", "greedy", "-o", str(out)], capture_output=True, text=True)
+    run = subprocess.run(
+        [*cmd, "plan", "replan", "--state", "replan-tail", "--solver", "greedy", "-o", str(out)],
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 0, run.stderr
     data = json.loads(out.read_text())
     assert data["problem"] == "replan" and data["plan"]["instances"]
-    assert subprocess.run([*cmd, "validate", str(out)], capture_output=True, text=True).returncode == 0
+    assert (
+        subprocess.run([*cmd, "validate", str(out)], capture_output=True, text=True).returncode == 0
+    )
     bad = tmp_path / "state.yaml"
-    bad.write_text("model: Qwen2.5-7B\ngpu: H800\nnodes: 1\ninstances:\n  - {node: 0, gpu: 0, tp: 2, requests: [[-4, 0]]}\n")
-    run = subprocess.run([*cmd, "plan", "replan", "--state", str(bad), "-o", str(tmp_path / "x.json")], capture_output=True, text=True)
-    assert run.returncode == 2 and "instances[0].requests[0]" in run.stderr and "Traceback" not in run.stderr
+    bad.write_text(
+        "model: Qwen2.5-7B\ngpu: H800\nnodes: 1\ninstances:\n  - {node: 0, gpu: 0, tp: 2, requests: [[-4, 0]]}\n"
+    )
+    run = subprocess.run(
+        [*cmd, "plan", "replan", "--state", str(bad), "-o", str(tmp_path / "x.json")],
+        capture_output=True,
+        text=True,
+    )
+    assert (
+        run.returncode == 2
+        and "instances[0].requests[0]" in run.stderr
+        and "Traceback" not in run.stderr
+    )
     assert not (tmp_path / "x.json").exists()
 
 
@@ -151,18 +213,30 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 
-def _small_pool_run(seed: int, n: int, policy_factory, tp: int = 2, memory_utilization: float = 0.9):
+def _small_pool_run(
+    seed: int, n: int, policy_factory, tp: int = 2, memory_utilization: float = 0.9
+):
     from costmodels.decode import ServingParams
     from costmodels.generation.engine import Engine
     from costmodels.generation.request_traces import synthetic_trace
     from heuristics.replan.policies import Pool, StartInactive
 
-    pool = Pool("Qwen2.5-7B", "H800", 1, 8, 1, ServingParams(memory_utilization=memory_utilization, max_num_seqs=64))
+    pool = Pool(
+        "Qwen2.5-7B",
+        "H800",
+        1,
+        8,
+        1,
+        ServingParams(memory_utilization=memory_utilization, max_num_seqs=64),
+    )
     instances, active = pool.instances(tp)
     reqs = synthetic_trace(max(1, n // 8), 8, 4096, seed=seed)[:n]
     order = sorted(active)
     rng = np.random.default_rng(seed)
-    assignment = [order[int(rng.integers(0, 2))] if rng.random() < 0.7 else order[i % len(order)] for i in range(len(reqs))]  # skewed
+    assignment = [
+        order[int(rng.integers(0, 2))] if rng.random() < 0.7 else order[i % len(order)]
+        for i in range(len(reqs))
+    ]  # skewed
     engine = Engine(instances, reqs, assignment)
     policy = policy_factory(pool)
     res = engine.run([StartInactive([i for i in range(len(instances)) if i not in active]), policy])
@@ -190,8 +264,13 @@ class _CheckedBalancer:
             r, dst = obs.requests[a.request], views[a.instance]
             need = -(-(r.prompt + r.generated + 1) // 16)
             taken[a.instance] = taken.get(a.instance, 0) + need
-            if not dst.active or dst.kv_blocks_used + taken[a.instance] + len(dst.running) > dst.kv_blocks:
-                self.bad.append(f"t={obs.time}: request {a.request} to {a.instance} needs {need} blocks, free {dst.kv_blocks - dst.kv_blocks_used}")
+            if (
+                not dst.active
+                or dst.kv_blocks_used + taken[a.instance] + len(dst.running) > dst.kv_blocks
+            ):
+                self.bad.append(
+                    f"t={obs.time}: request {a.request} to {a.instance} needs {need} blocks, free {dst.kv_blocks - dst.kv_blocks_used}"
+                )
         return acts
 
 
@@ -213,9 +292,18 @@ def test_proactive_planner_acts_only_on_a_gain_above_its_cost():
             from costmodels.generation.request_traces import synthetic_trace
 
             lengths = np.array([r.output for r in synthetic_trace(64, 8, 4096, seed=1)])
-            p = ProactivePlanner(pool, lengths, lambda prob: solve_greedy(prob, time_limit=2.0), [1, 2, 4], period=10.0, epsilon=epsilon, tick=5.0)
+            p = ProactivePlanner(
+                pool,
+                lengths,
+                lambda prob: solve_greedy(prob, time_limit=2.0),
+                [1, 2, 4],
+                period=10.0,
+                epsilon=epsilon,
+                tick=5.0,
+            )
             planners.append(p)
             return p
+
         return factory
 
     # an unreachable margin: the planner solves but never reconfigures
@@ -224,7 +312,11 @@ def test_proactive_planner_acts_only_on_a_gain_above_its_cost():
     assert not any(a["action"] in ("Reconfigure", "Migrate", "Release") for a in res.actions)
     # an ordinary margin: whatever it applies was predicted to gain more than the margin
     res, planner, _ = _small_pool_run(3, 128, make(2.0), tp=1)
-    assert all(e["planned_s"] < e["current_s"] * (1 - planner.epsilon_rel) - 2.0 for e in planner.log if e["applied"])
+    assert all(
+        e["planned_s"] < e["current_s"] * (1 - planner.epsilon_rel) - 2.0
+        for e in planner.log
+        if e["applied"]
+    )
     assert all(r.completed is not None for r in res.records.values())
 
 
@@ -238,24 +330,55 @@ def test_arima_forecast_beats_the_last_step_on_a_drifting_trace():
 
     arima, last = [], []
     for seed in range(2):
-        steps = [np.array([r.output for r in synthetic_trace(256, 16, 16384, seed=seed, step=s, params=TraceParams(drift=0.05))]) for s in range(16)]
+        steps = [
+            np.array(
+                [
+                    r.output
+                    for r in synthetic_trace(
+                        256, 16, 16384, seed=seed, step=s, params=TraceParams(drift=0.05)
+                    )
+                ]
+            )
+            for s in range(16)
+        ]
         for s in range(12, 16):
-            f = lengths_from_quantiles(forecast_quantiles(steps[s - 12:s]), 4096, 16384)
+            f = lengths_from_quantiles(forecast_quantiles(steps[s - 12 : s]), 4096, 16384)
             arima.append(relative_error(f, steps[s])["work"])
             last.append(relative_error(steps[s - 1], steps[s])["work"])
     assert np.mean(arima) < np.mean(last) and np.mean(arima) < 0.15
 
 
 def test_cli_simulates_a_step_under_each_orchestrrl_scheme():
-    cmd = [sys.executable, "-m", "planner", "simulate", "generation", "--model", "Qwen2.5-7B", "--instances", "4xTP2",
-           "--lengths", "synthetic:prompts=16,n=8,max=4096", "--json"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "planner",
+        "simulate",
+        "generation",
+        "--model",
+        "Qwen2.5-7B",
+        "--instances",
+        "4xTP2",
+        "--lengths",
+        "synthetic:prompts=16,n=8,max=4096",
+        "--json",
+    ]
     spans = {}
     for policy in ("none", "verl-to", "verl-lo", "orchestrrl"):
         run = subprocess.run([*cmd, "--policy", policy], capture_output=True, text=True)
         assert run.returncode == 0, run.stderr
         doc = json.loads(run.stdout)
-        assert doc["policy"] == policy and len([r for r in doc["requests"].values() if r["completed"] is not None]) == 128
+        assert (
+            doc["policy"] == policy
+            and len([r for r in doc["requests"].values() if r["completed"] is not None]) == 128
+        )
         spans[policy] = doc["makespan_s"]
-    assert spans["verl-to"] <= min(spans["none"], spans["verl-lo"]) + 1e-9  # the sweep includes both
-    bad = subprocess.run([*cmd, "--policy", "orchestrrl", "--instances", "2xTP2,1xTP4"], capture_output=True, text=True)
+    assert (
+        spans["verl-to"] <= min(spans["none"], spans["verl-lo"]) + 1e-9
+    )  # the sweep includes both
+    bad = subprocess.run(
+        [*cmd, "--policy", "orchestrrl", "--instances", "2xTP2,1xTP4"],
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode == 2 and "uniform TP" in bad.stderr

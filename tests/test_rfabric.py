@@ -21,9 +21,11 @@ from planner import solve
 
 
 def fabric(**kw) -> RFabricSpec:
-    pods = [{"name": "t0", "role": "train", "tors": 4, "tor_ports": 8, "uplink_ports": 8},
-            {"name": "t1", "role": "train", "tors": 4, "tor_ports": 8, "uplink_ports": 8},
-            {"name": "g0", "role": "gen", "tors": 4, "tor_ports": 8, "uplink_ports": 8}]
+    pods = [
+        {"name": "t0", "role": "train", "tors": 4, "tor_ports": 8, "uplink_ports": 8},
+        {"name": "t1", "role": "train", "tors": 4, "tor_ports": 8, "uplink_ports": 8},
+        {"name": "g0", "role": "gen", "tors": 4, "tor_ports": 8, "uplink_ports": 8},
+    ]
     return RFabricSpec(name="r", link_gbps=400, pods=pods, **kw)
 
 
@@ -31,8 +33,16 @@ def demand(rows) -> DemandSpec:
     return DemandSpec(entries=[{"src": a, "dst": b, "bytes": v} for a, b, v in rows])
 
 
-MIXED = demand([("t0.tor0", "t0.tor1", 4e9), ("t0.tor2", "t0.tor3", 1e9), ("t0.tor0", "t1.tor2", 8e9),
-                ("t1.tor1", "t0.tor3", 2e9), ("g0.tor0", "g0.tor1", 3e9), ("t1.tor0", "g0.tor2", 6e9)])
+MIXED = demand(
+    [
+        ("t0.tor0", "t0.tor1", 4e9),
+        ("t0.tor2", "t0.tor3", 1e9),
+        ("t0.tor0", "t1.tor2", 8e9),
+        ("t1.tor1", "t0.tor3", 2e9),
+        ("g0.tor0", "g0.tor1", 3e9),
+        ("t1.tor0", "g0.tor2", 6e9),
+    ]
+)
 
 
 def test_aggregate_demand_lifts_and_drops_inter_pod_traffic():
@@ -96,17 +106,29 @@ def test_masked_failures_are_reallocated_under_the_remaining_budget():
 
 
 def test_core_never_exceeds_the_access_capacity():
-    spec = RFabricSpec(name="tight", link_gbps=400, pods=[
-        {"name": "a", "role": "train", "tors": 2, "tor_ports": 1, "uplink_ports": 8},
-        {"name": "b", "role": "train", "tors": 2, "tor_ports": 8, "uplink_ports": 8}])
+    spec = RFabricSpec(
+        name="tight",
+        link_gbps=400,
+        pods=[
+            {"name": "a", "role": "train", "tors": 2, "tor_ports": 1, "uplink_ports": 8},
+            {"name": "b", "role": "train", "tors": 2, "tor_ports": 8, "uplink_ports": 8},
+        ],
+    )
     d = demand([("a.tor0", "b.tor0", 9e9), ("a.tor1", "b.tor1", 9e9), ("a.tor0", "a.tor1", 1e9)])
     out = Materializer(spec).materialize(d, "train")
     assert out.committed
     assert sum(c.count for c in out.plan.core.circuits) <= 2  # a's ToRs have one port each
 
 
-@pytest.mark.parametrize(("device", "window_s", "expected"), [("piezo", 0.001, False), ("piezo", 0.030, True),
-                                                              ("rotor", 0.0001, True), ("robotic", 10.0, False)])
+@pytest.mark.parametrize(
+    ("device", "window_s", "expected"),
+    [
+        ("piezo", 0.001, False),
+        ("piezo", 0.030, True),
+        ("rotor", 0.0001, True),
+        ("robotic", 10.0, False),
+    ],
+)
 def test_slack_rule(device, window_s, expected):
     assert should_reconfigure(window_s, device) is expected
     m = Materializer(fabric(ocs_device=device))
@@ -124,9 +146,16 @@ def test_unknown_intent_and_tor_are_spec_errors():
 
 
 def sync(**kw) -> BroadcastProblem:
-    base = {"weights_gb": 16, "link_gbps": 400, "intra_gbps": 400, "seeds_per_pod": 2, "pods": [
-        {"name": "tr", "role": "train", "ranks": 8, "budget": 4, "holders": 4},
-        *({"name": f"g{i}", "role": "gen", "ranks": 8, "budget": 2} for i in range(4))]}
+    base = {
+        "weights_gb": 16,
+        "link_gbps": 400,
+        "intra_gbps": 400,
+        "seeds_per_pod": 2,
+        "pods": [
+            {"name": "tr", "role": "train", "ranks": 8, "budget": 4, "holders": 4},
+            *({"name": f"g{i}", "role": "gen", "ranks": 8, "budget": 2} for i in range(4)),
+        ],
+    }
     spec = BroadcastSpec(**{**base, **kw})
     spec.check()
     return BroadcastProblem(spec)
@@ -143,7 +172,10 @@ def test_two_level_beats_naive_and_both_validate():
 
 def test_relay_needs_no_more_waves_than_direct_seeding():
     p = sync()
-    assert solve(p, "two-level").breakdown["waves"] <= solve(p, "two-level", relay=False).breakdown["waves"]
+    assert (
+        solve(p, "two-level").breakdown["waves"]
+        <= solve(p, "two-level", relay=False).breakdown["waves"]
+    )
 
 
 def test_broadcast_validator_catches_budgets_sources_and_coverage():
@@ -157,4 +189,7 @@ def test_broadcast_validator_catches_budgets_sources_and_coverage():
     assert "inter-pod" in {v.constraint for v in check_broadcast(p, same)}
     good = solve(p, "two-level").plan
     assert check_broadcast(p, good) == []
-    assert "coverage" in {v.constraint for v in check_broadcast(p, good.model_copy(update={"phase_b": good.phase_b[1:]}))}
+    assert "coverage" in {
+        v.constraint
+        for v in check_broadcast(p, good.model_copy(update={"phase_b": good.phase_b[1:]}))
+    }

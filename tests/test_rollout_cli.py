@@ -9,27 +9,59 @@ import yaml
 
 from tests.conftest import run_cli, run_cli_pty
 
-TINY = {"name": "tiny", "workload": {"model": "Qwen2.5-3B", "gpu": "H800", "gpus": 2, "gpus_per_node": 1, "prompts_per_step": 4,
-                                     "responses_per_prompt": 2, "max_response": 2048, "dataset_prompts": 16, "training": {"replica_gpus": 1}}}
+TINY = {
+    "name": "tiny",
+    "workload": {
+        "model": "Qwen2.5-3B",
+        "gpu": "H800",
+        "gpus": 2,
+        "gpus_per_node": 1,
+        "prompts_per_step": 4,
+        "responses_per_prompt": 2,
+        "max_response": 2048,
+        "dataset_prompts": 16,
+        "training": {"replica_gpus": 1},
+    },
+}
 
 
 def test_plan_then_validate_evaluate_export_and_simulate(tmp_path):
     job = tmp_path / "job.yaml"
     job.write_text(yaml.safe_dump(TINY))
     plan = tmp_path / "plan.json"
-    r = run_cli("plan", "rollout", "--job", str(job), "-o", str(plan), "--plot", str(tmp_path / "p.png"), "--export", "roll")
+    r = run_cli(
+        "plan",
+        "rollout",
+        "--job",
+        str(job),
+        "-o",
+        str(plan),
+        "--plot",
+        str(tmp_path / "p.png"),
+        "--export",
+        "roll",
+    )
     assert r.returncode == 0, r.stderr
     words = " ".join(r.stdout.split())
     assert "s per step" in words and "lost 0, repeated 0" in words
     doc = json.loads(plan.read_text())
-    assert doc["problem"] == "rollout" and doc["solver"] == "search" and doc["plan"]["eta_prompts"] >= 1
+    assert (
+        doc["problem"] == "rollout"
+        and doc["solver"] == "search"
+        and doc["plan"]["eta_prompts"] >= 1
+    )
     roll = yaml.safe_load((tmp_path / "plan.roll.yaml").read_text())
-    assert roll["roll"]["rollout_batch_size"] == 4 and roll["roll"]["max_prompts_ratio"] == doc["plan"]["eta_prompts"]
+    assert (
+        roll["roll"]["rollout_batch_size"] == 4
+        and roll["roll"]["max_prompts_ratio"] == doc["plan"]["eta_prompts"]
+    )
     assert (tmp_path / "p.png").stat().st_size > 10_000
     assert run_cli("validate", str(plan)).returncode == 0
     ev = run_cli("evaluate", str(plan), "--json")
     assert ev.returncode == 0 and abs(json.loads(ev.stdout)["objective"] - doc["objective"]) < 1e-9
-    sim = run_cli("simulate", "rollout", "--job", str(job), "--plan", str(plan), "--setting", "verl", "--json")
+    sim = run_cli(
+        "simulate", "rollout", "--job", str(job), "--plan", str(plan), "--setting", "verl", "--json"
+    )
     assert sim.returncode == 0, sim.stderr
     res = json.loads(sim.stdout)["results"]
     assert res[0]["objective_s"] == doc["objective"] and res[1]["objective_s"] >= doc["objective"]
@@ -38,7 +70,9 @@ def test_plan_then_validate_evaluate_export_and_simulate(tmp_path):
 def test_simulate_rollout_on_a_terminal_and_without(tmp_path):
     job = tmp_path / "job.yaml"
     job.write_text(yaml.safe_dump(TINY))
-    code, text = run_cli_pty("simulate", "rollout", "--job", str(job), "--plot", str(tmp_path / "s.png"))
+    code, text = run_cli_pty(
+        "simulate", "rollout", "--job", str(job), "--plot", str(tmp_path / "s.png")
+    )
     assert code == 0 and "verl:" in text and "paper:" in text and "x the speed of verl" in text
     r = run_cli("simulate", "rollout", "--job", str(job), "--setting", "paper")
     assert r.returncode == 0 and "short" in r.stdout and "long" in r.stdout and not r.stderr.strip()

@@ -26,8 +26,17 @@ from heuristics.rollout.search import solve_paper, solve_search, solve_verl
 
 
 def _workload(**kw) -> RolloutWorkload:
-    base = {"model": "Qwen2.5-7B", "gpu": "H800", "gpus": 8, "tp": 1, "prompts_per_step": 16, "responses_per_prompt": 4,
-            "max_response": 4096, "dataset_prompts": 80, "training": {"replica_gpus": 2}}
+    base = {
+        "model": "Qwen2.5-7B",
+        "gpu": "H800",
+        "gpus": 8,
+        "tp": 1,
+        "prompts_per_step": 16,
+        "responses_per_prompt": 4,
+        "max_response": 4096,
+        "dataset_prompts": 80,
+        "training": {"replica_gpus": 2},
+    }
     return RolloutWorkload(**{**base, **kw})
 
 
@@ -54,10 +63,15 @@ def test_scaling_frees_whole_tp_groups_and_never_overfills_kv(tp):
     holds more than its capacity; the freed instances hold nothing."""
     model, gpu = get_model("Qwen2.5-7B"), get_gpu("H800")
     pool = PromptPool(_workload(dataset_prompts=200), seed=2)
-    requests = [Request(i, pool.prompt_length(p), n, group=p) for i, (p, n) in enumerate((p, n) for p in range(24) for n in pool.responses(p, 4))]
+    requests = [
+        Request(i, pool.prompt_length(p), n, group=p)
+        for i, (p, n) in enumerate((p, n) for p in range(24) for n in pool.responses(p, 4))
+    ]
     instances = [Instance(model, gpu, tp) for _ in range(8 // tp)]
     history = LengthHistory([n for p in range(100, 160) for n in pool.responses(p, 4)], 4096)
-    scaler = ScaleDown(ScaleRule(fraction=0.5, check_kv=True, replica_gpus=2), len(requests), history, 16, 0.25)
+    scaler = ScaleDown(
+        ScaleRule(fraction=0.5, check_kv=True, replica_gpus=2), len(requests), history, 16, 0.25
+    )
     probe = _Probe()
     Engine(instances, requests, balanced_assignment(requests, len(instances))).run([scaler, probe])
     d = scaler.decision
@@ -78,21 +92,37 @@ def test_the_kv_check_holds_scaling_back_when_the_projection_does_not_fit():
     """With the history saying every response runs to the cap, no milestone fits: no scaling,
     whereas a fixed trigger scales regardless."""
     pool = PromptPool(_workload(gpus=2, max_response=4096, dataset_prompts=128), seed=0)
-    requests = [Request(i, pool.prompt_length(p), n, group=p) for i, (p, n) in enumerate((p, n) for p in range(128) for n in pool.responses(p, 4))]
+    requests = [
+        Request(i, pool.prompt_length(p), n, group=p)
+        for i, (p, n) in enumerate((p, n) for p in range(128) for n in pool.responses(p, 4))
+    ]
     model, gpu = get_model("Qwen2.5-7B"), get_gpu("H800")
     cap = Instance(model, gpu, 1).kv_capacity_tokens()
     history = LengthHistory([4096] * 50, 4096)
-    checked = ScaleDown(ScaleRule(fraction=0.5, check_kv=True, replica_gpus=1), len(requests), history, 16, 0.25)
+    checked = ScaleDown(
+        ScaleRule(fraction=0.5, check_kv=True, replica_gpus=1), len(requests), history, 16, 0.25
+    )
     Engine([Instance(model, gpu, 1)] * 2, requests, balanced_assignment(requests, 2)).run([checked])
     assert cap < 0.5 * 512 * 4096  # half of the 512 responses at the cap cannot fit one instance
     assert checked.decision.time is None and checked.decision.tried
-    fixed = ScaleDown(ScaleRule(milestones=(0.3,), fraction=0.5, check_kv=False, replica_gpus=1), len(requests), history, 16, 0.25)
+    fixed = ScaleDown(
+        ScaleRule(milestones=(0.3,), fraction=0.5, check_kv=False, replica_gpus=1),
+        len(requests),
+        history,
+        16,
+        0.25,
+    )
     Engine([Instance(model, gpu, 1)] * 2, requests, balanced_assignment(requests, 2)).run([fixed])
     assert fixed.decision.time is not None and fixed.decision.milestone == 0.3
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 1000), tp=st.sampled_from([1, 2]), fraction=st.sampled_from([0.25, 0.5]), adaptive=st.booleans())
+@given(
+    seed=st.integers(0, 1000),
+    tp=st.sampled_from([1, 2]),
+    fraction=st.sampled_from([0.25, 0.5]),
+    adaptive=st.booleans(),
+)
 def test_scaling_keeps_the_epoch_whole(seed, tp, fraction, adaptive):
     """With the stream trainer on (and the adaptive TP rule), still no prompt is lost or trained
     twice, and short rounds keep P0 x R0."""
@@ -124,9 +154,16 @@ def test_the_adaptive_tp_rule_doubles_on_a_rise_and_halves_after_four_calm_steps
 
 
 @settings(max_examples=200, deadline=None)
-@given(anchor=st.floats(0.01, 30.0), lam=st.floats(1.0, 10.0), t_min=st.floats(0.1, 5.0), t_max=st.floats(5.0, 60.0),
-       run=st.floats(0.0, 1.0))
-def test_the_adaptive_timeout_never_cuts_a_response_finishing_under_its_anchor(anchor, lam, t_min, t_max, run):
+@given(
+    anchor=st.floats(0.01, 30.0),
+    lam=st.floats(1.0, 10.0),
+    t_min=st.floats(0.1, 5.0),
+    t_max=st.floats(5.0, 60.0),
+    run=st.floats(0.0, 1.0),
+)
+def test_the_adaptive_timeout_never_cuts_a_response_finishing_under_its_anchor(
+    anchor, lam, t_min, t_max, run
+):
     """T = min(max(T_min, λ T_anchor), T_max) with λ ≥ 1 and T_anchor ≤ T_max: a run of at most
     T_anchor is never cut."""
     anchor = min(anchor, t_max)
@@ -141,14 +178,20 @@ def test_the_adaptive_timeout_saves_reward_time_and_cuts_only_slow_runs(seed):
     wl = _workload(dataset_prompts=64, reward={"rule": 0, "sandbox": 1, "judge": 0})
     pool = PromptPool(wl, seed)
     responses = [(p, 0.0, 100) for p in range(64) for _ in range(4)]
-    fixed = score(pool, responses, rollout_end=0.0, gpus=8, asynchronous=False, adaptive=False, lam=1.5)
-    adaptive = score(pool, responses, rollout_end=0.0, gpus=8, asynchronous=False, adaptive=True, lam=1.5)
+    fixed = score(
+        pool, responses, rollout_end=0.0, gpus=8, asynchronous=False, adaptive=False, lam=1.5
+    )
+    adaptive = score(
+        pool, responses, rollout_end=0.0, gpus=8, asynchronous=False, adaptive=True, lam=1.5
+    )
     hangs = sum(run is None for p in range(64) for run in sandbox_times(pool, p, 4, 0)[1])
     assert fixed.timeouts == hangs and 0 < hangs < 0.15 * 256
     assert adaptive.end_s < fixed.end_s and adaptive.sandbox_busy_s < fixed.sandbox_busy_s
     for p in range(64):
         ref, runs = sandbox_times(pool, p, 4, 0)
-        assert all(run is None or run > ref or run <= adaptive_timeout(ref, 1.5, 2.0, 30.0) for run in runs)
+        assert all(
+            run is None or run > ref or run <= adaptive_timeout(ref, 1.5, 2.0, 30.0) for run in runs
+        )
     plan = RolloutPlan(short_tp=1, long_tp=1, timeout="adaptive", timeout_lambda=1.5)
     assert expected_cut_share(wl, plan, seed) < 0.01
 
@@ -165,8 +208,12 @@ def test_asynchronous_scoring_is_never_later_than_after_rollout(seed, lam):
     rng = random.Random(seed)
     responses = [(p, rng.uniform(0, 20), rng.randint(10, 400)) for p in range(16) for _ in range(4)]
     end = max(t for _, t, _ in responses)
-    sync = score(pool, responses, rollout_end=end, gpus=8, asynchronous=False, adaptive=True, lam=lam)
-    asyn = score(pool, responses, rollout_end=end, gpus=8, asynchronous=True, adaptive=True, lam=lam)
+    sync = score(
+        pool, responses, rollout_end=end, gpus=8, asynchronous=False, adaptive=True, lam=lam
+    )
+    asyn = score(
+        pool, responses, rollout_end=end, gpus=8, asynchronous=True, adaptive=True, lam=lam
+    )
     assert asyn.end_s <= sync.end_s + 1e-9
 
 
@@ -178,16 +225,30 @@ def test_the_training_fluid():
     assert before == 0 and end == pytest.approx(12.0 + 120.0 / 8)
     end_s, before_s = train_finish(work, gpus=8, freed_gpus=4, scale_at=6.0, rollout_end=12.0)
     assert before_s == pytest.approx(4 * 6.0) and end_s == pytest.approx(12.0 + (120.0 - 24.0) / 8)
-    end_o, before_o = train_finish(work, gpus=8, freed_gpus=4, scale_at=6.0, rollout_end=12.0, fetch_cap=0.34)
-    assert before_o == pytest.approx(24.0) and end_o >= end_s  # one prompt fetched: 40 GPU-s, 24 done by 12 s
-    end_c, before_c = train_finish(work, gpus=8, freed_gpus=4, scale_at=6.0, rollout_end=12.0, fetch_cap=0.0)
+    end_o, before_o = train_finish(
+        work, gpus=8, freed_gpus=4, scale_at=6.0, rollout_end=12.0, fetch_cap=0.34
+    )
+    assert (
+        before_o == pytest.approx(24.0) and end_o >= end_s
+    )  # one prompt fetched: 40 GPU-s, 24 done by 12 s
+    end_c, before_c = train_finish(
+        work, gpus=8, freed_gpus=4, scale_at=6.0, rollout_end=12.0, fetch_cap=0.0
+    )
     assert before_c == 0 and end_c == pytest.approx(end)
 
 
 def test_the_plan_validator_names_what_is_wrong():
     pr = tiny_job()
     assert check_rollout(pr, verl_plan(pr.workload)) == []
-    bad = RolloutPlan(short_tp=2, long_tp=1, eta_prompts=4.0, scale="fixed", scale_fraction=0.25, timeout="adaptive", timeout_lambda=1.0)
+    bad = RolloutPlan(
+        short_tp=2,
+        long_tp=1,
+        eta_prompts=4.0,
+        scale="fixed",
+        scale_fraction=0.25,
+        timeout="adaptive",
+        timeout_lambda=1.0,
+    )
     names = {v.constraint for v in check_rollout(tiny_job(dataset=12), bad)}
     assert names == {"tp-in-server", "speculation", "scale-replica", "timeout-signal"}
 
@@ -206,13 +267,30 @@ def test_search_is_never_worse_than_the_paper_or_verl(seed):
 def test_table2_ordering_on_a_small_job(seed):
     """Table 2's shape: tail batching beats veRL, the reward scheduler adds to it, and the paper's
     full settings beat veRL; the rollout of short rounds is far shorter than a plain step's."""
-    wl = _workload(gpus=16, prompts_per_step=32, responses_per_prompt=8, dataset_prompts=160, max_response=8192)
+    wl = _workload(
+        gpus=16, prompts_per_step=32, responses_per_prompt=8, dataset_prompts=160, max_response=8192
+    )
     from costmodels.rollout.problem import JobSpec, RolloutProblem
 
     pr = RolloutProblem(JobSpec(workload=wl, seed=seed))
     verl = evaluate_rollout(pr, verl_plan(wl))[0]
-    tb = evaluate_rollout(pr, RolloutPlan(eta_prompts=1.25, eta_responses=1.25, short_tp=1, long_tp=1))[0]
-    rew = evaluate_rollout(pr, RolloutPlan(eta_prompts=1.25, eta_responses=1.25, short_tp=1, long_tp=1, reward="async", timeout="adaptive"))[0]
+    tb = evaluate_rollout(
+        pr, RolloutPlan(eta_prompts=1.25, eta_responses=1.25, short_tp=1, long_tp=1)
+    )[0]
+    rew = evaluate_rollout(
+        pr,
+        RolloutPlan(
+            eta_prompts=1.25,
+            eta_responses=1.25,
+            short_tp=1,
+            long_tp=1,
+            reward="async",
+            timeout="adaptive",
+        ),
+    )[0]
     full, b = evaluate_rollout(pr, paper_plan(wl))
     assert tb < verl and rew < tb and full < verl
-    assert b["rollout_s_by_kind"]["short"] * 2 < evaluate_rollout(pr, verl_plan(wl))[1]["rollout_s_by_kind"]["plain"]
+    assert (
+        b["rollout_s_by_kind"]["short"] * 2
+        < evaluate_rollout(pr, verl_plan(wl))[1]["rollout_s_by_kind"]["plain"]
+    )

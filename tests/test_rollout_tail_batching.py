@@ -16,8 +16,16 @@ from costmodels.rollout.workload import PromptPool, RolloutWorkload
 
 
 def _workload(**kw) -> RolloutWorkload:
-    base = {"model": "Qwen2.5-7B", "gpu": "H800", "gpus": 8, "tp": 1, "prompts_per_step": 16, "responses_per_prompt": 4,
-            "max_response": 4096, "dataset_prompts": 80}
+    base = {
+        "model": "Qwen2.5-7B",
+        "gpu": "H800",
+        "gpus": 8,
+        "tp": 1,
+        "prompts_per_step": 16,
+        "responses_per_prompt": 4,
+        "max_response": 4096,
+        "dataset_prompts": 80,
+    }
     return RolloutWorkload(**{**base, **kw})
 
 
@@ -32,16 +40,24 @@ def test_without_speculation_it_is_plain_synchronous_rollout():
     for step, r in enumerate(epoch.rounds):
         prompts = list(range(16 * step, 16 * (step + 1)))
         assert r.kept == prompts and not r.deferred
-        requests = [Request(i, pool.prompt_length(p), length, group=p)
-                    for i, (p, length) in enumerate((p, n) for p in prompts for n in pool.responses(p, 4, 0))]
+        requests = [
+            Request(i, pool.prompt_length(p), length, group=p)
+            for i, (p, length) in enumerate(
+                (p, n) for p in prompts for n in pool.responses(p, 4, 0)
+            )
+        ]
         plain = simulate(instances, requests, balanced_assignment(requests, len(instances)))
         assert r.time_s == pytest.approx(plain.makespan_s, rel=1e-12)
         assert r.max_response == max(q.output for q in requests)
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10_000), eta_p=st.sampled_from([1.0, 1.125, 1.25, 1.5, 2.0]), eta_r=st.sampled_from([1.0, 1.25, 1.5]),
-       dataset=st.integers(17, 90))
+@given(
+    seed=st.integers(0, 10_000),
+    eta_p=st.sampled_from([1.0, 1.125, 1.25, 1.5, 2.0]),
+    eta_r=st.sampled_from([1.0, 1.25, 1.5]),
+    dataset=st.integers(17, 90),
+)
 def test_every_prompt_is_trained_exactly_once_per_epoch(seed, eta_p, eta_r, dataset):
     """No prompt is lost or trained twice, whatever the speculation and however the epoch's size
     falls against P0; every short round keeps exactly P0 x R0 responses unless the dataset ran
@@ -66,7 +82,10 @@ def test_a_short_round_keeps_the_first_prompts_to_complete():
     pool = PromptPool(wl, seed=1)
     prompts = list(range(20))
     r = run_round(pool, prompts, 4, tp=1, keep_prompts=16, keep_responses=4, tick=0.05)
-    requests = [Request(i, pool.prompt_length(p), n, group=p) for i, (p, n) in enumerate((p, n) for p in prompts for n in pool.responses(p, 4, 0))]
+    requests = [
+        Request(i, pool.prompt_length(p), n, group=p)
+        for i, (p, n) in enumerate((p, n) for p in prompts for n in pool.responses(p, 4, 0))
+    ]
     instances = [Instance(get_model(wl.model), get_gpu(wl.gpu), 1) for _ in range(8)]
     full = simulate(instances, requests, balanced_assignment(requests, len(instances)))
     done = {p: max(full.records[q.id].completed for q in requests if q.group == p) for p in prompts}
@@ -79,7 +98,9 @@ def test_a_short_round_keeps_the_first_prompts_to_complete():
 def test_long_rounds_come_once_the_queue_fills():
     """η_P = 1.25 defers a quarter of P0 per short round: four short rounds, then a long one
     (the paper's period of five steps)."""
-    epoch = simulate_epoch(_workload(dataset_prompts=100), eta_prompts=1.25, eta_responses=1.25, seed=0)
+    epoch = simulate_epoch(
+        _workload(dataset_prompts=100), eta_prompts=1.25, eta_responses=1.25, seed=0
+    )
     # 100 prompts, 20 launched per short round: 4 short, the long round of 16, one more short
     # round, and the epoch's last 4 deferred prompts flushed as a final long round
     assert [r.kind for r in epoch.rounds] == ["short"] * 4 + ["long", "short", "long"]
@@ -90,12 +111,16 @@ def test_long_rounds_come_once_the_queue_fills():
 def test_tail_batching_shortens_rollout_and_its_short_rounds(seed):
     """RollPacker §3 (Fig. 4a, Table 2): short rounds are far shorter than plain steps (the paper
     cuts the maximum response length by up to 8.9x) and an epoch's rollout takes less time."""
-    wl = _workload(gpus=16, prompts_per_step=32, responses_per_prompt=8, dataset_prompts=160, max_response=8192)
+    wl = _workload(
+        gpus=16, prompts_per_step=32, responses_per_prompt=8, dataset_prompts=160, max_response=8192
+    )
     plain = simulate_epoch(wl, eta_prompts=1.0, eta_responses=1.0, seed=seed)
     tail = simulate_epoch(wl, eta_prompts=1.25, eta_responses=1.25, seed=seed)
     shorts = [r for r in tail.rounds if r.kind == "short"]
     assert max(r.max_response for r in shorts) * 2 < max(r.max_response for r in plain.rounds)
-    assert sum(r.time_s for r in shorts) / len(shorts) * 2 < sum(r.time_s for r in plain.rounds) / len(plain.rounds)
+    assert sum(r.time_s for r in shorts) / len(shorts) * 2 < sum(
+        r.time_s for r in plain.rounds
+    ) / len(plain.rounds)
     assert tail.time_s < plain.time_s
 
 

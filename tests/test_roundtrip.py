@@ -19,7 +19,9 @@ from tests.conftest import run_cli
 
 def trivial_placement(problem, *, time_limit=None, seed=0):
     """Test double: every task on every GPU, TP=2, PP=1, no search."""
-    return SolverOutput(Status.FEASIBLE, plan=colocated_plan(problem, 2, 2, 1), message="test double")
+    return SolverOutput(
+        Status.FEASIBLE, plan=colocated_plan(problem, 2, 2, 1), message="test double"
+    )
 
 
 def trivial_circuits(problem, *, time_limit=None, seed=0):
@@ -81,7 +83,11 @@ def test_memory_tamper_names_c3(registry, tmp_path: Path):
     problem = build_problem("placement", {"cluster": "small-16", "workflow": "grpo-sync-qwen3-4b"})
     path = _write(solve(problem, "trivial", registry=registry), tmp_path / "plan.json")
     doc = json.loads(path.read_text())
-    doc["inputs"]["workflow"]["models"] = {"actor": "Qwen3-14B", "reference": "Qwen3-14B", "reward": "Qwen3-14B"}
+    doc["inputs"]["workflow"]["models"] = {
+        "actor": "Qwen3-14B",
+        "reference": "Qwen3-14B",
+        "reward": "Qwen3-14B",
+    }
     path.write_text(json.dumps(doc))
     proc = run_cli("validate", str(path))
     assert proc.returncode == 1
@@ -104,18 +110,49 @@ def test_circuit_round_trip_and_tamper(registry, tmp_path: Path):
 
 def test_cli_plan_then_validate(tmp_path: Path):
     out = tmp_path / "plan.json"
-    proc = run_cli("plan", "placement", "--cluster", "small-16", "--workflow", "grpo-sync-qwen3-4b", "-o", str(out))
+    proc = run_cli(
+        "plan",
+        "placement",
+        "--cluster",
+        "small-16",
+        "--workflow",
+        "grpo-sync-qwen3-4b",
+        "-o",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stderr
     assert "actor_generation" in proc.stdout
     doc = json.loads(out.read_text())
-    for key in ("schema_version", "problem", "solver", "status", "objective", "bound", "gap", "wall_time_s", "plan", "breakdown", "inputs"):
+    for key in (
+        "schema_version",
+        "problem",
+        "solver",
+        "status",
+        "objective",
+        "bound",
+        "gap",
+        "wall_time_s",
+        "plan",
+        "breakdown",
+        "inputs",
+    ):
         assert key in doc
     assert doc["problem"] == "placement" and doc["status"] == "feasible"
     assert run_cli("validate", str(out)).returncode == 0
 
 
 def test_plan_to_stdout(tmp_path: Path):
-    proc = run_cli("plan", "placement", "--cluster", "small-8", "--workflow", "grpo-sync-qwen3-4b", "-o", "-", cwd=tmp_path)
+    proc = run_cli(
+        "plan",
+        "placement",
+        "--cluster",
+        "small-8",
+        "--workflow",
+        "grpo-sync-qwen3-4b",
+        "-o",
+        "-",
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["problem"] == "placement"
     assert not list(tmp_path.iterdir())
@@ -124,7 +161,16 @@ def test_plan_to_stdout(tmp_path: Path):
 def test_no_feasible_plan_exits_1_and_writes_nothing(tmp_path: Path):
     # Qwen3-14B PPO cannot fit on 4 GPUs with four model copies
     out = tmp_path / "plan.json"
-    proc = run_cli("plan", "placement", "--cluster", "small-4", "--workflow", "ppo-sync-qwen3-14b", "-o", str(out))
+    proc = run_cli(
+        "plan",
+        "placement",
+        "--cluster",
+        "small-4",
+        "--workflow",
+        "ppo-sync-qwen3-14b",
+        "-o",
+        str(out),
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "no feasible plan" in proc.stderr
     assert not out.exists()

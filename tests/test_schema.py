@@ -17,7 +17,12 @@ def test_shipped_schema_is_current():
 
 
 def test_written_plan_conforms_to_schema():
-    result = solve(load_problem({"problem": "placement", "cluster": "small-8", "workflow": "grpo-sync-qwen3-4b"}), "verl")
+    result = solve(
+        load_problem(
+            {"problem": "placement", "cluster": "small-8", "workflow": "grpo-sync-qwen3-4b"}
+        ),
+        "verl",
+    )
     doc = result_to_dict(result)
     jsonschema.validate(doc, shipped_schema())
     doc["status"] = "splendid"

@@ -38,7 +38,9 @@ def test_ray_actors_give_the_in_process_plan_and_leave_a_callers_ray_running(pro
     ray = pytest.importorskip("ray")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
-        on_ray = solve(problem, "sha-ea", seed=5, evaluations=30, seeds=False, executor="ray", workers=2)
+        on_ray = solve(
+            problem, "sha-ea", seed=5, evaluations=30, seeds=False, executor="ray", workers=2
+        )
         assert on_ray.success and on_ray.violations == []
         assert on_ray.objective == in_process.objective and _plan(on_ray) == _plan(in_process)
         assert ray.is_initialized()  # the caller's Ray is the caller's to shut down
@@ -55,24 +57,48 @@ def test_ray_actors_give_the_in_process_plan_and_leave_a_callers_ray_running(pro
 def test_plan_on_ray_from_a_terminal(tmp_path):
     pytest.importorskip("ray")
     out = tmp_path / "plan.json"
-    code, text = run_cli_pty("plan", "--cluster", "small-8", "--workflow", "grpo-sync-qwen3-4b", "--executor", "ray",
-                             "-O", "workers=2", "-O", "evaluations=20", "-O", "seeds=false", "-o", str(out), timeout=240)
+    code, text = run_cli_pty(
+        "plan",
+        "--cluster",
+        "small-8",
+        "--workflow",
+        "grpo-sync-qwen3-4b",
+        "--executor",
+        "ray",
+        "-O",
+        "workers=2",
+        "-O",
+        "evaluations=20",
+        "-O",
+        "seeds=false",
+        "-o",
+        str(out),
+        timeout=240,
+    )
     assert code == 0, text[-2000:]
     assert "Traceback" not in text
     doc = json.loads(out.read_text())
     assert doc["options"]["executor"] == "ray" and doc["violations"] == []
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--solver", "ilp", "--executor", "ray"], "solver 'ilp' runs in this process"),
-    (["--executor", "threads"], "--executor threads: use local or ray"),
-    (["--ray-address", "auto", "--executor", "local"], "--ray-address auto needs --executor ray"),
-    (["--executor", "ray", "-O", "executor=local"], "both set executor"),
-    (["--solver", "sha-ea", "-O", "workers=0"], "workers"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--solver", "ilp", "--executor", "ray"], "solver 'ilp' runs in this process"),
+        (["--executor", "threads"], "--executor threads: use local or ray"),
+        (
+            ["--ray-address", "auto", "--executor", "local"],
+            "--ray-address auto needs --executor ray",
+        ),
+        (["--executor", "ray", "-O", "executor=local"], "both set executor"),
+        (["--solver", "sha-ea", "-O", "workers=0"], "workers"),
+    ],
+)
 def test_bad_executor_flags_exit_2_and_write_nothing(tmp_path, args, message):
     out = tmp_path / "plan.json"
-    r = run_cli("plan", "--cluster", "small-8", "--workflow", "grpo-sync-qwen3-4b", *args, "-o", str(out))
+    r = run_cli(
+        "plan", "--cluster", "small-8", "--workflow", "grpo-sync-qwen3-4b", *args, "-o", str(out)
+    )
     assert r.returncode == 2, r.stderr
     assert message in r.stderr and "Traceback" not in r.stderr
     assert not out.exists()

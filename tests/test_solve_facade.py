@@ -63,7 +63,10 @@ def test_crash_becomes_error(problem):
 def test_invalid_plan_becomes_invalid(problem):
     def bad(p, *, time_limit=None, seed=0):
         plan = colocated_plan(p, 2, 2, 1)
-        tasks = [t.model_copy(update={"devices": [[[t.devices[0][0][0]] * t.tp] * t.pp] * t.dp}) for t in plan.tasks]
+        tasks = [
+            t.model_copy(update={"devices": [[[t.devices[0][0][0]] * t.tp] * t.pp] * t.dp})
+            for t in plan.tasks
+        ]
         return SolverOutput(Status.FEASIBLE, plan=PlacementPlan(groups=plan.groups, tasks=tasks))
 
     r = solve(problem, "s", registry=_reg(bad))
@@ -73,19 +76,35 @@ def test_invalid_plan_becomes_invalid(problem):
 
 def test_infeasible_and_no_solution_pass_through(problem):
     for status in (Status.INFEASIBLE, Status.NO_SOLUTION):
-        r = solve(problem, "s", registry=_reg(lambda p, *, time_limit=None, seed=0, s=status: SolverOutput(s, message="m")))
+        r = solve(
+            problem,
+            "s",
+            registry=_reg(
+                lambda p, *, time_limit=None, seed=0, s=status: SolverOutput(s, message="m")
+            ),
+        )
         assert r.status is status and r.plan is None and not r.success
 
 
 def test_plan_claimed_without_plan_is_error(problem):
-    r = solve(problem, "s", registry=_reg(lambda p, *, time_limit=None, seed=0: SolverOutput(Status.OPTIMAL)))
+    r = solve(
+        problem,
+        "s",
+        registry=_reg(lambda p, *, time_limit=None, seed=0: SolverOutput(Status.OPTIMAL)),
+    )
     assert r.status is Status.ERROR
 
 
 def test_wrong_plan_type_is_error(problem):
     from costmodels.circuits.problem import CircuitPlan
 
-    r = solve(problem, "s", registry=_reg(lambda p, *, time_limit=None, seed=0: SolverOutput(Status.FEASIBLE, plan=CircuitPlan())))
+    r = solve(
+        problem,
+        "s",
+        registry=_reg(
+            lambda p, *, time_limit=None, seed=0: SolverOutput(Status.FEASIBLE, plan=CircuitPlan())
+        ),
+    )
     assert r.status is Status.ERROR and "CircuitPlan" in r.message
 
 
@@ -154,10 +173,14 @@ def test_a_run_without_a_limit_stops_at_the_solvers_default_cap(problem):
     assert r.success and r.wall_time_s < 5
     assert seen == {"time_limit": None, "cap": 0.3}  # a cap, not a budget the solver must fill
     assert r.stats["default_time_limit"] == 0.3 and r.time_limit is None
-    r = solve(problem, "endless", registry=reg, time_limit=0.5)  # the caller's limit replaces the cap
+    r = solve(
+        problem, "endless", registry=reg, time_limit=0.5
+    )  # the caller's limit replaces the cap
     assert seen == {"time_limit": 0.5, "cap": None} and "default_time_limit" not in r.stats
     with pytest.raises(ValueError, match="default time_limit"):
-        reg.register("placement", "unbounded", endless, description="test double", time_limit=float("inf"))
+        reg.register(
+            "placement", "unbounded", endless, description="test double", time_limit=float("inf")
+        )
 
 
 def test_every_registered_solver_has_a_finite_default_limit():
@@ -171,4 +194,6 @@ def test_sha_ea_without_a_limit_plans_for_what_fits_its_cap(problem):
     """Under the default cap SHA-EA keeps its own budget (300 evaluations) on a small instance
     instead of filling the cap, and on any instance it returns before the cap."""
     r = solve(problem, "sha-ea", seed=1)
-    assert r.success and r.stats["budget"] <= 300 and r.wall_time_s < r.stats["default_time_limit"] + 5
+    assert (
+        r.success and r.stats["budget"] <= 300 and r.wall_time_s < r.stats["default_time_limit"] + 5
+    )

@@ -50,7 +50,10 @@ assert g.Solve() == pywraplp.Solver.OPTIMAL and abs(z.solution_value() - 2.5) < 
 }
 
 
-@pytest.mark.parametrize("order", [["pulp", "highspy", "cpsat", "linear_solver"], ["cpsat", "linear_solver", "highspy", "pulp"]])
+@pytest.mark.parametrize(
+    "order",
+    [["pulp", "highspy", "cpsat", "linear_solver"], ["cpsat", "linear_solver", "highspy", "pulp"]],
+)
 def test_all_solvers_in_one_process(order: list[str]):
     code = "\n".join(SNIPPETS[name] for name in order) + "\nprint('ok')\n"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240)

@@ -114,28 +114,45 @@ def toy(tmp_path_factory):
     (root / "toy_pack").mkdir()
     (root / "toy_pack" / "__init__.py").write_text("")
     (root / "toy_pack" / "toy.py").write_text(textwrap.dedent(TOY))
-    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", "RLPLAN_PLUGINS": "toy_pack.toy:register",
-           "PYTHONPATH": os.pathsep.join([str(root), str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "COLUMNS": "200",
+        "NO_COLOR": "1",
+        "RLPLAN_PLUGINS": "toy_pack.toy:register",
+        "PYTHONPATH": os.pathsep.join(
+            [str(root), str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH", "")]
+        ),
+    }
     return root, env
 
 
 def _run(env, *args, cwd):
-    return subprocess.run([rlplan_executable(), *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=300)
+    return subprocess.run(
+        [rlplan_executable(), *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=300
+    )
 
 
 def test_plan_validate_evaluate_a_new_problem(toy):
     root, env = toy
     r = _run(env, "plan", "toy", "-o", "lpt.json", cwd=root)
     assert r.returncode == 0, r.stderr
-    assert "toy by lpt: makespan 7" in " ".join(r.stdout.split())  # the title wraps to the table width
-    (root / "toy.yaml").write_text("problem: toy\nwork: {durations: [3, 3, 2, 2, 2], machines: 2}\n")
+    assert "toy by lpt: makespan 7" in " ".join(
+        r.stdout.split()
+    )  # the title wraps to the table width
+    (root / "toy.yaml").write_text(
+        "problem: toy\nwork: {durations: [3, 3, 2, 2, 2], machines: 2}\n"
+    )
     r = _run(env, "plan", "toy.yaml", "--solver", "exhaustive", "-o", "best.json", "-q", cwd=root)
     assert r.returncode == 0, r.stderr
     doc = json.loads((root / "best.json").read_text())
     assert doc["problem"] == "toy" and doc["objective"] == 6 and doc["status"] == "optimal"
-    assert doc["objective_meaning"] == "makespan" and doc["inputs"] == {"work": {"durations": [3, 3, 2, 2, 2], "machines": 2}}
+    assert doc["objective_meaning"] == "makespan" and doc["inputs"] == {
+        "work": {"durations": [3, 3, 2, 2, 2], "machines": 2}
+    }
     r = _run(env, "validate", "best.json", cwd=root)
-    assert r.returncode == 0 and "valid: best.json (toy plan by exhaustive, objective 6)" in r.stdout, r.stdout + r.stderr
+    assert (
+        r.returncode == 0 and "valid: best.json (toy plan by exhaustive, objective 6)" in r.stdout
+    ), r.stdout + r.stderr
     r = _run(env, "evaluate", "best.json", "--json", cwd=root)
     assert r.returncode == 0 and json.loads(r.stdout)["objective"] == 6
     r = _run(env, "plan", "toy", "--solver", "help", cwd=root)
@@ -153,23 +170,52 @@ def test_bench_a_new_problem(toy):
     r = _run(env, "bench", "--problem", "toy.yaml", "--out", "bench", "-q", cwd=root)
     assert r.returncode == 0, r.stderr
     rows = [json.loads(line) for line in (root / "bench" / "runs.jsonl").read_text().splitlines()]
-    assert {(row["solver"], row["status"], row["objective"], row["size"]) for row in rows} == {("lpt", "feasible", 7, 5), ("exhaustive", "optimal", 6, 5)}
+    assert {(row["solver"], row["status"], row["objective"], row["size"]) for row in rows} == {
+        ("lpt", "feasible", 7, 5),
+        ("exhaustive", "optimal", 6, 5),
+    }
 
 
 def test_the_contract_test_covers_a_new_problem(toy):
     root, env = toy
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "toy",
-                        str(Path(__file__).parent / "test_contract.py")], capture_output=True, text=True, env=env, cwd=root, timeout=300)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-k",
+            "toy",
+            str(Path(__file__).parent / "test_contract.py"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=root,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stdout[-3000:]
-    assert "4 passed" in r.stdout, r.stdout[-2000:]  # two descriptors (toy, toy-later) and two solvers
+    assert "4 passed" in r.stdout, r.stdout[
+        -2000:
+    ]  # two descriptors (toy, toy-later) and two solvers
 
 
 def test_a_problem_without_solvers_is_refused_at_load(toy):
     root, env = toy
     (root / "later.yaml").write_text("problem: toy-later\nwork: toy-five\n")
-    for args in (["plan", "later.yaml"], ["plan", "toy-later"], ["bench", "--problem", "later.yaml", "--out", "b2"]):
+    for args in (
+        ["plan", "later.yaml"],
+        ["plan", "toy-later"],
+        ["bench", "--problem", "later.yaml", "--out", "b2"],
+    ):
         r = _run(env, *args, cwd=root)
         assert r.returncode == 2, (args, r.stdout, r.stderr)
-        assert "problem" in r.stderr and "no solvers are registered" in r.stderr and "Traceback" not in r.stderr
+        assert (
+            "problem" in r.stderr
+            and "no solvers are registered" in r.stderr
+            and "Traceback" not in r.stderr
+        )
     assert "later.yaml: problem:" in _run(env, "plan", "later.yaml", cwd=root).stderr
     assert not (root / "b2").exists()

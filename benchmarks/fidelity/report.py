@@ -65,12 +65,16 @@ def held_out_profiles() -> dict[tuple[str, str], Any]:
     out = {}
     for gpu, rows in aic_measurements().items():
         for model in sorted({r.model.name for r in rows if r.model is not None}):
-            kept = [r for r in rows if r.model is None or r.model.name != model]  # all-reduces belong to no model
+            kept = [
+                r for r in rows if r.model is None or r.model.name != model
+            ]  # all-reduces belong to no model
             out[(gpu, model)] = fit_profile(gpu, kept, f"AIConfigurator without {model}")
     return out
 
 
-def decode_cases(params: ServingParams | None = None, profiles: dict[tuple[str, str], Any] | None = None) -> list[dict[str, Any]]:
+def decode_cases(
+    params: ServingParams | None = None, profiles: dict[tuple[str, str], Any] | None = None
+) -> list[dict[str, Any]]:
     """Every measured decode case that fits its instance, with the judge's prediction beside it."""
     params = params or ServingParams(efficiency=Efficiency(kernels="flat"))
     out = []
@@ -86,18 +90,33 @@ def decode_cases(params: ServingParams | None = None, profiles: dict[tuple[str, 
         step = inst.decode_step(batch, float(batch * context))
         predicted = step["step_s"] - step.get("overhead_s", 0.0)
         measured = float(r["step_s"])
-        case = {"gpu": key[1], "model": key[0], "tp": key[2], "batch": batch, "context": context,
-                "measured_s": measured, "predicted_s": predicted, "ratio": predicted / measured,
-                "measured_allreduce_s": float(r["allreduce_s"]), "predicted_comm_s": step["comm_s"]}
+        case = {
+            "gpu": key[1],
+            "model": key[0],
+            "tp": key[2],
+            "batch": batch,
+            "context": context,
+            "measured_s": measured,
+            "predicted_s": predicted,
+            "ratio": predicted / measured,
+            "measured_allreduce_s": float(r["allreduce_s"]),
+            "predicted_comm_s": step["comm_s"],
+        }
         profile = (profiles or {}).get((key[1], key[0]))
         if profile is not None:
             terms = profile.terms(inst.model, inst.gpu, key[2], batch, float(batch * context))
-            case.update(calibrated_s=terms["step_s"], calibrated_ratio=terms["step_s"] / measured, calibrated_comm_s=terms["comm_s"])
+            case.update(
+                calibrated_s=terms["step_s"],
+                calibrated_ratio=terms["step_s"] / measured,
+                calibrated_comm_s=terms["comm_s"],
+            )
         out.append(case)
     return out
 
 
-def prefill_cases(params: ServingParams | None = None, profiles: dict[tuple[str, str], Any] | None = None) -> list[dict[str, Any]]:
+def prefill_cases(
+    params: ServingParams | None = None, profiles: dict[tuple[str, str], Any] | None = None
+) -> list[dict[str, Any]]:
     params = params or ServingParams(efficiency=Efficiency(kernels="flat"))
     out = []
     for r in _rows("aic_vllm_prefill.csv"):
@@ -107,8 +126,16 @@ def prefill_cases(params: ServingParams | None = None, profiles: dict[tuple[str,
             continue
         predicted = inst.prefill_batch([tokens] * batch)
         measured = float(r["prefill_s"])
-        case = {"gpu": r["gpu"], "model": r["model"], "tp": int(r["tp"]), "batch": batch, "prompt_tokens": tokens,
-                "measured_s": measured, "predicted_s": predicted, "ratio": predicted / measured}
+        case = {
+            "gpu": r["gpu"],
+            "model": r["model"],
+            "tp": int(r["tp"]),
+            "batch": batch,
+            "prompt_tokens": tokens,
+            "measured_s": measured,
+            "predicted_s": predicted,
+            "ratio": predicted / measured,
+        }
         profile = (profiles or {}).get((r["gpu"], r["model"]))
         if profile is not None:
             calibrated = profile.prefill_s(inst.model, inst.gpu, int(r["tp"]), batch, tokens)
@@ -125,7 +152,9 @@ def _rms_log(cases: list[dict[str, Any]], ratio: str = "ratio") -> float:
     return math.sqrt(statistics.fmean(math.log(c[ratio]) ** 2 for c in cases))
 
 
-def fastest_tp_agreement(cases: list[dict[str, Any]], tail: bool, key: str = "predicted_s") -> dict[str, tuple[int, int]]:
+def fastest_tp_agreement(
+    cases: list[dict[str, Any]], tail: bool, key: str = "predicted_s"
+) -> dict[str, tuple[int, int]]:
     """Per GPU: (cases where the predicted fastest TP is the measured one, cases), over the
     (model, batch, context) points where at least two TPs fit; ``tail`` keeps batch <= 8 only."""
     groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
@@ -156,7 +185,11 @@ def tp_regrets(cases: list[dict[str, Any]], key: str = "predicted_s") -> list[fl
     groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     for c in cases:
         groups[(c["gpu"], c["model"], c["batch"], c["context"])].append(c)
-    return [min(g, key=lambda c: c[key])["measured_s"] / min(c["measured_s"] for c in g) for g in groups.values() if len(g) >= 2]
+    return [
+        min(g, key=lambda c: c[key])["measured_s"] / min(c["measured_s"] for c in g)
+        for g in groups.values()
+        if len(g) >= 2
+    ]
 
 
 def tp_regret(cases: list[dict[str, Any]], key: str = "predicted_s") -> float | None:
@@ -165,18 +198,35 @@ def tp_regret(cases: list[dict[str, Any]], key: str = "predicted_s") -> float | 
     return max(regrets) if regrets else None
 
 
-def _gpu_row(gpu: str, cases: list[dict[str, Any]], prefill: list[dict[str, Any]], key: str, ratio: str) -> dict[str, Any]:
+def _gpu_row(
+    gpu: str, cases: list[dict[str, Any]], prefill: list[dict[str, Any]], key: str, ratio: str
+) -> dict[str, Any]:
     rms = _rms_log(cases, ratio)
     agree_tail, n_tail = fastest_tp_agreement(cases, True, key).get(gpu, (0, 0))
     agree, n = fastest_tp_agreement(cases, False, key).get(gpu, (0, 0))
     pre = statistics.median(c[ratio] for c in prefill) if prefill else None
-    return {"gpu": gpu, "cases": len(cases), "median_ratio": statistics.median(c[ratio] for c in cases), "rms_log_error": rms,
-            "rms_target": RMS_TARGET.get(gpu), "rms_met": rms <= RMS_TARGET.get(gpu, 0.0),
-            "fastest_tp_agreement": agree / n if n else None, "fastest_tp_tail_agreement": agree_tail / n_tail if n_tail else None,
-            "fastest_tp_cases": n, "fastest_tp_tail_cases": n_tail, "tp_regret_worst": tp_regret(cases, key),
-            "fastest_tp_decisive_misses": sum(r > DECISIVE_REGRET for r in tp_regrets(cases, key)),
-            "fastest_tp_met": bool(n and n_tail and agree / n >= FASTEST_TP_TARGET and agree_tail / n_tail >= FASTEST_TP_TARGET),
-            "prefill_median_ratio": pre, "prefill_met": pre is not None and PREFILL_BAND[0] <= pre <= PREFILL_BAND[1]}
+    return {
+        "gpu": gpu,
+        "cases": len(cases),
+        "median_ratio": statistics.median(c[ratio] for c in cases),
+        "rms_log_error": rms,
+        "rms_target": RMS_TARGET.get(gpu),
+        "rms_met": rms <= RMS_TARGET.get(gpu, 0.0),
+        "fastest_tp_agreement": agree / n if n else None,
+        "fastest_tp_tail_agreement": agree_tail / n_tail if n_tail else None,
+        "fastest_tp_cases": n,
+        "fastest_tp_tail_cases": n_tail,
+        "tp_regret_worst": tp_regret(cases, key),
+        "fastest_tp_decisive_misses": sum(r > DECISIVE_REGRET for r in tp_regrets(cases, key)),
+        "fastest_tp_met": bool(
+            n
+            and n_tail
+            and agree / n >= FASTEST_TP_TARGET
+            and agree_tail / n_tail >= FASTEST_TP_TARGET
+        ),
+        "prefill_median_ratio": pre,
+        "prefill_met": pre is not None and PREFILL_BAND[0] <= pre <= PREFILL_BAND[1],
+    }
 
 
 def summarise(decode: list[dict[str, Any]], prefill: list[dict[str, Any]]) -> dict[str, Any]:
@@ -186,15 +236,38 @@ def summarise(decode: list[dict[str, Any]], prefill: list[dict[str, Any]]) -> di
         if not decode or ratio not in decode[0]:
             continue
         gpus = sorted({c["gpu"] for c in decode})
-        out[label] = {"gpus": [_gpu_row(g, [c for c in decode if c["gpu"] == g], [c for c in prefill if c["gpu"] == g], key, ratio) for g in gpus]}
+        out[label] = {
+            "gpus": [
+                _gpu_row(
+                    g,
+                    [c for c in decode if c["gpu"] == g],
+                    [c for c in prefill if c["gpu"] == g],
+                    key,
+                    ratio,
+                )
+                for g in gpus
+            ]
+        }
         per_tp = []
         for gpu, tp in sorted({(c["gpu"], c["tp"]) for c in decode}):
             cases = [c for c in decode if c["gpu"] == gpu and c["tp"] == tp]
             comm_key = "predicted_comm_s" if label == "flat" else "calibrated_comm_s"
-            comm = [c[comm_key] / c["measured_allreduce_s"] for c in cases if c["measured_allreduce_s"] > 0]
-            per_tp.append({"gpu": gpu, "tp": tp, "cases": len(cases), "median_ratio": statistics.median(c[ratio] for c in cases),
-                           "rms_log_error": _rms_log(cases, ratio), "worst_ratio": max((c[ratio] for c in cases), key=lambda x: abs(math.log(x))),
-                           "allreduce_median_ratio": statistics.median(comm) if comm else None})
+            comm = [
+                c[comm_key] / c["measured_allreduce_s"]
+                for c in cases
+                if c["measured_allreduce_s"] > 0
+            ]
+            per_tp.append(
+                {
+                    "gpu": gpu,
+                    "tp": tp,
+                    "cases": len(cases),
+                    "median_ratio": statistics.median(c[ratio] for c in cases),
+                    "rms_log_error": _rms_log(cases, ratio),
+                    "worst_ratio": max((c[ratio] for c in cases), key=lambda x: abs(math.log(x))),
+                    "allreduce_median_ratio": statistics.median(comm) if comm else None,
+                }
+            )
         out[label]["per_tp"] = per_tp
     return out
 
@@ -209,22 +282,40 @@ def section21() -> dict[str, Any]:
 
     kernels = Efficiency(kernels="aic-vllm")
     engines = engine_profiles()
-    judges = {"flat (0.x)": Efficiency(kernels="flat", **engines["cuda-graph"].efficiency_update()),
-              "calibrated, cuda-graph": kernels.model_copy(update=engines["cuda-graph"].efficiency_update()),
-              "calibrated, eager (fitted here)": kernels.model_copy(update=engines["eager"].efficiency_update())}
+    judges = {
+        "flat (0.x)": Efficiency(kernels="flat", **engines["cuda-graph"].efficiency_update()),
+        "calibrated, cuda-graph": kernels.model_copy(
+            update=engines["cuda-graph"].efficiency_update()
+        ),
+        "calibrated, eager (fitted here)": kernels.model_copy(
+            update=engines["eager"].efficiency_update()
+        ),
+    }
     rows = []
     for label, eff in judges.items():
         times = {c.name: predict(c, eff) for c in SECTION_21}
         early = [times[f"early TP{t}"] for t in (2, 4, 8)]
         tail = [times[f"tail TP{t}"] for t in (8, 4, 2)]
         ratios = [times[c.name] / c.seconds for c in SECTION_21]
-        rows.append({"judge": label, **{c.name: round(times[c.name], 1) for c in SECTION_21},
-                     "early_order_tp2_tp4_tp8": early == sorted(early), "tail_order_tp8_tp4_tp2": tail == sorted(tail),
-                     "tail_tp8_over_tp2": round(times["tail TP8"] / times["tail TP2"], 3),
-                     "worst_ratio": round(max(ratios, key=lambda r: abs(math.log(r))), 3),
-                     "within_30pct": all(0.7 <= r <= 1.3 for r in ratios),
-                     "rms_log_error": round(math.sqrt(sum(math.log(r) ** 2 for r in ratios) / len(ratios)), 3)})
-    return {"measured": {c.name: c.seconds for c in SECTION_21}, "tail_tp8_over_tp2_measured": round(165.1 / 208.4, 3), "judges": rows}
+        rows.append(
+            {
+                "judge": label,
+                **{c.name: round(times[c.name], 1) for c in SECTION_21},
+                "early_order_tp2_tp4_tp8": early == sorted(early),
+                "tail_order_tp8_tp4_tp2": tail == sorted(tail),
+                "tail_tp8_over_tp2": round(times["tail TP8"] / times["tail TP2"], 3),
+                "worst_ratio": round(max(ratios, key=lambda r: abs(math.log(r))), 3),
+                "within_30pct": all(0.7 <= r <= 1.3 for r in ratios),
+                "rms_log_error": round(
+                    math.sqrt(sum(math.log(r) ** 2 for r in ratios) / len(ratios)), 3
+                ),
+            }
+        )
+    return {
+        "measured": {c.name: c.seconds for c in SECTION_21},
+        "tail_tp8_over_tp2_measured": round(165.1 / 208.4, 3),
+        "judges": rows,
+    }
 
 
 def table1() -> dict[str, Any]:
@@ -238,10 +329,22 @@ def table1() -> dict[str, Any]:
     for engine in ("eager", "cuda-graph"):
         for task, (kind, measured) in TABLE1.items():
             got = veRL_shares(task, engine)
-            rows.append({"engine": engine, "task": task, "reward_kind": kind, "step_s": round(got["step_s"], 1),
-                         **{f"{k}_share": round(got[k], 3) for k in ("rollout", "reward", "training")},
-                         **{f"{k}_measured": v for k, v in zip(("rollout", "reward", "training"), measured, strict=True)},
-                         "in_bands": 0.60 <= got["rollout"] <= 0.80 and 0.03 <= got["reward"] <= 0.15 and 0.15 <= got["training"] <= 0.30})
+            rows.append(
+                {
+                    "engine": engine,
+                    "task": task,
+                    "reward_kind": kind,
+                    "step_s": round(got["step_s"], 1),
+                    **{f"{k}_share": round(got[k], 3) for k in ("rollout", "reward", "training")},
+                    **{
+                        f"{k}_measured": v
+                        for k, v in zip(("rollout", "reward", "training"), measured, strict=True)
+                    },
+                    "in_bands": 0.60 <= got["rollout"] <= 0.80
+                    and 0.03 <= got["reward"] <= 0.15
+                    and 0.15 <= got["training"] <= 0.30,
+                }
+            )
     return {"mfu_shipped": FITTED_MFU, "mfu_refit": fit_mfu("eager"), "rows": rows}
 
 
@@ -249,55 +352,79 @@ def _markdown(summary: dict[str, Any], command: str) -> str:
     def f(x: Any, fmt: str = ".2f") -> str:
         return "-" if x is None else format(x, fmt)
 
-    lines = [f"# Fidelity of the judge\n\nMade by `{command}`. Measured: AIConfigurator's vLLM database "
-             "(`costmodels/data/measured/`, see `benchmarks/fidelity/report.py`). Ratio = predicted / measured. "
-             "*flat*: the judge of rlplan 0.x (`--profile flat`); *calibrated*: the judge's form (the default), a "
-             "hardware profile fitted to the GPU's measurements of the other two models (leave one model out: out of sample).\n"]
+    lines = [
+        f"# Fidelity of the judge\n\nMade by `{command}`. Measured: AIConfigurator's vLLM database "
+        "(`costmodels/data/measured/`, see `benchmarks/fidelity/report.py`). Ratio = predicted / measured. "
+        "*flat*: the judge of rlplan 0.x (`--profile flat`); *calibrated*: the judge's form (the default), a "
+        "hardware profile fitted to the GPU's measurements of the other two models (leave one model out: out of sample).\n"
+    ]
     for label in (j[0] for j in JUDGES):
         if label not in summary:
             continue
-        lines += [f"## {label}: decode kernels and prefill, per GPU\n",
-                  "| GPU | cases | median ratio | RMS log error (target) | fastest TP agrees (tail, batch <= 8; target 95%) "
-                  "| worst cost of a wrong TP | wrong TPs costing > 5% | prefill median ratio (target 0.8-1.2) |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|"]
+        lines += [
+            f"## {label}: decode kernels and prefill, per GPU\n",
+            "| GPU | cases | median ratio | RMS log error (target) | fastest TP agrees (tail, batch <= 8; target 95%) "
+            "| worst cost of a wrong TP | wrong TPs costing > 5% | prefill median ratio (target 0.8-1.2) |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|",
+        ]
         for g in summary[label]["gpus"]:
-            lines.append(f"| {g['gpu']} | {g['cases']} | {f(g['median_ratio'])} | {f(g['rms_log_error'], '.3f')} ({f(g['rms_target'])}) "
-                         f"{'met' if g['rms_met'] else 'not met'} | {f(g['fastest_tp_agreement'], '.0%')} ({f(g['fastest_tp_tail_agreement'], '.0%')}) "
-                         f"| {f(g['tp_regret_worst'], '.3f')}x | {g['fastest_tp_decisive_misses']} of {g['fastest_tp_cases']} "
-                         f"| {f(g['prefill_median_ratio'])} {'met' if g['prefill_met'] else 'not met'} |")
-        lines += [f"\n## {label}: decode kernels per GPU and TP\n",
-                  "| GPU | TP | cases | median ratio | RMS log error | worst ratio | all-reduce median ratio |", "|---|---:|---:|---:|---:|---:|---:|"]
+            lines.append(
+                f"| {g['gpu']} | {g['cases']} | {f(g['median_ratio'])} | {f(g['rms_log_error'], '.3f')} ({f(g['rms_target'])}) "
+                f"{'met' if g['rms_met'] else 'not met'} | {f(g['fastest_tp_agreement'], '.0%')} ({f(g['fastest_tp_tail_agreement'], '.0%')}) "
+                f"| {f(g['tp_regret_worst'], '.3f')}x | {g['fastest_tp_decisive_misses']} of {g['fastest_tp_cases']} "
+                f"| {f(g['prefill_median_ratio'])} {'met' if g['prefill_met'] else 'not met'} |"
+            )
+        lines += [
+            f"\n## {label}: decode kernels per GPU and TP\n",
+            "| GPU | TP | cases | median ratio | RMS log error | worst ratio | all-reduce median ratio |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+        ]
         for r in summary[label]["per_tp"]:
-            lines.append(f"| {r['gpu']} | {r['tp']} | {r['cases']} | {f(r['median_ratio'])} | {f(r['rms_log_error'], '.3f')} | {f(r['worst_ratio'])} "
-                         f"| {f(r['allreduce_median_ratio'])} |")
+            lines.append(
+                f"| {r['gpu']} | {r['tp']} | {r['cases']} | {f(r['median_ratio'])} | {f(r['rms_log_error'], '.3f')} | {f(r['worst_ratio'])} "
+                f"| {f(r['allreduce_median_ratio'])} |"
+            )
         lines.append("")
     if "section21" in summary:
         sec = summary["section21"]
         names = list(sec["measured"])
-        lines += ["## Whole generation phases: OrchestrRL §2.1 (Qwen2.5-14B, 8 H800, batch 512)\n",
-                  "Makespans in seconds of the two snapshots rlplan reconstructs (`costmodels/engine_fit.py`), mean of three draws. "
-                  "The eager engine's two overheads are fitted to these six times, so its agreement is in sample.\n",
-                  "| judge | " + " | ".join(names) + " | early TP2<TP4<TP8 | tail TP8<TP4<TP2 | tail TP8/TP2 | worst ratio | RMS log error |",
-                  "|---|" + "---:|" * len(names) + "---|---|---:|---:|---:|",
-                  "| measured | " + " | ".join(f"{sec['measured'][n]:.1f}" for n in names) + f" | yes | yes | {sec['tail_tp8_over_tp2_measured']:.2f} | - | - |"]
+        lines += [
+            "## Whole generation phases: OrchestrRL §2.1 (Qwen2.5-14B, 8 H800, batch 512)\n",
+            "Makespans in seconds of the two snapshots rlplan reconstructs (`costmodels/engine_fit.py`), mean of three draws. "
+            "The eager engine's two overheads are fitted to these six times, so its agreement is in sample.\n",
+            "| judge | "
+            + " | ".join(names)
+            + " | early TP2<TP4<TP8 | tail TP8<TP4<TP2 | tail TP8/TP2 | worst ratio | RMS log error |",
+            "|---|" + "---:|" * len(names) + "---|---|---:|---:|---:|",
+            "| measured | "
+            + " | ".join(f"{sec['measured'][n]:.1f}" for n in names)
+            + f" | yes | yes | {sec['tail_tp8_over_tp2_measured']:.2f} | - | - |",
+        ]
         for r in sec["judges"]:
-            lines.append(f"| {r['judge']} | " + " | ".join(f"{r[n]:.1f}" for n in names)
-                         + f" | {'yes' if r['early_order_tp2_tp4_tp8'] else 'no'} | {'yes' if r['tail_order_tp8_tp4_tp2'] else 'no'}"
-                         f" | {r['tail_tp8_over_tp2']:.2f} | {r['worst_ratio']:.2f} | {r['rms_log_error']:.3f} |")
+            lines.append(
+                f"| {r['judge']} | "
+                + " | ".join(f"{r[n]:.1f}" for n in names)
+                + f" | {'yes' if r['early_order_tp2_tp4_tp8'] else 'no'} | {'yes' if r['tail_order_tp8_tp4_tp2'] else 'no'}"
+                f" | {r['tail_tp8_over_tp2']:.2f} | {r['worst_ratio']:.2f} | {r['rms_log_error']:.3f} |"
+            )
         lines.append("")
     if "table1" in summary:
         t1 = summary["table1"]
-        lines += ["## Whole RL steps: RollPacker Table 1 (veRL, Qwen2.5-14B, 16k, 32 H800)\n",
-                  f"Stage shares of veRL's mean step (`costmodels/rollout/table1.py`). Fitted to these: the training MFU "
-                  f"({t1['mfu_shipped']}; re-fitted now: {t1['mfu_refit']}), the rule scorer's seconds per response and the "
-                  "sandbox count, on the eager engine verl ran up to 0.5. Bands of the target: rollout 60-80%, reward 3-15%, "
-                  "training 15-30%.\n",
-                  "| engine | task | step s | rollout (measured) | reward (measured) | training (measured) | in bands |",
-                  "|---|---|---:|---:|---:|---:|---|"]
+        lines += [
+            "## Whole RL steps: RollPacker Table 1 (veRL, Qwen2.5-14B, 16k, 32 H800)\n",
+            f"Stage shares of veRL's mean step (`costmodels/rollout/table1.py`). Fitted to these: the training MFU "
+            f"({t1['mfu_shipped']}; re-fitted now: {t1['mfu_refit']}), the rule scorer's seconds per response and the "
+            "sandbox count, on the eager engine verl ran up to 0.5. Bands of the target: rollout 60-80%, reward 3-15%, "
+            "training 15-30%.\n",
+            "| engine | task | step s | rollout (measured) | reward (measured) | training (measured) | in bands |",
+            "|---|---|---:|---:|---:|---:|---|",
+        ]
         for r in t1["rows"]:
-            lines.append(f"| {r['engine']} | {r['task']} | {r['step_s']:.1f} | {r['rollout_share']:.0%} ({r['rollout_measured']:.0%}) "
-                         f"| {r['reward_share']:.1%} ({r['reward_measured']:.0%}) | {r['training_share']:.0%} ({r['training_measured']:.0%}) "
-                         f"| {'yes' if r['in_bands'] else 'no'} |")
+            lines.append(
+                f"| {r['engine']} | {r['task']} | {r['step_s']:.1f} | {r['rollout_share']:.0%} ({r['rollout_measured']:.0%}) "
+                f"| {r['reward_share']:.1%} ({r['reward_measured']:.0%}) | {r['training_share']:.0%} ({r['training_measured']:.0%}) "
+                f"| {'yes' if r['in_bands'] else 'no'} |"
+            )
         lines.append("")
     return "\n".join(lines) + "\n"
 
@@ -315,17 +442,34 @@ def _plot(decode: list[dict[str, Any]], path: Path) -> None:
     for ax, (label, key, _) in zip(axes[0], judges, strict=True):
         for gpu in sorted({c["gpu"] for c in decode}):
             pts = [c for c in decode if c["gpu"] == gpu]
-            ax.scatter([c["measured_s"] * 1e3 for c in pts], [c[key] * 1e3 for c in pts], s=6, alpha=0.5, label=gpu)
+            ax.scatter(
+                [c["measured_s"] * 1e3 for c in pts],
+                [c[key] * 1e3 for c in pts],
+                s=6,
+                alpha=0.5,
+                label=gpu,
+            )
         ax.plot([lo, hi], [lo, hi], "k--", lw=0.8)
-        ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), xlabel="measured decode step kernels, ms (AIConfigurator, vLLM)",
-               ylabel="predicted, ms", title=f"{label} judge")
+        ax.set(
+            xscale="log",
+            yscale="log",
+            xlim=(lo, hi),
+            ylim=(lo, hi),
+            xlabel="measured decode step kernels, ms (AIConfigurator, vLLM)",
+            ylabel="predicted, ms",
+            title=f"{label} judge",
+        )
         ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
-def write_report(out: Path, command: str = "python -m benchmarks.fidelity --out benchmarks/results/fidelity", calibrated: bool = True) -> dict[str, Any]:
+def write_report(
+    out: Path,
+    command: str = "python -m benchmarks.fidelity --out benchmarks/results/fidelity",
+    calibrated: bool = True,
+) -> dict[str, Any]:
     """Every case to ``decode.csv`` / ``prefill.csv``, the summary to ``summary.json`` and
     ``README.md``, the scatter to ``decode.png``; returns the summary."""
     out.mkdir(parents=True, exist_ok=True)
@@ -335,7 +479,10 @@ def write_report(out: Path, command: str = "python -m benchmarks.fidelity --out 
         with (out / name).open("w", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
             writer.writeheader()
-            writer.writerows({k: (round(v, 9) if isinstance(v, float) else v) for k, v in r.items()} for r in rows)
+            writer.writerows(
+                {k: (round(v, 9) if isinstance(v, float) else v) for k, v in r.items()}
+                for r in rows
+            )
     summary = summarise(decode, prefill)
     summary["section21"] = section21()
     summary["table1"] = table1()

@@ -16,17 +16,28 @@ from costmodels.broadcast.summary import broadcast_summary
 from costmodels.problem import ProblemKind, SolverEntry, SpecField
 
 SOLVERS = (
-    SolverEntry("two-level", "heuristics.broadcast.schedule:solve_two_level", default=True,
-                description="RFabric App. E: cross-PoD seeding in budget-aware waves (relay on), intra-PoD fan-out trees"),
-    SolverEntry("naive", "heuristics.broadcast.schedule:solve_naive",
-                description="naive one-to-all: every generation rank fetches every shard from its holder"),
+    SolverEntry(
+        "two-level",
+        "heuristics.broadcast.schedule:solve_two_level",
+        default=True,
+        description="RFabric App. E: cross-PoD seeding in budget-aware waves (relay on), intra-PoD fan-out trees",
+    ),
+    SolverEntry(
+        "naive",
+        "heuristics.broadcast.schedule:solve_naive",
+        description="naive one-to-all: every generation rank fetches every shard from its holder",
+    ),
 )
 
 KIND = ProblemKind(
     name="broadcast",
     summary="schedule the two-level weight-sync broadcast over OCS circuits (RFabric)",
     title="Broadcast",
-    fields=(SpecField("sync", BroadcastSpec, "weight-sync spec file or preset", default="weight-sync-example"),),
+    fields=(
+        SpecField(
+            "sync", BroadcastSpec, "weight-sync spec file or preset", default="weight-sync-example"
+        ),
+    ),
     problem_type=BroadcastProblem,
     build=lambda sync: BroadcastProblem(sync),
     plan_type=BroadcastPlan,

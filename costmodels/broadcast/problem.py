@@ -37,9 +37,20 @@ class BroadcastPod(BaseModel):
 
     name: str = Field(min_length=1, pattern=r"^[^/]+$")
     role: Literal["train", "gen"]
-    ranks: int = Field(ge=1, le=1_000_000, description="endpoints (GPU NICs / servers) in the PoD (at most 10^6)")
-    budget: int = Field(ge=1, le=4096, description="d_p: concurrently active inter-PoD circuits incident to the PoD (at most 4 096)")
-    holders: int = Field(default=0, ge=0, le=65536, description="train PoDs: ranks holding one weight shard each (at most 65 536)")
+    ranks: int = Field(
+        ge=1, le=1_000_000, description="endpoints (GPU NICs / servers) in the PoD (at most 10^6)"
+    )
+    budget: int = Field(
+        ge=1,
+        le=4096,
+        description="d_p: concurrently active inter-PoD circuits incident to the PoD (at most 4 096)",
+    )
+    holders: int = Field(
+        default=0,
+        ge=0,
+        le=65536,
+        description="train PoDs: ranks holding one weight shard each (at most 65 536)",
+    )
 
 
 class BroadcastSpec(BaseModel):
@@ -47,9 +58,15 @@ class BroadcastSpec(BaseModel):
 
     name: str = ""
     description: str = ""
-    weights_gb: float = Field(gt=0, le=MAX_BYTES / 1e9, description="model weights to disseminate, GB")
-    link_gbps: float = Field(gt=0, le=MAX_LINK_GBPS, description="OCS-Core circuit line rate, Gbit/s")
-    intra_gbps: float = Field(gt=0, le=MAX_LINK_GBPS, description="per-rank intra-PoD fan-out link rate, Gbit/s")
+    weights_gb: float = Field(
+        gt=0, le=MAX_BYTES / 1e9, description="model weights to disseminate, GB"
+    )
+    link_gbps: float = Field(
+        gt=0, le=MAX_LINK_GBPS, description="OCS-Core circuit line rate, Gbit/s"
+    )
+    intra_gbps: float = Field(
+        gt=0, le=MAX_LINK_GBPS, description="per-rank intra-PoD fan-out link rate, Gbit/s"
+    )
     seeds_per_pod: int = Field(default=1, ge=1)
     chunks: int = Field(default=64, ge=1, description="pipelining chunks of the Phase B trees")
     ocs_device: str = "piezo"
@@ -62,17 +79,29 @@ class BroadcastSpec(BaseModel):
                 raise SpecError(f"pods[{i}].name", p.name, "duplicate PoD name")
             names.add(p.name)
             if p.holders > p.ranks:
-                raise SpecError(f"pods[{i}].holders", p.holders, f"more shard holders than ranks ({p.ranks})")
+                raise SpecError(
+                    f"pods[{i}].holders", p.holders, f"more shard holders than ranks ({p.ranks})"
+                )
             if p.role == "gen" and p.holders:
-                raise SpecError(f"pods[{i}].holders", p.holders, "generation PoDs hold no shards before the sync")
+                raise SpecError(
+                    f"pods[{i}].holders",
+                    p.holders,
+                    "generation PoDs hold no shards before the sync",
+                )
             if p.role == "gen" and self.seeds_per_pod > p.ranks:
-                raise SpecError("seeds_per_pod", self.seeds_per_pod, f"PoD {p.name} has only {p.ranks} ranks")
+                raise SpecError(
+                    "seeds_per_pod", self.seeds_per_pod, f"PoD {p.name} has only {p.ranks} ranks"
+                )
         if not any(p.role == "train" and p.holders for p in self.pods):
             raise SpecError("pods", None, "needs a train PoD with holders >= 1")
         if not any(p.role == "gen" for p in self.pods):
             raise SpecError("pods", None, "needs at least one gen PoD")
         if self.ocs_device not in ocs_devices():
-            raise SpecError("ocs_device", self.ocs_device, f"unknown OCS technology; known: {', '.join(ocs_devices())}")
+            raise SpecError(
+                "ocs_device",
+                self.ocs_device,
+                f"unknown OCS technology; known: {', '.join(ocs_devices())}",
+            )
 
     def holders(self) -> list[str]:
         """Shard i is held by the i-th entry (train PoDs in order, ranks 0.. holders-1)."""
@@ -133,19 +162,39 @@ def edge_time_s(gb: float, circuits: int, link_gbps: float) -> float:
     return gb * 8 / (circuits * link_gbps)
 
 
-def evaluate_broadcast(problem: BroadcastProblem, plan: BroadcastPlan) -> tuple[float, dict[str, Any]]:
+def evaluate_broadcast(
+    problem: BroadcastProblem, plan: BroadcastPlan
+) -> tuple[float, dict[str, Any]]:
     s = problem.spec
     gb = s.shard_gb()
-    waves = [s.reconfig_s() + max(edge_time_s(gb, e.circuits, s.link_gbps) for e in w.edges) for w in plan.phase_a]
+    waves = [
+        s.reconfig_s() + max(edge_time_s(gb, e.circuits, s.link_gbps) for e in w.edges)
+        for w in plan.phase_a
+    ]
     ranks = {p.name: p.ranks for p in s.pods}
-    phase_b = max((pipelined_broadcast_s(gb * len(t.shards), ranks[pod_of(t.seed)] - 1, s.intra_gbps / 8, chunks=s.chunks)
-                   for t in plan.phase_b if t.shards), default=0.0)
+    phase_b = max(
+        (
+            pipelined_broadcast_s(
+                gb * len(t.shards), ranks[pod_of(t.seed)] - 1, s.intra_gbps / 8, chunks=s.chunks
+            )
+            for t in plan.phase_b
+            if t.shards
+        ),
+        default=0.0,
+    )
     if plan.phase_b:
         phase_b += s.reconfig_s()  # OCS-Agg fan-out circuits are set up once, before Phase B
     total = sum(waves) + phase_b
-    return total, {"total_s": total, "phase_a_s": sum(waves), "phase_b_s": phase_b, "waves": len(waves),
-                   "wave_s": waves, "inter_pod_edges": sum(len(w.edges) for w in plan.phase_a),
-                   "inter_pod_gb": gb * sum(len(w.edges) for w in plan.phase_a), "shard_gb": gb}
+    return total, {
+        "total_s": total,
+        "phase_a_s": sum(waves),
+        "phase_b_s": phase_b,
+        "waves": len(waves),
+        "wave_s": waves,
+        "inter_pod_edges": sum(len(w.edges) for w in plan.phase_a),
+        "inter_pod_gb": gb * sum(len(w.edges) for w in plan.phase_a),
+        "shard_gb": gb,
+    }
 
 
 def check_broadcast(problem: BroadcastProblem, plan: BroadcastPlan) -> list[Violation]:
@@ -172,15 +221,27 @@ def check_broadcast(problem: BroadcastProblem, plan: BroadcastPlan) -> list[Viol
                 out.append(Violation("shard", f"{where}: there are only {nshards} shards"))
                 continue
             if pod_of(e.src) == pod_of(e.dst):
-                out.append(Violation("inter-pod", f"{where}: Phase A edges cross PoDs (POD(u) != POD(v))"))
+                out.append(
+                    Violation("inter-pod", f"{where}: Phase A edges cross PoDs (POD(u) != POD(v))")
+                )
             if e.shard not in held.get(e.src, set()):
-                out.append(Violation("source", f"{where}: the source does not hold the shard at the start of the wave"))
+                out.append(
+                    Violation(
+                        "source",
+                        f"{where}: the source does not hold the shard at the start of the wave",
+                    )
+                )
             for p in (pod_of(e.src), pod_of(e.dst)):
                 load[p] = load.get(p, 0) + e.circuits
             arrivals.append((e.dst, e.shard))
         for p, n in sorted(load.items()):
             if n > pods[p].budget:
-                out.append(Violation("pod-budget", f"wave {t}: PoD {p} has {n} active inter-PoD circuits, budget d_p = {pods[p].budget}"))
+                out.append(
+                    Violation(
+                        "pod-budget",
+                        f"wave {t}: PoD {p} has {n} active inter-PoD circuits, budget d_p = {pods[p].budget}",
+                    )
+                )
         for ep, shard in arrivals:
             held.setdefault(ep, set()).add(shard)
     served: dict[str, set[int]] = {ep: set(v) for ep, v in held.items()}
@@ -190,7 +251,12 @@ def check_broadcast(problem: BroadcastProblem, plan: BroadcastPlan) -> list[Viol
             continue
         missing = sorted(set(tree.shards) - held.get(tree.seed, set()))
         if missing:
-            out.append(Violation("source", f"phase_b[{i}]: seed {tree.seed} fans out shards {missing} it never received"))
+            out.append(
+                Violation(
+                    "source",
+                    f"phase_b[{i}]: seed {tree.seed} fans out shards {missing} it never received",
+                )
+            )
         pod = pod_of(tree.seed)
         for r in range(pods[pod].ranks):
             served.setdefault(f"{pod}/{r}", set()).update(tree.shards)
@@ -200,6 +266,10 @@ def check_broadcast(problem: BroadcastProblem, plan: BroadcastPlan) -> list[Viol
         for r in range(p.ranks):
             lack = nshards - len(served.get(f"{p.name}/{r}", set()) & set(range(nshards)))
             if lack:
-                out.append(Violation("coverage", f"rank {p.name}/{r} never receives {lack} of {nshards} shards"))
+                out.append(
+                    Violation(
+                        "coverage", f"rank {p.name}/{r} never receives {lack} of {nshards} shards"
+                    )
+                )
                 break  # one line per PoD is enough to act on
     return out

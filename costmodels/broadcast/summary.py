@@ -8,13 +8,25 @@ from costmodels.broadcast.problem import BroadcastPlan, BroadcastProblem
 from costmodels.problem import Summary
 
 
-def broadcast_summary(problem: BroadcastProblem, plan: BroadcastPlan, objective: float, breakdown: dict[str, Any],
-                      solver: str, status: str) -> Summary:
+def broadcast_summary(
+    problem: BroadcastProblem,
+    plan: BroadcastPlan,
+    objective: float,
+    breakdown: dict[str, Any],
+    solver: str,
+    status: str,
+) -> Summary:
     b = breakdown
     return Summary(
         title=f"weight sync by {solver}: {b['total_s']:.3g} s ({status})",
         columns=("part", "seconds", "detail"),
-        rows=[("Phase A", f"{b['phase_a_s']:.3g}", f"{b['waves']} waves, {b['inter_pod_edges']} inter-PoD transfers, {b['inter_pod_gb']:.0f} GB"),
-              ("Phase B", f"{b['phase_b_s']:.3g}", f"{len(plan.phase_b)} intra-PoD fan-out trees")],
+        rows=[
+            (
+                "Phase A",
+                f"{b['phase_a_s']:.3g}",
+                f"{b['waves']} waves, {b['inter_pod_edges']} inter-PoD transfers, {b['inter_pod_gb']:.0f} GB",
+            ),
+            ("Phase B", f"{b['phase_b_s']:.3g}", f"{len(plan.phase_b)} intra-PoD fan-out trees"),
+        ],
         caption=f"shard {b['shard_gb']:.3g} GB; each wave pays the OCS reconfiguration delay ({problem.spec.ocs_device})",
     )

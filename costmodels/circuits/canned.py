@@ -18,8 +18,12 @@ from costmodels.problem import Canned
 
 
 def _problem(ports: int, names: str, demand: dict[tuple[str, str], float]) -> CircuitProblem:
-    fabric = FabricSpec(link_gbps=100, template="all-pairs", endpoints=[{"name": n, "ports": ports} for n in names])
-    spec = DemandSpec(entries=[{"src": u, "dst": v, "bytes": gb * 1e9} for (u, v), gb in demand.items()])
+    fabric = FabricSpec(
+        link_gbps=100, template="all-pairs", endpoints=[{"name": n, "ports": ports} for n in names]
+    )
+    spec = DemandSpec(
+        entries=[{"src": u, "dst": v, "bytes": gb * 1e9} for (u, v), gb in demand.items()]
+    )
     fabric.check()
     spec.check_against(fabric)
     return CircuitProblem(fabric, spec)

@@ -65,7 +65,9 @@ class FabricSpec(BaseModel):
                 raise SpecError(f"endpoints[{i}].name", ep.name, "duplicate endpoint name")
             names[ep.name] = i
         if self.eligible is not None and self.template is not None:
-            raise SpecError("template", self.template, "give either eligible pairs or a template, not both")
+            raise SpecError(
+                "template", self.template, "give either eligible pairs or a template, not both"
+            )
         for i, (a, b) in enumerate(self.eligible or ()):
             for x in (a, b):
                 if x not in names:
@@ -81,20 +83,38 @@ class FabricSpec(BaseModel):
         for i, ep in enumerate(self.endpoints):
             used = self.reserved_ports.get(ep.name, 0) + self.failed_ports.get(ep.name, 0)
             if used > ep.ports:
-                raise SpecError(f"endpoints[{i}].ports", ep.ports, f"reserved + failed ports ({used}) exceed the endpoint's ports")
+                raise SpecError(
+                    f"endpoints[{i}].ports",
+                    ep.ports,
+                    f"reserved + failed ports ({used}) exceed the endpoint's ports",
+                )
         if self.template == "bipartite":
             sides = {ep.side for ep in self.endpoints}
             if None in sides or len(sides) != 2:
-                raise SpecError("template", "bipartite", "every endpoint needs a side label and there must be exactly two sides")
-        if self.template in ("intra-pod", "cross-pod") and any(ep.pod is None for ep in self.endpoints):
-            raise SpecError("template", self.template, "every endpoint needs a pod label for this template")
+                raise SpecError(
+                    "template",
+                    "bipartite",
+                    "every endpoint needs a side label and there must be exactly two sides",
+                )
+        if self.template in ("intra-pod", "cross-pod") and any(
+            ep.pod is None for ep in self.endpoints
+        ):
+            raise SpecError(
+                "template", self.template, "every endpoint needs a pod label for this template"
+            )
         if self.ocs_device not in ocs_devices():
-            raise SpecError("ocs_device", self.ocs_device, f"unknown OCS technology; known: {', '.join(ocs_devices())}")
+            raise SpecError(
+                "ocs_device",
+                self.ocs_device,
+                f"unknown OCS technology; known: {', '.join(ocs_devices())}",
+            )
 
     def degrees(self) -> dict[str, int]:
         """deg(v) of Eq. 6: allocatable ports after reservations and masked failures."""
         return {
-            ep.name: ep.ports - self.reserved_ports.get(ep.name, 0) - self.failed_ports.get(ep.name, 0)
+            ep.name: ep.ports
+            - self.reserved_ports.get(ep.name, 0)
+            - self.failed_ports.get(ep.name, 0)
             for ep in self.endpoints
         }
 
@@ -113,12 +133,18 @@ class FabricSpec(BaseModel):
             "cross-pod": lambda x, y: x.pod != y.pod,
         }
         rule = rules[t]
-        return lambda a, b: a != b and a in by_name and b in by_name and rule(by_name[a], by_name[b])
+        return lambda a, b: (
+            a != b and a in by_name and b in by_name and rule(by_name[a], by_name[b])
+        )
 
     def eligible_pairs(self) -> set[Pair]:
         """Every unordered eligible pair (small fabrics, tests and pictures)."""
         ok = self.eligibility()
-        return {pair_key(a.name, b.name) for a, b in itertools.combinations(self.endpoints, 2) if ok(a.name, b.name)}
+        return {
+            pair_key(a.name, b.name)
+            for a, b in itertools.combinations(self.endpoints, 2)
+            if ok(a.name, b.name)
+        }
 
 
 class DemandEntry(BaseModel):
@@ -141,7 +167,11 @@ class DemandSpec(BaseModel):
         for i, e in enumerate(self.entries):
             for col in ("src", "dst"):
                 if getattr(e, col) not in names:
-                    raise SpecError(f"row {i + 2}.{col}", getattr(e, col), "unknown endpoint (not in the fabric)")
+                    raise SpecError(
+                        f"row {i + 2}.{col}",
+                        getattr(e, col),
+                        "unknown endpoint (not in the fabric)",
+                    )
             if e.src == e.dst:
                 raise SpecError(f"row {i + 2}.dst", e.dst, "src and dst must differ")
 
@@ -163,7 +193,9 @@ def parse_demand_csv(text: str) -> DemandSpec:
         except ValueError:
             raise SpecError(f"row {i + 2}.bytes", raw, "not a number") from None
         if not 0 <= value <= MAX_BYTES:
-            raise SpecError(f"row {i + 2}.bytes", raw, f"must be a number in 0..{MAX_BYTES:g} (an exabyte)")
+            raise SpecError(
+                f"row {i + 2}.bytes", raw, f"must be a number in 0..{MAX_BYTES:g} (an exabyte)"
+            )
         for col in ("src", "dst"):
             if not (row.get(col) or "").strip():
                 raise SpecError(f"row {i + 2}.{col}", row.get(col), "empty endpoint name")

@@ -25,18 +25,45 @@ def _demand_fits_fabric(demand: DemandSpec, loaded: dict[str, Any]) -> None:
 _FILL = {"fill_with": "heuristics.circuits.greedy:allocate_greedy"}  # spare ports go to Algorithm 3
 
 SOLVERS = (
-    SolverEntry("greedy", "heuristics.circuits.greedy:solve_greedy", default=True,
-                description="OrchestrRL Algorithm 3 (App. D.2): one circuit at a time to the largest pair time, as one sorted scan of circuit events"),
-    SolverEntry("greedy-reference", "heuristics.circuits.greedy:solve_greedy_reference",
-                description="plain transcription of Algorithm 3 (rescans every pair each step); same allocation as greedy"),
-    SolverEntry("milp", "formulations.circuits.exact:solve_circuits_milp", exact=True, inject=_FILL, time_limit=120.0,
-                description="exact lexicographic model (max covered demand, then min bottleneck) on HiGHS via PuLP"),
-    SolverEntry("cpsat", "formulations.circuits.exact:solve_circuits_cpsat", exact=True, inject=_FILL, time_limit=120.0,
-                description="the same exact model on OR-Tools CP-SAT (bottleneck picked from its candidate set)"),
-    SolverEntry("uniform", "heuristics.circuits.greedy:solve_uniform",
-                description="uniform splitting baseline (App. I): each endpoint's ports spread evenly over its demanded pairs"),
-    SolverEntry("bruteforce", "formulations.circuits.bruteforce:solve_circuits_bruteforce", exact=True, time_limit=300.0,
-                description="enumerate every allocation (tiny instances only; ground truth for the exact models)"),
+    SolverEntry(
+        "greedy",
+        "heuristics.circuits.greedy:solve_greedy",
+        default=True,
+        description="OrchestrRL Algorithm 3 (App. D.2): one circuit at a time to the largest pair time, as one sorted scan of circuit events",
+    ),
+    SolverEntry(
+        "greedy-reference",
+        "heuristics.circuits.greedy:solve_greedy_reference",
+        description="plain transcription of Algorithm 3 (rescans every pair each step); same allocation as greedy",
+    ),
+    SolverEntry(
+        "milp",
+        "formulations.circuits.exact:solve_circuits_milp",
+        exact=True,
+        inject=_FILL,
+        time_limit=120.0,
+        description="exact lexicographic model (max covered demand, then min bottleneck) on HiGHS via PuLP",
+    ),
+    SolverEntry(
+        "cpsat",
+        "formulations.circuits.exact:solve_circuits_cpsat",
+        exact=True,
+        inject=_FILL,
+        time_limit=120.0,
+        description="the same exact model on OR-Tools CP-SAT (bottleneck picked from its candidate set)",
+    ),
+    SolverEntry(
+        "uniform",
+        "heuristics.circuits.greedy:solve_uniform",
+        description="uniform splitting baseline (App. I): each endpoint's ports spread evenly over its demanded pairs",
+    ),
+    SolverEntry(
+        "bruteforce",
+        "formulations.circuits.bruteforce:solve_circuits_bruteforce",
+        exact=True,
+        time_limit=300.0,
+        description="enumerate every allocation (tiny instances only; ground truth for the exact models)",
+    ),
 )
 
 KIND = ProblemKind(
@@ -45,8 +72,16 @@ KIND = ProblemKind(
     title="Circuit",
     fields=(
         SpecField("fabric", FabricSpec, "fabric spec file or preset", default="fabric-8"),
-        SpecField("demand", DemandSpec, "demand CSV (src,dst,bytes) or preset", default="demand-alltoall-8",
-                  depends=("fabric",), check_with=_demand_fits_fabric, csv=parse_demand_csv, list_key="entries"),
+        SpecField(
+            "demand",
+            DemandSpec,
+            "demand CSV (src,dst,bytes) or preset",
+            default="demand-alltoall-8",
+            depends=("fabric",),
+            check_with=_demand_fits_fabric,
+            csv=parse_demand_csv,
+            list_key="entries",
+        ),
     ),
     problem_type=CircuitProblem,
     build=CircuitProblem,
@@ -61,7 +96,11 @@ KIND = ProblemKind(
     plot=plot_circuits,
     size=lambda problem: len(problem.pair_demand()),
     size_label="demanded pairs",
-    bench_extras={"uncovered_pairs": "uncovered_pairs", "uncovered_gb": "uncovered_gb", "circuits": "circuits"},
+    bench_extras={
+        "uncovered_pairs": "uncovered_pairs",
+        "uncovered_gb": "uncovered_gb",
+        "circuits": "circuits",
+    },
     primary_key="uncovered_gb",
     canned=canned_circuits,
 )

@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import Any
 
 
-def plot_circuits(problem: Any, plan: Any, breakdown: dict[str, Any], path: Path, title: str = "") -> None:
+def plot_circuits(
+    problem: Any, plan: Any, breakdown: dict[str, Any], path: Path, title: str = ""
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -17,7 +19,10 @@ def plot_circuits(problem: Any, plan: Any, breakdown: dict[str, Any], path: Path
     from matplotlib.colors import BoundaryNorm
     from matplotlib.ticker import MaxNLocator
 
-    names = sorted({v for pair in problem.pair_demand() for v in pair} | {v for c in plan.circuits for v in (c.a, c.b)})
+    names = sorted(
+        {v for pair in problem.pair_demand() for v in pair}
+        | {v for c in plan.circuits for v in (c.a, c.b)}
+    )
     index = {n: i for i, n in enumerate(names)}
     n = len(names)
     demand = np.zeros((n, n))
@@ -28,12 +33,16 @@ def plot_circuits(problem: Any, plan: Any, breakdown: dict[str, Any], path: Path
     for c in plan.circuits:
         circuits[index[c.a], index[c.b]] = circuits[index[c.b], index[c.a]] = c.count
     fig, axes = plt.subplots(1, 2, figsize=(12, 5.5), constrained_layout=True)
-    for ax, data, label, cmap in ((axes[0], demand, "demand, GB (max of both directions)", "Blues"),
-                                  (axes[1], circuits, "circuits allocated", "Oranges")):
+    for ax, data, label, cmap in (
+        (axes[0], demand, "demand, GB (max of both directions)", "Blues"),
+        (axes[1], circuits, "circuits allocated", "Oranges"),
+    ):
         if data is circuits:  # counts: one colour per whole number of circuits, integer ticks
             top = max(1, int(data.max()))
             norm = BoundaryNorm(np.arange(0.5, top + 1.5), plt.get_cmap(cmap).N)
-            im = ax.imshow(np.where(data > 0, data, np.nan), cmap=cmap, norm=norm, interpolation="nearest")
+            im = ax.imshow(
+                np.where(data > 0, data, np.nan), cmap=cmap, norm=norm, interpolation="nearest"
+            )
             bar = fig.colorbar(im, ax=ax, shrink=0.8, label=label)
             bar.locator = MaxNLocator(integer=True, nbins=min(top, 10))
             bar.update_ticks()
@@ -53,9 +62,23 @@ def plot_circuits(problem: Any, plan: Any, breakdown: dict[str, Any], path: Path
     if pair:
         i, j = index[pair[0]], index[pair[1]]
         for ax in axes:
-            ax.scatter([j, i], [i, j], marker="s", s=60, facecolors="none", edgecolors="red", linewidths=1.5)
+            ax.scatter(
+                [j, i],
+                [i, j],
+                marker="s",
+                s=60,
+                facecolors="none",
+                edgecolors="red",
+                linewidths=1.5,
+            )
     uncovered = breakdown.get("uncovered_pairs", 0)
-    fig.suptitle(f"{title}bottleneck {breakdown.get('bottleneck_s', 0):.4g} s (red)"
-                 + (f"; {uncovered} demanded pairs without a circuit ({breakdown.get('uncovered_gb', 0):.3g} GB)" if uncovered else ""))
+    fig.suptitle(
+        f"{title}bottleneck {breakdown.get('bottleneck_s', 0):.4g} s (red)"
+        + (
+            f"; {uncovered} demanded pairs without a circuit ({breakdown.get('uncovered_gb', 0):.3g} GB)"
+            if uncovered
+            else ""
+        )
+    )
     fig.savefig(path, dpi=120)
     plt.close(fig)

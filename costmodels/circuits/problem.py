@@ -50,7 +50,10 @@ class CircuitProblem:
     kind: str = field(default="circuits", init=False)
 
     def to_inputs(self) -> dict[str, Any]:
-        return {"fabric": self.fabric.model_dump(mode="json"), "demand": self.demand.model_dump(mode="json")}
+        return {
+            "fabric": self.fabric.model_dump(mode="json"),
+            "demand": self.demand.model_dump(mode="json"),
+        }
 
     def pair_demand(self) -> dict[Pair, float]:
         """max(D(u->v), D(v->u)) in bytes per unordered demanded pair."""
@@ -95,7 +98,9 @@ Counts = dict[Pair, int]  # circuits per canonical pair
 
 def plan_from_counts(counts: Counts) -> CircuitPlan:
     """A plan listing every pair with at least one circuit, sorted by endpoint names."""
-    return CircuitPlan(circuits=[Circuit(a=a, b=b, count=n) for (a, b), n in sorted(counts.items()) if n > 0])
+    return CircuitPlan(
+        circuits=[Circuit(a=a, b=b, count=n) for (a, b), n in sorted(counts.items()) if n > 0]
+    )
 
 
 def pair_time_s(bytes_: float, count: int, link_gbps: float) -> float:
@@ -148,17 +153,31 @@ def check_circuits(problem: CircuitProblem, plan: CircuitPlan) -> list[Violation
             if v not in deg:
                 out.append(Violation("endpoint", f"circuits[{i}]: unknown endpoint {v!r}"))
         if c.a == c.b:
-            out.append(Violation("endpoint", f"circuits[{i}]: a circuit joins two different endpoints, got {c.a!r} twice"))
+            out.append(
+                Violation(
+                    "endpoint",
+                    f"circuits[{i}]: a circuit joins two different endpoints, got {c.a!r} twice",
+                )
+            )
             continue
         pair = pair_key(c.a, c.b)
         if pair in seen:
             out.append(Violation("duplicate", f"circuits[{i}]: pair {c.a}-{c.b} listed twice"))
         seen.add(pair)
         if c.a in deg and c.b in deg and not eligible(c.a, c.b):
-            out.append(Violation("eligibility", f"circuits[{i}]: pair {c.a}-{c.b} is not eligible in this fabric"))
+            out.append(
+                Violation(
+                    "eligibility", f"circuits[{i}]: pair {c.a}-{c.b} is not eligible in this fabric"
+                )
+            )
         for v in (c.a, c.b):
             used[v] = used.get(v, 0) + c.count
     for v, n in sorted(used.items()):
         if v in deg and n > deg[v]:
-            out.append(Violation("port-budget", f"endpoint {v} uses {n} ports but has {deg[v]} allocatable (Eq. 6)"))
+            out.append(
+                Violation(
+                    "port-budget",
+                    f"endpoint {v} uses {n} ports but has {deg[v]} allocatable (Eq. 6)",
+                )
+            )
     return out

@@ -55,7 +55,12 @@ class RFabricSpec(BaseModel):
     description: str = ""
     link_gbps: float = Field(gt=0)
     ocs_device: str = "piezo"
-    core_slice: float = Field(default=0.125, gt=0, le=1, description="gen template: share of uplink ports kept for the core")
+    core_slice: float = Field(
+        default=0.125,
+        gt=0,
+        le=1,
+        description="gen template: share of uplink ports kept for the core",
+    )
     pods: list[RPod] = Field(min_length=1)
 
     def check(self) -> None:
@@ -102,13 +107,26 @@ def _is_up(x: str) -> bool:
 
 def template_for(intent: str, spec: RFabricSpec) -> Template:
     if intent == "train":
-        return Template(intent, lambda p, a, b: p.role == "train", lambda p, q: p.role == q.role == "train", lambda p: 1.0)
+        return Template(
+            intent,
+            lambda p, a, b: p.role == "train",
+            lambda p, q: p.role == q.role == "train",
+            lambda p: 1.0,
+        )
     if intent == "gen":
-        return Template(intent, lambda p, a, b: p.role == "gen",
-                        lambda p, q: {p.role, q.role} == {"gen", "train"},
-                        lambda p: spec.core_slice)
+        return Template(
+            intent,
+            lambda p, a, b: p.role == "gen",
+            lambda p, q: {p.role, q.role} == {"gen", "train"},
+            lambda p: spec.core_slice,
+        )
     if intent == "weight-sync":
-        return Template(intent, lambda p, a, b: True, lambda p, q: {p.role, q.role} == {"gen", "train"}, lambda p: 1.0)
+        return Template(
+            intent,
+            lambda p, a, b: True,
+            lambda p, q: {p.role, q.role} == {"gen", "train"},
+            lambda p: 1.0,
+        )
     raise SpecError("intent", intent, f"unknown intent; known: {', '.join(INTENTS)}")
 
 
@@ -130,7 +148,9 @@ def aggregate_demand(spec: RFabricSpec, demand: DemandSpec) -> AggregatedDemand:
     for i, e in enumerate(demand.entries):
         for col in ("src", "dst"):
             if getattr(e, col) not in tors:
-                raise SpecError(f"row {i + 2}.{col}", getattr(e, col), "not a ToR of this fabric (POD.torI)")
+                raise SpecError(
+                    f"row {i + 2}.{col}", getattr(e, col), "not a ToR of this fabric (POD.torI)"
+                )
         ps, pd = pod_of_tor(e.src), pod_of_tor(e.dst)
         if e.src == e.dst or e.bytes <= 0:
             continue  # rack-local traffic stays on the EPS ToR
@@ -144,22 +164,46 @@ def aggregate_demand(spec: RFabricSpec, demand: DemandSpec) -> AggregatedDemand:
 
 
 def _demand(matrix: dict[tuple[str, str], float]) -> DemandSpec:
-    return DemandSpec(entries=[DemandEntry(src=a, dst=b, bytes=v) for (a, b), v in sorted(matrix.items()) if v > 0])
+    return DemandSpec(
+        entries=[
+            DemandEntry(src=a, dst=b, bytes=v) for (a, b), v in sorted(matrix.items()) if v > 0
+        ]
+    )
 
 
-def agg_problem(spec: RFabricSpec, tpl: Template, pod: RPod, demand: dict[tuple[str, str], float], failed: dict[str, int]) -> CircuitProblem:
+def agg_problem(
+    spec: RFabricSpec,
+    tpl: Template,
+    pod: RPod,
+    demand: dict[tuple[str, str], float],
+    failed: dict[str, int],
+) -> CircuitProblem:
     """The OCS-Agg allocation problem of one PoD under a template and failed ports."""
     names = [*spec.tor_names(pod), f"{pod.name}.up"]
     ports = spec.endpoint_ports()
-    eligible = [(a, b) for i, a in enumerate(names) for b in names[i + 1:] if tpl.agg_rule(pod, a, b)]
-    fabric = FabricSpec(name=f"{spec.name}:{pod.name}:agg", link_gbps=spec.link_gbps, ocs_device=spec.ocs_device,
-                        endpoints=[{"name": n, "ports": ports[n], "pod": pod.name} for n in names], eligible=eligible,
-                        failed_ports={n: min(failed.get(n, 0), ports[n]) for n in names if failed.get(n)})
-    return CircuitProblem(fabric, _demand({k: v for k, v in demand.items() if tpl.agg_rule(pod, *k)}))
+    eligible = [
+        (a, b) for i, a in enumerate(names) for b in names[i + 1 :] if tpl.agg_rule(pod, a, b)
+    ]
+    fabric = FabricSpec(
+        name=f"{spec.name}:{pod.name}:agg",
+        link_gbps=spec.link_gbps,
+        ocs_device=spec.ocs_device,
+        endpoints=[{"name": n, "ports": ports[n], "pod": pod.name} for n in names],
+        eligible=eligible,
+        failed_ports={n: min(failed.get(n, 0), ports[n]) for n in names if failed.get(n)},
+    )
+    return CircuitProblem(
+        fabric, _demand({k: v for k, v in demand.items() if tpl.agg_rule(pod, *k)})
+    )
 
 
-def core_problem(spec: RFabricSpec, tpl: Template, demand: dict[tuple[str, str], float], failed: dict[str, int],
-                 access: dict[str, int] | None = None) -> CircuitProblem:
+def core_problem(
+    spec: RFabricSpec,
+    tpl: Template,
+    demand: dict[tuple[str, str], float],
+    failed: dict[str, int],
+    access: dict[str, int] | None = None,
+) -> CircuitProblem:
     """The OCS-Core problem: PoD endpoints with the template's share of their boundary ports, capped
     by ``access`` (the ToR–uplink circuits each PoD got on OCS-Agg) so that the tiers stay coupled."""
     endpoints, reserved, fail = [], {}, {}
@@ -172,10 +216,21 @@ def core_problem(spec: RFabricSpec, tpl: Template, demand: dict[tuple[str, str],
         endpoints.append({"name": p.name, "ports": p.uplink_ports, "pod": p.name})
         fail[p.name] = f
         reserved[p.name] = p.uplink_ports - f - cap
-    eligible = [(p.name, q.name) for i, p in enumerate(spec.pods) for q in spec.pods[i + 1:] if tpl.core_rule(p, q)]
-    fabric = FabricSpec(name=f"{spec.name}:core", link_gbps=spec.link_gbps, ocs_device=spec.ocs_device, endpoints=endpoints,
-                        eligible=eligible, reserved_ports={k: v for k, v in reserved.items() if v},
-                        failed_ports={k: v for k, v in fail.items() if v})
+    eligible = [
+        (p.name, q.name)
+        for i, p in enumerate(spec.pods)
+        for q in spec.pods[i + 1 :]
+        if tpl.core_rule(p, q)
+    ]
+    fabric = FabricSpec(
+        name=f"{spec.name}:core",
+        link_gbps=spec.link_gbps,
+        ocs_device=spec.ocs_device,
+        endpoints=endpoints,
+        eligible=eligible,
+        reserved_ports={k: v for k, v in reserved.items() if v},
+        failed_ports={k: v for k, v in fail.items() if v},
+    )
     keep = {(a, b): v for (a, b), v in demand.items() if tpl.core_rule(spec.pod(a), spec.pod(b))}
     return CircuitProblem(fabric, _demand(keep))
 
@@ -198,7 +253,9 @@ def access_circuits(plan: MaterializedPlan) -> dict[str, int]:
     return out
 
 
-def check_materialized(spec: RFabricSpec, plan: MaterializedPlan, failed: dict[str, int]) -> list[Violation]:
+def check_materialized(
+    spec: RFabricSpec, plan: MaterializedPlan, failed: dict[str, int]
+) -> list[Violation]:
     """Validate(C, S) of Algorithm 2 against the fabric state ``failed`` at commit time: ports and
     eligibility on every tier, and Core–Agg consistency (App. D)."""
     tpl = template_for(plan.intent, spec)
@@ -206,9 +263,14 @@ def check_materialized(spec: RFabricSpec, plan: MaterializedPlan, failed: dict[s
     for pod_name, p in plan.agg.items():
         pod = spec.pod(pod_name)
         prob = agg_problem(spec, tpl, pod, {}, failed)
-        out += [Violation(v.constraint, f"OCS-Agg {pod_name}: {v.message}") for v in check_circuits(prob, p)]
+        out += [
+            Violation(v.constraint, f"OCS-Agg {pod_name}: {v.message}")
+            for v in check_circuits(prob, p)
+        ]
     core = core_problem(spec, tpl, {}, failed)
-    out += [Violation(v.constraint, f"OCS-Core: {v.message}") for v in check_circuits(core, plan.core)]
+    out += [
+        Violation(v.constraint, f"OCS-Core: {v.message}") for v in check_circuits(core, plan.core)
+    ]
     access = access_circuits(plan)
     used: dict[str, int] = {}
     for c in plan.core.circuits:
@@ -216,5 +278,10 @@ def check_materialized(spec: RFabricSpec, plan: MaterializedPlan, failed: dict[s
         used[c.b] = used.get(c.b, 0) + c.count
     for pod, n in sorted(used.items()):
         if n > access.get(pod, 0):
-            out.append(Violation("core-agg", f"PoD {pod}: {n} OCS-Core circuits but only {access.get(pod, 0)} ToR-uplink circuits to carry them"))
+            out.append(
+                Violation(
+                    "core-agg",
+                    f"PoD {pod}: {n} OCS-Core circuits but only {access.get(pod, 0)} ToR-uplink circuits to carry them",
+                )
+            )
     return out

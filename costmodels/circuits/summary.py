@@ -8,8 +8,14 @@ from costmodels.circuits.problem import CircuitPlan, CircuitProblem, pair_time_s
 from costmodels.problem import Summary
 
 
-def circuits_summary(problem: CircuitProblem, plan: CircuitPlan, objective: float, breakdown: dict[str, Any],
-                     solver: str, status: str) -> Summary:
+def circuits_summary(
+    problem: CircuitProblem,
+    plan: CircuitPlan,
+    objective: float,
+    breakdown: dict[str, Any],
+    solver: str,
+    status: str,
+) -> Summary:
     b = breakdown
     fabric = problem.fabric
     counts = plan.counts()
@@ -19,12 +25,23 @@ def circuits_summary(problem: CircuitProblem, plan: CircuitPlan, objective: floa
     rows = []
     for pair, d in ranked[:10]:
         c = counts.get(pair, 0)
-        rows.append(("-".join(pair), f"{d / 1e9:.3g}", str(c), f"{pair_time_s(d, c, link):.4g}" if c else "inf (no circuit)"))
+        rows.append(
+            (
+                "-".join(pair),
+                f"{d / 1e9:.3g}",
+                str(c),
+                f"{pair_time_s(d, c, link):.4g}" if c else "inf (no circuit)",
+            )
+        )
     return Summary(
         title=f"circuits by {solver}: bottleneck {b['bottleneck_s']:.4g} s, {b['circuits']} circuits, "
-              f"{b['ports_used']} of {sum(fabric.degrees().values())} ports ({status})",
+        f"{b['ports_used']} of {sum(fabric.degrees().values())} ports ({status})",
         columns=("pair", "demand GB", "circuits", "pair time s"),
         rows=rows,
         caption=f"slowest {min(10, len(ranked))} of {len(ranked)} demanded pairs"
-        + (f"; {b['uncovered_pairs']} pairs ({b['uncovered_gb']:.3g} GB) have no circuit" if b["uncovered_pairs"] else ""),
+        + (
+            f"; {b['uncovered_pairs']} pairs ({b['uncovered_gb']:.3g} GB) have no circuit"
+            if b["uncovered_pairs"]
+            else ""
+        ),
     )

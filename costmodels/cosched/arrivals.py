@@ -32,9 +32,24 @@ from costmodels.limits import MAX_JOBS
 MAX_TRACE_HOURS = 876_000.0
 
 GENERATORS: dict[str, dict[str, float | str]] = {
-    "philly": {"jobs": 300, "hours": 580.0, "mean_hours": 14.4, "sigma": 1.0, "workload": "mixed", "gpus": 8, "seed": 0,
-               "max_group_size": 5},
-    "production": {"jobs": 200, "hours": 192.0, "mean_hours": 27.9, "sigma": 1.0, "seed": 0, "max_group_size": 5},
+    "philly": {
+        "jobs": 300,
+        "hours": 580.0,
+        "mean_hours": 14.4,
+        "sigma": 1.0,
+        "workload": "mixed",
+        "gpus": 8,
+        "seed": 0,
+        "max_group_size": 5,
+    },
+    "production": {
+        "jobs": 200,
+        "hours": 192.0,
+        "mean_hours": 27.9,
+        "sigma": 1.0,
+        "seed": 0,
+        "max_group_size": 5,
+    },
 }
 
 
@@ -42,7 +57,9 @@ def parse_generator(text: str) -> tuple[str, dict[str, Any]]:
     """``NAME:key=value,...`` into the generator's name and its arguments (defaults filled in)."""
     name, _, rest = text.partition(":")
     if name not in GENERATORS:
-        raise SpecError("trace", text, f"not a file or preset, and not a generator ({', '.join(GENERATORS)})")
+        raise SpecError(
+            "trace", text, f"not a file or preset, and not a generator ({', '.join(GENERATORS)})"
+        )
     args = dict(GENERATORS[name])
     given: set[str] = set()
     for part in filter(None, rest.split(",")):
@@ -59,7 +76,11 @@ def parse_generator(text: str) -> tuple[str, dict[str, Any]]:
         try:
             args[key] = int(value) if isinstance(default, int) else float(value)
         except ValueError:
-            raise SpecError(f"trace.{key}", value, "not an integer" if isinstance(default, int) else "not a number") from None
+            raise SpecError(
+                f"trace.{key}",
+                value,
+                "not an integer" if isinstance(default, int) else "not a number",
+            ) from None
         if not math.isfinite(args[key]):
             raise SpecError(f"trace.{key}", value, "must be a finite number")
     for key in ("jobs", "hours", "mean_hours", "sigma", "max_group_size", "gpus"):
@@ -69,9 +90,15 @@ def parse_generator(text: str) -> tuple[str, dict[str, Any]]:
         raise SpecError("trace.jobs", args["jobs"], f"must be in 1..{MAX_JOBS:,}")
     for key in ("hours", "mean_hours"):
         if args[key] > MAX_TRACE_HOURS:
-            raise SpecError(f"trace.{key}", args[key], f"at most {MAX_TRACE_HOURS:,.0f} h (100 years)")
+            raise SpecError(
+                f"trace.{key}", args[key], f"at most {MAX_TRACE_HOURS:,.0f} h (100 years)"
+            )
     if args["sigma"] > 10:
-        raise SpecError("trace.sigma", args["sigma"], "a lognormal spread above 10 draws durations past any float")
+        raise SpecError(
+            "trace.sigma",
+            args["sigma"],
+            "a lognormal spread above 10 draws durations past any float",
+        )
     if args.get("gpus", 1) > 1024:
         raise SpecError("trace.gpus", args["gpus"], "at most 1 024 GPUs per pool of one job")
     if not 0 <= args["seed"] < 2**63:
@@ -79,7 +106,9 @@ def parse_generator(text: str) -> tuple[str, dict[str, Any]]:
     return name, args
 
 
-def _arrivals_and_durations(rng: random.Random, jobs: int, hours: float, mean_hours: float, sigma: float) -> list[tuple[float, float]]:
+def _arrivals_and_durations(
+    rng: random.Random, jobs: int, hours: float, mean_hours: float, sigma: float
+) -> list[tuple[float, float]]:
     rate = jobs / hours
     mu = math.log(mean_hours) - sigma * sigma / 2  # lognormal mean = exp(mu + sigma^2 / 2)
     t, out = 0.0, []
@@ -89,21 +118,50 @@ def _arrivals_and_durations(rng: random.Random, jobs: int, hours: float, mean_ho
     return out
 
 
-def philly_trace(jobs: int = 300, hours: float = 580.0, mean_hours: float = 14.4, sigma: float = 1.0, workload: str = "mixed",
-                 gpus: int = 8, seed: int = 0, max_group_size: int = 5) -> dict[str, Any]:
+def philly_trace(
+    jobs: int = 300,
+    hours: float = 580.0,
+    mean_hours: float = 14.4,
+    sigma: float = 1.0,
+    workload: str = "mixed",
+    gpus: int = 8,
+    seed: int = 0,
+    max_group_size: int = 5,
+) -> dict[str, Any]:
     """§7.5's simulated trace (module doc) as a jobs file."""
     rng = random.Random(seed)
-    rows = [r for r in reference_table("rollmux_profiles.csv") if workload == "mixed" or r["workload"] == workload]
+    rows = [
+        r
+        for r in reference_table("rollmux_profiles.csv")
+        if workload == "mixed" or r["workload"] == workload
+    ]
     if not rows:
-        raise SpecError("trace.workload", workload, "known: mixed, balanced, rollout_heavy, train_heavy")
+        raise SpecError(
+            "trace.workload", workload, "known: mixed, balanced, rollout_heavy, train_heavy"
+        )
     out = []
-    for i, (arrival, duration) in enumerate(_arrivals_and_durations(rng, jobs, hours, mean_hours, sigma)):
+    for i, (arrival, duration) in enumerate(
+        _arrivals_and_durations(rng, jobs, hours, mean_hours, sigma)
+    ):
         r = rng.choice(rows)
-        out.append({"name": f"{r['workload']}-{r['size']}-{i}", "rollout_gpus": gpus, "train_gpus": gpus,
-                    "t_rollout_s": float(r["t_roll_max_s"]), "t_train_s": float(r["t_train_max_s"]), "slo": round(rng.uniform(1, 2), 3),
-                    "arrival_s": round(arrival, 1), "duration_s": round(duration, 1)})
-    return {"name": f"philly-{workload}-{jobs}-s{seed}", "description": f"{jobs} Table 6 ({workload}) jobs over {hours:g} h, mean {mean_hours:g} h",
-            "max_group_size": max_group_size, "jobs": out}
+        out.append(
+            {
+                "name": f"{r['workload']}-{r['size']}-{i}",
+                "rollout_gpus": gpus,
+                "train_gpus": gpus,
+                "t_rollout_s": float(r["t_roll_max_s"]),
+                "t_train_s": float(r["t_train_max_s"]),
+                "slo": round(rng.uniform(1, 2), 3),
+                "arrival_s": round(arrival, 1),
+                "duration_s": round(duration, 1),
+            }
+        )
+    return {
+        "name": f"philly-{workload}-{jobs}-s{seed}",
+        "description": f"{jobs} Table 6 ({workload}) jobs over {hours:g} h, mean {mean_hours:g} h",
+        "max_group_size": max_group_size,
+        "jobs": out,
+    }
 
 
 @cache
@@ -115,25 +173,54 @@ def table3_phases() -> dict[str, dict[str, Any]]:
     for r in reference_table("rollmux_jobs.csv"):
         max_len, batch = int(r["max_len_tokens"]), int(r["batch_size"])
         roll_gpus, train_gpus = int(r["rollout_gpus"]), int(r["train_gpus"])
-        out[r["job_type"]] = {"model": r["model"], "rollout_gpus": roll_gpus, "train_gpus": train_gpus,
-                              "t_rollout_s": round(worst_case_rollout_s(r["model"], "H20", roll_gpus, batch, max_len), 2),
-                              "t_train_s": round(train_seconds(r["model"], "H800", train_gpus, batch * (max_len + 512)), 2)}
+        out[r["job_type"]] = {
+            "model": r["model"],
+            "rollout_gpus": roll_gpus,
+            "train_gpus": train_gpus,
+            "t_rollout_s": round(
+                worst_case_rollout_s(r["model"], "H20", roll_gpus, batch, max_len), 2
+            ),
+            "t_train_s": round(
+                train_seconds(r["model"], "H800", train_gpus, batch * (max_len + 512)), 2
+            ),
+        }
     return out
 
 
-def production_trace(jobs: int = 200, hours: float = 192.0, mean_hours: float = 27.9, sigma: float = 1.0, seed: int = 0,
-                     max_group_size: int = 5) -> dict[str, Any]:
+def production_trace(
+    jobs: int = 200,
+    hours: float = 192.0,
+    mean_hours: float = 27.9,
+    sigma: float = 1.0,
+    seed: int = 0,
+    max_group_size: int = 5,
+) -> dict[str, Any]:
     """§7.4's production-like mix of Table 3 job types (module doc) as a jobs file."""
     rng = random.Random(seed)
     types = table3_phases()
     names = sorted(types)
     out = []
-    for i, (arrival, duration) in enumerate(_arrivals_and_durations(rng, jobs, hours, mean_hours, sigma)):
+    for i, (arrival, duration) in enumerate(
+        _arrivals_and_durations(rng, jobs, hours, mean_hours, sigma)
+    ):
         t = rng.choice(names)
-        out.append({"name": f"{t}-{i}", **types[t], "slo": round(rng.uniform(1, 2), 3), "arrival_s": round(arrival, 1),
-                    "duration_s": round(duration, 1)})
-    return {"name": f"production-{jobs}-s{seed}", "description": f"{jobs} RollMux Table 3 jobs over {hours:g} h, mean {mean_hours:g} h",
-            "rollout_pool": {"gpu": "H20"}, "train_pool": {"gpu": "H800"}, "max_group_size": max_group_size, "jobs": out}
+        out.append(
+            {
+                "name": f"{t}-{i}",
+                **types[t],
+                "slo": round(rng.uniform(1, 2), 3),
+                "arrival_s": round(arrival, 1),
+                "duration_s": round(duration, 1),
+            }
+        )
+    return {
+        "name": f"production-{jobs}-s{seed}",
+        "description": f"{jobs} RollMux Table 3 jobs over {hours:g} h, mean {mean_hours:g} h",
+        "rollout_pool": {"gpu": "H20"},
+        "train_pool": {"gpu": "H800"},
+        "max_group_size": max_group_size,
+        "jobs": out,
+    }
 
 
 def generate(text: str) -> dict[str, Any]:

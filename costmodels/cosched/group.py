@@ -91,8 +91,16 @@ class JobModel:
 
 def job_model(job: RLJobSpec, g_rollout: int, g_train: int) -> JobModel:
     roll_mem, train_mem = table_host_memory(job.model)
-    return JobModel(job.name, -(-job.rollout_gpus // g_rollout), -(-job.train_gpus // g_train), job.t_rollout_s, job.t_train_s, job.slo,
-                    job.rollout_host_memory_gb or roll_mem, job.train_host_memory_gb or train_mem)
+    return JobModel(
+        job.name,
+        -(-job.rollout_gpus // g_rollout),
+        -(-job.train_gpus // g_train),
+        job.t_rollout_s,
+        job.t_train_s,
+        job.slo,
+        job.rollout_host_memory_gb or roll_mem,
+        job.train_host_memory_gb or train_mem,
+    )
 
 
 class CoschedModel:
@@ -105,7 +113,10 @@ class CoschedModel:
         gr, gt = get_gpu(s.rollout_pool.gpu), get_gpu(s.train_pool.gpu)
         self.price_r = (gr.usd_per_hour or 0.0) * self.g_r  # per node-hour
         self.price_t = (gt.usd_per_hour or 0.0) * self.g_t
-        self.mem_r, self.mem_t = s.rollout_pool.host_memory_gb_per_node, s.train_pool.host_memory_gb_per_node
+        self.mem_r, self.mem_t = (
+            s.rollout_pool.host_memory_gb_per_node,
+            s.train_pool.host_memory_gb_per_node,
+        )
         self.coloc_roll_factor = gr.hbm_gb_per_s / gt.hbm_gb_per_s
         self.jobs = {j.name: job_model(j, self.g_r, self.g_t) for j in s.jobs}
         self.order = [j.name for j in sorted(s.jobs, key=lambda j: j.arrival_s)]
@@ -125,7 +136,13 @@ class GroupState:
     colocated: bool = False
 
     def copy(self) -> GroupState:
-        return GroupState(self.train_nodes, list(self.members), dict(self.pins), self.rollout_nodes, self.colocated)
+        return GroupState(
+            self.train_nodes,
+            list(self.members),
+            dict(self.pins),
+            self.rollout_nodes,
+            self.colocated,
+        )
 
     def remove(self, name: str) -> None:
         """Take job ``name`` out and release the rollout nodes no remaining member is pinned to
@@ -139,8 +156,12 @@ class GroupState:
             self.rollout_nodes = len(used)
 
     def to_group(self) -> Group:
-        return Group(rollout_nodes=self.rollout_nodes, train_nodes=self.train_nodes, colocated=self.colocated,
-                     jobs=[Member(name=m, rollout=list(self.pins[m])) for m in self.members])
+        return Group(
+            rollout_nodes=self.rollout_nodes,
+            train_nodes=self.train_nodes,
+            colocated=self.colocated,
+            jobs=[Member(name=m, rollout=list(self.pins[m])) for m in self.members],
+        )
 
 
 def train_time(m: CoschedModel, job: JobModel, train_nodes: int) -> float:
@@ -173,7 +194,10 @@ def coexec_times(m: CoschedModel, g: GroupState) -> dict[str, float]:
     if g.colocated:
         (name,) = g.members
         j = m.jobs[name]
-        return {name: j.roll_s * m.coloc_roll_factor * j.k / g.train_nodes * (m.g_r / m.g_t) + train_time(m, j, g.train_nodes)}
+        return {
+            name: j.roll_s * m.coloc_roll_factor * j.k / g.train_nodes * (m.g_r / m.g_t)
+            + train_time(m, j, g.train_nodes)
+        }
     period = round_robin_period(m, g)
     return {name: period for name in g.members}
 
@@ -233,7 +257,9 @@ def round_robin_period(m: CoschedModel, g: GroupState) -> float:
     return best
 
 
-def round_robin_schedule(m: CoschedModel, g: GroupState, iterations: int = 2) -> list[dict[str, Any]]:
+def round_robin_schedule(
+    m: CoschedModel, g: GroupState, iterations: int = 2
+) -> list[dict[str, Any]]:
     """The round-robin meta-iterations of ``g`` as phases on the pools, earliest start (the event
     rules of :func:`round_robin_period`): one row per phase with its job, ``rollout`` or
     ``train``, the group-local nodes it holds and its start and end (seconds). A co-located
@@ -250,10 +276,28 @@ def round_robin_schedule(m: CoschedModel, g: GroupState, iterations: int = 2) ->
             if g.colocated:
                 roll = times[name] - t_train
                 start = max(ready[name], train_free)
-                rows.append({"iteration": k, "job": name, "phase": "rollout", "pool": "train", "nodes": list(range(g.train_nodes)),
-                             "start": start, "end": start + roll})
-                rows.append({"iteration": k, "job": name, "phase": "train", "pool": "train", "nodes": list(range(g.train_nodes)),
-                             "start": start + roll, "end": start + roll + t_train})
+                rows.append(
+                    {
+                        "iteration": k,
+                        "job": name,
+                        "phase": "rollout",
+                        "pool": "train",
+                        "nodes": list(range(g.train_nodes)),
+                        "start": start,
+                        "end": start + roll,
+                    }
+                )
+                rows.append(
+                    {
+                        "iteration": k,
+                        "job": name,
+                        "phase": "train",
+                        "pool": "train",
+                        "nodes": list(range(g.train_nodes)),
+                        "start": start + roll,
+                        "end": start + roll + t_train,
+                    }
+                )
                 ready[name] = train_free = start + roll + t_train
                 continue
             pins = g.pins[name]
@@ -263,9 +307,28 @@ def round_robin_schedule(m: CoschedModel, g: GroupState, iterations: int = 2) ->
                 node_free[n] = end
             t0 = max(end, train_free)
             ready[name] = train_free = t0 + t_train
-            rows.append({"iteration": k, "job": name, "phase": "rollout", "pool": "rollout", "nodes": list(pins), "start": start, "end": end})
-            rows.append({"iteration": k, "job": name, "phase": "train", "pool": "train", "nodes": list(range(g.train_nodes)),
-                         "start": t0, "end": t0 + t_train})
+            rows.append(
+                {
+                    "iteration": k,
+                    "job": name,
+                    "phase": "rollout",
+                    "pool": "rollout",
+                    "nodes": list(pins),
+                    "start": start,
+                    "end": end,
+                }
+            )
+            rows.append(
+                {
+                    "iteration": k,
+                    "job": name,
+                    "phase": "train",
+                    "pool": "train",
+                    "nodes": list(range(g.train_nodes)),
+                    "start": t0,
+                    "end": t0 + t_train,
+                }
+            )
     return rows
 
 
@@ -280,7 +343,9 @@ def memory_ok(m: CoschedModel, g: GroupState) -> bool:
             per_node[n] += m.jobs[name].mem_roll
     if any(x > m.mem_r + 1e-9 for x in per_node):
         return False
-    return sum(m.jobs[n].mem_train * m.jobs[n].n for n in g.members) / g.train_nodes <= m.mem_t + 1e-9
+    return (
+        sum(m.jobs[n].mem_train * m.jobs[n].n for n in g.members) / g.train_nodes <= m.mem_t + 1e-9
+    )
 
 
 def slo_ok(m: CoschedModel, g: GroupState) -> bool:
@@ -306,10 +371,18 @@ def colocated_group(m: CoschedModel, name: str) -> GroupState | None:
 
 
 def state_of(group: Group) -> GroupState:
-    return GroupState(group.train_nodes, [j.name for j in group.jobs], {j.name: tuple(j.rollout) for j in group.jobs}, group.rollout_nodes, group.colocated)
+    return GroupState(
+        group.train_nodes,
+        [j.name for j in group.jobs],
+        {j.name: tuple(j.rollout) for j in group.jobs},
+        group.rollout_nodes,
+        group.colocated,
+    )
 
 
-def evaluate_cosched(problem: CoscheduleProblem, plan: CoschedulePlan) -> tuple[float, dict[str, Any]]:
+def evaluate_cosched(
+    problem: CoscheduleProblem, plan: CoschedulePlan
+) -> tuple[float, dict[str, Any]]:
     """Objective: provisioning cost in $/h; breakdown per group and per job."""
     m = cosched_model(problem)
     groups, jobs = [], {}
@@ -317,20 +390,46 @@ def evaluate_cosched(problem: CoscheduleProblem, plan: CoschedulePlan) -> tuple[
     for gi, group in enumerate(plan.groups):
         g = state_of(group)
         times = coexec_times(m, g)
-        cycle, load = cycle_and_load(m, g) if not g.colocated else (times[g.members[0]], times[g.members[0]])
+        cycle, load = (
+            cycle_and_load(m, g) if not g.colocated else (times[g.members[0]], times[g.members[0]])
+        )
         cost = m.cost(g.rollout_nodes, g.train_nodes)
         gpus_r += g.rollout_nodes * m.g_r
         gpus_t += g.train_nodes * m.g_t
-        groups.append({"group": gi, "jobs": list(g.members), "rollout_nodes": g.rollout_nodes, "train_nodes": g.train_nodes,
-                       "colocated": g.colocated, "cost_per_h": cost, "cycle_s": cycle, "load_s": load, "saturated": load >= cycle})
+        groups.append(
+            {
+                "group": gi,
+                "jobs": list(g.members),
+                "rollout_nodes": g.rollout_nodes,
+                "train_nodes": g.train_nodes,
+                "colocated": g.colocated,
+                "cost_per_h": cost,
+                "cycle_s": cycle,
+                "load_s": load,
+                "saturated": load >= cycle,
+            }
+        )
         for name in g.members:
             j = m.jobs[name]
-            jobs[name] = {"group": gi, "solo_s": j.solo_s, "coexec_s": times[name], "slowdown": times[name] / j.solo_s, "slo": j.slo,
-                          "meets_slo": times[name] <= j.slo * j.solo_s * (1 + SLO_RTOL)}
+            jobs[name] = {
+                "group": gi,
+                "solo_s": j.solo_s,
+                "coexec_s": times[name],
+                "slowdown": times[name] / j.solo_s,
+                "slo": j.slo,
+                "meets_slo": times[name] <= j.slo * j.solo_s * (1 + SLO_RTOL),
+            }
     cost = sum(g["cost_per_h"] for g in groups)
     met = sum(v["meets_slo"] for v in jobs.values())
-    return cost, {"cost_per_h": cost, "groups": groups, "jobs": jobs, "rollout_gpus": gpus_r, "train_gpus": gpus_t,
-                  "slo_attainment": met / len(jobs) if jobs else 1.0, "group_count": len(groups)}
+    return cost, {
+        "cost_per_h": cost,
+        "groups": groups,
+        "jobs": jobs,
+        "rollout_gpus": gpus_r,
+        "train_gpus": gpus_t,
+        "slo_attainment": met / len(jobs) if jobs else 1.0,
+        "group_count": len(groups),
+    }
 
 
 def check_cosched(problem: CoscheduleProblem, plan: CoschedulePlan) -> list[Violation]:
@@ -343,7 +442,11 @@ def check_cosched(problem: CoscheduleProblem, plan: CoschedulePlan) -> list[Viol
             if member.name not in m.jobs:
                 out.append(Violation("jobs", f"group {gi}: unknown job {member.name!r}"))
             elif member.name in seen:
-                out.append(Violation("jobs", f"job {member.name} is in groups {seen[member.name]} and {gi}"))
+                out.append(
+                    Violation(
+                        "jobs", f"job {member.name} is in groups {seen[member.name]} and {gi}"
+                    )
+                )
             seen.setdefault(member.name, gi)
     for name in m.jobs:
         if name not in seen:
@@ -353,21 +456,42 @@ def check_cosched(problem: CoscheduleProblem, plan: CoschedulePlan) -> list[Viol
     for gi, group in enumerate(plan.groups):
         g = state_of(group)
         if len(g.members) > m.spec.max_group_size:
-            out.append(Violation("group-size", f"group {gi}: {len(g.members)} jobs > max_group_size {m.spec.max_group_size}"))
+            out.append(
+                Violation(
+                    "group-size",
+                    f"group {gi}: {len(g.members)} jobs > max_group_size {m.spec.max_group_size}",
+                )
+            )
         if group.colocated:
             j = m.jobs[g.members[0]]
             if len(g.members) != 1 or group.rollout_nodes or group.train_nodes < j.n:
-                out.append(Violation("colocated", f"group {gi}: a co-located group is one job on at least its {j.n} training nodes, no rollout pool"))
+                out.append(
+                    Violation(
+                        "colocated",
+                        f"group {gi}: a co-located group is one job on at least its {j.n} training nodes, no rollout pool",
+                    )
+                )
                 continue
         else:
             if group.rollout_nodes < 1:
-                out.append(Violation("pools", f"group {gi}: a disaggregated group needs rollout nodes"))
+                out.append(
+                    Violation("pools", f"group {gi}: a disaggregated group needs rollout nodes")
+                )
                 continue
             bad = False
             for member in group.jobs:
                 j = m.jobs[member.name]
-                if len(set(member.rollout)) != j.k or len(member.rollout) != j.k or any(not 0 <= n < group.rollout_nodes for n in member.rollout):
-                    out.append(Violation("placement", f"group {gi}: job {member.name} needs {j.k} distinct rollout nodes of 0..{group.rollout_nodes - 1}, got {member.rollout}"))
+                if (
+                    len(set(member.rollout)) != j.k
+                    or len(member.rollout) != j.k
+                    or any(not 0 <= n < group.rollout_nodes for n in member.rollout)
+                ):
+                    out.append(
+                        Violation(
+                            "placement",
+                            f"group {gi}: job {member.name} needs {j.k} distinct rollout nodes of 0..{group.rollout_nodes - 1}, got {member.rollout}",
+                        )
+                    )
                     bad = True
             if bad:
                 continue
@@ -377,7 +501,12 @@ def check_cosched(problem: CoscheduleProblem, plan: CoschedulePlan) -> list[Viol
         for name in g.members:
             j = m.jobs[name]
             if times[name] > j.slo * j.solo_s * (1 + SLO_RTOL):
-                out.append(Violation("SLO", f"job {name}: co-execution {times[name]:.1f} s > SLO {j.slo} x solo {j.solo_s:.1f} s"))
+                out.append(
+                    Violation(
+                        "SLO",
+                        f"job {name}: co-execution {times[name]:.1f} s > SLO {j.slo} x solo {j.solo_s:.1f} s",
+                    )
+                )
     return out
 
 

@@ -10,16 +10,46 @@ from costmodels.cosched.summary import cosched_summary
 from costmodels.problem import CommandEntry, ProblemKind, SolverEntry, SpecField
 
 SOLVERS = (
-    SolverEntry("rollmux", "heuristics.cosched.online:solve_rollmux", default=True,
-                description="RollMux Algorithm 1: direct packing / rollout scaling into unsaturated groups at least marginal cost"),
-    SolverEntry("random", "heuristics.cosched.online:solve_random", description="a random group that can take the job, random valid nodes (§7.5)"),
-    SolverEntry("greedy", "heuristics.cosched.online:solve_greedy", description="the most idle group that can take the job (§7.5)"),
-    SolverEntry("solo", "heuristics.cosched.online:solve_solo", description="Solo-D: every job alone on 1:1 rollout and training pools (§7.4)"),
-    SolverEntry("colocated", "heuristics.cosched.online:solve_colocated", description="veRL-style: every job alone, both phases on training GPUs (§7.4)"),
-    SolverEntry("optimal", "formulations.cosched.partition:solve_cosched_optimal", exact=True, time_limit=120.0,
-                description="the offline optimum: set partitioning over pruned feasible groups on HiGHS"),
-    SolverEntry("bruteforce", "formulations.cosched.bruteforce:solve_cosched_bruteforce", exact=True, time_limit=300.0,
-                description="every grouping of up to 6 jobs (the paper's brute-force optimum; ground truth)"),
+    SolverEntry(
+        "rollmux",
+        "heuristics.cosched.online:solve_rollmux",
+        default=True,
+        description="RollMux Algorithm 1: direct packing / rollout scaling into unsaturated groups at least marginal cost",
+    ),
+    SolverEntry(
+        "random",
+        "heuristics.cosched.online:solve_random",
+        description="a random group that can take the job, random valid nodes (§7.5)",
+    ),
+    SolverEntry(
+        "greedy",
+        "heuristics.cosched.online:solve_greedy",
+        description="the most idle group that can take the job (§7.5)",
+    ),
+    SolverEntry(
+        "solo",
+        "heuristics.cosched.online:solve_solo",
+        description="Solo-D: every job alone on 1:1 rollout and training pools (§7.4)",
+    ),
+    SolverEntry(
+        "colocated",
+        "heuristics.cosched.online:solve_colocated",
+        description="veRL-style: every job alone, both phases on training GPUs (§7.4)",
+    ),
+    SolverEntry(
+        "optimal",
+        "formulations.cosched.partition:solve_cosched_optimal",
+        exact=True,
+        time_limit=120.0,
+        description="the offline optimum: set partitioning over pruned feasible groups on HiGHS",
+    ),
+    SolverEntry(
+        "bruteforce",
+        "formulations.cosched.bruteforce:solve_cosched_bruteforce",
+        exact=True,
+        time_limit=300.0,
+        description="every grouping of up to 6 jobs (the paper's brute-force optimum; ground truth)",
+    ),
 )
 
 KIND = ProblemKind(
@@ -39,8 +69,19 @@ KIND = ProblemKind(
     summary_table=cosched_summary,
     size=lambda problem: len(problem.jobs.jobs),
     size_label="jobs",
-    bench_extras={"slo_attainment": "slo_attainment", "group_count": "group_count", "rollout_gpus": "rollout_gpus", "train_gpus": "train_gpus"},
+    bench_extras={
+        "slo_attainment": "slo_attainment",
+        "group_count": "group_count",
+        "rollout_gpus": "rollout_gpus",
+        "train_gpus": "train_gpus",
+    },
     canned=canned_coscheds,
-    commands=(CommandEntry("simulate", "cosched", "heuristics.cosched.cli:simulate_cosched_command",
-                           inject={"solve_optimal": "formulations.cosched.partition:solve_cosched_optimal"}),),
+    commands=(
+        CommandEntry(
+            "simulate",
+            "cosched",
+            "heuristics.cosched.cli:simulate_cosched_command",
+            inject={"solve_optimal": "formulations.cosched.partition:solve_cosched_optimal"},
+        ),
+    ),
 )

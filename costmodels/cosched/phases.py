@@ -19,7 +19,9 @@ from costmodels.rl_training import TRAIN_FLOPS_PER_PARAM_TOKEN, train_seconds
 __all__ = ["TRAIN_FLOPS_PER_PARAM_TOKEN", "rollout_tp", "train_seconds", "worst_case_rollout_s"]
 
 
-def rollout_tp(model: str, gpu: str, gpus: int, max_len: int, params: ServingParams | None = None) -> int:
+def rollout_tp(
+    model: str, gpu: str, gpus: int, max_len: int, params: ServingParams | None = None
+) -> int:
     m, g = get_model(model), get_gpu(gpu)
     for tp in feasible_tps(m, gpus):
         if Instance(m, g, tp, params or ServingParams()).kv_capacity_tokens() >= 8 * max_len:
@@ -27,12 +29,21 @@ def rollout_tp(model: str, gpu: str, gpus: int, max_len: int, params: ServingPar
     raise ValueError(f"{model} does not fit {gpus} x {gpu} with room for {max_len}-token responses")
 
 
-def worst_case_rollout_s(model: str, gpu: str, gpus: int, responses: int, max_len: int, prompt: int = 512,
-                         params: ServingParams | None = None) -> float:
+def worst_case_rollout_s(
+    model: str,
+    gpu: str,
+    gpus: int,
+    responses: int,
+    max_len: int,
+    prompt: int = 512,
+    params: ServingParams | None = None,
+) -> float:
     from costmodels.generation.engine import simulate
     from costmodels.generation.requests import Request
 
     params = params or ServingParams()
     tp = rollout_tp(model, gpu, gpus, max_len + prompt, params)
     inst = Instance(get_model(model), get_gpu(gpu), tp, params)
-    return simulate([inst] * (gpus // tp), [Request(i, prompt, max_len) for i in range(responses)]).makespan_s
+    return simulate(
+        [inst] * (gpus // tp), [Request(i, prompt, max_len) for i in range(responses)]
+    ).makespan_s

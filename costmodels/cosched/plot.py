@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import Any
 
 
-def _step(ax: Any, timeline: list[dict[str, float]], key: str, label: str, scale: float = 1.0, **kw: Any) -> None:
+def _step(
+    ax: Any, timeline: list[dict[str, float]], key: str, label: str, scale: float = 1.0, **kw: Any
+) -> None:
     xs = [t["time"] / 3600 for t in timeline]
     ys = [t[key] * scale for t in timeline]
     ax.step(xs, ys, where="post", label=label, lw=1, **kw)
@@ -23,8 +25,15 @@ def draw_gantt(ax: Any, rows: list[dict[str, Any]], rollout_nodes: int, title: s
     for r in rows:
         where = [rollout_nodes] if r["pool"] == "train" else r["nodes"]
         for lane in where:
-            ax.barh(lane, r["end"] - r["start"], left=r["start"], color=colors[r["job"]], edgecolor="black", lw=0.4,
-                    hatch="//" if r["phase"] == "rollout" and r["pool"] == "train" else None)
+            ax.barh(
+                lane,
+                r["end"] - r["start"],
+                left=r["start"],
+                color=colors[r["job"]],
+                edgecolor="black",
+                lw=0.4,
+                hatch="//" if r["phase"] == "rollout" and r["pool"] == "train" else None,
+            )
     ax.set_yticks(range(len(lanes)), lanes, fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel("time (s)")
@@ -33,7 +42,12 @@ def draw_gantt(ax: Any, rows: list[dict[str, Any]], rollout_nodes: int, title: s
     ax.set_title(title, fontsize=9)
 
 
-def plot_trace(results: list[Any], gantt: tuple[list[dict[str, Any]], int, str] | None, path: str | Path, title: str = "") -> None:
+def plot_trace(
+    results: list[Any],
+    gantt: tuple[list[dict[str, Any]], int, str] | None,
+    path: str | Path,
+    title: str = "",
+) -> None:
     """A PNG: cost ($/h) over time, GPUs over time (rollout and training pools) for each
     :class:`~heuristics.cosched.cluster_trace.TraceResult`, and optionally one group's Gantt chart
     (``(rows, rollout_nodes, title)``)."""
@@ -47,7 +61,13 @@ def plot_trace(results: list[Any], gantt: tuple[list[dict[str, Any]], int, str] 
     cost_ax, gpu_ax = axes[0], axes[1]
     for i, r in enumerate(results):
         color = plt.get_cmap("tab10")(i % 10)
-        _step(cost_ax, r.timeline, "cost_per_h", f"{r.policy} (mean {r.mean_cost_per_h:,.0f} $/h, SLO {r.slo_attainment:.0%})", color=color)
+        _step(
+            cost_ax,
+            r.timeline,
+            "cost_per_h",
+            f"{r.policy} (mean {r.mean_cost_per_h:,.0f} $/h, SLO {r.slo_attainment:.0%})",
+            color=color,
+        )
         _step(gpu_ax, r.timeline, "rollout_gpus", f"{r.policy} rollout", color=color, ls="-")
         _step(gpu_ax, r.timeline, "train_gpus", f"{r.policy} training", color=color, ls="--")
     cost_ax.set_ylabel("cost ($/h)")

@@ -12,39 +12,73 @@ def jobs_mixed() -> dict[str, Any]:
     # one job per RollMux Table 6 profile (midpoints), SLO 1.5x, 8+8 GPUs
     jobs = []
     for row in reference_table("rollmux_profiles.csv"):
-        jobs.append({
-            "name": f"{row['workload']}-{row['size']}",
-            "rollout_gpus": 8, "train_gpus": 8,
-            "t_rollout_s": (float(row["t_roll_min_s"]) + float(row["t_roll_max_s"])) / 2,
-            "t_train_s": (float(row["t_train_min_s"]) + float(row["t_train_max_s"])) / 2,
-            "slo": 1.5,
-        })
-    return {"name": "rollmux-mixed", "description": "nine RL jobs, one per RollMux Table 6 profile (midpoints), SLO 1.5x",
-            "jobs": jobs}
+        jobs.append(
+            {
+                "name": f"{row['workload']}-{row['size']}",
+                "rollout_gpus": 8,
+                "train_gpus": 8,
+                "t_rollout_s": (float(row["t_roll_min_s"]) + float(row["t_roll_max_s"])) / 2,
+                "t_train_s": (float(row["t_train_min_s"]) + float(row["t_train_max_s"])) / 2,
+                "slo": 1.5,
+            }
+        )
+    return {
+        "name": "rollmux-mixed",
+        "description": "nine RL jobs, one per RollMux Table 6 profile (midpoints), SLO 1.5x",
+        "jobs": jobs,
+    }
 
 
-
-def table6_jobs(n: int, seed: int = 0, workload: str = "mixed", slo: tuple[float, float] = (1.0, 2.0), gpus: int = 8,
-                max_group_size: int = 5) -> dict[str, Any]:
+def table6_jobs(
+    n: int,
+    seed: int = 0,
+    workload: str = "mixed",
+    slo: tuple[float, float] = (1.0, 2.0),
+    gpus: int = 8,
+    max_group_size: int = 5,
+) -> dict[str, Any]:
     """``n`` jobs drawn from RollMux Table 6 (§7.5): a workload (balanced, rollout_heavy,
     train_heavy) and size per job (uniform over the nine profiles for ``mixed``), phase durations
     at the profile's maximum (conservative planning) and SLO ~ U(``slo``), seeded."""
     import random
 
     rng = random.Random(seed)
-    rows = [r for r in reference_table("rollmux_profiles.csv") if workload == "mixed" or r["workload"] == workload]
+    rows = [
+        r
+        for r in reference_table("rollmux_profiles.csv")
+        if workload == "mixed" or r["workload"] == workload
+    ]
     if not rows:
         raise ValueError(f"unknown workload {workload!r}")
     jobs = []
     for i in range(n):
         r = rng.choice(rows)
-        jobs.append({"name": f"{r['workload']}-{r['size']}-{i}", "rollout_gpus": gpus, "train_gpus": gpus,
-                     "t_rollout_s": float(r["t_roll_max_s"]), "t_train_s": float(r["t_train_max_s"]),
-                     "slo": round(rng.uniform(*slo), 3), "arrival_s": float(i)})
-    return {"name": f"table6-{workload}-{n}-s{seed}", "description": f"{n} jobs from RollMux Table 6 ({workload}), SLO ~ U{slo}",
-            "max_group_size": max_group_size, "jobs": jobs}
+        jobs.append(
+            {
+                "name": f"{r['workload']}-{r['size']}-{i}",
+                "rollout_gpus": gpus,
+                "train_gpus": gpus,
+                "t_rollout_s": float(r["t_roll_max_s"]),
+                "t_train_s": float(r["t_train_max_s"]),
+                "slo": round(rng.uniform(*slo), 3),
+                "arrival_s": float(i),
+            }
+        )
+    return {
+        "name": f"table6-{workload}-{n}-s{seed}",
+        "description": f"{n} jobs from RollMux Table 6 ({workload}), SLO ~ U{slo}",
+        "max_group_size": max_group_size,
+        "jobs": jobs,
+    }
 
 
 def cosched_presets() -> tuple[Preset, ...]:
-    return (Preset("rollmux-mixed", "jobs", "nine RL jobs from RollMux Table 6 profiles", jobs_mixed),
-            Preset("table6-mixed-30", "jobs", "30 jobs drawn from RollMux Table 6 (mixed), SLO ~ U(1, 2)", lambda: table6_jobs(30)))
+    return (
+        Preset("rollmux-mixed", "jobs", "nine RL jobs from RollMux Table 6 profiles", jobs_mixed),
+        Preset(
+            "table6-mixed-30",
+            "jobs",
+            "30 jobs drawn from RollMux Table 6 (mixed), SLO ~ U(1, 2)",
+            lambda: table6_jobs(30),
+        ),
+    )

@@ -27,8 +27,14 @@ def table_host_memory(model: str | None) -> tuple[float, float]:
     if model is None:
         return 0.0, 0.0
     size = get_model(model).params_b
-    rows = sorted((float(r["model_size"].rstrip("B")), float(r["rollout_state_gb_per_8gpu_node"]), float(r["train_state_gb_per_8gpu_node"]))
-                   for r in reference_table("rollmux_host_memory.csv"))
+    rows = sorted(
+        (
+            float(r["model_size"].rstrip("B")),
+            float(r["rollout_state_gb_per_8gpu_node"]),
+            float(r["train_state_gb_per_8gpu_node"]),
+        )
+        for r in reference_table("rollmux_host_memory.csv")
+    )
     for s, roll, train in rows:
         if size <= s + 1e-9:
             return roll, train
@@ -49,7 +55,12 @@ class RLJobSpec(BaseModel):
     rollout_host_memory_gb: float = Field(default=0, ge=0, le=1e9)
     train_host_memory_gb: float = Field(default=0, ge=0, le=1e9)
     arrival_s: float = Field(default=0, ge=0, le=MAX_SECONDS)
-    duration_s: float | None = Field(default=None, gt=0, le=MAX_SECONDS, description="running time alone (traces: the job leaves after this much solo work)")
+    duration_s: float | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_SECONDS,
+        description="running time alone (traces: the job leaves after this much solo work)",
+    )
 
 
 class PoolSpec(BaseModel):
@@ -90,17 +101,29 @@ class JobsSpec(BaseModel):
             except SpecError as exc:
                 raise SpecError(f"{pool}.gpu", gpu, exc.reason) from None
             if spec.usd_per_hour is None:
-                raise SpecError(f"{pool}.gpu", gpu, "has no price (usd_per_hour) in the GPU catalog: the objective is $/h")
+                raise SpecError(
+                    f"{pool}.gpu",
+                    gpu,
+                    "has no price (usd_per_hour) in the GPU catalog: the objective is $/h",
+                )
         for i, job in enumerate(self.jobs):
             roll_mem, train_mem = table_host_memory(job.model)
-            mem_roll, mem_train = job.rollout_host_memory_gb or roll_mem, job.train_host_memory_gb or train_mem
+            mem_roll, mem_train = (
+                job.rollout_host_memory_gb or roll_mem,
+                job.train_host_memory_gb or train_mem,
+            )
             if mem_roll > self.rollout_pool.host_memory_gb_per_node:
-                raise SpecError(f"jobs[{i}].rollout_host_memory_gb", mem_roll,
-                                f"more than a rollout node's host memory ({self.rollout_pool.host_memory_gb_per_node} GB)")
+                raise SpecError(
+                    f"jobs[{i}].rollout_host_memory_gb",
+                    mem_roll,
+                    f"more than a rollout node's host memory ({self.rollout_pool.host_memory_gb_per_node} GB)",
+                )
             if mem_train > self.train_pool.host_memory_gb_per_node:
-                raise SpecError(f"jobs[{i}].train_host_memory_gb", mem_train,
-                                f"more than a training node's host memory ({self.train_pool.host_memory_gb_per_node} GB)")
-
+                raise SpecError(
+                    f"jobs[{i}].train_host_memory_gb",
+                    mem_train,
+                    f"more than a training node's host memory ({self.train_pool.host_memory_gb_per_node} GB)",
+                )
 
 
 @dataclass(frozen=True, eq=False)

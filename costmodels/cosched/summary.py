@@ -9,20 +9,41 @@ from costmodels.cosched.problem import CoscheduleProblem
 from costmodels.problem import Summary
 
 
-def cosched_summary(problem: CoscheduleProblem, plan: CoschedulePlan, objective: float, breakdown: dict[str, Any],
-                    solver: str, status: str) -> Summary:
+def cosched_summary(
+    problem: CoscheduleProblem,
+    plan: CoschedulePlan,
+    objective: float,
+    breakdown: dict[str, Any],
+    solver: str,
+    status: str,
+) -> Summary:
     b = breakdown
     rows = []
     for g in b["groups"][:20]:
         worst = max(b["jobs"][n]["slowdown"] / b["jobs"][n]["slo"] for n in g["jobs"])
-        pools = "co-located" if g["colocated"] else f"{g['rollout_nodes']} rollout + {g['train_nodes']} train nodes"
-        rows.append((str(g["group"]), ", ".join(g["jobs"]), pools, f"{g['cost_per_h']:.1f}", f"{g['cycle_s']:.0f}",
-                     f"{g['load_s']:.0f}", f"{worst:.2f}"))
+        pools = (
+            "co-located"
+            if g["colocated"]
+            else f"{g['rollout_nodes']} rollout + {g['train_nodes']} train nodes"
+        )
+        rows.append(
+            (
+                str(g["group"]),
+                ", ".join(g["jobs"]),
+                pools,
+                f"{g['cost_per_h']:.1f}",
+                f"{g['cycle_s']:.0f}",
+                f"{g['load_s']:.0f}",
+                f"{worst:.2f}",
+            )
+        )
     more = len(b["groups"]) - len(rows)
     return Summary(
         title=f"co-scheduling by {solver}: ${objective:,.1f}/h ({status}), {b['group_count']} groups",
         columns=("group", "jobs", "pools", "$/h", "cycle s", "load s", "max slowdown/SLO"),
         rows=rows,
-        caption=(f"{b['rollout_gpus']} rollout + {b['train_gpus']} training GPUs; SLO met by {b['slo_attainment']:.0%} of jobs"
-                 + (f"; {more} more groups in the plan file" if more > 0 else "")),
+        caption=(
+            f"{b['rollout_gpus']} rollout + {b['train_gpus']} training GPUs; SLO met by {b['slo_attainment']:.0%} of jobs"
+            + (f"; {more} more groups in the plan file" if more > 0 else "")
+        ),
     )

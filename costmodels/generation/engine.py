@@ -107,19 +107,27 @@ class InstanceState:
     capacity_blocks: int
     clock: float = 0.0
     step: int = 0  # decode steps run so far (S)
-    running: dict[int, tuple[int, int, int]] = field(default_factory=dict)  # id -> (o, f, seq), admission order
+    running: dict[int, tuple[int, int, int]] = field(
+        default_factory=dict
+    )  # id -> (o, f, seq), admission order
     offset_sum: int = 0  # Σ o_i
     floor_sum: int = 0  # Σ floor(o_i / B)
     residues: list[int] = field(default_factory=list)  # sorted o_i mod B
-    finish: list[tuple[int, int, int]] = field(default_factory=list)  # heap of (f, seq, id); stale entries skipped
+    finish: list[tuple[int, int, int]] = field(
+        default_factory=list
+    )  # heap of (f, seq, id); stale entries skipped
     seq: int = 0
     waiting: deque[int] = field(default_factory=deque)
     busy_s: float = 0.0
-    timeline: list[tuple[float, float, int, int]] = field(default_factory=list)  # (start, end, batch, KV tokens)
+    timeline: list[tuple[float, float, int, int]] = field(
+        default_factory=list
+    )  # (start, end, batch, KV tokens)
     active: bool = True
     active_since: float = 0.0
     active_s: float = 0.0  # time held before the last release
-    kv_ready: set[int] = field(default_factory=set)  # migrated with their KV: no prefill on admission
+    kv_ready: set[int] = field(
+        default_factory=set
+    )  # migrated with their KV: no prefill on admission
 
     @property
     def context(self) -> int:
@@ -177,7 +185,13 @@ class InstanceState:
         [r + s >= B + 1]: a sum of two counts over the sorted residues."""
         a, s = divmod(self.step + extra, self.block)
         n, res = len(self.running), self.residues
-        return self.floor_sum + n * a + 2 * n - bisect.bisect_left(res, 1 - s) - bisect.bisect_left(res, self.block + 1 - s)
+        return (
+            self.floor_sum
+            + n * a
+            + 2 * n
+            - bisect.bisect_left(res, 1 - s)
+            - bisect.bisect_left(res, self.block + 1 - s)
+        )
 
     def max_extra(self, capacity: int) -> int:
         """Largest j with ``blocks(j) <= capacity`` (the batch must not be empty), in closed form.
@@ -216,19 +230,31 @@ class SimResult:
     def idle_gpu_s(self) -> float:
         """GPU-seconds instances sat idle before the makespan (the bubbles RollPacker/RollMux measure)."""
         held = self.held_s or [self.makespan_s] * len(self.gpus)
-        return sum(g * max(0.0, h - b) for g, h, b in zip(self.gpus, held, self.busy_s, strict=True))
+        return sum(
+            g * max(0.0, h - b) for g, h, b in zip(self.gpus, held, self.busy_s, strict=True)
+        )
 
     def remaining_curve(self) -> tuple[np.ndarray, np.ndarray]:
         """(time, requests not yet complete) at every completion (OrchestrRL Fig. 11)."""
-        done = np.sort(np.array([r.completed for r in self.records.values() if r.completed is not None]))
+        done = np.sort(
+            np.array([r.completed for r in self.records.values() if r.completed is not None])
+        )
         n = len(done)
         return np.concatenate([[0.0], done]), n - np.arange(len(done) + 1)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"makespan_s": self.makespan_s, "preemptions": self.preemptions, "tokens": self.tokens,
-                "tokens_per_s": self.tokens_per_s, "idle_gpu_s": self.idle_gpu_s,
-                "instances": [{"gpus": g, "busy_s": b} for g, b in zip(self.gpus, self.busy_s, strict=True)],
-                "requests": {str(k): vars(v) for k, v in self.records.items()}, "actions": self.actions}
+        return {
+            "makespan_s": self.makespan_s,
+            "preemptions": self.preemptions,
+            "tokens": self.tokens,
+            "tokens_per_s": self.tokens_per_s,
+            "idle_gpu_s": self.idle_gpu_s,
+            "instances": [
+                {"gpus": g, "busy_s": b} for g, b in zip(self.gpus, self.busy_s, strict=True)
+            ],
+            "requests": {str(k): vars(v) for k, v in self.records.items()},
+            "actions": self.actions,
+        }
 
 
 class Engine:
@@ -238,11 +264,19 @@ class Engine:
     ``per_token=True`` runs the same rules one decode step at a time with the decode model called
     per step (no closed forms, no binary searches): the reference the tests hold the engine to."""
 
-    def __init__(self, instances: list[Instance], requests: list[Request], assignment: list[int], block_size: int = 16,
-                 per_token: bool = False):
+    def __init__(
+        self,
+        instances: list[Instance],
+        requests: list[Request],
+        assignment: list[int],
+        block_size: int = 16,
+        per_token: bool = False,
+    ):
         if len(assignment) != len(requests):
             raise ValueError("one instance index per request")
-        self.requests = {r.id: Request(r.id, r.prompt, r.output, r.group, r.ready, r.generated) for r in requests}
+        self.requests = {
+            r.id: Request(r.id, r.prompt, r.output, r.group, r.ready, r.generated) for r in requests
+        }
         if len(self.requests) != len(requests):
             raise ValueError("request ids must be unique")
         self.block = block_size
@@ -251,7 +285,9 @@ class Engine:
         for i, inst in enumerate(instances):
             cap = inst.kv_capacity_tokens() // block_size
             self.states.append(InstanceState(i, inst, block_size, cap))
-        self.records = {r.id: RequestRecord(r.id, a) for r, a in zip(requests, assignment, strict=True)}
+        self.records = {
+            r.id: RequestRecord(r.id, a) for r, a in zip(requests, assignment, strict=True)
+        }
         self.actions: list[dict[str, Any]] = []
         self.preemptions = 0
         self._coef: dict[tuple[int, int], tuple[Instance, StepCoefficients]] = {}
@@ -271,7 +307,9 @@ class Engine:
     def _check_fits(self, rid: int, st: InstanceState) -> None:
         req = self.requests[rid]
         if -(-(req.prompt + req.output) // self.block) > st.capacity_blocks:
-            raise ValueError(f"request {rid} ({req.prompt}+{req.output} tokens) cannot fit instance {st.index}'s KV cache")
+            raise ValueError(
+                f"request {rid} ({req.prompt}+{req.output} tokens) cannot fit instance {st.index}'s KV cache"
+            )
 
     def coef(self, st: InstanceState, batch: int) -> StepCoefficients:
         # identical instances (one object) share a table; the entry holds the instance so its
@@ -286,12 +324,22 @@ class Engine:
                 # all-reduce volume and per-sequence overhead linear), so two batches give all,
                 # except an all-reduce interpolated in measured times: its own term at this batch
                 one, two = self.coef(st, 1), self.coef(st, 2)
-                coef = StepCoefficients(*(a + (batch - 1) * (b - a) for a, b in
-                                          zip((one.m0, one.m1, one.c0, one.c1, one.rest), (two.m0, two.m1, two.c0, two.c1, two.rest), strict=True)))
+                coef = StepCoefficients(
+                    *(
+                        a + (batch - 1) * (b - a)
+                        for a, b in zip(
+                            (one.m0, one.m1, one.c0, one.c1, one.rest),
+                            (two.m0, two.m1, two.c0, two.c1, two.rest),
+                            strict=True,
+                        )
+                    )
+                )
                 measured = _measured_allreduce(st.inst)
                 if measured is not None:
                     c1, c2 = measured(1), measured(2)
-                    coef = dataclasses.replace(coef, rest=coef.rest - (c1 + (batch - 1) * (c2 - c1)) + measured(batch))
+                    coef = dataclasses.replace(
+                        coef, rest=coef.rest - (c1 + (batch - 1) * (c2 - c1)) + measured(batch)
+                    )
             hit = self._coef[key] = (st.inst, coef)
         return hit[1]
 
@@ -352,10 +400,14 @@ class Engine:
         """Largest j <= limit such that j more steps fit in the cache (0: the next step does not)."""
         return max(0, min(limit, st.max_extra(st.capacity_blocks)))
 
-    def _steps_until(self, st: InstanceState, coef: StepCoefficients, horizon: float, limit: int) -> int:
+    def _steps_until(
+        self, st: InstanceState, coef: StepCoefficients, horizon: float, limit: int
+    ) -> int:
         """Smallest j <= limit whose j steps end at or after ``horizon`` (the step in flight ends)."""
         c0, b = float(st.context), len(st.running)
-        return min(limit, _last_true(lambda j: st.clock + coef.total(c0, b, j) < horizon, limit) + 1)
+        return min(
+            limit, _last_true(lambda j: st.clock + coef.total(c0, b, j) < horizon, limit) + 1
+        )
 
     def _step(self, st: InstanceState, k: int) -> None:
         """Run k decode steps of the current batch and retire what completes."""
@@ -425,9 +477,25 @@ class Engine:
                 where[rid] = (st.index, "waiting")
             for rid in self.pending[st.index]:
                 where[rid] = (st.index, "pending")
-            views.append(InstanceView(st.index, st.inst.tp, st.inst.gpu.name, st.clock, tuple(st.running), tuple(st.waiting),
-                                      tuple(self.pending[st.index]), st.blocks(), st.capacity_blocks, st.active))
-        tokens = {rid: self.requests[rid].output - st.remaining(rid) for st in self.states for rid in st.running}
+            views.append(
+                InstanceView(
+                    st.index,
+                    st.inst.tp,
+                    st.inst.gpu.name,
+                    st.clock,
+                    tuple(st.running),
+                    tuple(st.waiting),
+                    tuple(self.pending[st.index]),
+                    st.blocks(),
+                    st.capacity_blocks,
+                    st.active,
+                )
+            )
+        tokens = {
+            rid: self.requests[rid].output - st.remaining(rid)
+            for st in self.states
+            for rid in st.running
+        }
         reqs = {}
         for rid, req in self.requests.items():
             rec = self.records[rid]
@@ -439,7 +507,9 @@ class Engine:
                 inst, state = where[rid]
             else:
                 inst, state = -1, "unassigned"
-            reqs[rid] = RequestView(rid, req.group, req.prompt, tokens.get(rid, req.generated), req.ready, inst, state)
+            reqs[rid] = RequestView(
+                rid, req.group, req.prompt, tokens.get(rid, req.generated), req.ready, inst, state
+            )
         return Observation(now, tuple(views), reqs)
 
     def _take_out(self, rid: int) -> int:
@@ -478,12 +548,18 @@ class Engine:
         entry: dict[str, Any] = {"time": now, "action": type(action).__name__, **vars(action)}
         if isinstance(action, Dispatch | Migrate) and not self.states[action.instance].active:
             # the request would wait forever: a policy bug, said at once and before anything moves
-            raise ValueError(f"{type(action).__name__}: request {action.request} sent to instance {action.instance}, which is released")
+            raise ValueError(
+                f"{type(action).__name__}: request {action.request} sent to instance {action.instance}, which is released"
+            )
         if isinstance(action, Dispatch):
             if action.request not in self.unassigned:
                 raise ValueError(f"Dispatch: request {action.request} is not unassigned")
             self.unassigned.remove(action.request)
-            self._enqueue(action.request, self.states[action.instance], max(now, self.requests[action.request].ready))
+            self._enqueue(
+                action.request,
+                self.states[action.instance],
+                max(now, self.requests[action.request].ready),
+            )
         elif isinstance(action, Abort):
             self._take_out(action.request)
             self.records[action.request].aborted = now
@@ -492,7 +568,11 @@ class Engine:
             dst = self.states[action.instance]
             req = self.requests[action.request]
             start = max(now, self.states[src].clock if src >= 0 else now)
-            cost = migration_cost(dst.inst, [req.prompt + req.generated], action.bandwidth_gbs) if req.prompt + req.generated else {"cost_s": 0.0, "choice": "recompute"}
+            cost = (
+                migration_cost(dst.inst, [req.prompt + req.generated], action.bandwidth_gbs)
+                if req.prompt + req.generated
+                else {"cost_s": 0.0, "choice": "recompute"}
+            )
             if cost["choice"] == "transfer":
                 dst.kv_ready.add(action.request)
             self.records[action.request].migrations += 1
@@ -500,12 +580,16 @@ class Engine:
             self._enqueue(action.request, dst, start + cost["cost_s"])
         elif isinstance(action, Reconfigure):
             st = self.states[action.instance]
-            while st.running:  # the engine restarts: running requests go back to the queue (recompute)
+            while (
+                st.running
+            ):  # the engine restarts: running requests go back to the queue (recompute)
                 self._preempt_last(st)
             old = st.inst.tp
             new = Instance(st.inst.model, st.inst.gpu, action.tp, st.inst.params)
             if new.kv_capacity_tokens() // self.block <= 0:
-                raise ValueError(f"Reconfigure: {new.model.name} on TP{action.tp} x {new.gpu.name} leaves no KV cache")
+                raise ValueError(
+                    f"Reconfigure: {new.model.name} on TP{action.tp} x {new.gpu.name} leaves no KV cache"
+                )
             st.inst = new
             st.capacity_blocks = st.inst.kv_capacity_tokens() // self.block
             pause = switch_cost(st.inst, old, action.bandwidth_gbs)["cost_s"] + action.pause_s
@@ -531,7 +615,9 @@ class Engine:
     def _finished(self) -> bool:
         if self.unassigned:
             return False
-        return all(not st.running and not st.waiting and not self.pending[st.index] for st in self.states)
+        return all(
+            not st.running and not st.waiting and not self.pending[st.index] for st in self.states
+        )
 
     def run(self, policies: list[Policy] | None = None, horizon_s: float = 1e7) -> SimResult:
         """Simulate to the end; with policies, stop every ``tick`` seconds to let them act."""
@@ -550,7 +636,9 @@ class Engine:
         while not self._finished():
             now += tick
             if now > horizon_s:
-                raise RuntimeError(f"generation did not finish within {horizon_s} s of simulated time (a policy holds requests back?)")
+                raise RuntimeError(
+                    f"generation did not finish within {horizon_s} s of simulated time (a policy holds requests back?)"
+                )
             for st in self.states:
                 self.advance(st, now)
             obs = self.observe(now)
@@ -562,9 +650,20 @@ class Engine:
         done = [r.completed for r in self.records.values() if r.completed is not None]
         makespan = max(done) if done else 0.0
         tokens = sum(r.generated for r in self.requests.values())
-        held = [st.active_s + (makespan - st.active_since if st.active else 0.0) for st in self.states]
-        return SimResult(makespan, self.records, self.preemptions, tokens, [s.busy_s for s in self.states],
-                         [s.inst.tp for s in self.states], [s.timeline for s in self.states], self.actions, held)
+        held = [
+            st.active_s + (makespan - st.active_since if st.active else 0.0) for st in self.states
+        ]
+        return SimResult(
+            makespan,
+            self.records,
+            self.preemptions,
+            tokens,
+            [s.busy_s for s in self.states],
+            [s.inst.tp for s in self.states],
+            [s.timeline for s in self.states],
+            self.actions,
+            held,
+        )
 
 
 def _last_true(ok: Any, hi: int) -> int:
@@ -587,7 +686,12 @@ def _last_true_between(ok: Any, lo: int, hi: int) -> int:
     return lo
 
 
-def simulate(instances: list[Instance], requests: list[Request], assignment: list[int] | None = None, block_size: int = 16) -> SimResult:
+def simulate(
+    instances: list[Instance],
+    requests: list[Request],
+    assignment: list[int] | None = None,
+    block_size: int = 16,
+) -> SimResult:
     """Simulate requests on instances (``assignment[i]``: request i's instance; default:
     :func:`balanced_assignment`, round-robin in ready order)."""
     if assignment is None:

@@ -35,19 +35,29 @@ def bin_lengths(lengths: np.ndarray, contexts: np.ndarray, bin_tokens: int) -> L
     for u, c in zip(upper.tolist(), contexts.astype(int).tolist(), strict=True):
         keys[(u, c)] = keys.get((u, c), 0) + 1
     items = sorted(keys.items())
-    return LengthHistogram(upper=[k[0] for k, _ in items], counts=[v for _, v in items], context=[k[1] for k, _ in items])
+    return LengthHistogram(
+        upper=[k[0] for k, _ in items],
+        counts=[v for _, v in items],
+        context=[k[1] for k, _ in items],
+    )
 
 
 def parse_distribution(text: str, seed: int = 0, bin_tokens: int = 256) -> LengthHistogram:
     """A histogram from ``NAME:key=value,...`` (see module doc)."""
     name, _, rest = text.partition(":")
     if name not in DISTRIBUTIONS:
-        raise SpecError("lengths", text, f"unknown distribution {name!r}; known: {', '.join(DISTRIBUTIONS)} (or a histogram CSV file)")
+        raise SpecError(
+            "lengths",
+            text,
+            f"unknown distribution {name!r}; known: {', '.join(DISTRIBUTIONS)} (or a histogram CSV file)",
+        )
     args: dict[str, float] = {}
     for part in filter(None, rest.split(",")):
         key, eq, value = part.partition("=")
         if not eq or key not in DISTRIBUTIONS[name]:
-            raise SpecError(f"lengths.{key}", part, f"{name} takes {', '.join(sorted(DISTRIBUTIONS[name]))}")
+            raise SpecError(
+                f"lengths.{key}", part, f"{name} takes {', '.join(sorted(DISTRIBUTIONS[name]))}"
+            )
         try:
             args[key] = float(value)
         except ValueError:
@@ -59,7 +69,11 @@ def parse_distribution(text: str, seed: int = 0, bin_tokens: int = 256) -> Lengt
         if key not in ("n", "sigma") and not 0 <= value <= MAX_TOKENS:
             raise SpecError(f"lengths.{key}", value, f"a token count in 0..{MAX_TOKENS:,}")
     if args.get("sigma", 0) > 10:
-        raise SpecError("lengths.sigma", args["sigma"], "a lognormal spread above 10 draws lengths past any float")
+        raise SpecError(
+            "lengths.sigma",
+            args["sigma"],
+            "a lognormal spread above 10 draws lengths past any float",
+        )
     n = int(args.get("n", 512))
     if n <= 0:
         raise SpecError("lengths.n", n, "must be > 0")
@@ -90,11 +104,19 @@ def parse_histogram_csv(text: str, source: str) -> LengthHistogram:
     upper, counts, ctx = [], [], []
     for i, row in enumerate(rows):
         try:
-            u, c, x = int(float(row["remaining"])), int(float(row["count"])), int(float(row.get("context") or 0))
+            u, c, x = (
+                int(float(row["remaining"])),
+                int(float(row["count"])),
+                int(float(row.get("context") or 0)),
+            )
         except (TypeError, ValueError):
-            raise SpecError(f"row {i + 2}", dict(row), "remaining, count and context must be numbers", source) from None
+            raise SpecError(
+                f"row {i + 2}", dict(row), "remaining, count and context must be numbers", source
+            ) from None
         if u <= 0 or c < 0 or x < 0:
-            raise SpecError(f"row {i + 2}", dict(row), "need remaining > 0, count >= 0, context >= 0", source)
+            raise SpecError(
+                f"row {i + 2}", dict(row), "need remaining > 0, count >= 0, context >= 0", source
+            )
         upper.append(u)
         counts.append(c)
         ctx.append(x)

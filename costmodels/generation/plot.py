@@ -21,7 +21,12 @@ def plot_simulation(result: SimResult, path: str | Path, title: str = "") -> Non
         for start, end, batch, _ in timeline:
             xs += [start, end]
             ys += [batch, batch]
-        top.plot(xs, ys, lw=1, label=f"instance {i} (TP{result.gpus[i]})" if len(result.timelines) <= 8 else None)
+        top.plot(
+            xs,
+            ys,
+            lw=1,
+            label=f"instance {i} (TP{result.gpus[i]})" if len(result.timelines) <= 8 else None,
+        )
     top.set_ylabel("running requests")
     if len(result.timelines) <= 8:
         top.legend(fontsize=7, loc="upper right")
@@ -29,7 +34,10 @@ def plot_simulation(result: SimResult, path: str | Path, title: str = "") -> Non
     bottom.step(times, left, where="post")
     bottom.set_ylabel("requests not finished")
     bottom.set_xlabel("time (s)")
-    top.set_title(title or f"makespan {result.makespan_s:.1f} s, {result.preemptions} preemptions, idle {result.idle_gpu_s:.0f} GPU-s")
+    top.set_title(
+        title
+        or f"makespan {result.makespan_s:.1f} s, {result.preemptions} preemptions, idle {result.idle_gpu_s:.0f} GPU-s"
+    )
     fig.tight_layout()
     fig.savefig(path, format="png", dpi=110)
     plt.close(fig)

@@ -24,9 +24,14 @@ def _blocks(running: list[list[Any]], block_size: int, extra: int = 0) -> int:
     return sum(-(-(c + extra) // block_size) for _, c, _ in running)
 
 
-def _reference_instance(inst: Instance, mine: list[Request], block_size: int, out: dict[int, float]) -> None:
+def _reference_instance(
+    inst: Instance, mine: list[Request], block_size: int, out: dict[int, float]
+) -> None:
     cap = inst.kv_capacity_tokens() // block_size
-    pending = deque(Request(r.id, r.prompt, r.output, r.group, r.ready, r.generated) for r in sorted(mine, key=lambda r: (r.ready, r.id)))
+    pending = deque(
+        Request(r.id, r.prompt, r.output, r.group, r.ready, r.generated)
+        for r in sorted(mine, key=lambda r: (r.ready, r.id))
+    )
     waiting: deque[Request] = deque()
     running: list[list[Any]] = []  # [request, ctx, rem] in admission order
     t = 0.0
@@ -65,9 +70,13 @@ def _reference_instance(inst: Instance, mine: list[Request], block_size: int, ou
         running = [x for x in running if x[2] > 0]
 
 
-def reference_run(instances: list[Instance], requests: list[Request], assignment: list[int], block_size: int = 16) -> dict[int, float]:
+def reference_run(
+    instances: list[Instance], requests: list[Request], assignment: list[int], block_size: int = 16
+) -> dict[int, float]:
     """The plain per-token stepper with the engine's rules: completion time per request id."""
     out: dict[int, float] = {}
     for i, inst in enumerate(instances):
-        _reference_instance(inst, [r for r, a in zip(requests, assignment, strict=True) if a == i], block_size, out)
+        _reference_instance(
+            inst, [r for r, a in zip(requests, assignment, strict=True) if a == i], block_size, out
+        )
     return out

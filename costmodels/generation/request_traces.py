@@ -57,15 +57,26 @@ class TraceParams:
 
 def prompt_difficulty(rng: np.random.Generator, n: int, p: TraceParams) -> np.ndarray:
     """d_g of ``n`` prompts (module doc): N(0, sigma_prompt), plus hard_shift for hard prompts."""
-    return rng.normal(0.0, p.sigma_prompt, n) + np.where(rng.random(n) < p.p_hard, p.hard_shift, 0.0)
+    return rng.normal(0.0, p.sigma_prompt, n) + np.where(
+        rng.random(n) < p.p_hard, p.hard_shift, 0.0
+    )
 
 
 def prompt_lengths(rng: np.random.Generator, n: int, p: TraceParams) -> np.ndarray:
     """Prompt lengths of ``n`` prompts: log-normal around ``prompt_median``, at least 1 token."""
-    return np.maximum(1, np.rint(rng.lognormal(math.log(p.prompt_median), p.prompt_sigma, n))).astype(int)
+    return np.maximum(
+        1, np.rint(rng.lognormal(math.log(p.prompt_median), p.prompt_sigma, n))
+    ).astype(int)
 
 
-def response_lengths(rng: np.random.Generator, difficulty: Any, shape: Any, p: TraceParams, max_len: int, step: int = 0) -> np.ndarray:
+def response_lengths(
+    rng: np.random.Generator,
+    difficulty: Any,
+    shape: Any,
+    p: TraceParams,
+    max_len: int,
+    step: int = 0,
+) -> np.ndarray:
     """Response lengths min(max_len, round(exp(mu + drift s + d + e))) of ``shape``, e drawn here
     (module doc); ``difficulty`` broadcasts against ``shape``."""
     noise = rng.normal(0.0, p.sigma_response, shape)
@@ -73,15 +84,23 @@ def response_lengths(rng: np.random.Generator, difficulty: Any, shape: Any, p: T
     return np.clip(np.rint(np.exp(mu + difficulty + noise)), 1, max_len).astype(int)
 
 
-def synthetic_trace(prompts: int, responses_per_prompt: int, max_len: int = 16384, seed: int = 0, step: int = 0,
-                    params: TraceParams | None = None) -> list[Request]:
+def synthetic_trace(
+    prompts: int,
+    responses_per_prompt: int,
+    max_len: int = 16384,
+    seed: int = 0,
+    step: int = 0,
+    params: TraceParams | None = None,
+) -> list[Request]:
     """``prompts x responses_per_prompt`` requests of one RL step (module doc); group = prompt."""
     if prompts <= 0 or responses_per_prompt <= 0 or max_len <= 0:
         raise ValueError("prompts, responses_per_prompt and max_len must be > 0")
     p = params or TraceParams()
     rng = np.random.default_rng([seed, step])
     difficulty = prompt_difficulty(rng, prompts, p)
-    lengths = response_lengths(rng, difficulty[:, None], (prompts, responses_per_prompt), p, max_len, step)
+    lengths = response_lengths(
+        rng, difficulty[:, None], (prompts, responses_per_prompt), p, max_len, step
+    )
     prompt_len = prompt_lengths(rng, prompts, p)
     out = []
     for g in range(prompts):
@@ -121,11 +140,19 @@ def _rows(text: str, source: str, required: set[str], optional: set[str]) -> lis
 def read_vidur_csv(text: str, source: str) -> list[Request]:
     """Vidur's request trace: ``num_prefill_tokens,num_decode_tokens[,arrived_at]``."""
     out = []
-    for i, row in enumerate(_rows(text, source, {"num_prefill_tokens", "num_decode_tokens"}, {"arrived_at"})):
+    for i, row in enumerate(
+        _rows(text, source, {"num_prefill_tokens", "num_decode_tokens"}, {"arrived_at"})
+    ):
         where = f"row {i + 2}"
-        out.append(Request(i, _int(row["num_prefill_tokens"], source, where, "num_prefill_tokens", 0),
-                           _int(row["num_decode_tokens"], source, where, "num_decode_tokens", 1), group=i,
-                           ready=_float(row.get("arrived_at"), source, where, "arrived_at")))
+        out.append(
+            Request(
+                i,
+                _int(row["num_prefill_tokens"], source, where, "num_prefill_tokens", 0),
+                _int(row["num_decode_tokens"], source, where, "num_decode_tokens", 1),
+                group=i,
+                ready=_float(row.get("arrived_at"), source, where, "arrived_at"),
+            )
+        )
     return out
 
 
@@ -144,8 +171,14 @@ def read_plain_csv(text: str, source: str) -> list[Request]:
     for i, row in enumerate(rows):
         where = f"row {i + 2}"
         group = int(labels[i]) if numeric else ids.setdefault(labels[i], len(ids))
-        out.append(Request(i, _int(row["prompt_tokens"], source, where, "prompt_tokens", 0),
-                           _int(row["output_tokens"], source, where, "output_tokens", 1), group=group))
+        out.append(
+            Request(
+                i,
+                _int(row["prompt_tokens"], source, where, "prompt_tokens", 0),
+                _int(row["output_tokens"], source, where, "output_tokens", 1),
+                group=group,
+            )
+        )
     return out
 
 
@@ -171,29 +204,49 @@ def read_rollpacker_jsonl(text: str, source: str, default_prompt: int = 0) -> li
             raise SpecError(where, line[:60], "needs an object with response_lengths", source)
         lengths = obj["response_lengths"]
         if not isinstance(lengths, list) or not lengths:
-            raise SpecError(f"{where}.response_lengths", lengths, "a group needs at least one response", source)
+            raise SpecError(
+                f"{where}.response_lengths", lengths, "a group needs at least one response", source
+            )
         unknown = set(obj) - {"response_lengths", "prompt_length", "prompt_id"}
         if unknown:
-            raise SpecError(where, ",".join(sorted(unknown)), "unknown keys; known: response_lengths, prompt_length, prompt_id", source)
-        prompt = _int(str(obj.get("prompt_length", default_prompt)), source, where, "prompt_length", 0)
+            raise SpecError(
+                where,
+                ",".join(sorted(unknown)),
+                "unknown keys; known: response_lengths, prompt_length, prompt_id",
+                source,
+            )
+        prompt = _int(
+            str(obj.get("prompt_length", default_prompt)), source, where, "prompt_length", 0
+        )
         group = groups
         groups += 1
         if len(out) + len(lengths) > most:
             check_memory(where, source, len(out) + len(lengths), REQUEST_BYTES, "requests")
         for j, v in enumerate(lengths):
-            out.append(Request(len(out), prompt, _int(str(v), source, f"{where}.response_lengths[{j}]", "", 1), group=group))
+            out.append(
+                Request(
+                    len(out),
+                    prompt,
+                    _int(str(v), source, f"{where}.response_lengths[{j}]", "", 1),
+                    group=group,
+                )
+            )
     if not out:
         raise SpecError("", source, "the trace holds no requests", source)
     return out
 
 
 def write_plain_csv(requests: list[Request]) -> str:
-    lines = ["prompt_tokens,output_tokens,group"] + [f"{r.prompt},{r.output},{r.group}" for r in requests]
+    lines = ["prompt_tokens,output_tokens,group"] + [
+        f"{r.prompt},{r.output},{r.group}" for r in requests
+    ]
     return "\n".join(lines) + "\n"
 
 
 def write_vidur_csv(requests: list[Request]) -> str:
-    lines = ["num_prefill_tokens,num_decode_tokens,arrived_at"] + [f"{r.prompt},{r.output},{r.ready!r}" for r in requests]
+    lines = ["num_prefill_tokens,num_decode_tokens,arrived_at"] + [
+        f"{r.prompt},{r.output},{r.ready!r}" for r in requests
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -201,7 +254,11 @@ def write_rollpacker_jsonl(requests: list[Request]) -> str:
     groups: dict[int, list[Request]] = {}
     for r in requests:
         groups.setdefault(r.group, []).append(r)
-    return "".join(json.dumps({"prompt_length": rs[0].prompt, "response_lengths": [r.output for r in rs]}) + "\n" for rs in groups.values())
+    return "".join(
+        json.dumps({"prompt_length": rs[0].prompt, "response_lengths": [r.output for r in rs]})
+        + "\n"
+        for rs in groups.values()
+    )
 
 
 def read_trace(text: str, source: str) -> list[Request]:
@@ -219,8 +276,13 @@ def read_trace(text: str, source: str) -> list[Request]:
         return read_vidur_csv(text, source)
     if "output_tokens" in head:
         return read_plain_csv(text, source)
-    raise SpecError("header", head[:60], "not a known trace: Vidur CSV (num_prefill_tokens,num_decode_tokens[,arrived_at]),"
-                    " plain CSV (prompt_tokens,output_tokens,group) or RollPacker JSONL (response_lengths)", source)
+    raise SpecError(
+        "header",
+        head[:60],
+        "not a known trace: Vidur CSV (num_prefill_tokens,num_decode_tokens[,arrived_at]),"
+        " plain CSV (prompt_tokens,output_tokens,group) or RollPacker JSONL (response_lengths)",
+        source,
+    )
 
 
 def histogram(requests: list[Request], bin_tokens: int = 256) -> LengthHistogram:

@@ -30,8 +30,15 @@ class Request:
     generated: int = 0
 
     def __post_init__(self) -> None:
-        if self.prompt < 0 or self.output <= 0 or self.generated < 0 or self.generated >= self.output:
-            raise ValueError(f"request {self.id}: need prompt >= 0, output > 0 and 0 <= generated < output")
+        if (
+            self.prompt < 0
+            or self.output <= 0
+            or self.generated < 0
+            or self.generated >= self.output
+        ):
+            raise ValueError(
+                f"request {self.id}: need prompt >= 0, output > 0 and 0 <= generated < output"
+            )
 
 
 @dataclass

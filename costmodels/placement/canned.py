@@ -18,8 +18,17 @@ def _workflow(algorithm: str = "grpo", mode: str = "sync", eta: float = 0.0) -> 
     models = {"actor": "Qwen3-1.7B"}
     if algorithm == "ppo":
         models["critic"] = "Qwen3-1.7B"
-    return {"algorithm": algorithm, "mode": mode, "models": models, "global_batch": 16, "responses_per_prompt": 4,
-            "prompt_length": 512, "response_length": 512, "decode_batch_size": 32, "eta": eta}
+    return {
+        "algorithm": algorithm,
+        "mode": mode,
+        "models": models,
+        "global_batch": 16,
+        "responses_per_prompt": 4,
+        "prompt_length": 512,
+        "response_length": 512,
+        "decode_batch_size": 32,
+        "eta": eta,
+    }
 
 
 def _problem(cluster: dict[str, Any], workflow: dict[str, Any]) -> PlacementProblem:
@@ -30,11 +39,30 @@ def _problem(cluster: dict[str, Any], workflow: dict[str, Any]) -> PlacementProb
 
 
 def canned_placements() -> list[Canned]:
-    one_zone = {"nodes": [{"name": "a", "gpu": "A100-40GB", "count": 2, "zone": "z"}, {"name": "b", "gpu": "L40S", "count": 1, "zone": "z"}],
-                "network": _LAN}
-    two_zones = {"nodes": [{"name": "a", "gpu": "A100-40GB", "count": 2, "zone": "us"}, {"name": "b", "gpu": "L4", "count": 1, "zone": "eu"}],
-                 "network": {**_LAN, "inter_zone": [{"zones": ["us", "eu"], "bandwidth_gbps": 2, "latency_ms": 40}]}}
+    one_zone = {
+        "nodes": [
+            {"name": "a", "gpu": "A100-40GB", "count": 2, "zone": "z"},
+            {"name": "b", "gpu": "L40S", "count": 1, "zone": "z"},
+        ],
+        "network": _LAN,
+    }
+    two_zones = {
+        "nodes": [
+            {"name": "a", "gpu": "A100-40GB", "count": 2, "zone": "us"},
+            {"name": "b", "gpu": "L4", "count": 1, "zone": "eu"},
+        ],
+        "network": {
+            **_LAN,
+            "inter_zone": [{"zones": ["us", "eu"], "bandwidth_gbps": 2, "latency_ms": 40}],
+        },
+    }
     return [
-        Canned("one-zone-grpo-sync", lambda: _problem(one_zone, _workflow()), reference="bruteforce"),
-        Canned("two-zones-grpo-async", lambda: _problem(two_zones, _workflow(mode="async", eta=0.3)), reference="bruteforce"),
+        Canned(
+            "one-zone-grpo-sync", lambda: _problem(one_zone, _workflow()), reference="bruteforce"
+        ),
+        Canned(
+            "two-zones-grpo-async",
+            lambda: _problem(two_zones, _workflow(mode="async", eta=0.3)),
+            reference="bruteforce",
+        ),
     ]

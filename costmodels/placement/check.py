@@ -30,21 +30,40 @@ def check_placement(problem: PlacementProblem, plan: PlacementPlan) -> list[Viol
     placed = [t.task for t in plan.tasks]
     for name in wanted:
         if placed.count(name) != 1:
-            out.append(Violation("C2-coverage", f"task {name!r} is placed {placed.count(name)} times (needs exactly 1)"))
+            out.append(
+                Violation(
+                    "C2-coverage",
+                    f"task {name!r} is placed {placed.count(name)} times (needs exactly 1)",
+                )
+            )
     for name in placed:
         if name not in wanted:
-            out.append(Violation("C2-coverage", f"task {name!r} is not a task of this {wf.algorithm} workflow"))
+            out.append(
+                Violation(
+                    "C2-coverage", f"task {name!r} is not a task of this {wf.algorithm} workflow"
+                )
+            )
     grouped = [t for g in plan.groups for t in g.tasks]
     for name in wanted:
         if grouped.count(name) != 1:
-            out.append(Violation("groups", f"task {name!r} is in {grouped.count(name)} task groups (needs exactly 1)"))
+            out.append(
+                Violation(
+                    "groups",
+                    f"task {name!r} is in {grouped.count(name)} task groups (needs exactly 1)",
+                )
+            )
     owner: dict[str, int] = {}
     for gi, g in enumerate(plan.groups):
         for d in g.devices:
             if d not in known:
                 out.append(Violation("groups", f"group {gi} uses unknown GPU {d!r}"))
             elif d in owner:
-                out.append(Violation("groups", f"GPU {d} is in groups {owner[d]} and {gi}; GPU groups must be disjoint"))
+                out.append(
+                    Violation(
+                        "groups",
+                        f"GPU {d} is in groups {owner[d]} and {gi}; GPU groups must be disjoint",
+                    )
+                )
             else:
                 owner[d] = gi
     if out:
@@ -54,39 +73,79 @@ def check_placement(problem: PlacementProblem, plan: PlacementPlan) -> list[Viol
         role = next(t.role for t in problem.tasks if t.name == tp_.task)
         m = wf.model(role)
         name = tp_.task
-        if len(tp_.devices) != tp_.dp or any(len(r) != tp_.pp for r in tp_.devices) or any(len(s) != tp_.tp for r in tp_.devices for s in r):
-            out.append(Violation("shape", f"{name}: devices must be {tp_.dp} x {tp_.pp} x {tp_.tp} (dp x pp x tp)"))
+        if (
+            len(tp_.devices) != tp_.dp
+            or any(len(r) != tp_.pp for r in tp_.devices)
+            or any(len(s) != tp_.tp for r in tp_.devices for s in r)
+        ):
+            out.append(
+                Violation(
+                    "shape",
+                    f"{name}: devices must be {tp_.dp} x {tp_.pp} x {tp_.tp} (dp x pp x tp)",
+                )
+            )
             continue
         if m.query_heads % tp_.tp or (m.kv_heads % tp_.tp and tp_.tp % m.kv_heads):
-            out.append(Violation("shape", f"{name}: tp={tp_.tp} does not divide {m.name}'s {m.query_heads} query / {m.kv_heads} KV heads"))
+            out.append(
+                Violation(
+                    "shape",
+                    f"{name}: tp={tp_.tp} does not divide {m.name}'s {m.query_heads} query / {m.kv_heads} KV heads",
+                )
+            )
         if tp_.pp > m.layers:
-            out.append(Violation("shape", f"{name}: pp={tp_.pp} exceeds {m.name}'s {m.layers} layers"))
+            out.append(
+                Violation("shape", f"{name}: pp={tp_.pp} exceeds {m.name}'s {m.layers} layers")
+            )
         if tp_.layers_per_stage is not None and (
-            len(tp_.layers_per_stage) != tp_.pp or sum(tp_.layers_per_stage) != m.layers or min(tp_.layers_per_stage) < 1
+            len(tp_.layers_per_stage) != tp_.pp
+            or sum(tp_.layers_per_stage) != m.layers
+            or min(tp_.layers_per_stage) < 1
         ):
-            out.append(Violation("shape", f"{name}: layers_per_stage {tp_.layers_per_stage} must be {tp_.pp} positive counts summing to {m.layers}"))
+            out.append(
+                Violation(
+                    "shape",
+                    f"{name}: layers_per_stage {tp_.layers_per_stage} must be {tp_.pp} positive counts summing to {m.layers}",
+                )
+            )
         if tp_.batch_shares is not None and (
-            len(tp_.batch_shares) != tp_.dp or min(tp_.batch_shares) <= 0 or abs(sum(tp_.batch_shares) - 1) > 1e-6
+            len(tp_.batch_shares) != tp_.dp
+            or min(tp_.batch_shares) <= 0
+            or abs(sum(tp_.batch_shares) - 1) > 1e-6
         ):
-            out.append(Violation("shape", f"{name}: batch_shares {tp_.batch_shares} must be {tp_.dp} positive shares summing to 1"))
+            out.append(
+                Violation(
+                    "shape",
+                    f"{name}: batch_shares {tp_.batch_shares} must be {tp_.dp} positive shares summing to 1",
+                )
+            )
         devs = tp_.all_devices()
         for d in devs:
             if d not in known:
                 out.append(Violation("shape", f"{name}: unknown GPU {d!r}"))
             elif owner.get(d) != group_of[name]:
-                out.append(Violation("groups", f"{name}: GPU {d} is outside its task group {group_of[name]}"))
+                out.append(
+                    Violation(
+                        "groups", f"{name}: GPU {d} is outside its task group {group_of[name]}"
+                    )
+                )
         dup = sorted(d for d, k in Counter(devs).items() if k > 1)
         if dup:
-            out.append(Violation("C1-tasklets", f"{name}: GPUs {dup} host more than one tasklet of the task"))
+            out.append(
+                Violation(
+                    "C1-tasklets", f"{name}: GPUs {dup} host more than one tasklet of the task"
+                )
+            )
     if out:
         return out
     for d, slot in sorted(device_memory(problem, plan).items()):
         need = slot["model_gb"] + slot["working_gb"]
         if need > slot["capacity_gb"] + 1e-9:
             dev = problem.topology.devices[d]
-            out.append(Violation(
-                "C3-memory",
-                f"GPU {dev.id} ({dev.gpu.name}) needs {need:.2f} GB (models {slot['model_gb']:.2f} + working {slot['working_gb']:.2f}) "
-                f"but has {slot['capacity_gb']:.2f} GB usable",
-            ))
+            out.append(
+                Violation(
+                    "C3-memory",
+                    f"GPU {dev.id} ({dev.gpu.name}) needs {need:.2f} GB (models {slot['model_gb']:.2f} + working {slot['working_gb']:.2f}) "
+                    f"but has {slot['capacity_gb']:.2f} GB usable",
+                )
+            )
     return out

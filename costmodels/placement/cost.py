@@ -122,7 +122,9 @@ def phi(costs: list[float], eta: float) -> float:
     return eta * max(costs) + (1 - eta) * sum(costs)
 
 
-def task_memory(problem: PlacementProblem, task: Task, tp_: TaskPlacement) -> dict[int, tuple[float, float]]:
+def task_memory(
+    problem: PlacementProblem, task: Task, tp_: TaskPlacement
+) -> dict[int, tuple[float, float]]:
     """(model GB, working GB) of each GPU's tasklet of one task (HetRL C3 terms).
 
     A generation task with an explicit ``decode_batch`` holds the KV cache of that many sequences
@@ -140,9 +142,19 @@ def task_memory(problem: PlacementProblem, task: Task, tp_: TaskPlacement) -> di
         nm = samples / wf.micro_batch_size
         for j, stage in enumerate(replica):
             mem = tasklet_memory(
-                task.kind, m, stage_layers=split[j], first=j == 0, last=j == tp_.pp - 1,
-                tp=tp_.tp, pp=tp_.pp, dp=tp_.dp, seq=seq, mbs=wf.micro_batch_size, micro_batches=nm,
-                recompute=wf.recompute, grad_bytes=problem.params.grad_bytes_per_param,
+                task.kind,
+                m,
+                stage_layers=split[j],
+                first=j == 0,
+                last=j == tp_.pp - 1,
+                tp=tp_.tp,
+                pp=tp_.pp,
+                dp=tp_.dp,
+                seq=seq,
+                mbs=wf.micro_batch_size,
+                micro_batches=nm,
+                recompute=wf.recompute,
+                grad_bytes=problem.params.grad_bytes_per_param,
                 optimizer_bytes=problem.params.optimizer_bytes_per_param,
                 distributed_optimizer=problem.params.distributed_optimizer,
             )
@@ -164,7 +176,13 @@ def memory_floor_gb(problem: PlacementProblem, task: Task) -> float:
     params = stage_params(m, m.layers, True, True)
     if task.kind is TaskKind.TRAINING:
         pr = problem.params
-        return training_model_gb(params, 1, pr.grad_bytes_per_param, pr.optimizer_bytes_per_param, pr.distributed_optimizer)
+        return training_model_gb(
+            params,
+            1,
+            pr.grad_bytes_per_param,
+            pr.optimizer_bytes_per_param,
+            pr.distributed_optimizer,
+        )
     return params * BYTES_BF16 / GB
 
 
@@ -178,7 +196,9 @@ def device_memory(problem: PlacementProblem, plan: PlacementPlan) -> dict[int, d
             slot["model_gb"] += model
             slot["working_gb"] = max(slot["working_gb"], working)
     for d, slot in out.items():
-        slot["capacity_gb"] = problem.topology.devices[d].gpu.memory_gb - problem.params.memory_reserve_gb
+        slot["capacity_gb"] = (
+            problem.topology.devices[d].gpu.memory_gb - problem.params.memory_reserve_gb
+        )
     return out
 
 
@@ -203,7 +223,11 @@ def _node_classes(topo: Any) -> list[int]:
     out = []
     for d in topo.devices:
         a, b = first[d.node], second.get(d.node)
-        link = (float(topo.latency_s[a, b]), float(topo.bandwidth_gbs[a, b])) if b is not None else None
+        link = (
+            (float(topo.latency_s[a, b]), float(topo.bandwidth_gbs[a, b]))
+            if b is not None
+            else None
+        )
         out.append(ids.setdefault((d.gpu.name, d.zone, d.region, link), len(ids)))
     return out
 
@@ -211,7 +235,13 @@ def _node_classes(topo: Any) -> list[int]:
 class _TaskCoster:
     """Component costs of one task under one placement (HetRL Appendix B.2)."""
 
-    def __init__(self, problem: PlacementProblem, task: Task, tp_: TaskPlacement, mem: dict[int, dict[str, float]] | None):
+    def __init__(
+        self,
+        problem: PlacementProblem,
+        task: Task,
+        tp_: TaskPlacement,
+        mem: dict[int, dict[str, float]] | None,
+    ):
         self.problem, self.task, self.tp_ = problem, task, tp_
         self.wf = problem.workflow
         self.topo = problem.topology
@@ -242,7 +272,9 @@ class _TaskCoster:
         params = self.problem.params
         gen = kind is TaskKind.GENERATION
         seq = wf.prompt_length + wf.response_length
-        seq_comp = wf.prompt_length if gen else seq  # prefill covers the prompt; training the whole sequence
+        seq_comp = (
+            wf.prompt_length if gen else seq
+        )  # prefill covers the prompt; training the whole sequence
         train = kind is TaskKind.TRAINING
         comp_mult = (4 if wf.recompute else 3) if train else 1
         tp_mult = (6 if wf.recompute else 4) if train else 2
@@ -256,8 +288,23 @@ class _TaskCoster:
         totals = {"comp_s": 0.0, "tp_s": 0.0, "pp_s": 0.0, "bubble_s": 0.0, "decode_s": 0.0}
         decode_detail: dict[str, float] = {}
         decode_batches = []
-        consts = (gen, train, literal, comp_mult, tp_mult, pp_mult, layer_flops, head_flops, cv_tp, cv_pp)
-        cache = self.topo.memo.setdefault("replica", {}) if REPLICA_MEMO and not self.topo.explicit_matrix else None
+        consts = (
+            gen,
+            train,
+            literal,
+            comp_mult,
+            tp_mult,
+            pp_mult,
+            layer_flops,
+            head_flops,
+            cv_tp,
+            cv_pp,
+        )
+        cache = (
+            self.topo.memo.setdefault("replica", {})
+            if REPLICA_MEMO and not self.topo.explicit_matrix
+            else None
+        )
         if cache is not None:
             # everything else a replica's cost reads: the parameters and workflow (by identity;
             # the entry keeps them alive, so an id is never reused for another) and the constants
@@ -281,7 +328,13 @@ class _TaskCoster:
                 decode_detail[k] = max(decode_detail.get(k, 0.0), v)
             per_replica.append(total)
             prefill.append(pre)
-            for name, v in (("comp_s", comp_s), ("tp_s", tp_s), ("pp_s", pp_s), ("bubble_s", bubble), ("decode_s", decode)):
+            for name, v in (
+                ("comp_s", comp_s),
+                ("tp_s", tp_s),
+                ("pp_s", pp_s),
+                ("bubble_s", bubble),
+                ("decode_s", decode),
+            ):
                 totals[name] = max(totals[name], v)
         dp_s = self._dp_cost() if train else 0.0
         out: dict[str, Any] = {"time_s": max(per_replica) + dp_s, **totals, "dp_s": dp_s}
@@ -293,16 +346,22 @@ class _TaskCoster:
             out["decode"] = decode_detail
         return out
 
-    def _replica(self, i: int, replica: list[list[int]], consts: tuple[Any, ...]) -> tuple[Any, ...]:
+    def _replica(
+        self, i: int, replica: list[list[int]], consts: tuple[Any, ...]
+    ) -> tuple[Any, ...]:
         """One replica's (time, time without decode, comp, TP, PP, bubble, decode, decode detail, dbs)."""
-        gen, train, literal, comp_mult, tp_mult, pp_mult, layer_flops, head_flops, cv_tp, cv_pp = consts
+        gen, train, literal, comp_mult, tp_mult, pp_mult, layer_flops, head_flops, cv_tp, cv_pp = (
+            consts
+        )
         wf, m, tp, pp = self.wf, self.m, self.tp_.tp, self.tp_.pp
         params = self.problem.params
         eff = params.efficiency
         detail: dict[str, float] = {}
         samples = wf.samples * self.shares[i]
         # prefill: one forward pass per prompt when the responses of a prompt share it
-        forward = samples / wf.responses_per_prompt if gen and params.share_prompt_prefill else samples
+        forward = (
+            samples / wf.responses_per_prompt if gen and params.share_prompt_prefill else samples
+        )
         nm = forward / wf.micro_batch_size
         steps = 0.0
         dbs = 0
@@ -364,11 +423,37 @@ class _TaskCoster:
                 counts[k] = counts.get(k, 0) + 1
             stages.append(tuple(sorted(counts.items())))
         mem = None
-        if self.task.kind is TaskKind.GENERATION and self.tp_.decode_batch is None and self.mem is not None:
-            mem = tuple(x for stage in replica for d in stage for x in (self.mem[d]["model_gb"], self.mem[d]["capacity_gb"]))
-        return (self.task.name, self.m.name, self.tp_.tp, tuple(self.split), self.shares[i], self.tp_.decode_batch, tuple(stages), mem)
+        if (
+            self.task.kind is TaskKind.GENERATION
+            and self.tp_.decode_batch is None
+            and self.mem is not None
+        ):
+            mem = tuple(
+                x
+                for stage in replica
+                for d in stage
+                for x in (self.mem[d]["model_gb"], self.mem[d]["capacity_gb"])
+            )
+        return (
+            self.task.name,
+            self.m.name,
+            self.tp_.tp,
+            tuple(self.split),
+            self.shares[i],
+            self.tp_.decode_batch,
+            tuple(stages),
+            mem,
+        )
 
-    def _round_time(self, replica: list[list[int]], b: int, micro: int, context: float, ar: list[float], hops: list[float]) -> dict[str, float]:
+    def _round_time(
+        self,
+        replica: list[list[int]],
+        b: int,
+        micro: int,
+        context: float,
+        ar: list[float],
+        hops: list[float],
+    ) -> dict[str, float]:
         """One token round of ``micro`` micro-batches of ``b`` sequences, each holding
         ``context`` tokens: every micro-batch passes every stage once (module doc)."""
         m, tp, eff = self.m, self.tp_.tp, self.problem.params.efficiency
@@ -377,20 +462,42 @@ class _TaskCoster:
         for j, stage in enumerate(replica):
             worst = None
             for g in self._gpus(stage):
-                r = decode_step_time(m, g, tp=tp, stage_layers=self.split[j], first=j == 0, last=j == pp - 1, batch=b,
-                                     context_tokens=b * context, efficiency=eff, allreduce_s=lambda _v, j=j: ar[j])
+                r = decode_step_time(
+                    m,
+                    g,
+                    tp=tp,
+                    stage_layers=self.split[j],
+                    first=j == 0,
+                    last=j == pp - 1,
+                    batch=b,
+                    context_tokens=b * context,
+                    efficiency=eff,
+                    allreduce_s=lambda _v, j=j: ar[j],
+                )
                 if worst is None or r["step_s"] > worst["step_s"]:
                     worst = r
             assert worst is not None
             stage_t.append(worst["step_s"])
-            mem, cmp_, com = mem + worst["memory_s"], cmp_ + worst["compute_s"], com + worst["comm_s"]
+            mem, cmp_, com = (
+                mem + worst["memory_s"],
+                cmp_ + worst["compute_s"],
+                com + worst["comm_s"],
+            )
         chain = sum(stage_t) + sum(hops)
         full = micro * max(stage_t)
         overhead = eff.step_overhead_s(b * micro, m.layers)
-        return {"round_s": max(full, chain) + overhead, "memory_s": mem, "compute_s": cmp_, "comm_s": com,
-                "pipeline_s": max(full, chain) - sum(stage_t), "overhead_s": overhead}
+        return {
+            "round_s": max(full, chain) + overhead,
+            "memory_s": mem,
+            "compute_s": cmp_,
+            "comm_s": com,
+            "pipeline_s": max(full, chain) - sum(stage_t),
+            "overhead_s": overhead,
+        }
 
-    def _decode_physical(self, replica: list[list[int]], sequences: int, dbs: int) -> dict[str, float]:
+    def _decode_physical(
+        self, replica: list[list[int]], sequences: int, dbs: int
+    ) -> dict[str, float]:
         """Decode time of one replica's ``sequences`` with ``dbs`` in flight (module doc).
 
         Memoised per topology on what the result depends on: the stages' GPU types and layers,
@@ -404,17 +511,40 @@ class _TaskCoster:
             b = math.ceil(width / min(pp, width))
             hidden_gb = b * m.hidden * BYTES_BF16 / GB
             # 2 (tp-1) ring steps of volume / tp, each at the ring's slowest edge (D4)
-            ar = tuple(2 * (tp - 1) * self._ring(stage, hidden_gb / tp) if tp > 1 else 0.0 for stage in replica)
-            hops = tuple(comm.best_pair(self.topo, replica[j], replica[j + 1], hidden_gb) for j in range(pp - 1))
+            ar = tuple(
+                2 * (tp - 1) * self._ring(stage, hidden_gb / tp) if tp > 1 else 0.0
+                for stage in replica
+            )
+            hops = tuple(
+                comm.best_pair(self.topo, replica[j], replica[j + 1], hidden_gb)
+                for j in range(pp - 1)
+            )
             rings[width] = (ar, hops)
-        key = (m.name, tp, tuple(tuple(g.name for g in self._gpus(stage)) for stage in replica), tuple(self.split), sequences, dbs,
-               tuple(sorted(rings.items())), wf.prompt_length, wf.response_length)  # one topology per problem: params fixed
+        key = (
+            m.name,
+            tp,
+            tuple(tuple(g.name for g in self._gpus(stage)) for stage in replica),
+            tuple(self.split),
+            sequences,
+            dbs,
+            tuple(sorted(rings.items())),
+            wf.prompt_length,
+            wf.response_length,
+        )  # one topology per problem: params fixed
         cache = self.topo.memo.setdefault("decode", {})
         hit = cache.get(key)
         if hit is not None:
             return dict(hit)
         waves = [dbs] * (sequences // dbs) + ([sequences % dbs] if sequences % dbs else [])
-        out = {"decode_s": 0.0, "memory_s": 0.0, "compute_s": 0.0, "comm_s": 0.0, "pipeline_s": 0.0, "overhead_s": 0.0, "steps": 0.0}
+        out = {
+            "decode_s": 0.0,
+            "memory_s": 0.0,
+            "compute_s": 0.0,
+            "comm_s": 0.0,
+            "pipeline_s": 0.0,
+            "overhead_s": 0.0,
+            "steps": 0.0,
+        }
         seg = wf.response_length / DECODE_SEGMENTS
         for width in widths:
             count = waves.count(width)
@@ -465,15 +595,19 @@ class _TaskCoster:
         eff = self.problem.params.efficiency
         pp = len(replica)
         rounds = wf.response_length * math.ceil(sequences / max_dbs)
-        ctx_sum = wf.response_length * wf.prompt_length + wf.response_length ** 2 / 2
+        ctx_sum = wf.response_length * wf.prompt_length + wf.response_length**2 / 2
         chain, worst = 0.0, 0.0
         for j, stage in enumerate(replica):
             last = j == pp - 1
             L = self.split[j]
             w = weights_read_gb(m, L, j == 0, last, tp, 1)
             kv = kv_bytes_per_token(m, L, tp) / GB
-            active = L * (attention_params(m) + mlp_params(m, active=True)) + (m.vocab * m.hidden if last else 0)
-            flops_total = 2 * active * sequences * wf.response_length + 4 * sequences * ctx_sum * m.hidden * L
+            active = L * (attention_params(m) + mlp_params(m, active=True)) + (
+                m.vocab * m.hidden if last else 0
+            )
+            flops_total = (
+                2 * active * sequences * wf.response_length + 4 * sequences * ctx_sum * m.hidden * L
+            )
             # t_j adds the TP all-reduces of the step: 2 L_j of 2 (tp-1) ring steps, each at least a hop
             ring = 2 * L * 2 * (tp - 1) * self._ring(stage, 0.0) if tp > 1 else 0.0
             hop = comm.best_pair(self.topo, stage, replica[j + 1], 0.0) if not last else 0.0
@@ -485,17 +619,29 @@ class _TaskCoster:
                     memory, compute = rounds * stream_s + kv_s, flops_total / (tp * eff.flops(g))
                     fixed = ring
                 else:  # the profile's shard leaves out the embedding (a lookup)
-                    stream_s = weights_read_gb(m, L, False, last, tp, 1) / (g.hbm_gb_per_s * prof.weight_efficiency[tp])
+                    stream_s = weights_read_gb(m, L, False, last, tp, 1) / (
+                        g.hbm_gb_per_s * prof.weight_efficiency[tp]
+                    )
                     kv_s = sequences * ctx_sum * kv / (g.hbm_gb_per_s * prof.kv_efficiency)
                     memory = rounds * stream_s + kv_s
-                    compute = flops_total / (tp * g.tflops_bf16_dense * 1e12 * prof.gemm_efficiency) + kv_s
-                    latency = (2 * L + (1 if j == 0 else 0)) * prof.allreduce[tp].latency_us if tp > 1 else 0.0
+                    compute = (
+                        flops_total / (tp * g.tflops_bf16_dense * 1e12 * prof.gemm_efficiency)
+                        + kv_s
+                    )
+                    latency = (
+                        (2 * L + (1 if j == 0 else 0)) * prof.allreduce[tp].latency_us
+                        if tp > 1
+                        else 0.0
+                    )
                     fixed = (L * prof.layer_floor_us + latency) * 1e-6
                 stage_chain = max(stage_chain, stream_s + fixed)
                 stage_worst = max(stage_worst, memory + rounds * fixed, compute + rounds * fixed)
             chain += rounds * (stage_chain + hop)
             worst = max(worst, stage_worst)
-        overhead = rounds * eff.step_overhead_s(0, m.layers) + sequences * wf.response_length * eff.decode_sequence_overhead_us / 1e6
+        overhead = (
+            rounds * eff.step_overhead_s(0, m.layers)
+            + sequences * wf.response_length * eff.decode_sequence_overhead_us / 1e6
+        )
         return max(chain, worst) + overhead
 
     def _decode_batch(self, replica: list[list[int]]) -> int:
@@ -529,14 +675,21 @@ class _TaskCoster:
         return worst
 
 
-def task_cost(problem: PlacementProblem, task: Task, tp_: TaskPlacement, mem: dict[int, dict[str, float]] | None = None) -> tuple[dict[str, Any], bool]:
+def task_cost(
+    problem: PlacementProblem,
+    task: Task,
+    tp_: TaskPlacement,
+    mem: dict[int, dict[str, float]] | None = None,
+) -> tuple[dict[str, Any], bool]:
     """One task's cost C^t with its components (HetRL B.2-B.3) and whether its rings are exact.
     ``mem`` (the plan's per-GPU memory) is needed only by generation without ``decode_batch``."""
     coster = _TaskCoster(problem, task, tp_, mem)
     return coster.cost(), coster.exact
 
 
-def generation_floor(problem: PlacementProblem, task: Task, tp_: TaskPlacement, mem: dict[int, dict[str, float]]) -> float:
+def generation_floor(
+    problem: PlacementProblem, task: Task, tp_: TaskPlacement, mem: dict[int, dict[str, float]]
+) -> float:
     """A lower bound on generation's time under ``tp_`` with ``decode_batch`` None whenever its
     GPUs hold at least the residents of ``mem``: more residents leave room for fewer sequences
     (dbs <= the dbs ``mem`` allows), and :meth:`_TaskCoster.decode_floor` bounds every such dbs;
@@ -550,12 +703,18 @@ def generation_floor(problem: PlacementProblem, task: Task, tp_: TaskPlacement, 
     worst = 0.0
     for i, replica in enumerate(coster.idx):
         samples = wf.samples * coster.shares[i]
-        decode = coster.decode_floor(replica, math.ceil(samples - 1e-9), cost["decode_batch"][i]) if samples > 0 else 0.0
+        decode = (
+            coster.decode_floor(replica, math.ceil(samples - 1e-9), cost["decode_batch"][i])
+            if samples > 0
+            else 0.0
+        )
         worst = max(worst, cost["prefill_times_s"][i] + decode)
     return worst
 
 
-def decode_batches(problem: PlacementProblem, task: Task, tp_: TaskPlacement, mem: dict[int, dict[str, float]]) -> tuple[int, ...]:
+def decode_batches(
+    problem: PlacementProblem, task: Task, tp_: TaskPlacement, mem: dict[int, dict[str, float]]
+) -> tuple[int, ...]:
     """dbs of every replica of a generation task (cheap: memory arithmetic, no costing)."""
     coster = _TaskCoster(problem, task, tp_, mem)
     return tuple(coster._decode_batch(replica) for replica in coster.idx)
@@ -600,18 +759,26 @@ def gen_zones(problem: PlacementProblem, gen_devices: list[int]) -> dict[str, li
     return out
 
 
-def sync_arrivals(problem: PlacementProblem, train_devices: list[int], gen_devices: list[int], together: bool) -> dict[str, dict[str, float]]:
+def sync_arrivals(
+    problem: PlacementProblem, train_devices: list[int], gen_devices: list[int], together: bool
+) -> dict[str, dict[str, float]]:
     """A_z and F_z of every zone holding generation GPUs (module doc)."""
     full = full_weights_gb(problem)
     topo = problem.topology
     out = {}
     for z, receivers in gen_zones(problem, gen_devices).items():
-        arrival = 0.0 if together else min(comm.route_time(topo, s, r, full) for s in train_devices for r in receivers)
+        arrival = (
+            0.0
+            if together
+            else min(comm.route_time(topo, s, r, full) for s in train_devices for r in receivers)
+        )
         out[z] = {"arrival_s": arrival, "fanout_s": zone_fanout(problem, receivers)}
     return out
 
 
-def weight_transfer(problem: PlacementProblem, plan: PlacementPlan) -> tuple[str, float, dict[str, Any], bool]:
+def weight_transfer(
+    problem: PlacementProblem, plan: PlacementPlan
+) -> tuple[str, float, dict[str, Any], bool]:
     """C_reshard or C_sync (module doc), whichever the plan's layout needs, with its parts."""
     train = plan.task(ACTOR_TRAINING)
     gen = plan.task(ACTOR_GENERATION)
@@ -621,7 +788,12 @@ def weight_transfer(problem: PlacementProblem, plan: PlacementPlan) -> tuple[str
     if problem.workflow.mode == "sync" and together:
         return "reshard", max(ag), {"allgather_s": max(ag)}, exact
     index = problem.topology.index_of()
-    zones = sync_arrivals(problem, [index[d] for d in train.all_devices()], [index[d] for d in gen.all_devices()], together)
+    zones = sync_arrivals(
+        problem,
+        [index[d] for d in train.all_devices()],
+        [index[d] for d in gen.all_devices()],
+        together,
+    )
     worst = max((v["arrival_s"] + v["fanout_s"] for v in zones.values()), default=0.0)
     return "sync", min(ag) + worst, {"allgather_s": min(ag), "zones": zones}, exact
 
@@ -640,7 +812,11 @@ def evaluate_placement(problem: PlacementProblem, plan: PlacementPlan) -> Evalua
         exact = exact and task_exact
 
     def stage_cost(kind: TaskKind, only_group: int | None = None) -> float:
-        names = [t.name for t in problem.tasks if t.kind is kind and (only_group is None or groups[t.name] == only_group)]
+        names = [
+            t.name
+            for t in problem.tasks
+            if t.kind is kind and (only_group is None or groups[t.name] == only_group)
+        ]
         if not params.group_aware_overlap:
             return phi([task_costs[n]["time_s"] for n in names], wf.eta)
         by_group: dict[int, list[float]] = {}
@@ -653,8 +829,14 @@ def evaluate_placement(problem: PlacementProblem, plan: PlacementPlan) -> Evalua
     trn = stage_cost(TaskKind.TRAINING)
     transfer_kind, transfer, transfer_parts, transfer_exact = weight_transfer(problem, plan)
     exact = exact and transfer_exact
-    phases: dict[str, Any] = {"generation_s": gen, "inference_s": inf, "training_s": trn, "weight_transfer_s": transfer,
-                              "weight_transfer": transfer_kind, "weight_transfer_parts": transfer_parts}
+    phases: dict[str, Any] = {
+        "generation_s": gen,
+        "inference_s": inf,
+        "training_s": trn,
+        "weight_transfer_s": transfer,
+        "weight_transfer": transfer_kind,
+        "weight_transfer_parts": transfer_parts,
+    }
     if wf.mode == "sync":
         total = gen + inf + trn + transfer
     elif params.group_aware_overlap:
@@ -669,13 +851,21 @@ def evaluate_placement(problem: PlacementProblem, plan: PlacementPlan) -> Evalua
     breakdown = {
         "iteration_time_s": total,
         "throughput_samples_per_s": wf.samples / total if total > 0 else math.inf,
-        "throughput_tokens_per_s": wf.samples * (wf.prompt_length + wf.response_length) / total if total > 0 else math.inf,
+        "throughput_tokens_per_s": wf.samples * (wf.prompt_length + wf.response_length) / total
+        if total > 0
+        else math.inf,
         "phases": phases,
         "tasks": task_costs,
-        "memory": {"peak_utilization": peak[0], "tightest_device": problem.topology.devices[peak[1]].id},
+        "memory": {
+            "peak_utilization": peak[0],
+            "tightest_device": problem.topology.devices[peak[1]].id,
+        },
         "efficiency": params.efficiency.summary(),
-        "model": {"decode": params.decode_model, "group_aware_overlap": params.group_aware_overlap,
-                  "share_prompt_prefill": params.share_prompt_prefill},
+        "model": {
+            "decode": params.decode_model,
+            "group_aware_overlap": params.group_aware_overlap,
+            "share_prompt_prefill": params.share_prompt_prefill,
+        },
         "ring_exact": exact,
     }
     return Evaluation(total, breakdown)

@@ -50,16 +50,24 @@ VERL_RELEASE = "v0.7.0"
 ROLL_REVISION = "alibaba/ROLL main @ 8eb27cc (2026-08-19)"
 
 #: verl's Megatron parallel-size keys per task (critic inference runs on the critic worker)
-VERL_MEGATRON = {ACTOR_TRAINING: "actor_rollout_ref.actor", REFERENCE_INFERENCE: "actor_rollout_ref.ref", CRITIC_TRAINING: "critic"}
+VERL_MEGATRON = {
+    ACTOR_TRAINING: "actor_rollout_ref.actor",
+    REFERENCE_INFERENCE: "actor_rollout_ref.ref",
+    CRITIC_TRAINING: "critic",
+}
 
 
 def _balance_notes(plan: PlacementPlan) -> list[str]:
     out = []
     for t in plan.tasks:
         if t.batch_shares is not None and len({round(s, 6) for s in t.batch_shares}) > 1:
-            out.append(f"{t.task}: uneven batch shares {[round(s, 3) for s in t.batch_shares]} (both frameworks split evenly)")
+            out.append(
+                f"{t.task}: uneven batch shares {[round(s, 3) for s in t.batch_shares]} (both frameworks split evenly)"
+            )
         if t.layers_per_stage is not None and len(set(t.layers_per_stage)) > 1:
-            out.append(f"{t.task}: uneven layer split {t.layers_per_stage} (set Megatron's pipeline layout by hand)")
+            out.append(
+                f"{t.task}: uneven layer split {t.layers_per_stage} (set Megatron's pipeline layout by hand)"
+            )
     return out
 
 
@@ -72,15 +80,21 @@ def _node_counts(problem: PlacementProblem, devices: list[str]) -> dict[str, int
     return out
 
 
-def _pool(problem: PlacementProblem, devices: list[str], what: str, notes: list[str]) -> tuple[int, int]:
+def _pool(
+    problem: PlacementProblem, devices: list[str], what: str, notes: list[str]
+) -> tuple[int, int]:
     """(nnodes, n_gpus_per_node) of a verl pool, noting what it cannot say."""
     counts = _node_counts(problem, devices)
     index = problem.topology.index_of()
     types = {problem.topology.devices[index[d]].gpu.name for d in devices}
     if len(set(counts.values())) > 1:
-        notes.append(f"{what}: uneven GPUs per node {counts}; a verl pool is [n_gpus_per_node] * nnodes")
+        notes.append(
+            f"{what}: uneven GPUs per node {counts}; a verl pool is [n_gpus_per_node] * nnodes"
+        )
     if len(types) > 1:
-        notes.append(f"{what}: mixes GPU types {sorted(types)}; verl schedules a pool as homogeneous")
+        notes.append(
+            f"{what}: mixes GPU types {sorted(types)}; verl schedules a pool as homogeneous"
+        )
     return len(counts), max(counts.values())
 
 
@@ -93,7 +107,9 @@ def export_verl(problem: PlacementProblem, plan: PlacementPlan) -> dict[str, Any
     trainer_side = [n for n in names if n not in (ACTOR_GENERATION, REWARD_INFERENCE)]
     train_groups = {groups[n] for n in trainer_side}
     if len(train_groups) > 1:
-        notes.append("actor, reference and critic are in different GPU groups; verl runs them in one pool (trainer/global pool)")
+        notes.append(
+            "actor, reference and critic are in different GPU groups; verl runs them in one pool (trainer/global pool)"
+        )
     train_group = groups[ACTOR_TRAINING]
     disaggregated = groups[ACTOR_GENERATION] != train_group
     overrides: dict[str, Any] = {}
@@ -104,10 +120,17 @@ def export_verl(problem: PlacementProblem, plan: PlacementPlan) -> dict[str, Any
     if disaggregated:
         entry = "python -m recipe.one_step_off_policy.main_ppo"
         if problem.workflow.mode == "sync":
-            notes.append("generation apart from training: verl's only entry point for that (one_step_off_policy) is one-step off-policy, not synchronous")
-        r_nodes, r_per = _pool(problem, plan.groups[groups[ACTOR_GENERATION]].devices, "rollout pool", notes)
+            notes.append(
+                "generation apart from training: verl's only entry point for that (one_step_off_policy) is one-step off-policy, not synchronous"
+            )
+        r_nodes, r_per = _pool(
+            problem, plan.groups[groups[ACTOR_GENERATION]].devices, "rollout pool", notes
+        )
         overrides["rollout.nnodes"], overrides["rollout.n_gpus_per_node"] = r_nodes, r_per
-        pools = {"trainer_pool": {"nnodes": nnodes, "n_gpus_per_node": per_node}, "rollout_pool": {"nnodes": r_nodes, "n_gpus_per_node": r_per}}
+        pools = {
+            "trainer_pool": {"nnodes": nnodes, "n_gpus_per_node": per_node},
+            "rollout_pool": {"nnodes": r_nodes, "n_gpus_per_node": r_per},
+        }
     else:
         entry = "python -m verl.trainer.main_ppo"
         pools = {"global_pool": {"nnodes": nnodes, "n_gpus_per_node": per_node}}
@@ -126,22 +149,36 @@ def export_verl(problem: PlacementProblem, plan: PlacementPlan) -> dict[str, Any
             overrides[f"{prefix}.megatron.pipeline_model_parallel_size"] = t.pp
     if CRITIC_INFERENCE in names:
         ci, ct = plan.task(CRITIC_INFERENCE), plan.task(CRITIC_TRAINING)
-        if (ci.tp, ci.pp, ci.dp) != (ct.tp, ct.pp, ct.dp) or groups[CRITIC_INFERENCE] != groups[CRITIC_TRAINING]:
-            notes.append(f"critic_inference TP{ci.tp} PP{ci.pp} DP{ci.dp} in group {groups[CRITIC_INFERENCE]}: verl computes values"
-                         f" with the critic worker (TP{ct.tp} PP{ct.pp} DP{ct.dp}, group {groups[CRITIC_TRAINING]})")
+        if (ci.tp, ci.pp, ci.dp) != (ct.tp, ct.pp, ct.dp) or groups[CRITIC_INFERENCE] != groups[
+            CRITIC_TRAINING
+        ]:
+            notes.append(
+                f"critic_inference TP{ci.tp} PP{ci.pp} DP{ci.dp} in group {groups[CRITIC_INFERENCE]}: verl computes values"
+                f" with the critic worker (TP{ct.tp} PP{ct.pp} DP{ct.dp}, group {groups[CRITIC_TRAINING]})"
+            )
     if REWARD_INFERENCE in names:
         rw = plan.task(REWARD_INFERENCE)
         overrides["reward_model.enable"] = True
         overrides["reward_model.rollout.tensor_model_parallel_size"] = rw.tp
         if rw.pp > 1:
-            notes.append(f"reward_inference PP{rw.pp}: verl's reward loop serves the reward model with TP only")
+            notes.append(
+                f"reward_inference PP{rw.pp}: verl's reward loop serves the reward model with TP only"
+            )
         if groups[REWARD_INFERENCE] != train_group:
-            rn, rp = _pool(problem, plan.groups[groups[REWARD_INFERENCE]].devices, "reward pool", notes)
+            rn, rp = _pool(
+                problem, plan.groups[groups[REWARD_INFERENCE]].devices, "reward pool", notes
+            )
             overrides["reward_model.enable_resource_pool"] = True
             overrides["reward_model.nnodes"], overrides["reward_model.n_gpus_per_node"] = rn, rp
             pools["reward_pool"] = {"nnodes": rn, "n_gpus_per_node": rp}
-    return {"framework": "verl", "release": VERL_RELEASE, "entrypoint": entry, "resource_pools": pools,
-            "overrides": overrides, "not_expressible": notes}
+    return {
+        "framework": "verl",
+        "release": VERL_RELEASE,
+        "entrypoint": entry,
+        "resource_pools": pools,
+        "overrides": overrides,
+        "not_expressible": notes,
+    }
 
 
 def roll_ranks(problem: PlacementProblem, per_node: int) -> dict[str, int]:
@@ -158,8 +195,14 @@ def _mapping_expr(ranks: list[int]) -> str:
     return "[" + ",".join(str(r) for r in ranks) + "]"
 
 
-def roll_rule_violations(train: set[int], infer: set[int], reference: set[int] | None, critic: set[int] | None,
-                         infer_dp: int, async_ratio: float) -> list[str]:
+def roll_rule_violations(
+    train: set[int],
+    infer: set[int],
+    reference: set[int] | None,
+    critic: set[int] | None,
+    infer_dp: int,
+    async_ratio: float,
+) -> list[str]:
     """ROLL's placement rules (module doc) on global-rank sets; [] when it accepts them."""
     out = []
     if train == infer:
@@ -169,14 +212,20 @@ def roll_rule_violations(train: set[int], infer: set[int], reference: set[int] |
     elif train < infer:
         mode = "partial"
         if infer_dp < 2:
-            out.append(f"actor_train inside actor_infer (partial-GPU mode) needs actor_infer DP >= 2, got {infer_dp}")
+            out.append(
+                f"actor_train inside actor_infer (partial-GPU mode) needs actor_infer DP >= 2, got {infer_dp}"
+            )
         if async_ratio <= 0:
-            out.append("actor_train inside actor_infer (partial-GPU mode) needs async_generation_ratio > 0 (a synchronous workflow has none)")
+            out.append(
+                "actor_train inside actor_infer (partial-GPU mode) needs async_generation_ratio > 0 (a synchronous workflow has none)"
+            )
         if critic is not None and not (critic <= infer and critic.isdisjoint(train)):
             out.append("partial-GPU mode needs the critic inside actor_infer and off actor_train")
     else:
         mode = "overlap"
-        out.append("actor_train and actor_infer overlap partly: ROLL accepts disjoint, train inside infer, or identical")
+        out.append(
+            "actor_train and actor_infer overlap partly: ROLL accepts disjoint, train inside infer, or identical"
+        )
     if reference is not None and reference != train:
         out.append(f"reference must sit on exactly the actor_train devices (mode {mode})")
     return out
@@ -188,23 +237,37 @@ def export_roll(problem: PlacementProblem, plan: PlacementPlan) -> dict[str, Any
     counts = _node_counts(problem, [d.id for d in problem.topology.devices])
     per_node = max(counts.values())
     if len(set(counts.values())) > 1:
-        notes.append(f"nodes hold different GPU counts {counts}; ROLL maps rank r to node r // num_gpus_per_node, so ranks of the smaller nodes' missing GPUs must stay unused")
+        notes.append(
+            f"nodes hold different GPU counts {counts}; ROLL maps rank r to node r // num_gpus_per_node, so ranks of the smaller nodes' missing GPUs must stay unused"
+        )
     names = {t.name for t in problem.tasks}
     wf = problem.workflow
     async_ratio = 1.0 if wf.mode == "async" else 0.0
     workers: dict[str, Any] = {}
     rank_of = roll_ranks(problem, per_node)
-    ranks = {t.task: [rank_of[d] for d in t.all_devices()] for t in plan.tasks}  # tasklet order, TP innermost
+    ranks = {
+        t.task: [rank_of[d] for d in t.all_devices()] for t in plan.tasks
+    }  # tasklet order, TP innermost
     gen = plan.task(ACTOR_GENERATION)
     workers["actor_infer"] = {
-        "device_mapping": _mapping_expr(ranks[ACTOR_GENERATION]), "num_gpus_per_worker": gen.tp * gen.pp,
+        "device_mapping": _mapping_expr(ranks[ACTOR_GENERATION]),
+        "num_gpus_per_worker": gen.tp * gen.pp,
         "world_size": len(ranks[ACTOR_GENERATION]) // (gen.tp * gen.pp),
-        "strategy_args": {"strategy_name": "vllm", "strategy_config": {
-            "tensor_parallel_size": gen.tp, "pipeline_parallel_size": gen.pp,
-            "max_num_seqs": gen.decode_batch or wf.decode_batch_size}},
+        "strategy_args": {
+            "strategy_name": "vllm",
+            "strategy_config": {
+                "tensor_parallel_size": gen.tp,
+                "pipeline_parallel_size": gen.pp,
+                "max_num_seqs": gen.decode_batch or wf.decode_batch_size,
+            },
+        },
     }
-    roles = {ACTOR_TRAINING: ("actor_train", "megatron_train"), REFERENCE_INFERENCE: ("reference", "megatron_infer"),
-             CRITIC_TRAINING: ("critic", "megatron_train"), REWARD_INFERENCE: ("reward_model", "vllm")}
+    roles = {
+        ACTOR_TRAINING: ("actor_train", "megatron_train"),
+        REFERENCE_INFERENCE: ("reference", "megatron_infer"),
+        CRITIC_TRAINING: ("critic", "megatron_train"),
+        REWARD_INFERENCE: ("reward_model", "vllm"),
+    }
     for task, (worker, strategy) in roles.items():
         if task not in names:
             continue
@@ -216,21 +279,39 @@ def export_roll(problem: PlacementProblem, plan: PlacementPlan) -> dict[str, Any
             config = {"tensor_model_parallel_size": t.tp, "pipeline_model_parallel_size": t.pp}
             per_worker = 1
         # WorkerConfig.__post_init__: world_size = len(device_mapping) // num_gpus_per_worker, exact
-        workers[worker] = {"device_mapping": _mapping_expr(ranks[task]), "num_gpus_per_worker": per_worker,
-                           "world_size": len(ranks[task]) // per_worker,
-                           "strategy_args": {"strategy_name": strategy, "strategy_config": config}}
+        workers[worker] = {
+            "device_mapping": _mapping_expr(ranks[task]),
+            "num_gpus_per_worker": per_worker,
+            "world_size": len(ranks[task]) // per_worker,
+            "strategy_args": {"strategy_name": strategy, "strategy_config": config},
+        }
     for task, r in ranks.items():
         if sorted(r) != list(range(min(r), min(r) + len(r))):
-            notes.append(f"{task}: GPUs {sorted(r)} are not one contiguous range (ROLL accepts the list; its docs and examples use ranges)")
+            notes.append(
+                f"{task}: GPUs {sorted(r)} are not one contiguous range (ROLL accepts the list; its docs and examples use ranges)"
+            )
     if CRITIC_INFERENCE in names and set(ranks[CRITIC_INFERENCE]) != set(ranks[CRITIC_TRAINING]):
-        notes.append("critic_inference on other GPUs than critic_training: ROLL's critic worker does both")
-    violations = roll_rule_violations(set(ranks[ACTOR_TRAINING]), set(ranks[ACTOR_GENERATION]),
-                                      set(ranks[REFERENCE_INFERENCE]) if REFERENCE_INFERENCE in names else None,
-                                      set(ranks[CRITIC_TRAINING]) if CRITIC_TRAINING in names else None,
-                                      gen.dp, async_ratio)
+        notes.append(
+            "critic_inference on other GPUs than critic_training: ROLL's critic worker does both"
+        )
+    violations = roll_rule_violations(
+        set(ranks[ACTOR_TRAINING]),
+        set(ranks[ACTOR_GENERATION]),
+        set(ranks[REFERENCE_INFERENCE]) if REFERENCE_INFERENCE in names else None,
+        set(ranks[CRITIC_TRAINING]) if CRITIC_TRAINING in names else None,
+        gen.dp,
+        async_ratio,
+    )
     pipeline: dict[str, Any] = {"num_gpus_per_node": per_node}
     if wf.mode == "async":
         pipeline["async_pipeline"] = True
         pipeline["async_generation_ratio"] = async_ratio  # RLVR: async_generation_ratio >= 1.0
-    return {"framework": "roll", "revision": ROLL_REVISION, "pipeline": pipeline, "workers": workers,
-            "gpu_ranks": rank_of, "rule_violations": violations, "not_expressible": notes + violations}
+    return {
+        "framework": "roll",
+        "revision": ROLL_REVISION,
+        "pipeline": pipeline,
+        "workers": workers,
+        "gpu_ranks": rank_of,
+        "rule_violations": violations,
+        "not_expressible": notes + violations,
+    }

@@ -91,13 +91,21 @@ class _CandidateTable:
 
 
 def dominates(a: Candidate, b: Candidate) -> bool:
-    return (a.time <= b.time and a.ag_min <= b.ag_min and a.ag_max <= b.ag_max
-            and bool((a.model <= b.model).all()) and bool((a.working <= b.working).all()))
+    return (
+        a.time <= b.time
+        and a.ag_min <= b.ag_min
+        and a.ag_max <= b.ag_max
+        and bool((a.model <= b.model).all())
+        and bool((a.working <= b.working).all())
+    )
 
 
 def pareto_candidates(cands: list[Candidate]) -> list[Candidate]:
     deferred = [c for c in cands if c.deferred]
-    cands = sorted((c for c in cands if not c.deferred), key=lambda c: (c.time, float(c.model.sum()), float(c.working.sum())))
+    cands = sorted(
+        (c for c in cands if not c.deferred),
+        key=lambda c: (c.time, float(c.model.sum()), float(c.working.sum())),
+    )
     kept: list[Candidate] = list(deferred)
     for c in cands:
         if not any(dominates(k, c) for k in kept if not k.deferred):
@@ -142,15 +150,21 @@ class Partial:
             tmax, tsum = max(tmax, c.time), tsum + c.time
         if name == ACTOR_TRAINING:
             agn, agx = c.ag_min, c.ag_max
-        return Partial((gen, imax, isum, tmax, tsum, agn, agx), self.model + c.model,
-                        np.maximum(self.working, c.working), {**self.configs, name: c.cfg})
+        return Partial(
+            (gen, imax, isum, tmax, tsum, agn, agx),
+            self.model + c.model,
+            np.maximum(self.working, c.working),
+            {**self.configs, name: c.cfg},
+        )
 
     def phases(self, eta: float) -> tuple[float, float, float]:
         """(generation, Φ_η inference, Φ_η training) of the combination so far."""
         gen, imax, isum, tmax, tsum, *_ = self.key
         return gen, eta * imax + (1 - eta) * isum, eta * tmax + (1 - eta) * tsum
 
-    def option(self, subset: tuple[str, ...], comp: tuple[int, ...], wf: Any, fanout: dict[str, float]) -> GroupOption:
+    def option(
+        self, subset: tuple[str, ...], comp: tuple[int, ...], wf: Any, fanout: dict[str, float]
+    ) -> GroupOption:
         """The group option of this combination (``fanout``: F_z of the group's GPUs)."""
         *_, agn, agx = self.key
         gen, inf, trn = self.phases(wf.eta)
@@ -165,7 +179,9 @@ class Partial:
         return GroupOption(subset, comp, dict(self.configs), gen, inf, trn, xfer, busy, fan)
 
 
-def group_phases(kinds: list[TaskKind], times: list[float], eta: float) -> tuple[float, float, float]:
+def group_phases(
+    kinds: list[TaskKind], times: list[float], eta: float
+) -> tuple[float, float, float]:
     """(generation, Φ_η inference, Φ_η training) of co-located tasks of these kinds and times."""
     gen = sum(x for x, k in zip(times, kinds, strict=True) if k is TaskKind.GENERATION)
     inf = phi([x for x, k in zip(times, kinds, strict=True) if k is TaskKind.INFERENCE], eta)
@@ -202,7 +218,10 @@ class GroupOptions:
         self.classes = node_classes(problem)
         self.cap = [len(g) for _, g in self.classes]
         self.tasks = {t.name: t for t in problem.tasks}
-        self._cap_gb = {d.id: d.gpu.memory_gb - problem.params.memory_reserve_gb for d in problem.topology.devices}
+        self._cap_gb = {
+            d.id: d.gpu.memory_gb - problem.params.memory_reserve_gb
+            for d in problem.topology.devices
+        }
         self._index = problem.topology.index_of()
         self._cands: dict[tuple[str, tuple[int, ...]], list[Candidate]] = {}
         self._opts: dict[tuple[tuple[str, ...], tuple[int, ...]], list[GroupOption]] = {}
@@ -235,7 +254,9 @@ class GroupOptions:
         t = self.tasks[name]
         return (t.kind, self.problem.workflow.model(t.role).name, name == ACTOR_TRAINING)
 
-    def candidates(self, name: str, comp: tuple[int, ...], deadline: Deadline = UNLIMITED) -> list[Candidate]:
+    def candidates(
+        self, name: str, comp: tuple[int, ...], deadline: Deadline = UNLIMITED
+    ) -> list[Candidate]:
         """Every configuration of one task on a composition that fits alone, Pareto-filtered.
         Costing them all can take minutes on a large group: past ``deadline`` it raises
         :class:`DeadlineExceeded` and caches nothing."""
@@ -269,25 +290,41 @@ class GroupOptions:
         self._cands[key] = pareto_candidates(cands)
         return self._cands[key]
 
-    def _table(self, name: str, comp: tuple[int, ...], deadline: Deadline = UNLIMITED) -> _CandidateTable | None:
+    def _table(
+        self, name: str, comp: tuple[int, ...], deadline: Deadline = UNLIMITED
+    ) -> _CandidateTable | None:
         """A task's candidates on a composition as arrays (deferred generation at its floor
         alone); None when no configuration fits alone."""
         key = (self.signature(name), comp)
         if key not in self._tables:
             cands = self.candidates(name, comp, deadline)
-            self._tables[key] = _CandidateTable(
-                cands, np.array([self._floor(name, comp, c) if c.deferred else c.time for c in cands]),
-                np.array([c.model for c in cands]), np.array([c.working for c in cands]),
-                np.array([c.ag_min for c in cands]), np.array([c.ag_max for c in cands]),
-                np.array([c.deferred for c in cands], dtype=bool)) if cands else None
+            self._tables[key] = (
+                _CandidateTable(
+                    cands,
+                    np.array([self._floor(name, comp, c) if c.deferred else c.time for c in cands]),
+                    np.array([c.model for c in cands]),
+                    np.array([c.working for c in cands]),
+                    np.array([c.ag_min for c in cands]),
+                    np.array([c.ag_max for c in cands]),
+                    np.array([c.deferred for c in cands], dtype=bool),
+                )
+                if cands
+                else None
+            )
         return self._tables[key]
 
-    def _floor(self, name: str, comp: tuple[int, ...], c: Candidate, others: np.ndarray | None = None) -> float:
+    def _floor(
+        self, name: str, comp: tuple[int, ...], c: Candidate, others: np.ndarray | None = None
+    ) -> float:
         """generation_floor of a deferred candidate on its GPUs beside at least ``others`` GB of
         other tasks' models per GPU (none: alone)."""
-        return self._beside("floor", name, comp, c.cfg, c.model if others is None else c.model + others)
+        return self._beside(
+            "floor", name, comp, c.cfg, c.model if others is None else c.model + others
+        )
 
-    def _beside(self, what: str, name: str, comp: tuple[int, ...], cfg: TaskConfig, resident: np.ndarray) -> float:
+    def _beside(
+        self, what: str, name: str, comp: tuple[int, ...], cfg: TaskConfig, resident: np.ndarray
+    ) -> float:
         """Generation "as many as fit" under ``cfg`` on ``comp`` with ``resident`` GB of models per
         GPU: its time (``what="time"``, the cost model's) or its floor (``"floor"``,
         :func:`~costmodels.placement.cost.generation_floor`). Both depend on the residents only
@@ -299,11 +336,17 @@ class GroupOptions:
         hit = self._resolved.get(key)
         if hit is None:
             self.evaluations += 1
-            hit = task_cost(p, task, placement, mem)[0]["time_s"] if what == "time" else generation_floor(p, task, placement, mem)
+            hit = (
+                task_cost(p, task, placement, mem)[0]["time_s"]
+                if what == "time"
+                else generation_floor(p, task, placement, mem)
+            )
             self._resolved[key] = hit
         return hit
 
-    def bound_option(self, subset: tuple[str, ...], comp: tuple[int, ...], deadline: Deadline = UNLIMITED) -> GroupOption | None:
+    def bound_option(
+        self, subset: tuple[str, ...], comp: tuple[int, ...], deadline: Deadline = UNLIMITED
+    ) -> GroupOption | None:
         """A relaxed option of ``subset`` on ``comp``: every term is a lower bound on the same term
         of each of :meth:`options` (None means no option fits), ``configs`` empty. The objective
         is non-decreasing in every term, so a plan built from relaxed options costs no more than
@@ -330,8 +373,14 @@ class GroupOptions:
             total = np.sum(model, axis=0)
             changed = False
             for i, t in enumerate(tables):
-                others_w = np.max([w for j, w in enumerate(working) if j != i], axis=0) if len(tables) > 1 else 0.0
-                ok = fits[i] & ((t.model + (total - model[i]) + np.maximum(t.working, others_w)) <= capacity).all(axis=1)  # type: ignore[union-attr]
+                others_w = (
+                    np.max([w for j, w in enumerate(working) if j != i], axis=0)
+                    if len(tables) > 1
+                    else 0.0
+                )
+                ok = fits[i] & (
+                    (t.model + (total - model[i]) + np.maximum(t.working, others_w)) <= capacity
+                ).all(axis=1)  # type: ignore[union-attr]
                 if not ok.any():
                     return None
                 if (ok != fits[i]).any():
@@ -357,21 +406,35 @@ class GroupOptions:
         busy = gen + inf + trn if has_gen else 0.0
         return GroupOption(subset, comp, {}, gen, inf, trn, xfer, busy, fanout)
 
-    def _coupled_time(self, name: str, comp: tuple[int, ...], t: _CandidateTable, fits: np.ndarray, others: np.ndarray) -> float:
+    def _coupled_time(
+        self,
+        name: str,
+        comp: tuple[int, ...],
+        t: _CandidateTable,
+        fits: np.ndarray,
+        others: np.ndarray,
+    ) -> float:
         """The least time of a task's fitting candidates beside ``others`` GB of resident models."""
         explicit = t.time[fits & ~t.deferred]
         best = float(explicit.min()) if len(explicit) else math.inf
         if not t.deferred.any() or not others.any():
             return min(best, float(t.time[fits].min()))
-        for i in np.flatnonzero(fits & t.deferred)[np.argsort(t.time[fits & t.deferred], kind="stable")]:
+        for i in np.flatnonzero(fits & t.deferred)[
+            np.argsort(t.time[fits & t.deferred], kind="stable")
+        ]:
             if t.time[i] >= best:  # its floor alone is already no better: so are the rest
                 break
             best = min(best, self._floor(name, comp, t.cands[i], others))
         return best
 
-    def options(self, subset: tuple[str, ...], comp: tuple[int, ...],
-                keep: Callable[[Partial], bool] | None = None, cache_pruned: bool = False,
-                deadline: Deadline = UNLIMITED) -> list[GroupOption]:
+    def options(
+        self,
+        subset: tuple[str, ...],
+        comp: tuple[int, ...],
+        keep: Callable[[Partial], bool] | None = None,
+        cache_pruned: bool = False,
+        deadline: Deadline = UNLIMITED,
+    ) -> list[GroupOption]:
         """Pareto options of ``subset`` on ``comp``; ``keep`` may prune partial combinations
         (bound-based pruning). Pruned results are cached only with ``cache_pruned``, for callers
         whose bound never rises (an incumbent). The combination of many co-located tasks can
@@ -384,25 +447,52 @@ class GroupOptions:
             return self._store(key, [], keep is None or cache_pruned)
         # GPUs whose memory rows agree for every candidate (same stage of different replicas,
         # same capacity) are one constraint: merge them to keep dominance checks small
-        cols = np.vstack([capacity] + [c.model for lst in lists for c in lst] + [c.working for lst in lists for c in lst])
+        cols = np.vstack(
+            [capacity]
+            + [c.model for lst in lists for c in lst]
+            + [c.working for lst in lists for c in lst]
+        )
         _, first, inverse = np.unique(cols, axis=1, return_index=True, return_inverse=True)
         keep_cols = np.sort(first)
         capacity = capacity[keep_cols]
-        lists = [[Candidate(c.cfg, c.time, c.model[keep_cols], c.working[keep_cols], c.ag_min, c.ag_max, c.deferred) for c in lst] for lst in lists]
+        lists = [
+            [
+                Candidate(
+                    c.cfg,
+                    c.time,
+                    c.model[keep_cols],
+                    c.working[keep_cols],
+                    c.ag_min,
+                    c.ag_max,
+                    c.deferred,
+                )
+                for c in lst
+            ]
+            for lst in lists
+        ]
         col_of = np.searchsorted(keep_cols, first[np.asarray(inverse).reshape(-1)])
         states = [Partial.empty(len(capacity))]
         # generation last: a deferred ("as many as fit") candidate is costed knowing every resident
         merge = sorted(zip(subset, lists, strict=True), key=lambda nl: nl[0] == ACTOR_GENERATION)
         for name, lst in merge:
-            merged = [m for m in self._extend(states, name, lst, comp, col_of, capacity, deadline) if keep is None or keep(m)]
+            merged = [
+                m
+                for m in self._extend(states, name, lst, comp, col_of, capacity, deadline)
+                if keep is None or keep(m)
+            ]
             deadline.check()
             states = prune_partials(merged, deadline)
             if not states:
                 break
         return self._store(key, self._front(subset, comp, states), keep is None or cache_pruned)
 
-    def quick_options(self, subset: tuple[str, ...], comp: tuple[int, ...], beam: int = 8,
-                      deadline: Deadline = UNLIMITED) -> list[GroupOption]:
+    def quick_options(
+        self,
+        subset: tuple[str, ...],
+        comp: tuple[int, ...],
+        beam: int = 8,
+        deadline: Deadline = UNLIMITED,
+    ) -> list[GroupOption]:
         """A cheap Level 4: :meth:`options` with the merge cut to a beam. After each task only
         the (estimated time, memory) Pareto front of the partial combinations survives, thinned
         to 2 ``beam`` states (:func:`_thin_front`: fast ones and ones that leave memory for the
@@ -433,35 +523,59 @@ class GroupOptions:
             states = _thin_front(merged, est, capacity, 2 * beam)
         return self._store(key, self._front(subset, comp, states), True)
 
-    def _extend(self, states: list[Partial], name: str, cands: list[Candidate], comp: tuple[int, ...],
-                col_of: np.ndarray, capacity: np.ndarray, deadline: Deadline) -> list[Partial]:
+    def _extend(
+        self,
+        states: list[Partial],
+        name: str,
+        cands: list[Candidate],
+        comp: tuple[int, ...],
+        col_of: np.ndarray,
+        capacity: np.ndarray,
+        deadline: Deadline,
+    ) -> list[Partial]:
         """Every partial combination extended by every candidate of task ``name`` that still fits
         (C3); deferred generation candidates costed knowing the residents."""
         kind = self.tasks[name].kind
         out = []
-        work = len(cands) * len(capacity)  # one step's cost: candidates x the group's GPUs (work boxes count it)
+        work = len(cands) * len(
+            capacity
+        )  # one step's cost: candidates x the group's GPUs (work boxes count it)
         for st in states:
             deadline.check(work)
             for c in cands:
                 if c.deferred:
                     c = self._resolve(name, comp, c, st, col_of)
                 m = st.add(name, kind, c)
-                if (m.model + m.working <= capacity + 1e-9).all():  # ndarray.all: np.all's dispatch costs more here
+                if (
+                    m.model + m.working <= capacity + 1e-9
+                ).all():  # ndarray.all: np.all's dispatch costs more here
                     out.append(m)
         return out
 
-    def _memory_map(self, comp: tuple[int, ...], resident: np.ndarray) -> dict[int, dict[str, float]]:
+    def _memory_map(
+        self, comp: tuple[int, ...], resident: np.ndarray
+    ) -> dict[int, dict[str, float]]:
         """The cost model's memory map of a composition's GPUs holding ``resident`` GB each."""
         capacity = self.capacity(comp)
-        return {self._index[g]: {"model_gb": float(resident[i]), "working_gb": 0.0, "capacity_gb": float(capacity[i])}
-                for i, g in enumerate(self.gpus(comp))}
+        return {
+            self._index[g]: {
+                "model_gb": float(resident[i]),
+                "working_gb": 0.0,
+                "capacity_gb": float(capacity[i]),
+            }
+            for i, g in enumerate(self.gpus(comp))
+        }
 
-    def _inputs(self, subset: tuple[str, ...], comp: tuple[int, ...], deadline: Deadline) -> tuple[np.ndarray, list[list[Candidate]]]:
+    def _inputs(
+        self, subset: tuple[str, ...], comp: tuple[int, ...], deadline: Deadline
+    ) -> tuple[np.ndarray, list[list[Candidate]]]:
         """What a merge starts from: the composition's usable GB per GPU and each task's candidates."""
         deadline.check()
         return self.capacity(comp), [self.candidates(name, comp, deadline) for name in subset]
 
-    def _front(self, subset: tuple[str, ...], comp: tuple[int, ...], states: list[Partial]) -> list[GroupOption]:
+    def _front(
+        self, subset: tuple[str, ...], comp: tuple[int, ...], states: list[Partial]
+    ) -> list[GroupOption]:
         """The Pareto-optimal group options of the final partial combinations."""
         fanout = self.fanout(comp) if ACTOR_GENERATION in subset else {}
         rows = []
@@ -479,11 +593,15 @@ class GroupOptions:
         for c in explicit:
             k = (c.cfg.tp, c.cfg.pp, c.cfg.dp, c.cfg.balance)
             fastest[k] = min(fastest.get(k, math.inf), c.time)
-        deferred = sorted((c for c in cands if c.deferred),
-                          key=lambda c: fastest.get((c.cfg.tp, c.cfg.pp, c.cfg.dp, c.cfg.balance), math.inf))
+        deferred = sorted(
+            (c for c in cands if c.deferred),
+            key=lambda c: fastest.get((c.cfg.tp, c.cfg.pp, c.cfg.dp, c.cfg.balance), math.inf),
+        )
         return explicit + deferred[:beam]
 
-    def _resolve(self, name: str, comp: tuple[int, ...], c: Candidate, st: Partial, col_of: np.ndarray) -> Candidate:
+    def _resolve(
+        self, name: str, comp: tuple[int, ...], c: Candidate, st: Partial, col_of: np.ndarray
+    ) -> Candidate:
         """Cost a deferred generation candidate in a combination: its dbs per replica is what the
         KV cache left beside every resident model of the group allows (``cost._decode_batch``)."""
         time = self._beside("time", name, comp, c.cfg, (st.model + c.model)[col_of])
@@ -535,7 +653,9 @@ class GroupOptions:
             return 0.0
         return self.sync_time(groups[gen][1], groups[train][1], together)
 
-    def sync_time(self, gen_comp: tuple[int, ...], train_comp: tuple[int, ...], together: bool) -> float:
+    def sync_time(
+        self, gen_comp: tuple[int, ...], train_comp: tuple[int, ...], together: bool
+    ) -> float:
         """max_z (A_z + F_z) of C_sync for generation and actor training on these compositions
         (the evaluator's ``cost.sync_arrivals`` at class level)."""
         routes = self.routes()
@@ -545,18 +665,28 @@ class GroupOptions:
         for z, f in fan.items():
             arrival = 0.0
             if not together:
-                arrival = min(routes[(a, b)] for a, na in enumerate(gen_comp) if na and zone[a] == z
-                              for b, nb in enumerate(train_comp) if nb and (a, b) in routes)
+                arrival = min(
+                    routes[(a, b)]
+                    for a, na in enumerate(gen_comp)
+                    if na and zone[a] == z
+                    for b, nb in enumerate(train_comp)
+                    if nb and (a, b) in routes
+                )
             worst = max(worst, arrival + f)
         return worst
 
 
-def _thin_front(states: list[Partial], est: Callable[[Partial], float], capacity: np.ndarray, width: int) -> list[Partial]:
+def _thin_front(
+    states: list[Partial], est: Callable[[Partial], float], capacity: np.ndarray, width: int
+) -> list[Partial]:
     """The (estimated time, memory) Pareto front of partial combinations, thinned to ``width``
     states spread evenly along it (both ends kept). Memory is summarised two ways, the fullest
     GPU's share and the total resident GB, and a state on either front is kept: a fast state
     that fills memory and a slow one that leaves room are both worth extending."""
-    scored = [(est(st), float(np.max((st.model + st.working) / capacity)), float(st.model.sum()), i) for i, st in enumerate(states)]
+    scored = [
+        (est(st), float(np.max((st.model + st.working) / capacity)), float(st.model.sum()), i)
+        for i, st in enumerate(states)
+    ]
     keep: dict[int, None] = {}
     for col in (1, 2):
         front: list[tuple[float, float, int]] = []
@@ -570,7 +700,9 @@ def _thin_front(states: list[Partial], est: Callable[[Partial], float], capacity
     return [states[i] for i in keep]
 
 
-def combine(options_per_group: list[list[GroupOption]], mode: str, sync_s: float) -> tuple[float, list[GroupOption]] | None:
+def combine(
+    options_per_group: list[list[GroupOption]], mode: str, sync_s: float
+) -> tuple[float, list[GroupOption]] | None:
     """Best choice of one option per group: iteration time (HetRL B.4 as ``cost`` reads it) and
     the options. ``sync_s`` is max_z (A_z + F_z) of C_sync, fixed by the groups' compositions
     (0 when synchronous generation shares its group with actor training: C_reshard)."""
@@ -581,7 +713,12 @@ def combine(options_per_group: list[list[GroupOption]], mode: str, sync_s: float
         merged = []
         for (g, i, t, x, b), chosen in states:
             for o in opts:
-                merged.append(((g + o.gen, max(i, o.inf), max(t, o.trn), x + o.xfer, b + o.busy), [*chosen, o]))
+                merged.append(
+                    (
+                        (g + o.gen, max(i, o.inf), max(t, o.trn), x + o.xfer, b + o.busy),
+                        [*chosen, o],
+                    )
+                )
         states = pareto_pairs(merged)
     best = None
     for (g, i, t, x, b), chosen in states:

@@ -22,32 +22,66 @@ def _evaluate(problem: PlacementProblem, plan: PlacementPlan) -> tuple[float, di
     return ev.objective, ev.breakdown
 
 
-def _build(cluster: ClusterSpec, workflow: WorkflowSpec, params: CostParams | None = None) -> PlacementProblem:
+def _build(
+    cluster: ClusterSpec, workflow: WorkflowSpec, params: CostParams | None = None
+) -> PlacementProblem:
     """The placement problem; the cluster's own ``profiles:`` join the judge's (those the params
     name explicitly win), unless the judge is the flat one."""
     params = params or CostParams()
     eff = params.efficiency
     if cluster.profiles and eff.kernels != "flat":
         merged = {**{p.gpu: p for p in cluster.profiles}, **eff.profiles}
-        params = params.model_copy(update={"efficiency": eff.model_copy(update={"profiles": merged})})
+        params = params.model_copy(
+            update={"efficiency": eff.model_copy(update={"profiles": merged})}
+        )
     return PlacementProblem(cluster, workflow, params)
 
 
 SOLVERS = (
-    SolverEntry("sha-ea", "heuristics.placement.sha_ea:solve_sha_ea", default=True, time_limit=300.0,
-                description="HetRL SHA-EA (§3.4): nested successive halving over task and GPU groupings, EA over GPU assignment, exact Level 4"),
-    SolverEntry("ilp", "formulations.placement.ilp:solve_placement_ilp", exact=True, time_limit=300.0,
-                description="HetRL ILP (§3.5) by lazy column expansion on HiGHS (backend=cbc for CBC); optimal over rlplan's placement space"),
-    SolverEntry("ea", "heuristics.placement.ea:solve_plain_ea",
-                description="plain DEAP-style evolutionary algorithm over the same space (HetRL §5.4 baseline)"),
-    SolverEntry("verl", "heuristics.placement.colocated:solve_colocated",
-                description="verl-style baseline: all tasks co-located on all GPUs, one homogeneous config per task, best of a sweep"),
-    SolverEntry("streamrl", "heuristics.placement.streamrl:solve_streamrl", time_limit=300.0,
-                description="StreamRL-style baseline: generation on one node set, all other tasks on the rest"),
-    SolverEntry("random", "heuristics.placement.ea:solve_random", description="random feasible plans from the same space, best kept"),
-    SolverEntry("bruteforce", "formulations.placement.bruteforce:solve_placement_bruteforce", exact=True, time_limit=300.0,
-                description="enumerate the whole space (tiny instances only; ground truth for the ILP)"),
+    SolverEntry(
+        "sha-ea",
+        "heuristics.placement.sha_ea:solve_sha_ea",
+        default=True,
+        time_limit=300.0,
+        description="HetRL SHA-EA (§3.4): nested successive halving over task and GPU groupings, EA over GPU assignment, exact Level 4",
+    ),
+    SolverEntry(
+        "ilp",
+        "formulations.placement.ilp:solve_placement_ilp",
+        exact=True,
+        time_limit=300.0,
+        description="HetRL ILP (§3.5) by lazy column expansion on HiGHS (backend=cbc for CBC); optimal over rlplan's placement space",
+    ),
+    SolverEntry(
+        "ea",
+        "heuristics.placement.ea:solve_plain_ea",
+        description="plain DEAP-style evolutionary algorithm over the same space (HetRL §5.4 baseline)",
+    ),
+    SolverEntry(
+        "verl",
+        "heuristics.placement.colocated:solve_colocated",
+        description="verl-style baseline: all tasks co-located on all GPUs, one homogeneous config per task, best of a sweep",
+    ),
+    SolverEntry(
+        "streamrl",
+        "heuristics.placement.streamrl:solve_streamrl",
+        time_limit=300.0,
+        description="StreamRL-style baseline: generation on one node set, all other tasks on the rest",
+    ),
+    SolverEntry(
+        "random",
+        "heuristics.placement.ea:solve_random",
+        description="random feasible plans from the same space, best kept",
+    ),
+    SolverEntry(
+        "bruteforce",
+        "formulations.placement.bruteforce:solve_placement_bruteforce",
+        exact=True,
+        time_limit=300.0,
+        description="enumerate the whole space (tiny instances only; ground truth for the ILP)",
+    ),
 )
+
 
 def _with_efficiency(problem: PlacementProblem, update: dict) -> PlacementProblem:
     update = dict(update)
@@ -55,7 +89,9 @@ def _with_efficiency(problem: PlacementProblem, update: dict) -> PlacementProble
         # --profile FILE overrides the cluster spec's profiles per GPU type, not all of them
         update["profiles"] = {**{p.gpu: p for p in problem.cluster.profiles}, **update["profiles"]}
     eff = problem.params.efficiency.model_copy(update=update)
-    return PlacementProblem(problem.cluster, problem.workflow, problem.params.model_copy(update={"efficiency": eff}))
+    return PlacementProblem(
+        problem.cluster, problem.workflow, problem.params.model_copy(update={"efficiency": eff})
+    )
 
 
 KIND = ProblemKind(
@@ -63,9 +99,19 @@ KIND = ProblemKind(
     summary="place an RL workflow's tasks on heterogeneous GPUs and networks (HetRL)",
     title="Placement",
     fields=(
-        SpecField("cluster", ClusterSpec, "cluster spec file or preset", default="hetrl-single-region"),
-        SpecField("workflow", WorkflowSpec, "workflow spec file or preset", default="grpo-sync-qwen3-8b"),
-        SpecField("params", CostParams, "cost-model knobs (inline mapping in a problem file)", required=False, file=False),
+        SpecField(
+            "cluster", ClusterSpec, "cluster spec file or preset", default="hetrl-single-region"
+        ),
+        SpecField(
+            "workflow", WorkflowSpec, "workflow spec file or preset", default="grpo-sync-qwen3-8b"
+        ),
+        SpecField(
+            "params",
+            CostParams,
+            "cost-model knobs (inline mapping in a problem file)",
+            required=False,
+            file=False,
+        ),
     ),
     problem_type=PlacementProblem,
     build=_build,

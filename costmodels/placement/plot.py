@@ -36,13 +36,19 @@ _NODES_PER_ROW = 12
 _SHELF = 44
 
 
-def _zone_block(members: list[Any]) -> tuple[dict[str, tuple[float, float]], list[tuple[str, float, float, float, float]], float, float]:
+def _zone_block(
+    members: list[Any],
+) -> tuple[
+    dict[str, tuple[float, float]], list[tuple[str, float, float, float, float]], float, float
+]:
     """One zone laid out alone from (0, 0): its nodes in rows of about sqrt(2 x nodes), at most
     ``_NODES_PER_ROW``."""
     cells: dict[str, tuple[float, float]] = {}
     boxes: list[tuple[str, float, float, float, float]] = []
-    per_row = max(1, min(_NODES_PER_ROW, round(math.sqrt(2 * len(members)))))  # roughly twice as wide as tall
-    rows = [members[i:i + per_row] for i in range(0, len(members), per_row)]
+    per_row = max(
+        1, min(_NODES_PER_ROW, round(math.sqrt(2 * len(members))))
+    )  # roughly twice as wide as tall
+    rows = [members[i : i + per_row] for i in range(0, len(members), per_row)]
     width = y = 0.0
     for row in reversed(rows):  # first nodes on top
         x = 0.5
@@ -57,8 +63,15 @@ def _zone_block(members: list[Any]) -> tuple[dict[str, tuple[float, float]], lis
     return cells, boxes, width, y
 
 
-def _layout(problem: Any) -> tuple[dict[str, tuple[float, float]], list[tuple[str, float, float, float, float]],
-                                   list[tuple[str, float, float, float, float]], float, float]:
+def _layout(
+    problem: Any,
+) -> tuple[
+    dict[str, tuple[float, float]],
+    list[tuple[str, float, float, float, float]],
+    list[tuple[str, float, float, float, float]],
+    float,
+    float,
+]:
     """Cell positions of every GPU (lower-left corner, unit cells), node boxes
     ``(name, x, y, w, h)``, zone bands ``(zone, x, y, w, h)``, and the drawing's width and
     height. Zones are blocks shelved left to right, first zone top left."""
@@ -92,7 +105,9 @@ def _layout(problem: Any) -> tuple[dict[str, tuple[float, float]], list[tuple[st
     return cells, boxes, bands, width, y
 
 
-def _outline(ax: Any, cells: dict[str, tuple[float, float]], devices: list[str], **style: Any) -> None:
+def _outline(
+    ax: Any, cells: dict[str, tuple[float, float]], devices: list[str], **style: Any
+) -> None:
     """A rectangle around the cells of ``devices`` that share a row of one node; a group spread
     over several nodes gets one rectangle per node (joined by nothing: the gap is the network)."""
     from matplotlib.patches import Rectangle
@@ -102,26 +117,48 @@ def _outline(ax: Any, cells: dict[str, tuple[float, float]], devices: list[str],
         x, y = cells[d]
         by_row.setdefault((d.rsplit(":", 1)[0], y), []).append(x)
     for (_, y), xs in by_row.items():
-        ax.add_patch(Rectangle((min(xs) + 0.04, y + 0.04), max(xs) - min(xs) + 0.92, 0.92, fill=False, **style))
+        ax.add_patch(
+            Rectangle(
+                (min(xs) + 0.04, y + 0.04), max(xs) - min(xs) + 0.92, 0.92, fill=False, **style
+            )
+        )
 
 
 def _timeline(ax: Any, problem: Any, breakdown: dict[str, Any]) -> None:
     phases, tasks = breakdown["phases"], breakdown["tasks"]
-    gen, inf, trn, sync = phases["generation_s"], phases["inference_s"], phases["training_s"], phases["weight_transfer_s"]
+    gen, inf, trn, sync = (
+        phases["generation_s"],
+        phases["inference_s"],
+        phases["training_s"],
+        phases["weight_transfer_s"],
+    )
     total = breakdown["iteration_time_s"]
-    colours = {"generation": "tab:blue", "inference": "tab:green", "training": "tab:red", "weight sync": "tab:gray"}
+    colours = {
+        "generation": "tab:blue",
+        "inference": "tab:green",
+        "training": "tab:red",
+        "weight sync": "tab:gray",
+    }
     asynchronous = problem.workflow.mode != "sync"
     if asynchronous:
         busy = phases.get("generation_group_busy_s", gen)
         segments = [("generation", 0.0, gen, 1)]
         if busy > gen:
             segments.append(("generation group: its other tasks", gen, busy - gen, 1))
-        segments += [("inference", 0.0, inf, 0), ("training", inf, trn, 0), ("weight sync", max(busy, inf + trn), sync, 0)]
+        segments += [
+            ("inference", 0.0, inf, 0),
+            ("training", inf, trn, 0),
+            ("weight sync", max(busy, inf + trn), sync, 0),
+        ]
         starts = {"generation": 0.0, "inference": 0.0, "training": inf}
         phase_rows = ["inference + training", "generation group"]
     else:
-        segments = [("generation", 0.0, gen, 0), ("inference", gen, inf, 0), ("training", gen + inf, trn, 0),
-                    ("weight sync", gen + inf + trn, sync, 0)]
+        segments = [
+            ("generation", 0.0, gen, 0),
+            ("inference", gen, inf, 0),
+            ("training", gen + inf, trn, 0),
+            ("weight sync", gen + inf + trn, sync, 0),
+        ]
         starts = {"generation": 0.0, "inference": gen, "training": gen + inf}
         phase_rows = ["iteration"]
     names = [t.name for t in problem.tasks]
@@ -135,23 +172,47 @@ def _timeline(ax: Any, problem: Any, breakdown: dict[str, Any]) -> None:
         colour = colours.get(label, "lightsteelblue")
         ax.barh(len(names) + row, length, left=start, color=colour, edgecolor="white", height=0.8)
         if length / total > len(label) / 90:  # only where the text fits inside the bar
-            ax.text(start + length / 2, len(names) + row, f"{label} {_seconds(length)}", ha="center", va="center", fontsize=8, color="white")
+            ax.text(
+                start + length / 2,
+                len(names) + row,
+                f"{label} {_seconds(length)}",
+                ha="center",
+                va="center",
+                fontsize=8,
+                color="white",
+            )
     phase_of = {t.name: t.kind.value for t in problem.tasks}  # generation, inference or training
     for i, name in enumerate(reversed(names)):
         phase = phase_of[name]
         time_s = tasks[name]["time_s"]
-        ax.barh(i, time_s, left=starts.get(phase, 0.0), color=colours.get(phase, "tab:purple"), alpha=0.55, height=0.6)
+        ax.barh(
+            i,
+            time_s,
+            left=starts.get(phase, 0.0),
+            color=colours.get(phase, "tab:purple"),
+            alpha=0.55,
+            height=0.6,
+        )
         ax.text(starts.get(phase, 0.0) + time_s, i, f" {_seconds(time_s)}", va="center", fontsize=7)
         ticks.append(i)
         labels.append(name)
     ax.set_yticks(ticks, labels, fontsize=8)
     ax.set_xlim(0, total * 1.12)
     ax.set_xlabel("seconds into the iteration")
-    mode = "async: generation overlaps inference + training on other GPUs" if asynchronous else "sync: phases in sequence"
-    ax.set_title(f"one iteration, {_seconds(total)} ({mode})\ntask bars start at their phase; tasks sharing GPUs interleave (HetRL B.4)", fontsize=9)
+    mode = (
+        "async: generation overlaps inference + training on other GPUs"
+        if asynchronous
+        else "sync: phases in sequence"
+    )
+    ax.set_title(
+        f"one iteration, {_seconds(total)} ({mode})\ntask bars start at their phase; tasks sharing GPUs interleave (HetRL B.4)",
+        fontsize=9,
+    )
 
 
-def plot_placement(problem: Any, plan: Any, breakdown: dict[str, Any], path: Path, title: str = "") -> None:
+def plot_placement(
+    problem: Any, plan: Any, breakdown: dict[str, Any], path: Path, title: str = ""
+) -> None:
     """Draw ``plan`` on ``problem``'s cluster and its iteration timeline into ``path``."""
     import matplotlib
 
@@ -164,8 +225,12 @@ def plot_placement(problem: Any, plan: Any, breakdown: dict[str, Any], path: Pat
     palette = plt.get_cmap("tab10" if len(plan.groups) <= 10 else "tab20")
     fig_w = max(10.0, min(18.0, 0.32 * width + 3))
     cluster_h = max(1.2, min(9.0, fig_w / (width + 4) * height))  # GPUs stay square
-    fig = plt.figure(figsize=(fig_w, cluster_h + 1.6 + 0.3 * len(problem.tasks) + 2.0), layout="constrained")
-    upper, lower = fig.subfigures(2, 1, height_ratios=[cluster_h + 1.6, 0.3 * len(problem.tasks) + 2.0])
+    fig = plt.figure(
+        figsize=(fig_w, cluster_h + 1.6 + 0.3 * len(problem.tasks) + 2.0), layout="constrained"
+    )
+    upper, lower = fig.subfigures(
+        2, 1, height_ratios=[cluster_h + 1.6, 0.3 * len(problem.tasks) + 2.0]
+    )
     top = upper.subplots()
     bottom = lower.subplots()
     for zone, x, y, w, h in bands:
@@ -176,9 +241,18 @@ def plot_placement(problem: Any, plan: Any, breakdown: dict[str, Any], path: Pat
         top.text(x + w, y + h + 0.05, name, fontsize=6, ha="right", va="bottom", color="dimgray")
     for device, (x, y) in cells.items():
         g = group_of_device.get(device)
-        top.add_patch(Rectangle((x + 0.1, y + 0.1), 0.8, 0.8, color="lightgray" if g is None else palette(g % palette.N)))
-    for task, style in (("actor_generation", {"edgecolor": "black", "linewidth": 1.4}),
-                        ("actor_training", {"edgecolor": "darkred", "linewidth": 1.2, "linestyle": "--"})):
+        top.add_patch(
+            Rectangle(
+                (x + 0.1, y + 0.1),
+                0.8,
+                0.8,
+                color="lightgray" if g is None else palette(g % palette.N),
+            )
+        )
+    for task, style in (
+        ("actor_generation", {"edgecolor": "black", "linewidth": 1.4}),
+        ("actor_training", {"edgecolor": "darkred", "linewidth": 1.2, "linestyle": "--"}),
+    ):
         placement = next((t for t in plan.tasks if t.task == task), None)
         if placement is not None:
             for replica in placement.devices:
@@ -187,14 +261,27 @@ def plot_placement(problem: Any, plan: Any, breakdown: dict[str, Any], path: Pat
     top.set_ylim(-0.2, height)
     top.set_aspect("equal")
     top.axis("off")
-    legend = [Patch(color=palette(i % palette.N), label=f"group {i}: {', '.join(g.tasks)}") for i, g in enumerate(plan.groups)]
-    legend += [Patch(facecolor="none", edgecolor="black", label="a generation replica (TP x PP)"),
-               Patch(facecolor="none", edgecolor="darkred", linestyle="--", label="a training replica (TP x PP)")]
+    legend = [
+        Patch(color=palette(i % palette.N), label=f"group {i}: {', '.join(g.tasks)}")
+        for i, g in enumerate(plan.groups)
+    ]
+    legend += [
+        Patch(facecolor="none", edgecolor="black", label="a generation replica (TP x PP)"),
+        Patch(
+            facecolor="none",
+            edgecolor="darkred",
+            linestyle="--",
+            label="a training replica (TP x PP)",
+        ),
+    ]
     if len(group_of_device) < len(cells):
         legend.append(Patch(color="lightgray", label="idle GPU"))
     upper.legend(handles=legend, loc="outside lower center", ncol=2, fontsize=7, frameon=False)
-    upper.suptitle(f"{title}{_seconds(breakdown['iteration_time_s'])}/iteration on {len(cells)} GPUs "
-                   f"({len(problem.cluster.nodes)} nodes, {len(bands)} zone{'s' if len(bands) > 1 else ''})", fontsize=10)
+    upper.suptitle(
+        f"{title}{_seconds(breakdown['iteration_time_s'])}/iteration on {len(cells)} GPUs "
+        f"({len(problem.cluster.nodes)} nodes, {len(bands)} zone{'s' if len(bands) > 1 else ''})",
+        fontsize=10,
+    )
     _timeline(bottom, problem, breakdown)
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -22,9 +22,16 @@ from typing import Any
 from costmodels.problem import Preset
 
 CITIES = {
-    "virginia": (38.9, -77.4), "ohio": (40.0, -83.0), "paris": (48.86, 2.35),
-    "stockholm": (59.33, 18.07), "london": (51.5, -0.13), "ireland": (53.35, -6.26),
-    "spain": (40.42, -3.7), "zurich": (47.37, 8.54), "frankfurt": (50.11, 8.68), "milan": (45.46, 9.19),
+    "virginia": (38.9, -77.4),
+    "ohio": (40.0, -83.0),
+    "paris": (48.86, 2.35),
+    "stockholm": (59.33, 18.07),
+    "london": (51.5, -0.13),
+    "ireland": (53.35, -6.26),
+    "spain": (40.42, -3.7),
+    "zurich": (47.37, 8.54),
+    "frankfurt": (50.11, 8.68),
+    "milan": (45.46, 9.19),
 }
 
 #: HetRL testbed nodes in declaration order: (GPU type, 8 GPUs each)
@@ -39,22 +46,28 @@ def _km(a: str, b: str) -> float:
     return 6371.0 * math.acos(max(-1.0, min(1.0, c)))
 
 
-def _geo_links(regions: list[str], lat_range: tuple[float, float], bw_range: tuple[float, float]) -> list[dict[str, Any]]:
+def _geo_links(
+    regions: list[str], lat_range: tuple[float, float], bw_range: tuple[float, float]
+) -> list[dict[str, Any]]:
     pairs = list(itertools.combinations(regions, 2))
     dist = {p: _km(*p) for p in pairs}
     lo, hi = min(dist.values()), max(dist.values())
     links = []
     for p in pairs:
         f = (dist[p] - lo) / (hi - lo) if hi > lo else 0.0
-        links.append({
-            "zones": list(p),
-            "latency_ms": round(lat_range[0] + f * (lat_range[1] - lat_range[0]), 2),
-            "bandwidth_gbps": round(bw_range[1] - f * (bw_range[1] - bw_range[0]), 2),
-        })
+        links.append(
+            {
+                "zones": list(p),
+                "latency_ms": round(lat_range[0] + f * (lat_range[1] - lat_range[0]), 2),
+                "bandwidth_gbps": round(bw_range[1] - f * (bw_range[1] - bw_range[0]), 2),
+            }
+        )
     return links
 
 
-def _testbed(name: str, description: str, zones: list[str], network: dict[str, Any]) -> dict[str, Any]:
+def _testbed(
+    name: str, description: str, zones: list[str], network: dict[str, Any]
+) -> dict[str, Any]:
     counters: dict[str, int] = {}
     nodes = []
     for gpu, zone in zip(TESTBED, zones, strict=True):
@@ -66,24 +79,33 @@ def _testbed(name: str, description: str, zones: list[str], network: dict[str, A
 
 
 def hetrl_single_region() -> dict[str, Any]:
-    return _testbed("hetrl-single-region", "HetRL testbed, scenario 1: one region, no network limits",
-                    ["us-east"] * 8, {"intra_zone": FAST_LAN})
+    return _testbed(
+        "hetrl-single-region",
+        "HetRL testbed, scenario 1: one region, no network limits",
+        ["us-east"] * 8,
+        {"intra_zone": FAST_LAN},
+    )
 
 
 def hetrl_multi_region_hybrid() -> dict[str, Any]:
     # each edge node is its own zone: edge GPUs reach anything, even each other, over 1 Gbps
     zones = ["ohio"] * 3 + ["virginia"] * 3 + ["virginia-edge-0", "virginia-edge-1"]
     edge = {"bandwidth_gbps": 1.0, "latency_ms": 1.0}
-    inter = [{"zones": ["ohio", "virginia"], "bandwidth_gbps": 5.0, "latency_ms": 10.0},
-             {"zones": ["virginia-edge-0", "virginia-edge-1"], **edge}]
+    inter = [
+        {"zones": ["ohio", "virginia"], "bandwidth_gbps": 5.0, "latency_ms": 10.0},
+        {"zones": ["virginia-edge-0", "virginia-edge-1"], **edge},
+    ]
     for e in ("virginia-edge-0", "virginia-edge-1"):
         inter.append({"zones": ["virginia", e], **edge})
         # edge GPUs have no direct link to Ohio: traffic is routed through Virginia
         inter.append({"zones": ["ohio", e], "bandwidth_gbps": 1.0, "latency_ms": 11.0})
-    spec = _testbed("hetrl-multi-region-hybrid",
-                    "HetRL testbed, scenario 2: Ohio (A100) and Virginia (L40S), 10 ms / 5 Gbps between; "
-                    "L4 edge GPUs in Virginia on 1 Gbps links",
-                    zones, {"intra_zone": FAST_LAN, "inter_zone": inter})
+    spec = _testbed(
+        "hetrl-multi-region-hybrid",
+        "HetRL testbed, scenario 2: Ohio (A100) and Virginia (L40S), 10 ms / 5 Gbps between; "
+        "L4 edge GPUs in Virginia on 1 Gbps links",
+        zones,
+        {"intra_zone": FAST_LAN, "inter_zone": inter},
+    )
     for node in spec["nodes"]:
         node["region"] = "ohio" if node["zone"] == "ohio" else "virginia"
     return spec
@@ -91,27 +113,44 @@ def hetrl_multi_region_hybrid() -> dict[str, Any]:
 
 def hetrl_multi_country() -> dict[str, Any]:
     regions = ["frankfurt", "paris", "london", "ireland", "stockholm", "zurich", "spain", "milan"]
-    return _testbed("hetrl-multi-country",
-                    "HetRL testbed, scenario 3: one node in each of 8 EU regions; 5-30 ms, 1.9-5.0 Gbps by distance",
-                    regions, {"intra_zone": FAST_LAN, "inter_zone": _geo_links(regions, (5.0, 30.0), (1.9, 5.0))})
+    return _testbed(
+        "hetrl-multi-country",
+        "HetRL testbed, scenario 3: one node in each of 8 EU regions; 5-30 ms, 1.9-5.0 Gbps by distance",
+        regions,
+        {"intra_zone": FAST_LAN, "inter_zone": _geo_links(regions, (5.0, 30.0), (1.9, 5.0))},
+    )
 
 
 def hetrl_multi_continent() -> dict[str, Any]:
     regions = ["virginia", "ohio", "frankfurt", "london", "paris", "ireland", "stockholm", "milan"]
-    return _testbed("hetrl-multi-continent",
-                    "HetRL testbed, scenario 4: one node in each of 8 EU and US regions; 5-60 ms, 0.9-5.0 Gbps by distance",
-                    regions, {"intra_zone": FAST_LAN, "inter_zone": _geo_links(regions, (5.0, 60.0), (0.9, 5.0))})
+    return _testbed(
+        "hetrl-multi-continent",
+        "HetRL testbed, scenario 4: one node in each of 8 EU and US regions; 5-60 ms, 0.9-5.0 Gbps by distance",
+        regions,
+        {"intra_zone": FAST_LAN, "inter_zone": _geo_links(regions, (5.0, 60.0), (0.9, 5.0))},
+    )
 
 
 def _small(n: int) -> Callable[[], dict[str, Any]]:
-    layout = {4: [("A100-40GB", 2), ("L40S", 2)], 8: [("A100-40GB", 4), ("L40S", 4)],
-              16: [("A100-40GB", 8), ("L40S", 8)], 24: [("A100-40GB", 8), ("L40S", 8), ("L4", 8)]}[n]
+    layout = {
+        4: [("A100-40GB", 2), ("L40S", 2)],
+        8: [("A100-40GB", 4), ("L40S", 4)],
+        16: [("A100-40GB", 8), ("L40S", 8)],
+        24: [("A100-40GB", 8), ("L40S", 8), ("L4", 8)],
+    }[n]
 
     def build() -> dict[str, Any]:
-        nodes = [{"name": f"{gpu.split('-')[0].lower()}-0", "gpu": gpu, "count": k, "zone": "lab"} for gpu, k in layout]
+        nodes = [
+            {"name": f"{gpu.split('-')[0].lower()}-0", "gpu": gpu, "count": k, "zone": "lab"}
+            for gpu, k in layout
+        ]
         mix = " + ".join(f"{k} {gpu}" for gpu, k in layout)
-        return {"name": f"small-{n}", "description": f"{n} GPUs ({mix}), one zone: small enough for exact solving",
-                "nodes": nodes, "network": {"intra_zone": FAST_LAN}}
+        return {
+            "name": f"small-{n}",
+            "description": f"{n} GPUs ({mix}), one zone: small enough for exact solving",
+            "nodes": nodes,
+            "network": {"intra_zone": FAST_LAN},
+        }
 
     return build
 
@@ -126,28 +165,76 @@ def _workflow(algorithm: str, mode: str, size: str) -> Callable[[], dict[str, An
         return {
             "name": f"{algorithm}-{mode}-qwen3-{size}",
             "description": f"{algorithm.upper()} ({mode}) on {model}, HetRL §5.1 hyper-parameters",
-            "algorithm": algorithm, "mode": mode, "models": models,
-            "global_batch": 384, "responses_per_prompt": 8, "prompt_length": 1024, "response_length": 1024,
+            "algorithm": algorithm,
+            "mode": mode,
+            "models": models,
+            "global_batch": 384,
+            "responses_per_prompt": 8,
+            "prompt_length": 1024,
+            "response_length": 1024,
             "eta": 0.0,
         }
 
     return build
 
 
-
-
 def placement_presets() -> tuple[Preset, ...]:
     items = [
-        Preset("hetrl-single-region", "cluster", "HetRL testbed (24 A100 + 24 L40S + 16 L4), single region", hetrl_single_region),
-        Preset("hetrl-multi-region-hybrid", "cluster", "HetRL testbed, Ohio/Virginia + 1 Gbps edge GPUs", hetrl_multi_region_hybrid),
-        Preset("hetrl-multi-country", "cluster", "HetRL testbed across 8 EU regions", hetrl_multi_country),
-        Preset("hetrl-multi-continent", "cluster", "HetRL testbed across 8 EU+US regions", hetrl_multi_continent),
+        Preset(
+            "hetrl-single-region",
+            "cluster",
+            "HetRL testbed (24 A100 + 24 L40S + 16 L4), single region",
+            hetrl_single_region,
+        ),
+        Preset(
+            "hetrl-multi-region-hybrid",
+            "cluster",
+            "HetRL testbed, Ohio/Virginia + 1 Gbps edge GPUs",
+            hetrl_multi_region_hybrid,
+        ),
+        Preset(
+            "hetrl-multi-country",
+            "cluster",
+            "HetRL testbed across 8 EU regions",
+            hetrl_multi_country,
+        ),
+        Preset(
+            "hetrl-multi-continent",
+            "cluster",
+            "HetRL testbed across 8 EU+US regions",
+            hetrl_multi_continent,
+        ),
     ]
     for n in (4, 8, 16, 24):
-        items.append(Preset(f"small-{n}", "cluster", f"{n}-GPU heterogeneous cluster for exact solving", _small(n)))
-    for algorithm, mode, size in itertools.product(("ppo", "grpo"), ("sync", "async"), ("4b", "8b", "14b")):
-        items.append(Preset(f"{algorithm}-{mode}-qwen3-{size}", "workflow",
-                            f"{algorithm.upper()} {mode} on Qwen3-{size.upper()} (HetRL §5.1)", _workflow(algorithm, mode, size)))
-    items.append(Preset("default", "problem", "placement: GRPO sync on Qwen3-8B over the single-region HetRL testbed",
-                        lambda: {"problem": "placement", "cluster": "hetrl-single-region", "workflow": "grpo-sync-qwen3-8b"}))
+        items.append(
+            Preset(
+                f"small-{n}",
+                "cluster",
+                f"{n}-GPU heterogeneous cluster for exact solving",
+                _small(n),
+            )
+        )
+    for algorithm, mode, size in itertools.product(
+        ("ppo", "grpo"), ("sync", "async"), ("4b", "8b", "14b")
+    ):
+        items.append(
+            Preset(
+                f"{algorithm}-{mode}-qwen3-{size}",
+                "workflow",
+                f"{algorithm.upper()} {mode} on Qwen3-{size.upper()} (HetRL §5.1)",
+                _workflow(algorithm, mode, size),
+            )
+        )
+    items.append(
+        Preset(
+            "default",
+            "problem",
+            "placement: GRPO sync on Qwen3-8B over the single-region HetRL testbed",
+            lambda: {
+                "problem": "placement",
+                "cluster": "hetrl-single-region",
+                "workflow": "grpo-sync-qwen3-8b",
+            },
+        )
+    )
     return tuple(items)

@@ -38,22 +38,25 @@ class CostParams(BaseModel):
     model_config = _STRICT
 
     efficiency: Efficiency = Field(default_factory=Efficiency)
-    memory_reserve_gb: float = Field(default=1.0, ge=0, description="per-GPU memory kept for the runtime")
+    memory_reserve_gb: float = Field(
+        default=1.0, ge=0, description="per-GPU memory kept for the runtime"
+    )
     grad_bytes_per_param: float = Field(default=4.0, ge=0)
     optimizer_bytes_per_param: float = Field(default=12.0, ge=0)
     distributed_optimizer: bool = True
     group_aware_overlap: bool = Field(
         default=True,
         description="tasks on disjoint GPU groups run fully in parallel and tasks sharing GPUs add up (eta within a "
-                    "group); false: HetRL's literal global eta and async max(generation, training)",
+        "group); false: HetRL's literal global eta and async max(generation, training)",
     )
     decode_model: Literal["physical", "hetrl"] = Field(
         default="physical",
         description="physical: the project's decode step (weights + KV reads, compute roofline, pipelined micro-batches); "
-                    "hetrl: Appendix B.2's weights-only term, to reproduce the paper",
+        "hetrl: Appendix B.2's weights-only term, to reproduce the paper",
     )
     share_prompt_prefill: bool = Field(
-        default=True, description="responses of one prompt share its prefill (prefix KV), as GRPO/PPO groups do in vLLM",
+        default=True,
+        description="responses of one prompt share its prefill (prefix KV), as GRPO/PPO groups do in vLLM",
     )
 
 
@@ -69,7 +72,11 @@ class TaskPlacement(BaseModel):
     devices: list[list[list[str]]]
     layers_per_stage: list[int] | None = None
     batch_shares: list[float] | None = None
-    decode_batch: int | None = Field(default=None, ge=1, description="generation only: sequences in flight per replica (dbs; with PP, spread over up to PP micro-batches); their KV cache counts as working memory. When absent, dbs is the workflow's limit capped by the memory left beside the resident models.")
+    decode_batch: int | None = Field(
+        default=None,
+        ge=1,
+        description="generation only: sequences in flight per replica (dbs; with PP, spread over up to PP micro-batches); their KV cache counts as working memory. When absent, dbs is the workflow's limit capped by the memory left beside the resident models.",
+    )
 
     def all_devices(self) -> list[str]:
         return [d for replica in self.devices for stage in replica for d in stage]

@@ -50,7 +50,9 @@ class TaskConfig:
     decode_batch: int | None = None
 
     def label(self) -> str:
-        extra = (f", {self.balance}-balanced" if self.balance != "even" else "") + (f", dbs={self.decode_batch}" if self.decode_batch else "")
+        extra = (f", {self.balance}-balanced" if self.balance != "even" else "") + (
+            f", dbs={self.decode_batch}" if self.decode_batch else ""
+        )
         return f"TP{self.tp} PP{self.pp} DP{self.dp}{extra}"
 
 
@@ -66,7 +68,9 @@ def decode_batch_candidates(max_dbs: int, count: int = 4) -> tuple[int, ...]:
     return tuple(out)
 
 
-def task_configs(problem: PlacementProblem, task: Task, gpus: int, heterogeneous: bool = True) -> list[TaskConfig]:
+def task_configs(
+    problem: PlacementProblem, task: Task, gpus: int, heterogeneous: bool = True
+) -> list[TaskConfig]:
     """Every (TP, PP, DP) with TP*PP*DP == ``gpus`` that the model admits, with and without
     load balancing (only when the group mixes GPU types), and decode-batch choices for
     generation."""
@@ -127,26 +131,48 @@ def tasklet_layout(devices: list[str], tp: int, pp: int, dp: int) -> list[list[l
     return [[[next(it) for _ in range(tp)] for _ in range(pp)] for _ in range(dp)]
 
 
-def place_task(problem: PlacementProblem, task: Task, group_gpus: list[str], cfg: TaskConfig) -> TaskPlacement:
+def place_task(
+    problem: PlacementProblem, task: Task, group_gpus: list[str], cfg: TaskConfig
+) -> TaskPlacement:
     """Canonical tasklet layout of ``task`` on ``group_gpus`` (already in cluster order)."""
     if cfg.tp * cfg.pp * cfg.dp != len(group_gpus):
-        raise ValueError(f"{cfg.label()} needs {cfg.tp * cfg.pp * cfg.dp} GPUs, the group has {len(group_gpus)}")
+        raise ValueError(
+            f"{cfg.label()} needs {cfg.tp * cfg.pp * cfg.dp} GPUs, the group has {len(group_gpus)}"
+        )
     devices = tasklet_layout(group_gpus, cfg.tp, cfg.pp, cfg.dp)
     layers = shares = None
     if cfg.balance != "even":
         m = problem.workflow.model(task.role)
         if cfg.pp > 1:
             # a stage's weight: its weakest TP group over the replicas
-            stage_w = [min(_weight(problem, task, devices[i][j], cfg.balance) for i in range(cfg.dp)) for j in range(cfg.pp)]
+            stage_w = [
+                min(_weight(problem, task, devices[i][j], cfg.balance) for i in range(cfg.dp))
+                for j in range(cfg.pp)
+            ]
             layers = proportional_split(m.layers, stage_w)
         if cfg.dp > 1:
-            weight = [sum(_weight(problem, task, stage, cfg.balance) for stage in replica) for replica in devices]
+            weight = [
+                sum(_weight(problem, task, stage, cfg.balance) for stage in replica)
+                for replica in devices
+            ]
             shares = [s / sum(weight) for s in weight]
-    return TaskPlacement(task=task.name, tp=cfg.tp, pp=cfg.pp, dp=cfg.dp, devices=devices,
-                         layers_per_stage=layers, batch_shares=shares, decode_batch=cfg.decode_batch)
+    return TaskPlacement(
+        task=task.name,
+        tp=cfg.tp,
+        pp=cfg.pp,
+        dp=cfg.dp,
+        devices=devices,
+        layers_per_stage=layers,
+        batch_shares=shares,
+        decode_batch=cfg.decode_batch,
+    )
 
 
-def build_plan(problem: PlacementProblem, groups: list[tuple[list[str], list[str]]], configs: dict[str, TaskConfig]) -> PlacementPlan:
+def build_plan(
+    problem: PlacementProblem,
+    groups: list[tuple[list[str], list[str]]],
+    configs: dict[str, TaskConfig],
+) -> PlacementPlan:
     """A plan from (tasks, GPUs) groups and a config per task; GPUs are put in cluster order."""
     index = problem.topology.index_of()
     tasks = {t.name: t for t in problem.tasks}
@@ -185,7 +211,9 @@ def is_heterogeneous(problem: PlacementProblem, gpus: list[str]) -> bool:
     return len({problem.topology.devices[index[d]].gpu.name for d in gpus}) > 1
 
 
-def colocated_candidates(problem: PlacementProblem, balances: tuple[str, ...] = BALANCES, max_tp: int = MAX_TP) -> Iterator[PlacementPlan]:
+def colocated_candidates(
+    problem: PlacementProblem, balances: tuple[str, ...] = BALANCES, max_tp: int = MAX_TP
+) -> Iterator[PlacementPlan]:
     """verl-style plans inside this space: every task on all GPUs (one group), generation with
     its own TP (PP = 1), the other tasks sharing one (TP, PP, DP), for every decode batch choice;
     only the given load-balancing choices and TP up to ``max_tp``."""
@@ -213,10 +241,14 @@ def colocated_candidates(problem: PlacementProblem, balances: tuple[str, ...] = 
 def placement_keeper(problem: PlacementProblem, tol: float = 0.0) -> KeepBest:
     """Validate, score and keep the best placement plan (the sweeps of the baselines and of brute
     force): invalid plans are counted, never kept."""
-    return KeepBest(problem, lambda p, plan: evaluate_placement(p, plan).objective, check_placement, tol)
+    return KeepBest(
+        problem, lambda p, plan: evaluate_placement(p, plan).objective, check_placement, tol
+    )
 
 
-def best_colocated(problem: PlacementProblem, deadline: Deadline = UNLIMITED) -> tuple[float, PlacementPlan | None]:
+def best_colocated(
+    problem: PlacementProblem, deadline: Deadline = UNLIMITED
+) -> tuple[float, PlacementPlan | None]:
     """The best valid plan of :func:`colocated_candidates` (an in-space upper bound that the
     exact ILP prunes with and SHA-EA starts from); (inf, None) when none fits."""
     keep = placement_keeper(problem)

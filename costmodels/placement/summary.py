@@ -11,8 +11,10 @@ from costmodels.problem import Summary
 
 def _phases(breakdown: dict[str, Any]) -> str:
     ph = breakdown["phases"]
-    text = (f"generation {ph['generation_s']:.2f} s + inference {ph['inference_s']:.2f} s + training {ph['training_s']:.2f} s"
-            f" + {ph['weight_transfer']} {ph['weight_transfer_s']:.2f} s")
+    text = (
+        f"generation {ph['generation_s']:.2f} s + inference {ph['inference_s']:.2f} s + training {ph['training_s']:.2f} s"
+        f" + {ph['weight_transfer']} {ph['weight_transfer_s']:.2f} s"
+    )
     if "generation_group_busy_s" in ph:
         text += f" (async: generation's GPUs busy {ph['generation_group_busy_s']:.2f} s)"
     return text
@@ -21,16 +23,28 @@ def _phases(breakdown: dict[str, Any]) -> str:
 def _efficiency(breakdown: dict[str, Any]) -> str:
     """The one efficiency/latency set every term was derated with, and the model variant."""
     e, m = breakdown["efficiency"], breakdown["model"]
-    text = (f"efficiency: compute {e['compute']:.0%} of peak, HBM {e['hbm']:.0%}, NVLink hop {e['intra_node_hop_latency_ms'] * 1e3:.1f} us,"
-            f" decode step overhead {e['decode_step_overhead_ms']:.2f} ms + {e['decode_sequence_overhead_us']:.0f} us/seq"
-            + (f" + {e['decode_layer_overhead_us']:.0f} us/layer" if e.get("decode_layer_overhead_us") else ""))
+    text = (
+        f"efficiency: compute {e['compute']:.0%} of peak, HBM {e['hbm']:.0%}, NVLink hop {e['intra_node_hop_latency_ms'] * 1e3:.1f} us,"
+        f" decode step overhead {e['decode_step_overhead_ms']:.2f} ms + {e['decode_sequence_overhead_us']:.0f} us/seq"
+        + (
+            f" + {e['decode_layer_overhead_us']:.0f} us/layer"
+            if e.get("decode_layer_overhead_us")
+            else ""
+        )
+    )
     if e.get("per_gpu"):
         text += " (per-GPU overrides: " + ", ".join(sorted(e["per_gpu"])) + ")"
     return text + f"; decode model {m['decode']}"
 
 
-def placement_summary(problem: PlacementProblem, plan: PlacementPlan, objective: float, breakdown: dict[str, Any],
-                      solver: str, status: str) -> Summary:
+def placement_summary(
+    problem: PlacementProblem,
+    plan: PlacementPlan,
+    objective: float,
+    breakdown: dict[str, Any],
+    solver: str,
+    status: str,
+) -> Summary:
     """Per task: group, parallel sizes, GPUs and cost components; the groups' GPU mix below."""
     gpu_of = {d.id: d.gpu.name for d in problem.topology.devices}
     group_of = plan.group_of()
@@ -38,8 +52,20 @@ def placement_summary(problem: PlacementProblem, plan: PlacementPlan, objective:
     for tp_ in plan.tasks:
         c = breakdown["tasks"][tp_.task]
         comm = c["tp_s"] + c["pp_s"] + c["dp_s"]
-        rows.append((tp_.task, str(group_of[tp_.task]), str(tp_.tp), str(tp_.pp), str(tp_.dp), str(len(tp_.all_devices())),
-                     f"{c['time_s']:.1f}", f"{c['comp_s']:.1f}", f"{comm:.1f}", f"{c['decode_s']:.1f}"))
+        rows.append(
+            (
+                tp_.task,
+                str(group_of[tp_.task]),
+                str(tp_.tp),
+                str(tp_.pp),
+                str(tp_.dp),
+                str(len(tp_.all_devices())),
+                f"{c['time_s']:.1f}",
+                f"{c['comp_s']:.1f}",
+                f"{comm:.1f}",
+                f"{c['decode_s']:.1f}",
+            )
+        )
     groups = []
     for gi, g in enumerate(plan.groups):
         mix: dict[str, int] = {}
@@ -51,13 +77,21 @@ def placement_summary(problem: PlacementProblem, plan: PlacementPlan, objective:
         title=f"placement by {solver}: {objective:.2f} s/iteration, {breakdown['throughput_samples_per_s']:.1f} samples/s ({status})",
         columns=("task", "grp", "TP", "PP", "DP", "GPUs", "time s", "comp", "comm", "decode"),
         rows=rows,
-        caption="; ".join(groups) + "\n" + _phases(breakdown)
-        + f"; peak memory {mem['peak_utilization']:.0%} on {mem['tightest_device']}\n" + _efficiency(breakdown),
+        caption="; ".join(groups)
+        + "\n"
+        + _phases(breakdown)
+        + f"; peak memory {mem['peak_utilization']:.0%} on {mem['tightest_device']}\n"
+        + _efficiency(breakdown),
     )
 
 
-def placement_cost_table(problem: PlacementProblem, plan: PlacementPlan, objective: float, breakdown: dict[str, Any],
-                         source: str) -> Summary:
+def placement_cost_table(
+    problem: PlacementProblem,
+    plan: PlacementPlan,
+    objective: float,
+    breakdown: dict[str, Any],
+    source: str,
+) -> Summary:
     """``rlplan evaluate``: every cost component per task, in seconds."""
     keys = ("time_s", "comp_s", "tp_s", "pp_s", "dp_s", "bubble_s", "decode_s")
     rows = [(name, *(f"{c[k]:.2f}" for k in keys)) for name, c in breakdown["tasks"].items()]
@@ -66,5 +100,5 @@ def placement_cost_table(problem: PlacementProblem, plan: PlacementPlan, objecti
         columns=("task", "time", "comp", "tp", "pp", "dp", "bubble", "decode"),
         rows=rows,
         caption=f"seconds; iteration {breakdown['iteration_time_s']:.2f} s = {_phases(breakdown)};"
-                f" rings {'exact' if breakdown['ring_exact'] else 'upper bounds (heuristic)'}\n{_efficiency(breakdown)}",
+        f" rings {'exact' if breakdown['ring_exact'] else 'upper bounds (heuristic)'}\n{_efficiency(breakdown)}",
     )

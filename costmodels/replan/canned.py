@@ -9,8 +9,15 @@ from costmodels.problem import Canned
 from costmodels.replan.problem import ReplanProblem, ReplanSpec
 
 
-def tiny_state(requests: list[list[list[int]]], tps_now: list[int], *, nodes: int = 1, budget: int | None = None,
-               delta: float | None = None, model: str = "Qwen2.5-7B") -> ReplanProblem:
+def tiny_state(
+    requests: list[list[list[int]]],
+    tps_now: list[int],
+    *,
+    nodes: int = 1,
+    budget: int | None = None,
+    delta: float | None = None,
+    model: str = "Qwen2.5-7B",
+) -> ReplanProblem:
     """``requests[k]``: [remaining, context] pairs on current instance k; instances fill 2-GPU
     nodes in order with TPs ``tps_now``."""
     instances, node, gpu = [], 0, 0
@@ -19,8 +26,16 @@ def tiny_state(requests: list[list[list[int]]], tps_now: list[int], *, nodes: in
             node, gpu = node + 1, 0
         instances.append({"node": node, "gpu": gpu, "tp": tp, "requests": reqs})
         gpu += tp
-    spec: dict[str, Any] = {"model": model, "gpu": "H800", "nodes": nodes, "gpus_per_node": 2, "tps": [1, 2],
-                            "instances": instances, "gpu_budget": budget, "kv_delta": delta}
+    spec: dict[str, Any] = {
+        "model": model,
+        "gpu": "H800",
+        "nodes": nodes,
+        "gpus_per_node": 2,
+        "tps": [1, 2],
+        "instances": instances,
+        "gpu_budget": budget,
+        "kv_delta": delta,
+    }
     s = ReplanSpec.model_validate(spec)
     s.check()
     return ReplanProblem(s)
@@ -29,7 +44,19 @@ def tiny_state(requests: list[list[list[int]]], tps_now: list[int], *, nodes: in
 def canned_replans() -> list[Canned]:
     ref = "bruteforce"
     return [
-        Canned("two-tp1-imbalanced", lambda: tiny_state([[[3000, 500], [200, 300]], [[100, 200]]], [1, 1]), reference=ref),
-        Canned("one-long-tail", lambda: tiny_state([[[7000, 2000]], [[300, 100]]], [1, 1]), reference=ref),
-        Canned("two-nodes-budget", lambda: tiny_state([[[2000, 100], [600, 100]], [[900, 50]]], [2, 2], nodes=2, budget=2), reference=ref),
+        Canned(
+            "two-tp1-imbalanced",
+            lambda: tiny_state([[[3000, 500], [200, 300]], [[100, 200]]], [1, 1]),
+            reference=ref,
+        ),
+        Canned(
+            "one-long-tail",
+            lambda: tiny_state([[[7000, 2000]], [[300, 100]]], [1, 1]),
+            reference=ref,
+        ),
+        Canned(
+            "two-nodes-budget",
+            lambda: tiny_state([[[2000, 100], [600, 100]], [[900, 50]]], [2, 2], nodes=2, budget=2),
+            reference=ref,
+        ),
     ]

@@ -8,8 +8,20 @@ from costmodels.generation.request_traces import synthetic_trace
 from costmodels.problem import Preset
 
 
-def synthetic_state(model: str, gpu: str, nodes: int, tp: int, per_gpu: int, progress: int, *, max_len: int = 16384,
-                    responses: int = 16, seed: int = 0, gpus_per_node: int = 8, name: str = "") -> dict[str, Any]:
+def synthetic_state(
+    model: str,
+    gpu: str,
+    nodes: int,
+    tp: int,
+    per_gpu: int,
+    progress: int,
+    *,
+    max_len: int = 16384,
+    responses: int = 16,
+    seed: int = 0,
+    gpus_per_node: int = 8,
+    name: str = "",
+) -> dict[str, Any]:
     """A pool of ``nodes`` nodes running uniform TP ``tp``, ``per_gpu`` requests per GPU at the
     start of the step (group-aware synthetic lengths, ``costmodels.generation.request_traces``), observed
     after ``progress`` decode steps: requests shorter than that are done, the others have
@@ -17,13 +29,24 @@ def synthetic_state(model: str, gpu: str, nodes: int, tp: int, per_gpu: int, pro
     total = nodes * gpus_per_node * per_gpu
     reqs = synthetic_trace(max(1, total // responses), responses, max_len, seed=seed)[:total]
     per_node = gpus_per_node // tp
-    instances = [{"node": n, "gpu": k * tp, "tp": tp, "requests": []} for n in range(nodes) for k in range(per_node)]
+    instances = [
+        {"node": n, "gpu": k * tp, "tp": tp, "requests": []}
+        for n in range(nodes)
+        for k in range(per_node)
+    ]
     live = [r for r in reqs if r.output > progress]
     for i, r in enumerate(live):
         instances[i % len(instances)]["requests"].append([r.output - progress, r.prompt + progress])
-    return {"name": name, "description": f"{model} on {nodes} x {gpus_per_node} {gpu}, {len(instances)} x TP{tp}, "
-            f"{total} requests ({per_gpu}/GPU, max {max_len}) after {progress} decode steps: {len(live)} pending",
-            "model": model, "gpu": gpu, "nodes": nodes, "gpus_per_node": gpus_per_node, "instances": instances}
+    return {
+        "name": name,
+        "description": f"{model} on {nodes} x {gpus_per_node} {gpu}, {len(instances)} x TP{tp}, "
+        f"{total} requests ({per_gpu}/GPU, max {max_len}) after {progress} decode steps: {len(live)} pending",
+        "model": model,
+        "gpu": gpu,
+        "nodes": nodes,
+        "gpus_per_node": gpus_per_node,
+        "instances": instances,
+    }
 
 
 def replan_64() -> dict[str, Any]:
@@ -40,8 +63,28 @@ def replan_tail() -> dict[str, Any]:
 
 def replan_presets() -> tuple[Preset, ...]:
     return (
-        Preset("replan-64", "state", "Qwen2.5-14B on 64 H800 (32 x TP2), 1024 requests after 768 decode steps", replan_64),
-        Preset("replan-tail", "state", "Qwen2.5-14B on 16 H800 (8 x TP2), the tail after 2048 decode steps", replan_tail),
-        Preset("replan-1024", "state", "Qwen2-57B-A14B on 1024 H800 (256 x TP4), 16 requests per GPU at the start of a step (OrchestrRL App. F)", replan_1024),
-        Preset("replan-example", "problem", "replan: the replan-64 state", lambda: {"problem": "replan", "state": "replan-64"}),
+        Preset(
+            "replan-64",
+            "state",
+            "Qwen2.5-14B on 64 H800 (32 x TP2), 1024 requests after 768 decode steps",
+            replan_64,
+        ),
+        Preset(
+            "replan-tail",
+            "state",
+            "Qwen2.5-14B on 16 H800 (8 x TP2), the tail after 2048 decode steps",
+            replan_tail,
+        ),
+        Preset(
+            "replan-1024",
+            "state",
+            "Qwen2-57B-A14B on 1024 H800 (256 x TP4), 16 requests per GPU at the start of a step (OrchestrRL App. F)",
+            replan_1024,
+        ),
+        Preset(
+            "replan-example",
+            "problem",
+            "replan: the replan-64 state",
+            lambda: {"problem": "replan", "state": "replan-64"},
+        ),
     )

@@ -71,7 +71,9 @@ from costmodels.violations import Violation
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 MAX_GPUS = 65536
 MAX_BINS = 4096
-MAX_REQUESTS = 1_000_000  # the greedy places requests one at a time: beyond this, use wider batches of steps
+MAX_REQUESTS = (
+    1_000_000  # the greedy places requests one at a time: beyond this, use wider batches of steps
+)
 
 
 class CurrentInstance(BaseModel):
@@ -83,8 +85,12 @@ class CurrentInstance(BaseModel):
     node: int = Field(ge=0)
     gpu: int = Field(default=0, ge=0)
     tp: int = Field(ge=1)
-    requests: list[tuple[int, int]] = Field(default_factory=list, description="[remaining tokens, cached context tokens]")
-    histogram: list[tuple[int, int, int]] = Field(default_factory=list, description="[bin upper bound, count, mean context]")
+    requests: list[tuple[int, int]] = Field(
+        default_factory=list, description="[remaining tokens, cached context tokens]"
+    )
+    histogram: list[tuple[int, int, int]] = Field(
+        default_factory=list, description="[bin upper bound, count, mean context]"
+    )
 
 
 class ReplanSpec(BaseModel):
@@ -98,15 +104,37 @@ class ReplanSpec(BaseModel):
     gpu: str
     nodes: int = Field(ge=1)
     gpus_per_node: int = Field(default=8, ge=1)
-    gpu_budget: int | None = Field(default=None, ge=1, description="G_total, GPUs the plan may use (default: the pool)")
-    tps: list[int] | None = Field(default=None, min_length=1, description="candidate TP degrees (default: the powers of two up to a node that split the model's heads)")
+    gpu_budget: int | None = Field(
+        default=None, ge=1, description="G_total, GPUs the plan may use (default: the pool)"
+    )
+    tps: list[int] | None = Field(
+        default=None,
+        min_length=1,
+        description="candidate TP degrees (default: the powers of two up to a node that split the model's heads)",
+    )
     serving: ServingParams = Field(default_factory=ServingParams)
     bin_tokens: int = Field(default=256, ge=1, description="remaining-length bin width W")
-    kv_target: float | None = Field(default=None, gt=0, description="μ of constraint (2); default: the current reserved-KV share")
-    kv_delta: float | None = Field(default=None, gt=0, description="δ of constraint (2); absent: (2) is off")
-    migration_gbs: float = Field(default=25.0, gt=0, description="KV transfer path between instances, GB/s (a 200 Gbps NIC)")
-    switch_gbs: float | None = Field(default=None, gt=0, description="weight re-sharding bandwidth per GPU, GB/s (default: the GPU's intra-node link)")
-    switch_overhead_s: float = Field(default=1.0, ge=0, description="engine restart per switched instance (OrchestrRL §6.2.2: ~1.5 s with the transfer)")
+    kv_target: float | None = Field(
+        default=None,
+        gt=0,
+        description="μ of constraint (2); default: the current reserved-KV share",
+    )
+    kv_delta: float | None = Field(
+        default=None, gt=0, description="δ of constraint (2); absent: (2) is off"
+    )
+    migration_gbs: float = Field(
+        default=25.0, gt=0, description="KV transfer path between instances, GB/s (a 200 Gbps NIC)"
+    )
+    switch_gbs: float | None = Field(
+        default=None,
+        gt=0,
+        description="weight re-sharding bandwidth per GPU, GB/s (default: the GPU's intra-node link)",
+    )
+    switch_overhead_s: float = Field(
+        default=1.0,
+        ge=0,
+        description="engine restart per switched instance (OrchestrRL §6.2.2: ~1.5 s with the transfer)",
+    )
     instances: list[CurrentInstance] = Field(default_factory=list)
 
     def candidate_tps(self) -> list[int]:
@@ -120,48 +148,101 @@ class ReplanSpec(BaseModel):
         model = get_model(self.model)
         g = self.gpus_per_node
         if self.nodes * g > MAX_GPUS:
-            raise SpecError("nodes", self.nodes, f"at most {MAX_GPUS} GPUs ({self.nodes} x {g} asked)")
+            raise SpecError(
+                "nodes", self.nodes, f"at most {MAX_GPUS} GPUs ({self.nodes} x {g} asked)"
+            )
         if self.gpu_budget is not None and self.gpu_budget > self.nodes * g:
-            raise SpecError("gpu_budget", self.gpu_budget, f"more than the pool's {self.nodes * g} GPUs")
+            raise SpecError(
+                "gpu_budget", self.gpu_budget, f"more than the pool's {self.nodes * g} GPUs"
+            )
         for i, t in enumerate(self.tps or []):
             if t & (t - 1) or t > g or g % t:
-                raise SpecError(f"tps[{i}]", t, f"a candidate TP must be a power of two dividing the node's {g} GPUs")
+                raise SpecError(
+                    f"tps[{i}]",
+                    t,
+                    f"a candidate TP must be a power of two dividing the node's {g} GPUs",
+                )
             if model.query_heads % t or (model.kv_heads % t and t % model.kv_heads):
-                raise SpecError(f"tps[{i}]", t, f"{model.name}'s {model.query_heads} query / {model.kv_heads} KV heads do not split {t} ways")
+                raise SpecError(
+                    f"tps[{i}]",
+                    t,
+                    f"{model.name}'s {model.query_heads} query / {model.kv_heads} KV heads do not split {t} ways",
+                )
         if self.tps is not None and len(set(self.tps)) != len(self.tps):
             raise SpecError("tps", self.tps, "duplicate TP degrees")
         # a request must fit one instance of some candidate TP, or no plan exists (constraint (3)
         # would have no configuration for its bin): say which request, not "no plan"
-        room = {t: Instance(model, get_gpu(self.gpu), t, self.serving).kv_capacity_tokens() for t in self.candidate_tps()}
+        room = {
+            t: Instance(model, get_gpu(self.gpu), t, self.serving).kv_capacity_tokens()
+            for t in self.candidate_tps()
+        }
         widest = max(room, key=lambda t: room[t])
         used: dict[tuple[int, int], int] = {}
         for i, inst in enumerate(self.instances):
             where = f"instances[{i}]"
             if inst.node >= self.nodes:
-                raise SpecError(f"{where}.node", inst.node, f"the pool has nodes 0..{self.nodes - 1}")
-            if inst.tp & (inst.tp - 1) or inst.tp > g or inst.gpu % inst.tp or inst.gpu + inst.tp > g:
-                raise SpecError(f"{where}.gpu", inst.gpu, f"TP{inst.tp} must sit on aligned GPUs of one {g}-GPU node")
+                raise SpecError(
+                    f"{where}.node", inst.node, f"the pool has nodes 0..{self.nodes - 1}"
+                )
+            if (
+                inst.tp & (inst.tp - 1)
+                or inst.tp > g
+                or inst.gpu % inst.tp
+                or inst.gpu + inst.tp > g
+            ):
+                raise SpecError(
+                    f"{where}.gpu",
+                    inst.gpu,
+                    f"TP{inst.tp} must sit on aligned GPUs of one {g}-GPU node",
+                )
             for k in range(inst.gpu, inst.gpu + inst.tp):
                 if (inst.node, k) in used:
-                    raise SpecError(f"{where}.gpu", inst.gpu, f"GPU {k} of node {inst.node} already runs instance {used[inst.node, k]}")
+                    raise SpecError(
+                        f"{where}.gpu",
+                        inst.gpu,
+                        f"GPU {k} of node {inst.node} already runs instance {used[inst.node, k]}",
+                    )
                 used[inst.node, k] = i
             if Instance(model, get_gpu(self.gpu), inst.tp, self.serving).kv_capacity_tokens() <= 0:
-                raise SpecError(f"{where}.tp", inst.tp, f"{model.name} leaves no KV cache on TP{inst.tp} x {self.gpu}")
+                raise SpecError(
+                    f"{where}.tp",
+                    inst.tp,
+                    f"{model.name} leaves no KV cache on TP{inst.tp} x {self.gpu}",
+                )
             for j, (rem, ctx) in enumerate(inst.requests):
                 if rem < 1 or ctx < 0:
-                    raise SpecError(f"{where}.requests[{j}]", [rem, ctx], "need remaining >= 1 and context >= 0")
+                    raise SpecError(
+                        f"{where}.requests[{j}]", [rem, ctx], "need remaining >= 1 and context >= 0"
+                    )
                 if rem + ctx > room[widest]:
-                    raise SpecError(f"{where}.requests[{j}]", [rem, ctx], f"needs {rem + ctx:,} KV tokens; the roomiest candidate instance (TP{widest}) holds {room[widest]:,}")
+                    raise SpecError(
+                        f"{where}.requests[{j}]",
+                        [rem, ctx],
+                        f"needs {rem + ctx:,} KV tokens; the roomiest candidate instance (TP{widest}) holds {room[widest]:,}",
+                    )
             for j, (upper, count, ctx) in enumerate(inst.histogram):
                 if upper < 1 or upper % self.bin_tokens or count < 0 or ctx < 0:
-                    raise SpecError(f"{where}.histogram[{j}]", [upper, count, ctx],
-                                    f"need a bin upper bound that is a positive multiple of bin_tokens ({self.bin_tokens}), count >= 0, context >= 0")
+                    raise SpecError(
+                        f"{where}.histogram[{j}]",
+                        [upper, count, ctx],
+                        f"need a bin upper bound that is a positive multiple of bin_tokens ({self.bin_tokens}), count >= 0, context >= 0",
+                    )
                 if count and upper + ctx > room[widest]:
-                    raise SpecError(f"{where}.histogram[{j}]", [upper, count, ctx], f"needs {upper + ctx:,} KV tokens per request; the roomiest candidate instance (TP{widest}) holds {room[widest]:,}")
-        total = sum(len(inst.requests) + sum(c for _, c, _ in inst.histogram) for inst in self.instances)
+                    raise SpecError(
+                        f"{where}.histogram[{j}]",
+                        [upper, count, ctx],
+                        f"needs {upper + ctx:,} KV tokens per request; the roomiest candidate instance (TP{widest}) holds {room[widest]:,}",
+                    )
+        total = sum(
+            len(inst.requests) + sum(c for _, c, _ in inst.histogram) for inst in self.instances
+        )
         if total > MAX_REQUESTS:
-            raise SpecError("instances", total, f"at most {MAX_REQUESTS:,} pending requests per re-plan")
-        if not any(inst.requests or any(c for _, c, _ in inst.histogram) for inst in self.instances):
+            raise SpecError(
+                "instances", total, f"at most {MAX_REQUESTS:,} pending requests per re-plan"
+            )
+        if not any(
+            inst.requests or any(c for _, c, _ in inst.histogram) for inst in self.instances
+        ):
             raise SpecError("instances", len(self.instances), "no pending requests to re-plan")
 
 
@@ -200,7 +281,9 @@ class Config:
 
 def step_plane(inst: Instance) -> tuple[float, float, float]:
     """(α, β, γ) of the plane s(B, C) = α + β B + γ C through the decode model (module doc)."""
-    gamma = step_coefficients(inst, 1).m1  # the KV read per context token, as the simulator steps it
+    gamma = step_coefficients(
+        inst, 1
+    ).m1  # the KV read per context token, as the simulator steps it
     b_ref = max(2, inst.params.max_num_seqs)
     one, full = inst.decode_step(1, 0.0)["step_s"], inst.decode_step(b_ref, 0.0)["step_s"]
     beta = (full - one) / (b_ref - 1)
@@ -255,7 +338,9 @@ class ReplanProblem:
                 ctx[u] = ctx.get(u, 0) + n * c
         out = [Bin(u, count[u], -(-ctx[u] // count[u])) for u in sorted(count) if count[u] > 0]
         if len(out) > MAX_BINS:
-            raise SpecError("bin_tokens", w, f"{len(out)} bins; at most {MAX_BINS} (use wider bins)")
+            raise SpecError(
+                "bin_tokens", w, f"{len(out)} bins; at most {MAX_BINS} (use wider bins)"
+            )
         return out
 
     @cached_property
@@ -296,8 +381,21 @@ class ReplanProblem:
             work = beta * L + gamma * (kappa * L + L * (L - 1) / 2)
             conc = np.minimum(self.spec.serving.max_num_seqs, cap // self.demand.astype(np.int64))
             recompute = np.array([inst.prefill(int(k)) if k else 0.0 for k in kappa])
-            transfer = np.array([kv_cache_gb(inst, int(k)) / self.spec.migration_gbs for k in kappa])
-            out[tp] = Config(tp, inst, cap, alpha, beta, gamma, work, conc, np.minimum(recompute, transfer), L / np.where(conc > 0, conc, 1))
+            transfer = np.array(
+                [kv_cache_gb(inst, int(k)) / self.spec.migration_gbs for k in kappa]
+            )
+            out[tp] = Config(
+                tp,
+                inst,
+                cap,
+                alpha,
+                beta,
+                gamma,
+                work,
+                conc,
+                np.minimum(recompute, transfer),
+                L / np.where(conc > 0, conc, 1),
+            )
         return out
 
     @property
@@ -323,7 +421,9 @@ class ReplanProblem:
         if (node, gpu, tp) in self.current:
             return 0.0
         bw = self.spec.switch_gbs or self.gpu.link_gb_per_s
-        return switch_s(self.configs[tp].instance, self.old_tp(node, gpu, tp), bw, self.spec.switch_overhead_s)
+        return switch_s(
+            self.configs[tp].instance, self.old_tp(node, gpu, tp), bw, self.spec.switch_overhead_s
+        )
 
     @cached_property
     def kv_target(self) -> float:
@@ -337,13 +437,29 @@ class ReplanProblem:
     def current_makespan_s(self) -> float:
         """Obj_cur of Algorithm 1: the makespan if nothing changes."""
         x = self.resident
-        return max((instance_cost(self, i.node, i.gpu, i.tp, x[k]).total_s for k, i in enumerate(self.spec.instances)), default=0.0)
+        return max(
+            (
+                instance_cost(self, i.node, i.gpu, i.tp, x[k]).total_s
+                for k, i in enumerate(self.spec.instances)
+            ),
+            default=0.0,
+        )
 
     @cached_property
     def slot_table(self) -> list[list[list[Slot]]]:
         """slot_table[n][ℓ]: the instances layout ℓ of node n creates (shared by every solver)."""
-        return [[[Slot(n, li, gpu, tp, self.switch_cost(n, gpu, tp), self.current.get((n, gpu, tp))) for gpu, tp in lay.slots]
-                 for li, lay in enumerate(self.layouts(n))] for n in range(self.spec.nodes)]
+        return [
+            [
+                [
+                    Slot(
+                        n, li, gpu, tp, self.switch_cost(n, gpu, tp), self.current.get((n, gpu, tp))
+                    )
+                    for gpu, tp in lay.slots
+                ]
+                for li, lay in enumerate(self.layouts(n))
+            ]
+            for n in range(self.spec.nodes)
+        ]
 
     def layouts(self, node: int) -> list[Layout]:
         """The layouts node ``node`` may take: off, keep (when it runs instances), uniform TPs
@@ -413,7 +529,9 @@ class InstanceCost:
         return self.decode_s + self.migrate_s + self.switch_s
 
 
-def instance_cost(problem: ReplanProblem, node: int, gpu: int, tp: int, counts: np.ndarray) -> InstanceCost:
+def instance_cost(
+    problem: ReplanProblem, node: int, gpu: int, tp: int, counts: np.ndarray
+) -> InstanceCost:
     """T_j + C_mig_j + C_sw_j of one instance running ``counts[b]`` requests of bin b."""
     cfg = problem.configs[tp]
     n = int(counts.sum())
@@ -423,8 +541,16 @@ def instance_cost(problem: ReplanProblem, node: int, gpu: int, tp: int, counts: 
     steps = max(float(problem.lengths[counts > 0].max()), float(counts @ cfg.token_steps))
     decode = float(counts @ cfg.work) + cfg.alpha * steps
     moving = np.maximum(counts - (problem.resident[kept] if kept is not None else 0), 0)
-    return InstanceCost(steps, decode, float(moving @ cfg.migrate), problem.switch_cost(node, gpu, tp), kept, n,
-                        float(counts @ problem.demand) / cfg.kv_tokens, int(moving.sum()))
+    return InstanceCost(
+        steps,
+        decode,
+        float(moving @ cfg.migrate),
+        problem.switch_cost(node, gpu, tp),
+        kept,
+        n,
+        float(counts @ problem.demand) / cfg.kv_tokens,
+        int(moving.sum()),
+    )
 
 
 def plan_counts(problem: ReplanProblem, plan: ReplanPlan) -> np.ndarray:
@@ -440,27 +566,62 @@ def plan_counts(problem: ReplanProblem, plan: ReplanPlan) -> np.ndarray:
 def evaluate_replan(problem: ReplanProblem, plan: ReplanPlan) -> tuple[float, dict[str, Any]]:
     """Objective (1) of the plan and its breakdown per instance."""
     x = plan_counts(problem, plan)
-    costs = [instance_cost(problem, i.node, i.gpu, i.tp, x[j]) for j, i in enumerate(plan.instances)]
+    costs = [
+        instance_cost(problem, i.node, i.gpu, i.tp, x[j]) for j, i in enumerate(plan.instances)
+    ]
     makespan = max((c.total_s for c in costs), default=0.0)
-    rows = [{"node": i.node, "gpu": i.gpu, "tp": i.tp, "requests": c.requests, "steps": c.steps, "decode_s": c.decode_s,
-             "migrate_s": c.migrate_s, "switch_s": c.switch_s, "total_s": c.total_s, "kept": c.kept, "kv_share": c.kv_share}
-            for i, c in zip(plan.instances, costs, strict=True)]
+    rows = [
+        {
+            "node": i.node,
+            "gpu": i.gpu,
+            "tp": i.tp,
+            "requests": c.requests,
+            "steps": c.steps,
+            "decode_s": c.decode_s,
+            "migrate_s": c.migrate_s,
+            "switch_s": c.switch_s,
+            "total_s": c.total_s,
+            "kept": c.kept,
+            "kv_share": c.kv_share,
+        }
+        for i, c in zip(plan.instances, costs, strict=True)
+    ]
     return makespan, {
-        "makespan_s": makespan, "instances": rows, "migrated_requests": sum(c.migrated for c in costs),
+        "makespan_s": makespan,
+        "instances": rows,
+        "migrated_requests": sum(c.migrated for c in costs),
         "kept_instances": sum(c.kept is not None for c in costs),
-        "switched_instances": sum(1 for c in costs if c.kept is None and c.requests), "gpus": sum(i.tp for i in plan.instances),
-        "layout": layout_names(problem, plan), "current_makespan_s": problem.current_makespan_s,
-        "model": {"T_j": "sum_b x_jb w_yb + alpha_y * max(max L_b, sum_b x_jb L_b / B_yb)", "bin_tokens": problem.spec.bin_tokens,
-                  "alpha_s": {t: c.alpha for t, c in problem.configs.items()}, "beta_s": {t: c.beta for t, c in problem.configs.items()},
-                  "gamma_s_per_token": {t: c.gamma for t, c in problem.configs.items()}},
+        "switched_instances": sum(1 for c in costs if c.kept is None and c.requests),
+        "gpus": sum(i.tp for i in plan.instances),
+        "layout": layout_names(problem, plan),
+        "current_makespan_s": problem.current_makespan_s,
+        "model": {
+            "T_j": "sum_b x_jb w_yb + alpha_y * max(max L_b, sum_b x_jb L_b / B_yb)",
+            "bin_tokens": problem.spec.bin_tokens,
+            "alpha_s": {t: c.alpha for t, c in problem.configs.items()},
+            "beta_s": {t: c.beta for t, c in problem.configs.items()},
+            "gamma_s_per_token": {t: c.gamma for t, c in problem.configs.items()},
+        },
     }
 
 
 def current_plan(problem: ReplanProblem) -> ReplanPlan:
     """The current configuration and assignment, unchanged (Algorithm 1's C_cur)."""
-    return ReplanPlan(instances=[NewInstance(node=i.node, gpu=i.gpu, tp=i.tp,
-                                             bins=[(b.upper, int(problem.resident[k, j])) for j, b in enumerate(problem.bins) if problem.resident[k, j]])
-                                 for k, i in enumerate(problem.spec.instances)])
+    return ReplanPlan(
+        instances=[
+            NewInstance(
+                node=i.node,
+                gpu=i.gpu,
+                tp=i.tp,
+                bins=[
+                    (b.upper, int(problem.resident[k, j]))
+                    for j, b in enumerate(problem.bins)
+                    if problem.resident[k, j]
+                ],
+            )
+            for k, i in enumerate(problem.spec.instances)
+        ]
+    )
 
 
 def current_makespan(problem: ReplanProblem) -> float:
@@ -485,21 +646,43 @@ def check_replan(problem: ReplanProblem, plan: ReplanPlan) -> list[Violation]:
     seen: set[tuple[int, int]] = set()
     for j, i in enumerate(plan.instances):
         if i.node >= s.nodes or i.tp & (i.tp - 1) or i.gpu % i.tp or i.gpu + i.tp > g:
-            out.append(Violation("gpus", f"instance {j}: TP{i.tp} at GPU {i.gpu} of node {i.node} is not an aligned block of an existing node"))
+            out.append(
+                Violation(
+                    "gpus",
+                    f"instance {j}: TP{i.tp} at GPU {i.gpu} of node {i.node} is not an aligned block of an existing node",
+                )
+            )
             continue
-        if i.tp not in problem.configs or (i.tp not in s.candidate_tps() and (i.node, i.gpu, i.tp) not in problem.current):
-            out.append(Violation("configuration", f"instance {j}: TP{i.tp} is not a candidate configuration"))
+        if i.tp not in problem.configs or (
+            i.tp not in s.candidate_tps() and (i.node, i.gpu, i.tp) not in problem.current
+        ):
+            out.append(
+                Violation(
+                    "configuration", f"instance {j}: TP{i.tp} is not a candidate configuration"
+                )
+            )
         for k in range(i.gpu, i.gpu + i.tp):
             if (i.node, k) in seen:
-                out.append(Violation("disjoint", f"instance {j}: GPU {k} of node {i.node} is used twice"))
+                out.append(
+                    Violation("disjoint", f"instance {j}: GPU {k} of node {i.node} is used twice")
+                )
             seen.add((i.node, k))
     if out:
         return out
     for n, name in enumerate(layout_names(problem, plan)):
         if name == "invalid":
-            out.append(Violation("layout", f"node {n}: instances {sorted((i.gpu, i.tp) for i in plan.instances if i.node == n)} are neither its current ones nor a uniform TP layout"))
+            out.append(
+                Violation(
+                    "layout",
+                    f"node {n}: instances {sorted((i.gpu, i.tp) for i in plan.instances if i.node == n)} are neither its current ones nor a uniform TP layout",
+                )
+            )
     if sum(i.tp for i in plan.instances) > problem.budget:
-        out.append(Violation("(3) budget", f"{sum(i.tp for i in plan.instances)} GPUs > budget {problem.budget}"))
+        out.append(
+            Violation(
+                "(3) budget", f"{sum(i.tp for i in plan.instances)} GPUs > budget {problem.budget}"
+            )
+        )
     try:
         x = plan_counts(problem, plan)
     except KeyError as e:
@@ -508,18 +691,33 @@ def check_replan(problem: ReplanProblem, plan: ReplanPlan) -> list[Violation]:
         out.append(Violation("(4) assignment", "negative counts"))
     for b, bn in enumerate(problem.bins):
         if int(x[:, b].sum()) != bn.count:
-            out.append(Violation("(4) assignment", f"bin {bn.upper}: {int(x[:, b].sum())} requests assigned, {bn.count} pending"))
+            out.append(
+                Violation(
+                    "(4) assignment",
+                    f"bin {bn.upper}: {int(x[:, b].sum())} requests assigned, {bn.count} pending",
+                )
+            )
     for j, i in enumerate(plan.instances):
         cfg = problem.configs.get(i.tp)
         if cfg is None:
             continue
         for b, bn in enumerate(problem.bins):
             if x[j, b] and not cfg.fits(b):
-                out.append(Violation("(5) fit", f"instance {j} (TP{i.tp}, {cfg.kv_tokens} KV tokens) cannot hold a {bn.context}+{bn.upper}-token request"))
+                out.append(
+                    Violation(
+                        "(5) fit",
+                        f"instance {j} (TP{i.tp}, {cfg.kv_tokens} KV tokens) cannot hold a {bn.context}+{bn.upper}-token request",
+                    )
+                )
         if s.kv_delta is not None and x[j].any():
             share = instance_cost(problem, i.node, i.gpu, i.tp, x[j]).kv_share
             if abs(share - problem.kv_target) > s.kv_delta + 1e-9:
-                out.append(Violation("(2) KV balance", f"instance {j}: KV share {share:.3f} outside {problem.kv_target:.3f} +- {s.kv_delta}"))
+                out.append(
+                    Violation(
+                        "(2) KV balance",
+                        f"instance {j}: KV share {share:.3f} outside {problem.kv_target:.3f} +- {s.kv_delta}",
+                    )
+                )
     return out
 
 

@@ -8,14 +8,29 @@ from costmodels.problem import Summary
 from costmodels.replan.problem import ReplanPlan, ReplanProblem
 
 
-def replan_summary(problem: ReplanProblem, plan: ReplanPlan, objective: float, breakdown: dict[str, Any],
-                   solver: str, status: str) -> Summary:
+def replan_summary(
+    problem: ReplanProblem,
+    plan: ReplanPlan,
+    objective: float,
+    breakdown: dict[str, Any],
+    solver: str,
+    status: str,
+) -> Summary:
     b = breakdown
     rows = []
     for r in sorted(b["instances"], key=lambda r: -r["total_s"])[:12]:
-        rows.append((f"node {r['node']} GPU {r['gpu']}-{r['gpu'] + r['tp'] - 1}", f"TP{r['tp']}", str(r["requests"]),
-                     f"{r['decode_s']:.1f}", f"{r['migrate_s']:.2f}", f"{r['switch_s']:.2f}", f"{r['total_s']:.1f}",
-                     "kept" if r["kept"] is not None else "new"))
+        rows.append(
+            (
+                f"node {r['node']} GPU {r['gpu']}-{r['gpu'] + r['tp'] - 1}",
+                f"TP{r['tp']}",
+                str(r["requests"]),
+                f"{r['decode_s']:.1f}",
+                f"{r['migrate_s']:.2f}",
+                f"{r['switch_s']:.2f}",
+                f"{r['total_s']:.1f}",
+                "kept" if r["kept"] is not None else "new",
+            )
+        )
     more = len(b["instances"]) - len(rows)
     layouts: dict[str, int] = {}
     for name in b["layout"]:
@@ -24,7 +39,9 @@ def replan_summary(problem: ReplanProblem, plan: ReplanPlan, objective: float, b
         title=f"re-plan by {solver}: makespan {objective:.1f} s ({status}); unchanged: {b['current_makespan_s']:.1f} s",
         columns=("instance", "config", "requests", "T_j s", "C_mig s", "C_sw s", "total s", ""),
         rows=rows,
-        caption=(f"nodes: {', '.join(f'{n} {k}' for k, n in layouts.items())}; {b['kept_instances']} instances kept, "
-                 f"{b['switched_instances']} switched, {b['migrated_requests']} requests migrated"
-                 + (f"; {more} more instances in the plan file" if more > 0 else "")),
+        caption=(
+            f"nodes: {', '.join(f'{n} {k}' for k, n in layouts.items())}; {b['kept_instances']} instances kept, "
+            f"{b['switched_instances']} switched, {b['migrated_requests']} requests migrated"
+            + (f"; {more} more instances in the plan file" if more > 0 else "")
+        ),
     )

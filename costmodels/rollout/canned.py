@@ -8,12 +8,33 @@ from costmodels.problem import Canned
 from costmodels.rollout.problem import JobSpec, RolloutProblem
 
 
-def tiny_job(*, gpus: int = 2, p0: int = 4, r0: int = 2, dataset: int = 16, max_response: int = 2048, seed: int = 0,
-             **workload: Any) -> RolloutProblem:
+def tiny_job(
+    *,
+    gpus: int = 2,
+    p0: int = 4,
+    r0: int = 2,
+    dataset: int = 16,
+    max_response: int = 2048,
+    seed: int = 0,
+    **workload: Any,
+) -> RolloutProblem:
     """A 3B job on ``gpus`` single-GPU servers (TP 1 only), ``dataset`` prompts of P0 x R0."""
-    spec = {"seed": seed, "workload": {"model": "Qwen2.5-3B", "gpu": "H800", "gpus": gpus, "gpus_per_node": 1, "tp": 1,
-                                       "prompts_per_step": p0, "responses_per_prompt": r0, "max_response": max_response,
-                                       "dataset_prompts": dataset, "training": {"replica_gpus": 1}, **workload}}
+    spec = {
+        "seed": seed,
+        "workload": {
+            "model": "Qwen2.5-3B",
+            "gpu": "H800",
+            "gpus": gpus,
+            "gpus_per_node": 1,
+            "tp": 1,
+            "prompts_per_step": p0,
+            "responses_per_prompt": r0,
+            "max_response": max_response,
+            "dataset_prompts": dataset,
+            "training": {"replica_gpus": 1},
+            **workload,
+        },
+    }
     job = JobSpec.model_validate(spec)
     job.check()
     return RolloutProblem(job)
@@ -22,5 +43,9 @@ def tiny_job(*, gpus: int = 2, p0: int = 4, r0: int = 2, dataset: int = 16, max_
 def canned_rollouts() -> list[Canned]:
     return [
         Canned("tiny-mixed-reward", lambda: tiny_job(), reference="exhaustive"),
-        Canned("tiny-code-only", lambda: tiny_job(seed=1, reward={"rule": 0, "sandbox": 1, "judge": 0}), reference="exhaustive"),
+        Canned(
+            "tiny-code-only",
+            lambda: tiny_job(seed=1, reward={"rule": 0, "sandbox": 1, "judge": 0}),
+            reference="exhaustive",
+        ),
     ]

@@ -11,14 +11,32 @@ from costmodels.rollout.problem import JobSpec, RolloutProblem
 from costmodels.rollout.summary import export_roll, rollout_summary
 
 SOLVERS = (
-    SolverEntry("search", "heuristics.rollout.search:solve_search", default=True, time_limit=900.0,
-                description="coordinate descent over η, TP per round, stream trainer, reward and timeout on the simulator (whole space when small)"),
-    SolverEntry("paper", "heuristics.rollout.search:solve_paper",
-                description="RollPacker's settings: η = 1.25, the §4.2 TP rule, async reward with λ = 1.5, adaptive stream trainer"),
-    SolverEntry("verl", "heuristics.rollout.search:solve_verl", description="veRL's synchronous rollout: no speculation, reward after rollout, no stream trainer"),
-    SolverEntry("exhaustive", "formulations.rollout.exhaustive:solve_exhaustive", exact=True, time_limit=1800.0,
-                description="every plan of the discrete space, one simulated epoch per rollout setting (the optimum on small jobs)"),
+    SolverEntry(
+        "search",
+        "heuristics.rollout.search:solve_search",
+        default=True,
+        time_limit=900.0,
+        description="coordinate descent over η, TP per round, stream trainer, reward and timeout on the simulator (whole space when small)",
+    ),
+    SolverEntry(
+        "paper",
+        "heuristics.rollout.search:solve_paper",
+        description="RollPacker's settings: η = 1.25, the §4.2 TP rule, async reward with λ = 1.5, adaptive stream trainer",
+    ),
+    SolverEntry(
+        "verl",
+        "heuristics.rollout.search:solve_verl",
+        description="veRL's synchronous rollout: no speculation, reward after rollout, no stream trainer",
+    ),
+    SolverEntry(
+        "exhaustive",
+        "formulations.rollout.exhaustive:solve_exhaustive",
+        exact=True,
+        time_limit=1800.0,
+        description="every plan of the discrete space, one simulated epoch per rollout setting (the optimum on small jobs)",
+    ),
 )
+
 
 def _with_efficiency(problem: RolloutProblem, update: dict) -> RolloutProblem:
     """The job with ``--profile``'s kernels and training fit and ``--engine``'s serving mode: the
@@ -55,7 +73,14 @@ KIND = ProblemKind(
     exports={"roll": export_roll},
     size=lambda problem: problem.workload.gpus,
     size_label="GPUs",
-    bench_extras={"rollout_s": "rollout_s", "reward_s": "reward_s", "train_s": "train_s", "bubble_s": "bubble_s"},
+    bench_extras={
+        "rollout_s": "rollout_s",
+        "reward_s": "reward_s",
+        "train_s": "train_s",
+        "bubble_s": "bubble_s",
+    },
     canned=canned_rollouts,
-    commands=(CommandEntry("simulate", "rollout", "heuristics.rollout.cli:simulate_rollout_command"),),
+    commands=(
+        CommandEntry("simulate", "rollout", "heuristics.rollout.cli:simulate_rollout_command"),
+    ),
 )

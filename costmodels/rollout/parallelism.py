@@ -39,7 +39,11 @@ class AdaptiveTP:
         """Record one step's preemptions; the TP of the next step."""
         self.history.append(self.tp)
         i = self.allowed.index(self.tp)
-        rose = self.previous is not None and preemptions > 0 and preemptions > self.rise * self.previous
+        rose = (
+            self.previous is not None
+            and preemptions > 0
+            and preemptions > self.rise * self.previous
+        )
         self.calm = self.calm + 1 if preemptions == 0 else 0
         if rose and i + 1 < len(self.allowed):
             self.tp = self.allowed[i + 1]

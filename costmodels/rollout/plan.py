@@ -55,23 +55,41 @@ class RolloutPlan(BaseModel):
 
     model_config = _STRICT
 
-    eta_prompts: float = Field(default=1.0, ge=1, le=4, description="η_P: prompt speculation factor")
-    eta_responses: float = Field(default=1.0, ge=1, le=4, description="η_R: response speculation factor")
-    short_tp: int = Field(gt=0, description="rollout TP of short (and plain) rounds; the start of the adaptive rule")
+    eta_prompts: float = Field(
+        default=1.0, ge=1, le=4, description="η_P: prompt speculation factor"
+    )
+    eta_responses: float = Field(
+        default=1.0, ge=1, le=4, description="η_R: response speculation factor"
+    )
+    short_tp: int = Field(
+        gt=0, description="rollout TP of short (and plain) rounds; the start of the adaptive rule"
+    )
     long_tp: int = Field(gt=0, description="rollout TP of long rounds")
     tp_rule: Literal["fixed", "adaptive"] = "fixed"
     reward: Literal["sync", "async"] = "sync"
     timeout: Literal["fixed", "adaptive"] = "fixed"
-    timeout_lambda: float = Field(default=1.5, ge=1, le=100, description="λ of the adaptive timeout")
+    timeout_lambda: float = Field(
+        default=1.5, ge=1, le=100, description="λ of the adaptive timeout"
+    )
     scale: Literal["off", "adaptive", "fixed"] = "off"
-    scale_at: float = Field(default=0.4, gt=0, lt=1, description="completion share a fixed trigger scales at")
-    scale_fraction: float = Field(default=0.5, gt=0, lt=1, description="share of rollout instances the stream trainer frees")
+    scale_at: float = Field(
+        default=0.4, gt=0, lt=1, description="completion share a fixed trigger scales at"
+    )
+    scale_fraction: float = Field(
+        default=0.5, gt=0, lt=1, description="share of rollout instances the stream trainer frees"
+    )
     fetch: Literal["stream", "once"] = "stream"
-    fetch_cap: float = Field(default=0.5, gt=0, le=1, description="fetch-once: most of the round's prompts fetched")
+    fetch_cap: float = Field(
+        default=0.5, gt=0, le=1, description="fetch-once: most of the round's prompts fetched"
+    )
 
     def rollout_key(self) -> tuple[Any, ...]:
         """The knobs the rollout simulation depends on (the rest only re-time reward and training)."""
-        scale = (self.scale, self.scale_at if self.scale == "fixed" else None, self.scale_fraction if self.scale != "off" else None)
+        scale = (
+            self.scale,
+            self.scale_at if self.scale == "fixed" else None,
+            self.scale_fraction if self.scale != "off" else None,
+        )
         tps = (self.short_tp,) if self.tp_rule == "adaptive" else (self.short_tp, self.long_tp)
         return (self.eta_prompts, self.eta_responses, self.tp_rule, tps, scale)
 
@@ -82,21 +100,38 @@ def rollout_tps(workload: RolloutWorkload) -> list[int]:
     the length cap): below that the engine could not admit a maximal response at all."""
     model, gpu = get_model(workload.model), get_gpu(workload.gpu)
     need = workload.lengths.prompt_median * 4 + workload.max_response
-    return [tp for tp in feasible_tps(model, workload.gpus, workload.gpus_per_node) if Instance(model, gpu, tp).kv_capacity_tokens() >= need]
+    return [
+        tp
+        for tp in feasible_tps(model, workload.gpus, workload.gpus_per_node)
+        if Instance(model, gpu, tp).kv_capacity_tokens() >= need
+    ]
 
 
 def scale_rule(workload: RolloutWorkload, plan: RolloutPlan) -> ScaleRule | None:
     if plan.scale == "off":
         return None
     milestones = PAPER_MILESTONES if plan.scale == "adaptive" else (plan.scale_at,)
-    return ScaleRule(milestones, plan.scale_fraction, check_kv=plan.scale == "adaptive", replica_gpus=workload.training.replica_gpus)
+    return ScaleRule(
+        milestones,
+        plan.scale_fraction,
+        check_kv=plan.scale == "adaptive",
+        replica_gpus=workload.training.replica_gpus,
+    )
 
 
 def simulate(workload: RolloutWorkload, plan: RolloutPlan, seed: int) -> EpochResult:
     """The plan's rollout for one epoch (no reward or training yet)."""
-    return simulate_epoch(workload, eta_prompts=plan.eta_prompts, eta_responses=plan.eta_responses, tp=plan.short_tp,
-                          long_tp=plan.long_tp, seed=seed, adaptive_tp=plan.tp_rule == "adaptive", allowed_tps=rollout_tps(workload),
-                          scale=scale_rule(workload, plan))
+    return simulate_epoch(
+        workload,
+        eta_prompts=plan.eta_prompts,
+        eta_responses=plan.eta_responses,
+        tp=plan.short_tp,
+        long_tp=plan.long_tp,
+        seed=seed,
+        adaptive_tp=plan.tp_rule == "adaptive",
+        allowed_tps=rollout_tps(workload),
+        scale=scale_rule(workload, plan),
+    )
 
 
 def train_gpu_seconds(workload: RolloutWorkload, tokens: float) -> float:
@@ -104,12 +139,22 @@ def train_gpu_seconds(workload: RolloutWorkload, tokens: float) -> float:
     return workload.training.profile().compute_s(workload.model, workload.gpu, 1, tokens)
 
 
-def step_times(workload: RolloutWorkload, pool: PromptPool, plan: RolloutPlan, r: RoundResult) -> dict[str, Any]:
+def step_times(
+    workload: RolloutWorkload, pool: PromptPool, plan: RolloutPlan, r: RoundResult
+) -> dict[str, Any]:
     """Time one step (module doc) from its simulated round."""
     G = workload.gpus
     attempt = 1 if r.kind == "long" else 0
-    rew = score(pool, r.responses, rollout_end=r.time_s, gpus=G, asynchronous=plan.reward == "async",
-                adaptive=plan.timeout == "adaptive", lam=plan.timeout_lambda, attempts={p: attempt for p in r.kept})
+    rew = score(
+        pool,
+        r.responses,
+        rollout_end=r.time_s,
+        gpus=G,
+        asynchronous=plan.reward == "async",
+        adaptive=plan.timeout == "adaptive",
+        lam=plan.timeout_lambda,
+        attempts={p: attempt for p in r.kept},
+    )
     tokens: dict[int, float] = {}
     for p, _, out in r.responses:
         tokens[p] = tokens.get(p, 0) + pool.prompt_length(p) + out
@@ -119,16 +164,33 @@ def step_times(workload: RolloutWorkload, pool: PromptPool, plan: RolloutPlan, r
     replica = workload.training.replica_gpus
     usable = (r.scale.freed_gpus // replica) * replica
     cap = plan.fetch_cap if plan.fetch == "once" else None
-    end, overlapped = train_finish(work, gpus=G, freed_gpus=usable, scale_at=r.scale.time, rollout_end=r.time_s, fetch_cap=cap)
+    end, overlapped = train_finish(
+        work, gpus=G, freed_gpus=usable, scale_at=r.scale.time, rollout_end=r.time_s, fetch_cap=cap
+    )
     reward_exposed = max(0.0, rew.end_s - r.time_s)
     update = workload.update_s()
     step = r.reconfig_s + end + update
-    return {"kind": r.kind, "tp": r.tp, "step_s": step, "rollout_s": r.time_s, "reward_s": reward_exposed,
-            "train_s": end - max(r.time_s, rew.end_s) + update, "reconfig_s": r.reconfig_s,
-            "train_overlapped_s": overlapped / G, "bubble_s": r.idle_gpu_s / G, "idle_gpu_s": r.idle_gpu_s,
-            "train_total_s": sum(w for _, w in work) / G, "max_response": r.max_response, "preemptions": r.preemptions,
-            "timeouts": rew.timeouts, "cut_finishing": rew.cut_finishing, "scaled_at_s": r.scale.time, "freed_gpus": r.scale.freed_gpus,
-            "prompts": len(r.kept), "launched": len(r.launched)}
+    return {
+        "kind": r.kind,
+        "tp": r.tp,
+        "step_s": step,
+        "rollout_s": r.time_s,
+        "reward_s": reward_exposed,
+        "train_s": end - max(r.time_s, rew.end_s) + update,
+        "reconfig_s": r.reconfig_s,
+        "train_overlapped_s": overlapped / G,
+        "bubble_s": r.idle_gpu_s / G,
+        "idle_gpu_s": r.idle_gpu_s,
+        "train_total_s": sum(w for _, w in work) / G,
+        "max_response": r.max_response,
+        "preemptions": r.preemptions,
+        "timeouts": rew.timeouts,
+        "cut_finishing": rew.cut_finishing,
+        "scaled_at_s": r.scale.time,
+        "freed_gpus": r.scale.freed_gpus,
+        "prompts": len(r.kept),
+        "launched": len(r.launched),
+    }
 
 
 def evaluate_rollout(problem: Any, plan: RolloutPlan) -> tuple[float, dict[str, Any]]:
@@ -145,15 +207,34 @@ def evaluate_rollout(problem: Any, plan: RolloutPlan) -> tuple[float, dict[str, 
         vals = [s[key] for s in steps if kind is None or s["kind"] == kind]
         return sum(vals) / len(vals) if vals else 0.0
 
-    per = {k: sum(s[k] for s in steps) / steps_trained for k in ("rollout_s", "reward_s", "train_s", "reconfig_s", "bubble_s", "train_overlapped_s")}
+    per = {
+        k: sum(s[k] for s in steps) / steps_trained
+        for k in (
+            "rollout_s",
+            "reward_s",
+            "train_s",
+            "reconfig_s",
+            "bubble_s",
+            "train_overlapped_s",
+        )
+    }
     kinds = sorted({s["kind"] for s in steps})
     return objective, {
-        **per, "steps": steps, "rounds": len(steps), "epoch_s": total,
-        "step_s_by_kind": {k: mean("step_s", k) for k in kinds}, "rollout_s_by_kind": {k: mean("rollout_s", k) for k in kinds},
-        "max_response_by_kind": {k: max(s["max_response"] for s in steps if s["kind"] == k) for k in kinds},
-        "timeouts": sum(s["timeouts"] for s in steps), "cut_finishing": sum(s["cut_finishing"] for s in steps),
-        "preemptions": sum(s["preemptions"] for s in steps), "scaled_rounds": sum(s["scaled_at_s"] is not None for s in steps),
-        "lost": len(epoch.lost(wl.dataset_prompts)), "repeated": len(epoch.repeated()),
+        **per,
+        "steps": steps,
+        "rounds": len(steps),
+        "epoch_s": total,
+        "step_s_by_kind": {k: mean("step_s", k) for k in kinds},
+        "rollout_s_by_kind": {k: mean("rollout_s", k) for k in kinds},
+        "max_response_by_kind": {
+            k: max(s["max_response"] for s in steps if s["kind"] == k) for k in kinds
+        },
+        "timeouts": sum(s["timeouts"] for s in steps),
+        "cut_finishing": sum(s["cut_finishing"] for s in steps),
+        "preemptions": sum(s["preemptions"] for s in steps),
+        "scaled_rounds": sum(s["scaled_at_s"] is not None for s in steps),
+        "lost": len(epoch.lost(wl.dataset_prompts)),
+        "repeated": len(epoch.repeated()),
     }
 
 
@@ -192,24 +273,49 @@ def check_rollout(problem: Any, plan: RolloutPlan) -> list[Violation]:
     for name in ("short_tp", "long_tp"):
         tp = getattr(plan, name)
         if tp not in allowed:
-            out.append(Violation("tp-in-server", f"{name}={tp}: {wl.model} on {wl.gpu} can use TP {allowed} "
-                                 f"({wl.gpus} GPUs, {wl.gpus_per_node} per server, KV for a {wl.max_response}-token response)"))
+            out.append(
+                Violation(
+                    "tp-in-server",
+                    f"{name}={tp}: {wl.model} on {wl.gpu} can use TP {allowed} "
+                    f"({wl.gpus} GPUs, {wl.gpus_per_node} per server, KV for a {wl.max_response}-token response)",
+                )
+            )
     if plan.tp_rule == "adaptive" and plan.long_tp != plan.short_tp:
-        out.append(Violation("adaptive-tp", f"the adaptive rule sets every round's TP from short_tp={plan.short_tp}; long_tp must equal it, got {plan.long_tp}"))
+        out.append(
+            Violation(
+                "adaptive-tp",
+                f"the adaptive rule sets every round's TP from short_tp={plan.short_tp}; long_tp must equal it, got {plan.long_tp}",
+            )
+        )
     launch = launch_count(plan.eta_prompts, wl.prompts_per_step)
     if launch > wl.dataset_prompts:
-        out.append(Violation("speculation", f"η_P={plan.eta_prompts} launches {launch} prompts; the dataset holds {wl.dataset_prompts}"))
+        out.append(
+            Violation(
+                "speculation",
+                f"η_P={plan.eta_prompts} launches {launch} prompts; the dataset holds {wl.dataset_prompts}",
+            )
+        )
     if plan.scale != "off":
         for tp in sorted({plan.short_tp, plan.long_tp}):
             n = wl.gpus // tp
             k = math.floor(plan.scale_fraction * n)
             if k == 0 or k == n or k * tp < wl.training.replica_gpus:
-                out.append(Violation("scale-replica", f"freeing {plan.scale_fraction:g} of {n} TP{tp} instances frees {k * tp} GPUs; "
-                                     f"it must free at least one training replica ({wl.training.replica_gpus} GPUs) and keep one instance"))
+                out.append(
+                    Violation(
+                        "scale-replica",
+                        f"freeing {plan.scale_fraction:g} of {n} TP{tp} instances frees {k * tp} GPUs; "
+                        f"it must free at least one training replica ({wl.training.replica_gpus} GPUs) and keep one instance",
+                    )
+                )
     if plan.timeout == "adaptive":
         cut = expected_cut_share(wl, plan, problem.seed)
         bound = wl.reward.sandbox_worker.max_cut_share
         if cut > bound + 1e-12:
-            out.append(Violation("timeout-signal", f"timeout λ={plan.timeout_lambda:g} cuts {cut:.2%} of finishing sandbox responses; "
-                                 f"the workload allows {bound:.2%} (reward.sandbox_worker.max_cut_share)"))
+            out.append(
+                Violation(
+                    "timeout-signal",
+                    f"timeout λ={plan.timeout_lambda:g} cuts {cut:.2%} of finishing sandbox responses; "
+                    f"the workload allows {bound:.2%} (reward.sandbox_worker.max_cut_share)",
+                )
+            )
     return out

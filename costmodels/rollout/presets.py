@@ -18,13 +18,31 @@ TABLE2 = {
 
 def table2_job(name: str, *, dataset_prompts: int = 1280, seed: int = 0) -> dict[str, Any]:
     model, gpus, max_response, tp, replica = TABLE2[name]
-    return {"name": name, "description": f"RollPacker Table 2: {model}, {max_response // 1024}k responses, {gpus} H800, P0=128, R0=8",
-            "seed": seed,
-            "workload": {"model": model, "gpu": "H800", "gpus": gpus, "tp": tp, "prompts_per_step": 128, "responses_per_prompt": 8,
-                         "max_response": max_response, "dataset_prompts": dataset_prompts, "training": {"replica_gpus": replica}}}
+    return {
+        "name": name,
+        "description": f"RollPacker Table 2: {model}, {max_response // 1024}k responses, {gpus} H800, P0=128, R0=8",
+        "seed": seed,
+        "workload": {
+            "model": model,
+            "gpu": "H800",
+            "gpus": gpus,
+            "tp": tp,
+            "prompts_per_step": 128,
+            "responses_per_prompt": 8,
+            "max_response": max_response,
+            "dataset_prompts": dataset_prompts,
+            "training": {"replica_gpus": replica},
+        },
+    }
 
 
 def rollout_presets() -> tuple[Preset, ...]:
-    return tuple(Preset(name, "job", f"RollPacker Table 2: {m}/{L // 1024}k on {g} H800 (P0=128, R0=8, rollout TP {tp})",
-                        lambda name=name: table2_job(name))
-                 for name, (m, g, L, tp, _) in TABLE2.items())
+    return tuple(
+        Preset(
+            name,
+            "job",
+            f"RollPacker Table 2: {m}/{L // 1024}k on {g} H800 (P0=128, R0=8, rollout TP {tp})",
+            lambda name=name: table2_job(name),
+        )
+        for name, (m, g, L, tp, _) in TABLE2.items()
+    )

@@ -31,7 +31,9 @@ class JobSpec(BaseModel):
     name: str = ""
     description: str = ""
     workload: RolloutWorkload
-    seed: int = Field(default=0, ge=0, le=2**32 - 1, description="seed of the epoch the plans are judged on")
+    seed: int = Field(
+        default=0, ge=0, le=2**32 - 1, description="seed of the epoch the plans are judged on"
+    )
 
     def check(self) -> None:
         wl = self.workload
@@ -43,28 +45,51 @@ class JobSpec(BaseModel):
         try:
             get_model(wl.reward.judge_worker.model)
         except SpecError as exc:
-            raise SpecError("workload.reward.judge_worker.model", wl.reward.judge_worker.model, exc.reason) from None
+            raise SpecError(
+                "workload.reward.judge_worker.model", wl.reward.judge_worker.model, exc.reason
+            ) from None
         if wl.gpus % wl.gpus_per_node and wl.gpus > wl.gpus_per_node:
-            raise SpecError("workload.gpus", wl.gpus, f"not whole servers of {wl.gpus_per_node} GPUs")
+            raise SpecError(
+                "workload.gpus", wl.gpus, f"not whole servers of {wl.gpus_per_node} GPUs"
+            )
         if wl.training.replica_gpus > wl.gpus:
-            raise SpecError("workload.training.replica_gpus", wl.training.replica_gpus, f"more than the job's {wl.gpus} GPUs")
+            raise SpecError(
+                "workload.training.replica_gpus",
+                wl.training.replica_gpus,
+                f"more than the job's {wl.gpus} GPUs",
+            )
         sandbox = wl.reward.sandbox_worker
         if sandbox.min_timeout_s > sandbox.max_timeout_s:
-            raise SpecError("workload.reward.sandbox_worker.min_timeout_s", sandbox.min_timeout_s,
-                            f"T_min above T_max ({sandbox.max_timeout_s:g} s): the adaptive timeout min(max(T_min, λ a), T_max) would be T_max always")
+            raise SpecError(
+                "workload.reward.sandbox_worker.min_timeout_s",
+                sandbox.min_timeout_s,
+                f"T_min above T_max ({sandbox.max_timeout_s:g} s): the adaptive timeout min(max(T_min, λ a), T_max) would be T_max always",
+            )
         # a speculative round launches up to eta_P x eta_R (4 x 4, RolloutPlan's caps) times the
         # step's responses, each a request the simulator holds
-        check_memory("workload.prompts_per_step", wl.prompts_per_step, 16 * wl.prompts_per_step * wl.responses_per_prompt,
-                     REQUEST_BYTES, "requests in the largest speculative round")
+        check_memory(
+            "workload.prompts_per_step",
+            wl.prompts_per_step,
+            16 * wl.prompts_per_step * wl.responses_per_prompt,
+            REQUEST_BYTES,
+            "requests in the largest speculative round",
+        )
         from costmodels.rollout.plan import rollout_tps
 
         allowed = rollout_tps(wl)
         if not allowed:
-            raise SpecError("workload.max_response", wl.max_response,
-                            f"{wl.model} on {wl.gpu} has no TP inside a {wl.gpus_per_node}-GPU server with KV room for a response this long")
+            raise SpecError(
+                "workload.max_response",
+                wl.max_response,
+                f"{wl.model} on {wl.gpu} has no TP inside a {wl.gpus_per_node}-GPU server with KV room for a response this long",
+            )
         if wl.tp not in allowed:
-            raise SpecError("workload.tp", wl.tp, f"TP is one of {', '.join(map(str, allowed))} for {wl.model} on {wl.gpus} x {wl.gpu}: "
-                                                  f"inside a {wl.gpus_per_node}-GPU server, splitting the heads and the GPUs, with KV room for a longest response")
+            raise SpecError(
+                "workload.tp",
+                wl.tp,
+                f"TP is one of {', '.join(map(str, allowed))} for {wl.model} on {wl.gpus} x {wl.gpu}: "
+                f"inside a {wl.gpus_per_node}-GPU server, splitting the heads and the GPUs, with KV room for a longest response",
+            )
 
 
 @dataclass(frozen=True, eq=False)

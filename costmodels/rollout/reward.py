@@ -79,21 +79,29 @@ class RewardTimes:
         return out
 
 
-def _fcfs(jobs: list[tuple[float, float, tuple[int, int]]], workers: int) -> dict[tuple[int, int], float]:
+def _fcfs(
+    jobs: list[tuple[float, float, tuple[int, int]]], workers: int
+) -> dict[tuple[int, int], float]:
     """First come, first served on ``workers`` identical workers: (submit s, service s, key)."""
     free = [0.0] * workers
     out = {}
-    for submit, service, key in sorted(jobs, key=lambda j: (j[0], j[2])):  # submission order, not shortest first
+    for submit, service, key in sorted(
+        jobs, key=lambda j: (j[0], j[2])
+    ):  # submission order, not shortest first
         start = max(submit, heapq.heappop(free))
         out[key] = start + service
         heapq.heappush(free, start + service)
     return out
 
 
-def sandbox_times(pool: PromptPool, prompt: int, count: int, attempt: int) -> tuple[float, list[float | None]]:
+def sandbox_times(
+    pool: PromptPool, prompt: int, count: int, attempt: int
+) -> tuple[float, list[float | None]]:
     """(a_p, run time of each response or None for one that never finishes), paired per attempt."""
     spec = pool.workload.reward.sandbox_worker
-    ref = np.random.default_rng([pool.seed, 0x5A4D, prompt]).lognormal(math.log(spec.reference_median_s), spec.reference_sigma)
+    ref = np.random.default_rng([pool.seed, 0x5A4D, prompt]).lognormal(
+        math.log(spec.reference_median_s), spec.reference_sigma
+    )
     ref = min(float(ref), spec.max_timeout_s)
     rng = np.random.default_rng([pool.seed, 0x5A4E, prompt, attempt])
     hang = rng.random(count) < spec.p_hang
@@ -101,8 +109,17 @@ def sandbox_times(pool: PromptPool, prompt: int, count: int, attempt: int) -> tu
     return ref, [None if h else float(t) for h, t in zip(hang, run, strict=True)]
 
 
-def score(pool: PromptPool, responses: list[tuple[int, float, int]], *, rollout_end: float, gpus: int, asynchronous: bool,
-          adaptive: bool, lam: float, attempts: dict[int, int] | None = None) -> RewardTimes:
+def score(
+    pool: PromptPool,
+    responses: list[tuple[int, float, int]],
+    *,
+    rollout_end: float,
+    gpus: int,
+    asynchronous: bool,
+    adaptive: bool,
+    lam: float,
+    attempts: dict[int, int] | None = None,
+) -> RewardTimes:
     """Score a round's kept responses (prompt, completion s, tokens); module doc."""
     wl = pool.workload
     spec = wl.reward
@@ -125,7 +142,11 @@ def score(pool: PromptPool, responses: list[tuple[int, float, int]], *, rollout_
         if kind == "sandbox":
             sb = spec.sandbox_worker
             ref, runs = sandbox_times(pool, p, len(items), attempts.get(p, 0))
-            limit = adaptive_timeout(ref, lam, sb.min_timeout_s, sb.max_timeout_s) if adaptive else sb.max_timeout_s
+            limit = (
+                adaptive_timeout(ref, lam, sb.min_timeout_s, sb.max_timeout_s)
+                if adaptive
+                else sb.max_timeout_s
+            )
             for j, ((t, _), run) in enumerate(zip(items, runs, strict=True)):
                 if run is None or run > limit:
                     timeouts += 1
@@ -136,9 +157,11 @@ def score(pool: PromptPool, responses: list[tuple[int, float, int]], *, rollout_
     finish: dict[tuple[int, int], float] = {}
     by_kind: dict[str, float] = {}
     rule_workers = spec.rule_worker.workers if asynchronous else spec.rule_worker.sync_workers
-    for kind, got in (("rule", _fcfs(rule_jobs, rule_workers)),
-                      ("sandbox", _fcfs(sandbox_jobs, spec.sandbox_worker.workers)),
-                      ("judge", _judge(pool, judge_items, gpus, asynchronous, rollout_end))):
+    for kind, got in (
+        ("rule", _fcfs(rule_jobs, rule_workers)),
+        ("sandbox", _fcfs(sandbox_jobs, spec.sandbox_worker.workers)),
+        ("judge", _judge(pool, judge_items, gpus, asynchronous, rollout_end)),
+    ):
         finish.update(got)
         if got:
             by_kind[kind] = max(got.values())
@@ -146,7 +169,13 @@ def score(pool: PromptPool, responses: list[tuple[int, float, int]], *, rollout_
     return RewardTimes(finish, max(end, rollout_end), timeouts, cut, busy, by_kind)
 
 
-def _judge(pool: PromptPool, items: list[tuple[float, int, tuple[int, int]]], gpus: int, asynchronous: bool, rollout_end: float) -> dict[tuple[int, int], float]:
+def _judge(
+    pool: PromptPool,
+    items: list[tuple[float, int, tuple[int, int]]],
+    gpus: int,
+    asynchronous: bool,
+    rollout_end: float,
+) -> dict[tuple[int, int], float]:
     if not items:
         return {}
     wl = pool.workload
@@ -173,7 +202,9 @@ def _judge(pool: PromptPool, items: list[tuple[float, int, tuple[int, int]]], gp
         while k < len(q):
             now = max(now, q[k][0])
             batch, tokens = [], 0
-            while k < len(q) and q[k][0] <= now and (not batch or tokens + q[k][1] <= js.batch_tokens):
+            while (
+                k < len(q) and q[k][0] <= now and (not batch or tokens + q[k][1] <= js.batch_tokens)
+            ):
                 batch.append(q[k])
                 tokens += q[k][1]
                 k += 1

@@ -60,7 +60,9 @@ class RoundResult:
     preemptions: int
     idle_gpu_s: float
     tp: int
-    responses: list[tuple[int, float, int]] = field(default_factory=list)  # kept: (prompt, completed s, tokens)
+    responses: list[tuple[int, float, int]] = field(
+        default_factory=list
+    )  # kept: (prompt, completed s, tokens)
     scale: ScaleDecision = field(default_factory=ScaleDecision)
     reconfig_s: float = 0.0  # TP switch before the round (weights re-sharded)
 
@@ -74,18 +76,36 @@ class RoundResult:
         return max(t for _, _, t in self.responses)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "launched": len(self.launched), "kept": len(self.kept), "deferred": len(self.deferred),
-                "time_s": self.time_s, "responses_kept": self.responses_kept, "max_response": self.max_response,
-                "preemptions": self.preemptions, "idle_gpu_s": self.idle_gpu_s, "tp": self.tp,
-                "scaled_at_s": self.scale.time, "freed_gpus": self.scale.freed_gpus, "reconfig_s": self.reconfig_s}
+        return {
+            "kind": self.kind,
+            "launched": len(self.launched),
+            "kept": len(self.kept),
+            "deferred": len(self.deferred),
+            "time_s": self.time_s,
+            "responses_kept": self.responses_kept,
+            "max_response": self.max_response,
+            "preemptions": self.preemptions,
+            "idle_gpu_s": self.idle_gpu_s,
+            "tp": self.tp,
+            "scaled_at_s": self.scale.time,
+            "freed_gpus": self.scale.freed_gpus,
+            "reconfig_s": self.reconfig_s,
+        }
 
 
 class RaceToCompletion:
     """The short round's policy (module doc): abort a completed prompt's surplus responses, and
     everything once ``keep_prompts`` prompts have completed."""
 
-    def __init__(self, group_of: dict[int, int], keep_prompts: int, keep_responses: int, tick: float) -> None:
-        self.group_of, self.keep_prompts, self.keep_responses, self.tick = group_of, keep_prompts, keep_responses, tick
+    def __init__(
+        self, group_of: dict[int, int], keep_prompts: int, keep_responses: int, tick: float
+    ) -> None:
+        self.group_of, self.keep_prompts, self.keep_responses, self.tick = (
+            group_of,
+            keep_prompts,
+            keep_responses,
+            tick,
+        )
         self.members: dict[int, list[int]] = {}
         for rid, g in group_of.items():
             self.members.setdefault(g, []).append(rid)
@@ -107,7 +127,9 @@ class RaceToCompletion:
         if len(complete) >= self.keep_prompts:
             self.over = True
             return [Abort(rid) for rid in obs.requests if live(rid)]
-        actions = [Abort(rid) for g in complete - self.closed for rid in self.members[g] if live(rid)]
+        actions = [
+            Abort(rid) for g in complete - self.closed for rid in self.members[g] if live(rid)
+        ]
         self.closed |= complete
         return actions
 
@@ -116,7 +138,9 @@ def _instances(workload: RolloutWorkload, tp: int) -> list[Instance]:
     model, gpu = get_model(workload.model), get_gpu(workload.gpu)
     allowed = feasible_tps(model, workload.gpus, workload.gpus_per_node)
     if tp not in allowed:
-        raise ValueError(f"TP {tp} is not a TP for {model.name} on {workload.gpus} GPUs of {workload.gpus_per_node}-GPU servers; allowed: {allowed}")
+        raise ValueError(
+            f"TP {tp} is not a TP for {model.name} on {workload.gpus} GPUs of {workload.gpus_per_node}-GPU servers; allowed: {allowed}"
+        )
     params = workload.serving()
     return [Instance(model, gpu, tp, params) for _ in range(workload.gpus // tp)]
 
@@ -134,9 +158,20 @@ def _busy_before(timeline: list[tuple[float, float, int, int]], end: float) -> f
 BLOCK_SIZE = 16  # the engine's KV block (tokens)
 
 
-def run_round(pool: PromptPool, prompts: list[int], responses: int, *, tp: int, keep_prompts: int | None = None,
-              keep_responses: int | None = None, attempts: dict[int, int] | None = None, tick: float = 0.5,
-              kind: str | None = None, scale: ScaleRule | None = None, history: list[int] | None = None) -> RoundResult:
+def run_round(
+    pool: PromptPool,
+    prompts: list[int],
+    responses: int,
+    *,
+    tp: int,
+    keep_prompts: int | None = None,
+    keep_responses: int | None = None,
+    attempts: dict[int, int] | None = None,
+    tick: float = 0.5,
+    kind: str | None = None,
+    scale: ScaleRule | None = None,
+    history: list[int] | None = None,
+) -> RoundResult:
     """Generate ``responses`` per prompt of ``prompts`` on the workload's rollout GPUs at ``tp``.
 
     With ``keep_prompts``/``keep_responses`` the round races to completion (a short round);
@@ -159,7 +194,9 @@ def run_round(pool: PromptPool, prompts: list[int], responses: int, *, tp: int, 
     scaler = None
     if scale is not None:
         target = (keep_prompts or 0) * kr if racing else len(requests)
-        scaler = ScaleDown(scale, target, LengthHistory(history or [], wl.max_response), BLOCK_SIZE, tick)
+        scaler = ScaleDown(
+            scale, target, LengthHistory(history or [], wl.max_response), BLOCK_SIZE, tick
+        )
         policies.append(scaler)  # before the race: it moves requests the race may then abort
     if racing:
         policies.append(RaceToCompletion(group_of, keep_prompts, kr, tick))  # type: ignore[arg-type]
@@ -175,7 +212,9 @@ def run_round(pool: PromptPool, prompts: list[int], responses: int, *, tp: int, 
     else:
         kept = list(prompts)
     if len(kept) < (keep_prompts if racing else len(prompts)):
-        raise RuntimeError(f"only {len(kept)} prompts completed {kr} responses")  # every response finishes unless aborted
+        raise RuntimeError(
+            f"only {len(kept)} prompts completed {kr} responses"
+        )  # every response finishes unless aborted
     end = max(completion[p] for p in kept)
     kept_set = set(kept)
     kept_responses = [(p, t, out) for p in kept for t, out in sorted(finished[p])[:kr]]
@@ -184,9 +223,18 @@ def run_round(pool: PromptPool, prompts: list[int], responses: int, *, tp: int, 
     for i, (inst, timeline) in enumerate(zip(instances, result.timelines, strict=True)):
         held = min(end, released.get(i, end))  # a freed instance trains from then on: not idle
         idle += inst.tp * max(0.0, held - _busy_before(timeline, held))
-    return RoundResult(kind or ("short" if racing else "plain"), list(prompts), kept, [p for p in prompts if p not in kept_set],
-                       end, result.preemptions, idle, tp,
-                       kept_responses, scaler.decision if scaler else ScaleDecision())
+    return RoundResult(
+        kind or ("short" if racing else "plain"),
+        list(prompts),
+        kept,
+        [p for p in prompts if p not in kept_set],
+        end,
+        result.preemptions,
+        idle,
+        tp,
+        kept_responses,
+        scaler.decision if scaler else ScaleDecision(),
+    )
 
 
 @dataclass
@@ -207,9 +255,20 @@ class EpochResult:
         return [p for p, n in self.trained.items() if n > 1]
 
 
-def simulate_epoch(workload: RolloutWorkload, *, eta_prompts: float = 1.25, eta_responses: float = 1.25, tp: int | None = None,
-                   long_tp: int | None = None, seed: int = 0, max_rounds: int | None = None, tick: float = 0.5,
-                   adaptive_tp: bool = False, allowed_tps: list[int] | None = None, scale: ScaleRule | None = None) -> EpochResult:
+def simulate_epoch(
+    workload: RolloutWorkload,
+    *,
+    eta_prompts: float = 1.25,
+    eta_responses: float = 1.25,
+    tp: int | None = None,
+    long_tp: int | None = None,
+    seed: int = 0,
+    max_rounds: int | None = None,
+    tick: float = 0.5,
+    adaptive_tp: bool = False,
+    allowed_tps: list[int] | None = None,
+    scale: ScaleRule | None = None,
+) -> EpochResult:
     """One epoch of tail batching (module doc); η = 1 for both is plain synchronous rollout.
 
     ``tp`` runs short (and plain) rounds, ``long_tp`` long rounds (the parallelism knob per round
@@ -219,12 +278,16 @@ def simulate_epoch(workload: RolloutWorkload, *, eta_prompts: float = 1.25, eta_
     trainer scale every round down. ``max_rounds`` stops early (then not every prompt has been
     trained)."""
     if eta_prompts < 1 or eta_responses < 1:
-        raise ValueError(f"speculation factors must be >= 1, got η_P={eta_prompts}, η_R={eta_responses}")
+        raise ValueError(
+            f"speculation factors must be >= 1, got η_P={eta_prompts}, η_R={eta_responses}"
+        )
     pool = PromptPool(workload, seed)
     p0, r0 = workload.prompts_per_step, workload.responses_per_prompt
     tp = tp or workload.tp
     long_tp = long_tp or tp
-    allowed = allowed_tps or feasible_tps(get_model(workload.model), workload.gpus, workload.gpus_per_node)
+    allowed = allowed_tps or feasible_tps(
+        get_model(workload.model), workload.gpus, workload.gpus_per_node
+    )
     rule = AdaptiveTP(tp, allowed) if adaptive_tp else None
     launch_p, launch_r = launch_count(eta_prompts, p0), launch_count(eta_responses, r0)
     speculative = launch_p > p0 or launch_r > r0
@@ -242,16 +305,47 @@ def simulate_epoch(workload: RolloutWorkload, *, eta_prompts: float = 1.25, eta_
         use_tp = rule.tp if rule else (long_tp if long_round else tp)
         if long_round:
             prompts = [queue.popleft() for _ in range(min(p0, len(queue)))]
-            r = run_round(pool, prompts, r0, tp=use_tp, attempts=attempts, tick=tick, kind="long", scale=scale, history=history)
+            r = run_round(
+                pool,
+                prompts,
+                r0,
+                tp=use_tp,
+                attempts=attempts,
+                tick=tick,
+                kind="long",
+                scale=scale,
+                history=history,
+            )
         else:
             prompts = [fresh.popleft() for _ in range(min(launch_p, len(fresh)))]
             if speculative:
-                r = run_round(pool, prompts, launch_r, tp=use_tp, keep_prompts=min(p0, len(prompts)), keep_responses=r0,
-                              attempts=attempts, tick=tick, scale=scale, history=history)
+                r = run_round(
+                    pool,
+                    prompts,
+                    launch_r,
+                    tp=use_tp,
+                    keep_prompts=min(p0, len(prompts)),
+                    keep_responses=r0,
+                    attempts=attempts,
+                    tick=tick,
+                    scale=scale,
+                    history=history,
+                )
             else:
-                r = run_round(pool, prompts, r0, tp=use_tp, attempts=attempts, tick=tick, scale=scale, history=history)
+                r = run_round(
+                    pool,
+                    prompts,
+                    r0,
+                    tp=use_tp,
+                    attempts=attempts,
+                    tick=tick,
+                    scale=scale,
+                    history=history,
+                )
         if current is not None and use_tp != current:
-            inst = Instance(get_model(workload.model), get_gpu(workload.gpu), use_tp, workload.serving())
+            inst = Instance(
+                get_model(workload.model), get_gpu(workload.gpu), use_tp, workload.serving()
+            )
             r.reconfig_s = switch_cost(inst, current, get_gpu(workload.gpu).link_gb_per_s)["cost_s"]
         current = use_tp
         if rule:

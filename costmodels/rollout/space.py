@@ -51,13 +51,25 @@ def paper_plan(workload: RolloutWorkload) -> RolloutPlan:
     """RollPacker's settings (§3-§4): η = 1.25 for both, the adaptive TP rule from the configured
     TP, asynchronous reward with λ = 1.5, the adaptive stream trainer freeing half."""
     tp = default_tp(workload)
-    return RolloutPlan(eta_prompts=1.25, eta_responses=1.25, short_tp=tp, long_tp=tp, tp_rule="adaptive" if len(rollout_tps(workload)) > 1 else "fixed",
-                       reward="async", timeout="adaptive", timeout_lambda=1.5, scale="adaptive", scale_fraction=0.5)
+    return RolloutPlan(
+        eta_prompts=1.25,
+        eta_responses=1.25,
+        short_tp=tp,
+        long_tp=tp,
+        tp_rule="adaptive" if len(rollout_tps(workload)) > 1 else "fixed",
+        reward="async",
+        timeout="adaptive",
+        timeout_lambda=1.5,
+        scale="adaptive",
+        scale_fraction=0.5,
+    )
 
 
 def tp_options(workload: RolloutWorkload) -> list[dict[str, Any]]:
     allowed = rollout_tps(workload)
-    out: list[dict[str, Any]] = [{"tp_rule": "fixed", "short_tp": s, "long_tp": lt} for s in allowed for lt in allowed]
+    out: list[dict[str, Any]] = [
+        {"tp_rule": "fixed", "short_tp": s, "long_tp": lt} for s in allowed for lt in allowed
+    ]
     if len(allowed) > 1:
         out += [{"tp_rule": "adaptive", "short_tp": s, "long_tp": s} for s in allowed]
     return out
@@ -66,7 +78,11 @@ def tp_options(workload: RolloutWorkload) -> list[dict[str, Any]]:
 def scale_options() -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = [{"scale": "off"}]
     out += [{"scale": "adaptive", "scale_fraction": f} for f in FRACTIONS]
-    out += [{"scale": "fixed", "scale_at": a, "scale_fraction": f} for a in FIXED_TRIGGERS for f in FRACTIONS]
+    out += [
+        {"scale": "fixed", "scale_at": a, "scale_fraction": f}
+        for a in FIXED_TRIGGERS
+        for f in FRACTIONS
+    ]
     return out
 
 
@@ -75,12 +91,16 @@ def eta_options() -> list[dict[str, Any]]:
 
 
 def reward_options() -> list[dict[str, Any]]:
-    timeouts: list[dict[str, Any]] = [{"timeout": "fixed"}] + [{"timeout": "adaptive", "timeout_lambda": lam} for lam in LAMBDAS]
+    timeouts: list[dict[str, Any]] = [{"timeout": "fixed"}] + [
+        {"timeout": "adaptive", "timeout_lambda": lam} for lam in LAMBDAS
+    ]
     return [{"reward": r, **t} for r in ("sync", "async") for t in timeouts]
 
 
 def fetch_options(scaling: bool) -> list[dict[str, Any]]:
-    return [{"fetch": "stream"}] + ([{"fetch": "once", "fetch_cap": c} for c in FETCH_CAPS] if scaling else [])
+    return [{"fetch": "stream"}] + (
+        [{"fetch": "once", "fetch_cap": c} for c in FETCH_CAPS] if scaling else []
+    )
 
 
 def rollout_groups(workload: RolloutWorkload) -> Iterator[dict[str, Any]]:
@@ -91,14 +111,18 @@ def rollout_groups(workload: RolloutWorkload) -> Iterator[dict[str, Any]]:
 
 def completions(rollout: dict[str, Any]) -> Iterator[RolloutPlan]:
     """Every plan sharing these rollout knobs."""
-    for rw, fe in itertools.product(reward_options(), fetch_options(rollout.get("scale", "off") != "off")):
+    for rw, fe in itertools.product(
+        reward_options(), fetch_options(rollout.get("scale", "off") != "off")
+    ):
         yield RolloutPlan(**{**rollout, **rw, **fe})
 
 
 def space_size(workload: RolloutWorkload) -> tuple[int, int]:
     """(rollout groups, plans) of the space."""
     groups = list(rollout_groups(workload))
-    return len(groups), sum(len(reward_options()) * len(fetch_options(g.get("scale", "off") != "off")) for g in groups)
+    return len(groups), sum(
+        len(reward_options()) * len(fetch_options(g.get("scale", "off") != "off")) for g in groups
+    )
 
 
 def offer_all(problem: Any, keep: Any, deadline: Any, trace: Any, groups: int | None = None) -> int:
@@ -117,7 +141,9 @@ def offer_all(problem: Any, keep: Any, deadline: Any, trace: Any, groups: int | 
         remaining = deadline.remaining()
         if keep.plan is not None:  # the first plan is always scored, so a plan always comes back
             if by_time and remaining is not None and remaining < slowest:
-                raise DeadlineExceeded(f"time limit: {remaining:.1f} s left, a step takes {slowest:.1f} s")
+                raise DeadlineExceeded(
+                    f"time limit: {remaining:.1f} s left, a step takes {slowest:.1f} s"
+                )
             deadline.check()
         start = time.perf_counter()
         offer()

@@ -93,8 +93,16 @@ class LengthHistory:
 class ScaleDown:
     """Algorithm 1's scaling as an engine policy (module doc). ``target`` is |R|."""
 
-    def __init__(self, rule: ScaleRule, target: int, history: LengthHistory, block_size: int, tick: float) -> None:
-        self.rule, self.target, self.history, self.block, self.tick = rule, target, history, block_size, tick
+    def __init__(
+        self, rule: ScaleRule, target: int, history: LengthHistory, block_size: int, tick: float
+    ) -> None:
+        self.rule, self.target, self.history, self.block, self.tick = (
+            rule,
+            target,
+            history,
+            block_size,
+            tick,
+        )
         self.next = 0
         self.decision = ScaleDecision()
         self.done = False
@@ -104,7 +112,9 @@ class ScaleDown:
 
     def _blocks(self, obs: Observation, rid: int) -> int:
         r = obs.requests[rid]
-        return math.ceil((r.prompt + max(r.generated, self.history.expected_final(r.generated))) / self.block)
+        return math.ceil(
+            (r.prompt + max(r.generated, self.history.expected_final(r.generated))) / self.block
+        )
 
     def on_tick(self, obs: Observation) -> list[Any]:
         if self.done:
@@ -135,7 +145,10 @@ class ScaleDown:
         live = {v.index: [*v.running, *v.waiting, *v.pending] for v in active}
         load = {i: sum(self._blocks(obs, rid) for rid in rids) for i, rids in live.items()}
         # free the instances with the least to recompute: fewest generated tokens on them
-        work = {i: sum(obs.requests[rid].generated + obs.requests[rid].prompt for rid in rids) for i, rids in live.items()}
+        work = {
+            i: sum(obs.requests[rid].generated + obs.requests[rid].prompt for rid in rids)
+            for i, rids in live.items()
+        }
         freed = sorted(live, key=lambda i: (work[i], i))[:k]
         kept = [v for v in active if v.index not in freed]
         projected = sum(load.values())
@@ -144,7 +157,9 @@ class ScaleDown:
             return None
         actions: list[Any] = [Release(i) for i in freed]
         room = {v.index: v.kv_blocks - load[v.index] for v in kept}
-        moving = sorted((rid for i in freed for rid in live[i]), key=lambda rid: -self._blocks(obs, rid))
+        moving = sorted(
+            (rid for i in freed for rid in live[i]), key=lambda rid: -self._blocks(obs, rid)
+        )
         for rid in moving:
             dest = max(room, key=lambda i: (room[i], -i))
             room[dest] -= self._blocks(obs, rid)
@@ -156,8 +171,15 @@ class ScaleDown:
         return actions
 
 
-def train_finish(ready: list[tuple[float, float]], *, gpus: int, freed_gpus: int, scale_at: float | None, rollout_end: float,
-                 fetch_cap: float | None = None) -> tuple[float, float]:
+def train_finish(
+    ready: list[tuple[float, float]],
+    *,
+    gpus: int,
+    freed_gpus: int,
+    scale_at: float | None,
+    rollout_end: float,
+    fetch_cap: float | None = None,
+) -> tuple[float, float]:
     """When the last gradient is computed, and the GPU-seconds of training done before rollout
     ended (module doc: the fluid). ``ready`` is (ready time, GPU-seconds of work) per prompt."""
     events = sorted(ready)
@@ -183,7 +205,9 @@ def train_finish(ready: list[tuple[float, float]], *, gpus: int, freed_gpus: int
     return _fluid(rest, gpus, rollout_end, math.inf, stop_at_end=False)[0], done_before
 
 
-def _fluid(events: list[tuple[float, float]], rate: float, start: float, end: float, *, stop_at_end: bool) -> tuple[float, float]:
+def _fluid(
+    events: list[tuple[float, float]], rate: float, start: float, end: float, *, stop_at_end: bool
+) -> tuple[float, float]:
     """Process work (ready time, amount) in ready order at ``rate`` from ``start``; returns the
     finish time (or ``end``) and the work done by then."""
     now, done = start, 0.0

@@ -12,8 +12,16 @@ from costmodels.rollout.rounds import launch_count
 
 
 def knobs_line(plan: RolloutPlan) -> str:
-    tp = f"TP {plan.short_tp} from the adaptive rule" if plan.tp_rule == "adaptive" else f"TP {plan.short_tp} short / {plan.long_tp} long"
-    timeout = f"adaptive timeout λ={plan.timeout_lambda:g}" if plan.timeout == "adaptive" else "fixed timeout"
+    tp = (
+        f"TP {plan.short_tp} from the adaptive rule"
+        if plan.tp_rule == "adaptive"
+        else f"TP {plan.short_tp} short / {plan.long_tp} long"
+    )
+    timeout = (
+        f"adaptive timeout λ={plan.timeout_lambda:g}"
+        if plan.timeout == "adaptive"
+        else "fixed timeout"
+    )
     if plan.scale == "off":
         scale = "no stream trainer"
     else:
@@ -23,8 +31,14 @@ def knobs_line(plan: RolloutPlan) -> str:
     return f"η_P={plan.eta_prompts:g} η_R={plan.eta_responses:g}, {tp}, {plan.reward} reward with {timeout}, {scale}"
 
 
-def rollout_summary(problem: RolloutProblem, plan: RolloutPlan, objective: float, breakdown: dict[str, Any], solver: str,
-                    status: str) -> Summary:
+def rollout_summary(
+    problem: RolloutProblem,
+    plan: RolloutPlan,
+    objective: float,
+    breakdown: dict[str, Any],
+    solver: str,
+    status: str,
+) -> Summary:
     rows = []
     for kind in ("plain", "short", "long"):
         steps = [s for s in breakdown["steps"] if s["kind"] == kind]
@@ -36,17 +50,41 @@ def rollout_summary(problem: RolloutProblem, plan: RolloutPlan, objective: float
             return sum(s[key] for s in steps) / n
 
         tps = sorted({s["tp"] for s in steps})
-        rows.append((kind, str(n), f"{mean('step_s'):.1f}", f"{mean('rollout_s'):.1f}", f"{mean('reward_s'):.1f}", f"{mean('train_s'):.1f}",
-                     f"{mean('bubble_s'):.1f}", str(max(s["max_response"] for s in steps)), "/".join(map(str, tps)),
-                     f"{sum(s['scaled_at_s'] is not None for s in steps)}/{n}"))
+        rows.append(
+            (
+                kind,
+                str(n),
+                f"{mean('step_s'):.1f}",
+                f"{mean('rollout_s'):.1f}",
+                f"{mean('reward_s'):.1f}",
+                f"{mean('train_s'):.1f}",
+                f"{mean('bubble_s'):.1f}",
+                str(max(s["max_response"] for s in steps)),
+                "/".join(map(str, tps)),
+                f"{sum(s['scaled_at_s'] is not None for s in steps)}/{n}",
+            )
+        )
     wl = problem.workload
     return Summary(
         title=f"rollout plan by {solver}: {objective:.1f} s per step ({status})",
-        columns=("round", "steps", "step s", "rollout s", "reward s", "train s", "bubble s", "max response", "TP", "scaled"),
+        columns=(
+            "round",
+            "steps",
+            "step s",
+            "rollout s",
+            "reward s",
+            "train s",
+            "bubble s",
+            "max response",
+            "TP",
+            "scaled",
+        ),
         rows=rows,
-        caption=(f"{knobs_line(plan)}. {wl.model} on {wl.gpus} {wl.gpu}, P0={wl.prompts_per_step} x R0={wl.responses_per_prompt}, "
-                 f"{wl.dataset_prompts} prompts in {breakdown['epoch_s']:.0f} s; every prompt trained once "
-                 f"(lost {breakdown['lost']}, repeated {breakdown['repeated']})"),
+        caption=(
+            f"{knobs_line(plan)}. {wl.model} on {wl.gpus} {wl.gpu}, P0={wl.prompts_per_step} x R0={wl.responses_per_prompt}, "
+            f"{wl.dataset_prompts} prompts in {breakdown['epoch_s']:.0f} s; every prompt trained once "
+            f"(lost {breakdown['lost']}, repeated {breakdown['repeated']})"
+        ),
     )
 
 
@@ -60,23 +98,42 @@ def export_roll(problem: RolloutProblem, plan: RolloutPlan) -> dict[str, Any]:
         "response_length": wl.max_response,
         "max_prompts_ratio": plan.eta_prompts,
         "max_num_return_sequences": launch_count(plan.eta_responses, wl.responses_per_prompt),
-        "actor_infer": {"strategy_args": {"strategy_name": "vllm", "strategy_config": {"tensor_parallel_size": plan.short_tp}}},
+        "actor_infer": {
+            "strategy_args": {
+                "strategy_name": "vllm",
+                "strategy_config": {"tensor_parallel_size": plan.short_tp},
+            }
+        },
     }
     notes = []
     if plan.tp_rule == "adaptive":
-        notes.append(f"TP: the §4.2 preemption rule from TP {plan.short_tp}; RollPacker's fork switches between two configured TP sizes")
+        notes.append(
+            f"TP: the §4.2 preemption rule from TP {plan.short_tp}; RollPacker's fork switches between two configured TP sizes"
+        )
     elif plan.long_tp != plan.short_tp:
-        notes.append(f"TP: long rounds at TP {plan.long_tp} (the fork's second TP size), short rounds at TP {plan.short_tp}")
+        notes.append(
+            f"TP: long rounds at TP {plan.long_tp} (the fork's second TP size), short rounds at TP {plan.short_tp}"
+        )
     if plan.reward == "sync":
-        notes.append("reward after rollout (synchronous): turn RollPacker's asynchronous reward off")
+        notes.append(
+            "reward after rollout (synchronous): turn RollPacker's asynchronous reward off"
+        )
     if plan.timeout == "adaptive":
-        notes.append(f"sandbox timeout min(max({wl.reward.sandbox_worker.min_timeout_s:g} s, {plan.timeout_lambda:g}·reference time), "
-                     f"{wl.reward.sandbox_worker.max_timeout_s:g} s); the fork hard-codes 2·reference time")
+        notes.append(
+            f"sandbox timeout min(max({wl.reward.sandbox_worker.min_timeout_s:g} s, {plan.timeout_lambda:g}·reference time), "
+            f"{wl.reward.sandbox_worker.max_timeout_s:g} s); the fork hard-codes 2·reference time"
+        )
     else:
         notes.append(f"sandbox timeout fixed at {wl.reward.sandbox_worker.max_timeout_s:g} s")
     if plan.scale == "off":
         notes.append("stream trainer off")
     else:
-        when = "at the first 20-50% milestone whose projected KV fits" if plan.scale == "adaptive" else f"at {plan.scale_at:.0%} progress"
-        notes.append(f"stream trainer: free {plan.scale_fraction:.0%} of rollout ranks {when}; the fork scales at 40% with half the ranks")
+        when = (
+            "at the first 20-50% milestone whose projected KV fits"
+            if plan.scale == "adaptive"
+            else f"at {plan.scale_at:.0%} progress"
+        )
+        notes.append(
+            f"stream trainer: free {plan.scale_fraction:.0%} of rollout ranks {when}; the fork scales at 40% with half the ranks"
+        )
     return {"roll": keys, "notes": notes}

@@ -15,11 +15,21 @@ from __future__ import annotations
 from typing import Any
 
 #: task -> (reward kind, (rollout, reward, training) shares measured)
-TABLE1 = {"math": ("rule", (0.72, 0.05, 0.23)), "code": ("sandbox", (0.66, 0.13, 0.21)), "judge": ("judge", (0.71, 0.07, 0.22))}
+TABLE1 = {
+    "math": ("rule", (0.72, 0.05, 0.23)),
+    "code": ("sandbox", (0.66, 0.13, 0.21)),
+    "judge": ("judge", (0.71, 0.07, 0.22)),
+}
 JOB = "rollout-14b-16k"
 
 
-def table1_problem(task: str, engine: str = "eager", mfu: float | None = None, dataset_prompts: int = 1280, seed: int = 0) -> Any:
+def table1_problem(
+    task: str,
+    engine: str = "eager",
+    mfu: float | None = None,
+    dataset_prompts: int = 1280,
+    seed: int = 0,
+) -> Any:
     from costmodels.rollout.presets import table2_job
     from costmodels.rollout.problem import JobSpec, RolloutProblem
 
@@ -34,7 +44,9 @@ def table1_problem(task: str, engine: str = "eager", mfu: float | None = None, d
     return RolloutProblem(spec)
 
 
-def veRL_shares(task: str, engine: str = "eager", mfu: float | None = None, dataset_prompts: int = 1280) -> dict[str, float]:
+def veRL_shares(
+    task: str, engine: str = "eager", mfu: float | None = None, dataset_prompts: int = 1280
+) -> dict[str, float]:
     """Rollout, reward and training shares of veRL's mean step on the task, and the step."""
     from costmodels.rollout.plan import evaluate_rollout
     from costmodels.rollout.space import verl_plan
@@ -42,8 +54,15 @@ def veRL_shares(task: str, engine: str = "eager", mfu: float | None = None, data
     problem = table1_problem(task, engine, mfu, dataset_prompts)
     step, b = evaluate_rollout(problem, verl_plan(problem.workload))
     total = b["rollout_s"] + b["reward_s"] + b["train_s"]
-    return {"rollout": b["rollout_s"] / total, "reward": b["reward_s"] / total, "training": b["train_s"] / total, "step_s": step,
-            "rollout_s": b["rollout_s"], "reward_s": b["reward_s"], "train_s": b["train_s"]}
+    return {
+        "rollout": b["rollout_s"] / total,
+        "reward": b["reward_s"] / total,
+        "training": b["train_s"] / total,
+        "step_s": step,
+        "rollout_s": b["rollout_s"],
+        "reward_s": b["reward_s"],
+        "train_s": b["train_s"],
+    }
 
 
 def fit_mfu(engine: str = "eager", dataset_prompts: int = 1280) -> float:
@@ -54,6 +73,10 @@ def fit_mfu(engine: str = "eager", dataset_prompts: int = 1280) -> float:
     target = sum(s[2] for _, s in TABLE1.values()) / len(TABLE1)
 
     def gap(mfu: float) -> float:
-        return sum(veRL_shares(t, engine, mfu, dataset_prompts)["training"] for t in TABLE1) / len(TABLE1) - target
+        return (
+            sum(veRL_shares(t, engine, mfu, dataset_prompts)["training"] for t in TABLE1)
+            / len(TABLE1)
+            - target
+        )
 
     return round(float(brentq(gap, 0.02, 1.0, xtol=1e-4)), 3)

@@ -47,13 +47,29 @@ class LengthModel(BaseModel):
 
     model_config = _STRICT
 
-    median: float = Field(default=_DEFAULT.median, gt=0, description="median response length, tokens")
-    sigma_prompt: float = Field(default=_DEFAULT.sigma_prompt, ge=0, description="spread of per-prompt difficulty (log scale)")
-    sigma_response: float = Field(default=_DEFAULT.sigma_response, ge=0, description="spread of a prompt's responses (log scale)")
+    median: float = Field(
+        default=_DEFAULT.median, gt=0, description="median response length, tokens"
+    )
+    sigma_prompt: float = Field(
+        default=_DEFAULT.sigma_prompt,
+        ge=0,
+        description="spread of per-prompt difficulty (log scale)",
+    )
+    sigma_response: float = Field(
+        default=_DEFAULT.sigma_response,
+        ge=0,
+        description="spread of a prompt's responses (log scale)",
+    )
     p_hard: float = Field(default=_DEFAULT.p_hard, ge=0, le=1, description="share of hard prompts")
-    hard_shift: float = Field(default=_DEFAULT.hard_shift, ge=0, description="log-length shift of a hard prompt")
-    prompt_median: float = Field(default=_DEFAULT.prompt_median, gt=0, description="median prompt length, tokens")
-    prompt_sigma: float = Field(default=_DEFAULT.prompt_sigma, ge=0, description="spread of prompt lengths (log scale)")
+    hard_shift: float = Field(
+        default=_DEFAULT.hard_shift, ge=0, description="log-length shift of a hard prompt"
+    )
+    prompt_median: float = Field(
+        default=_DEFAULT.prompt_median, gt=0, description="median prompt length, tokens"
+    )
+    prompt_sigma: float = Field(
+        default=_DEFAULT.prompt_sigma, ge=0, description="spread of prompt lengths (log scale)"
+    )
 
 
 class RuleReward(BaseModel):
@@ -61,9 +77,19 @@ class RuleReward(BaseModel):
 
     model_config = _STRICT
 
-    seconds: float = Field(default=0.014, ge=0, description="CPU seconds to score one response (fitted to RollPacker Table 1: math reward 5% of a veRL step)")
-    workers: int = Field(default=64, gt=0, description="concurrent scoring workers (asynchronous reward)")
-    sync_workers: int = Field(default=1, gt=0, description="scorers of a synchronous reward stage (veRL's reward manager: the driver process)")
+    seconds: float = Field(
+        default=0.014,
+        ge=0,
+        description="CPU seconds to score one response (fitted to RollPacker Table 1: math reward 5% of a veRL step)",
+    )
+    workers: int = Field(
+        default=64, gt=0, description="concurrent scoring workers (asynchronous reward)"
+    )
+    sync_workers: int = Field(
+        default=1,
+        gt=0,
+        description="scorers of a synchronous reward stage (veRL's reward manager: the driver process)",
+    )
 
 
 class SandboxReward(BaseModel):
@@ -75,13 +101,34 @@ class SandboxReward(BaseModel):
 
     model_config = _STRICT
 
-    workers: int = Field(default=128, gt=0, description="concurrent sandboxes (fitted to RollPacker Table 1: code reward 13% of a veRL step)")
-    reference_median_s: float = Field(default=1.0, gt=0, description="median run time of a prompt's reference solution, s")
-    reference_sigma: float = Field(default=0.8, ge=0, description="spread of reference run times across prompts (log scale)")
-    response_sigma: float = Field(default=0.15, ge=0, description="spread of a response's run time around its reference (log scale)")
-    max_cut_share: float = Field(default=0.01, ge=0, le=1, description="most of the finishing responses an adaptive timeout may cut (expected share)")
-    p_hang: float = Field(default=0.05, ge=0, le=1, description="share of responses that never finish")
-    max_timeout_s: float = Field(default=30.0, gt=0, description="T_max: the fixed per-response timeout")
+    workers: int = Field(
+        default=128,
+        gt=0,
+        description="concurrent sandboxes (fitted to RollPacker Table 1: code reward 13% of a veRL step)",
+    )
+    reference_median_s: float = Field(
+        default=1.0, gt=0, description="median run time of a prompt's reference solution, s"
+    )
+    reference_sigma: float = Field(
+        default=0.8, ge=0, description="spread of reference run times across prompts (log scale)"
+    )
+    response_sigma: float = Field(
+        default=0.15,
+        ge=0,
+        description="spread of a response's run time around its reference (log scale)",
+    )
+    max_cut_share: float = Field(
+        default=0.01,
+        ge=0,
+        le=1,
+        description="most of the finishing responses an adaptive timeout may cut (expected share)",
+    )
+    p_hang: float = Field(
+        default=0.05, ge=0, le=1, description="share of responses that never finish"
+    )
+    max_timeout_s: float = Field(
+        default=30.0, gt=0, description="T_max: the fixed per-response timeout"
+    )
     min_timeout_s: float = Field(default=2.0, gt=0, description="T_min of the adaptive timeout")
 
 
@@ -94,14 +141,31 @@ class JudgeReward(BaseModel):
     model_config = _STRICT
 
     model: str = Field(default="Qwen2.5-7B", description="judge model (catalog name)")
-    sm_share: float = Field(default=0.5, gt=0, le=1, description="share of a GPU's compute the co-located judge gets (MPS)")
-    offload_fraction: float = Field(default=0.5, ge=0, le=1, description="share of the judge's weights offloaded to host memory")
-    pcie_gb_per_s: float = Field(default=25.0, gt=0, description="host-to-GPU bandwidth one judge streams weights at, GB/s")
-    batch_tokens: int = Field(default=65536, gt=0, description="most tokens one judge forward pass takes")
-    pipelined: bool = Field(default=True, description="stream layers while computing (else stream, then compute)")
-    sync_padded: bool = Field(default=True, description=(
-        "a synchronous judge scores every response padded to the longest prompt + max_response tokens (veRL's reward "
-        "model worker: use_remove_padding defaults to False, and rollout pads responses to response_length)"))
+    sm_share: float = Field(
+        default=0.5,
+        gt=0,
+        le=1,
+        description="share of a GPU's compute the co-located judge gets (MPS)",
+    )
+    offload_fraction: float = Field(
+        default=0.5, ge=0, le=1, description="share of the judge's weights offloaded to host memory"
+    )
+    pcie_gb_per_s: float = Field(
+        default=25.0, gt=0, description="host-to-GPU bandwidth one judge streams weights at, GB/s"
+    )
+    batch_tokens: int = Field(
+        default=65536, gt=0, description="most tokens one judge forward pass takes"
+    )
+    pipelined: bool = Field(
+        default=True, description="stream layers while computing (else stream, then compute)"
+    )
+    sync_padded: bool = Field(
+        default=True,
+        description=(
+            "a synchronous judge scores every response padded to the longest prompt + max_response tokens (veRL's reward "
+            "model worker: use_remove_padding defaults to False, and rollout pads responses to response_length)"
+        ),
+    )
 
 
 class RewardSpec(BaseModel):
@@ -111,7 +175,9 @@ class RewardSpec(BaseModel):
     model_config = _STRICT
 
     rule: float = Field(default=1 / 3, ge=0, description="share of prompts scored by rules")
-    sandbox: float = Field(default=1 / 3, ge=0, description="share of prompts scored by running code")
+    sandbox: float = Field(
+        default=1 / 3, ge=0, description="share of prompts scored by running code"
+    )
     judge: float = Field(default=1 / 3, ge=0, description="share of prompts scored by an LLM judge")
     rule_worker: RuleReward = Field(default_factory=RuleReward)
     sandbox_worker: SandboxReward = Field(default_factory=SandboxReward)
@@ -125,7 +191,11 @@ class RewardSpec(BaseModel):
 
     def shares(self) -> dict[str, float]:
         total = self.rule + self.sandbox + self.judge
-        return {"rule": self.rule / total, "sandbox": self.sandbox / total, "judge": self.judge / total}
+        return {
+            "rule": self.rule / total,
+            "sandbox": self.sandbox / total,
+            "judge": self.judge / total,
+        }
 
 
 class TrainingSpec(BaseModel):
@@ -139,10 +209,27 @@ class TrainingSpec(BaseModel):
 
     model_config = _STRICT
 
-    replica_gpus: int = Field(default=2, gt=0, description="GPUs of one training replica (TP x PP x CP)")
-    flops_per_param_token: float = Field(default=TRAIN_FLOPS_PER_PARAM_TOKEN, gt=0, le=100, description="training FLOPs per active parameter per token")
-    mfu: float = Field(default=FITTED_MFU, gt=0, le=1, description="effective share of peak FLOP/s the training stage reaches (fitted to RollPacker Table 1)")
-    update_s: float | None = Field(default=None, ge=0, le=1e6, description="optimizer step and weight sync after the last gradient, s (default: the training model's)")
+    replica_gpus: int = Field(
+        default=2, gt=0, description="GPUs of one training replica (TP x PP x CP)"
+    )
+    flops_per_param_token: float = Field(
+        default=TRAIN_FLOPS_PER_PARAM_TOKEN,
+        gt=0,
+        le=100,
+        description="training FLOPs per active parameter per token",
+    )
+    mfu: float = Field(
+        default=FITTED_MFU,
+        gt=0,
+        le=1,
+        description="effective share of peak FLOP/s the training stage reaches (fitted to RollPacker Table 1)",
+    )
+    update_s: float | None = Field(
+        default=None,
+        ge=0,
+        le=1e6,
+        description="optimizer step and weight sync after the last gradient, s (default: the training model's)",
+    )
 
     def profile(self) -> TrainingProfile:
         return TrainingProfile(mfu=self.mfu, flops_per_param_token=self.flops_per_param_token)
@@ -157,23 +244,43 @@ class RolloutWorkload(BaseModel):
     model: str = Field(description="actor model (catalog name)")
     gpu: str = Field(description="rollout GPU type (catalog name)")
     gpus: int = Field(gt=0, le=4096, description="rollout GPUs")
-    gpus_per_node: int = Field(default=8, gt=0, le=64, description="GPUs per server: TP groups stay inside one")
+    gpus_per_node: int = Field(
+        default=8, gt=0, le=64, description="GPUs per server: TP groups stay inside one"
+    )
     tp: int = Field(default=1, gt=0, description="rollout tensor parallelism")
-    prompts_per_step: int = Field(default=128, gt=0, le=65536, description="P0: prompts trained per step")
-    responses_per_prompt: int = Field(default=8, gt=0, le=1024, description="R0: responses per prompt (GRPO group size)")
-    max_response: int = Field(default=16384, gt=0, le=1 << 20, description="response length cap, tokens")
+    prompts_per_step: int = Field(
+        default=128, gt=0, le=65536, description="P0: prompts trained per step"
+    )
+    responses_per_prompt: int = Field(
+        default=8, gt=0, le=1024, description="R0: responses per prompt (GRPO group size)"
+    )
+    max_response: int = Field(
+        default=16384, gt=0, le=1 << 20, description="response length cap, tokens"
+    )
     dataset_prompts: int = Field(default=1024, gt=0, le=1 << 20, description="prompts in one epoch")
     lengths: LengthModel = Field(default_factory=LengthModel)
     reward: RewardSpec = Field(default_factory=RewardSpec)
     training: TrainingSpec = Field(default_factory=TrainingSpec)
-    engine: Literal["cuda-graph", "eager"] = Field(default="cuda-graph", description=(
-        "the rollout engine's serving mode (costmodels/data/profiles/engines.yaml): cuda-graph, vLLM's default and verl's since 0.6 "
-        "and ROLL's; eager, verl's up to 0.5 (the papers' veRL baselines)"))
+    engine: Literal["cuda-graph", "eager"] = Field(
+        default="cuda-graph",
+        description=(
+            "the rollout engine's serving mode (costmodels/data/profiles/engines.yaml): cuda-graph, vLLM's default and verl's since 0.6 "
+            "and ROLL's; eager, verl's up to 0.5 (the papers' veRL baselines)"
+        ),
+    )
 
-    kernels: Literal["aic-vllm", "flat"] = Field(default="aic-vllm", description=(
-        "decode and prefill kernels: aic-vllm, the shipped profiles fitted to AIConfigurator; flat, rlplan 0.x's fixed fractions"))
-    profiles: dict[str, HardwareProfile] = Field(default_factory=dict, description=(
-        "fitted kernel profiles per GPU type (rlplan calibrate; --profile FILE), before the shipped ones"))
+    kernels: Literal["aic-vllm", "flat"] = Field(
+        default="aic-vllm",
+        description=(
+            "decode and prefill kernels: aic-vllm, the shipped profiles fitted to AIConfigurator; flat, rlplan 0.x's fixed fractions"
+        ),
+    )
+    profiles: dict[str, HardwareProfile] = Field(
+        default_factory=dict,
+        description=(
+            "fitted kernel profiles per GPU type (rlplan calibrate; --profile FILE), before the shipped ones"
+        ),
+    )
 
     def __hash__(self) -> int:  # the frozen model's own hash cannot take the profiles' dicts
         return hash(self.model_dump_json())
@@ -183,8 +290,13 @@ class RolloutWorkload(BaseModel):
         engine's overheads."""
         from costmodels.profiles import engine_profiles
 
-        return ServingParams(efficiency=Efficiency(kernels=self.kernels, profiles=self.profiles,
-                                                   **engine_profiles()[self.engine].efficiency_update()))
+        return ServingParams(
+            efficiency=Efficiency(
+                kernels=self.kernels,
+                profiles=self.profiles,
+                **engine_profiles()[self.engine].efficiency_update(),
+            )
+        )
 
     def update_s(self) -> float:
         """Seconds after the last gradient: the optimizer step and the weight sync."""
@@ -242,4 +354,9 @@ class PromptPool:
     def responses(self, prompt: int, count: int, attempt: int = 0) -> list[int]:
         """``count`` response lengths for ``prompt`` on its ``attempt``-th run (paired draws)."""
         rng = np.random.default_rng([self.seed, 1 + prompt, attempt])
-        return [int(v) for v in response_lengths(rng, self._fixed[0][prompt], count, self._params, self.workload.max_response)]
+        return [
+            int(v)
+            for v in response_lengths(
+                rng, self._fixed[0][prompt], count, self._params, self.workload.max_response
+            )
+        ]

@@ -16,7 +16,9 @@ from costmodels.solving import Deadline, SolverOutput, Status
 MAX_ALLOCATIONS = 2_000_000
 
 
-def solve_circuits_bruteforce(problem: CircuitProblem, *, time_limit: float | None = None, seed: int = 0) -> SolverOutput:
+def solve_circuits_bruteforce(
+    problem: CircuitProblem, *, time_limit: float | None = None, seed: int = 0
+) -> SolverOutput:
     """Enumerate c_p in [0, cap_p] for every demanded eligible pair under the port budgets."""
     deg = problem.fabric.degrees()
     link = problem.fabric.link_gbps
@@ -25,7 +27,10 @@ def solve_circuits_bruteforce(problem: CircuitProblem, *, time_limit: float | No
     for p in pairs:
         size *= p.cap + 1
     if size > MAX_ALLOCATIONS:
-        return SolverOutput(Status.NO_SOLUTION, message=f"brute force would enumerate more than {MAX_ALLOCATIONS} allocations; use milp or cpsat")
+        return SolverOutput(
+            Status.NO_SOLUTION,
+            message=f"brute force would enumerate more than {MAX_ALLOCATIONS} allocations; use milp or cpsat",
+        )
     deadline = Deadline(time_limit)
     best_key, best = None, None
     stopped = False
@@ -40,7 +45,10 @@ def solve_circuits_bruteforce(problem: CircuitProblem, *, time_limit: float | No
         if any(n > deg[v] for v, n in used.items()):
             continue
         uncovered = sum(p.demand for p, c in zip(pairs, values, strict=True) if c == 0)
-        bottleneck = max((pair_time_s(p.demand, c, link) for p, c in zip(pairs, values, strict=True) if c), default=0.0)
+        bottleneck = max(
+            (pair_time_s(p.demand, c, link) for p, c in zip(pairs, values, strict=True) if c),
+            default=0.0,
+        )
         key = (uncovered, bottleneck)
         if best_key is None or key < best_key:
             best_key, best = key, values
@@ -49,6 +57,17 @@ def solve_circuits_bruteforce(problem: CircuitProblem, *, time_limit: float | No
     if stopped:
         if best is None:
             return SolverOutput(Status.NO_SOLUTION, message="time limit before any allocation")
-        return SolverOutput(Status.FEASIBLE, plan_from_counts(counts), objective=objective, message=f"time limit after {n} of {size} allocations")
-    return SolverOutput(Status.OPTIMAL, plan_from_counts(counts), objective=objective, bound=objective,
-                        message=f"brute force over {size} allocations", stats={"allocations": size})
+        return SolverOutput(
+            Status.FEASIBLE,
+            plan_from_counts(counts),
+            objective=objective,
+            message=f"time limit after {n} of {size} allocations",
+        )
+    return SolverOutput(
+        Status.OPTIMAL,
+        plan_from_counts(counts),
+        objective=objective,
+        bound=objective,
+        message=f"brute force over {size} allocations",
+        stats={"allocations": size},
+    )

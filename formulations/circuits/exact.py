@@ -68,7 +68,14 @@ Fill = Callable[[CircuitProblem, Counts], Counts]
 
 
 def _bottleneck(pairs: list[DemandedPair], counts: Counts, link_gbps: float) -> float:
-    return max((pair_time_s(p.demand, counts.get((p.a, p.b), 0), link_gbps) for p in pairs if counts.get((p.a, p.b), 0) > 0), default=0.0)
+    return max(
+        (
+            pair_time_s(p.demand, counts.get((p.a, p.b), 0), link_gbps)
+            for p in pairs
+            if counts.get((p.a, p.b), 0) > 0
+        ),
+        default=0.0,
+    )
 
 
 def _incident(pairs: list[DemandedPair]) -> dict[str, list[int]]:
@@ -98,7 +105,14 @@ class _Model:
 
     def run(self, fill: Fill | None) -> SolverOutput:
         if not self.pairs:
-            return SolverOutput(Status.OPTIMAL, plan_from_counts({}), objective=0.0, bound=0.0, message="no demanded eligible pair can get a circuit", stats=self.stats)
+            return SolverOutput(
+                Status.OPTIMAL,
+                plan_from_counts({}),
+                objective=0.0,
+                bound=0.0,
+                message="no demanded eligible pair can get a circuit",
+                stats=self.stats,
+            )
         t0 = time.perf_counter()
         cover, cover_optimal = self.stage1()
         self.stats["stage1_s"] = time.perf_counter() - t0
@@ -110,7 +124,9 @@ class _Model:
             incumbent = fill(self.problem, incumbent)
         self.window(cover, _bottleneck(self.pairs, incumbent, self.link))
         t1 = time.perf_counter()
-        best, optimal, bound = self.stage2(cover, incumbent) if self.deadline.remaining() != 0 else (None, False, None)
+        best, optimal, bound = (
+            self.stage2(cover, incumbent) if self.deadline.remaining() != 0 else (None, False, None)
+        )
         self.stats["stage2_s"] = time.perf_counter() - t1
         counts = incumbent  # already filled
         if best is not None:
@@ -126,9 +142,14 @@ class _Model:
             why = "time limit reached: best allocation so far"
         else:
             why = "the backend stopped without proving optimality: best allocation so far"
-        return SolverOutput(status, plan_from_counts(counts), objective=objective,
-                            bound=objective if optimal else (bound if cover_optimal else None),
-                            message=f"{self.name}: {why} ({'; '.join(self.said)})", stats=self.stats)
+        return SolverOutput(
+            status,
+            plan_from_counts(counts),
+            objective=objective,
+            bound=objective if optimal else (bound if cover_optimal else None),
+            message=f"{self.name}: {why} ({'; '.join(self.said)})",
+            stats=self.stats,
+        )
 
     def window(self, cover: list[int], upper: float) -> None:
         """Bounds on the optimal bottleneck T* and, per pair, the circuits a covered pair needs:
@@ -144,8 +165,14 @@ class _Model:
                     lower = max(lower, sum(self.t1[i] for i in idx) / self.deg[v])
         self.upper, self.lower = upper, min(lower, upper)
         shrink = 1 - 1e-12  # t1 / (t1 / k) may round just above k
-        self.kmin = [max(1, min(p.cap, math.ceil(t / upper * shrink))) if upper > 0 else 1 for t, p in zip(self.t1, self.pairs, strict=True)]
-        self.kmax = [min(p.cap, math.ceil(t / self.lower * shrink)) if self.lower > 0 else p.cap for t, p in zip(self.t1, self.pairs, strict=True)]
+        self.kmin = [
+            max(1, min(p.cap, math.ceil(t / upper * shrink))) if upper > 0 else 1
+            for t, p in zip(self.t1, self.pairs, strict=True)
+        ]
+        self.kmax = [
+            min(p.cap, math.ceil(t / self.lower * shrink)) if self.lower > 0 else p.cap
+            for t, p in zip(self.t1, self.pairs, strict=True)
+        ]
         self.stats.update(upper_s=upper, lower_s=self.lower)
 
     name = "exact"
@@ -153,7 +180,9 @@ class _Model:
     def stage1(self) -> tuple[list[int], bool]:
         raise NotImplementedError
 
-    def stage2(self, cover: list[int], incumbent: Counts) -> tuple[list[int] | None, bool, float | None]:
+    def stage2(
+        self, cover: list[int], incumbent: Counts
+    ) -> tuple[list[int] | None, bool, float | None]:
         raise NotImplementedError
 
 
@@ -165,7 +194,10 @@ class _HighsModel(_Model):
 
         prob = pulp.LpProblem("circuits", sense)
         var = variable_factory(prob)
-        c = [var(f"c_{i}", lowBound=0, upBound=p.cap, cat="Integer") for i, p in enumerate(self.pairs)]
+        c = [
+            var(f"c_{i}", lowBound=0, upBound=p.cap, cat="Integer")
+            for i, p in enumerate(self.pairs)
+        ]
         y = [var(f"y_{i}", cat="Binary") for i in range(len(self.pairs))]
         for i, p in enumerate(self.pairs):
             prob += c[i] >= y[i], f"cover_lo_{i}"
@@ -183,7 +215,9 @@ class _HighsModel(_Model):
         with warnings.catch_warnings(), native_stdout_silenced():
             warnings.simplefilter("ignore")
             prob.solve(solver)
-        self.said.append(f"stage {len(self.said) + 1}: HiGHS {pulp.LpStatus.get(prob.status, prob.status)}, {pulp.LpSolution.get(prob.sol_status, prob.sol_status)}")
+        self.said.append(
+            f"stage {len(self.said) + 1}: HiGHS {pulp.LpStatus.get(prob.status, prob.status)}, {pulp.LpSolution.get(prob.sol_status, prob.sol_status)}"
+        )
         if prob.sol_status != pulp.LpSolutionOptimal:
             self.deadline.expired()  # marks the solve as clock-bound when the limit is what stopped HiGHS
         has = prob.sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible)
@@ -208,11 +242,18 @@ class _HighsModel(_Model):
         tmin = min(self.t1)
         big_m = max(p.cap for p in self.pairs)
         # w = tmin / T: a throughput floor; the incumbent and the lower bound bracket it
-        w = variable_factory(prob)("w", lowBound=tmin / self.upper if self.upper > 0 else 0,
-                                   upBound=tmin / self.lower if self.lower > 0 else big_m)
+        w = variable_factory(prob)(
+            "w",
+            lowBound=tmin / self.upper if self.upper > 0 else 0,
+            upBound=tmin / self.lower if self.lower > 0 else big_m,
+        )
         prob += w
         target = sum(wt for wt, v in zip(self.weights, cover, strict=True) if v > 0)
-        prob += pulp.lpSum(wt * yi for wt, yi in zip(self.weights, y, strict=True)) >= target * (1 - 1e-9), "keep_coverage"
+        prob += (
+            pulp.lpSum(wt * yi for wt, yi in zip(self.weights, y, strict=True))
+            >= target * (1 - 1e-9),
+            "keep_coverage",
+        )
         for i in range(len(self.pairs)):
             prob += w <= (tmin / self.t1[i]) * c[i] + big_m * (1 - y[i]), f"floor_{i}"
             if self.kmin[i] > 1:
@@ -275,8 +316,14 @@ class _CpSatModel(_Model):
         m.Add(sum(w * yi for w, yi in zip(self.weights, y, strict=True)) >= covered_weight)
         # candidates for T*: t1_p / k inside the window, ascending; T* is one of them
         tol = 1e-12
-        cands = sorted({self.t1[i] / k for i in range(len(self.pairs)) for k in range(self.kmin[i], self.kmax[i] + 1)
-                        if self.lower * (1 - tol) <= self.t1[i] / k <= self.upper * (1 + tol)})
+        cands = sorted(
+            {
+                self.t1[i] / k
+                for i in range(len(self.pairs))
+                for k in range(self.kmin[i], self.kmax[i] + 1)
+                if self.lower * (1 - tol) <= self.t1[i] / k <= self.upper * (1 + tol)
+            }
+        )
         self.stats["candidates"] = len(cands)
         idx = m.NewIntVar(0, len(cands) - 1, "bottleneck_index")
         at_least: dict[int, Any] = {}  # j -> literal [idx >= j], shared by every pair that needs it
@@ -313,13 +360,29 @@ class _CpSatModel(_Model):
         return [solver.Value(ci) for ci in c], optimal, bound
 
 
-def solve_circuits_milp(problem: CircuitProblem, *, time_limit: float | None = None, seed: int = 0,
-                         fill: Annotated[bool, Field(description="hand spare ports out with Algorithm 3 after the exact stages")] = True, fill_with: Fill | None = None) -> SolverOutput:
+def solve_circuits_milp(
+    problem: CircuitProblem,
+    *,
+    time_limit: float | None = None,
+    seed: int = 0,
+    fill: Annotated[
+        bool, Field(description="hand spare ports out with Algorithm 3 after the exact stages")
+    ] = True,
+    fill_with: Fill | None = None,
+) -> SolverOutput:
     """The lexicographic exact model on HiGHS through PuLP (module docstring)."""
     return _HighsModel(problem, time_limit).run(fill_with if fill else None)
 
 
-def solve_circuits_cpsat(problem: CircuitProblem, *, time_limit: float | None = None, seed: int = 0,
-                         fill: Annotated[bool, Field(description="hand spare ports out with Algorithm 3 after the exact stages")] = True, fill_with: Fill | None = None) -> SolverOutput:
+def solve_circuits_cpsat(
+    problem: CircuitProblem,
+    *,
+    time_limit: float | None = None,
+    seed: int = 0,
+    fill: Annotated[
+        bool, Field(description="hand spare ports out with Algorithm 3 after the exact stages")
+    ] = True,
+    fill_with: Fill | None = None,
+) -> SolverOutput:
     """The lexicographic exact model on OR-Tools CP-SAT (module docstring)."""
     return _CpSatModel(problem, time_limit).run(fill_with if fill else None)

@@ -29,12 +29,16 @@ def cheapest_group(m: CoschedModel, members: list[str]) -> tuple[float, GroupSta
     best: tuple[float, GroupState] | None = None
     members = sorted(members, key=m.order.index)
     jobs = [m.jobs[n] for n in members]
-    for train in sorted({j.n for j in m.jobs.values()}):  # the pool sizes a group can be opened with
+    for train in sorted(
+        {j.n for j in m.jobs.values()}
+    ):  # the pool sizes a group can be opened with
         for nodes in range(max(j.k for j in jobs), sum(j.k for j in jobs) + 1):
             cost = m.cost(nodes, train)
             if best is not None and cost >= best[0]:
                 break
-            for pins in itertools.product(*(itertools.combinations(range(nodes), j.k) for j in jobs)):
+            for pins in itertools.product(
+                *(itertools.combinations(range(nodes), j.k) for j in jobs)
+            ):
                 g = GroupState(train, list(members), dict(zip(members, pins, strict=True)), nodes)
                 if group_ok(m, g):
                     best = (cost, g)
@@ -42,11 +46,16 @@ def cheapest_group(m: CoschedModel, members: list[str]) -> tuple[float, GroupSta
     return best
 
 
-def solve_cosched_bruteforce(problem: CoscheduleProblem, *, time_limit: float | None = None, seed: int = 0) -> SolverOutput:
+def solve_cosched_bruteforce(
+    problem: CoscheduleProblem, *, time_limit: float | None = None, seed: int = 0
+) -> SolverOutput:
     m = cosched_model(problem)
     names = list(m.order)
     if len(names) > MAX_JOBS:
-        return SolverOutput(Status.NO_SOLUTION, message=f"brute force enumerates every grouping of at most {MAX_JOBS} jobs; this file has {len(names)} (use optimal)")
+        return SolverOutput(
+            Status.NO_SOLUTION,
+            message=f"brute force enumerates every grouping of at most {MAX_JOBS} jobs; this file has {len(names)} (use optimal)",
+        )
     cache: dict[tuple[str, ...], tuple[float, GroupState] | None] = {}
     best: tuple[float, list[GroupState]] | None = None
     count = 0
@@ -74,12 +83,33 @@ def solve_cosched_bruteforce(problem: CoscheduleProblem, *, time_limit: float | 
                 best = (total, groups)
     if best is None:
         if stopped:
-            return SolverOutput(Status.NO_SOLUTION, message=f"time limit after {count} partitions", stats={"partitions": count})
-        return SolverOutput(Status.INFEASIBLE, message="no grouping meets every SLO and memory limit", stats={"partitions": count})
+            return SolverOutput(
+                Status.NO_SOLUTION,
+                message=f"time limit after {count} partitions",
+                stats={"partitions": count},
+            )
+        return SolverOutput(
+            Status.INFEASIBLE,
+            message="no grouping meets every SLO and memory limit",
+            stats={"partitions": count},
+        )
     plan = CoschedulePlan(groups=[g.to_group() for g in best[1]])
     if stopped:
-        return SolverOutput(Status.FEASIBLE, plan, best[0], message=f"time limit after {count} partitions", stats={"partitions": count})
-    return SolverOutput(Status.OPTIMAL, plan, best[0], best[0], message=f"{count} partitions", stats={"partitions": count})
+        return SolverOutput(
+            Status.FEASIBLE,
+            plan,
+            best[0],
+            message=f"time limit after {count} partitions",
+            stats={"partitions": count},
+        )
+    return SolverOutput(
+        Status.OPTIMAL,
+        plan,
+        best[0],
+        best[0],
+        message=f"{count} partitions",
+        stats={"partitions": count},
+    )
 
 
 def _best_block(m: CoschedModel, members: list[str]) -> tuple[float, GroupState] | None:

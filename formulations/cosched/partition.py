@@ -53,7 +53,9 @@ from costmodels.solving import (
 from formulations.highs import solve_highs
 
 
-def _pinnings(m: CoschedModel, members: list[str], nodes: int) -> Iterator[dict[str, tuple[int, ...]]]:
+def _pinnings(
+    m: CoschedModel, members: list[str], nodes: int
+) -> Iterator[dict[str, tuple[int, ...]]]:
     ks = [m.jobs[n].k for n in members]
     if all(k == 1 for k in ks):
         for labels in restricted_growth_strings(len(members), nodes):
@@ -64,8 +66,9 @@ def _pinnings(m: CoschedModel, members: list[str], nodes: int) -> Iterator[dict[
             yield dict(zip(members, pins, strict=True))
 
 
-def cheapest_group(m: CoschedModel, members: list[str], train_sizes: list[int],
-                   deadline: Deadline | None = None) -> tuple[float, GroupState] | None:
+def cheapest_group(
+    m: CoschedModel, members: list[str], train_sizes: list[int], deadline: Deadline | None = None
+) -> tuple[float, GroupState] | None:
     """c_S and its configuration (module doc), or None when no configuration is valid."""
     members = sorted(members, key=m.order.index)
     jobs = [m.jobs[n] for n in members]
@@ -79,7 +82,9 @@ def cheapest_group(m: CoschedModel, members: list[str], train_sizes: list[int],
             continue
         if sum(j.mem_train * j.n for j in jobs) / train > m.mem_t + 1e-9:
             continue
-        low = max(max(j.k for j in jobs), math.ceil(sum(j.k * j.roll_s for j in jobs) / target - 1e-9))
+        low = max(
+            max(j.k for j in jobs), math.ceil(sum(j.k * j.roll_s for j in jobs) / target - 1e-9)
+        )
         for nodes in range(low, sum(j.k for j in jobs) + 1):
             cost = m.cost(nodes, train)
             if best is not None and cost >= best[0] - 1e-12:
@@ -95,13 +100,20 @@ def cheapest_group(m: CoschedModel, members: list[str], train_sizes: list[int],
             if found is not None:
                 best = (cost, found)
                 break
-    if len(members) == 1 and (g := colocated_group(m, members[0])) is not None and (best is None or m.cost(0, g.train_nodes) < best[0]):
+    if (
+        len(members) == 1
+        and (g := colocated_group(m, members[0])) is not None
+        and (best is None or m.cost(0, g.train_nodes) < best[0])
+    ):
         best = (m.cost(0, g.train_nodes), g)
     return best
 
 
-def feasible_columns(m: CoschedModel, deadline: Deadline,
-                     out: list[tuple[tuple[str, ...], float, GroupState]] | None = None) -> list[tuple[tuple[str, ...], float, GroupState]]:
+def feasible_columns(
+    m: CoschedModel,
+    deadline: Deadline,
+    out: list[tuple[tuple[str, ...], float, GroupState]] | None = None,
+) -> list[tuple[tuple[str, ...], float, GroupState]]:
     """Every feasible subset with its cheapest configuration: the singletons first (so columns
     cut short by the time limit still cover every job that has a valid group of its own), then
     depth first from each feasible singleton with pruning. Appends to ``out`` as it goes, so a
@@ -137,7 +149,9 @@ def feasible_columns(m: CoschedModel, deadline: Deadline,
     return out
 
 
-def solve_cosched_optimal(problem: CoscheduleProblem, *, time_limit: float | None = None, seed: int = 0) -> SolverOutput:
+def solve_cosched_optimal(
+    problem: CoscheduleProblem, *, time_limit: float | None = None, seed: int = 0
+) -> SolverOutput:
     """Set partitioning over feasible groups on HiGHS (module doc). Its work is fixed by the
     instance (every feasible group, then the master to optimality), so it needs no budget: the
     time limit (or the façade's default cap) is a safety net. When it binds during column
@@ -165,27 +179,61 @@ def solve_cosched_optimal(problem: CoscheduleProblem, *, time_limit: float | Non
     covered = {n for members, _, _ in columns for n in members}
     if covered != set(names):
         if cut_short:
-            return SolverOutput(Status.NO_SOLUTION, message=f"time limit while generating feasible groups ({len(columns)} found, "
-                                f"job(s) {sorted(set(names) - covered)[:5]} not yet covered)", stats={"columns_s": gen_s, "columns": len(columns)})
-        return SolverOutput(Status.INFEASIBLE, message=f"no valid group holds job(s) {sorted(set(names) - covered)}")
-    a = csc_matrix((np.ones(len(r_idx)), (np.array(r_idx), np.array(c_idx))), shape=(len(names), len(columns)))
-    out = solve_highs(np.array([c for _, c, _ in columns], dtype=float), a, np.ones(len(names)), np.ones(len(names)),
-                      np.zeros(len(columns)), np.ones(len(columns)), [True] * len(columns),
-                      time_limit=max(0.1, deadline.remaining() or 0.1), mip_gap=1e-9, seed=seed)
+            return SolverOutput(
+                Status.NO_SOLUTION,
+                message=f"time limit while generating feasible groups ({len(columns)} found, "
+                f"job(s) {sorted(set(names) - covered)[:5]} not yet covered)",
+                stats={"columns_s": gen_s, "columns": len(columns)},
+            )
+        return SolverOutput(
+            Status.INFEASIBLE, message=f"no valid group holds job(s) {sorted(set(names) - covered)}"
+        )
+    a = csc_matrix(
+        (np.ones(len(r_idx)), (np.array(r_idx), np.array(c_idx))), shape=(len(names), len(columns))
+    )
+    out = solve_highs(
+        np.array([c for _, c, _ in columns], dtype=float),
+        a,
+        np.ones(len(names)),
+        np.ones(len(names)),
+        np.zeros(len(columns)),
+        np.ones(len(columns)),
+        [True] * len(columns),
+        time_limit=max(0.1, deadline.remaining() or 0.1),
+        mip_gap=1e-9,
+        seed=seed,
+    )
     if out.stopped == "time_limit":
         deadline.note_bound()
-    stats = {"columns": len(columns), "columns_s": gen_s, "highs_status": out.highs_status, "solve_s": time.perf_counter() - t0 - gen_s,
-             "columns_cut_short": cut_short}
+    stats = {
+        "columns": len(columns),
+        "columns_s": gen_s,
+        "highs_status": out.highs_status,
+        "solve_s": time.perf_counter() - t0 - gen_s,
+        "columns_cut_short": cut_short,
+    }
     if out.stopped == "infeasible":
         return SolverOutput(Status.INFEASIBLE, message="HiGHS: infeasible", stats=stats)
     if out.x is None:
-        return SolverOutput(Status.NO_SOLUTION, message=f"HiGHS: {stats['highs_status']}", stats=stats)
+        return SolverOutput(
+            Status.NO_SOLUTION, message=f"HiGHS: {stats['highs_status']}", stats=stats
+        )
     x = out.x
     chosen = [columns[c][2] for c in np.flatnonzero(x > 0.5)]
     plan = CoschedulePlan(groups=[g.to_group() for g in chosen])
     objective = float(sum(columns[c][1] for c in np.flatnonzero(x > 0.5)))
     optimal = out.optimal and not cut_short
     bound = out.dual_bound if not cut_short else None
-    what = f"{len(columns)} feasible groups" + (" (column generation cut short by the time limit: the best partition of those)" if cut_short else "")
-    return SolverOutput(Status.OPTIMAL if optimal else Status.FEASIBLE, plan, objective, objective if optimal else bound,
-                        message=f"{what}; HiGHS: {stats['highs_status']}", stats=stats)
+    what = f"{len(columns)} feasible groups" + (
+        " (column generation cut short by the time limit: the best partition of those)"
+        if cut_short
+        else ""
+    )
+    return SolverOutput(
+        Status.OPTIMAL if optimal else Status.FEASIBLE,
+        plan,
+        objective,
+        objective if optimal else bound,
+        message=f"{what}; HiGHS: {stats['highs_status']}",
+        stats=stats,
+    )

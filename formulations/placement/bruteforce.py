@@ -26,7 +26,9 @@ from costmodels.placement.space import (
 from costmodels.solving import Deadline, SolverOutput, Status
 
 
-def allocate(classes: list[tuple[str, list[str]]], comps: list[tuple[int, ...]]) -> list[list[str]] | None:
+def allocate(
+    classes: list[tuple[str, list[str]]], comps: list[tuple[int, ...]]
+) -> list[list[str]] | None:
     """Concrete GPUs for groups with per-class counts ``comps`` (None if over capacity)."""
     used = [0] * len(classes)
     out = []
@@ -35,7 +37,7 @@ def allocate(classes: list[tuple[str, list[str]]], comps: list[tuple[int, ...]])
         for k, n in enumerate(comp):
             if used[k] + n > len(classes[k][1]):
                 return None
-            gpus.extend(classes[k][1][used[k]:used[k] + n])
+            gpus.extend(classes[k][1][used[k] : used[k] + n])
             used[k] += n
         out.append(gpus)
     return out
@@ -68,14 +70,22 @@ def count_plans(problem: PlacementProblem, stop_above: float = math.inf) -> int:
     return total
 
 
-def solve_placement_bruteforce(problem: PlacementProblem, *, time_limit: float | None = None, seed: int = 0,
-                               max_plans: Annotated[int, Field(ge=1, description="refuse spaces larger than this")] = 200_000) -> SolverOutput:
+def solve_placement_bruteforce(
+    problem: PlacementProblem,
+    *,
+    time_limit: float | None = None,
+    seed: int = 0,
+    max_plans: Annotated[int, Field(ge=1, description="refuse spaces larger than this")] = 200_000,
+) -> SolverOutput:
     """Enumerate the whole space; optimal by exhaustion."""
     del seed
     deadline = Deadline(time_limit)
     total = count_plans(problem, stop_above=max_plans)
     if total > max_plans:
-        return SolverOutput(Status.NO_SOLUTION, message=f"more than {max_plans} plans (max_plans); brute force is for tiny instances")
+        return SolverOutput(
+            Status.NO_SOLUTION,
+            message=f"more than {max_plans} plans (max_plans); brute force is for tiny instances",
+        )
     classes = node_classes(problem)
     cap = [len(g) for _, g in classes]
     tasks = {t.name: t for t in problem.tasks}
@@ -89,15 +99,32 @@ def solve_placement_bruteforce(problem: PlacementProblem, *, time_limit: float |
             for names, gpus in zip(partition, groups, strict=True):
                 het = is_heterogeneous(problem, gpus)
                 for name in names:
-                    choices.append([(name, c) for c in task_configs(problem, tasks[name], len(gpus), het)])
+                    choices.append(
+                        [(name, c) for c in task_configs(problem, tasks[name], len(gpus), het)]
+                    )
             for combo in itertools.product(*choices):
                 if deadline.expired():
                     status = Status.FEASIBLE if keep.plan is not None else Status.NO_SOLUTION
-                    return SolverOutput(status, plan=keep.plan, objective=keep.best if keep.plan else None,
-                                        message=f"time limit after {keep.offered} of {total} plans",
-                                        stats={"plans": keep.offered, "valid": keep.offered - keep.rejected})
-                keep.offer(build_plan(problem, list(zip(partition, groups, strict=True)), dict(combo)))
+                    return SolverOutput(
+                        status,
+                        plan=keep.plan,
+                        objective=keep.best if keep.plan else None,
+                        message=f"time limit after {keep.offered} of {total} plans",
+                        stats={"plans": keep.offered, "valid": keep.offered - keep.rejected},
+                    )
+                keep.offer(
+                    build_plan(problem, list(zip(partition, groups, strict=True)), dict(combo))
+                )
     stats = {"plans": keep.offered, "valid": keep.offered - keep.rejected}
     if keep.plan is None:
-        return SolverOutput(Status.INFEASIBLE, message="no plan in the space fits in memory", stats=stats)
-    return SolverOutput(Status.OPTIMAL, plan=keep.plan, objective=keep.best, bound=keep.best, message=f"exhaustive over {keep.offered} plans", stats=stats)
+        return SolverOutput(
+            Status.INFEASIBLE, message="no plan in the space fits in memory", stats=stats
+        )
+    return SolverOutput(
+        Status.OPTIMAL,
+        plan=keep.plan,
+        objective=keep.best,
+        bound=keep.best,
+        message=f"exhaustive over {keep.offered} plans",
+        stats=stats,
+    )

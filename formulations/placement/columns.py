@@ -88,7 +88,9 @@ class ColumnPool:
             for name in self.names:
                 self._relax((name,), comp)
 
-    def relax_groups(self, admit: Callable[[tuple[str, ...], tuple[int, ...]], bool] | None = None) -> None:
+    def relax_groups(
+        self, admit: Callable[[tuple[str, ...], tuple[int, ...]], bool] | None = None
+    ) -> None:
         """The relaxed columns of co-located tasks (two or more), for the pairs ``admit`` lets
         through: a caller that can rule a pair out from the single-task columns alone saves
         costing it (building them is most of the ILP's set-up on 24 GPUs)."""
@@ -150,7 +152,18 @@ class ColumnPool:
         keys = []
         for c in columns:
             o = c.option
-            keys.append((self.canonical(c.pair[0])[0], c.pair[1], c.relaxed, o.gen, o.inf, o.trn, o.xfer, o.busy))
+            keys.append(
+                (
+                    self.canonical(c.pair[0])[0],
+                    c.pair[1],
+                    c.relaxed,
+                    o.gen,
+                    o.inf,
+                    o.trn,
+                    o.xfer,
+                    o.busy,
+                )
+            )
         dense = {k: i + 1 for i, k in enumerate(sorted(set(keys)))}
         return [dense[k] for k in keys]
 
@@ -206,12 +219,14 @@ class LeftoverBounds:
                 v = math.inf if single is None else single
                 for k, n in enumerate(comp):
                     if n:
-                        v = min(v, own[comp[:k] + (n - 1,) + comp[k + 1:]])
+                        v = min(v, own[comp[:k] + (n - 1,) + comp[k + 1 :]])
                 own[comp] = v
             self.best[name] = own
         self.memory = {c: float(builder.capacity(c).sum()) if any(c) else 0.0 for c in comps}
         #: phases per (tasks, composition): asked of every column by the filter and the master
-        self._phases: dict[tuple[tuple[str, ...], tuple[int, ...]], tuple[float, float, float] | None] = {}
+        self._phases: dict[
+            tuple[tuple[str, ...], tuple[int, ...]], tuple[float, float, float] | None
+        ] = {}
 
     def phases(self, o: GroupOption) -> tuple[float, float, float] | None:
         """Least (generation, inference, training) phases of any plan using ``o`` from the tasks

@@ -136,19 +136,32 @@ EXPAND_MORE = 16
 class Master:
     """The master ILP (1)-(8) over a list of columns, as sparse rows for HiGHS (highspy) or CBC."""
 
-    def __init__(self, builder: GroupOptions, mode: str, columns: list[Column],
-                 symmetry: list[tuple[str, str]] = (), ranks: list[int] | None = None,
-                 leftover: list[tuple[float, float, float]] | None = None):
+    def __init__(
+        self,
+        builder: GroupOptions,
+        mode: str,
+        columns: list[Column],
+        symmetry: list[tuple[str, str]] = (),
+        ranks: list[int] | None = None,
+        leftover: list[tuple[float, float, float]] | None = None,
+    ):
         opts = [c.option for c in columns]
         n = len(opts)
         # per column, the least (generation, inference, training) phases of any plan using it:
         # its own terms, raised by what the tasks it leaves out cost on the GPUs it leaves (8)
-        floor = [(max(o.gen, lg), max(o.inf, li), max(o.trn, lr)) for o, (lg, li, lr)
-                 in zip(opts, leftover or [(0.0, 0.0, 0.0)] * n, strict=True)]
+        floor = [
+            (max(o.gen, lg), max(o.inf, li), max(o.trn, lr))
+            for o, (lg, li, lr) in zip(opts, leftover or [(0.0, 0.0, 0.0)] * n, strict=True)
+        ]
         cap = builder.cap
         routes = builder.routes()
         zone = builder.zone_of_class()
-        names: list[str] = [f"x{i}" for i in range(n)] + ["I", "R", "S", "M" if mode == "async" else "G"]
+        names: list[str] = [f"x{i}" for i in range(n)] + [
+            "I",
+            "R",
+            "S",
+            "M" if mode == "async" else "G",
+        ]
         col = {name: i for i, name in enumerate(names)}
         qs: dict[tuple[str, int, int], int] = {}
         for z in sorted(set(zone)):
@@ -164,39 +177,92 @@ class Master:
         for t in builder.tasks:  # (1)
             rows.append(({i: 1.0 for i, o in enumerate(opts) if t in o.tasks}, 1.0, 1.0))
         for k, nk in enumerate(cap):  # (2)
-            rows.append(({i: float(o.comp[k]) for i, o in enumerate(opts) if o.comp[k]}, -np.inf, float(nk)))
+            rows.append(
+                ({i: float(o.comp[k]) for i, o in enumerate(opts) if o.comp[k]}, -np.inf, float(nk))
+            )
         kinds = {task.kind for task in builder.tasks.values()}
         for t in builder.tasks:  # (3): one row per task and phase, on the options covering t
             cover = [i for i, o in enumerate(opts) if t in o.tasks]
             if TaskKind.INFERENCE in kinds:
-                rows.append(({col["I"]: 1.0, **{i: -floor[i][1] for i in cover if floor[i][1]}}, 0.0, np.inf))
+                rows.append(
+                    (
+                        {col["I"]: 1.0, **{i: -floor[i][1] for i in cover if floor[i][1]}},
+                        0.0,
+                        np.inf,
+                    )
+                )
             if TaskKind.TRAINING in kinds:
-                rows.append(({col["R"]: 1.0, **{i: -floor[i][2] for i in cover if floor[i][2]}}, 0.0, np.inf))
+                rows.append(
+                    (
+                        {col["R"]: 1.0, **{i: -floor[i][2] for i in cover if floor[i][2]}},
+                        0.0,
+                        np.inf,
+                    )
+                )
             if mode == "sync":
-                rows.append(({col["G"]: 1.0, **{i: -floor[i][0] for i in cover if floor[i][0]}}, 0.0, np.inf))
-                rows.append(({col["G"]: 1.0, col["I"]: 1.0, col["R"]: 1.0, **{i: -sum(floor[i]) for i in cover if sum(floor[i])}}, 0.0, np.inf))
+                rows.append(
+                    (
+                        {col["G"]: 1.0, **{i: -floor[i][0] for i in cover if floor[i][0]}},
+                        0.0,
+                        np.inf,
+                    )
+                )
+                rows.append(
+                    (
+                        {
+                            col["G"]: 1.0,
+                            col["I"]: 1.0,
+                            col["R"]: 1.0,
+                            **{i: -sum(floor[i]) for i in cover if sum(floor[i])},
+                        },
+                        0.0,
+                        np.inf,
+                    )
+                )
             else:  # M covers generation's busy GPUs, and the inference then training phases
-                whole = {i: max(opts[i].busy, floor[i][0], floor[i][1] + floor[i][2]) for i in cover}
-                rows.append(({col["M"]: 1.0, **{i: -v for i, v in whole.items() if v}}, 0.0, np.inf))
-        gen_apart = [i for i, o in enumerate(opts) if ACTOR_GENERATION in o.tasks and ACTOR_TRAINING not in o.tasks]
-        train_apart = [i for i, o in enumerate(opts) if ACTOR_TRAINING in o.tasks and ACTOR_GENERATION not in o.tasks]
+                whole = {
+                    i: max(opts[i].busy, floor[i][0], floor[i][1] + floor[i][2]) for i in cover
+                }
+                rows.append(
+                    ({col["M"]: 1.0, **{i: -v for i, v in whole.items() if v}}, 0.0, np.inf)
+                )
+        gen_apart = [
+            i
+            for i, o in enumerate(opts)
+            if ACTOR_GENERATION in o.tasks and ACTOR_TRAINING not in o.tasks
+        ]
+        train_apart = [
+            i
+            for i, o in enumerate(opts)
+            if ACTOR_TRAINING in o.tasks and ACTOR_GENERATION not in o.tasks
+        ]
         for z in sorted(set(zone)):
             members = [a for a in range(len(cap)) if zone[a] == z]
             q = {(a, b): v for (zz, a, b), v in qs.items() if zz == z}
             fed = {i: -1.0 for i in gen_apart if any(opts[i].comp[a] for a in members)}
             rows.append(({**{v: 1.0 for v in q.values()}, **fed}, 0.0, 0.0))  # (4)
             for (a, b), v in q.items():  # (5)
-                rows.append(({v: 1.0, **{i: -1.0 for i in gen_apart if opts[i].comp[a]}}, -np.inf, 0.0))
-                rows.append(({v: 1.0, **{i: -1.0 for i in train_apart if opts[i].comp[b]}}, -np.inf, 0.0))
+                rows.append(
+                    ({v: 1.0, **{i: -1.0 for i in gen_apart if opts[i].comp[a]}}, -np.inf, 0.0)
+                )
+                rows.append(
+                    ({v: 1.0, **{i: -1.0 for i in train_apart if opts[i].comp[b]}}, -np.inf, 0.0)
+                )
             fan = {i: -o.fanout[z] for i, o in enumerate(opts) if o.fanout and o.fanout.get(z)}
-            rows.append(({col["S"]: 1.0, **{v: -routes[ab] for ab, v in q.items()}, **fan}, 0.0, np.inf))  # (6)
+            rows.append(
+                ({col["S"]: 1.0, **{v: -routes[ab] for ab, v in q.items()}, **fan}, 0.0, np.inf)
+            )  # (6)
         # (7) symmetry: of interchangeable tasks a < b, a sits in the group of lower or equal rank
         # (ranks and the column pool are invariant under renaming them, so one of every set of
         # mirror-image plans stays)
         for a, b in symmetry if ranks else ():
             coef: dict[int, float] = {}
             for i, o in enumerate(opts):
-                coef[i] = coef.get(i, 0.0) + (ranks[i] if a in o.tasks else 0.0) - (ranks[i] if b in o.tasks else 0.0)
+                coef[i] = (
+                    coef.get(i, 0.0)
+                    + (ranks[i] if a in o.tasks else 0.0)
+                    - (ranks[i] if b in o.tasks else 0.0)
+                )
             rows.append(({i: v for i, v in coef.items() if v}, -np.inf, 0.0))
         c = np.zeros(self.size)
         for i, o in enumerate(opts):
@@ -213,8 +279,9 @@ class Master:
         self.integrality = np.array([1] * n + [0] * (self.size - n))
         self.upper = np.array([1.0] * n + [np.inf] * (self.size - n - len(qs)) + [1.0] * len(qs))
 
-    def solve(self, backend: str, time_limit: float | None, threads: int | None,
-              cutoff: float = math.inf) -> tuple[str, np.ndarray | None, float | None, float | None]:
+    def solve(
+        self, backend: str, time_limit: float | None, threads: int | None, cutoff: float = math.inf
+    ) -> tuple[str, np.ndarray | None, float | None, float | None]:
         """(status, x, objective, bound): status optimal, feasible (out of time), infeasible or
         unknown. ``cutoff``: plans costing at least this are of no interest; a master with none
         below it reports infeasible."""
@@ -254,20 +321,36 @@ class Master:
             return "feasible", x, out.objective, out.dual_bound
         return "unknown", None, None, out.dual_bound
 
-    def _run(self, a: csc_array, cols: np.ndarray, threads: int | None,
-             time_limit: float | None, cutoff: float, relaxation: bool = False) -> HighsOutcome:
+    def _run(
+        self,
+        a: csc_array,
+        cols: np.ndarray,
+        threads: int | None,
+        time_limit: float | None,
+        cutoff: float,
+        relaxation: bool = False,
+    ) -> HighsOutcome:
         """HiGHS on the master restricted to columns ``cols``, or with ``relaxation`` on its LP
         relaxation (whose optimum and reduced costs, ``col_dual``, come back when it has one)."""
         sub = a[:, cols] if len(cols) < self.size else a
-        return solve_highs(self.c[cols], sub, np.array([r[1] for r in self.rows]), np.array([r[2] for r in self.rows]),
-                           np.zeros(len(cols)), self.upper[cols], None if relaxation else self.integrality[cols].astype(bool),
-                           time_limit=None if time_limit is None else max(time_limit, 1e-3), mip_gap=MIP_GAP, threads=threads,
-                           objective_bound=None if relaxation else cutoff,
-                           # its dominated-column pass takes seconds on thousands of columns; the LP does not need it
-                           presolve=False,
-                           # the sub-MIP heuristics hunt for plans the cutoff (the incumbent) and the
-                           # expansions already supply; off, a PPO master's root takes ~15% less
-                           sub_mip_heuristics=False)
+        return solve_highs(
+            self.c[cols],
+            sub,
+            np.array([r[1] for r in self.rows]),
+            np.array([r[2] for r in self.rows]),
+            np.zeros(len(cols)),
+            self.upper[cols],
+            None if relaxation else self.integrality[cols].astype(bool),
+            time_limit=None if time_limit is None else max(time_limit, 1e-3),
+            mip_gap=MIP_GAP,
+            threads=threads,
+            objective_bound=None if relaxation else cutoff,
+            # its dominated-column pass takes seconds on thousands of columns; the LP does not need it
+            presolve=False,
+            # the sub-MIP heuristics hunt for plans the cutoff (the incumbent) and the
+            # expansions already supply; off, a PPO master's root takes ~15% less
+            sub_mip_heuristics=False,
+        )
 
     def _matrix(self) -> csr_array:
         data, ri, ci = [], [], []
@@ -278,13 +361,22 @@ class Master:
                 data.append(v)
         return csr_array((data, (ri, ci)), shape=(len(self.rows), self.size))
 
-    def _cbc(self, time_limit: float | None, threads: int | None) -> tuple[str, np.ndarray | None, float | None, float | None]:
+    def _cbc(
+        self, time_limit: float | None, threads: int | None
+    ) -> tuple[str, np.ndarray | None, float | None, float | None]:
         import pulp
 
         prob = pulp.LpProblem("hetrl_placement", pulp.LpMinimize)
         var = variable_factory(prob)
-        v = [var(name, lowBound=0, upBound=None if math.isinf(ub) else float(ub), cat="Binary" if integ else "Continuous")
-             for name, ub, integ in zip(self.names, self.upper, self.integrality, strict=True)]
+        v = [
+            var(
+                name,
+                lowBound=0,
+                upBound=None if math.isinf(ub) else float(ub),
+                cat="Binary" if integ else "Continuous",
+            )
+            for name, ub, integ in zip(self.names, self.upper, self.integrality, strict=True)
+        ]
         prob += pulp.lpSum(float(ci) * v[j] for j, ci in enumerate(self.c) if ci)
         for r, (coef, lb, ub) in enumerate(self.rows):
             expr = pulp.lpSum(val * v[j] for j, val in coef.items())
@@ -295,9 +387,13 @@ class Master:
                     prob += expr >= lb, f"r{r}_lo"
                 if math.isfinite(ub):
                     prob += expr <= ub, f"r{r}_hi"
-        with warnings.catch_warnings():  # PuLP 3.x marks its bundled CBC deprecated; it still ships it
+        with (
+            warnings.catch_warnings()
+        ):  # PuLP 3.x marks its bundled CBC deprecated; it still ships it
             warnings.simplefilter("ignore", DeprecationWarning)
-            solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit, threads=threads, gapRel=MIP_GAP)
+            solver = pulp.PULP_CBC_CMD(
+                msg=False, timeLimit=time_limit, threads=threads, gapRel=MIP_GAP
+            )
         prob.solve(solver)
         if prob.status == pulp.LpStatusInfeasible:
             return "infeasible", None, None, None
@@ -313,13 +409,22 @@ class Master:
 class PlacementILP:
     """Lazy-expansion ILP for one problem; :meth:`solve` returns a SolverOutput."""
 
-    def __init__(self, problem: PlacementProblem, deadline: Deadline = UNLIMITED, upper_bound: float | None = None):
+    def __init__(
+        self,
+        problem: PlacementProblem,
+        deadline: Deadline = UNLIMITED,
+        upper_bound: float | None = None,
+    ):
         if not problem.params.group_aware_overlap:
-            raise ValueError("the placement ILP models group-aware task overlap (CostParams.group_aware_overlap=True)")
+            raise ValueError(
+                "the placement ILP models group-aware task overlap (CostParams.group_aware_overlap=True)"
+            )
         self.problem = problem
         self.mode = problem.workflow.mode
         self.deadline = deadline
-        self.trace = Trace(deadline)  # anytime curve: the co-located incumbent, then each better plan
+        self.trace = Trace(
+            deadline
+        )  # anytime curve: the co-located incumbent, then each better plan
         self.builder = GroupOptions(problem)
         self.classes = self.builder.classes
         self.tasks = self.builder.tasks
@@ -337,7 +442,9 @@ class PlacementILP:
         reserve = self.problem.params.memory_reserve_gb
         have = sum(d.gpu.memory_gb - reserve for d in self.problem.topology.devices)
         if need > have + 1e-9:
-            return f"the tasks' model memory alone needs {need:.1f} GB, the cluster has {have:.1f} GB"
+            return (
+                f"the tasks' model memory alone needs {need:.1f} GB, the cluster has {have:.1f} GB"
+            )
         return None
 
     def _offer(self, cost: float, plan: Any) -> None:
@@ -354,7 +461,11 @@ class PlacementILP:
         rest = self.leftover.phases(o)
         if rest is None:  # the tasks it leaves out do not fit on the GPUs it leaves
             return False
-        lb = (max(self.phase_lb[0], rest[0]), max(self.phase_lb[1], rest[1]), max(self.phase_lb[2], rest[2]))
+        lb = (
+            max(self.phase_lb[0], rest[0]),
+            max(self.phase_lb[1], rest[1]),
+            max(self.phase_lb[2], rest[2]),
+        )
         return option_bound(o, self.mode, lb) <= self.cutoff * (1 + 1e-9)
 
     def _admit(self, subset: tuple[str, ...], comp: tuple[int, ...]) -> bool:
@@ -363,7 +474,9 @@ class PlacementILP:
         times = [self.pool.single_time(name, comp) for name in subset]
         if any(t is None for t in times):  # a task that does not fit alone: nor beside others
             return False
-        gen, inf, trn = group_phases([self.tasks[n].kind for n in subset], times, self.problem.workflow.eta)  # type: ignore[arg-type]
+        gen, inf, trn = group_phases(
+            [self.tasks[n].kind for n in subset], times, self.problem.workflow.eta
+        )  # type: ignore[arg-type]
         busy = gen + inf + trn if ACTOR_GENERATION in subset else 0.0
         return self._keep_option(GroupOption(subset, comp, {}, gen, inf, trn, 0.0, busy))
 
@@ -379,7 +492,11 @@ class PlacementILP:
         for (subset, _), o in self.pool.relaxed.items():
             if len(subset) == 1:
                 t = self.tasks[subset[0]]
-                v = o.gen if t.kind is TaskKind.GENERATION else (o.inf if t.kind is TaskKind.INFERENCE else o.trn)
+                v = (
+                    o.gen
+                    if t.kind is TaskKind.GENERATION
+                    else (o.inf if t.kind is TaskKind.INFERENCE else o.trn)
+                )
                 best[subset[0]] = min(best.get(subset[0], math.inf), v)
         out = []
         for kind in (TaskKind.GENERATION, TaskKind.INFERENCE, TaskKind.TRAINING):
@@ -391,12 +508,16 @@ class PlacementILP:
         start = time.perf_counter()
         why = self.memory_infeasible()
         if why is not None:
-            return SolverOutput(Status.INFEASIBLE, message=f"no placement fits: {why}", bound=None, stats=self.stats)
+            return SolverOutput(
+                Status.INFEASIBLE, message=f"no placement fits: {why}", bound=None, stats=self.stats
+            )
         self._offer(*best_colocated(self.problem, self.deadline))
         self.stats["colocated"] = self.incumbent[0] if self.incumbent[1] is not None else None
         self.pool.relax_singles()
         self.phase_lb = self._phase_bounds()
-        self.leftover = LeftoverBounds(self.pool, {t.name: memory_floor_gb(self.problem, t) for t in self.problem.tasks})
+        self.leftover = LeftoverBounds(
+            self.pool, {t.name: memory_floor_gb(self.problem, t) for t in self.problem.tasks}
+        )
         self.pool.relax_groups(self._admit)
         self.stats["pairs"] = len(self.pool.relaxed)
         self.stats["build_s"] = time.perf_counter() - start
@@ -407,12 +528,27 @@ class PlacementILP:
             columns = self.pool.columns(self._keep_option)
             self.stats["columns"] = len(columns)
             if not columns:
-                return self._finish("no group option fits" if self.incumbent[1] is None else "", proven=True)
+                return self._finish(
+                    "no group option fits" if self.incumbent[1] is None else "", proven=True
+                )
             t0 = time.perf_counter()
-            leftover = [self.leftover.phases(c.option) or (0.0, 0.0, 0.0) for c in columns] if self.leftover else None
-            master = Master(self.builder, self.mode, columns, self.pool.interchangeable(), self.pool.ranks(columns), leftover)
+            leftover = (
+                [self.leftover.phases(c.option) or (0.0, 0.0, 0.0) for c in columns]
+                if self.leftover
+                else None
+            )
+            master = Master(
+                self.builder,
+                self.mode,
+                columns,
+                self.pool.interchangeable(),
+                self.pool.ranks(columns),
+                leftover,
+            )
             remaining = self.deadline.remaining()
-            status, x, value, bound = master.solve(backend, remaining, threads, self.cutoff * (1 + 1e-7))
+            status, x, value, bound = master.solve(
+                backend, remaining, threads, self.cutoff * (1 + 1e-7)
+            )
             self.stats["master_s"] = self.stats.get("master_s", 0.0) + time.perf_counter() - t0
             if status == "infeasible":
                 # no plan beats the incumbent: it is optimal (or nothing fits at all)
@@ -421,7 +557,9 @@ class PlacementILP:
                 self.lower = max(self.lower, min(bound, self.incumbent[0]))
             if status != "optimal" or x is None:
                 self.deadline.expired()  # marks the solve as clock-bound when the limit stopped the master
-                return self._finish(f"{backend}: master not solved to optimality within the limit", proven=False)
+                return self._finish(
+                    f"{backend}: master not solved to optimality within the limit", proven=False
+                )
             chosen = [columns[i] for i in range(len(columns)) if x[i] > 0.5]
             relaxed = [c for c in chosen if c.relaxed]
             if not relaxed:
@@ -438,7 +576,13 @@ class PlacementILP:
             self._incumbent_from([c.pair for c in chosen])
             self.stats["expand_s"] = self.stats.get("expand_s", 0.0) + time.perf_counter() - t0
 
-    def _expand_promising(self, columns: list[Column], x: np.ndarray, lp: tuple[float, np.ndarray] | None, value: float) -> None:
+    def _expand_promising(
+        self,
+        columns: list[Column],
+        x: np.ndarray,
+        lp: tuple[float, np.ndarray] | None,
+        value: float,
+    ) -> None:
         """Expand up to :data:`EXPAND_MORE` relaxed pairs the master did not pick, least LP
         reduced cost first, among those the LP does not rule out of a plan costing the master's
         optimum ``value`` (z + d_j <= value): the pairs the next masters would turn to. A master
@@ -448,7 +592,11 @@ class PlacementILP:
         if lp is None:
             return
         z, dj = lp
-        rows = sorted((dj[i], i) for i, c in enumerate(columns) if c.relaxed and x[i] < 0.5 and z + dj[i] <= value)
+        rows = sorted(
+            (dj[i], i)
+            for i, c in enumerate(columns)
+            if c.relaxed and x[i] < 0.5 and z + dj[i] <= value
+        )
         done = 0
         for _, i in rows:
             if done >= EXPAND_MORE:
@@ -478,19 +626,45 @@ class PlacementILP:
         cost, plan = self.incumbent
         if plan is None:
             if proven and math.isfinite(self.cutoff):  # the caller's upper_bound pruned every plan
-                return SolverOutput(Status.NO_SOLUTION, message=f"no plan costs less than upper_bound={self.cutoff:g}", stats=self.stats)
+                return SolverOutput(
+                    Status.NO_SOLUTION,
+                    message=f"no plan costs less than upper_bound={self.cutoff:g}",
+                    stats=self.stats,
+                )
             if proven:
-                return SolverOutput(Status.INFEASIBLE, message="the ILP is infeasible: no placement fits", stats=self.stats)
-            return SolverOutput(Status.NO_SOLUTION, message=why or "no plan found within the limit", bound=self.lower or None, stats=self.stats)
-        if proven and cost > self.cutoff * (1 + 1e-7):  # the caller's upper_bound pruned what lay between
+                return SolverOutput(
+                    Status.INFEASIBLE,
+                    message="the ILP is infeasible: no placement fits",
+                    stats=self.stats,
+                )
+            return SolverOutput(
+                Status.NO_SOLUTION,
+                message=why or "no plan found within the limit",
+                bound=self.lower or None,
+                stats=self.stats,
+            )
+        if proven and cost > self.cutoff * (
+            1 + 1e-7
+        ):  # the caller's upper_bound pruned what lay between
             msg = f"no plan costs less than upper_bound={self.cutoff:g}; returning the best known ({cost:.4g})"
-            return SolverOutput(Status.FEASIBLE, plan=plan, objective=cost, message=msg, stats=self.stats)
+            return SolverOutput(
+                Status.FEASIBLE, plan=plan, objective=cost, message=msg, stats=self.stats
+            )
         if proven:
             msg = f"optimal after {self.pool.expansions} pair expansions in {self.stats.get('iterations', 0)} master solves"
-            return SolverOutput(Status.OPTIMAL, plan=plan, objective=cost, bound=cost, message=msg, stats=self.stats)
+            return SolverOutput(
+                Status.OPTIMAL, plan=plan, objective=cost, bound=cost, message=msg, stats=self.stats
+            )
         gap = (cost - self.lower) / cost if cost > 0 else 0.0
         msg = f"{why}; incumbent {cost:.4g}, bound {self.lower:.4g} (gap {gap:.1%})"
-        return SolverOutput(Status.FEASIBLE, plan=plan, objective=cost, bound=self.lower, message=msg, stats=self.stats)
+        return SolverOutput(
+            Status.FEASIBLE,
+            plan=plan,
+            objective=cost,
+            bound=self.lower,
+            message=msg,
+            stats=self.stats,
+        )
 
     def decode(self, chosen: list[GroupOption]):
         used = [0] * len(self.classes)
@@ -498,17 +672,28 @@ class PlacementILP:
         for o in chosen:
             gpus = []
             for k, n in enumerate(o.comp):
-                gpus.extend(self.classes[k][1][used[k]:used[k] + n])
+                gpus.extend(self.classes[k][1][used[k] : used[k] + n])
                 used[k] += n
             groups.append((list(o.tasks), gpus))
             configs.update(o.configs)
         return build_plan(self.problem, groups, configs)
 
 
-def solve_placement_ilp(problem: PlacementProblem, *, time_limit: float | None = None, seed: int = 0,
-                        backend: Annotated[Literal["highs", "cbc"], Field(description="MILP backend: HiGHS (highspy) or CBC (PuLP)")] = "highs",
-                        threads: Annotated[int | None, Field(ge=1, description="solver threads (default: the backend's)")] = None,
-                        upper_bound: Annotated[float | None, Field(gt=0, description="prune options whose cost exceeds this (s/iteration)")] = None) -> SolverOutput:
+def solve_placement_ilp(
+    problem: PlacementProblem,
+    *,
+    time_limit: float | None = None,
+    seed: int = 0,
+    backend: Annotated[
+        Literal["highs", "cbc"], Field(description="MILP backend: HiGHS (highspy) or CBC (PuLP)")
+    ] = "highs",
+    threads: Annotated[
+        int | None, Field(ge=1, description="solver threads (default: the backend's)")
+    ] = None,
+    upper_bound: Annotated[
+        float | None, Field(gt=0, description="prune options whose cost exceeds this (s/iteration)")
+    ] = None,
+) -> SolverOutput:
     """HetRL §3.5 ILP by lazy column expansion on HiGHS (``backend="cbc"`` for CBC). With a time
     limit it returns the incumbent with status feasible and the best proven lower bound; building
     the columns counts against the limit too."""

@@ -32,17 +32,32 @@ def _splits(count: int, parts: int) -> Iterator[tuple[int, ...]]:
 
 
 def _refused(what: str) -> SolverOutput:
-    return SolverOutput(Status.NO_SOLUTION, message=f"brute force would enumerate {what} (limit {MAX_PLANS}); use milp")
+    return SolverOutput(
+        Status.NO_SOLUTION,
+        message=f"brute force would enumerate {what} (limit {MAX_PLANS}); use milp",
+    )
 
 
 def _stopped(best: tuple[float, ReplanPlan | None], enumerated: int) -> SolverOutput:
     """The time limit passed: the best plan so far, unproven."""
     if best[1] is None:
-        return SolverOutput(Status.NO_SOLUTION, message=f"time limit after {enumerated} plans", stats={"plans": enumerated})
-    return SolverOutput(Status.FEASIBLE, best[1], best[0], message=f"time limit after {enumerated} plans", stats={"plans": enumerated})
+        return SolverOutput(
+            Status.NO_SOLUTION,
+            message=f"time limit after {enumerated} plans",
+            stats={"plans": enumerated},
+        )
+    return SolverOutput(
+        Status.FEASIBLE,
+        best[1],
+        best[0],
+        message=f"time limit after {enumerated} plans",
+        stats={"plans": enumerated},
+    )
 
 
-def solve_replan_bruteforce(problem: ReplanProblem, *, time_limit: float | None = None, seed: int = 0) -> SolverOutput:
+def solve_replan_bruteforce(
+    problem: ReplanProblem, *, time_limit: float | None = None, seed: int = 0
+) -> SolverOutput:
     deadline = Deadline(time_limit)
     table = slots(problem)
     best: tuple[float, ReplanPlan | None] = (np.inf, None)
@@ -50,7 +65,9 @@ def solve_replan_bruteforce(problem: ReplanProblem, *, time_limit: float | None 
     layouts = math.prod(len(t) for t in table)
     if layouts > MAX_PLANS:  # every layout choice holds at least one plan when its GPUs fit
         return _refused(f"{layouts} node-layout choices")
-    for n_choice, choice in enumerate(itertools.product(*(range(len(layouts)) for layouts in table))):
+    for n_choice, choice in enumerate(
+        itertools.product(*(range(len(layouts)) for layouts in table))
+    ):
         if n_choice % 256 == 0 and deadline.expired():
             return _stopped(best, enumerated)
         chosen = [s for n, li in enumerate(choice) for s in table[n][li]]
@@ -60,14 +77,35 @@ def solve_replan_bruteforce(problem: ReplanProblem, *, time_limit: float | None 
             enumerated += 1
             if enumerated > MAX_PLANS:
                 return _refused(f"more than {MAX_PLANS} plans")
-            plan = ReplanPlan(instances=[NewInstance(node=s.node, gpu=s.gpu, tp=s.tp,
-                                                     bins=[(b.upper, part[j]) for b, part in zip(problem.bins, split, strict=True) if part[j]])
-                                         for j, s in enumerate(chosen)])
+            plan = ReplanPlan(
+                instances=[
+                    NewInstance(
+                        node=s.node,
+                        gpu=s.gpu,
+                        tp=s.tp,
+                        bins=[
+                            (b.upper, part[j])
+                            for b, part in zip(problem.bins, split, strict=True)
+                            if part[j]
+                        ],
+                    )
+                    for j, s in enumerate(chosen)
+                ]
+            )
             if check_replan(problem, plan):
                 continue
             obj, _ = evaluate_replan(problem, plan)
             if obj < best[0] - 1e-12:
                 best = (obj, plan)
     if best[1] is None:
-        return SolverOutput(Status.INFEASIBLE, message="no plan passes the validator", stats={"plans": enumerated})
-    return SolverOutput(Status.OPTIMAL, best[1], best[0], best[0], message=f"enumerated {enumerated} plans", stats={"plans": enumerated})
+        return SolverOutput(
+            Status.INFEASIBLE, message="no plan passes the validator", stats={"plans": enumerated}
+        )
+    return SolverOutput(
+        Status.OPTIMAL,
+        best[1],
+        best[0],
+        best[0],
+        message=f"enumerated {enumerated} plans",
+        stats={"plans": enumerated},
+    )

@@ -125,7 +125,12 @@ def build(problem: ReplanProblem) -> dict[str, Any]:
                 entry = _slot_model(problem, sl, cols, rows, v[n, li], N, dL, M, per_bin)
                 info.append(entry)
                 # symmetry: interchangeable slots of one layout are used, and loaded, in order
-                entry["follows"] = prev is not None and prev["slot"].kept is None and sl.kept is None and abs(prev["slot"].switch_s - sl.switch_s) < 1e-12
+                entry["follows"] = (
+                    prev is not None
+                    and prev["slot"].kept is None
+                    and sl.kept is None
+                    and abs(prev["slot"].switch_s - sl.switch_s) < 1e-12
+                )
                 if entry["follows"]:
                     rows.add([prev["z"][0], entry["z"][0]], [1.0, -1.0], 0.0, inf)
                     c1 = list(prev["x"].values()) + list(entry["x"].values())
@@ -147,8 +152,17 @@ def build(problem: ReplanProblem) -> dict[str, Any]:
     return {"cols": cols, "rows": rows, "M": M, "v": v, "slots": info, "table": table}
 
 
-def _slot_model(problem: ReplanProblem, sl: Slot, cols: _Columns, rows: _Rows, v_col: int, N: list[int], dL: np.ndarray,
-                M: int, per_bin: list[list[int]]) -> dict[str, Any]:
+def _slot_model(
+    problem: ReplanProblem,
+    sl: Slot,
+    cols: _Columns,
+    rows: _Rows,
+    v_col: int,
+    N: list[int],
+    dL: np.ndarray,
+    M: int,
+    per_bin: list[list[int]],
+) -> dict[str, Any]:
     inf = math.inf
     cfg = problem.configs[sl.tp]
     nb = len(N)
@@ -208,7 +222,9 @@ def _longest_alone(problem: ReplanProblem) -> float:
     return best
 
 
-def _warm_values(model: dict[str, Any], problem: ReplanProblem, plan: ReplanPlan, n_cols: int) -> np.ndarray | None:
+def _warm_values(
+    model: dict[str, Any], problem: ReplanProblem, plan: ReplanPlan, n_cols: int
+) -> np.ndarray | None:
     """Column values of a plan inside this model (None if the plan is not expressible)."""
     val = np.zeros(n_cols)
     x = plan_counts(problem, plan)
@@ -239,7 +255,11 @@ def _warm_values(model: dict[str, Any], problem: ReplanProblem, plan: ReplanPlan
         else:
             runs.append([i])
     for run in runs:
-        loads = sorted((entries[i][1] for i in run), key=lambda xs: (bool(xs.any()), float(xs @ L)), reverse=True)
+        loads = sorted(
+            (entries[i][1] for i in run),
+            key=lambda xs: (bool(xs.any()), float(xs @ L)),
+            reverse=True,
+        )
         for i, xs in zip(run, loads, strict=True):
             entries[i] = (entries[i][0], xs)
     for e, xs in entries:
@@ -254,7 +274,9 @@ def _warm_values(model: dict[str, Any], problem: ReplanProblem, plan: ReplanPlan
         for b, col in e["m"].items():
             val[col] = max(0, xs[b] - e["local"][b])
         sl = e["slot"]
-        cost = instance_cost(problem, sl.node, sl.gpu, sl.tp, xs)  # the cost model's T_j + C_mig + C_sw
+        cost = instance_cost(
+            problem, sl.node, sl.gpu, sl.tp, xs
+        )  # the cost model's T_j + C_mig + C_sw
         val[e["S"]] = cost.steps
         worst = max(worst, cost.total_s)
     val[model["M"]] = max(worst, model["cols"].lower[model["M"]])
@@ -263,12 +285,19 @@ def _warm_values(model: dict[str, Any], problem: ReplanProblem, plan: ReplanPlan
 
 def _decode(model: dict[str, Any], problem: ReplanProblem, values: np.ndarray) -> ReplanPlan:
     out = []
-    chosen = {n: max(range(len(layouts)), key=lambda k: values[model["v"][n, k]]) for n, layouts in enumerate(model["table"])}
+    chosen = {
+        n: max(range(len(layouts)), key=lambda k: values[model["v"][n, k]])
+        for n, layouts in enumerate(model["table"])
+    }
     for e in model["slots"]:
         sl = e["slot"]
         if chosen[sl.node] != sl.layout:
             continue
-        bins = [(problem.bins[b].upper, int(round(values[col]))) for b, col in e["x"].items() if round(values[col]) > 0]
+        bins = [
+            (problem.bins[b].upper, int(round(values[col])))
+            for b, col in e["x"].items()
+            if round(values[col]) > 0
+        ]
         out.append(NewInstance(node=sl.node, gpu=sl.gpu, tp=sl.tp, bins=bins))
     return ReplanPlan(instances=out)
 
@@ -283,10 +312,31 @@ DEFAULT_NODES = 100
 DEFAULT_MAX_COLUMNS = 50_000
 
 
-def solve_replan_milp(problem: ReplanProblem, *, time_limit: float | None = None, seed: int = 0, mip_gap: float = 1e-6,
-                      warm_start: Callable[..., SolverOutput] | None = None, threads: int | None = None,
-                      nodes: Annotated[int | None, Field(ge=1, le=10**9, description="HiGHS branch-and-bound node budget (default 100 without --time-limit; with one, until the limit)")] = None,
-                      max_columns: Annotated[int | None, Field(ge=1, le=10**9, description="largest model handed to HiGHS without --time-limit (default 50000); a larger one returns the warm start with the fluid bound")] = None) -> SolverOutput:
+def solve_replan_milp(
+    problem: ReplanProblem,
+    *,
+    time_limit: float | None = None,
+    seed: int = 0,
+    mip_gap: float = 1e-6,
+    warm_start: Callable[..., SolverOutput] | None = None,
+    threads: int | None = None,
+    nodes: Annotated[
+        int | None,
+        Field(
+            ge=1,
+            le=10**9,
+            description="HiGHS branch-and-bound node budget (default 100 without --time-limit; with one, until the limit)",
+        ),
+    ] = None,
+    max_columns: Annotated[
+        int | None,
+        Field(
+            ge=1,
+            le=10**9,
+            description="largest model handed to HiGHS without --time-limit (default 50000); a larger one returns the warm start with the fluid bound",
+        ),
+    ] = None,
+) -> SolverOutput:
     """Eq. 1 on HiGHS (module doc). ``warm_start``: a heuristic solver whose plan seeds HiGHS.
 
     Effort is a work budget (docs/architecture.md, "Solver plumbing"): without ``time_limit`` HiGHS stops
@@ -298,16 +348,23 @@ def solve_replan_milp(problem: ReplanProblem, *, time_limit: float | None = None
     deadline = Deadline(time_limit)
     by_time = time_limit is not None
     node_budget = nodes if nodes is not None else (None if by_time else DEFAULT_NODES)
-    column_budget = max_columns if max_columns is not None else (None if by_time else DEFAULT_MAX_COLUMNS)
+    column_budget = (
+        max_columns if max_columns is not None else (None if by_time else DEFAULT_MAX_COLUMNS)
+    )
     incumbent = None
     if warm_start is not None:
-        incumbent = warm_start(problem, time_limit=None if not by_time else 0.4 * time_limit, seed=seed)
+        incumbent = warm_start(
+            problem, time_limit=None if not by_time else 0.4 * time_limit, seed=seed
+        )
     model = build(problem)
     cols, rows = model["cols"], model["rows"]
     n_cols, n_rows = len(cols.lower), len(rows.lo)
     from scipy.sparse import csc_matrix
 
-    a = csc_matrix((np.array(rows.v, dtype=float), (np.array(rows.r), np.array(rows.c))), shape=(n_rows, n_cols))
+    a = csc_matrix(
+        (np.array(rows.v, dtype=float), (np.array(rows.r), np.array(rows.c))),
+        shape=(n_rows, n_cols),
+    )
     cost = np.zeros(n_cols)
     cost[model["M"]] = 1.0
     warm = None
@@ -323,22 +380,53 @@ def solve_replan_milp(problem: ReplanProblem, *, time_limit: float | None = None
     if skip and incumbent is not None and incumbent.plan is not None:
         # HiGHS's presolve alone would overrun: keep the warm start, report our bound
         floor = cols.lower[model["M"]]
-        stats = {"columns": n_cols, "rows": n_rows, "build_s": build_s, "highs_status": "skipped (budget)" if column_budget else "skipped (time limit)"}
-        return SolverOutput(Status.FEASIBLE, incumbent.plan, incumbent.objective, floor,
-                            message=f"{skip}: warm start returned with the fluid bound", stats=stats)
+        stats = {
+            "columns": n_cols,
+            "rows": n_rows,
+            "build_s": build_s,
+            "highs_status": "skipped (budget)" if column_budget else "skipped (time limit)",
+        }
+        return SolverOutput(
+            Status.FEASIBLE,
+            incumbent.plan,
+            incumbent.objective,
+            floor,
+            message=f"{skip}: warm start returned with the fluid bound",
+            stats=stats,
+        )
     remaining = deadline.remaining()
     # no restarts and no sub-MIP heuristics: on replan-64 they spent 34 s of root work without
     # improving the warm start or the bound (the greedy plan and the fluid bound supply both)
-    out = solve_highs(cost, a, np.array(rows.lo, dtype=float), np.array(rows.hi, dtype=float), np.array(cols.lower, dtype=float),
-                      np.array(cols.upper, dtype=float), cols.integer, time_limit=None if remaining is None else max(0.05, remaining),
-                      mip_gap=mip_gap, seed=seed, threads=threads, node_limit=node_budget, restarts=False, sub_mip_heuristics=False,
-                      warm_start=warm)
+    out = solve_highs(
+        cost,
+        a,
+        np.array(rows.lo, dtype=float),
+        np.array(rows.hi, dtype=float),
+        np.array(cols.lower, dtype=float),
+        np.array(cols.upper, dtype=float),
+        cols.integer,
+        time_limit=None if remaining is None else max(0.05, remaining),
+        mip_gap=mip_gap,
+        seed=seed,
+        threads=threads,
+        node_limit=node_budget,
+        restarts=False,
+        sub_mip_heuristics=False,
+        warm_start=warm,
+    )
     if out.stopped == "time_limit":
         deadline.note_bound()
     note_work(out.nodes, node_budget, "nodes")
-    stats = {"columns": n_cols, "rows": n_rows, "nonzeros": int(a.nnz), "build_s": build_s, "solve_s": time.perf_counter() - t0 - build_s,
-             "highs_status": out.highs_status, "warm_start": None if incumbent is None else incumbent.objective,
-             "nodes": out.nodes}
+    stats = {
+        "columns": n_cols,
+        "rows": n_rows,
+        "nonzeros": int(a.nnz),
+        "build_s": build_s,
+        "solve_s": time.perf_counter() - t0 - build_s,
+        "highs_status": out.highs_status,
+        "warm_start": None if incumbent is None else incumbent.objective,
+        "nodes": out.nodes,
+    }
     # HiGHS's bound, or ours (M's lower bound) when the search stopped before it had one
     floor = cols.lower[model["M"]]
     bound = max(out.dual_bound, floor) if out.dual_bound is not None else floor
@@ -346,8 +434,17 @@ def solve_replan_milp(problem: ReplanProblem, *, time_limit: float | None = None
         return SolverOutput(Status.INFEASIBLE, message="HiGHS: infeasible", stats=stats)
     if out.x is None:
         if incumbent is not None and incumbent.plan is not None:
-            return SolverOutput(Status.FEASIBLE, incumbent.plan, incumbent.objective, bound, message=f"HiGHS: {stats['highs_status']}, no incumbent of its own; warm start returned", stats=stats)
-        return SolverOutput(Status.NO_SOLUTION, message=f"HiGHS: {stats['highs_status']}", stats=stats)
+            return SolverOutput(
+                Status.FEASIBLE,
+                incumbent.plan,
+                incumbent.objective,
+                bound,
+                message=f"HiGHS: {stats['highs_status']}, no incumbent of its own; warm start returned",
+                stats=stats,
+            )
+        return SolverOutput(
+            Status.NO_SOLUTION, message=f"HiGHS: {stats['highs_status']}", stats=stats
+        )
     plan = _decode(model, problem, out.x)
     objective = float(out.objective) if out.objective is not None else math.nan
     optimal = out.optimal
@@ -355,5 +452,11 @@ def solve_replan_milp(problem: ReplanProblem, *, time_limit: float | None = None
         bound = objective
     obj_eval, _ = evaluate_replan(problem, plan)
     stats["cost_model_objective"] = obj_eval
-    return SolverOutput(Status.OPTIMAL if optimal else Status.FEASIBLE, plan, objective, bound,
-                        message=f"HiGHS: {stats['highs_status']}", stats=stats)
+    return SolverOutput(
+        Status.OPTIMAL if optimal else Status.FEASIBLE,
+        plan,
+        objective,
+        bound,
+        message=f"HiGHS: {stats['highs_status']}",
+        stats=stats,
+    )

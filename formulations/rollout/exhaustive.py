@@ -30,8 +30,20 @@ from costmodels.solving import (
 DEFAULT_GROUPS = 160
 
 
-def solve_exhaustive(problem: RolloutProblem, *, time_limit: float | None = None, seed: int = 0,
-                     groups: Annotated[int | None, Field(ge=1, le=10**6, description="budget of rollout groups (simulated epochs) enumerated, in the space's order (default 160 without --time-limit; with one, until the limit)")] = None) -> SolverOutput:
+def solve_exhaustive(
+    problem: RolloutProblem,
+    *,
+    time_limit: float | None = None,
+    seed: int = 0,
+    groups: Annotated[
+        int | None,
+        Field(
+            ge=1,
+            le=10**6,
+            description="budget of rollout groups (simulated epochs) enumerated, in the space's order (default 160 without --time-limit; with one, until the limit)",
+        ),
+    ] = None,
+) -> SolverOutput:
     """Enumerate the space (module doc). The status is optimal only when every group was seen."""
     deadline = Deadline(time_limit)
     trace = Trace(deadline)
@@ -46,12 +58,31 @@ def solve_exhaustive(problem: RolloutProblem, *, time_limit: float | None = None
         status, message = Status.FEASIBLE, f"stopped after {seen} of {total} rollout groups: {exc}"
     else:
         if seen < total:
-            status, message = Status.FEASIBLE, f"the budget of {budget} rollout groups ended the enumeration ({seen} of {total} seen)"
+            status, message = (
+                Status.FEASIBLE,
+                f"the budget of {budget} rollout groups ended the enumeration ({seen} of {total} seen)",
+            )
         else:
-            status, message = Status.OPTIMAL, f"all {total} rollout groups ({plans} plans) enumerated"
+            status, message = (
+                Status.OPTIMAL,
+                f"all {total} rollout groups ({plans} plans) enumerated",
+            )
     note_work(seen, total, "rollout groups")
     if keep.plan is None:
-        return SolverOutput(Status.INFEASIBLE if status is Status.OPTIMAL else Status.NO_SOLUTION, message=message)
-    return SolverOutput(status, keep.plan, keep.best, bound=keep.best if status is Status.OPTIMAL else None, message=message,
-                        stats={"groups_seen": seen, "space_rollout_groups": total, "space_plans": plans, "plans_tried": keep.offered,
-                               "trace": trace.rows()})
+        return SolverOutput(
+            Status.INFEASIBLE if status is Status.OPTIMAL else Status.NO_SOLUTION, message=message
+        )
+    return SolverOutput(
+        status,
+        keep.plan,
+        keep.best,
+        bound=keep.best if status is Status.OPTIMAL else None,
+        message=message,
+        stats={
+            "groups_seen": seen,
+            "space_rollout_groups": total,
+            "space_plans": plans,
+            "plans_tried": keep.offered,
+            "trace": trace.rows(),
+        },
+    )

@@ -55,7 +55,9 @@ def _waves(problem: BroadcastProblem, pending: list[tuple[int, str]], relay: boo
             left[dpod] -= 1
             chosen.append([src, dst, shard, 1])
         if not chosen:
-            raise ValueError("no transfer can be scheduled: every source PoD is out of boundary budget")
+            raise ValueError(
+                "no transfer can be scheduled: every source PoD is out of boundary budget"
+            )
         # bottleneck equalisation: all edges carry one shard, so the slowest has the fewest circuits
         heap = [(e[3], i) for i, e in enumerate(chosen)]
         heapq.heapify(heap)
@@ -67,7 +69,9 @@ def _waves(problem: BroadcastProblem, pending: list[tuple[int, str]], relay: boo
                 left[pod_of(dst)] -= 1
                 chosen[i][3] = c + 1
                 heapq.heappush(heap, (c + 1, i))
-        waves.append(Wave(edges=[Edge(src=a, dst=b, shard=sh, circuits=c) for a, b, sh, c in chosen]))
+        waves.append(
+            Wave(edges=[Edge(src=a, dst=b, shard=sh, circuits=c) for a, b, sh, c in chosen])
+        )
         if relay:
             for _, dst, shard, _ in chosen:
                 holders_of[shard].append(dst)
@@ -76,12 +80,21 @@ def _waves(problem: BroadcastProblem, pending: list[tuple[int, str]], relay: boo
 
 
 def _finish(problem: BroadcastProblem, plan: BroadcastPlan, t0: float, name: str) -> SolverOutput:
-    return SolverOutput(Status.FEASIBLE, plan, message=f"{name}: {len(plan.phase_a)} Phase A waves, {len(plan.phase_b)} fan-out trees",
-                        stats={"schedule_s": time.perf_counter() - t0})
+    return SolverOutput(
+        Status.FEASIBLE,
+        plan,
+        message=f"{name}: {len(plan.phase_a)} Phase A waves, {len(plan.phase_b)} fan-out trees",
+        stats={"schedule_s": time.perf_counter() - t0},
+    )
 
 
-def solve_two_level(problem: BroadcastProblem, *, time_limit: float | None = None, seed: int = 0,
-                    relay: Annotated[bool, Field(description="seeded PoDs relay to PoDs not yet seeded")] = True) -> SolverOutput:
+def solve_two_level(
+    problem: BroadcastProblem,
+    *,
+    time_limit: float | None = None,
+    seed: int = 0,
+    relay: Annotated[bool, Field(description="seeded PoDs relay to PoDs not yet seeded")] = True,
+) -> SolverOutput:
     """RFabric's two-level broadcast (App. E): cross-PoD seeding in waves, then intra-PoD trees."""
     t0 = time.perf_counter()
     s = problem.spec
@@ -101,10 +114,18 @@ def solve_two_level(problem: BroadcastProblem, *, time_limit: float | None = Non
     return _finish(problem, plan, t0, "two-level")
 
 
-def solve_naive(problem: BroadcastProblem, *, time_limit: float | None = None, seed: int = 0) -> SolverOutput:
+def solve_naive(
+    problem: BroadcastProblem, *, time_limit: float | None = None, seed: int = 0
+) -> SolverOutput:
     """Naive one-to-all (App. E): each holder sends its shard to every generation rank directly."""
     t0 = time.perf_counter()
     s = problem.spec
-    pending = [(i, f"{p.name}/{r}") for p in s.pods if p.role == "gen" for r in range(p.ranks) for i in range(len(s.holders()))]
+    pending = [
+        (i, f"{p.name}/{r}")
+        for p in s.pods
+        if p.role == "gen"
+        for r in range(p.ranks)
+        for i in range(len(s.holders()))
+    ]
     plan = BroadcastPlan(phase_a=_waves(problem, pending, relay=False))
     return _finish(problem, plan, t0, "naive one-to-all")

@@ -75,9 +75,16 @@ def allocate_greedy(problem: CircuitProblem, start: Counts | None = None) -> Cou
         if len(ids) == 0:
             break
         scaled = demand[ids] * 8 / (link * 1e9)  # a pair's c-th event has key scaled / c
-        level = _chunk_level(scaled, nxt[ids], end[ids] - nxt[ids], 2 * (int(np.clip(ports, 0, None).sum()) // 2) + len(ids))
+        level = _chunk_level(
+            scaled,
+            nxt[ids],
+            end[ids] - nxt[ids],
+            2 * (int(np.clip(ports, 0, None).sum()) // 2) + len(ids),
+        )
         pair, key = _events(ids, scaled, demand, nxt, end, link, level)
-        nxt += np.bincount(pair, minlength=n)  # events at or above the level are spent, taken or not
+        nxt += np.bincount(
+            pair, minlength=n
+        )  # events at or above the level are spent, taken or not
         for i in pair[np.lexsort((pair, -demand[pair], -key))].tolist():
             a, b = a_list[i], b_list[i]
             if free_list[a] > 0 and free_list[b] > 0:
@@ -110,8 +117,15 @@ def _chunk_level(scaled: np.ndarray, base: np.ndarray, room: np.ndarray, want: i
     return lo
 
 
-def _events(ids: np.ndarray, scaled: np.ndarray, demand: np.ndarray, nxt: np.ndarray, end: np.ndarray, link: float,
-            level: float) -> tuple[np.ndarray, np.ndarray]:
+def _events(
+    ids: np.ndarray,
+    scaled: np.ndarray,
+    demand: np.ndarray,
+    nxt: np.ndarray,
+    end: np.ndarray,
+    link: float,
+    level: float,
+) -> tuple[np.ndarray, np.ndarray]:
     """(pair, key) of every event of the pairs ``ids`` with key >= ``level``, each key computed
     as :func:`pair_time_s` does (so ties and order match the transcription bit for bit)."""
     base, room = nxt[ids], end[ids] - nxt[ids]
@@ -141,7 +155,9 @@ def allocate_greedy_reference(problem: CircuitProblem, start: Counts | None = No
         if not candidates:  # lines 9-10
             break
         best, best_key = None, None
-        for q in candidates:  # lines 12-14: max PAIRTIME, then MAXDIRDEMAND; first in (a, b) order wins
+        for (
+            q
+        ) in candidates:  # lines 12-14: max PAIRTIME, then MAXDIRDEMAND; first in (a, b) order wins
             key = (pair_time_s(q.demand, counts.get((q.a, q.b), 0), link), q.demand)
             if best_key is None or key > best_key:
                 best, best_key = q, key
@@ -183,13 +199,19 @@ def allocate_uniform(problem: CircuitProblem) -> Counts:
 
 
 def _as_solver(allocate: Callable[[CircuitProblem], Counts], name: str):
-    def solve(problem: CircuitProblem, *, time_limit: float | None = None, seed: int = 0) -> SolverOutput:
+    def solve(
+        problem: CircuitProblem, *, time_limit: float | None = None, seed: int = 0
+    ) -> SolverOutput:
         # deterministic and bounded by sum(deg)/2 steps: time_limit and seed have nothing to steer
         t0 = time.perf_counter()
         counts = allocate(problem)
-        return SolverOutput(Status.FEASIBLE, plan_from_counts(counts),
-                            stats={"allocate_s": time.perf_counter() - t0, "circuits": sum(counts.values())},
-                            message=f"{name}: {sum(counts.values())} circuits")
+        return SolverOutput(
+            Status.FEASIBLE,
+            plan_from_counts(counts),
+            stats={"allocate_s": time.perf_counter() - t0, "circuits": sum(counts.values())},
+            message=f"{name}: {sum(counts.values())} circuits",
+        )
+
     solve.__name__ = f"solve_{name.replace('-', '_')}"
     solve.__doc__ = allocate.__doc__
     return solve
@@ -199,5 +221,11 @@ solve_greedy = _as_solver(allocate_greedy, "greedy")
 solve_greedy_reference = _as_solver(allocate_greedy_reference, "greedy-reference")
 solve_uniform = _as_solver(allocate_uniform, "uniform")
 
-__all__ = ["allocate_greedy", "allocate_greedy_reference", "allocate_uniform",
-           "solve_greedy", "solve_greedy_reference", "solve_uniform"]
+__all__ = [
+    "allocate_greedy",
+    "allocate_greedy_reference",
+    "allocate_uniform",
+    "solve_greedy",
+    "solve_greedy_reference",
+    "solve_uniform",
+]

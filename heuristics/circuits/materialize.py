@@ -57,7 +57,9 @@ class Outcome:
 
 def should_reconfigure(safe_window_s: float | None, ocs_device: str) -> bool:
     """§5.3's slack rule: reconfigure only if the next safe window covers the OCS delay."""
-    return safe_window_s is None or safe_window_s >= ocs_devices()[ocs_device].reconfig_delay_ms / 1e3
+    return (
+        safe_window_s is None or safe_window_s >= ocs_devices()[ocs_device].reconfig_delay_ms / 1e3
+    )
 
 
 class Materializer:
@@ -74,7 +76,9 @@ class Materializer:
             self.templates[intent] = template_for(intent, self.spec)
         return self.templates[intent]
 
-    def allocate_plan(self, demand: DemandSpec, intent: str, failed: dict[str, int]) -> tuple[MaterializedPlan, dict[str, float]]:
+    def allocate_plan(
+        self, demand: DemandSpec, intent: str, failed: dict[str, int]
+    ) -> tuple[MaterializedPlan, dict[str, float]]:
         """Lines 3-5: template, aggregated demand, allocation on both tiers (Agg first)."""
         tpl = self.template(intent)
         g = aggregate_demand(self.spec, demand)
@@ -93,20 +97,42 @@ class Materializer:
             times["core"] = evaluate_circuits(core, core_plan)[0]
         return MaterializedPlan(intent=intent, agg=agg, core=core_plan), times
 
-    def materialize(self, demand: DemandSpec, intent: str, *, failed: dict[str, int] | None = None,
-                    commit_failed: dict[str, int] | None = None, safe_window_s: float | None = None) -> Outcome:
+    def materialize(
+        self,
+        demand: DemandSpec,
+        intent: str,
+        *,
+        failed: dict[str, int] | None = None,
+        commit_failed: dict[str, int] | None = None,
+        safe_window_s: float | None = None,
+    ) -> Outcome:
         """Algorithm 2. ``failed`` is the fabric state when allocating, ``commit_failed`` the state
         at commit time (defaults to ``failed``); ``safe_window_s`` the next safe window."""
         failed = dict(failed or {})
         plan, times = self.allocate_plan(demand, intent, failed)
-        violations = [str(v) for v in check_materialized(self.spec, plan, commit_failed if commit_failed is not None else failed)]
+        violations = [
+            str(v)
+            for v in check_materialized(
+                self.spec, plan, commit_failed if commit_failed is not None else failed
+            )
+        ]
         if violations:  # lines 6-7
-            return Outcome(self.active, False, f"validation failed ({len(violations)} violations): keeping the previous plan",
-                           candidate=plan, violations=violations, bottleneck_s=times)
+            return Outcome(
+                self.active,
+                False,
+                f"validation failed ({len(violations)} violations): keeping the previous plan",
+                candidate=plan,
+                violations=violations,
+                bottleneck_s=times,
+            )
         if not should_reconfigure(safe_window_s, self.spec.ocs_device):
             delay = ocs_devices()[self.spec.ocs_device].reconfig_delay_ms
-            return Outcome(self.active, False, f"next safe window {safe_window_s * 1e3:.3g} ms < {self.spec.ocs_device} delay {delay:g} ms: keeping the current plan",
-                           candidate=plan, bottleneck_s=times)
+            return Outcome(
+                self.active,
+                False,
+                f"next safe window {safe_window_s * 1e3:.3g} ms < {self.spec.ocs_device} delay {delay:g} ms: keeping the current plan",
+                candidate=plan,
+                bottleneck_s=times,
+            )
         self.active = plan  # line 8: commit in the next safe window
         return Outcome(plan, True, "committed", candidate=plan, bottleneck_s=times)
-

@@ -18,17 +18,41 @@ from costmodels.errors import SpecError
 from costmodels.problem import CommandKit
 
 
-def simulate_cosched_command(kit: CommandKit, *, solve_optimal: Callable[..., Any]) -> Callable[..., None]:
+def simulate_cosched_command(
+    kit: CommandKit, *, solve_optimal: Callable[..., Any]
+) -> Callable[..., None]:
     """The typer command, bound to the planner's :class:`~costmodels.problem.CommandKit`."""
     fail, out = kit.fail, kit.out
 
     def simulate_cosched(
-        trace: Annotated[str, typer.Option(help="jobs file or preset whose jobs carry arrival_s and duration_s, or a generator: "
-                                                "philly:jobs=300,hours=580,mean_hours=14.4,workload=mixed,seed=0 or production:jobs=200,hours=192,seed=0")] = "philly:jobs=60,hours=120",
-        policy: Annotated[list[str] | None, typer.Option(help="rollmux, random, greedy, solo, colocated or optimal; repeat to compare (default: all but optimal)")] = None,
-        baseline_slo_check: Annotated[bool, typer.Option(help="let random and greedy refuse placements that break an SLO (the paper's baselines do not)")] = False,
-        seed: Annotated[int, typer.Option(min=0, max=2**63 - 1, help="seed of the random policy")] = 0,
-        plot: Annotated[Path | None, typer.Option(help="draw cost and GPUs over time and a Gantt chart of the largest group to this PNG")] = None,
+        trace: Annotated[
+            str,
+            typer.Option(
+                help="jobs file or preset whose jobs carry arrival_s and duration_s, or a generator: "
+                "philly:jobs=300,hours=580,mean_hours=14.4,workload=mixed,seed=0 or production:jobs=200,hours=192,seed=0"
+            ),
+        ] = "philly:jobs=60,hours=120",
+        policy: Annotated[
+            list[str] | None,
+            typer.Option(
+                help="rollmux, random, greedy, solo, colocated or optimal; repeat to compare (default: all but optimal)"
+            ),
+        ] = None,
+        baseline_slo_check: Annotated[
+            bool,
+            typer.Option(
+                help="let random and greedy refuse placements that break an SLO (the paper's baselines do not)"
+            ),
+        ] = False,
+        seed: Annotated[
+            int, typer.Option(min=0, max=2**63 - 1, help="seed of the random policy")
+        ] = 0,
+        plot: Annotated[
+            Path | None,
+            typer.Option(
+                help="draw cost and GPUs over time and a Gantt chart of the largest group to this PNG"
+            ),
+        ] = None,
         as_json: Annotated[bool, typer.Option("--json", help="machine-readable result")] = False,
     ) -> None:
         """Replay a job trace on shared rollout and training pools (RollMux §7.4-7.5): each arrival
@@ -46,7 +70,16 @@ def simulate_cosched_command(kit: CommandKit, *, solve_optimal: Callable[..., An
                 kit.check_output(plot, "--plot", kit.plot_suffixes)
             data: Any = generate(trace) if trace.partition(":")[0] in GENERATORS else trace
             problem = kit.build_problem("cosched", {"jobs": data})
-            results = [simulate_trace(problem, p, seed=seed, baseline_slo_check=baseline_slo_check, solve_optimal=solve_optimal) for p in policies]
+            results = [
+                simulate_trace(
+                    problem,
+                    p,
+                    seed=seed,
+                    baseline_slo_check=baseline_slo_check,
+                    solve_optimal=solve_optimal,
+                )
+                for p in policies
+            ]
         except SpecError as exc:
             fail(str(exc.with_source(trace)))
         if plot is not None:
@@ -57,20 +90,59 @@ def simulate_cosched_command(kit: CommandKit, *, solve_optimal: Callable[..., An
             gantt = None
             if first.snapshot:
                 g = max(first.snapshot, key=lambda g: len(g.members))
-                gantt = (round_robin_schedule(cosched_model(problem), g, 2), g.rollout_nodes if not g.colocated else 0,
-                         f"{first.policy}: the largest group when the most jobs ran, two meta-iterations")
-            kit.write_picture(plot, lambda tmp: plot_trace(results, gantt, tmp, f"{len(problem.jobs.jobs)} jobs ({problem.jobs.name or trace})"))
+                gantt = (
+                    round_robin_schedule(cosched_model(problem), g, 2),
+                    g.rollout_nodes if not g.colocated else 0,
+                    f"{first.policy}: the largest group when the most jobs ran, two meta-iterations",
+                )
+            kit.write_picture(
+                plot,
+                lambda tmp: plot_trace(
+                    results,
+                    gantt,
+                    tmp,
+                    f"{len(problem.jobs.jobs)} jobs ({problem.jobs.name or trace})",
+                ),
+            )
         if as_json:
-            sys.stdout.write(json.dumps({"trace": problem.jobs.name or trace, "results": [r.to_dict() for r in results]}, indent=2) + "\n")
+            sys.stdout.write(
+                json.dumps(
+                    {
+                        "trace": problem.jobs.name or trace,
+                        "results": [r.to_dict() for r in results],
+                    },
+                    indent=2,
+                )
+                + "\n"
+            )
             return
         table = Table(title=f"{len(problem.jobs.jobs)} jobs ({problem.jobs.name or trace})")
         table.caption = "$/h: time-weighted mean and peak; GPUs: peak per pool; slowdown: mean wall time over time alone; latency: slowest placement decision"
-        for col in ("policy", "$/h", "peak $/h", "roll GPUs", "train GPUs", "SLO met", "slowdown", "latency"):
-            table.add_column(col, justify="left" if col == "policy" else "right", no_wrap=col == "policy")
+        for col in (
+            "policy",
+            "$/h",
+            "peak $/h",
+            "roll GPUs",
+            "train GPUs",
+            "SLO met",
+            "slowdown",
+            "latency",
+        ):
+            table.add_column(
+                col, justify="left" if col == "policy" else "right", no_wrap=col == "policy"
+            )
         for r in results:
             s = r.summary()
-            table.add_row(r.policy, f"{s['mean_cost_per_h']:,.0f}", f"{s['peak_cost_per_h']:,.0f}", str(s["peak_rollout_gpus"]),
-                          str(s["peak_train_gpus"]), f"{s['slo_attainment']:.0%}", f"{s['mean_slowdown']:.2f}", f"{s['max_decision_s'] * 1e3:.1f} ms")
+            table.add_row(
+                r.policy,
+                f"{s['mean_cost_per_h']:,.0f}",
+                f"{s['peak_cost_per_h']:,.0f}",
+                str(s["peak_rollout_gpus"]),
+                str(s["peak_train_gpus"]),
+                f"{s['slo_attainment']:.0%}",
+                f"{s['mean_slowdown']:.2f}",
+                f"{s['max_decision_s'] * 1e3:.1f} ms",
+            )
         out.print(table)
 
     return simulate_cosched

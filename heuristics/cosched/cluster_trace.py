@@ -42,32 +42,48 @@ class TraceResult:
     """What a policy did over a trace (module doc)."""
 
     policy: str
-    timeline: list[dict[str, float]]  # after every event: time, cost $/h, GPUs per pool, jobs, groups
+    timeline: list[
+        dict[str, float]
+    ]  # after every event: time, cost $/h, GPUs per pool, jobs, groups
     jobs: dict[str, dict[str, Any]]
     decisions: list[float]  # decision latency per arrival, seconds
-    snapshot: list[GroupState] = field(default_factory=list)  # the groups when the most jobs were present
+    snapshot: list[GroupState] = field(
+        default_factory=list
+    )  # the groups when the most jobs were present
 
     @property
     def mean_cost_per_h(self) -> float:
         if len(self.timeline) < 2:
             return self.timeline[0]["cost_per_h"] if self.timeline else 0.0
-        area = sum(a["cost_per_h"] * (b["time"] - a["time"]) for a, b in zip(self.timeline, self.timeline[1:], strict=False))
+        area = sum(
+            a["cost_per_h"] * (b["time"] - a["time"])
+            for a, b in zip(self.timeline, self.timeline[1:], strict=False)
+        )
         span = self.timeline[-1]["time"] - self.timeline[0]["time"]
         return area / span if span > 0 else self.timeline[0]["cost_per_h"]
 
     @property
     def slo_attainment(self) -> float:
-        return sum(j["meets_slo"] for j in self.jobs.values()) / len(self.jobs) if self.jobs else 1.0
+        return (
+            sum(j["meets_slo"] for j in self.jobs.values()) / len(self.jobs) if self.jobs else 1.0
+        )
 
     def summary(self) -> dict[str, Any]:
         lat = sorted(self.decisions)
-        return {"policy": self.policy, "jobs": len(self.jobs), "mean_cost_per_h": self.mean_cost_per_h,
-                "peak_cost_per_h": max((t["cost_per_h"] for t in self.timeline), default=0.0),
-                "peak_rollout_gpus": max((t["rollout_gpus"] for t in self.timeline), default=0),
-                "peak_train_gpus": max((t["train_gpus"] for t in self.timeline), default=0),
-                "slo_attainment": self.slo_attainment,
-                "mean_slowdown": sum(j["slowdown"] for j in self.jobs.values()) / len(self.jobs) if self.jobs else 1.0,
-                "median_decision_s": lat[len(lat) // 2] if lat else 0.0, "max_decision_s": lat[-1] if lat else 0.0}
+        return {
+            "policy": self.policy,
+            "jobs": len(self.jobs),
+            "mean_cost_per_h": self.mean_cost_per_h,
+            "peak_cost_per_h": max((t["cost_per_h"] for t in self.timeline), default=0.0),
+            "peak_rollout_gpus": max((t["rollout_gpus"] for t in self.timeline), default=0),
+            "peak_train_gpus": max((t["train_gpus"] for t in self.timeline), default=0),
+            "slo_attainment": self.slo_attainment,
+            "mean_slowdown": sum(j["slowdown"] for j in self.jobs.values()) / len(self.jobs)
+            if self.jobs
+            else 1.0,
+            "median_decision_s": lat[len(lat) // 2] if lat else 0.0,
+            "max_decision_s": lat[-1] if lat else 0.0,
+        }
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.summary(), "timeline": self.timeline, "job_results": self.jobs}
@@ -76,14 +92,23 @@ class TraceResult:
 class _OptimalPolicy:
     """Re-solve the offline optimum over the jobs present at every arrival (module doc)."""
 
-    def __init__(self, problem: CoscheduleProblem, solve: Callable[..., SolverOutput], time_limit: float):
-        self.problem, self.m, self.solve, self.time_limit = problem, cosched_model(problem), solve, time_limit
+    def __init__(
+        self, problem: CoscheduleProblem, solve: Callable[..., SolverOutput], time_limit: float
+    ):
+        self.problem, self.m, self.solve, self.time_limit = (
+            problem,
+            cosched_model(problem),
+            solve,
+            time_limit,
+        )
         self.groups: list[GroupState] = []
 
     def arrive(self, name: str) -> None:
         present = {n for g in self.groups for n in g.members} | {name}
         spec = self.problem.jobs
-        sub = CoscheduleProblem(spec.model_copy(update={"jobs": [j for j in spec.jobs if j.name in present]}))
+        sub = CoscheduleProblem(
+            spec.model_copy(update={"jobs": [j for j in spec.jobs if j.name in present]})
+        )
         out = self.solve(sub, time_limit=self.time_limit)
         if out.plan is None:
             raise RuntimeError(f"optimal: no plan for {len(present)} jobs ({out.message})")
@@ -95,32 +120,58 @@ class _OptimalPolicy:
         depart_from(self.groups, name)
 
 
-def _scheduler(problem: CoscheduleProblem, policy: str, seed: int, baseline_slo_check: bool, solve_optimal: Callable[..., SolverOutput] | None,
-               time_limit: float) -> Any:
+def _scheduler(
+    problem: CoscheduleProblem,
+    policy: str,
+    seed: int,
+    baseline_slo_check: bool,
+    solve_optimal: Callable[..., SolverOutput] | None,
+    time_limit: float,
+) -> Any:
     from heuristics.cosched.online import OnlineScheduler
 
     if policy == "optimal":
         if solve_optimal is None:
-            raise ValueError("the optimal policy needs the exact solver: pass solve_optimal=solve_cosched_optimal")
+            raise ValueError(
+                "the optimal policy needs the exact solver: pass solve_optimal=solve_cosched_optimal"
+            )
         return _OptimalPolicy(problem, solve_optimal, time_limit)
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")
-    return OnlineScheduler(cosched_model(problem), policy, seed, check_slo=baseline_slo_check or policy not in ("random", "greedy"))
+    return OnlineScheduler(
+        cosched_model(problem),
+        policy,
+        seed,
+        check_slo=baseline_slo_check or policy not in ("random", "greedy"),
+    )
 
 
 def _pools(m: CoschedModel, groups: list[GroupState]) -> tuple[float, int, int]:
     cost = sum(m.cost(g.rollout_nodes, g.train_nodes) for g in groups)
-    return cost, sum(g.rollout_nodes for g in groups) * m.g_r, sum(g.train_nodes for g in groups) * m.g_t
+    return (
+        cost,
+        sum(g.rollout_nodes for g in groups) * m.g_r,
+        sum(g.train_nodes for g in groups) * m.g_t,
+    )
 
 
-def simulate_trace(problem: CoscheduleProblem, policy: str = "rollmux", *, seed: int = 0, baseline_slo_check: bool = False,
-                   solve_optimal: Callable[..., SolverOutput] | None = None, optimal_time_limit: float = 60.0) -> TraceResult:
+def simulate_trace(
+    problem: CoscheduleProblem,
+    policy: str = "rollmux",
+    *,
+    seed: int = 0,
+    baseline_slo_check: bool = False,
+    solve_optimal: Callable[..., SolverOutput] | None = None,
+    optimal_time_limit: float = 60.0,
+) -> TraceResult:
     """Replay the problem's jobs as a trace (``arrival_s``, ``duration_s``) under ``policy``."""
     m = cosched_model(problem)
     specs = {j.name: j for j in problem.jobs.jobs}
     missing = [i for i, j in enumerate(problem.jobs.jobs) if j.duration_s is None]
     if missing:
-        raise SpecError(f"jobs[{missing[0]}].duration_s", None, "a trace needs every job's running time")
+        raise SpecError(
+            f"jobs[{missing[0]}].duration_s", None, "a trace needs every job's running time"
+        )
     sched = _scheduler(problem, policy, seed, baseline_slo_check, solve_optimal, optimal_time_limit)
     arrivals = sorted(problem.jobs.jobs, key=lambda j: (j.arrival_s, j.name))
     remaining: dict[str, float] = {}  # solo-seconds of work left
@@ -139,12 +190,22 @@ def simulate_trace(problem: CoscheduleProblem, policy: str = "rollmux", *, seed:
 
     def record() -> None:
         cost, gr, gt = _pools(m, sched.groups)
-        timeline.append({"time": now, "cost_per_h": cost, "rollout_gpus": gr, "train_gpus": gt, "jobs": len(remaining),
-                         "groups": len(sched.groups)})
+        timeline.append(
+            {
+                "time": now,
+                "cost_per_h": cost,
+                "rollout_gpus": gr,
+                "train_gpus": gt,
+                "jobs": len(remaining),
+                "groups": len(sched.groups),
+            }
+        )
 
     while i < len(arrivals) or remaining:
         # the next departure at the current rates (rates change at every event: no heap)
-        dep = min(((now + remaining[n] / rate[n], n) for n in remaining), default=(float("inf"), ""))
+        dep = min(
+            ((now + remaining[n] / rate[n], n) for n in remaining), default=(float("inf"), "")
+        )
         arr = arrivals[i].arrival_s if i < len(arrivals) else float("inf")
         t = min(dep[0], arr)
         for n in remaining:
@@ -165,10 +226,15 @@ def simulate_trace(problem: CoscheduleProblem, policy: str = "rollmux", *, seed:
             spec = specs[name]
             wall = now - spec.arrival_s
             slowdown = wall / float(spec.duration_s)
-            results[name] = {"arrival_s": spec.arrival_s, "departure_s": now, "duration_s": spec.duration_s, "slowdown": slowdown,
-                             "slo": spec.slo, "meets_slo": slowdown <= spec.slo * (1 + 1e-9)}
+            results[name] = {
+                "arrival_s": spec.arrival_s,
+                "departure_s": now,
+                "duration_s": spec.duration_s,
+                "slowdown": slowdown,
+                "slo": spec.slo,
+                "meets_slo": slowdown <= spec.slo * (1 + 1e-9),
+            }
             sched.depart(name)
         rates()
         record()
     return TraceResult(policy, timeline, results, decisions, snapshot)
-

@@ -60,12 +60,16 @@ class ReplayJob:
     prompts: int = 64
     responses: int = 4
     max_len: int = 8192
-    median: float | None = None  # of the response length; default the trace generator's (420 tokens)
+    median: float | None = (
+        None  # of the response length; default the trace generator's (420 tokens)
+    )
     train_scale: float = 1.0
 
     def requests(self, iteration: int, seed: int) -> list[Request]:
         params = TraceParams() if self.median is None else TraceParams(median=self.median)
-        return synthetic_trace(self.prompts, self.responses, self.max_len, seed=seed, step=iteration, params=params)
+        return synthetic_trace(
+            self.prompts, self.responses, self.max_len, seed=seed, step=iteration, params=params
+        )
 
 
 @dataclass
@@ -125,11 +129,21 @@ class TailMigration:
         return actions
 
 
-def run_phase(requests: list[Request], inst: Instance, instances: int, ready: list[float], migrate: bool,
-              threshold: float, tick: float) -> PhaseRun:
+def run_phase(
+    requests: list[Request],
+    inst: Instance,
+    instances: int,
+    ready: list[float],
+    migrate: bool,
+    threshold: float,
+    tick: float,
+) -> PhaseRun:
     """One rollout phase: ``ready[i]`` is when instance i's GPUs come free (from the phase start)."""
     assignment = [i % instances for i in range(len(requests))]
-    reqs = [Request(r.id, r.prompt, r.output, r.group, ready[a], 0) for r, a in zip(requests, assignment, strict=True)]
+    reqs = [
+        Request(r.id, r.prompt, r.output, r.group, ready[a], 0)
+        for r, a in zip(requests, assignment, strict=True)
+    ]
     engine = Engine([inst] * instances, reqs, assignment)
     policy = TailMigration(threshold, inst.kv_capacity_tokens(), tick)
     res = engine.run([policy] if migrate else None)
@@ -144,9 +158,20 @@ class ReplayResult:
     phases: list[dict[str, Any]] = field(default_factory=list)
 
 
-def replay_group(jobs: list[ReplayJob], *, rollout_gpu: str = "H20", rollout_gpus: int = 8, train_gpu: str = "H800",
-                 train_gpus: int = 8, iterations: int = 4, seed: int = 0, migrate: bool = True, threshold: float = 0.8,
-                 tick: float = 1.0, params: ServingParams | None = None) -> ReplayResult:
+def replay_group(
+    jobs: list[ReplayJob],
+    *,
+    rollout_gpu: str = "H20",
+    rollout_gpus: int = 8,
+    train_gpu: str = "H800",
+    train_gpus: int = 8,
+    iterations: int = 4,
+    seed: int = 0,
+    migrate: bool = True,
+    threshold: float = 0.8,
+    tick: float = 1.0,
+    params: ServingParams | None = None,
+) -> ReplayResult:
     """Round-robin meta-iterations of ``jobs`` (module doc); the period is the mean time per
     meta-iteration from the first rollout's start to the last training's end."""
     if not jobs or iterations <= 0 or not 0 < threshold < 1:
@@ -165,22 +190,42 @@ def replay_group(jobs: list[ReplayJob], *, rollout_gpu: str = "H20", rollout_gpu
     for k in range(iterations):
         for jn, j in enumerate(jobs):
             tp, inst, n, warm = setup[j.name]
-            free_at = [max(gpu_free[i * tp:(i + 1) * tp]) for i in range(n)]
+            free_at = [max(gpu_free[i * tp : (i + 1) * tp]) for i in range(n)]
             # start once the job's training is done and the pool is free: with migration, the
             # GPUs a running tail does not hold (its shards there wait for the tail); else all
             start = max(train_end[j.name], min(free_at) if migrate else max(free_at))
             ready = [max(0.0, f - start) + warm for f in free_at]
-            run = run_phase(j.requests(k, seed * 1000 + jn), inst, n, ready, migrate, threshold, tick)
+            run = run_phase(
+                j.requests(k, seed * 1000 + jn), inst, n, ready, migrate, threshold, tick
+            )
             for i in range(n):
-                held = run.end if i in run.tail_instances or not migrate else max(run.release, ready[i])
-                gpu_free[i * tp:(i + 1) * tp] = [start + held] * tp
+                held = (
+                    run.end
+                    if i in run.tail_instances or not migrate
+                    else max(run.release, ready[i])
+                )
+                gpu_free[i * tp : (i + 1) * tp] = [start + held] * tp
             roll_end = start + run.end
             t0 = max(roll_end, train_free)
-            train_s = j.train_scale * train_seconds(j.model, train_gpu, train_gpus, run.tokens, params)
+            train_s = j.train_scale * train_seconds(
+                j.model, train_gpu, train_gpus, run.tokens, params
+            )
             train_end[j.name] = train_free = t0 + train_s
-            phases.append({"iteration": k, "job": j.name, "rollout_start": start, "rollout_release": start + run.release,
-                           "rollout_end": roll_end, "train_start": t0, "train_end": t0 + train_s, "preemptions": run.preemptions,
-                           "migrated": run.migrated, "tail_instances": len(run.tail_instances), "instances": n})
+            phases.append(
+                {
+                    "iteration": k,
+                    "job": j.name,
+                    "rollout_start": start,
+                    "rollout_release": start + run.release,
+                    "rollout_end": roll_end,
+                    "train_start": t0,
+                    "train_end": t0 + train_s,
+                    "preemptions": run.preemptions,
+                    "migrated": run.migrated,
+                    "tail_instances": len(run.tail_instances),
+                    "instances": n,
+                }
+            )
     first = min(p["rollout_start"] for p in phases)
     return ReplayResult((max(p["train_end"] for p in phases) - first) / iterations, phases)
 
@@ -190,6 +235,11 @@ def migration_gain(jobs: list[ReplayJob], **kw: Any) -> dict[str, Any]:
     the same length draws."""
     off = replay_group(jobs, migrate=False, **kw)
     on = replay_group(jobs, migrate=True, **kw)
-    return {"period_without_s": off.period_s, "period_with_s": on.period_s, "gain": off.period_s / on.period_s,
-            "migrated": sum(p["migrated"] for p in on.phases), "preemptions_with": sum(p["preemptions"] for p in on.phases),
-            "preemptions_without": sum(p["preemptions"] for p in off.phases)}
+    return {
+        "period_without_s": off.period_s,
+        "period_with_s": on.period_s,
+        "gain": off.period_s / on.period_s,
+        "migrated": sum(p["migrated"] for p in on.phases),
+        "preemptions_with": sum(p["preemptions"] for p in on.phases),
+        "preemptions_without": sum(p["preemptions"] for p in off.phases),
+    }

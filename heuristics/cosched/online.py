@@ -111,15 +111,27 @@ class OnlineScheduler:
         g = self.groups[gi]
         latency = time.perf_counter() - t0
         self.latencies.append(latency)
-        return {"job": name, "group": gi, "rollout_nodes": list(g.pins[name]), "marginal_cost_per_h": delta
-                if delta is not None else m.cost(g.rollout_nodes, g.train_nodes), "latency_s": latency}
+        return {
+            "job": name,
+            "group": gi,
+            "rollout_nodes": list(g.pins[name]),
+            "marginal_cost_per_h": delta
+            if delta is not None
+            else m.cost(g.rollout_nodes, g.train_nodes),
+            "latency_s": latency,
+        }
 
     def _choose(self, name: str) -> tuple[int, float]:
         m = self.model
         best: tuple[float, int, GroupState] | None = None
         valid: list[tuple[float, int, GroupState]] = []
         for gi, g in enumerate(self.groups):
-            if g.colocated or not g.members or len(g.members) >= m.spec.max_group_size or saturated(m, g):
+            if (
+                g.colocated
+                or not g.members
+                or len(g.members) >= m.spec.max_group_size
+                or saturated(m, g)
+            ):
                 continue
             options = placements(m, g, name)
             if self.rule == "rollmux":
@@ -132,18 +144,26 @@ class OnlineScheduler:
             else:
                 ok = [(delta, gi, h) for delta, h in options if group_ok(m, h, self.check_slo)]
                 if ok:
-                    valid.append(min(ok, key=lambda o: o[0]) if self.rule == "greedy" else self.rng.choice(ok))
+                    valid.append(
+                        min(ok, key=lambda o: o[0])
+                        if self.rule == "greedy"
+                        else self.rng.choice(ok)
+                    )
         new = isolated(m, name)
         new_cost = m.cost(new.rollout_nodes, new.train_nodes)
         if self.rule == "random":
             pick = self.rng.randrange(len(valid) + 1)  # the last choice: a new group
             best = valid[pick] if pick < len(valid) else None
         elif self.rule == "greedy" and valid:
+
             def busy(v: tuple[float, int, GroupState]) -> float:
                 cycle, load = cycle_and_load(m, self.groups[v[1]])
                 return load / cycle
+
             best = min(valid, key=lambda v: (busy(v), v[0]))
-        elif self.rule == "rollmux" and best is not None and new_cost < best[0]:  # Algorithm 1 line 16
+        elif (
+            self.rule == "rollmux" and best is not None and new_cost < best[0]
+        ):  # Algorithm 1 line 16
             best = None
         if best is None:
             return self._open(new), new_cost
@@ -180,26 +200,44 @@ def _solve(problem: CoscheduleProblem, rule: str, seed: int) -> SolverOutput:
     plan = sched.plan()
     obj, _ = evaluate_cosched(problem, plan)
     lat = sorted(sched.latencies)
-    return SolverOutput(Status.FEASIBLE, plan, obj, message=f"{rule}: {len(plan.groups)} groups",
-                        stats={"max_decision_s": lat[-1] if lat else 0.0, "median_decision_s": lat[len(lat) // 2] if lat else 0.0})
+    return SolverOutput(
+        Status.FEASIBLE,
+        plan,
+        obj,
+        message=f"{rule}: {len(plan.groups)} groups",
+        stats={
+            "max_decision_s": lat[-1] if lat else 0.0,
+            "median_decision_s": lat[len(lat) // 2] if lat else 0.0,
+        },
+    )
 
 
-def solve_rollmux(problem: CoscheduleProblem, *, time_limit: float | None = None, seed: int = 0) -> SolverOutput:
+def solve_rollmux(
+    problem: CoscheduleProblem, *, time_limit: float | None = None, seed: int = 0
+) -> SolverOutput:
     """Algorithm 1 over the jobs in arrival order (module doc)."""
     return _solve(problem, "rollmux", seed)
 
 
-def solve_random(problem: CoscheduleProblem, *, time_limit: float | None = None, seed: int = 0) -> SolverOutput:
+def solve_random(
+    problem: CoscheduleProblem, *, time_limit: float | None = None, seed: int = 0
+) -> SolverOutput:
     return _solve(problem, "random", seed)
 
 
-def solve_greedy(problem: CoscheduleProblem, *, time_limit: float | None = None, seed: int = 0) -> SolverOutput:
+def solve_greedy(
+    problem: CoscheduleProblem, *, time_limit: float | None = None, seed: int = 0
+) -> SolverOutput:
     return _solve(problem, "greedy", seed)
 
 
-def solve_solo(problem: CoscheduleProblem, *, time_limit: float | None = None, seed: int = 0) -> SolverOutput:
+def solve_solo(
+    problem: CoscheduleProblem, *, time_limit: float | None = None, seed: int = 0
+) -> SolverOutput:
     return _solve(problem, "solo", seed)
 
 
-def solve_colocated(problem: CoscheduleProblem, *, time_limit: float | None = None, seed: int = 0) -> SolverOutput:
+def solve_colocated(
+    problem: CoscheduleProblem, *, time_limit: float | None = None, seed: int = 0
+) -> SolverOutput:
     return _solve(problem, "colocated", seed)

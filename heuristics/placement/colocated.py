@@ -24,17 +24,25 @@ from costmodels.solving import Deadline, SolverOutput, Status
 from costmodels.workflow import TaskKind
 
 
-def colocated_plan(problem: PlacementProblem, gen_tp: int, tp: int, pp: int, decode_batch: int | None = None) -> PlacementPlan:
+def colocated_plan(
+    problem: PlacementProblem, gen_tp: int, tp: int, pp: int, decode_batch: int | None = None
+) -> PlacementPlan:
     """One verl-style plan by hand: every task on every GPU, generation TP ``gen_tp`` (PP 1),
     the other tasks (TP ``tp``, PP ``pp``), even splits, DP the rest."""
     devices = [d.id for d in problem.topology.devices]
     n = len(devices)
-    configs = {t.name: TaskConfig(gen_tp, 1, n // gen_tp, decode_batch=decode_batch) if t.kind is TaskKind.GENERATION
-               else TaskConfig(tp, pp, n // (tp * pp)) for t in problem.tasks}
+    configs = {
+        t.name: TaskConfig(gen_tp, 1, n // gen_tp, decode_batch=decode_batch)
+        if t.kind is TaskKind.GENERATION
+        else TaskConfig(tp, pp, n // (tp * pp))
+        for t in problem.tasks
+    }
     return build_plan(problem, [([t.name for t in problem.tasks], devices)], configs)
 
 
-def solve_colocated(problem: PlacementProblem, *, time_limit: float | None = None, seed: int = 0) -> SolverOutput:
+def solve_colocated(
+    problem: PlacementProblem, *, time_limit: float | None = None, seed: int = 0
+) -> SolverOutput:
     """Sweep verl's configuration knobs; return the best plan that fits in memory."""
     del seed  # deterministic sweep
     deadline = Deadline(time_limit)
@@ -51,6 +59,12 @@ def solve_colocated(problem: PlacementProblem, *, time_limit: float | None = Non
         keep.offer(plan)
     stats = {"candidates": keep.offered, "feasible": keep.offered - keep.rejected}
     if keep.plan is None:
-        return SolverOutput(Status.INFEASIBLE, message="no co-located configuration fits in GPU memory", stats=stats)
-    msg = "time limit reached during the sweep" if timed_out else "best of the full verl-style sweep"
-    return SolverOutput(Status.FEASIBLE, plan=keep.plan, objective=keep.best, message=msg, stats=stats)
+        return SolverOutput(
+            Status.INFEASIBLE, message="no co-located configuration fits in GPU memory", stats=stats
+        )
+    msg = (
+        "time limit reached during the sweep" if timed_out else "best of the full verl-style sweep"
+    )
+    return SolverOutput(
+        Status.FEASIBLE, plan=keep.plan, objective=keep.best, message=msg, stats=stats
+    )

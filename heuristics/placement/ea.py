@@ -33,13 +33,17 @@ class _Codec:
 
     def random(self, rng: random.Random) -> list[int]:
         k = max(len(g) for g in self.groupings)
-        return [rng.randrange(len(self.groupings))] + [rng.randrange(-1, k) for _ in range(self.n)] + [rng.randrange(1 << 16) for _ in self.names]
+        return (
+            [rng.randrange(len(self.groupings))]
+            + [rng.randrange(-1, k) for _ in range(self.n)]
+            + [rng.randrange(1 << 16) for _ in self.names]
+        )
 
     def decode(self, genes: list[int]) -> Individual:
         grouping = self.groupings[genes[0] % len(self.groupings)]
         k = len(grouping)
-        assign = [(-1 if g < 0 else g % k) for g in genes[1:1 + self.n]]
-        return Individual(grouping, assign, dict(zip(self.names, genes[1 + self.n:], strict=True)))
+        assign = [(-1 if g < 0 else g % k) for g in genes[1 : 1 + self.n]]
+        return Individual(grouping, assign, dict(zip(self.names, genes[1 + self.n :], strict=True)))
 
 
 def _budget(evaluations: int | None, time_limit: float | None) -> int:
@@ -48,11 +52,21 @@ def _budget(evaluations: int | None, time_limit: float | None) -> int:
     return 10**12 if time_limit is not None else 3000
 
 
-def _result(space: PlacementSpace, best: Individual | None, cost: float, evals: int, what: str, trace: Trace) -> SolverOutput:
+def _result(
+    space: PlacementSpace, best: Individual | None, cost: float, evals: int, what: str, trace: Trace
+) -> SolverOutput:
     stats = {"evaluations": evals, "distinct_plans": space.evaluations, "trace": trace.rows()}
     if best is None or not math.isfinite(cost):
-        return SolverOutput(Status.NO_SOLUTION, message=f"{what}: no valid plan within the budget", stats=stats)
-    return SolverOutput(Status.FEASIBLE, plan=space.decode(best), objective=cost, message=f"{what}: best of {evals} evaluations", stats=stats)
+        return SolverOutput(
+            Status.NO_SOLUTION, message=f"{what}: no valid plan within the budget", stats=stats
+        )
+    return SolverOutput(
+        Status.FEASIBLE,
+        plan=space.decode(best),
+        objective=cost,
+        message=f"{what}: best of {evals} evaluations",
+        stats=stats,
+    )
 
 
 def _setup(problem: PlacementProblem, time_limit: float | None, seed: int, evaluations: int | None):
@@ -60,14 +74,32 @@ def _setup(problem: PlacementProblem, time_limit: float | None, seed: int, evalu
     anytime trace on the deadline's clock."""
     deadline = Deadline(time_limit)
     space = PlacementSpace(problem, deadline)
-    return _budget(evaluations, time_limit), random.Random(seed), space, _Codec(space), Trace(deadline), deadline
+    return (
+        _budget(evaluations, time_limit),
+        random.Random(seed),
+        space,
+        _Codec(space),
+        Trace(deadline),
+        deadline,
+    )
 
 
-def solve_plain_ea(problem: PlacementProblem, *, time_limit: float | None = None, seed: int = 0,
-                   evaluations: Annotated[int | None, Field(ge=1, description="evaluation budget: same seed and budget, same plan; default from the time limit")] = None,
-                   population: Annotated[int, Field(ge=2, description="individuals per generation")] = 32,
-                   crossover: Annotated[float, Field(ge=0, le=1, description="crossover probability")] = 0.7,
-                   mutation: Annotated[float, Field(ge=0, le=1, description="mutation probability")] = 0.2) -> SolverOutput:
+def solve_plain_ea(
+    problem: PlacementProblem,
+    *,
+    time_limit: float | None = None,
+    seed: int = 0,
+    evaluations: Annotated[
+        int | None,
+        Field(
+            ge=1,
+            description="evaluation budget: same seed and budget, same plan; default from the time limit",
+        ),
+    ] = None,
+    population: Annotated[int, Field(ge=2, description="individuals per generation")] = 32,
+    crossover: Annotated[float, Field(ge=0, le=1, description="crossover probability")] = 0.7,
+    mutation: Annotated[float, Field(ge=0, le=1, description="mutation probability")] = 0.2,
+) -> SolverOutput:
     """Budget: ``evaluations``; with only ``time_limit``, until the wall clock runs out; with
     neither, 3000 evaluations."""
     evaluations, rng, space, codec, trace, deadline = _setup(problem, time_limit, seed, evaluations)
@@ -80,7 +112,10 @@ def solve_plain_ea(problem: PlacementProblem, *, time_limit: float | None = None
     best_genes, best = min(zip(pop, fits, strict=True), key=lambda x: x[1])
     trace.record(best, used)  # per generation
     while used < evaluations and not deadline.expired():
-        nxt = [min((rng.randrange(population) for _ in range(3)), key=lambda i: fits[i]) for _ in range(population)]
+        nxt = [
+            min((rng.randrange(population) for _ in range(3)), key=lambda i: fits[i])
+            for _ in range(population)
+        ]
         kids = [list(pop[i]) for i in nxt]
         for a, b in zip(kids[::2], kids[1::2], strict=False):
             if rng.random() < crossover:
@@ -105,8 +140,19 @@ def solve_plain_ea(problem: PlacementProblem, *, time_limit: float | None = None
     return _result(space, best_ind, best, used, "plain EA", trace)
 
 
-def solve_random(problem: PlacementProblem, *, time_limit: float | None = None, seed: int = 0,
-                 evaluations: Annotated[int | None, Field(ge=1, description="evaluation budget: same seed and budget, same plan; default from the time limit")] = None) -> SolverOutput:
+def solve_random(
+    problem: PlacementProblem,
+    *,
+    time_limit: float | None = None,
+    seed: int = 0,
+    evaluations: Annotated[
+        int | None,
+        Field(
+            ge=1,
+            description="evaluation budget: same seed and budget, same plan; default from the time limit",
+        ),
+    ] = None,
+) -> SolverOutput:
     """Same budget rules as :func:`solve_plain_ea`."""
     evaluations, rng, space, codec, trace, deadline = _setup(problem, time_limit, seed, evaluations)
     best, best_ind, used = math.inf, None, 0

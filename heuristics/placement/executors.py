@@ -68,10 +68,16 @@ class EvaluationPool:
             self._close.pop()()
 
 
-def evaluation_pool(space: PlacementSpace, workers: int | None = None, executor: Executor = "local",
-                    ray_address: str | None = None) -> EvaluationPool:
+def evaluation_pool(
+    space: PlacementSpace,
+    workers: int | None = None,
+    executor: Executor = "local",
+    ray_address: str | None = None,
+) -> EvaluationPool:
     """The evaluation pool for ``space``'s problem (module doc); ``ray_address`` implies Ray."""
-    if executor == "ray" or ray_address is not None:  # an address says where the Ray is: it implies Ray
+    if (
+        executor == "ray" or ray_address is not None
+    ):  # an address says where the Ray is: it implies Ray
         return _ray_pool(space.problem, workers, ray_address)
     if executor != "local":
         raise ValueError(f"unknown executor {executor!r}; use local or ray")
@@ -81,7 +87,9 @@ def evaluation_pool(space: PlacementSpace, workers: int | None = None, executor:
     return EvaluationPool(pool.map, _worker_eval, workers, "local", [pool.shutdown])
 
 
-def _ray_pool(problem: PlacementProblem, workers: int | None, address: str | None) -> EvaluationPool:
+def _ray_pool(
+    problem: PlacementProblem, workers: int | None, address: str | None
+) -> EvaluationPool:
     try:
         import ray
         from ray.util import ActorPool
@@ -89,8 +97,14 @@ def _ray_pool(problem: PlacementProblem, workers: int | None, address: str | Non
         raise ValueError("executor='ray' needs Ray: pip install 'rlplan[ray]'") from None
     closers: list[Callable[[], None]] = []
     if not ray.is_initialized():
-        ray.init(address=address, num_cpus=None if address else (workers or None), include_dashboard=False,
-                 log_to_driver=False, logging_level=logging.ERROR, configure_logging=False)
+        ray.init(
+            address=address,
+            num_cpus=None if address else (workers or None),
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level=logging.ERROR,
+            configure_logging=False,
+        )
         closers.append(ray.shutdown)
     if workers is None:
         workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
@@ -104,5 +118,10 @@ def _ray_pool(problem: PlacementProblem, workers: int | None, address: str | Non
             ray.kill(a)
 
     closers.append(kill)  # closed last-in first-out: the actors, then the Ray this started
-    return EvaluationPool(lambda fn, inds: list(pool.map(fn, list(inds))), lambda a, ind: a.evaluate.remote(ind),
-                          workers, "ray", closers)
+    return EvaluationPool(
+        lambda fn, inds: list(pool.map(fn, list(inds))),
+        lambda a, ind: a.evaluate.remote(ind),
+        workers,
+        "ray",
+        closers,
+    )

@@ -82,7 +82,9 @@ class PlacementSpace:
     def configs(self, task: str, size: int) -> list[TaskConfig]:
         key = (task, size)
         if key not in self._configs:
-            self._configs[key] = task_configs(self.problem, self.tasks[task], size, heterogeneous=True)
+            self._configs[key] = task_configs(
+                self.problem, self.tasks[task], size, heterogeneous=True
+            )
         return self._configs[key]
 
     def groups(self, ind: Individual) -> list[list[str]]:
@@ -103,7 +105,9 @@ class PlacementSpace:
                 if not options:
                     return None
                 configs[name] = options[ind.configs[name] % len(options)]
-        return build_plan(self.problem, [(list(n), g) for n, g in zip(ind.grouping, gpus, strict=True)], configs)
+        return build_plan(
+            self.problem, [(list(n), g) for n, g in zip(ind.grouping, gpus, strict=True)], configs
+        )
 
     def key(self, ind: Individual) -> Any:
         counts: list[dict[str, int]] = [{} for _ in ind.grouping]
@@ -111,7 +115,11 @@ class PlacementSpace:
             if a >= 0:
                 counts[a][self.node[g]] = counts[a].get(self.node[g], 0) + 1
         sizes = [sum(c.values()) for c in counts]
-        cfg = tuple((n, ind.configs[n] % max(1, len(self.configs(n, sizes[gi])))) for gi, names in enumerate(ind.grouping) for n in names)
+        cfg = tuple(
+            (n, ind.configs[n] % max(1, len(self.configs(n, sizes[gi]))))
+            for gi, names in enumerate(ind.grouping)
+            for n in names
+        )
         return (ind.grouping, tuple(tuple(sorted(c.items())) for c in counts), cfg)
 
     def evaluate(self, ind: Individual) -> float:
@@ -151,8 +159,9 @@ class PlacementSpace:
         """The box an exact pass of this phenotype ran out of, if one did."""
         return self.exact_timed_out.get(self.phenotype(ind))
 
-    def level4(self, ind: Individual, exact: bool = True, force: bool = False,
-               work: int | None = None) -> tuple[float, dict[str, TaskConfig] | None]:
+    def level4(
+        self, ind: Individual, exact: bool = True, force: bool = False, work: int | None = None
+    ) -> tuple[float, dict[str, TaskConfig] | None]:
         """The best configuration of every task for the individual's groups (HetRL enumerates
         Level 4), memoised on (grouping, compositions).
 
@@ -172,16 +181,30 @@ class PlacementSpace:
         if hit is None:
             self.evaluations += 1
             try:
-                quick = [self.builder.quick_options(tuple(names), comp, deadline=self.deadline) for names, comp in zip(grouping, comps, strict=True)]
+                quick = [
+                    self.builder.quick_options(tuple(names), comp, deadline=self.deadline)
+                    for names, comp in zip(grouping, comps, strict=True)
+                ]
             except DeadlineExceeded:  # out of time: this individual stays unevaluated (not cached)
                 return math.inf, None
-            hit = self._remember(key, *self._best(combine(quick, self.problem.workflow.mode, self._sync_s(grouping, comps))), exact=False)
-        if hit[2] or not exact or not (force or key not in self.exact_timed_out and self._worth_exact(hit[0])):
+            hit = self._remember(
+                key,
+                *self._best(
+                    combine(quick, self.problem.workflow.mode, self._sync_s(grouping, comps))
+                ),
+                exact=False,
+            )
+        if (
+            hit[2]
+            or not exact
+            or not (force or key not in self.exact_timed_out and self._worth_exact(hit[0]))
+        ):
             return hit[0], hit[1]
         return self._exact(key, hit, work if force else self.exact_work)
 
-    def _exact(self, key: Any, hit: tuple[float, dict[str, TaskConfig] | None, bool],
-               work: int | None) -> tuple[float, dict[str, TaskConfig] | None]:
+    def _exact(
+        self, key: Any, hit: tuple[float, dict[str, TaskConfig] | None, bool], work: int | None
+    ) -> tuple[float, dict[str, TaskConfig] | None]:
         """The exact Level-4 pass of one phenotype, pruned by the incumbent, inside its work box;
         the cheap answer ``hit`` stands when the pass runs out of it or finds nothing better."""
         grouping, comps = key
@@ -198,8 +221,16 @@ class PlacementSpace:
         self.exact_solves += 1
         box = self.deadline if work is None else self.deadline.work(work)
         try:
-            options = [self.builder.options(tuple(names), comp, keep if math.isfinite(bound) else None, cache_pruned=True, deadline=box)
-                       for names, comp in zip(grouping, comps, strict=True)]
+            options = [
+                self.builder.options(
+                    tuple(names),
+                    comp,
+                    keep if math.isfinite(bound) else None,
+                    cache_pruned=True,
+                    deadline=box,
+                )
+                for names, comp in zip(grouping, comps, strict=True)
+            ]
         except DeadlineExceeded:  # the exact pass did not fit its box: keep the cheap answer
             self.exact_timeouts += 1
             self.exact_timed_out[key] = math.inf if work is None else work
@@ -210,13 +241,17 @@ class PlacementSpace:
             cost, configs = hit[0], hit[1]
         return self._remember(key, cost, configs, exact=True)[:2]
 
-    def _remember(self, key: Any, cost: float, configs: dict[str, TaskConfig] | None, exact: bool) -> tuple[float, dict[str, TaskConfig] | None, bool]:
+    def _remember(
+        self, key: Any, cost: float, configs: dict[str, TaskConfig] | None, exact: bool
+    ) -> tuple[float, dict[str, TaskConfig] | None, bool]:
         """Memoise a Level-4 answer and lower the incumbent with it."""
         self._level4[key] = (cost, configs, exact)
         self.incumbent = min(self.incumbent, cost)
         return self._level4[key]
 
-    def _sync_s(self, grouping: tuple[tuple[str, ...], ...], comps: tuple[tuple[int, ...], ...]) -> float:
+    def _sync_s(
+        self, grouping: tuple[tuple[str, ...], ...], comps: tuple[tuple[int, ...], ...]
+    ) -> float:
         return self.builder.plan_sync_time(list(zip(grouping, comps, strict=True)))
 
     def _worth_exact(self, cost: float) -> bool:
@@ -237,15 +272,19 @@ class PlacementSpace:
 
     def decode_with(self, ind: Individual, configs: dict[str, TaskConfig]) -> PlacementPlan:
         gpus = self.groups(ind)
-        return build_plan(self.problem, [(list(n), g) for n, g in zip(ind.grouping, gpus, strict=True)], configs)
+        return build_plan(
+            self.problem, [(list(n), g) for n, g in zip(ind.grouping, gpus, strict=True)], configs
+        )
 
-    def random_individual(self, rng: random.Random, grouping: tuple[tuple[str, ...], ...], sizes: tuple[int, ...]) -> Individual:
+    def random_individual(
+        self, rng: random.Random, grouping: tuple[tuple[str, ...], ...], sizes: tuple[int, ...]
+    ) -> Individual:
         order = list(range(len(self.devices)))
         rng.shuffle(order)
         assign = [-1] * len(self.devices)
         pos = 0
         for gi, size in enumerate(sizes):
-            for g in order[pos:pos + size]:
+            for g in order[pos : pos + size]:
                 assign[g] = gi
             pos += size
         configs = {}

@@ -50,7 +50,6 @@ LOCAL_SEARCH_STEPS = 32
 LOCAL_SEARCH_PAIRS = 4096
 
 
-
 class Evaluator:
     """Budgeted evaluation with a DEAP toolbox whose ``map`` is the executor's
     (:mod:`heuristics.placement.executors`: in process, a process pool or Ray actors).
@@ -59,8 +58,14 @@ class Evaluator:
     unit; ``lookups`` every individual scored, repeats included (a converged arm re-proposes plans
     it has seen, which costs a memo lookup, not an evaluation)."""
 
-    def __init__(self, space: PlacementSpace, budget: int, deadline: Deadline, pool: EvaluationPool | None = None,
-                 progress: Callable[[int, int, float], None] | None = None):
+    def __init__(
+        self,
+        space: PlacementSpace,
+        budget: int,
+        deadline: Deadline,
+        pool: EvaluationPool | None = None,
+        progress: Callable[[int, int, float], None] | None = None,
+    ):
         self.space, self.budget, self.deadline = space, budget, deadline
         self.used = self.lookups = 0
         self.seen: dict[Any, Individual] = {}  # phenotype -> the first individual that had it
@@ -76,7 +81,11 @@ class Evaluator:
 
     def exhausted(self) -> bool:
         # the lookup guard stops a search that only re-proposes known plans
-        return self.used >= self.budget or self.deadline.expired() or self.lookups >= 50 * self.budget + 1000
+        return (
+            self.used >= self.budget
+            or self.deadline.expired()
+            or self.lookups >= 50 * self.budget + 1000
+        )
 
     def __call__(self, inds: list[Individual]) -> None:
         results = list(self.toolbox.map(self.toolbox.evaluate, inds))
@@ -107,7 +116,9 @@ class Evaluator:
                 break
             if not math.isfinite(ind.fitness) or space.exact_done(ind):
                 continue
-            failed = space.exact_timeout(ind)  # the box its pass ran out of (inf: all the time there was)
+            failed = space.exact_timeout(
+                ind
+            )  # the box its pass ran out of (inf: all the time there was)
             if failed is not None and failed >= work:
                 continue
             cost, configs = space.level4(ind, exact=True, force=True, work=work)
@@ -193,7 +204,7 @@ class ArmEA:
         pos = 0
         for gi in group_order:
             size = self.sizes[gi]
-            for g in order[pos:pos + size]:
+            for g in order[pos : pos + size]:
                 assign[g] = gi
             pos += size
         return Individual(self.grouping, assign, {n: 0 for names in self.grouping for n in names})
@@ -203,7 +214,11 @@ class ArmEA:
         return min(picks, key=lambda i: i.fitness)
 
     def _training_groups(self) -> set[int]:
-        return {gi for gi, names in enumerate(self.grouping) if any(self.space.tasks[n].kind is TaskKind.TRAINING for n in names)}
+        return {
+            gi
+            for gi, names in enumerate(self.grouping)
+            if any(self.space.tasks[n].kind is TaskKind.TRAINING for n in names)
+        }
 
     def mutate(self, parent: Individual) -> Individual:
         child = parent.copy()
@@ -303,7 +318,9 @@ def group_work(space: PlacementSpace, grouping: tuple[tuple[str, ...], ...]) -> 
         for name in names:
             kind = space.tasks[name].kind
             params = wf.model(space.tasks[name].role).params_b
-            w += params * (3.0 if kind is TaskKind.TRAINING else 1.5 if kind is TaskKind.GENERATION else 1.0)
+            w += params * (
+                3.0 if kind is TaskKind.TRAINING else 1.5 if kind is TaskKind.GENERATION else 1.0
+            )
         weight.append(w)
     return weight
 
@@ -312,7 +329,9 @@ def group_work(space: PlacementSpace, grouping: tuple[tuple[str, ...], ...]) -> 
 TYPE_SPLIT_ENUMERATION = 4096
 
 
-def type_splits(space: PlacementSpace, grouping: tuple[tuple[str, ...], ...], rng: random.Random, count: int) -> list[tuple[float, Individual]]:
+def type_splits(
+    space: PlacementSpace, grouping: tuple[tuple[str, ...], ...], rng: random.Random, count: int
+) -> list[tuple[float, Individual]]:
     """Level-3 starts that give each GPU type's whole pool to one group, every group at least
     one type: surjections of the T GPU types onto the k groups (none when k > T), the ``count``
     whose group sizes are closest to the groups' work shares (:func:`group_work`) first, each
@@ -351,7 +370,9 @@ def type_splits(space: PlacementSpace, grouping: tuple[tuple[str, ...], ...], rn
     return out
 
 
-def gpu_groupings(space: PlacementSpace, grouping: tuple[tuple[str, ...], ...], rng: random.Random, count: int) -> list[tuple[int, ...]]:
+def gpu_groupings(
+    space: PlacementSpace, grouping: tuple[tuple[str, ...], ...], rng: random.Random, count: int
+) -> list[tuple[int, ...]]:
     """Level-2 arms: group sizes in proportion to each group's work, whole-node variants and
     random perturbations; with and without leaving the slowest GPUs idle."""
     n = len(space.devices)
@@ -397,7 +418,12 @@ def gpu_groupings(space: PlacementSpace, grouping: tuple[tuple[str, ...], ...], 
             break
         bounds = [0, *sorted(rng.sample(range(1, len(nodes)), k - 1)), len(nodes)]
         before = len(out)
-        add([sum(node_sizes[nd] for nd in nodes[a:b]) for a, b in zip(bounds, bounds[1:], strict=False)])
+        add(
+            [
+                sum(node_sizes[nd] for nd in nodes[a:b])
+                for a, b in zip(bounds, bounds[1:], strict=False)
+            ]
+        )
         node_based += len(out) > before
     tries = 0
     while len(out) < count and tries < 50 * count:
@@ -407,8 +433,13 @@ def gpu_groupings(space: PlacementSpace, grouping: tuple[tuple[str, ...], ...], 
     return out[: max(count, len(totals)) + node_based]
 
 
-def successive_halving(arms: list[Any], budget: float, run: Callable[[Any, float], None], score: Callable[[Any], float],
-                       stop: Callable[[], bool]) -> list[Any]:
+def successive_halving(
+    arms: list[Any],
+    budget: float,
+    run: Callable[[Any, float], None],
+    score: Callable[[Any], float],
+    stop: Callable[[], bool],
+) -> list[Any]:
     """Algorithm 1's halving loop: ceil(log2 |arms|) rounds, budget B / (|arms_m| * rounds) each."""
     rounds = max(1, math.ceil(math.log2(len(arms)))) if arms else 0
     alive = list(arms)
@@ -477,7 +508,9 @@ def individual_of(space: PlacementSpace, plan: Any) -> Individual:
     return Individual(grouping, assign, {n: 0 for names in grouping for n in names})
 
 
-def baseline_seeds(problem: PlacementProblem, deadline: Deadline, share: float) -> list[tuple[str, float, Any]]:
+def baseline_seeds(
+    problem: PlacementProblem, deadline: Deadline, share: float
+) -> list[tuple[str, float, Any]]:
     """(name, cost, plan) of the verl and StreamRL baselines: SHA-EA starts from them and never
     returns worse. Under a caller's time limit they run in ``share`` of it; otherwise on work
     budgets (verl's whole sweep, StreamRL's first :data:`SEED_CANDIDATES` candidates), so the
@@ -491,27 +524,81 @@ def baseline_seeds(problem: PlacementProblem, deadline: Deadline, share: float) 
         if deadline.expired():
             break
         if limit is None:
-            r = solver(problem, **({"candidates": SEED_CANDIDATES} if solver is solve_streamrl else {}))
+            r = solver(
+                problem, **({"candidates": SEED_CANDIDATES} if solver is solve_streamrl else {})
+            )
         else:
-            r = solver(problem, time_limit=min(max(0.05, share * limit * part), deadline.remaining() or 0.0))
+            r = solver(
+                problem,
+                time_limit=min(max(0.05, share * limit * part), deadline.remaining() or 0.0),
+            )
         if r.plan is not None and r.objective is not None:
             out.append((name, float(r.objective), r.plan))
     return out
 
 
-def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, seed: int = 0,
-                 evaluations: Annotated[int | None, Field(ge=1, description="budget of distinct plans costed: same seed and budget, same plan (when the baseline seeds finish their sweeps)")] = None,
-                 population: Annotated[int, Field(ge=2, description="EA population per arm")] = 6,
-                 gpu_groupings_per_arm: Annotated[int, Field(ge=1, description="GPU groupings tried per task grouping (successive-halving arms)")] = 6,
-                 task_grouping_arms: Annotated[int, Field(ge=1, description="task groupings kept for the halving after one cheap probe each")] = 12,
-                 type_split_probes: Annotated[int, Field(ge=0, description="GPU-type splits (each GPU type's pool to one group) probed per task grouping")] = 4,
-                 fast_gpu_rate: Annotated[float, Field(ge=0, le=1, description="probability of HetRL's fast-GPU mutation")] = 0.3,
-                 exact_margin: Annotated[float, Field(ge=0, description="re-solve Level 4 exactly for individuals within this share of the incumbent")] = 0.05,
-                 seeds: Annotated[bool, Field(description="start from the verl and StreamRL baselines' plans")] = True,
-                 workers: Annotated[int | None, Field(ge=1, description="processes (local) or Ray actors evaluating candidates in parallel; default 1 locally, one per CPU of the Ray cluster with executor=ray")] = None,
-                 executor: Annotated[Executor, Field(description="where evaluations run: local (in process, or a process pool with workers > 1) or ray")] = "local",
-                 ray_address: Annotated[str | None, Field(description="Ray cluster to run the evaluations on, e.g. auto or ray://head:10001 (implies executor=ray; without it executor=ray starts a local Ray)")] = None,
-                 progress: Callable[[int, int, float], None] | None = None) -> SolverOutput:
+def solve_sha_ea(
+    problem: PlacementProblem,
+    *,
+    time_limit: float | None = None,
+    seed: int = 0,
+    evaluations: Annotated[
+        int | None,
+        Field(
+            ge=1,
+            description="budget of distinct plans costed: same seed and budget, same plan (when the baseline seeds finish their sweeps)",
+        ),
+    ] = None,
+    population: Annotated[int, Field(ge=2, description="EA population per arm")] = 6,
+    gpu_groupings_per_arm: Annotated[
+        int,
+        Field(ge=1, description="GPU groupings tried per task grouping (successive-halving arms)"),
+    ] = 6,
+    task_grouping_arms: Annotated[
+        int,
+        Field(ge=1, description="task groupings kept for the halving after one cheap probe each"),
+    ] = 12,
+    type_split_probes: Annotated[
+        int,
+        Field(
+            ge=0,
+            description="GPU-type splits (each GPU type's pool to one group) probed per task grouping",
+        ),
+    ] = 4,
+    fast_gpu_rate: Annotated[
+        float, Field(ge=0, le=1, description="probability of HetRL's fast-GPU mutation")
+    ] = 0.3,
+    exact_margin: Annotated[
+        float,
+        Field(
+            ge=0,
+            description="re-solve Level 4 exactly for individuals within this share of the incumbent",
+        ),
+    ] = 0.05,
+    seeds: Annotated[
+        bool, Field(description="start from the verl and StreamRL baselines' plans")
+    ] = True,
+    workers: Annotated[
+        int | None,
+        Field(
+            ge=1,
+            description="processes (local) or Ray actors evaluating candidates in parallel; default 1 locally, one per CPU of the Ray cluster with executor=ray",
+        ),
+    ] = None,
+    executor: Annotated[
+        Executor,
+        Field(
+            description="where evaluations run: local (in process, or a process pool with workers > 1) or ray"
+        ),
+    ] = "local",
+    ray_address: Annotated[
+        str | None,
+        Field(
+            description="Ray cluster to run the evaluations on, e.g. auto or ray://head:10001 (implies executor=ray; without it executor=ray starts a local Ray)"
+        ),
+    ] = None,
+    progress: Callable[[int, int, float], None] | None = None,
+) -> SolverOutput:
     """Run SHA-EA.
 
     Set-up is bounded: the baselines (verl, StreamRL) run in :data:`SEED_SHARE` of the limit and
@@ -532,25 +619,43 @@ def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, 
         space.incumbent = best_seed[1]
     by_time = evaluations is None and time_limit is not None
     budget_total = evaluations if evaluations is not None else DEFAULT_EVALUATIONS
-    ev = Evaluator(space, budget_total, deadline, evaluation_pool(space, workers, executor, ray_address), progress)
+    ev = Evaluator(
+        space,
+        budget_total,
+        deadline,
+        evaluation_pool(space, workers, executor, ray_address),
+        progress,
+    )
     probes: dict[Any, float] = {}
     converged = False
     try:  # from here on the evaluation pool's workers (processes, Ray actors) are released at the end
-        if progress is not None:  # set-up is over: say so before the first batch (which may be slow)
+        if (
+            progress is not None
+        ):  # set-up is over: say so before the first batch (which may be slow)
             progress(0, budget_total, best_seed[1] if best_seed else math.inf)
         tgs_all = task_groupings(space)
         arms_by_tg: dict[Any, list[ArmEA]] = {}
         seeded_tgs = []
         for *_, plan in seed_plans:
             ind = individual_of(space, plan)
-            arm = ArmEA(space, ind.grouping, ind.sizes(), random.Random(rng.random()), population, fast_gpu_rate)
+            arm = ArmEA(
+                space,
+                ind.grouping,
+                ind.sizes(),
+                random.Random(rng.random()),
+                population,
+                fast_gpu_rate,
+            )
             arm.seeds.append(ind)
             arms_by_tg.setdefault(ind.grouping, []).append(arm)
             seeded_tgs.append(ind.grouping)
         probe_arm: dict[Any, ArmEA] = {}  # the first GPU-grouping arm of each task grouping
         for tg in tgs_all:
             sizes = gpu_groupings(space, tg, rng, gpu_groupings_per_arm)
-            arms = [ArmEA(space, tg, s, random.Random(rng.random()), population, fast_gpu_rate) for s in sizes]
+            arms = [
+                ArmEA(space, tg, s, random.Random(rng.random()), population, fast_gpu_rate)
+                for s in sizes
+            ]
             arms_by_tg.setdefault(tg, []).extend(arms)
             if arms:
                 probe_arm[tg] = arms[0]
@@ -568,7 +673,11 @@ def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, 
         # the arm of its group sizes. (Not ordered by the greedy probe: a grouping whose greedy
         # start does not fit can have the best split, as on small-24 PPO.)
         splits = {tg: type_splits(space, tg, rng, type_split_probes) for tg in probe_arm}
-        cap = sum(map(len, splits.values())) if by_time else max(len(probe_arm), int(PROBE_SHARE * budget_total))
+        cap = (
+            sum(map(len, splits.values()))
+            if by_time
+            else max(len(probe_arm), int(PROBE_SHARE * budget_total))
+        )
         probe_stop = ev.used + cap
         probe_end = None if not by_time else deadline.elapsed() + PROBE_SHARE * deadline.limit
         chunk = max(1, ev.pool.workers)
@@ -578,7 +687,9 @@ def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, 
             sizes = ind.sizes()
             arm = next((a for a in arms_by_tg[tg] if a.sizes == sizes and not a.population), None)
             if arm is None:
-                arm = ArmEA(space, tg, sizes, random.Random(rng.random()), population, fast_gpu_rate)
+                arm = ArmEA(
+                    space, tg, sizes, random.Random(rng.random()), population, fast_gpu_rate
+                )
                 arms_by_tg[tg].append(arm)
             arm.seeds.append(ind)
 
@@ -587,12 +698,14 @@ def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, 
             return not (ev.exhausted() or over_time or ev.used >= probe_stop)
 
         for depth in range(type_split_probes):
-            todo = sorted(((tg, splits[tg][depth][1]) for tg in splits if depth < len(splits[tg])),
-                          key=lambda pair: splits[pair[0]][depth][0])
+            todo = sorted(
+                ((tg, splits[tg][depth][1]) for tg in splits if depth < len(splits[tg])),
+                key=lambda pair: splits[pair[0]][depth][0],
+            )
             at = 0
             while at < len(todo) and probing():
                 # never past probe_stop, so the probes do not depend on the number of workers
-                part = todo[at:at + min(chunk, probe_stop - ev.used)]
+                part = todo[at : at + min(chunk, probe_stop - ev.used)]
                 at += len(part)
                 ev([ind for _, ind in part])
                 for tg, ind in part:
@@ -606,23 +719,40 @@ def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, 
             return min((a.best for a in arms_by_tg[tg]), default=math.inf)
 
         def run_tg(tg: Any, budget: float) -> None:  # Level 2: halving over GPU groupings
-            arms_by_tg[tg] = successive_halving(arms_by_tg[tg], budget, lambda arm, b: arm.run(ev, max(1, int(b))),
-                                                lambda arm: arm.best, ev.exhausted)
+            arms_by_tg[tg] = successive_halving(
+                arms_by_tg[tg],
+                budget,
+                lambda arm, b: arm.run(ev, max(1, int(b))),
+                lambda arm: arm.best,
+                ev.exhausted,
+            )
 
-        tried = {tg: {a.sizes for a in arms} for tg, arms in arms_by_tg.items()}  # GPU groupings ever armed
+        tried = {
+            tg: {a.sizes for a in arms} for tg, arms in arms_by_tg.items()
+        }  # GPU groupings ever armed
 
         def widen() -> bool:
             """Budget or time is left but every arm has converged: the next task groupings by
             probe and new GPU groupings for those in play enter the halving. False when none is
             left."""
             playing = list(tgs)
-            tgs.extend([tg for tg in ranked if tg not in playing and arms_by_tg.get(tg)][:task_grouping_arms])
+            tgs.extend(
+                [tg for tg in ranked if tg not in playing and arms_by_tg.get(tg)][
+                    :task_grouping_arms
+                ]
+            )
             added = len(tgs) > len(playing)
             for tg in playing:
-                fresh = [z for z in gpu_groupings(space, tg, rng, gpu_groupings_per_arm + len(tried[tg])) if z not in tried[tg]]
+                fresh = [
+                    z
+                    for z in gpu_groupings(space, tg, rng, gpu_groupings_per_arm + len(tried[tg]))
+                    if z not in tried[tg]
+                ]
                 for z in fresh[:gpu_groupings_per_arm]:
                     tried[tg].add(z)
-                    arms_by_tg[tg].append(ArmEA(space, tg, z, random.Random(rng.random()), population, fast_gpu_rate))
+                    arms_by_tg[tg].append(
+                        ArmEA(space, tg, z, random.Random(rng.random()), population, fast_gpu_rate)
+                    )
                     added = True
             return added
 
@@ -631,12 +761,16 @@ def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, 
         while not ev.exhausted():
             before = ev.used
             successive_halving(tgs, budget, run_tg, best_of, ev.exhausted)
-            if by_time:  # the best phenotype whose exact pass ran out of its box: again, in twice the box
+            if (
+                by_time
+            ):  # the best phenotype whose exact pass ran out of its box: again, in twice the box
                 ev.polish(1, box)
                 box *= 2
             if deadline.expired():
                 break
-            if ev.used == before and not widen():  # every arm has converged and nothing is left to try
+            if (
+                ev.used == before and not widen()
+            ):  # every arm has converged and nothing is left to try
                 converged = True
                 break
             # budget left (an evaluation budget the converged arms did not use, or a wall-clock
@@ -651,17 +785,42 @@ def solve_sha_ea(problem: PlacementProblem, *, time_limit: float | None = None, 
     finally:
         ev.close()
     note_work(ev.used, ev.budget, "evaluations")
-    stats = {"polished": polished, "evaluations": ev.used, "lookups": ev.lookups, "exact_level4": space.exact_solves,
-             "exact_level4_timeouts": space.exact_timeouts, "budget": budget_total, "trace": ev.trace.rows(),
-             "task_groupings": len(probes), "seeds": {name: cost for name, cost, _ in seed_plans}}
+    stats = {
+        "polished": polished,
+        "evaluations": ev.used,
+        "lookups": ev.lookups,
+        "exact_level4": space.exact_solves,
+        "exact_level4_timeouts": space.exact_timeouts,
+        "budget": budget_total,
+        "trace": ev.trace.rows(),
+        "task_groupings": len(probes),
+        "seeds": {name: cost for name, cost, _ in seed_plans},
+    }
     stopped = "time limit" if deadline.expired() else "converged" if converged else "budget"
     if best_seed is not None and not ev.best < best_seed[1]:
-        return SolverOutput(Status.FEASIBLE, plan=best_seed[2], objective=best_seed[1],
-                            message=f"SHA-EA: the {best_seed[0]} seed was not beaten in {ev.used} evaluations ({stopped})", stats=stats)
+        return SolverOutput(
+            Status.FEASIBLE,
+            plan=best_seed[2],
+            objective=best_seed[1],
+            message=f"SHA-EA: the {best_seed[0]} seed was not beaten in {ev.used} evaluations ({stopped})",
+            stats=stats,
+        )
     if ev.best_ind is None or not math.isfinite(ev.best):
-        return SolverOutput(Status.NO_SOLUTION, message="no valid plan found within the budget", stats=stats)
+        return SolverOutput(
+            Status.NO_SOLUTION, message="no valid plan found within the budget", stats=stats
+        )
     configs = ev.best_configs
     assert configs is not None
     plan = space.decode_with(ev.best_ind, configs)
-    gain = f", {best_seed[1] / ev.best:.2f}x better than its best seed ({best_seed[0]})" if best_seed else ""
-    return SolverOutput(Status.FEASIBLE, plan=plan, objective=ev.best, message=f"SHA-EA: best of {ev.used} evaluations ({stopped}){gain}", stats=stats)
+    gain = (
+        f", {best_seed[1] / ev.best:.2f}x better than its best seed ({best_seed[0]})"
+        if best_seed
+        else ""
+    )
+    return SolverOutput(
+        Status.FEASIBLE,
+        plan=plan,
+        objective=ev.best,
+        message=f"SHA-EA: best of {ev.used} evaluations ({stopped}){gain}",
+        stats=stats,
+    )

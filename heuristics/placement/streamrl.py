@@ -91,11 +91,27 @@ def _shared_configs(problem: PlacementProblem, others: list, gpus: list[str]) ->
     return sorted(shared or ())
 
 
-def solve_streamrl(problem: PlacementProblem, *, time_limit: float | None = None, seed: int = 0,
-                   candidates: Annotated[int | None, Field(ge=1, le=10**9, description="budget of candidate plans costed (default 20000 without --time-limit; with one, until the limit)")] = None) -> SolverOutput:
+def solve_streamrl(
+    problem: PlacementProblem,
+    *,
+    time_limit: float | None = None,
+    seed: int = 0,
+    candidates: Annotated[
+        int | None,
+        Field(
+            ge=1,
+            le=10**9,
+            description="budget of candidate plans costed (default 20000 without --time-limit; with one, until the limit)",
+        ),
+    ] = None,
+) -> SolverOutput:
     del seed  # deterministic sweep
     deadline = Deadline(time_limit)
-    budget = candidates if candidates is not None else (DEFAULT_CANDIDATES if time_limit is None else None)
+    budget = (
+        candidates
+        if candidates is not None
+        else (DEFAULT_CANDIDATES if time_limit is None else None)
+    )
     spent = False
     ids = [d.id for d in problem.topology.devices]
     tasks = problem.tasks
@@ -107,14 +123,20 @@ def solve_streamrl(problem: PlacementProblem, *, time_limit: float | None = None
 
     def tune(gen_gpus: list[str], rest: list[str]) -> Iterator[None]:
         """Coordinate descent over the two sides' configurations; yields after each candidate."""
-        gen_cfgs = [c for c in task_configs(problem, gen, len(gen_gpus), is_heterogeneous(problem, gen_gpus)) if c.pp == 1]
+        gen_cfgs = [
+            c
+            for c in task_configs(problem, gen, len(gen_gpus), is_heterogeneous(problem, gen_gpus))
+            if c.pp == 1
+        ]
         shared = _shared_configs(problem, others, rest)
         if not gen_cfgs or not shared:
             return
         groups = [([gen.name], gen_gpus), ([t.name for t in others], rest)]
 
         def cost(gc: TaskConfig, oc: TaskConfig) -> float:
-            return keep.offer(build_plan(problem, groups, {gen.name: gc, **{t.name: oc for t in others}}))
+            return keep.offer(
+                build_plan(problem, groups, {gen.name: gc, **{t.name: oc for t in others}})
+            )
 
         best_g, best_o, best = gen_cfgs[0], None, float("inf")
         for oc in shared:  # the rest's first configuration that fits beside any generation config
@@ -127,7 +149,9 @@ def solve_streamrl(problem: PlacementProblem, *, time_limit: float | None = None
                 break
         if best_o is None:
             return
-        for _ in range(2):  # generation with the rest fixed is swept in the loop above; now the rest, then generation
+        for _ in range(
+            2
+        ):  # generation with the rest fixed is swept in the loop above; now the rest, then generation
             for oc in shared:
                 c = cost(best_g, oc)
                 yield
@@ -153,11 +177,22 @@ def solve_streamrl(problem: PlacementProblem, *, time_limit: float | None = None
             break
     if keep.plan is None:
         if stopped:
-            return SolverOutput(Status.NO_SOLUTION, message="time limit reached before any generation/rest split fit",
-                                stats={"candidates": keep.offered, "sides": len(sides)})
-        return SolverOutput(Status.INFEASIBLE, message="no generation/rest split of the sweep fits in memory", stats={"candidates": keep.offered, "sides": len(sides)})
-    return SolverOutput(Status.FEASIBLE, plan=keep.plan, objective=keep.best,
-                        message=f"best of {keep.offered} candidates over {len(sides)} generation/rest splits"
-                        + (" (time limit: the sweep was cut short)" if stopped else "")
-                        + (f" (the budget of {budget} candidates ended the sweep)" if spent else ""),
-                        stats={"candidates": keep.offered, "sides": len(sides)})
+            return SolverOutput(
+                Status.NO_SOLUTION,
+                message="time limit reached before any generation/rest split fit",
+                stats={"candidates": keep.offered, "sides": len(sides)},
+            )
+        return SolverOutput(
+            Status.INFEASIBLE,
+            message="no generation/rest split of the sweep fits in memory",
+            stats={"candidates": keep.offered, "sides": len(sides)},
+        )
+    return SolverOutput(
+        Status.FEASIBLE,
+        plan=keep.plan,
+        objective=keep.best,
+        message=f"best of {keep.offered} candidates over {len(sides)} generation/rest splits"
+        + (" (time limit: the sweep was cut short)" if stopped else "")
+        + (f" (the budget of {budget} candidates ended the sweep)" if spent else ""),
+        stats={"candidates": keep.offered, "sides": len(sides)},
+    )

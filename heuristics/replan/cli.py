@@ -33,14 +33,37 @@ def estimate_generation_command(kit: CommandKit) -> Callable[..., None]:
     fail, out = kit.fail, kit.out
 
     def estimate_generation(
-        model: Annotated[str, typer.Option(help="model name from the catalog (e.g. Qwen2.5-14B)")] = "Qwen2.5-14B",
+        model: Annotated[
+            str, typer.Option(help="model name from the catalog (e.g. Qwen2.5-14B)")
+        ] = "Qwen2.5-14B",
         gpu: Annotated[str, typer.Option(help="GPU type from the catalog")] = "H800",
-        gpus: Annotated[int, typer.Option(min=1, max=MAX_SIMULATED_GPUS, help="GPU budget (TP x DP)")] = 8,
-        lengths: Annotated[str, typer.Option(help="histogram CSV (remaining,count[,context]) or NAME:key=value,... (uniform, lognormal, constant)")] = "uniform:low=256,high=4096,n=512,context=1024",
-        bin_tokens: Annotated[int, typer.Option("--bin", min=1, max=MAX_TOKENS, help="bin width in tokens for named distributions")] = 256,
-        max_num_seqs: Annotated[int, typer.Option(min=1, max=MAX_NUM_SEQS, help="engine's max concurrent sequences per instance")] = 256,
-        gpus_per_node: Annotated[int, typer.Option(min=1, max=64, help="TP stays inside a node of this many GPUs")] = 8,
-        seed: Annotated[int, typer.Option(min=0, max=2**63 - 1, help="seed for sampling a named distribution")] = 0,
+        gpus: Annotated[
+            int, typer.Option(min=1, max=MAX_SIMULATED_GPUS, help="GPU budget (TP x DP)")
+        ] = 8,
+        lengths: Annotated[
+            str,
+            typer.Option(
+                help="histogram CSV (remaining,count[,context]) or NAME:key=value,... (uniform, lognormal, constant)"
+            ),
+        ] = "uniform:low=256,high=4096,n=512,context=1024",
+        bin_tokens: Annotated[
+            int,
+            typer.Option(
+                "--bin", min=1, max=MAX_TOKENS, help="bin width in tokens for named distributions"
+            ),
+        ] = 256,
+        max_num_seqs: Annotated[
+            int,
+            typer.Option(
+                min=1, max=MAX_NUM_SEQS, help="engine's max concurrent sequences per instance"
+            ),
+        ] = 256,
+        gpus_per_node: Annotated[
+            int, typer.Option(min=1, max=64, help="TP stays inside a node of this many GPUs")
+        ] = 8,
+        seed: Annotated[
+            int, typer.Option(min=0, max=2**63 - 1, help="seed for sampling a named distribution")
+        ] = 0,
         profile: Annotated[str | None, typer.Option(help=kit.profile_help)] = None,
         engine: Annotated[str | None, typer.Option(help=kit.engine_help)] = None,
         as_json: Annotated[bool, typer.Option("--json", help="machine-readable rows")] = False,
@@ -59,7 +82,9 @@ def estimate_generation_command(kit: CommandKit) -> Callable[..., None]:
                 hist = parse_histogram_csv(kit.read_text(path), str(path))
             else:
                 hist = parse_distribution(lengths, seed=seed, bin_tokens=bin_tokens)
-            params = ServingParams(max_num_seqs=max_num_seqs, efficiency=kit.efficiency(profile, engine))
+            params = ServingParams(
+                max_num_seqs=max_num_seqs, efficiency=kit.efficiency(profile, engine)
+            )
         except SpecError as exc:
             fail(exc)
         except ValueError as exc:
@@ -68,24 +93,64 @@ def estimate_generation_command(kit: CommandKit) -> Callable[..., None]:
         if not rows:
             fail(f"no TP degree divides {gpus} GPUs within a {gpus_per_node}-GPU node for {model}")
         if as_json:
-            sys.stdout.write(json.dumps(kit.json_safe({"model": model, "gpu": gpu, "gpus": gpus, "requests": hist.total, "configurations": rows,
-                                                   "efficiency": params.efficiency.summary()}), indent=2) + "\n")
+            sys.stdout.write(
+                json.dumps(
+                    kit.json_safe(
+                        {
+                            "model": model,
+                            "gpu": gpu,
+                            "gpus": gpus,
+                            "requests": hist.total,
+                            "configurations": rows,
+                            "efficiency": params.efficiency.summary(),
+                        }
+                    ),
+                    indent=2,
+                )
+                + "\n"
+            )
             return
-        table = Table(title=f"{model} on {gpus} x {gpu}: {hist.total} requests, remaining up to {max(hist.upper)} tokens")
-        for col in ("TP", "DP", "makespan s", "KV tokens / instance", "peak batch", "decode steps", "feasible"):
+        table = Table(
+            title=f"{model} on {gpus} x {gpu}: {hist.total} requests, remaining up to {max(hist.upper)} tokens"
+        )
+        for col in (
+            "TP",
+            "DP",
+            "makespan s",
+            "KV tokens / instance",
+            "peak batch",
+            "decode steps",
+            "feasible",
+        ):
             table.add_column(col, justify="right")
         for r in rows:
-            table.add_row(str(r["tp"]), str(r["dp"]), f"{r['makespan_s']:.1f}", f"{r['kv_capacity_tokens']:,}", str(r["peak_batch"]), str(r["steps"]), "yes" if r["feasible"] else "no (KV)")
+            table.add_row(
+                str(r["tp"]),
+                str(r["dp"]),
+                f"{r['makespan_s']:.1f}",
+                f"{r['kv_capacity_tokens']:,}",
+                str(r["peak_batch"]),
+                str(r["steps"]),
+                "yes" if r["feasible"] else "no (KV)",
+            )
         out.print(table)
         best = rows[0]
         out.print(f"fastest: TP={best['tp']} x DP={best['dp']}", highlight=False)
         e = params.efficiency
         fitted = e.profile_for(g, best["tp"])  # the kernels the fastest configuration was judged on
-        kernels = (f"kernels: the {gpu} profile fitted to {fitted.source or 'measurements'} at TP {', '.join(map(str, sorted(fitted.weight_efficiency)))}"
-                   if fitted is not None else f"efficiency: compute {e.compute:.0%} of peak, HBM {e.hbm:.0%}, NVLink hop {params.hop_latency_ms * 1e3:.1f} us")
+        kernels = (
+            f"kernels: the {gpu} profile fitted to {fitted.source or 'measurements'} at TP {', '.join(map(str, sorted(fitted.weight_efficiency)))}"
+            if fitted is not None
+            else f"efficiency: compute {e.compute:.0%} of peak, HBM {e.hbm:.0%}, NVLink hop {params.hop_latency_ms * 1e3:.1f} us"
+        )
         engine = "" if e.engine == "custom" else f" ({e.engine} engine)"
-        layers = f" + {e.decode_layer_overhead_us:.0f} us/layer" if e.decode_layer_overhead_us else ""
-        out.print(f"{kernels}, decode step overhead{engine} {e.decode_step_overhead_ms:.2f} ms + {e.decode_sequence_overhead_us:.0f} us/seq{layers}", highlight=False)
+        layers = (
+            f" + {e.decode_layer_overhead_us:.0f} us/layer" if e.decode_layer_overhead_us else ""
+        )
+        out.print(
+            f"{kernels}, decode step overhead{engine} {e.decode_step_overhead_ms:.2f} ms + {e.decode_sequence_overhead_us:.0f} us/seq{layers}",
+            highlight=False,
+        )
 
     return estimate_generation
 
@@ -107,7 +172,11 @@ def parse_instances(text: str, model: Any) -> list[tuple[int, int]]:
             raise SpecError("--instances", text, "expected COUNTxTPk[,COUNTxTPk...], e.g. 4xTP2")
         count, tp = int(m.group(1)), int(m.group(2))
         if tp not in allowed:
-            raise SpecError("--instances", text, f"TP{tp} does not fit an 8-GPU node or split {model.name}'s heads; TP is one of {', '.join(map(str, allowed))}")
+            raise SpecError(
+                "--instances",
+                text,
+                f"TP{tp} does not fit an 8-GPU node or split {model.name}'s heads; TP is one of {', '.join(map(str, allowed))}",
+            )
         out.append((count, tp))
     gpus = sum(count * tp for count, tp in out)
     if gpus > MAX_SIMULATED_GPUS:
@@ -131,12 +200,20 @@ def simulation_requests(lengths: str, seed: int, read_text: Callable[[Path], str
             key, _, value = part.partition("=")
             smallest = 0 if key == "step" else 1
             if key not in args or not value.isdigit() or int(value) < smallest:
-                raise SpecError(f"lengths.{key}", part, "synthetic takes prompts, n, max (integers > 0) and step (>= 0)")
+                raise SpecError(
+                    f"lengths.{key}",
+                    part,
+                    "synthetic takes prompts, n, max (integers > 0) and step (>= 0)",
+                )
             args[key] = int(value)
         if args["max"] > MAX_TOKENS:
             raise SpecError("lengths.max", args["max"], f"at most {MAX_TOKENS:,} tokens")
-        check_memory("lengths.prompts", lengths, args["prompts"] * args["n"], REQUEST_BYTES, "requests")
-        return synthetic_trace(args["prompts"], args["n"], args["max"], seed=seed, step=args["step"])
+        check_memory(
+            "lengths.prompts", lengths, args["prompts"] * args["n"], REQUEST_BYTES, "requests"
+        )
+        return synthetic_trace(
+            args["prompts"], args["n"], args["max"], seed=seed, step=args["step"]
+        )
     hist = parse_distribution(lengths, seed=seed)
     return [Request(i, r.context, r.remaining) for i, r in enumerate(hist.requests())]
 
@@ -148,17 +225,43 @@ def simulate_generation_command(kit: CommandKit) -> Callable[..., None]:
     def simulate_generation(
         model: Annotated[str, typer.Option(help="model name from the catalog")] = "Qwen2.5-14B",
         gpu: Annotated[str, typer.Option(help="GPU type from the catalog")] = "H800",
-        instances: Annotated[str, typer.Option(help="serving instances, e.g. 4xTP2 or 2xTP2,1xTP4")] = "4xTP2",
-        lengths: Annotated[str, typer.Option(help="trace file (Vidur CSV, prompt_tokens/output_tokens/group CSV, RollPacker JSONL), synthetic:prompts=P,n=N,max=M, or NAME:key=value")] = "synthetic:prompts=64,n=8,max=8192",
-        max_num_seqs: Annotated[int, typer.Option(min=1, max=MAX_NUM_SEQS, help="engine's max concurrent sequences per instance")] = 256,
-        memory_utilization: Annotated[float, typer.Option(min=0.01, max=1, help="share of GPU memory the engine may use")] = 0.9,
-        block_size: Annotated[int, typer.Option(min=1, max=MAX_BLOCK_SIZE, help="KV cache block size in tokens")] = 16,
-        seed: Annotated[int, typer.Option(min=0, max=2**63 - 1, help="seed for synthetic lengths")] = 0,
+        instances: Annotated[
+            str, typer.Option(help="serving instances, e.g. 4xTP2 or 2xTP2,1xTP4")
+        ] = "4xTP2",
+        lengths: Annotated[
+            str,
+            typer.Option(
+                help="trace file (Vidur CSV, prompt_tokens/output_tokens/group CSV, RollPacker JSONL), synthetic:prompts=P,n=N,max=M, or NAME:key=value"
+            ),
+        ] = "synthetic:prompts=64,n=8,max=8192",
+        max_num_seqs: Annotated[
+            int,
+            typer.Option(
+                min=1, max=MAX_NUM_SEQS, help="engine's max concurrent sequences per instance"
+            ),
+        ] = 256,
+        memory_utilization: Annotated[
+            float, typer.Option(min=0.01, max=1, help="share of GPU memory the engine may use")
+        ] = 0.9,
+        block_size: Annotated[
+            int, typer.Option(min=1, max=MAX_BLOCK_SIZE, help="KV cache block size in tokens")
+        ] = 16,
+        seed: Annotated[
+            int, typer.Option(min=0, max=2**63 - 1, help="seed for synthetic lengths")
+        ] = 0,
         profile: Annotated[str | None, typer.Option(help=kit.profile_help)] = None,
         engine: Annotated[str | None, typer.Option(help=kit.engine_help)] = None,
-        plot: Annotated[Path | None, typer.Option(help="also draw the timeline and remaining-requests curve to this PNG")] = None,
+        plot: Annotated[
+            Path | None,
+            typer.Option(help="also draw the timeline and remaining-requests curve to this PNG"),
+        ] = None,
         as_json: Annotated[bool, typer.Option("--json", help="machine-readable result")] = False,
-        policy: Annotated[str, typer.Option(help="none, verl-to (best static TP), verl-lo (largest TP), proactive, reactive or orchestrrl (OrchestrRL Algorithm 1; needs uniform TP on whole 8-GPU nodes)")] = "none",
+        policy: Annotated[
+            str,
+            typer.Option(
+                help="none, verl-to (best static TP), verl-lo (largest TP), proactive, reactive or orchestrrl (OrchestrRL Algorithm 1; needs uniform TP on whole 8-GPU nodes)"
+            ),
+        ] = "none",
     ) -> None:
         """Simulate one generation step: makespan, preemptions, idle GPU-seconds (continuous
         batching, KV blocks, recompute preemption; ``costmodels.generation.engine``), optionally
@@ -171,13 +274,27 @@ def simulate_generation_command(kit: CommandKit) -> Callable[..., None]:
             if plot is not None:
                 kit.check_output(plot, "--plot", kit.plot_suffixes)
             m, g = get_model(model), get_gpu(gpu)
-            params = ServingParams(max_num_seqs=max_num_seqs, memory_utilization=memory_utilization, efficiency=kit.efficiency(profile, engine))
+            params = ServingParams(
+                max_num_seqs=max_num_seqs,
+                memory_utilization=memory_utilization,
+                efficiency=kit.efficiency(profile, engine),
+            )
             layout = parse_instances(instances, m)
-            check_memory("--instances", instances, sum(count for count, _ in layout), INSTANCE_BYTES, "serving instances")
+            check_memory(
+                "--instances",
+                instances,
+                sum(count for count, _ in layout),
+                INSTANCE_BYTES,
+                "serving instances",
+            )
             insts = [Instance(m, g, tp, params) for count, tp in layout for _ in range(count)]
             for inst in insts:
                 if inst.kv_capacity_tokens() <= 0:
-                    raise SpecError("--instances", instances, f"{model} does not fit TP{inst.tp} on {gpu} with room for a KV cache")
+                    raise SpecError(
+                        "--instances",
+                        instances,
+                        f"{model} does not fit TP{inst.tp} on {gpu} with room for a KV cache",
+                    )
             try:
                 reqs = simulation_requests(lengths, seed, kit.read_text)
             except SpecError:
@@ -194,26 +311,66 @@ def simulate_generation_command(kit: CommandKit) -> Callable[..., None]:
                     raise SpecError("--policy", policy, f"known: {', '.join(SCHEMES)}")
                 if len({i.tp for i in insts}) != 1:
                     raise SpecError("--instances", instances, "a policy starts from one uniform TP")
-                result, details = run_scheme(policy, model, gpu, sum(i.tp for i in insts), insts[0].tp, reqs, None, params, block_size, seed=seed)
+                result, details = run_scheme(
+                    policy,
+                    model,
+                    gpu,
+                    sum(i.tp for i in insts),
+                    insts[0].tp,
+                    reqs,
+                    None,
+                    params,
+                    block_size,
+                    seed=seed,
+                )
         except SpecError as exc:
             fail(exc)
-        except ValueError as exc:  # the engine refuses what the options and the lengths ask together
+        except (
+            ValueError
+        ) as exc:  # the engine refuses what the options and the lengths ask together
             fail(f"--instances {instances} with --lengths {lengths}: {exc}")
         if plot is not None:
             from costmodels.generation.plot import plot_simulation
 
-            kit.write_picture(plot, lambda tmp: plot_simulation(result, tmp, f"{model} on {instances} x {gpu}: {len(reqs)} requests"))
-        doc = {"model": model, "gpu": gpu, "configuration": instances, "request_count": len(reqs), "policy": policy,
-               "policy_details": details, **result.to_dict()}
+            kit.write_picture(
+                plot,
+                lambda tmp: plot_simulation(
+                    result, tmp, f"{model} on {instances} x {gpu}: {len(reqs)} requests"
+                ),
+            )
+        doc = {
+            "model": model,
+            "gpu": gpu,
+            "configuration": instances,
+            "request_count": len(reqs),
+            "policy": policy,
+            "policy_details": details,
+            **result.to_dict(),
+        }
         if as_json:
             sys.stdout.write(json.dumps(doc, indent=2) + "\n")
             return
-        out.print(f"{len(reqs)} requests on {instances} x {gpu} ({model}): makespan {result.makespan_s:.1f} s, "
-                  f"{result.tokens_per_s:,.0f} tokens/s, {result.preemptions} preemptions, {result.idle_gpu_s:,.0f} idle GPU-s", highlight=False)
+        out.print(
+            f"{len(reqs)} requests on {instances} x {gpu} ({model}): makespan {result.makespan_s:.1f} s, "
+            f"{result.tokens_per_s:,.0f} tokens/s, {result.preemptions} preemptions, {result.idle_gpu_s:,.0f} idle GPU-s",
+            highlight=False,
+        )
         if policy != "none":
             applied = [p for p in details.get("plans", []) if p["applied"]]
-            out.print(f"policy {policy}: TP{details.get('tp')}" + (f", {len(applied)} re-plans applied at "
-                      + ", ".join(f"{p['time']:.0f} s" for p in applied) if applied else "")
-                      + (f", {details['migrations']} balancing migrations" if details.get("migrations") else ""), highlight=False)
+            out.print(
+                f"policy {policy}: TP{details.get('tp')}"
+                + (
+                    f", {len(applied)} re-plans applied at "
+                    + ", ".join(f"{p['time']:.0f} s" for p in applied)
+                    if applied
+                    else ""
+                )
+                + (
+                    f", {details['migrations']} balancing migrations"
+                    if details.get("migrations")
+                    else ""
+                ),
+                highlight=False,
+            )
 
     return simulate_generation

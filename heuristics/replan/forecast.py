@@ -21,14 +21,20 @@ import numpy as np
 LEVELS = np.array([0.01, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 0.999])
 
 
-def forecast_quantiles(history: list[np.ndarray], order: tuple[int, int, int] = (1, 1, 0), trend: str = "t") -> np.ndarray:
+def forecast_quantiles(
+    history: list[np.ndarray], order: tuple[int, int, int] = (1, 1, 0), trend: str = "t"
+) -> np.ndarray:
     """One-step ARIMA forecast of each log-length quantile (module doc)."""
     from statsmodels.tsa.arima.model import ARIMA
 
-    series = np.array([np.quantile(np.log(np.maximum(h, 1)), LEVELS) for h in history])  # steps x levels
+    series = np.array(
+        [np.quantile(np.log(np.maximum(h, 1)), LEVELS) for h in history]
+    )  # steps x levels
     out = np.empty(len(LEVELS))
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # short series: statsmodels warns about convergence and frequency
+        warnings.simplefilter(
+            "ignore"
+        )  # short series: statsmodels warns about convergence and frequency
         for i in range(len(LEVELS)):
             try:
                 out[i] = float(ARIMA(series[:, i], order=order, trend=trend).fit().forecast(1)[0])
@@ -37,27 +43,37 @@ def forecast_quantiles(history: list[np.ndarray], order: tuple[int, int, int] = 
     return np.exp(np.maximum.accumulate(out))
 
 
-def lengths_from_quantiles(quantiles: np.ndarray, samples: int = 4096, max_len: int | None = None) -> np.ndarray:
+def lengths_from_quantiles(
+    quantiles: np.ndarray, samples: int = 4096, max_len: int | None = None
+) -> np.ndarray:
     """Lengths at evenly spaced probabilities, interpolating the quantile function in log space."""
     p = (np.arange(samples) + 0.5) / samples
     levels = np.concatenate([[0.0], LEVELS, [1.0]])
     logq = np.log(quantiles)
-    ends = np.concatenate([[max(0.0, logq[0] - (logq[1] - logq[0]))], logq, [logq[-1] + (logq[-1] - logq[-2])]])
+    ends = np.concatenate(
+        [[max(0.0, logq[0] - (logq[1] - logq[0]))], logq, [logq[-1] + (logq[-1] - logq[-2])]]
+    )
     out = np.rint(np.exp(np.interp(p, levels, ends))).astype(int)
     return np.clip(out, 1, max_len) if max_len else np.maximum(out, 1)
 
 
-def histogram(lengths: np.ndarray, bin_tokens: int = 256, bins: int | None = None, scale: float = 1.0) -> np.ndarray:
+def histogram(
+    lengths: np.ndarray, bin_tokens: int = 256, bins: int | None = None, scale: float = 1.0
+) -> np.ndarray:
     """Counts per bin of ``bin_tokens`` (bin i holds lengths in (i W, (i + 1) W])."""
     idx = (np.asarray(lengths) - 1) // bin_tokens
     n = int(bins if bins is not None else idx.max() + 1)
     return np.bincount(np.minimum(idx, n - 1), minlength=n) * scale
 
 
-def relative_error(forecast: np.ndarray, actual: np.ndarray, bin_tokens: int = 256) -> dict[str, float]:
+def relative_error(
+    forecast: np.ndarray, actual: np.ndarray, bin_tokens: int = 256
+) -> dict[str, float]:
     """L1 histogram error (counts scaled to the actual batch) and total-work error."""
     n = int(max(forecast.max(), actual.max()) - 1) // bin_tokens + 1
     h_hat = histogram(forecast, bin_tokens, n, len(actual) / len(forecast))
     h = histogram(actual, bin_tokens, n)
-    return {"histogram": float(np.abs(h_hat - h).sum() / h.sum()),
-            "work": float(abs(forecast.mean() - actual.mean()) / actual.mean())}
+    return {
+        "histogram": float(np.abs(h_hat - h).sum() / h.sum()),
+        "work": float(abs(forecast.mean() - actual.mean()) / actual.mean()),
+    }

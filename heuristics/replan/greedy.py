@@ -66,15 +66,26 @@ class Loads:
             if s.kept is not None:
                 self.local[j] = problem.resident[s.kept]
         self.x = np.zeros((ns, nb), dtype=np.int64)
-        self.work, self.tok, self.lmax, self.mig = np.zeros(ns), np.zeros(ns), np.zeros(ns), np.zeros(ns)
+        self.work, self.tok, self.lmax, self.mig = (
+            np.zeros(ns),
+            np.zeros(ns),
+            np.zeros(ns),
+            np.zeros(ns),
+        )
         self.count = np.zeros(ns, dtype=np.int64)
 
     def totals(self) -> np.ndarray:
         used = self.count > 0
-        return np.where(used, self.work + self.alpha * np.maximum(self.lmax, self.tok) + self.mig + self.switch, 0.0)
+        return np.where(
+            used,
+            self.work + self.alpha * np.maximum(self.lmax, self.tok) + self.mig + self.switch,
+            0.0,
+        )
 
     def add(self, j: int, b: int, n: int = 1) -> None:
-        paid = max(0, int(self.x[j, b]) + n - int(self.local[j, b])) - max(0, int(self.x[j, b]) - int(self.local[j, b]))
+        paid = max(0, int(self.x[j, b]) + n - int(self.local[j, b])) - max(
+            0, int(self.x[j, b]) - int(self.local[j, b])
+        )
         self.x[j, b] += n
         self.count[j] += n
         self.work[j] += n * self.w[j, b]
@@ -96,12 +107,20 @@ class Loads:
     def after_add(self, b: int) -> np.ndarray:
         """Every instance's objective term if one request of bin b joined it (inf where it does not fit)."""
         extra_mig = np.where(self.x[:, b] >= self.local[:, b], self.mu[:, b], 0.0)
-        out = (self.work + self.w[:, b] + self.alpha * np.maximum(np.maximum(self.lmax, self.L[b]), self.tok + self.t[:, b])
-               + self.mig + extra_mig + self.switch)
+        out = (
+            self.work
+            + self.w[:, b]
+            + self.alpha * np.maximum(np.maximum(self.lmax, self.L[b]), self.tok + self.t[:, b])
+            + self.mig
+            + extra_mig
+            + self.switch
+        )
         return np.where(self.fits[:, b], out, np.inf)
 
 
-def assign(problem: ReplanProblem, chosen: list[Slot], deadline: Deadline | None = None) -> np.ndarray | None:
+def assign(
+    problem: ReplanProblem, chosen: list[Slot], deadline: Deadline | None = None
+) -> np.ndarray | None:
     """x_jb for the chosen instances (module doc, steps 1-3); None when some bin fits nowhere."""
     if not chosen:
         return None
@@ -150,9 +169,17 @@ def _improve(ld: Loads, deadline: Deadline | None, rounds: int = 400) -> None:
 
 
 def to_plan(problem: ReplanProblem, chosen: list[Slot], x: np.ndarray) -> ReplanPlan:
-    return ReplanPlan(instances=[
-        NewInstance(node=s.node, gpu=s.gpu, tp=s.tp, bins=[(problem.bins[b].upper, int(x[j, b])) for b in np.flatnonzero(x[j])])
-        for j, s in enumerate(chosen)])
+    return ReplanPlan(
+        instances=[
+            NewInstance(
+                node=s.node,
+                gpu=s.gpu,
+                tp=s.tp,
+                bins=[(problem.bins[b].upper, int(x[j, b])) for b in np.flatnonzero(x[j])],
+            )
+            for j, s in enumerate(chosen)
+        ]
+    )
 
 
 def layout_slots(problem: ReplanProblem, choice: list[int]) -> list[Slot]:
@@ -242,10 +269,20 @@ def fluid_bound(problem: ReplanProblem, chosen: list[Slot]) -> float:
         a_eq[b, [yi * nb + b for yi in range(ny)]] = 1.0
     a_ub = np.zeros((ny, nvar))
     for yi, t in enumerate(tps):
-        a_ub[yi, yi * nb:(yi + 1) * nb] = np.where(np.isfinite(cost[yi]), cost[yi], 0.0)
+        a_ub[yi, yi * nb : (yi + 1) * nb] = np.where(np.isfinite(cost[yi]), cost[yi], 0.0)
         a_ub[yi, -1] = -count[t]
-    bounds = [(0, None if np.isfinite(cost[yi, b]) else 0) for yi in range(ny) for b in range(nb)] + [(0, None)]
-    res = linprog(obj, A_ub=a_ub, b_ub=np.zeros(ny), A_eq=a_eq, b_eq=np.array([b.count for b in bins], dtype=float), bounds=bounds, method="highs")
+    bounds = [
+        (0, None if np.isfinite(cost[yi, b]) else 0) for yi in range(ny) for b in range(nb)
+    ] + [(0, None)]
+    res = linprog(
+        obj,
+        A_ub=a_ub,
+        b_ub=np.zeros(ny),
+        A_eq=a_eq,
+        b_eq=np.array([b.count for b in bins], dtype=float),
+        bounds=bounds,
+        method="highs",
+    )
     if res.status != 0:
         return np.inf
     return max(float(res.fun), longest)
@@ -260,7 +297,13 @@ def candidate_choices(problem: ReplanProblem) -> list[tuple[str, list[int]]]:
         if c is not None:
             out.append((f"tp{t}", c))
     nodes = problem.spec.nodes
-    ks = sorted({k for k in (1, 2, 3, 4, nodes // 8, nodes // 4, nodes // 2, 3 * nodes // 4) if 0 < k < nodes})
+    ks = sorted(
+        {
+            k
+            for k in (1, 2, 3, 4, nodes // 8, nodes // 4, nodes // 2, 3 * nodes // 4)
+            if 0 < k < nodes
+        }
+    )
     for i, big in enumerate(tps):
         for small in tps[:i]:
             for k in ks:
@@ -270,14 +313,26 @@ def candidate_choices(problem: ReplanProblem) -> list[tuple[str, list[int]]]:
     return out
 
 
-def _output(problem: ReplanProblem, plan: ReplanPlan | None, t0: float, message: str, **stats) -> SolverOutput:
+def _output(
+    problem: ReplanProblem, plan: ReplanPlan | None, t0: float, message: str, **stats
+) -> SolverOutput:
     if plan is None:
-        return SolverOutput(Status.INFEASIBLE, message="some bin fits no instance of any candidate configuration")
+        return SolverOutput(
+            Status.INFEASIBLE, message="some bin fits no instance of any candidate configuration"
+        )
     obj, _ = evaluate_replan(problem, plan)
-    return SolverOutput(Status.FEASIBLE, plan, obj, message=message, stats={"wall_s": time.perf_counter() - t0, **stats})
+    return SolverOutput(
+        Status.FEASIBLE,
+        plan,
+        obj,
+        message=message,
+        stats={"wall_s": time.perf_counter() - t0, **stats},
+    )
 
 
-def best_of(problem: ReplanProblem, choices: list[tuple[str, list[int]]], deadline: Deadline) -> tuple[str, ReplanPlan | None, float]:
+def best_of(
+    problem: ReplanProblem, choices: list[tuple[str, list[int]]], deadline: Deadline
+) -> tuple[str, ReplanPlan | None, float]:
     best: tuple[str, ReplanPlan | None, float] = ("", None, np.inf)
     for name, choice in choices:
         if deadline.expired() and best[1] is not None:
@@ -295,7 +350,9 @@ def best_of(problem: ReplanProblem, choices: list[tuple[str, list[int]]], deadli
     return best
 
 
-def solve_greedy(problem: ReplanProblem, *, time_limit: float | None = None, seed: int = 0, shortlist: int = 4) -> SolverOutput:
+def solve_greedy(
+    problem: ReplanProblem, *, time_limit: float | None = None, seed: int = 0, shortlist: int = 4
+) -> SolverOutput:
     """Enumerate configuration mixes, rank by the fluid bound, assign the best ``shortlist``."""
     t0, deadline = time.perf_counter(), _deadline(time_limit)
     ranked = []
@@ -305,20 +362,32 @@ def solve_greedy(problem: ReplanProblem, *, time_limit: float | None = None, see
             ranked.append((fluid_bound(problem, chosen), name, choice))
     ranked.sort(key=lambda r: r[0])
     # keep is always tried: it pays no switch or migration, which the fluid bound leaves out
-    short = [(n, c) for _, n, c in ranked if n == "keep"] + [(n, c) for _, n, c in ranked[:shortlist] if n != "keep"]
+    short = [(n, c) for _, n, c in ranked if n == "keep"] + [
+        (n, c) for _, n, c in ranked[:shortlist] if n != "keep"
+    ]
     name, plan, _ = best_of(problem, short, deadline)
-    return _output(problem, plan, t0, f"greedy: {name}", mixes=len(ranked), assigned=len(short), layout=name)
+    return _output(
+        problem, plan, t0, f"greedy: {name}", mixes=len(ranked), assigned=len(short), layout=name
+    )
 
 
-def solve_verl_to(problem: ReplanProblem, *, time_limit: float | None = None, seed: int = 0) -> SolverOutput:
+def solve_verl_to(
+    problem: ReplanProblem, *, time_limit: float | None = None, seed: int = 0
+) -> SolverOutput:
     """veRL-TO (§6): the best single TP over the whole pool, by sweep."""
     t0, deadline = time.perf_counter(), _deadline(time_limit)
-    choices = [(f"tp{t}", c) for t in problem.candidate_tps if (c := uniform_choice(problem, t)) is not None]
+    choices = [
+        (f"tp{t}", c)
+        for t in problem.candidate_tps
+        if (c := uniform_choice(problem, t)) is not None
+    ]
     name, plan, _ = best_of(problem, choices, deadline)
     return _output(problem, plan, t0, f"verl-to: {name}", layout=name)
 
 
-def solve_verl_lo(problem: ReplanProblem, *, time_limit: float | None = None, seed: int = 0) -> SolverOutput:
+def solve_verl_lo(
+    problem: ReplanProblem, *, time_limit: float | None = None, seed: int = 0
+) -> SolverOutput:
     """veRL-LO (§6): the largest candidate TP on every node."""
     t0 = time.perf_counter()
     t = max(problem.candidate_tps)
@@ -327,7 +396,9 @@ def solve_verl_lo(problem: ReplanProblem, *, time_limit: float | None = None, se
     return _output(problem, plan, t0, f"verl-lo: {name}", layout=name)
 
 
-def solve_keep(problem: ReplanProblem, *, time_limit: float | None = None, seed: int = 0) -> SolverOutput:
+def solve_keep(
+    problem: ReplanProblem, *, time_limit: float | None = None, seed: int = 0
+) -> SolverOutput:
     """The current instances, requests re-balanced."""
     t0 = time.perf_counter()
     _, plan, _ = best_of(problem, [("keep", keep_choice(problem))], _deadline(time_limit))

@@ -32,15 +32,34 @@ from heuristics.replan.policies import (
 SCHEMES = ("none", "verl-to", "verl-lo", "proactive", "reactive", "orchestrrl")
 
 
-def static_run(model: str, gpu: str, gpus: int, tp: int, reqs: list[Request], params: ServingParams | None = None,
-               block_size: int = 16) -> SimResult:
+def static_run(
+    model: str,
+    gpu: str,
+    gpus: int,
+    tp: int,
+    reqs: list[Request],
+    params: ServingParams | None = None,
+    block_size: int = 16,
+) -> SimResult:
     inst = Instance(get_model(model), get_gpu(gpu), tp, params or ServingParams())
     return simulate([inst] * (gpus // tp), reqs, block_size=block_size)
 
 
-def policy_run(model: str, gpu: str, nodes: int, gpus_per_node: int, tp: int, reqs: list[Request], forecast: np.ndarray,
-               proactive: bool, reactive: bool, tps: list[int], params: ServingParams | None = None, block_size: int = 16,
-               solver: Any = None) -> tuple[SimResult, dict[str, Any]]:
+def policy_run(
+    model: str,
+    gpu: str,
+    nodes: int,
+    gpus_per_node: int,
+    tp: int,
+    reqs: list[Request],
+    forecast: np.ndarray,
+    proactive: bool,
+    reactive: bool,
+    tps: list[int],
+    params: ServingParams | None = None,
+    block_size: int = 16,
+    solver: Any = None,
+) -> tuple[SimResult, dict[str, Any]]:
     """Start at uniform TP ``tp`` and run the chosen policies (module doc)."""
     params = params or ServingParams()
     pool = Pool(model, gpu, nodes, gpus_per_node, min(tps), params)
@@ -55,7 +74,10 @@ def policy_run(model: str, gpu: str, nodes: int, gpus_per_node: int, tp: int, re
     elif planner or balancer:
         policies.append(planner or balancer)
     res = engine.run(policies)
-    return res, {"plans": planner.log if planner else [], "migrations": len(balancer.moves) if balancer else 0}
+    return res, {
+        "plans": planner.log if planner else [],
+        "migrations": len(balancer.moves) if balancer else 0,
+    }
 
 
 def prior_lengths(seed: int = 0) -> np.ndarray:
@@ -64,24 +86,58 @@ def prior_lengths(seed: int = 0) -> np.ndarray:
     return np.array([r.output for r in synthetic_trace(256, 16, 16384, seed=seed + 1)])
 
 
-def run_scheme(scheme: str, model: str, gpu: str, gpus: int, tp: int, reqs: list[Request], forecast: np.ndarray | None,
-               params: ServingParams | None = None, block_size: int = 16, gpus_per_node: int = 8, seed: int = 0) -> tuple[SimResult, dict[str, Any]]:
+def run_scheme(
+    scheme: str,
+    model: str,
+    gpu: str,
+    gpus: int,
+    tp: int,
+    reqs: list[Request],
+    forecast: np.ndarray | None,
+    params: ServingParams | None = None,
+    block_size: int = 16,
+    gpus_per_node: int = 8,
+    seed: int = 0,
+) -> tuple[SimResult, dict[str, Any]]:
     """One step under ``scheme`` on ``gpus`` GPUs (module doc); (result, details). ``forecast``
     None: :func:`prior_lengths`."""
     if scheme not in SCHEMES:
         raise ValueError(f"unknown policy {scheme!r}; known: {', '.join(SCHEMES)}")
     if forecast is None:
         forecast = prior_lengths(seed)
-    tps = [t for t in feasible_tps(get_model(model), gpus_per_node, gpus_per_node)
-           if Instance(get_model(model), get_gpu(gpu), t, params or ServingParams()).kv_capacity_tokens() > 0]
+    tps = [
+        t
+        for t in feasible_tps(get_model(model), gpus_per_node, gpus_per_node)
+        if Instance(
+            get_model(model), get_gpu(gpu), t, params or ServingParams()
+        ).kv_capacity_tokens()
+        > 0
+    ]
     if scheme == "none":
         return static_run(model, gpu, gpus, tp, reqs, params, block_size), {"tp": tp}
     if scheme in ("verl-to", "verl-lo"):
-        runs = {t: static_run(model, gpu, gpus, t, reqs, params, block_size) for t in (tps if scheme == "verl-to" else [max(tps)])}
+        runs = {
+            t: static_run(model, gpu, gpus, t, reqs, params, block_size)
+            for t in (tps if scheme == "verl-to" else [max(tps)])
+        }
         best = min(runs, key=lambda t: runs[t].makespan_s)
         return runs[best], {"tp": best}
     if gpus % gpus_per_node:
-        raise ValueError(f"policies re-plan whole {gpus_per_node}-GPU nodes; {gpus} GPUs is not a multiple")
-    res, info = policy_run(model, gpu, gpus // gpus_per_node, gpus_per_node, tp, reqs, forecast, scheme in ("proactive", "orchestrrl"),
-                           scheme in ("reactive", "orchestrrl"), tps, params, block_size)
+        raise ValueError(
+            f"policies re-plan whole {gpus_per_node}-GPU nodes; {gpus} GPUs is not a multiple"
+        )
+    res, info = policy_run(
+        model,
+        gpu,
+        gpus // gpus_per_node,
+        gpus_per_node,
+        tp,
+        reqs,
+        forecast,
+        scheme in ("proactive", "orchestrrl"),
+        scheme in ("reactive", "orchestrrl"),
+        tps,
+        params,
+        block_size,
+    )
     return res, {"tp": tp, **info}

@@ -132,7 +132,11 @@ class ReactiveBalancer:
             reqs = [obs.requests[r] for r in (*v.running, *v.waiting)]
             done = sum(obs.requests[r].generated for r in v.running)
             prev = self._last.get(v.index)
-            rate = (done - prev[1]) / (obs.time - prev[0]) if prev and obs.time > prev[0] and done >= prev[1] else 0.0
+            rate = (
+                (done - prev[1]) / (obs.time - prev[0])
+                if prev and obs.time > prev[0] and done >= prev[1]
+                else 0.0
+            )
             self._last[v.index] = (obs.time, done)
             mean_ctx = np.mean([r.prompt + r.generated for r in reqs]) if reqs else 1.0
             free_tokens = (v.kv_blocks - v.kv_blocks_used) * self.block_size
@@ -155,16 +159,29 @@ class ReactiveBalancer:
             if index[hi] - index[lo] <= self.theta:
                 break
             src, dst = views[hi], views[lo]
-            candidates = sorted((r for r in src.waiting if r not in moved), key=lambda r: obs.requests[r].prompt + obs.requests[r].generated)
-            candidates += sorted((r for r in src.running if r not in moved and obs.requests[r].prompt + obs.requests[r].generated <= self.max_running_context),
-                                 key=lambda r: obs.requests[r].prompt + obs.requests[r].generated)
+            candidates = sorted(
+                (r for r in src.waiting if r not in moved),
+                key=lambda r: obs.requests[r].prompt + obs.requests[r].generated,
+            )
+            candidates += sorted(
+                (
+                    r
+                    for r in src.running
+                    if r not in moved
+                    and obs.requests[r].prompt + obs.requests[r].generated
+                    <= self.max_running_context
+                ),
+                key=lambda r: obs.requests[r].prompt + obs.requests[r].generated,
+            )
             if queued[hi] - queued[lo] < 2:  # a move would only swap the imbalance
                 break
             chosen = None
             for rid in candidates:
                 req = obs.requests[rid]
                 need = -(-(req.prompt + req.generated + 1) // self.block_size)
-                headroom = dst.kv_blocks - dst.kv_blocks_used - extra_blocks.get(lo, 0) - len(dst.running)  # one block per running sequence
+                headroom = (
+                    dst.kv_blocks - dst.kv_blocks_used - extra_blocks.get(lo, 0) - len(dst.running)
+                )  # one block per running sequence
                 if need <= headroom:
                     chosen = (rid, need)
                     break
@@ -174,8 +191,16 @@ class ReactiveBalancer:
             moved.add(rid)
             extra_blocks[lo] = extra_blocks.get(lo, 0) + need
             actions.append(Migrate(rid, lo, self.bandwidth_gbs))
-            self.moves.append({"time": obs.time, "request": rid, "from": hi, "to": lo, "need_blocks": need,
-                               "free_blocks": dst.kv_blocks - dst.kv_blocks_used})
+            self.moves.append(
+                {
+                    "time": obs.time,
+                    "request": rid,
+                    "from": hi,
+                    "to": lo,
+                    "need_blocks": need,
+                    "free_blocks": dst.kv_blocks - dst.kv_blocks_used,
+                }
+            )
             # the move shifts one request of queue pressure from hi to lo
             for k, delta in ((hi, -1), (lo, 1)):
                 before = queued[k]
@@ -205,12 +230,14 @@ class Orchestrator:
         return [a for a in self.balancer.on_tick(obs) if a.instance in active]
 
 
-GOLDEN = (5 ** 0.5 - 1) / 2
+GOLDEN = (5**0.5 - 1) / 2
 
 
-def conditional_remaining(sorted_lengths: np.ndarray, generated: int, level: float, floor: int = 1) -> int:
+def conditional_remaining(
+    sorted_lengths: np.ndarray, generated: int, level: float, floor: int = 1
+) -> int:
     """The ``level`` quantile of L - g given L > g under the forecast lengths, given sorted (module doc)."""
-    tail = sorted_lengths[np.searchsorted(sorted_lengths, generated, side="right"):]
+    tail = sorted_lengths[np.searchsorted(sorted_lengths, generated, side="right") :]
     if not len(tail):  # outlived the forecast: assume it is close to done
         return max(floor, int(0.1 * generated))
     return max(floor, int(tail[min(len(tail) - 1, int(level * len(tail)))]) - generated)
@@ -242,7 +269,9 @@ class ProactivePlanner:
     _next: float = 0.0
 
     def __post_init__(self) -> None:
-        self._sorted = np.sort(self.forecast)  # sorted once: every tick conditions it on each request
+        self._sorted = np.sort(
+            self.forecast
+        )  # sorted once: every tick conditions it on each request
 
     def on_start(self, obs: Observation) -> list[Action]:
         # the layout is read at the first tick: other policies' start actions (releasing the
@@ -264,11 +293,22 @@ class ProactivePlanner:
                 rem = conditional_remaining(self._sorted, r.generated, spread_level(rid))
                 estimate[rid] = rem
                 reqs.append([rem, r.prompt + r.generated])
-            instances.append({"node": node, "gpu": gpu, "tp": self.layout[v.index], "requests": reqs})
-        spec = ReplanSpec.model_validate({"model": self.pool.model, "gpu": self.pool.gpu, "nodes": self.pool.nodes,
-                                          "gpus_per_node": self.pool.gpus_per_node, "tps": self.tps, "serving": self.pool.serving.model_dump(),
-                                          "migration_gbs": self.bandwidth_gbs, "switch_overhead_s": self.switch_overhead_s,
-                                          "instances": instances})
+            instances.append(
+                {"node": node, "gpu": gpu, "tp": self.layout[v.index], "requests": reqs}
+            )
+        spec = ReplanSpec.model_validate(
+            {
+                "model": self.pool.model,
+                "gpu": self.pool.gpu,
+                "nodes": self.pool.nodes,
+                "gpus_per_node": self.pool.gpus_per_node,
+                "tps": self.tps,
+                "serving": self.pool.serving.model_dump(),
+                "migration_gbs": self.bandwidth_gbs,
+                "switch_overhead_s": self.switch_overhead_s,
+                "instances": instances,
+            }
+        )
         if estimate:
             spec.check()
         return spec, estimate
@@ -285,14 +325,25 @@ class ProactivePlanner:
         problem = ReplanProblem(spec)
         current = current_makespan(problem)
         out = self.solver(problem)
-        entry = {"time": obs.time, "current_s": current, "planned_s": out.objective, "applied": False}
+        entry = {
+            "time": obs.time,
+            "current_s": current,
+            "planned_s": out.objective,
+            "applied": False,
+        }
         self.log.append(entry)
-        if out.plan is None or out.objective is None or not out.objective < current * (1 - self.epsilon_rel) - self.epsilon:
+        if (
+            out.plan is None
+            or out.objective is None
+            or not out.objective < current * (1 - self.epsilon_rel) - self.epsilon
+        ):
             return []
         entry["applied"] = True
         return self.apply(obs, problem, out.plan, estimate)
 
-    def apply(self, obs: Observation, problem: ReplanProblem, plan: ReplanPlan, estimate: dict[int, int]) -> list[Action]:
+    def apply(
+        self, obs: Observation, problem: ReplanProblem, plan: ReplanPlan, estimate: dict[int, int]
+    ) -> list[Action]:
         """Actions that take the pool to ``plan``: layout first, then requests (module doc)."""
         actions: list[Action] = []
         new = {self.pool.slot(i.node, i.gpu): i for i in plan.instances}
@@ -305,13 +356,20 @@ class ProactivePlanner:
                 v = views[slot]
                 released_requests += [*v.running, *v.waiting, *v.pending]
             elif now is not None and was is None:
-                actions += [Acquire(slot), Reconfigure(slot, now.tp, self.bandwidth_gbs, self.switch_overhead_s)]
+                actions += [
+                    Acquire(slot),
+                    Reconfigure(slot, now.tp, self.bandwidth_gbs, self.switch_overhead_s),
+                ]
             elif now is not None and was != now.tp:
-                actions.append(Reconfigure(slot, now.tp, self.bandwidth_gbs, self.switch_overhead_s))
+                actions.append(
+                    Reconfigure(slot, now.tp, self.bandwidth_gbs, self.switch_overhead_s)
+                )
         self.layout = {s: i.tp for s, i in new.items()}
         # requests: per new instance and bin, residents stay, the rest come from elsewhere
         w = problem.spec.bin_tokens
-        where = {rid: v.index for v in obs.instances for rid in (*v.running, *v.waiting, *v.pending)}
+        where = {
+            rid: v.index for v in obs.instances for rid in (*v.running, *v.waiting, *v.pending)
+        }
         for rid in released_requests:
             where[rid] = -1
         by_bin: dict[int, list[int]] = {}
@@ -327,9 +385,10 @@ class ProactivePlanner:
             movers = [r for r in by_bin.get(u, []) if r not in placed][:c]
             for rid in movers:
                 placed.add(rid)
-                actions.append(Dispatch(rid, s) if where[rid] == -1 else Migrate(rid, s, self.bandwidth_gbs))
+                actions.append(
+                    Dispatch(rid, s) if where[rid] == -1 else Migrate(rid, s, self.bandwidth_gbs)
+                )
         # anything released and not placed (should not happen) goes to the first new instance
         first = min(new) if new else 0
         actions += [Dispatch(r, first) for r in released_requests if r not in placed]
         return actions
-

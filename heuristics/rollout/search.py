@@ -49,16 +49,24 @@ def _objective(problem: RolloutProblem, plan: RolloutPlan) -> float:
 def _fixed(problem: RolloutProblem, plan: RolloutPlan, name: str) -> SolverOutput:
     bad = check_rollout(problem, plan)
     if bad:
-        return SolverOutput(Status.INFEASIBLE, message=f"{name}: its plan is not valid here: {bad[0]}")
-    return SolverOutput(Status.FEASIBLE, plan, _objective(problem, plan), message=f"{name} settings")
+        return SolverOutput(
+            Status.INFEASIBLE, message=f"{name}: its plan is not valid here: {bad[0]}"
+        )
+    return SolverOutput(
+        Status.FEASIBLE, plan, _objective(problem, plan), message=f"{name} settings"
+    )
 
 
-def solve_paper(problem: RolloutProblem, *, time_limit: float | None = None, seed: int = 0) -> SolverOutput:
+def solve_paper(
+    problem: RolloutProblem, *, time_limit: float | None = None, seed: int = 0
+) -> SolverOutput:
     """RollPacker's settings (``costmodels.rollout.space.paper_plan``)."""
     return _fixed(problem, paper_plan(problem.workload), "RollPacker's")
 
 
-def solve_verl(problem: RolloutProblem, *, time_limit: float | None = None, seed: int = 0) -> SolverOutput:
+def solve_verl(
+    problem: RolloutProblem, *, time_limit: float | None = None, seed: int = 0
+) -> SolverOutput:
     """veRL's synchronous rollout (``costmodels.rollout.space.verl_plan``)."""
     return _fixed(problem, verl_plan(problem.workload), "veRL's synchronous")
 
@@ -73,10 +81,29 @@ class _EpochBudgetSpent(Exception):
     """The search asked for a rollout setting past its epoch budget (a deterministic stop)."""
 
 
-def solve_search(problem: RolloutProblem, *, time_limit: float | None = None, seed: int = 0,
-                 exhaustive_below: Annotated[int, Field(ge=0, le=10**6, description="enumerate the whole space when it has at most this many rollout groups")] = 48,
-                 epochs: Annotated[int | None, Field(ge=1, le=10**6, description="budget of distinct rollout settings (simulated epochs) tried (default 72 without --time-limit; with one, until the limit or convergence)")] = None,
-                 progress: Any = None) -> SolverOutput:
+def solve_search(
+    problem: RolloutProblem,
+    *,
+    time_limit: float | None = None,
+    seed: int = 0,
+    exhaustive_below: Annotated[
+        int,
+        Field(
+            ge=0,
+            le=10**6,
+            description="enumerate the whole space when it has at most this many rollout groups",
+        ),
+    ] = 48,
+    epochs: Annotated[
+        int | None,
+        Field(
+            ge=1,
+            le=10**6,
+            description="budget of distinct rollout settings (simulated epochs) tried (default 72 without --time-limit; with one, until the limit or convergence)",
+        ),
+    ] = None,
+    progress: Any = None,
+) -> SolverOutput:
     """Coordinate descent over the plan space on the simulator (module doc).
 
     Its effort is a budget of distinct rollout settings (``epochs``), counted whether or not the
@@ -114,8 +141,13 @@ def solve_search(problem: RolloutProblem, *, time_limit: float | None = None, se
             trace.record(keep.best, keep.offered)
             report()
             rng = random.Random(seed)
-            dims: list[tuple[str, Any]] = [("eta", eta_options), ("tp", lambda: tp_options(wl)), ("scale", scale_options),
-                                           ("reward", reward_options), ("fetch", lambda: fetch_options(keep.plan.scale != "off"))]
+            dims: list[tuple[str, Any]] = [
+                ("eta", eta_options),
+                ("tp", lambda: tp_options(wl)),
+                ("scale", scale_options),
+                ("reward", reward_options),
+                ("fetch", lambda: fetch_options(keep.plan.scale != "off")),
+            ]
             while True:
                 passes += 1
                 before = keep.best
@@ -135,13 +167,33 @@ def solve_search(problem: RolloutProblem, *, time_limit: float | None = None, se
     except _EpochBudgetSpent:
         message = f"the budget of {budget} rollout settings ended the search after {passes} passes"
     else:
-        message = ("the whole space enumerated" if seen == groups else f"the budget ended the enumeration after {seen} of {groups} rollout groups") if exhaustive else f"coordinate descent converged after {passes} passes"
+        message = (
+            (
+                "the whole space enumerated"
+                if seen == groups
+                else f"the budget ended the enumeration after {seen} of {groups} rollout groups"
+            )
+            if exhaustive
+            else f"coordinate descent converged after {passes} passes"
+        )
     if keep.plan is None:
         return SolverOutput(Status.NO_SOLUTION, message=message)
     complete = exhaustive and message == "the whole space enumerated" and seen == groups
     status = Status.OPTIMAL if complete else Status.FEASIBLE
     note_work(len(tried), budget, "rollout settings")
-    return SolverOutput(status, keep.plan, keep.best, message=f"search: {message}; {keep.offered} plans tried",
-                        stats={"plans_tried": keep.offered, "rejected": keep.rejected, "epochs_simulated": len(tried),
-                               "space_rollout_groups": groups, "space_plans": plans, "passes": passes, "exhaustive": exhaustive,
-                               "trace": trace.rows()})
+    return SolverOutput(
+        status,
+        keep.plan,
+        keep.best,
+        message=f"search: {message}; {keep.offered} plans tried",
+        stats={
+            "plans_tried": keep.offered,
+            "rejected": keep.rejected,
+            "epochs_simulated": len(tried),
+            "space_rollout_groups": groups,
+            "space_plans": plans,
+            "passes": passes,
+            "exhaustive": exhaustive,
+            "trace": trace.rows(),
+        },
+    )
