@@ -80,7 +80,8 @@ def bench(
         fail("--suite custom needs at least one --problem FILE")
     if suite != "custom" and (solver or time_limit):
         fail(
-            "--solver and --time-limit go with --problem (a custom suite); the named suites fix their own"
+            "--solver and --time-limit go with --problem (a custom suite); the named suites fix "
+            "their own"
         )
     if executor not in ("local", "ray"):
         fail(f"--executor: unknown executor {executor!r}; use local or ray")
@@ -128,7 +129,8 @@ def bench(
         fail(f"--solver: {exc}")
     if not s.runs:
         fail(
-            f"--problem: no solver to run on {', '.join(problem or [suite])} (only brute force is registered, or none)"
+            f"--problem: no solver to run on {', '.join(problem or [suite])} (only brute force is "
+            "registered, or none)"
         )
     rows = run_specs(
         s.runs,

@@ -78,7 +78,8 @@ def main(argv: list[str] | None = None) -> None:
         print(
             r,
             {k: round(x, 2) for k, x in v["latency_ms"].items()},
-            f"max {v['max_latency_ms']:.1f} ms, cost ${v['cost_per_h']:.0f}/h, {v['groups']} groups",
+            f"max {v['max_latency_ms']:.1f} ms, cost ${v['cost_per_h']:.0f}/h, {v['groups']} "
+            "groups",
         )
 
 

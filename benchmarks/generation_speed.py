@@ -125,7 +125,9 @@ def write(rows: list[dict], out_dir: Path, command: str) -> None:
             return "" if v is None else format(v, fmt)
 
         table.append(
-            f"| {r['case']} | {r['engine_s']:.3f} | {f(r['reference_s'], '.2f')} | {f(r['speedup'], '.1f')} | {r['preemptions']} | {r['makespan_s']:.1f} | {f(r['max_rel_diff'], '.1e')} |"
+            f"| {r['case']} | {r['engine_s']:.3f} | {f(r['reference_s'], '.2f')} | "
+            f"{f(r['speedup'], '.1f')} | {r['preemptions']} | {r['makespan_s']:.1f} | "
+            f"{f(r['max_rel_diff'], '.1e')} |"
         )
     (out_dir / "report.md").write_text(
         "# Generation simulator speed\n\nCommand: `"
@@ -133,7 +135,8 @@ def write(rows: list[dict], out_dir: Path, command: str) -> None:
         + "`\n\nMachine: "
         + machine
         + f"\n\nVersions: {versions}\n\n"
-        "Best of 2-3 runs for the engine, one run of the stepper; both run the same rules and give the same completion "
+        "Best of 2-3 runs for the engine, one run of the stepper; both run the same rules and "
+        "give the same completion "
         "times (last column).\n\n" + "\n".join(table) + "\n\n![speed-up](speedup.png)\n"
     )
 

@@ -9,7 +9,8 @@ as soon as it finishes, so an interrupted suite resumes where it stopped: runs w
 already there are skipped.
 
 Executors: ``local`` runs ``jobs`` processes at a time, one fresh process per run (so peak memory
-is that run's, and a run killed for memory or by the watchdog is an error row for that run only); ``ray`` submits the same function as Ray tasks (one fresh worker per run),
+is that run's, and a run killed for memory or by the watchdog is an error row for that run only);
+``ray`` submits the same function as Ray tasks (one fresh worker per run),
 to a local Ray started on the fly or to ``ray_address``. Rows do not depend on the executor.
 
 Instances are recipes (:class:`InstanceRef`: a generator call, a preset, a file, or inline

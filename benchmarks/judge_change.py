@@ -31,7 +31,8 @@ ROOT = Path(__file__).resolve().parents[1]
 #: (title, result file, key columns, value columns)
 TABLES = (
     (
-        "Generation simulator speed (s of CPU per simulated step; target 16 384 requests on 128 instances < 0.3 s)",
+        "Generation simulator speed (s of CPU per simulated step; target 16 384 requests on 128 "
+        "instances < 0.3 s)",
         "benchmarks/results/generation/results.csv",
         ["case"],
         ["engine_s", "makespan_s"],
@@ -212,8 +213,10 @@ def decisions() -> dict[str, Any]:
 def write(out: Path, commit: str, command: str) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     lines = [
-        f"# The calibrated judge: before and after\n\nMade by `{command}`. *Before*: the published results of commit "
-        f"`{commit}` (flat kernels and training); *after*: the same commands re-run on the calibrated judge. "
+        f"# The calibrated judge: before and after\n\nMade by `{command}`. *Before*: the "
+        "published results of commit "
+        f"`{commit}` (flat kernels and training); *after*: the same commands re-run on the "
+        "calibrated judge. "
         "Bold: a value that changed.\n"
     ]
     summary: dict[str, Any] = {"command": command, "before": commit, "tables": {}}
@@ -255,7 +258,8 @@ def write(out: Path, commit: str, command: str) -> dict[str, Any]:
         "|---|---|---|---|",
     ]
     lines += [
-        f"| {r['instance']} | {_fmt(r['objective_before'])} → {_fmt(r['objective_after'])} | {r['plan_before']} | "
+        f"| {r['instance']} | {_fmt(r['objective_before'])} → {_fmt(r['objective_after'])} | "
+        f"{r['plan_before']} | "
         f"{'**' + r['plan_after'] + '**' if r['changed'] else 'same'} |"
         for r in dec["placement"]
     ]

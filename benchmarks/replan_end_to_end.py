@@ -11,7 +11,8 @@ the forecast's history. Throughput = samples per second of generation (the paper
 figure also contains the one-step-asynchronous training, which overlaps generation and is the
 same for every scheme). veRL-TO here is an oracle: the static TP with the best total on the
 measured steps themselves; the paper's veRL-TO ran TP2 (its case study: eight TP=2 instances),
-so the table also starts OrchestrRL from static TP2 and compares the two. Writes ``end_to_end.csv/json``, ``forecast.json`` and the remaining-
+so the table also starts OrchestrRL from static TP2 and compares the two. Writes
+``end_to_end.csv/json``, ``forecast.json`` and the remaining-
 requests curves of one step (Fig. 11) with the reconfiguration marked.
 """
 
@@ -157,7 +158,8 @@ def write(result: dict, out_dir: Path, command: str) -> None:
         + "\n"
     )
     table = [
-        "| setting | scheme | samples/s | vs veRL-TO (oracle static) | vs static TP2 | re-plans applied | migrations | paper |",
+        "| setting | scheme | samples/s | vs veRL-TO (oracle static) | vs static TP2 | re-plans "
+        "applied | migrations | paper |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
@@ -167,7 +169,8 @@ def write(result: dict, out_dir: Path, command: str) -> None:
             else f"{r['paper_orchestrrl_vs_verl_to']}x vs its veRL-TO"
         )
         table.append(
-            f"| {r['setting']} | {r['scheme']} | {r['samples_per_s']:.2f} | {r['vs_verl_to']:.3f} | {r['vs_static_tp2']:.3f} | {r['reconfigurations']} | {r['migrations']} | {paper} |"
+            f"| {r['setting']} | {r['scheme']} | {r['samples_per_s']:.2f} | {r['vs_verl_to']:.3f} "
+            f"| {r['vs_static_tp2']:.3f} | {r['reconfigurations']} | {r['migrations']} | {paper} |"
         )
     (out_dir / "end_to_end.md").write_text(
         "# OrchestrRL end to end on the generation simulator\n\nCommand: `"
@@ -218,7 +221,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     for r in result["rows"]:
         print(
-            f"{r['setting']:22s} {r['scheme']:20s} {r['samples_per_s']:.2f} samples/s  x{r['vs_verl_to']:.3f} vs veRL-TO  x{r['vs_static_tp2']:.3f} vs TP2  reconf {r['reconfigurations']} mig {r['migrations']}"
+            f"{r['setting']:22s} {r['scheme']:20s} {r['samples_per_s']:.2f} samples/s  "
+            f"x{r['vs_verl_to']:.3f} vs veRL-TO  x{r['vs_static_tp2']:.3f} vs TP2  reconf "
+            f"{r['reconfigurations']} mig {r['migrations']}"
         )
     print(f"{time.perf_counter() - t0:.0f} s")
 

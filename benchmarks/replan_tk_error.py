@@ -4,7 +4,8 @@ MILP) is from the generation simulator, over random workloads and configurations
     python -m benchmarks.replan_tk_error --out benchmarks/results/replan
 
 Each case: one instance (model, H800, TP) holding a random group-aware synthetic workload observed
-after a random number of decode steps, with at least 8 pending requests; T_j from the cost model (bins of 256 tokens at their upper
+after a random number of decode steps, with at least 8 pending requests; T_j from the cost model
+(bins of 256 tokens at their upper
 bound, mean context per bin) against the simulator's makespan on the true lengths
 (``costmodels.generation.engine``). Writes ``tk_error.csv``, ``tk_error.json`` and a histogram.
 """

@@ -113,7 +113,8 @@ def solver_table(df: pd.DataFrame) -> pd.DataFrame:
                 "invalid": int((g["status"] == "invalid").sum()),
                 "error": int((g["status"] == "error").sum()),
                 "worse_primary": int(g["worse_primary"].sum()),
-                # why the runs stopped, apart from what they returned: the clock deciding is not reproducible
+                # why the runs stopped, apart from what they returned: the clock
+                # deciding is not reproducible
                 "time_capped": int((g["termination"] == "time_limit").sum())
                 if "termination" in g
                 else 0,
@@ -361,7 +362,8 @@ def write_report(suite: Any, rows: list[dict[str, Any]], out: Path, command: str
             "",
             f"Command: `{command}`",
             "",
-            f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB, {m['platform']}, Python {m['python']}",
+            f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB, {m['platform']}, "
+            f"Python {m['python']}",
             "",
             "Versions: " + ", ".join(f"{k} {val}" for k, val in v.items()),
             "",
@@ -370,7 +372,8 @@ def write_report(suite: Any, rows: list[dict[str, Any]], out: Path, command: str
             "",
             "## Per solver",
             "",
-            "ratio = objective / best known (an exact solver's proven optimum on the same instance); "
+            "ratio = objective / best known (an exact solver's proven optimum on the same "
+            "instance); "
             "wall times measured side by side in this run.",
             "",
             _markdown(table),

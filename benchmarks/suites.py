@@ -16,7 +16,8 @@
   against the proven offline optimum on Table 6 mixed job sets (SLO ~ U(1, 2), max group 5), and
   the optimum's solve time against the number of jobs.
 * ``rollout``: RollPacker Table 2's jobs: the searched plan against the paper's settings and veRL.
-* ``circuits``: OrchestrRL App. D/I: greedy (sorted events) against its plain transcription at scale,
+* ``circuits``: OrchestrRL App. D/I: greedy (sorted events) against its plain transcription at
+  scale,
   greedy and uniform against the exact optimum on 100 random instances where every pair can get a
   circuit and on 100 port-starved ones where it cannot (coverage decides), the exact models' solve
   time against size on HiGHS and CP-SAT, traffic-aware against uniform on collective shapes.
@@ -155,7 +156,8 @@ def smoke(plugins: tuple[str, ...] = ()) -> Suite:
     }
     roll = [InstanceRef("tiny-rollout", "rollout", fields={"job": tiny_job})]
     # the default work budgets, not a time limit: the tiny job's whole space (144 groups) is
-    # enumerated on any machine, so local and Ray runs agree (docs/architecture.md, "Solver plumbing")
+    # enumerated on any machine, so local and Ray runs agree (docs/architecture.md, "Solver
+    # plumbing")
     runs += _runs(
         "smoke",
         roll,
@@ -230,7 +232,8 @@ def placement(plugins: tuple[str, ...] = ()) -> Suite:
 
 def circuits(plugins: tuple[str, ...] = ()) -> Suite:
     runs: list[RunSpec] = []
-    # (a) greedy (sorted events) vs the plain transcription of Algorithm 3, growing to 1024 endpoints / 64 ports / 1e4 pairs
+    # (a) greedy (sorted events) vs the plain transcription of Algorithm 3, growing to 1024
+    # endpoints / 64 ports / 1e4 pairs
     scale = [
         _circ(f"scale-{n}x{p}-{k}", endpoints=n, ports=p, shape="sparse", pairs=k, seed=0)
         for n, p, k in ((128, 16, 1250), (256, 32, 2500), (512, 48, 5000), (1024, 64, 10000))

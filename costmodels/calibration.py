@@ -4,17 +4,20 @@ Measurements are decode steps (``B`` sequences at a KV length of ``context`` tok
 prefills (``B`` prompts of ``context`` tokens each) of a known model at a known TP on one GPU type,
 in seconds of kernel time (what vLLM's benchmark scripts and profilers report per step), and
 all-reduces of ``bytes`` over ``tp`` GPUs (what nccl-tests or vLLM's custom all-reduce benchmark
-reports); or AIConfigurator's database (``costmodels/data/measured``). The fit is nonlinear least squares
+reports); or AIConfigurator's database (``costmodels/data/measured``). The fit is nonlinear least
+squares
 (``scipy.optimize.least_squares``, trust-region reflective) on the log of predicted / measured,
 so a 10 % miss weighs the same on a 2 ms step as on a 200 ms one; the parameters are fitted in
 log space inside physical bounds (no efficiency above the peak). Which parameters a data set pins
 down: the per-TP weight efficiencies and the per-layer floor need at least two models with
 different layers-to-weights ratios; the GEMM efficiency needs steps past the roofline (prefills,
 or batches of a few hundred); the all-reduce of a TP needs that TP, and is pinned down well only
-by all-reduce measurements (in whole steps its few microseconds hide in the weight stream). Where all-reduces were
+by all-reduce measurements (in whole steps its few microseconds hide in the weight stream). Where
+all-reduces were
 measured at two or more message sizes of a TP, the profile keeps them as a table and steps
 interpolate in it (:class:`~costmodels.profiles.AllReduceTerm`); the fit then pins ``a`` and ``b``
-(used outside the table, and the ``allreduce`` residual) to those rows as an affine law. A fit with fewer than
+(used outside the table, and the ``allreduce`` residual) to those rows as an affine law. A fit with
+fewer than
 :data:`MIN_ROWS_PER_PARAMETER` rows per parameter, or that does not converge, is refused.
 
 CSV columns (one row per measurement; ``#`` lines are comments; ``bytes`` only for all-reduces,
@@ -257,7 +260,8 @@ DERIVED_WHY = {
     "A100-40GB": "the same A100 SXM4 die and NVLink3 as the 80 GB part, with 1 555 GB/s HBM2 instead of 2 039 HBM2e: "
     "assumes its kernels reach the same share of that bandwidth",
     "H20": "a Hopper part on NVLink 900 GB/s with a cut-down SM count (148 dense TFLOP/s) and 4.0 TB/s HBM3: ASSUMED, no "
-    "measurement; its decode is deeper in the memory-bound regime than the H100's, where the fitted weight and KV "
+    "measurement; its decode is deeper in the memory-bound regime than the H100's, where the "
+    "fitted weight and KV "
     "efficiencies, not the GEMM one, decide",
     "L4": "an Ada part on PCIe like the L40S, with 300 GB/s GDDR6 and 121 dense TFLOP/s: ASSUMED, no measurement; PCIe "
     "all-reduces as fitted on the L40S box",
@@ -301,13 +305,16 @@ def fit_profile(gpu_name: str, rows: list[Measurement], source: str = "") -> Har
     stray = sorted({r.tp for r in rows if r.kind == "allreduce"} - set(tps))
     if stray:
         raise CalibrationError(
-            f"{source or gpu_name}: all-reduces of {gpu_name} over TP{stray[0]} but no steps at that TP to fit with them"
+            f"{source or gpu_name}: all-reduces of {gpu_name} over TP{stray[0]} but no steps at "
+            "that TP to fit with them"
         )
     names = _layout(tps)
     if len(rows) < MIN_ROWS_PER_PARAMETER * len(names):
         raise CalibrationError(
-            f"{source or gpu_name}: {len(rows)} measurements of {gpu_name} for {len(names)} parameters "
-            f"(TP {', '.join(map(str, tps))}); a fit needs at least {MIN_ROWS_PER_PARAMETER * len(names)}"
+            f"{source or gpu_name}: {len(rows)} measurements of {gpu_name} for {len(names)} "
+            "parameters "
+            f"(TP {', '.join(map(str, tps))}); a fit needs at least "
+            f"{MIN_ROWS_PER_PARAMETER * len(names)}"
         )
     families = [_family(n) for n in names]
     lower = [math.log(_BOUNDS["e" if f.startswith("e_") else f][0]) for f in families]
@@ -392,7 +399,8 @@ def fit_training(
     rows = [r for r in rows if r.kind == "train"]
     if len(rows) < MIN_ROWS_PER_PARAMETER:
         raise CalibrationError(
-            f"{source or gpu_name}: {len(rows)} training steps of {gpu_name}; a fit of the training MFU needs at least "
+            f"{source or gpu_name}: {len(rows)} training steps of {gpu_name}; a fit of the "
+            "training MFU needs at least "
             f"{MIN_ROWS_PER_PARAMETER}"
         )
     unit = TrainingProfile(mfu=1.0)
@@ -403,8 +411,10 @@ def fit_training(
     if np.any(np.exp(measured) <= fixed):
         worst = rows[int(np.argmax(fixed - np.exp(measured)))]
         raise CalibrationError(
-            f"{worst.where or source}: a training step of {worst.seconds:g} s is shorter than its optimizer step and "
-            f"weight sync alone ({fixed[int(np.argmax(fixed - np.exp(measured)))]:.3g} s): not a whole step"
+            f"{worst.where or source}: a training step of {worst.seconds:g} s is shorter than its "
+            "optimizer step and "
+            f"weight sync alone ({fixed[int(np.argmax(fixed - np.exp(measured)))]:.3g} s): not a "
+            "whole step"
         )
 
     def loss(log_mfu: float) -> float:
@@ -415,7 +425,8 @@ def fit_training(
     )
     if not result.success:
         raise CalibrationError(
-            f"{source or gpu_name}: the training fit of {gpu_name} did not converge ({result.message})"
+            f"{source or gpu_name}: the training fit of {gpu_name} did not converge "
+            f"({result.message})"
         )
     mfu = float(math.exp(result.x))
     rms = math.sqrt(loss(result.x) / len(rows))

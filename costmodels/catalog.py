@@ -89,7 +89,8 @@ class ModelSpec(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _default_head_dim(cls, data: Any) -> Any:
-        # Qwen3 models use 128 whatever hidden / heads says; the catalog gives it, user models may not
+        # Qwen3 models use 128 whatever hidden / heads says; the catalog gives it, user
+        # models may not
         if (
             isinstance(data, dict)
             and not data.get("head_dim")
@@ -218,7 +219,8 @@ def get_gpu(name: str, extra: dict[str, GPUSpec] | None = None) -> GPUSpec:
         raise SpecError(
             "gpu",
             name,
-            f"unknown GPU type{_did_you_mean(name, table)}; known: {', '.join(sorted(table))} (`rlplan catalog gpus`)",
+            f"unknown GPU type{_did_you_mean(name, table)}; known: {', '.join(sorted(table))} "
+            "(`rlplan catalog gpus`)",
         )
     return table[name]
 
@@ -230,6 +232,7 @@ def get_model(name: str, extra: dict[str, ModelSpec] | None = None) -> ModelSpec
         raise SpecError(
             "model",
             name,
-            f"unknown model{_did_you_mean(name, table)}; known: {', '.join(sorted(table))} (`rlplan catalog models`)",
+            f"unknown model{_did_you_mean(name, table)}; known: {', '.join(sorted(table))} "
+            "(`rlplan catalog models`)",
         )
     return table[name]

@@ -103,8 +103,10 @@ class ClusterSpec(BaseModel):
         default_factory=list,
         max_length=256,
         description=(
-            "fitted kernel profiles of this cluster's GPU types (the `profiles:` entries `rlplan calibrate` writes); they "
-            "replace the shipped profile of their GPU type, a custom GPU type gets calibrated kernels, and --profile FILE "
+            "fitted kernel profiles of this cluster's GPU types (the `profiles:` entries `rlplan "
+            "calibrate` writes); they "
+            "replace the shipped profile of their GPU type, a custom GPU type gets calibrated "
+            "kernels, and --profile FILE "
             "overrides them per GPU type"
         ),
     )
@@ -116,7 +118,8 @@ class ClusterSpec(BaseModel):
             raise SpecError(
                 "nodes",
                 f"{total} GPUs",
-                f"rlplan plans clusters of up to {MAX_CLUSTER_GPUS:,} GPUs (its GPU-pair matrices grow as the square)",
+                f"rlplan plans clusters of up to {MAX_CLUSTER_GPUS:,} GPUs (its GPU-pair matrices "
+                "grow as the square)",
             )
         names: set[str] = set()
         for i, g in enumerate(self.gpus):

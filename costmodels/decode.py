@@ -310,7 +310,8 @@ def step_coefficients(inst: Instance, batch: int) -> StepCoefficients:
     return StepCoefficients(d0["memory_s"], m1, d0["compute_s"], c1, rest)
 
 
-#: the context the slopes are read at: large, so rounding in the difference stays far below 1e-12 relative
+# : the context the slopes are read at: large, so rounding in the difference stays far below 1e-12
+# relative
 _SLOPE_CONTEXT = 2.0**20
 
 

@@ -102,7 +102,8 @@ class Efficiency(BaseModel):
     kernels: Literal["aic-vllm", "flat"] = Field(
         default="aic-vllm",
         description=(
-            "decode and prefill kernels: aic-vllm, the shipped profiles fitted to AIConfigurator's measurements (every catalog GPU); "
+            "decode and prefill kernels: aic-vllm, the shipped profiles fitted to "
+            "AIConfigurator's measurements (every catalog GPU); "
             "flat, the compute and hbm fractions with ring all-reduces"
         ),
     )
@@ -116,8 +117,10 @@ class Efficiency(BaseModel):
     training_mfu: dict[str, Annotated[float, Field(gt=0, le=1)]] = Field(
         default_factory=dict,
         description=(
-            "training MFU per GPU type fitted to measured RL training steps (rlplan calibrate, train rows): the rollout problem's "
-            "training stage on that GPU type uses it in place of the RollPacker Table 1 fit; HetRL's placement keeps its Appendix B terms"
+            "training MFU per GPU type fitted to measured RL training steps (rlplan calibrate, "
+            "train rows): the rollout problem's "
+            "training stage on that GPU type uses it in place of the RollPacker Table 1 fit; "
+            "HetRL's placement keeps its Appendix B terms"
         ),
     )
 

@@ -61,7 +61,8 @@ MAX_SECONDS = 1e10
 #: the default memory bound: what a laptop can give one process
 DEFAULT_MEMORY_LIMIT_GB = 8.0
 #: bytes one simulated request holds through a generation run (the request, its KV blocks and
-#: its timeline entry), measured with tracemalloc (32 000 requests on 4 instances, 8 000 on 64): 0.8-1.1 kB
+# : its timeline entry), measured with tracemalloc (32 000 requests on 4 instances, 8 000 on 64):
+# 0.8-1.1 kB
 REQUEST_BYTES = 2048
 #: bytes one serving instance holds (engine state, queues, per-step records), measured: ~40 kB
 INSTANCE_BYTES = 65_536

@@ -222,7 +222,8 @@ class ProblemKind:
     bench_extras: Mapping[str, str] = field(default_factory=dict)
     primary_key: str | None = None
     canned: Callable[[], list[Canned]] | None = None
-    #: the same problem with these :class:`~costmodels.efficiency.Efficiency` fields replaced: fitted
+    # : the same problem with these :class:`~costmodels.efficiency.Efficiency` fields
+    # replaced: fitted
     #: hardware profiles (``costmodels.profiles``, by GPU type) for its decode steps and prefills, a
     #: serving engine's overheads; None: the problem has no decode kernels to calibrate
     with_efficiency: Callable[[Any, dict[str, Any]], Any] | None = None
@@ -259,6 +260,7 @@ class ProblemKind:
         for i, f in enumerate(self.fields):
             if set(f.depends) - set(names[:i]):
                 missing.append(
-                    f"field {f.name} depends on {sorted(set(f.depends) - set(names[:i]))}, not loaded before it"
+                    f"field {f.name} depends on {sorted(set(f.depends) - set(names[:i]))}, not "
+                    "loaded before it"
                 )
         return missing

@@ -11,8 +11,10 @@ For an instance of TP ``t`` running ``B`` sequences that hold ``C`` tokens of KV
 
     gemm   = max(W / (H e_w[t]),  F / (P e_c))          weights streamed, or FLOPs at GEMM speed
     kv     = C k / (H e_kv)                             the attention kernel's KV reads
-    floor  = L (c0 + c1 B)                              per-layer kernel launches, norms, per-sequence work
-    comm   = (2 L + 1) AR[t](B h 2)                     vLLM's all-reduces: two per layer, one after the embedding
+    floor  = L (c0 + c1 B)                              per-layer kernel launches, norms,
+    per-sequence work
+    comm   = (2 L + 1) AR[t](B h 2)                     vLLM's all-reduces: two per layer, one after
+    the embedding
     step   = gemm + kv + floor + comm
 
 ``W`` is the GPU's weight shard without the embedding, a lookup (GB; for MoE the experts the
@@ -21,7 +23,8 @@ batch routes to), ``F`` the step's FLOPs per GPU (2 x active parameters x B / t 
 dense BF16 peaks, ``L`` layers, ``h`` hidden size. Kernels run one after another on a GPU, so the
 terms add; only a GEMM chooses between streaming its weights and computing. ``e_w`` is per TP
 because a narrow shard streams worse (AIConfigurator: 0.5 of peak for small TP8 shards, 0.8 at
-TP1). The all-reduce ``AR[t]`` is per TP size on the GPU's own link (NVLink's custom all-reduce is almost
+TP1). The all-reduce ``AR[t]`` is per TP size on the GPU's own link (NVLink's custom all-reduce is
+almost
 flat in TP; PCIe is not), measured rather than derived from hops: affine in the message
 (``a[t] + x / b[t]``), or interpolated in a table of measured times where one exists
 (:class:`AllReduceTerm`).
@@ -81,7 +84,8 @@ class AllReduceTerm(BaseModel):
         sizes = [b for b, _ in self.measured]
         if any(b <= 0 or s <= 0 for b, s in self.measured) or sizes != sorted(set(sizes)):
             raise ValueError(
-                "measured all-reduce points need positive bytes and seconds, bytes strictly ascending"
+                "measured all-reduce points need positive bytes and seconds, bytes strictly "
+                "ascending"
             )
         return self
 
@@ -166,7 +170,8 @@ class HardwareProfile(BaseModel):
         ``context_tokens`` is then 0."""
         if not self.covers(tp):
             raise ValueError(
-                f"profile of {self.gpu} has no TP{tp} terms (fitted: {sorted(self.weight_efficiency)})"
+                f"profile of {self.gpu} has no TP{tp} terms (fitted: "
+                f"{sorted(self.weight_efficiency)})"
             )
         L, h = (m.layers if stage_layers is None else stage_layers), m.hidden
         tokens = prefill_tokens or batch

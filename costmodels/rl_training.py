@@ -7,7 +7,8 @@ parameters on ``G`` GPUs of peak ``F`` dense BF16 FLOP/s and HBM bandwidth ``H``
 
     compute   = f N T / (G F mfu)                                   the passes over the batch
     optimizer = 28 N / G / (H e_hbm)                                Adam on each GPU's shard
-    sync      = 2 N / b                                             actor weights to the rollout engine
+    sync      = 2 N / b                                             actor weights to the rollout
+    engine
     step      = compute + optimizer + sync
 
 * ``f = 12`` FLOPs per parameter per token: the actor's forward and backward (6) with activation

@@ -29,7 +29,9 @@ def calibrate(
         typer.Option(
             "--measurements",
             help=(
-                "CSV of measurements: kind,gpu,model,tp,batch,context,seconds[,bytes,gpus,tokens]; kinds decode, prefill, "
+                "CSV of measurements: "
+                "kind,gpu,model,tp,batch,context,seconds[,bytes,gpus,tokens]; kinds decode, "
+                "prefill, "
                 "allreduce, train (repeatable)"
             ),
         ),
@@ -53,7 +55,8 @@ def calibrate(
 ) -> None:
     """Fit a hardware profile per GPU type (GEMM, weight-stream and KV-read efficiencies, per-layer
     floors, all-reduce per TP) by least squares on log step times, and the training MFU per GPU
-    type from measured training steps; print each fit's residual per TP. About a second per GPU type."""
+    type from measured training steps; print each fit's residual per TP. About a second per GPU
+    type."""
     from costmodels.calibration import (
         DERIVED,
         CalibrationError,

@@ -97,15 +97,19 @@ def fail(message: str | Exception, code: int = 2) -> NoReturn:
 
 
 PROFILE_HELP = (
-    "decode and prefill kernels: aic-vllm (default: the shipped profiles fitted to AIConfigurator's vLLM "
-    "measurements), a file `rlplan calibrate` wrote (its GPU types first, the shipped ones for the rest), or flat "
+    "decode and prefill kernels: aic-vllm (default: the shipped profiles fitted to "
+    "AIConfigurator's vLLM "
+    "measurements), a file `rlplan calibrate` wrote (its GPU types first, the shipped ones for "
+    "the rest), or flat "
     "(the fixed compute and HBM fractions of rlplan 0.x)"
 )
 
 
 ENGINE_HELP = (
-    "serving engine's CPU time per decode step: cuda-graph (default: vLLM's, and verl's since 0.6) or "
-    "eager (enforce_eager, verl's up to 0.5 and the papers' veRL baselines; fitted to OrchestrRL §2.1)"
+    "serving engine's CPU time per decode step: cuda-graph (default: vLLM's, and verl's since "
+    "0.6) or "
+    "eager (enforce_eager, verl's up to 0.5 and the papers' veRL baselines; fitted to OrchestrRL "
+    "§2.1)"
 )
 
 
@@ -179,7 +183,8 @@ def _print_solver_help(problem: str) -> NoReturn:
     out.print(_solver_table(problem))
     out.print(_options_table(problem))
     out.print(
-        "Every solver also takes --time-limit S (default: its limit above, a cap it stops at; a search given --time-limit uses all of it) and --seed N.",
+        "Every solver also takes --time-limit S (default: its limit above, a cap it stops at; a "
+        "search given --time-limit uses all of it) and --seed N.",
         highlight=False,
     )
     raise typer.Exit(0)
@@ -248,7 +253,8 @@ def plan_command(
         else:
             if given:
                 fail(
-                    f"--{sorted(given)[0]} goes with a problem name ({', '.join(reg.problems())}), not with a problem file"
+                    f"--{sorted(given)[0]} goes with a problem name "
+                    f"({', '.join(reg.problems())}), not with a problem file"
                 )
             prob = load_problem(problem)
             kind = reg.kind_of(prob)
@@ -259,7 +265,8 @@ def plan_command(
         targets: dict[str, Path] = {}
         if output == "-" and export:
             fail(
-                f"--export {export[0]}: an export is written beside the plan file (PLAN.{export[0]}.yaml); give -o a file, not - (stdout)"
+                f"--export {export[0]}: an export is written beside the plan file "
+                f"(PLAN.{export[0]}.yaml); give -o a file, not - (stdout)"
             )
         if output != "-":
             targets["-o"] = check_output(output, "-o")
@@ -293,7 +300,8 @@ def plan_command(
                 fail(f"--export {fmt}: not available for {kind.name} plans; exports: {supported}")
         if plot is not None and kind.plot is None:
             fail(
-                f"--plot: pictures exist for {', '.join(k.name for k in reg.solvable() if k.plot)} plans, not {kind.name}"
+                "--plot: pictures exist for "
+                f"{', '.join(k.name for k in reg.solvable() if k.plot)} plans, not {kind.name}"
             )
         info.validate_options(
             options
@@ -311,13 +319,15 @@ def plan_command(
         )
     if result.objective is None or not math.isfinite(result.objective):
         fail(
-            f"no usable plan: {result.solver}'s plan has objective {result.objective} (the cost model overflowed or the plan serves nothing)",
+            f"no usable plan: {result.solver}'s plan has objective {result.objective} (the cost "
+            "model overflowed or the plan serves nothing)",
             code=1,
         )
     text = result_to_json(result)
     if result.clock:  # on stderr even with --quiet or -o -: this plan is not reproducible as is
         err.print(
-            f"note: {result.clock} (the plan file records it under `clock`; the solver's default budget without --time-limit is reproducible)",
+            f"note: {result.clock} (the plan file records it under `clock`; the solver's default "
+            "budget without --time-limit is reproducible)",
             markup=False,
             highlight=False,
             soft_wrap=True,
@@ -352,7 +362,8 @@ def plan_command(
             ),
         )
     if not quiet and output != "-":
-        # what came back and why the solver stopped, apart (a time-capped MILP and a finished search are both "feasible")
+        # what came back and why the solver stopped, apart (a time-capped MILP and a
+        # finished search are both "feasible")
         status = result.status.value + (
             f": {result.termination.phrase}" if result.termination is not None else ""
         )
@@ -418,7 +429,8 @@ def _executor_options(
         fail(f"{flag} {executor}: use local or ray")
     if "executor" not in info.options:
         fail(
-            f"{flag}: solver {info.name!r} runs in this process; the solvers that distribute their evaluations take it "
+            f"{flag}: solver {info.name!r} runs in this process; the solvers that distribute "
+            "their evaluations take it "
             f"({', '.join(s.name for s in default_registry().solvers(info.problem) if 'executor' in s.options) or 'none here'})"
         )
     clash = sorted(k for k in given if k in options)
@@ -462,7 +474,8 @@ def _registered(what: str) -> str:
 
 _REG = default_registry()
 _TIME_LIMIT_HELP = (
-    "seconds a search may use; the best plan found by then is returned. Default: the solver's own cap "
+    "seconds a search may use; the best plan found by then is returned. Default: the solver's own "
+    "cap "
     "(`--solver help` lists them), here "
     + ", ".join(f"{p} {_REG.get(p).name} {_REG.get(p).time_limit:g} s" for p in _REG.problems())
 )
@@ -515,7 +528,8 @@ def plan_options(
             "--executor",
             show_default=False,
             help=(
-                "where a search's evaluations run: local (default; -O workers=N for a process pool) or ray (SHA-EA)"
+                "where a search's evaluations run: local (default; -O workers=N for a process "
+                "pool) or ray (SHA-EA)"
             ),
         ),
     ] = None,
@@ -525,7 +539,8 @@ def plan_options(
             "--ray-address",
             show_default=False,
             help=(
-                "run the evaluations on this Ray cluster (e.g. auto, ray://head:10001); implies --executor ray"
+                "run the evaluations on this Ray cluster (e.g. auto, ray://head:10001); implies "
+                "--executor ray"
             ),
         ),
     ] = None,
@@ -701,7 +716,8 @@ def validate(
             err.print(f"  {v}", markup=False, highlight=False, soft_wrap=True)
     else:
         out.print(
-            f"valid: {plan_file} ({doc.problem} plan by {doc.solver}, objective {doc.objective:.6g})",
+            f"valid: {plan_file} ({doc.problem} plan by {doc.solver}, objective "
+            f"{doc.objective:.6g})",
             markup=False,
             highlight=False,
             soft_wrap=True,
@@ -777,7 +793,8 @@ def presets_list(
         table.add_row(p.name, p.kind, p.description)
     out.print(table)
     out.print(
-        "Show one with `rlplan presets show NAME`; save it with `rlplan presets show NAME > my.yaml`."
+        "Show one with `rlplan presets show NAME`; save it with `rlplan presets show NAME > "
+        "my.yaml`."
     )
 
 
@@ -862,7 +879,8 @@ def command_kit() -> CommandKit:
 
 def mount_problem_commands(root: typer.Typer) -> None:
     """Mount every registered problem's own commands (``ProblemKind.commands``) under their
-    groups (``rlplan simulate <problem>`` comes from that problem's descriptor): this module names no
+    groups (``rlplan simulate <problem>`` comes from that problem's descriptor): this module names
+    no
     problem. A command module is imported here, its heavy imports stay inside its commands."""
     kit = command_kit()
     groups: dict[str, typer.Typer] = {}
@@ -870,7 +888,8 @@ def mount_problem_commands(root: typer.Typer) -> None:
         for entry in kind.commands:
             if entry.group not in COMMAND_GROUPS:
                 raise ValueError(
-                    f"{kind.name}: command {entry.name!r} joins unknown group {entry.group!r}; groups: {', '.join(COMMAND_GROUPS)}"
+                    f"{kind.name}: command {entry.name!r} joins unknown group {entry.group!r}; "
+                    f"groups: {', '.join(COMMAND_GROUPS)}"
                 )
             if entry.group not in groups:
                 groups[entry.group] = typer.Typer(

@@ -145,7 +145,8 @@ def main(argv: list[str] | None = None) -> None:
             if os.environ.get("RLPLAN_DEBUG"):
                 raise
             _say(
-                f"internal error: {exc.__class__.__name__}: {exc} (please report it; RLPLAN_DEBUG=1 shows the traceback)"
+                f"internal error: {exc.__class__.__name__}: {exc} (please report it; "
+                "RLPLAN_DEBUG=1 shows the traceback)"
             )
             code = 1
     except KeyboardInterrupt:

@@ -92,7 +92,8 @@ class _StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ign
             if self.aliases > MAX_YAML_ALIASES:
                 event = self.peek_event()
                 raise yaml.YAMLError(
-                    f"more than {MAX_YAML_ALIASES} aliases (line {event.start_mark.line + 1}): refusing an alias bomb"
+                    f"more than {MAX_YAML_ALIASES} aliases (line {event.start_mark.line + 1}): "
+                    "refusing an alias bomb"
                 )
         return super().compose_node(parent, index)
 
@@ -156,7 +157,8 @@ def parse_document(text: str, source: str, json_only: bool = False) -> Any:
             raise SpecError(
                 "",
                 None,
-                f"YAML aliases expand it to more than {MAX_EXPANDED_VALUES:,} values: refusing an alias bomb",
+                f"YAML aliases expand it to more than {MAX_EXPANDED_VALUES:,} values: refusing an "
+                "alias bomb",
                 source,
             )
         if _depth_over(data, MAX_DEPTH):
@@ -460,7 +462,8 @@ def load_profile_file(ref: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         raise SpecError(
             "profiles",
             type(data).__name__,
-            "a profile file holds `profiles:` and/or `training:`, each a list (what `rlplan calibrate` writes)",
+            "a profile file holds `profiles:` and/or `training:`, each a list (what `rlplan "
+            "calibrate` writes)",
             source,
         )
     found: dict[str, dict[str, Any]] = {"profiles": {}, "training": {}}

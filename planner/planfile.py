@@ -60,7 +60,8 @@ class _PlanFileBase(BaseModel):
     termination: Termination | None = Field(
         default=None,
         description=(
-            "why the solver stopped, apart from `status` (what it returned): optimal, infeasible, time_limit, work_budget, "
+            "why the solver stopped, apart from `status` (what it returned): optimal, infeasible, "
+            "time_limit, work_budget, "
             "converged or error; absent before schema 1.3"
         ),
     )
@@ -177,7 +178,8 @@ def _not_a_plan_file(data: dict[str, Any], source: str) -> SpecError:
         "schema_version",
         None,
         "not a plan file: `rlplan plan` writes schema_version, problem, plan and inputs "
-        f"(this file has {keys}; a problem file with a `plan:` section also works where a plan is read)",
+        f"(this file has {keys}; a problem file with a `plan:` section also works where a plan is "
+        "read)",
         source,
     )
 
@@ -227,7 +229,8 @@ def read_plan_file(path: Path) -> Any:
             raise SpecError(
                 key,
                 None,
-                "required field is missing: a plan file records the problem, the plan and its inputs",
+                "required field is missing: a plan file records the problem, the plan and its "
+                "inputs",
                 str(path),
             )
     data = _migrate(data)
@@ -308,7 +311,8 @@ def recheck(doc: Any, source: str = "") -> list[str]:
         1.0, abs(objective)
     ):
         out.append(
-            f"[objective] recorded objective {doc.objective!r} but the cost model gives {objective:.9g}"
+            f"[objective] recorded objective {doc.objective!r} but the cost model gives "
+            f"{objective:.9g}"
         )
     if doc.bound is not None and doc.bound > objective * (1 + EXACT_RTOL) + 1e-12:
         out.append(

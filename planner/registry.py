@@ -78,7 +78,8 @@ class SolverInfo:
             raise TypeError("give a solver function or a module:function target, not both")
         if not (time_limit > 0 and math.isfinite(time_limit)):
             raise ValueError(
-                f"solver {name!r}: default time_limit must be a positive number of seconds, got {time_limit!r}"
+                f"solver {name!r}: default time_limit must be a positive number of seconds, got "
+                f"{time_limit!r}"
             )
         self.problem, self.name, self.description, self.exact = problem, name, description, exact
         self.time_limit = float(time_limit)  # the default cap (SolverEntry.time_limit)
@@ -189,11 +190,13 @@ class SolverInfo:
                 and not isinstance(value, bool)
             ):
                 raise SolverOptionError(
-                    f"solver {self.name!r} option {name}={given!r}: a {type(given).__name__} where a number is expected"
+                    f"solver {self.name!r} option {name}={given!r}: a {type(given).__name__} "
+                    "where a number is expected"
                 )
         if options.get("executor") == "ray" and importlib.util.find_spec("ray") is None:
             raise SolverOptionError(
-                f"solver {self.name!r} option executor='ray' needs Ray, which is not installed: pip install 'rlplan[ray]'"
+                f"solver {self.name!r} option executor='ray' needs Ray, which is not installed: "
+                "pip install 'rlplan[ray]'"
             )
         return {k: getattr(model, k) for k in options}
 
@@ -279,7 +282,8 @@ class Registry:
         """Add a solver function to a registered problem (``time_limit``: its default cap, s)."""
         if problem not in self._kinds:
             raise ValueError(
-                f"cannot register solver {name!r}: unknown problem {problem!r}; known: {', '.join(self._kinds)}"
+                f"cannot register solver {name!r}: unknown problem {problem!r}; known: "
+                f"{', '.join(self._kinds)}"
             )
         info = SolverInfo(problem, name, description, exact=exact, func=func, time_limit=time_limit)
         info.raw  # noqa: B018  (a function without time_limit/seed fails at registration, not at solve time)

@@ -205,7 +205,8 @@ def test_phi_and_async():
         max(ph2["generation_s"], ph2["inference_s"] + ph2["training_s"]) + ph2["weight_transfer_s"]
     )
     # C_sync on one node: no arrival (the zone holds training GPUs), the fan-out to the second
-    # GPU is 64 chunks of 2 MB / 64 over the 1 ms, 10 GB/s link, after the 1-GPU replicas' all-gather (0)
+    # GPU is 64 chunks of 2 MB / 64 over the 1 ms, 10 GB/s link, after the 1-GPU replicas'
+    # all-gather (0)
     zone = ph["weight_transfer_parts"]["zones"]["z"]
     assert zone["arrival_s"] == 0.0
     assert zone["fanout_s"] == pytest.approx(64 * (1e-3 + 0.002 / 64 / 10))

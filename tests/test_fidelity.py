@@ -35,7 +35,8 @@ def test_report_covers_every_measured_gpu_and_writes_its_files(tmp_path):
         > 1500
     )
     assert "RMS log error" in (tmp_path / "README.md").read_text()
-    # leave-one-model-out: the calibrated judge meets the decode targets on data it was not fitted to
+    # leave-one-model-out: the calibrated judge meets the decode targets on data it was not
+    # fitted to
     assert all(g["rms_met"] and g["prefill_met"] for g in summary["calibrated"]["gpus"])
 
 

@@ -360,7 +360,8 @@ FILE_OPTIONS = [
     ("job", "rollout"),
 ]
 
-#: (id, file builder(tmp, stem) -> path or literal, words the message must contain; {stem} is the file's)
+# : (id, file builder(tmp, stem) -> path or literal, words the message must contain; {stem} is the
+# file's)
 NOT_A_SPEC = [
     ("directory", lambda t, s: str(t), ["is a directory"]),
     ("dev-zero", lambda t, s: "/dev/zero", ["MiB"]),

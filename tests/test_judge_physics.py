@@ -160,7 +160,8 @@ def test_weight_sync_grows_with_receiving_zones_and_slower_routes(bandwidths, sl
     fewer = sync_time(bandwidths, n - 1)
     all_zones = sync_time(bandwidths, n)
     assert all_zones >= fewer - 1e-12
-    # the last zone's links all slower: never faster, and never faster than its bytes over its best link
+    # the last zone's links all slower: never faster, and never faster than its bytes over its
+    # best link
     slow = [*bandwidths[:-1], bandwidths[-1] * slower]
     slowed = sync_time(slow, n)
     assert slowed >= all_zones - 1e-12

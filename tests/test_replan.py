@@ -183,7 +183,8 @@ def test_cli_plans_validates_and_refuses_a_bad_state(tmp_path):
     )
     bad = tmp_path / "state.yaml"
     bad.write_text(
-        "model: Qwen2.5-7B\ngpu: H800\nnodes: 1\ninstances:\n  - {node: 0, gpu: 0, tp: 2, requests: [[-4, 0]]}\n"
+        "model: Qwen2.5-7B\ngpu: H800\nnodes: 1\ninstances:\n  - {node: 0, gpu: 0, tp: 2, "
+        "requests: [[-4, 0]]}\n"
     )
     run = subprocess.run(
         [*cmd, "plan", "replan", "--state", str(bad), "-o", str(tmp_path / "x.json")],
@@ -200,7 +201,8 @@ def test_cli_plans_validates_and_refuses_a_bad_state(tmp_path):
 
 def test_instance_makespan_stays_near_the_generation_simulator():
     """T_j of the cost model (what the MILP optimises) against the request-level simulator on the
-    true lengths; the full distribution is in benchmarks/results/replan (benchmarks.replan_tk_error)."""
+    true lengths; the full distribution is in benchmarks/results/replan
+    (benchmarks.replan_tk_error)."""
     from benchmarks.replan_tk_error import run, summary
 
     s = summary(run(12))
@@ -269,7 +271,8 @@ class _CheckedBalancer:
                 or dst.kv_blocks_used + taken[a.instance] + len(dst.running) > dst.kv_blocks
             ):
                 self.bad.append(
-                    f"t={obs.time}: request {a.request} to {a.instance} needs {need} blocks, free {dst.kv_blocks - dst.kv_blocks_used}"
+                    f"t={obs.time}: request {a.request} to {a.instance} needs {need} blocks, free "
+                    f"{dst.kv_blocks - dst.kv_blocks_used}"
                 )
         return acts
 

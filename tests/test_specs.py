@@ -21,7 +21,8 @@ from planner.io import (
 
 def test_catalogs_load_by_name():
     a100 = get_gpu("A100-40GB")
-    # the 40 GB SXM part: 1555 GB/s HBM (HetRL Table 1 prints the 80 GB part's 2039); NVLink 300 per direction
+    # the 40 GB SXM part: 1555 GB/s HBM (HetRL Table 1 prints the 80 GB part's 2039); NVLink
+    # 300 per direction
     assert (
         a100.tflops_bf16_dense,
         a100.memory_gb,

@@ -21,8 +21,10 @@ def main() -> None:
     for label in ("flat", "calibrated"):
         for g in summary.get(label, {}).get("gpus", []):
             print(
-                f"{label:10s} {g['gpu']:10s} {g['cases']:4d} cases  median ratio {g['median_ratio']:.2f}  RMS log error {g['rms_log_error']:.3f}"
-                f" (target {g['rms_target']})  fastest TP {g['fastest_tp_agreement']:.0%} (tail {g['fastest_tp_tail_agreement']:.0%})"
+                f"{label:10s} {g['gpu']:10s} {g['cases']:4d} cases  median ratio "
+                f"{g['median_ratio']:.2f}  RMS log error {g['rms_log_error']:.3f}"
+                f" (target {g['rms_target']})  fastest TP {g['fastest_tp_agreement']:.0%} (tail "
+                f"{g['fastest_tp_tail_agreement']:.0%})"
                 f"  prefill median {g['prefill_median_ratio']:.2f}"
             )
     print(f"wrote {args.out} in {time.time() - start:.1f} s")

@@ -5,7 +5,8 @@ latencies measured on real GPUs with vLLM (GEMMs, decode and prefill attention, 
 all-reduce) and composes a model's step from them: per layer the QKV, output, gate/up and down
 GEMMs, attention over the batch's KV and two all-reduces, plus norms and embedding from its
 memory-bandwidth model. It has no serving-engine CPU term, so its decode step is the *kernel* time
-of a step — what :func:`costmodels.decode.decode_step_time` models (the engine overhead is a separate
+of a step — what :func:`costmodels.decode.decode_step_time` models (the engine overhead is a
+separate
 term, calibrated against whole-step measurements).
 
 This writes two CSVs into ``costmodels/data/measured/`` (shipped, so the report and the tests
@@ -158,7 +159,8 @@ def main() -> None:
             "error: aiconfigurator-core is not installed: pip install 'rlplan[calibrate]'"
         ) from None
     print(
-        f"wrote {counts['decode']} decode, {counts['prefill']} prefill and {counts['allreduce']} all-reduce rows to {args.out} in {time.time() - start:.0f} s"
+        f"wrote {counts['decode']} decode, {counts['prefill']} prefill and {counts['allreduce']} "
+        f"all-reduce rows to {args.out} in {time.time() - start:.0f} s"
     )
 
 

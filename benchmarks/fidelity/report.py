@@ -6,7 +6,8 @@ Sources (``costmodels/data/measured/``, extracted by :mod:`benchmarks.fidelity.a
   Llama-3.1-8B on H100-SXM, H200, A100-80GB and L40S, TP 1-8, batch 1-256, context 1k-16k, vLLM,
   bf16. Compared with :func:`costmodels.decode.decode_step_time` (the judge's step without the
   engine's CPU overhead, which these kernel sums do not contain). Only the cases a serving engine
-  can run are kept: the weights and the batch's KV fit the instance (``Instance.kv_capacity_tokens``).
+  can run are kept: the weights and the batch's KV fit the instance
+  (``Instance.kv_capacity_tokens``).
 * **AIConfigurator prefill**: a batch of prompts prefilled from an empty cache, against
   ``Instance.prefill_batch``.
 
@@ -274,7 +275,8 @@ def summarise(decode: list[dict[str, Any]], prefill: list[dict[str, Any]]) -> di
 
 def section21() -> dict[str, Any]:
     """OrchestrRL §2.1's six measured step phases (``costmodels.engine_fit``) on each judge: the
-    flat judge of rlplan 0.x; the fitted kernels with vLLM's CUDA-graph engine (the default); the fitted kernels with the eager
+    flat judge of rlplan 0.x; the fitted kernels with vLLM's CUDA-graph engine (the default); the
+    fitted kernels with the eager
     engine, whose two overheads are fitted to these six times (in sample: the orderings and the
     tail's TP8 / TP2 are what the fit does not set directly)."""
     from costmodels.engine_fit import SECTION_21, predict
@@ -354,34 +356,44 @@ def _markdown(summary: dict[str, Any], command: str) -> str:
 
     lines = [
         f"# Fidelity of the judge\n\nMade by `{command}`. Measured: AIConfigurator's vLLM database "
-        "(`costmodels/data/measured/`, see `benchmarks/fidelity/report.py`). Ratio = predicted / measured. "
-        "*flat*: the judge of rlplan 0.x (`--profile flat`); *calibrated*: the judge's form (the default), a "
-        "hardware profile fitted to the GPU's measurements of the other two models (leave one model out: out of sample).\n"
+        "(`costmodels/data/measured/`, see `benchmarks/fidelity/report.py`). Ratio = predicted / "
+        "measured. "
+        "*flat*: the judge of rlplan 0.x (`--profile flat`); *calibrated*: the judge's form (the "
+        "default), a "
+        "hardware profile fitted to the GPU's measurements of the other two models (leave one "
+        "model out: out of sample).\n"
     ]
     for label in (j[0] for j in JUDGES):
         if label not in summary:
             continue
         lines += [
             f"## {label}: decode kernels and prefill, per GPU\n",
-            "| GPU | cases | median ratio | RMS log error (target) | fastest TP agrees (tail, batch <= 8; target 95%) "
-            "| worst cost of a wrong TP | wrong TPs costing > 5% | prefill median ratio (target 0.8-1.2) |",
+            "| GPU | cases | median ratio | RMS log error (target) | fastest TP agrees (tail, "
+            "batch <= 8; target 95%) "
+            "| worst cost of a wrong TP | wrong TPs costing > 5% | prefill median ratio (target "
+            "0.8-1.2) |",
             "|---|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for g in summary[label]["gpus"]:
             lines.append(
-                f"| {g['gpu']} | {g['cases']} | {f(g['median_ratio'])} | {f(g['rms_log_error'], '.3f')} ({f(g['rms_target'])}) "
-                f"{'met' if g['rms_met'] else 'not met'} | {f(g['fastest_tp_agreement'], '.0%')} ({f(g['fastest_tp_tail_agreement'], '.0%')}) "
-                f"| {f(g['tp_regret_worst'], '.3f')}x | {g['fastest_tp_decisive_misses']} of {g['fastest_tp_cases']} "
+                f"| {g['gpu']} | {g['cases']} | {f(g['median_ratio'])} | "
+                f"{f(g['rms_log_error'], '.3f')} ({f(g['rms_target'])}) "
+                f"{'met' if g['rms_met'] else 'not met'} | {f(g['fastest_tp_agreement'], '.0%')} "
+                f"({f(g['fastest_tp_tail_agreement'], '.0%')}) "
+                f"| {f(g['tp_regret_worst'], '.3f')}x | {g['fastest_tp_decisive_misses']} of "
+                f"{g['fastest_tp_cases']} "
                 f"| {f(g['prefill_median_ratio'])} {'met' if g['prefill_met'] else 'not met'} |"
             )
         lines += [
             f"\n## {label}: decode kernels per GPU and TP\n",
-            "| GPU | TP | cases | median ratio | RMS log error | worst ratio | all-reduce median ratio |",
+            "| GPU | TP | cases | median ratio | RMS log error | worst ratio | all-reduce median "
+            "ratio |",
             "|---|---:|---:|---:|---:|---:|---:|",
         ]
         for r in summary[label]["per_tp"]:
             lines.append(
-                f"| {r['gpu']} | {r['tp']} | {r['cases']} | {f(r['median_ratio'])} | {f(r['rms_log_error'], '.3f')} | {f(r['worst_ratio'])} "
+                f"| {r['gpu']} | {r['tp']} | {r['cases']} | {f(r['median_ratio'])} | "
+                f"{f(r['rms_log_error'], '.3f')} | {f(r['worst_ratio'])} "
                 f"| {f(r['allreduce_median_ratio'])} |"
             )
         lines.append("")
@@ -390,8 +402,10 @@ def _markdown(summary: dict[str, Any], command: str) -> str:
         names = list(sec["measured"])
         lines += [
             "## Whole generation phases: OrchestrRL §2.1 (Qwen2.5-14B, 8 H800, batch 512)\n",
-            "Makespans in seconds of the two snapshots rlplan reconstructs (`costmodels/engine_fit.py`), mean of three draws. "
-            "The eager engine's two overheads are fitted to these six times, so its agreement is in sample.\n",
+            "Makespans in seconds of the two snapshots rlplan reconstructs "
+            "(`costmodels/engine_fit.py`), mean of three draws. "
+            "The eager engine's two overheads are fitted to these six times, so its agreement is "
+            "in sample.\n",
             "| judge | "
             + " | ".join(names)
             + " | early TP2<TP4<TP8 | tail TP8<TP4<TP2 | tail TP8/TP2 | worst ratio | RMS log error |",
@@ -405,24 +419,31 @@ def _markdown(summary: dict[str, Any], command: str) -> str:
                 f"| {r['judge']} | "
                 + " | ".join(f"{r[n]:.1f}" for n in names)
                 + f" | {'yes' if r['early_order_tp2_tp4_tp8'] else 'no'} | {'yes' if r['tail_order_tp8_tp4_tp2'] else 'no'}"
-                f" | {r['tail_tp8_over_tp2']:.2f} | {r['worst_ratio']:.2f} | {r['rms_log_error']:.3f} |"
+                f" | {r['tail_tp8_over_tp2']:.2f} | {r['worst_ratio']:.2f} | "
+                f"{r['rms_log_error']:.3f} |"
             )
         lines.append("")
     if "table1" in summary:
         t1 = summary["table1"]
         lines += [
             "## Whole RL steps: RollPacker Table 1 (veRL, Qwen2.5-14B, 16k, 32 H800)\n",
-            f"Stage shares of veRL's mean step (`costmodels/rollout/table1.py`). Fitted to these: the training MFU "
-            f"({t1['mfu_shipped']}; re-fitted now: {t1['mfu_refit']}), the rule scorer's seconds per response and the "
-            "sandbox count, on the eager engine verl ran up to 0.5. Bands of the target: rollout 60-80%, reward 3-15%, "
+            "Stage shares of veRL's mean step (`costmodels/rollout/table1.py`). Fitted to these: "
+            "the training MFU "
+            f"({t1['mfu_shipped']}; re-fitted now: {t1['mfu_refit']}), the rule scorer's seconds "
+            "per response and the "
+            "sandbox count, on the eager engine verl ran up to 0.5. Bands of the target: rollout "
+            "60-80%, reward 3-15%, "
             "training 15-30%.\n",
-            "| engine | task | step s | rollout (measured) | reward (measured) | training (measured) | in bands |",
+            "| engine | task | step s | rollout (measured) | reward (measured) | training "
+            "(measured) | in bands |",
             "|---|---|---:|---:|---:|---:|---|",
         ]
         for r in t1["rows"]:
             lines.append(
-                f"| {r['engine']} | {r['task']} | {r['step_s']:.1f} | {r['rollout_share']:.0%} ({r['rollout_measured']:.0%}) "
-                f"| {r['reward_share']:.1%} ({r['reward_measured']:.0%}) | {r['training_share']:.0%} ({r['training_measured']:.0%}) "
+                f"| {r['engine']} | {r['task']} | {r['step_s']:.1f} | {r['rollout_share']:.0%} "
+                f"({r['rollout_measured']:.0%}) "
+                f"| {r['reward_share']:.1%} ({r['reward_measured']:.0%}) | "
+                f"{r['training_share']:.0%} ({r['training_measured']:.0%}) "
                 f"| {'yes' if r['in_bands'] else 'no'} |"
             )
         lines.append("")

@@ -239,7 +239,8 @@ def check_broadcast(problem: BroadcastProblem, plan: BroadcastPlan) -> list[Viol
                 out.append(
                     Violation(
                         "pod-budget",
-                        f"wave {t}: PoD {p} has {n} active inter-PoD circuits, budget d_p = {pods[p].budget}",
+                        f"wave {t}: PoD {p} has {n} active inter-PoD circuits, budget d_p = "
+                        f"{pods[p].budget}",
                     )
                 )
         for ep, shard in arrivals:

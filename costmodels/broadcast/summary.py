@@ -24,7 +24,8 @@ def broadcast_summary(
             (
                 "Phase A",
                 f"{b['phase_a_s']:.3g}",
-                f"{b['waves']} waves, {b['inter_pod_edges']} inter-PoD transfers, {b['inter_pod_gb']:.0f} GB",
+                f"{b['waves']} waves, {b['inter_pod_edges']} inter-PoD transfers, "
+                f"{b['inter_pod_gb']:.0f} GB",
             ),
             ("Phase B", f"{b['phase_b_s']:.3g}", f"{len(plan.phase_b)} intra-PoD fan-out trees"),
         ],

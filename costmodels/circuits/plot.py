@@ -75,7 +75,8 @@ def plot_circuits(
     fig.suptitle(
         f"{title}bottleneck {breakdown.get('bottleneck_s', 0):.4g} s (red)"
         + (
-            f"; {uncovered} demanded pairs without a circuit ({breakdown.get('uncovered_gb', 0):.3g} GB)"
+            f"; {uncovered} demanded pairs without a circuit "
+            f"({breakdown.get('uncovered_gb', 0):.3g} GB)"
             if uncovered
             else ""
         )

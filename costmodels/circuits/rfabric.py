@@ -281,7 +281,8 @@ def check_materialized(
             out.append(
                 Violation(
                     "core-agg",
-                    f"PoD {pod}: {n} OCS-Core circuits but only {access.get(pod, 0)} ToR-uplink circuits to carry them",
+                    f"PoD {pod}: {n} OCS-Core circuits but only {access.get(pod, 0)} ToR-uplink "
+                    "circuits to carry them",
                 )
             )
     return out

@@ -468,7 +468,8 @@ def check_cosched(problem: CoscheduleProblem, plan: CoschedulePlan) -> list[Viol
                 out.append(
                     Violation(
                         "colocated",
-                        f"group {gi}: a co-located group is one job on at least its {j.n} training nodes, no rollout pool",
+                        f"group {gi}: a co-located group is one job on at least its {j.n} "
+                        "training nodes, no rollout pool",
                     )
                 )
                 continue
@@ -489,7 +490,8 @@ def check_cosched(problem: CoscheduleProblem, plan: CoschedulePlan) -> list[Viol
                     out.append(
                         Violation(
                             "placement",
-                            f"group {gi}: job {member.name} needs {j.k} distinct rollout nodes of 0..{group.rollout_nodes - 1}, got {member.rollout}",
+                            f"group {gi}: job {member.name} needs {j.k} distinct rollout nodes of "
+                            f"0..{group.rollout_nodes - 1}, got {member.rollout}",
                         )
                     )
                     bad = True
@@ -504,7 +506,8 @@ def check_cosched(problem: CoscheduleProblem, plan: CoschedulePlan) -> list[Viol
                 out.append(
                     Violation(
                         "SLO",
-                        f"job {name}: co-execution {times[name]:.1f} s > SLO {j.slo} x solo {j.solo_s:.1f} s",
+                        f"job {name}: co-execution {times[name]:.1f} s > SLO {j.slo} x solo "
+                        f"{j.solo_s:.1f} s",
                     )
                 )
     return out

@@ -116,13 +116,15 @@ class JobsSpec(BaseModel):
                 raise SpecError(
                     f"jobs[{i}].rollout_host_memory_gb",
                     mem_roll,
-                    f"more than a rollout node's host memory ({self.rollout_pool.host_memory_gb_per_node} GB)",
+                    "more than a rollout node's host memory "
+                    f"({self.rollout_pool.host_memory_gb_per_node} GB)",
                 )
             if mem_train > self.train_pool.host_memory_gb_per_node:
                 raise SpecError(
                     f"jobs[{i}].train_host_memory_gb",
                     mem_train,
-                    f"more than a training node's host memory ({self.train_pool.host_memory_gb_per_node} GB)",
+                    "more than a training node's host memory "
+                    f"({self.train_pool.host_memory_gb_per_node} GB)",
                 )
 
 

@@ -43,7 +43,8 @@ def cosched_summary(
         columns=("group", "jobs", "pools", "$/h", "cycle s", "load s", "max slowdown/SLO"),
         rows=rows,
         caption=(
-            f"{b['rollout_gpus']} rollout + {b['train_gpus']} training GPUs; SLO met by {b['slo_attainment']:.0%} of jobs"
+            f"{b['rollout_gpus']} rollout + {b['train_gpus']} training GPUs; SLO met by "
+            f"{b['slo_attainment']:.0%} of jobs"
             + (f"; {more} more groups in the plan file" if more > 0 else "")
         ),
     )

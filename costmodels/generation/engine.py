@@ -308,7 +308,8 @@ class Engine:
         req = self.requests[rid]
         if -(-(req.prompt + req.output) // self.block) > st.capacity_blocks:
             raise ValueError(
-                f"request {rid} ({req.prompt}+{req.output} tokens) cannot fit instance {st.index}'s KV cache"
+                f"request {rid} ({req.prompt}+{req.output} tokens) cannot fit instance "
+                f"{st.index}'s KV cache"
             )
 
     def coef(self, st: InstanceState, batch: int) -> StepCoefficients:
@@ -549,7 +550,8 @@ class Engine:
         if isinstance(action, Dispatch | Migrate) and not self.states[action.instance].active:
             # the request would wait forever: a policy bug, said at once and before anything moves
             raise ValueError(
-                f"{type(action).__name__}: request {action.request} sent to instance {action.instance}, which is released"
+                f"{type(action).__name__}: request {action.request} sent to instance "
+                f"{action.instance}, which is released"
             )
         if isinstance(action, Dispatch):
             if action.request not in self.unassigned:
@@ -588,7 +590,8 @@ class Engine:
             new = Instance(st.inst.model, st.inst.gpu, action.tp, st.inst.params)
             if new.kv_capacity_tokens() // self.block <= 0:
                 raise ValueError(
-                    f"Reconfigure: {new.model.name} on TP{action.tp} x {new.gpu.name} leaves no KV cache"
+                    f"Reconfigure: {new.model.name} on TP{action.tp} x {new.gpu.name} leaves no "
+                    "KV cache"
                 )
             st.inst = new
             st.capacity_blocks = st.inst.kv_capacity_tokens() // self.block
@@ -637,7 +640,8 @@ class Engine:
             now += tick
             if now > horizon_s:
                 raise RuntimeError(
-                    f"generation did not finish within {horizon_s} s of simulated time (a policy holds requests back?)"
+                    f"generation did not finish within {horizon_s} s of simulated time (a policy "
+                    "holds requests back?)"
                 )
             for st in self.states:
                 self.advance(st, now)

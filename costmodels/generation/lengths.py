@@ -49,7 +49,8 @@ def parse_distribution(text: str, seed: int = 0, bin_tokens: int = 256) -> Lengt
         raise SpecError(
             "lengths",
             text,
-            f"unknown distribution {name!r}; known: {', '.join(DISTRIBUTIONS)} (or a histogram CSV file)",
+            f"unknown distribution {name!r}; known: {', '.join(DISTRIBUTIONS)} (or a histogram "
+            "CSV file)",
         )
     args: dict[str, float] = {}
     for part in filter(None, rest.split(",")):

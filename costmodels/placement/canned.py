@@ -1,5 +1,6 @@
 """Canned placement instances for the contract test: heterogeneous clusters of 2-3 GPUs whose
-whole placement space brute force enumerates in about a second, so the optimum is proven at test time by the
+whole placement space brute force enumerates in about a second, so the optimum is proven at test
+time by the
 ``bruteforce`` solver (an enumeration independent of the ILP)."""
 
 from __future__ import annotations

@@ -89,7 +89,8 @@ def check_placement(problem: PlacementProblem, plan: PlacementPlan) -> list[Viol
             out.append(
                 Violation(
                     "shape",
-                    f"{name}: tp={tp_.tp} does not divide {m.name}'s {m.query_heads} query / {m.kv_heads} KV heads",
+                    f"{name}: tp={tp_.tp} does not divide {m.name}'s {m.query_heads} query / "
+                    f"{m.kv_heads} KV heads",
                 )
             )
         if tp_.pp > m.layers:
@@ -104,7 +105,8 @@ def check_placement(problem: PlacementProblem, plan: PlacementPlan) -> list[Viol
             out.append(
                 Violation(
                     "shape",
-                    f"{name}: layers_per_stage {tp_.layers_per_stage} must be {tp_.pp} positive counts summing to {m.layers}",
+                    f"{name}: layers_per_stage {tp_.layers_per_stage} must be {tp_.pp} positive "
+                    f"counts summing to {m.layers}",
                 )
             )
         if tp_.batch_shares is not None and (
@@ -115,7 +117,8 @@ def check_placement(problem: PlacementProblem, plan: PlacementPlan) -> list[Viol
             out.append(
                 Violation(
                     "shape",
-                    f"{name}: batch_shares {tp_.batch_shares} must be {tp_.dp} positive shares summing to 1",
+                    f"{name}: batch_shares {tp_.batch_shares} must be {tp_.dp} positive shares "
+                    "summing to 1",
                 )
             )
         devs = tp_.all_devices()
@@ -144,7 +147,8 @@ def check_placement(problem: PlacementProblem, plan: PlacementPlan) -> list[Viol
             out.append(
                 Violation(
                     "C3-memory",
-                    f"GPU {dev.id} ({dev.gpu.name}) needs {need:.2f} GB (models {slot['model_gb']:.2f} + working {slot['working_gb']:.2f}) "
+                    f"GPU {dev.id} ({dev.gpu.name}) needs {need:.2f} GB (models "
+                    f"{slot['model_gb']:.2f} + working {slot['working_gb']:.2f}) "
                     f"but has {slot['capacity_gb']:.2f} GB usable",
                 )
             )

@@ -205,7 +205,8 @@ def device_memory(problem: PlacementProblem, plan: PlacementPlan) -> dict[int, d
 #: memoise replica costs on their node-class signature (:meth:`_TaskCoster._replica_key`); tests
 #: switch it off to check that it never changes a value
 REPLICA_MEMO = True
-#: its size cap (an entry holds a replica's signature and costs: ~1 KB; bounded memory at 1 024 GPUs)
+# : its size cap (an entry holds a replica's signature and costs: ~1 KB; bounded memory at 1 024
+# GPUs)
 REPLICA_MEMO_ENTRIES = 50_000
 
 
@@ -581,7 +582,8 @@ class _TaskCoster:
         experts) and per-token KV k_j:
 
             round >= chain >= sum_j (W_j / h_j + c_j + hop_j)                        (per round)
-            round >= m t_j(b) >= (W_j + w ctx k_j) / h_j + c_j,  (2 a_j w + 4 w ctx H L_j) / (tp F_j) + c_j
+            round >= m t_j(b) >= (W_j + w ctx k_j) / h_j + c_j,  (2 a_j w + 4 w ctx H L_j) / (tp
+            F_j) + c_j
             overhead(b m) >= step_ms + w seq_us
 
         where c_j = 2 L_j 2 (tp-1) ring_j(0) is the TP all-reduces' latency and hop_j the PP hop's;
@@ -608,7 +610,8 @@ class _TaskCoster:
             flops_total = (
                 2 * active * sequences * wf.response_length + 4 * sequences * ctx_sum * m.hidden * L
             )
-            # t_j adds the TP all-reduces of the step: 2 L_j of 2 (tp-1) ring steps, each at least a hop
+            # t_j adds the TP all-reduces of the step: 2 L_j of 2 (tp-1) ring steps,
+            # each at least a hop
             ring = 2 * L * 2 * (tp - 1) * self._ring(stage, 0.0) if tp > 1 else 0.0
             hop = comm.best_pair(self.topo, stage, replica[j + 1], 0.0) if not last else 0.0
             stage_chain, stage_worst = 0.0, 0.0

@@ -62,11 +62,13 @@ def _balance_notes(plan: PlacementPlan) -> list[str]:
     for t in plan.tasks:
         if t.batch_shares is not None and len({round(s, 6) for s in t.batch_shares}) > 1:
             out.append(
-                f"{t.task}: uneven batch shares {[round(s, 3) for s in t.batch_shares]} (both frameworks split evenly)"
+                f"{t.task}: uneven batch shares {[round(s, 3) for s in t.batch_shares]} (both "
+                "frameworks split evenly)"
             )
         if t.layers_per_stage is not None and len(set(t.layers_per_stage)) > 1:
             out.append(
-                f"{t.task}: uneven layer split {t.layers_per_stage} (set Megatron's pipeline layout by hand)"
+                f"{t.task}: uneven layer split {t.layers_per_stage} (set Megatron's pipeline "
+                "layout by hand)"
             )
     return out
 
@@ -108,7 +110,8 @@ def export_verl(problem: PlacementProblem, plan: PlacementPlan) -> dict[str, Any
     train_groups = {groups[n] for n in trainer_side}
     if len(train_groups) > 1:
         notes.append(
-            "actor, reference and critic are in different GPU groups; verl runs them in one pool (trainer/global pool)"
+            "actor, reference and critic are in different GPU groups; verl runs them in one pool "
+            "(trainer/global pool)"
         )
     train_group = groups[ACTOR_TRAINING]
     disaggregated = groups[ACTOR_GENERATION] != train_group
@@ -121,7 +124,8 @@ def export_verl(problem: PlacementProblem, plan: PlacementPlan) -> dict[str, Any
         entry = "python -m recipe.one_step_off_policy.main_ppo"
         if problem.workflow.mode == "sync":
             notes.append(
-                "generation apart from training: verl's only entry point for that (one_step_off_policy) is one-step off-policy, not synchronous"
+                "generation apart from training: verl's only entry point for that "
+                "(one_step_off_policy) is one-step off-policy, not synchronous"
             )
         r_nodes, r_per = _pool(
             problem, plan.groups[groups[ACTOR_GENERATION]].devices, "rollout pool", notes
@@ -153,8 +157,10 @@ def export_verl(problem: PlacementProblem, plan: PlacementPlan) -> dict[str, Any
             CRITIC_TRAINING
         ]:
             notes.append(
-                f"critic_inference TP{ci.tp} PP{ci.pp} DP{ci.dp} in group {groups[CRITIC_INFERENCE]}: verl computes values"
-                f" with the critic worker (TP{ct.tp} PP{ct.pp} DP{ct.dp}, group {groups[CRITIC_TRAINING]})"
+                f"critic_inference TP{ci.tp} PP{ci.pp} DP{ci.dp} in group "
+                f"{groups[CRITIC_INFERENCE]}: verl computes values"
+                f" with the critic worker (TP{ct.tp} PP{ct.pp} DP{ct.dp}, group "
+                f"{groups[CRITIC_TRAINING]})"
             )
     if REWARD_INFERENCE in names:
         rw = plan.task(REWARD_INFERENCE)
@@ -162,7 +168,8 @@ def export_verl(problem: PlacementProblem, plan: PlacementPlan) -> dict[str, Any
         overrides["reward_model.rollout.tensor_model_parallel_size"] = rw.tp
         if rw.pp > 1:
             notes.append(
-                f"reward_inference PP{rw.pp}: verl's reward loop serves the reward model with TP only"
+                f"reward_inference PP{rw.pp}: verl's reward loop serves the reward model with TP "
+                "only"
             )
         if groups[REWARD_INFERENCE] != train_group:
             rn, rp = _pool(
@@ -213,18 +220,21 @@ def roll_rule_violations(
         mode = "partial"
         if infer_dp < 2:
             out.append(
-                f"actor_train inside actor_infer (partial-GPU mode) needs actor_infer DP >= 2, got {infer_dp}"
+                "actor_train inside actor_infer (partial-GPU mode) needs actor_infer DP >= 2, "
+                f"got {infer_dp}"
             )
         if async_ratio <= 0:
             out.append(
-                "actor_train inside actor_infer (partial-GPU mode) needs async_generation_ratio > 0 (a synchronous workflow has none)"
+                "actor_train inside actor_infer (partial-GPU mode) needs async_generation_ratio > "
+                "0 (a synchronous workflow has none)"
             )
         if critic is not None and not (critic <= infer and critic.isdisjoint(train)):
             out.append("partial-GPU mode needs the critic inside actor_infer and off actor_train")
     else:
         mode = "overlap"
         out.append(
-            "actor_train and actor_infer overlap partly: ROLL accepts disjoint, train inside infer, or identical"
+            "actor_train and actor_infer overlap partly: ROLL accepts disjoint, train inside "
+            "infer, or identical"
         )
     if reference is not None and reference != train:
         out.append(f"reference must sit on exactly the actor_train devices (mode {mode})")
@@ -238,7 +248,8 @@ def export_roll(problem: PlacementProblem, plan: PlacementPlan) -> dict[str, Any
     per_node = max(counts.values())
     if len(set(counts.values())) > 1:
         notes.append(
-            f"nodes hold different GPU counts {counts}; ROLL maps rank r to node r // num_gpus_per_node, so ranks of the smaller nodes' missing GPUs must stay unused"
+            f"nodes hold different GPU counts {counts}; ROLL maps rank r to node r // "
+            "num_gpus_per_node, so ranks of the smaller nodes' missing GPUs must stay unused"
         )
     names = {t.name for t in problem.tasks}
     wf = problem.workflow
@@ -288,7 +299,8 @@ def export_roll(problem: PlacementProblem, plan: PlacementPlan) -> dict[str, Any
     for task, r in ranks.items():
         if sorted(r) != list(range(min(r), min(r) + len(r))):
             notes.append(
-                f"{task}: GPUs {sorted(r)} are not one contiguous range (ROLL accepts the list; its docs and examples use ranges)"
+                f"{task}: GPUs {sorted(r)} are not one contiguous range (ROLL accepts the list; "
+                "its docs and examples use ranges)"
             )
     if CRITIC_INFERENCE in names and set(ranks[CRITIC_INFERENCE]) != set(ranks[CRITIC_TRAINING]):
         notes.append(

@@ -356,7 +356,8 @@ class GroupOptions:
         of task u's configuration and cap the usable GB, an option fits when
         sum_u m_u + max_u w_u <= cap on every GPU (C3). Every configuration u can take has
         m_u >= m̲_u and w_u >= w̲_u (element-wise minima over the configurations still possible),
-        so task t can only use configurations c with m_c + sum_{u != t} m̲_u + max(w_c, max_{u != t} w̲_u) <= cap;
+        so task t can only use configurations c with m_c + sum_{u != t} m̲_u + max(w_c, max_{u != t}
+        w̲_u) <= cap;
         the minima are re-taken over those and the filter repeated until nothing changes. Each
         task is then bounded by its fastest surviving configuration; generation "as many as fit"
         at its :func:`~costmodels.placement.cost.generation_floor` beside the others' least models
@@ -438,7 +439,8 @@ class GroupOptions:
         """Pareto options of ``subset`` on ``comp``; ``keep`` may prune partial combinations
         (bound-based pruning). Pruned results are cached only with ``cache_pruned``, for callers
         whose bound never rises (an incumbent). The combination of many co-located tasks can
-        explode; past ``deadline`` it raises :class:`costmodels.solving.DeadlineExceeded` and caches nothing."""
+        explode; past ``deadline`` it raises :class:`costmodels.solving.DeadlineExceeded` and caches
+        nothing."""
         key = (subset, comp)
         if key in self._opts:
             return self._opts[key]
@@ -498,7 +500,8 @@ class GroupOptions:
         to 2 ``beam`` states (:func:`_thin_front`: fast ones and ones that leave memory for the
         tasks still to come); generation's "as many as fit" candidates are costed only for the
         ``beam`` configurations whose explicit-dbs sibling is fastest. Every option returned is one
-        :meth:`options` would consider, so its cost is achievable; it may miss the best one (SHA-EA re-solves survivors exactly)."""
+        :meth:`options` would consider, so its cost is achievable; it may miss the best one (SHA-EA
+        re-solves survivors exactly)."""
         key = ("quick", subset, comp, beam)
         if key in self._opts:
             return self._opts[key]

@@ -1,7 +1,8 @@
 """``rlplan plan placement --plot FILE``: the plan on its cluster, and one iteration on a clock.
 
 Top: the cluster as it is wired. One shaded block per zone (the network's slow boundaries), one
-box per node, one square per GPU, coloured by the task group that holds it (grey: idle). Each data-parallel
+box per node, one square per GPU, coloured by the task group that holds it (grey: idle). Each
+data-parallel
 replica of actor generation is outlined in solid black and each replica of actor training in
 dashed red, so tensor/pipeline groups that cross a node or a zone boundary are visible at a glance.
 
@@ -205,7 +206,8 @@ def _timeline(ax: Any, problem: Any, breakdown: dict[str, Any]) -> None:
         else "sync: phases in sequence"
     )
     ax.set_title(
-        f"one iteration, {_seconds(total)} ({mode})\ntask bars start at their phase; tasks sharing GPUs interleave (HetRL B.4)",
+        f"one iteration, {_seconds(total)} ({mode})\ntask bars start at their phase; tasks "
+        "sharing GPUs interleave (HetRL B.4)",
         fontsize=9,
     )
 

@@ -115,7 +115,8 @@ def hetrl_multi_country() -> dict[str, Any]:
     regions = ["frankfurt", "paris", "london", "ireland", "stockholm", "zurich", "spain", "milan"]
     return _testbed(
         "hetrl-multi-country",
-        "HetRL testbed, scenario 3: one node in each of 8 EU regions; 5-30 ms, 1.9-5.0 Gbps by distance",
+        "HetRL testbed, scenario 3: one node in each of 8 EU regions; 5-30 ms, 1.9-5.0 Gbps by "
+        "distance",
         regions,
         {"intra_zone": FAST_LAN, "inter_zone": _geo_links(regions, (5.0, 30.0), (1.9, 5.0))},
     )
@@ -125,7 +126,8 @@ def hetrl_multi_continent() -> dict[str, Any]:
     regions = ["virginia", "ohio", "frankfurt", "london", "paris", "ireland", "stockholm", "milan"]
     return _testbed(
         "hetrl-multi-continent",
-        "HetRL testbed, scenario 4: one node in each of 8 EU and US regions; 5-60 ms, 0.9-5.0 Gbps by distance",
+        "HetRL testbed, scenario 4: one node in each of 8 EU and US regions; 5-60 ms, 0.9-5.0 "
+        "Gbps by distance",
         regions,
         {"intra_zone": FAST_LAN, "inter_zone": _geo_links(regions, (5.0, 60.0), (0.9, 5.0))},
     )

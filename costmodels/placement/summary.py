@@ -12,7 +12,8 @@ from costmodels.problem import Summary
 def _phases(breakdown: dict[str, Any]) -> str:
     ph = breakdown["phases"]
     text = (
-        f"generation {ph['generation_s']:.2f} s + inference {ph['inference_s']:.2f} s + training {ph['training_s']:.2f} s"
+        f"generation {ph['generation_s']:.2f} s + inference {ph['inference_s']:.2f} s + training "
+        f"{ph['training_s']:.2f} s"
         f" + {ph['weight_transfer']} {ph['weight_transfer_s']:.2f} s"
     )
     if "generation_group_busy_s" in ph:
@@ -24,8 +25,10 @@ def _efficiency(breakdown: dict[str, Any]) -> str:
     """The one efficiency/latency set every term was derated with, and the model variant."""
     e, m = breakdown["efficiency"], breakdown["model"]
     text = (
-        f"efficiency: compute {e['compute']:.0%} of peak, HBM {e['hbm']:.0%}, NVLink hop {e['intra_node_hop_latency_ms'] * 1e3:.1f} us,"
-        f" decode step overhead {e['decode_step_overhead_ms']:.2f} ms + {e['decode_sequence_overhead_us']:.0f} us/seq"
+        f"efficiency: compute {e['compute']:.0%} of peak, HBM {e['hbm']:.0%}, NVLink hop "
+        f"{e['intra_node_hop_latency_ms'] * 1e3:.1f} us,"
+        f" decode step overhead {e['decode_step_overhead_ms']:.2f} ms + "
+        f"{e['decode_sequence_overhead_us']:.0f} us/seq"
         + (
             f" + {e['decode_layer_overhead_us']:.0f} us/layer"
             if e.get("decode_layer_overhead_us")

@@ -23,7 +23,8 @@ def synthetic_state(
     name: str = "",
 ) -> dict[str, Any]:
     """A pool of ``nodes`` nodes running uniform TP ``tp``, ``per_gpu`` requests per GPU at the
-    start of the step (group-aware synthetic lengths, ``costmodels.generation.request_traces``), observed
+    start of the step (group-aware synthetic lengths, ``costmodels.generation.request_traces``),
+    observed
     after ``progress`` decode steps: requests shorter than that are done, the others have
     generated ``progress`` tokens (cached with their prompt). Requests go round-robin."""
     total = nodes * gpus_per_node * per_gpu
@@ -40,7 +41,8 @@ def synthetic_state(
     return {
         "name": name,
         "description": f"{model} on {nodes} x {gpus_per_node} {gpu}, {len(instances)} x TP{tp}, "
-        f"{total} requests ({per_gpu}/GPU, max {max_len}) after {progress} decode steps: {len(live)} pending",
+        f"{total} requests ({per_gpu}/GPU, max {max_len}) after {progress} decode steps: "
+        f"{len(live)} pending",
         "model": model,
         "gpu": gpu,
         "nodes": nodes,
@@ -78,7 +80,8 @@ def replan_presets() -> tuple[Preset, ...]:
         Preset(
             "replan-1024",
             "state",
-            "Qwen2-57B-A14B on 1024 H800 (256 x TP4), 16 requests per GPU at the start of a step (OrchestrRL App. F)",
+            "Qwen2-57B-A14B on 1024 H800 (256 x TP4), 16 requests per GPU at the start of a step "
+            "(OrchestrRL App. F)",
             replan_1024,
         ),
         Preset(

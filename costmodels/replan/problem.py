@@ -166,7 +166,8 @@ class ReplanSpec(BaseModel):
                 raise SpecError(
                     f"tps[{i}]",
                     t,
-                    f"{model.name}'s {model.query_heads} query / {model.kv_heads} KV heads do not split {t} ways",
+                    f"{model.name}'s {model.query_heads} query / {model.kv_heads} KV heads do not "
+                    f"split {t} ways",
                 )
         if self.tps is not None and len(set(self.tps)) != len(self.tps):
             raise SpecError("tps", self.tps, "duplicate TP degrees")
@@ -218,20 +219,23 @@ class ReplanSpec(BaseModel):
                     raise SpecError(
                         f"{where}.requests[{j}]",
                         [rem, ctx],
-                        f"needs {rem + ctx:,} KV tokens; the roomiest candidate instance (TP{widest}) holds {room[widest]:,}",
+                        f"needs {rem + ctx:,} KV tokens; the roomiest candidate instance "
+                        f"(TP{widest}) holds {room[widest]:,}",
                     )
             for j, (upper, count, ctx) in enumerate(inst.histogram):
                 if upper < 1 or upper % self.bin_tokens or count < 0 or ctx < 0:
                     raise SpecError(
                         f"{where}.histogram[{j}]",
                         [upper, count, ctx],
-                        f"need a bin upper bound that is a positive multiple of bin_tokens ({self.bin_tokens}), count >= 0, context >= 0",
+                        "need a bin upper bound that is a positive multiple of bin_tokens "
+                        f"({self.bin_tokens}), count >= 0, context >= 0",
                     )
                 if count and upper + ctx > room[widest]:
                     raise SpecError(
                         f"{where}.histogram[{j}]",
                         [upper, count, ctx],
-                        f"needs {upper + ctx:,} KV tokens per request; the roomiest candidate instance (TP{widest}) holds {room[widest]:,}",
+                        f"needs {upper + ctx:,} KV tokens per request; the roomiest candidate "
+                        f"instance (TP{widest}) holds {room[widest]:,}",
                     )
         total = sum(
             len(inst.requests) + sum(c for _, c, _ in inst.histogram) for inst in self.instances
@@ -649,7 +653,8 @@ def check_replan(problem: ReplanProblem, plan: ReplanPlan) -> list[Violation]:
             out.append(
                 Violation(
                     "gpus",
-                    f"instance {j}: TP{i.tp} at GPU {i.gpu} of node {i.node} is not an aligned block of an existing node",
+                    f"instance {j}: TP{i.tp} at GPU {i.gpu} of node {i.node} is not an aligned "
+                    "block of an existing node",
                 )
             )
             continue
@@ -674,7 +679,9 @@ def check_replan(problem: ReplanProblem, plan: ReplanPlan) -> list[Violation]:
             out.append(
                 Violation(
                     "layout",
-                    f"node {n}: instances {sorted((i.gpu, i.tp) for i in plan.instances if i.node == n)} are neither its current ones nor a uniform TP layout",
+                    f"node {n}: instances "
+                    f"{sorted((i.gpu, i.tp) for i in plan.instances if i.node == n)} are neither "
+                    "its current ones nor a uniform TP layout",
                 )
             )
     if sum(i.tp for i in plan.instances) > problem.budget:
@@ -706,7 +713,8 @@ def check_replan(problem: ReplanProblem, plan: ReplanPlan) -> list[Violation]:
                 out.append(
                     Violation(
                         "(5) fit",
-                        f"instance {j} (TP{i.tp}, {cfg.kv_tokens} KV tokens) cannot hold a {bn.context}+{bn.upper}-token request",
+                        f"instance {j} (TP{i.tp}, {cfg.kv_tokens} KV tokens) cannot hold a "
+                        f"{bn.context}+{bn.upper}-token request",
                     )
                 )
         if s.kv_delta is not None and x[j].any():
@@ -715,7 +723,8 @@ def check_replan(problem: ReplanProblem, plan: ReplanPlan) -> list[Violation]:
                 out.append(
                     Violation(
                         "(2) KV balance",
-                        f"instance {j}: KV share {share:.3f} outside {problem.kv_target:.3f} +- {s.kv_delta}",
+                        f"instance {j}: KV share {share:.3f} outside {problem.kv_target:.3f} +- "
+                        f"{s.kv_delta}",
                     )
                 )
     return out

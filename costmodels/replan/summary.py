@@ -40,7 +40,8 @@ def replan_summary(
         columns=("instance", "config", "requests", "T_j s", "C_mig s", "C_sw s", "total s", ""),
         rows=rows,
         caption=(
-            f"nodes: {', '.join(f'{n} {k}' for k, n in layouts.items())}; {b['kept_instances']} instances kept, "
+            f"nodes: {', '.join(f'{n} {k}' for k, n in layouts.items())}; {b['kept_instances']} "
+            "instances kept, "
             f"{b['switched_instances']} switched, {b['migrated_requests']} requests migrated"
             + (f"; {more} more instances in the plan file" if more > 0 else "")
         ),

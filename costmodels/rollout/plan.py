@@ -277,14 +277,16 @@ def check_rollout(problem: Any, plan: RolloutPlan) -> list[Violation]:
                 Violation(
                     "tp-in-server",
                     f"{name}={tp}: {wl.model} on {wl.gpu} can use TP {allowed} "
-                    f"({wl.gpus} GPUs, {wl.gpus_per_node} per server, KV for a {wl.max_response}-token response)",
+                    f"({wl.gpus} GPUs, {wl.gpus_per_node} per server, KV for a "
+                    f"{wl.max_response}-token response)",
                 )
             )
     if plan.tp_rule == "adaptive" and plan.long_tp != plan.short_tp:
         out.append(
             Violation(
                 "adaptive-tp",
-                f"the adaptive rule sets every round's TP from short_tp={plan.short_tp}; long_tp must equal it, got {plan.long_tp}",
+                f"the adaptive rule sets every round's TP from short_tp={plan.short_tp}; long_tp "
+                f"must equal it, got {plan.long_tp}",
             )
         )
     launch = launch_count(plan.eta_prompts, wl.prompts_per_step)
@@ -292,7 +294,8 @@ def check_rollout(problem: Any, plan: RolloutPlan) -> list[Violation]:
         out.append(
             Violation(
                 "speculation",
-                f"η_P={plan.eta_prompts} launches {launch} prompts; the dataset holds {wl.dataset_prompts}",
+                f"η_P={plan.eta_prompts} launches {launch} prompts; the dataset holds "
+                f"{wl.dataset_prompts}",
             )
         )
     if plan.scale != "off":
@@ -303,8 +306,10 @@ def check_rollout(problem: Any, plan: RolloutPlan) -> list[Violation]:
                 out.append(
                     Violation(
                         "scale-replica",
-                        f"freeing {plan.scale_fraction:g} of {n} TP{tp} instances frees {k * tp} GPUs; "
-                        f"it must free at least one training replica ({wl.training.replica_gpus} GPUs) and keep one instance",
+                        f"freeing {plan.scale_fraction:g} of {n} TP{tp} instances frees {k * tp} "
+                        "GPUs; "
+                        f"it must free at least one training replica ({wl.training.replica_gpus} "
+                        "GPUs) and keep one instance",
                     )
                 )
     if plan.timeout == "adaptive":
@@ -314,7 +319,8 @@ def check_rollout(problem: Any, plan: RolloutPlan) -> list[Violation]:
             out.append(
                 Violation(
                     "timeout-signal",
-                    f"timeout λ={plan.timeout_lambda:g} cuts {cut:.2%} of finishing sandbox responses; "
+                    f"timeout λ={plan.timeout_lambda:g} cuts {cut:.2%} of finishing sandbox "
+                    "responses; "
                     f"the workload allows {bound:.2%} (reward.sandbox_worker.max_cut_share)",
                 )
             )

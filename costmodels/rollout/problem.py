@@ -63,7 +63,8 @@ class JobSpec(BaseModel):
             raise SpecError(
                 "workload.reward.sandbox_worker.min_timeout_s",
                 sandbox.min_timeout_s,
-                f"T_min above T_max ({sandbox.max_timeout_s:g} s): the adaptive timeout min(max(T_min, λ a), T_max) would be T_max always",
+                f"T_min above T_max ({sandbox.max_timeout_s:g} s): the adaptive timeout "
+                "min(max(T_min, λ a), T_max) would be T_max always",
             )
         # a speculative round launches up to eta_P x eta_R (4 x 4, RolloutPlan's caps) times the
         # step's responses, each a request the simulator holds
@@ -81,14 +82,17 @@ class JobSpec(BaseModel):
             raise SpecError(
                 "workload.max_response",
                 wl.max_response,
-                f"{wl.model} on {wl.gpu} has no TP inside a {wl.gpus_per_node}-GPU server with KV room for a response this long",
+                f"{wl.model} on {wl.gpu} has no TP inside a {wl.gpus_per_node}-GPU server with KV "
+                "room for a response this long",
             )
         if wl.tp not in allowed:
             raise SpecError(
                 "workload.tp",
                 wl.tp,
-                f"TP is one of {', '.join(map(str, allowed))} for {wl.model} on {wl.gpus} x {wl.gpu}: "
-                f"inside a {wl.gpus_per_node}-GPU server, splitting the heads and the GPUs, with KV room for a longest response",
+                f"TP is one of {', '.join(map(str, allowed))} for {wl.model} on {wl.gpus} x "
+                f"{wl.gpu}: "
+                f"inside a {wl.gpus_per_node}-GPU server, splitting the heads and the GPUs, with "
+                "KV room for a longest response",
             )
 
 

@@ -28,7 +28,8 @@ Each prompt is scored one way (``PromptPool.reward_kind``):
   its rollout pads responses to ``response_length``. That
   padding, not the responses' own tokens, is what makes the judge 7% of a veRL step in RollPacker
   Table 1 (rlplan: 6.3%, not fitted). The forward runs at the flat judge's compute fraction (50% of
-  dense peak: an HF forward under FSDP, for which no measurement is on record). Asynchronous (RollPacker): one judge per server, co-located with rollout
+  dense peak: an HF forward under FSDP, for which no measurement is on record). Asynchronous
+  (RollPacker): one judge per server, co-located with rollout
   under MPS (``sm_share`` of one GPU's sustained FLOP/s), most of its weights in host memory
   streamed over PCIe for every batch (``offload_fraction`` of them, at ``pcie_gb_per_s``): a batch
   of up to ``batch_tokens`` tokens costs max(compute, stream) with the layer-wise pipeline,

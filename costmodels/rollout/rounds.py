@@ -139,7 +139,8 @@ def _instances(workload: RolloutWorkload, tp: int) -> list[Instance]:
     allowed = feasible_tps(model, workload.gpus, workload.gpus_per_node)
     if tp not in allowed:
         raise ValueError(
-            f"TP {tp} is not a TP for {model.name} on {workload.gpus} GPUs of {workload.gpus_per_node}-GPU servers; allowed: {allowed}"
+            f"TP {tp} is not a TP for {model.name} on {workload.gpus} GPUs of "
+            f"{workload.gpus_per_node}-GPU servers; allowed: {allowed}"
         )
     params = workload.serving()
     return [Instance(model, gpu, tp, params) for _ in range(workload.gpus // tp)]
@@ -273,7 +274,8 @@ def simulate_epoch(
 
     ``tp`` runs short (and plain) rounds, ``long_tp`` long rounds (the parallelism knob per round
     type); with ``adaptive_tp`` the paper's preemption rule sets every round's TP instead,
-    starting at ``tp`` and moving within ``allowed_tps`` (default: every TP inside a server). A TP change between rounds costs the weight re-sharding
+    starting at ``tp`` and moving within ``allowed_tps`` (default: every TP inside a server). A TP
+    change between rounds costs the weight re-sharding
     (``costmodels.reconfig.switch_cost`` over the intra-node link). ``scale`` lets the stream
     trainer scale every round down. ``max_rounds`` stops early (then not every prompt has been
     trained)."""

@@ -81,8 +81,10 @@ def rollout_summary(
         ),
         rows=rows,
         caption=(
-            f"{knobs_line(plan)}. {wl.model} on {wl.gpus} {wl.gpu}, P0={wl.prompts_per_step} x R0={wl.responses_per_prompt}, "
-            f"{wl.dataset_prompts} prompts in {breakdown['epoch_s']:.0f} s; every prompt trained once "
+            f"{knobs_line(plan)}. {wl.model} on {wl.gpus} {wl.gpu}, P0={wl.prompts_per_step} x "
+            f"R0={wl.responses_per_prompt}, "
+            f"{wl.dataset_prompts} prompts in {breakdown['epoch_s']:.0f} s; every prompt trained "
+            "once "
             f"(lost {breakdown['lost']}, repeated {breakdown['repeated']})"
         ),
     )
@@ -108,11 +110,13 @@ def export_roll(problem: RolloutProblem, plan: RolloutPlan) -> dict[str, Any]:
     notes = []
     if plan.tp_rule == "adaptive":
         notes.append(
-            f"TP: the §4.2 preemption rule from TP {plan.short_tp}; RollPacker's fork switches between two configured TP sizes"
+            f"TP: the §4.2 preemption rule from TP {plan.short_tp}; RollPacker's fork switches "
+            "between two configured TP sizes"
         )
     elif plan.long_tp != plan.short_tp:
         notes.append(
-            f"TP: long rounds at TP {plan.long_tp} (the fork's second TP size), short rounds at TP {plan.short_tp}"
+            f"TP: long rounds at TP {plan.long_tp} (the fork's second TP size), short rounds at "
+            f"TP {plan.short_tp}"
         )
     if plan.reward == "sync":
         notes.append(
@@ -120,7 +124,8 @@ def export_roll(problem: RolloutProblem, plan: RolloutPlan) -> dict[str, Any]:
         )
     if plan.timeout == "adaptive":
         notes.append(
-            f"sandbox timeout min(max({wl.reward.sandbox_worker.min_timeout_s:g} s, {plan.timeout_lambda:g}·reference time), "
+            f"sandbox timeout min(max({wl.reward.sandbox_worker.min_timeout_s:g} s, "
+            f"{plan.timeout_lambda:g}·reference time), "
             f"{wl.reward.sandbox_worker.max_timeout_s:g} s); the fork hard-codes 2·reference time"
         )
     else:
@@ -134,6 +139,7 @@ def export_roll(problem: RolloutProblem, plan: RolloutPlan) -> dict[str, Any]:
             else f"at {plan.scale_at:.0%} progress"
         )
         notes.append(
-            f"stream trainer: free {plan.scale_fraction:.0%} of rollout ranks {when}; the fork scales at 40% with half the ranks"
+            f"stream trainer: free {plan.scale_fraction:.0%} of rollout ranks {when}; the fork "
+            "scales at 40% with half the ranks"
         )
     return {"roll": keys, "notes": notes}

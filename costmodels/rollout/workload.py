@@ -162,8 +162,10 @@ class JudgeReward(BaseModel):
     sync_padded: bool = Field(
         default=True,
         description=(
-            "a synchronous judge scores every response padded to the longest prompt + max_response tokens (veRL's reward "
-            "model worker: use_remove_padding defaults to False, and rollout pads responses to response_length)"
+            "a synchronous judge scores every response padded to the longest prompt + "
+            "max_response tokens (veRL's reward "
+            "model worker: use_remove_padding defaults to False, and rollout pads responses to "
+            "response_length)"
         ),
     )
 
@@ -264,7 +266,8 @@ class RolloutWorkload(BaseModel):
     engine: Literal["cuda-graph", "eager"] = Field(
         default="cuda-graph",
         description=(
-            "the rollout engine's serving mode (costmodels/data/profiles/engines.yaml): cuda-graph, vLLM's default and verl's since 0.6 "
+            "the rollout engine's serving mode (costmodels/data/profiles/engines.yaml): "
+            "cuda-graph, vLLM's default and verl's since 0.6 "
             "and ROLL's; eager, verl's up to 0.5 (the papers' veRL baselines)"
         ),
     )
@@ -272,13 +275,15 @@ class RolloutWorkload(BaseModel):
     kernels: Literal["aic-vllm", "flat"] = Field(
         default="aic-vllm",
         description=(
-            "decode and prefill kernels: aic-vllm, the shipped profiles fitted to AIConfigurator; flat, rlplan 0.x's fixed fractions"
+            "decode and prefill kernels: aic-vllm, the shipped profiles fitted to AIConfigurator; "
+            "flat, rlplan 0.x's fixed fractions"
         ),
     )
     profiles: dict[str, HardwareProfile] = Field(
         default_factory=dict,
         description=(
-            "fitted kernel profiles per GPU type (rlplan calibrate; --profile FILE), before the shipped ones"
+            "fitted kernel profiles per GPU type (rlplan calibrate; --profile FILE), before the "
+            "shipped ones"
         ),
     )
 

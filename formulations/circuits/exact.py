@@ -216,7 +216,8 @@ class _HighsModel(_Model):
             warnings.simplefilter("ignore")
             prob.solve(solver)
         self.said.append(
-            f"stage {len(self.said) + 1}: HiGHS {pulp.LpStatus.get(prob.status, prob.status)}, {pulp.LpSolution.get(prob.sol_status, prob.sol_status)}"
+            f"stage {len(self.said) + 1}: HiGHS {pulp.LpStatus.get(prob.status, prob.status)}, "
+            f"{pulp.LpSolution.get(prob.sol_status, prob.sol_status)}"
         )
         if prob.sol_status != pulp.LpSolutionOptimal:
             self.deadline.expired()  # marks the solve as clock-bound when the limit is what stopped HiGHS

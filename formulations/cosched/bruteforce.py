@@ -1,6 +1,7 @@
 """Every grouping of a tiny job set (RollMux's brute-force optimum, §7.5): each set partition of the
 jobs into groups; each group alone as Solo-D, co-located, or (any size) a disaggregated group with
-a training pool of any job's size (what a group can be opened with), any rollout pool from the largest member's k_j to Σ k_j
+a training pool of any job's size (what a group can be opened with), any rollout pool from the
+largest member's k_j to Σ k_j
 nodes, and any pinning of each job to k_j of them. Jobs keep their arrival order in a group (the
 round-robin order). The cheapest valid grouping is the optimum over that space, which contains
 every plan the ``cosched`` heuristics return. Ground truth for the tests."""

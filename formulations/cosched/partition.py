@@ -18,7 +18,8 @@ Rollout nodes are interchangeable, so jobs of one node each are pinned by set pa
 exactly N^R blocks (Bell-many, not N^R^|S|).
 
 **Model.** min Σ_S c_S y_S  s.t.  Σ_{S ∋ j} y_S = 1 for every job j (each job in exactly one
-group), y_S ∈ {0,1}; on HiGHS (highspy). Its space contains every ``cosched`` heuristic's plan (their
+group), y_S ∈ {0,1}; on HiGHS (highspy). Its space contains every ``cosched`` heuristic's plan
+(their
 groups are feasible subsets, each with a configuration no cheaper than c_S), and equals the brute
 force's on the instances both solve (the tests check).
 """

@@ -36,7 +36,8 @@ pair that feeds zone z when generation and actor training are in different group
         true phase, so the master's value of exact columns is still the cost model's
     (4) sum_{a in z, b} q^z_ab = sum_{o ∋ gen, ∌ train, o has GPUs in z} x_o   zone z is fed
         from outside iff generation is apart from training and has GPUs there
-    (5) q^z_ab <= sum_{o ∋ gen, ∌ train, c_o[a] > 0} x_o,  q^z_ab <= sum_{o ∋ train, ∌ gen, c_o[b] > 0} x_o
+    (5) q^z_ab <= sum_{o ∋ gen, ∌ train, c_o[a] > 0} x_o,  q^z_ab <= sum_{o ∋ train, ∌ gen, c_o[b] >
+    0} x_o
     (6) S >= sum_ab R_ab q^z_ab + sum_{o ∋ gen} F_z(o) x_o   for every zone z: S = max_z (A_z + F_z)
     (7) sum_{o ∋ a} r_o x_o <= sum_{o ∋ b} r_o x_o  for consecutive interchangeable tasks a, b
         (same kind and model, e.g. PPO's reward, reference and critic inference), r_o a rank of
@@ -80,7 +81,8 @@ generation's "as many as fit" decode batch for each combination of residents. In
 
 The cost model scores every incumbent; the master's value of exact columns agrees with it to 1e-6
 (tests/test_placement_exact.py). Interchangeable tasks are costed once per symmetry class.
-Infeasibility: when the tasks' least model memory (:func:`~costmodels.placement.cost.memory_floor_gb`)
+Infeasibility: when the tasks' least model memory
+(:func:`~costmodels.placement.cost.memory_floor_gb`)
 exceeds the cluster's, at once; otherwise when the master over relaxed columns is infeasible.
 Columns whose own bound exceeds the incumbent are dropped (they cannot be in a better plan), and
 before each master MIP so are those the master's LP relaxation rules out: with z its optimum and
@@ -345,7 +347,8 @@ class Master:
             mip_gap=MIP_GAP,
             threads=threads,
             objective_bound=None if relaxation else cutoff,
-            # its dominated-column pass takes seconds on thousands of columns; the LP does not need it
+            # its dominated-column pass takes seconds on thousands of columns; the LP
+            # does not need it
             presolve=False,
             # the sub-MIP heuristics hunt for plans the cutoff (the incumbent) and the
             # expansions already supply; off, a PPO master's root takes ~15% less
@@ -417,7 +420,8 @@ class PlacementILP:
     ):
         if not problem.params.group_aware_overlap:
             raise ValueError(
-                "the placement ILP models group-aware task overlap (CostParams.group_aware_overlap=True)"
+                "the placement ILP models group-aware task overlap "
+                "(CostParams.group_aware_overlap=True)"
             )
         self.problem = problem
         self.mode = problem.workflow.mode

@@ -55,7 +55,8 @@ from costmodels.replan.problem import (
 from costmodels.solving import Deadline, SolverOutput, Status, note_work
 from formulations.highs import solve_highs
 
-#: HiGHS presolve + root LP time per column measured here (49k columns: ~1.9 s, 97k: ~2.7 s); with less
+# : HiGHS presolve + root LP time per column measured here (49k columns: ~1.9 s, 97k: ~2.7 s);
+# with less
 #: time per column HiGHS cannot finish its root within the limit
 SECONDS_PER_COLUMN = 4e-5
 
@@ -339,7 +340,8 @@ def solve_replan_milp(
 ) -> SolverOutput:
     """Eq. 1 on HiGHS (module doc). ``warm_start``: a heuristic solver whose plan seeds HiGHS.
 
-    Effort is a work budget (docs/architecture.md, "Solver plumbing"): without ``time_limit`` HiGHS stops
+    Effort is a work budget (docs/architecture.md, "Solver plumbing"): without ``time_limit`` HiGHS
+    stops
     after ``nodes`` branch-and-bound nodes and a model over ``max_columns`` columns is not handed
     to it, so a state gives the same plan on any machine; the façade's default cap is only a
     safety net, reported when it binds. With ``time_limit`` HiGHS runs until the limit, and a

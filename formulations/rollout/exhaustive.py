@@ -60,7 +60,8 @@ def solve_exhaustive(
         if seen < total:
             status, message = (
                 Status.FEASIBLE,
-                f"the budget of {budget} rollout groups ended the enumeration ({seen} of {total} seen)",
+                f"the budget of {budget} rollout groups ended the enumeration ({seen} of {total} "
+                "seen)",
             )
         else:
             status, message = (

@@ -130,7 +130,8 @@ class Materializer:
             return Outcome(
                 self.active,
                 False,
-                f"next safe window {safe_window_s * 1e3:.3g} ms < {self.spec.ocs_device} delay {delay:g} ms: keeping the current plan",
+                f"next safe window {safe_window_s * 1e3:.3g} ms < {self.spec.ocs_device} delay "
+                f"{delay:g} ms: keeping the current plan",
                 candidate=plan,
                 bottleneck_s=times,
             )

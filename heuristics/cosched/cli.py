@@ -29,7 +29,8 @@ def simulate_cosched_command(
             str,
             typer.Option(
                 help="jobs file or preset whose jobs carry arrival_s and duration_s, or a generator: "
-                "philly:jobs=300,hours=580,mean_hours=14.4,workload=mixed,seed=0 or production:jobs=200,hours=192,seed=0"
+                "philly:jobs=300,hours=580,mean_hours=14.4,workload=mixed,seed=0 or "
+                "production:jobs=200,hours=192,seed=0"
             ),
         ] = "philly:jobs=60,hours=120",
         policy: Annotated[
@@ -57,7 +58,8 @@ def simulate_cosched_command(
     ) -> None:
         """Replay a job trace on shared rollout and training pools (RollMux §7.4-7.5): each arrival
         placed by the policy, departures free capacity; cost over time, peak GPUs, SLO attainment
-        (``heuristics.cosched.cluster_trace``). ``optimal`` re-solves the offline optimum at every arrival."""
+        (``heuristics.cosched.cluster_trace``). ``optimal`` re-solves the offline optimum at every
+        arrival."""
         from costmodels.cosched.arrivals import GENERATORS, generate
         from heuristics.cosched.cluster_trace import POLICIES, simulate_trace
 
@@ -93,7 +95,8 @@ def simulate_cosched_command(
                 gantt = (
                     round_robin_schedule(cosched_model(problem), g, 2),
                     g.rollout_nodes if not g.colocated else 0,
-                    f"{first.policy}: the largest group when the most jobs ran, two meta-iterations",
+                    f"{first.policy}: the largest group when the most jobs ran, two "
+                    "meta-iterations",
                 )
             kit.write_picture(
                 plot,

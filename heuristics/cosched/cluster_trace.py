@@ -13,7 +13,8 @@ its wall-clock time from arrival to departure is at most SLO_j times its duratio
 **Policies.** ``rollmux``, ``random``, ``greedy``, ``solo`` and ``colocated`` are the
 :class:`~heuristics.cosched.online.OnlineScheduler` rules, with one scheduler kept for the whole
 trace (what a cluster manager does); ``random`` and ``greedy`` check memory and group size only
-unless ``baseline_slo_check`` (the paper's baselines). ``optimal`` re-solves the offline optimum over
+unless ``baseline_slo_check`` (the paper's baselines). ``optimal`` re-solves the offline optimum
+over
 the jobs present at every arrival with the exact solver the caller passes (``solve_optimal``:
 ``formulations.cosched.partition.solve_cosched_optimal``; heuristics never import formulations),
 regrouping them for free: the lower bound the paper compares to (a departure only removes its job).
@@ -133,7 +134,8 @@ def _scheduler(
     if policy == "optimal":
         if solve_optimal is None:
             raise ValueError(
-                "the optimal policy needs the exact solver: pass solve_optimal=solve_cosched_optimal"
+                "the optimal policy needs the exact solver: pass "
+                "solve_optimal=solve_cosched_optimal"
             )
         return _OptimalPolicy(problem, solve_optimal, time_limit)
     if policy not in POLICIES:

@@ -2,7 +2,8 @@
 and without RollMux's long-tail migration (§4.3, Fig. 7; measured in §7.3, Fig. 11).
 
 The inter-group scheduler plans on worst-case phase durations; at run time a rollout's length is
-drawn from a heavy-tailed distribution (``costmodels.generation.request_traces.synthetic_trace``: per-prompt
+drawn from a heavy-tailed distribution (``costmodels.generation.request_traces.synthetic_trace``:
+per-prompt
 difficulty, a few prompts always long), so a rollout's last responses keep a whole rollout pool
 busy while most of its GPUs idle ("skewness bubbles"). This module replays what the intra-group
 scheduler does with that: each rollout phase is one run of the continuous-batching engine

@@ -3,7 +3,8 @@
 Plain EA (HetRL §5.4's "standard evolutionary algorithm implemented using DEAP"): one flat
 genotype (task grouping index, a group label per GPU with -1 for idle, a configuration index per
 task), generational evolution with tournament selection, two-point crossover and uniform integer
-mutation, elitism (the best so far replaces the worst child); no successive halving, no Level-4 enumeration,
+mutation, elitism (the best so far replaces the worst child); no successive halving, no Level-4
+enumeration,
 no local search. Random search samples the same genotype uniformly. Both use their own seeded
 ``random.Random`` (DEAP's operators use the global ``random``; we keep it untouched).
 """

@@ -70,10 +70,12 @@ class PlacementSpace:
         self.exact_solves = self.exact_timeouts = 0
         #: phenotype -> the work box its exact pass ran out of; retried only with a larger box
         self.exact_timed_out: dict[Any, float] = {}
-        #: an individual whose cheap Level 4 is within this share of the incumbent gets the exact pass
+        # : an individual whose cheap Level 4 is within this share of the incumbent gets
+        # the exact pass
         self.exact_margin = 0.05
         #: work box of one exact Level-4 pass (:data:`EXACT_WORK`): a count, not seconds, so a
-        #: pass ends the same way on any machine at any load (docs/architecture.md, "Solver plumbing")
+        # : pass ends the same way on any machine at any load (docs/architecture.md,
+        # "Solver plumbing")
         self.exact_work = EXACT_WORK
         self._builder: GroupOptions | None = None
         self.incumbent = math.inf

@@ -459,7 +459,8 @@ def successive_halving(
     return alive
 
 
-#: the evaluation budget (distinct phenotypes costed) when neither ``evaluations`` nor ``time_limit`` is given
+# : the evaluation budget (distinct phenotypes costed) when neither ``evaluations`` nor
+# ``time_limit`` is given
 DEFAULT_EVALUATIONS = 300
 #: phenotypes re-solved exactly at the end (exact on survivors), each in a work box of
 #: POLISH_WORK units (4x a search pass's box, ~7 s on the development machine: a pass the search

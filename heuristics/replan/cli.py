@@ -139,7 +139,8 @@ def estimate_generation_command(kit: CommandKit) -> Callable[..., None]:
         e = params.efficiency
         fitted = e.profile_for(g, best["tp"])  # the kernels the fastest configuration was judged on
         kernels = (
-            f"kernels: the {gpu} profile fitted to {fitted.source or 'measurements'} at TP {', '.join(map(str, sorted(fitted.weight_efficiency)))}"
+            f"kernels: the {gpu} profile fitted to {fitted.source or 'measurements'} at TP "
+            f"{', '.join(map(str, sorted(fitted.weight_efficiency)))}"
             if fitted is not None
             else f"efficiency: compute {e.compute:.0%} of peak, HBM {e.hbm:.0%}, NVLink hop {params.hop_latency_ms * 1e3:.1f} us"
         )
@@ -148,7 +149,8 @@ def estimate_generation_command(kit: CommandKit) -> Callable[..., None]:
             f" + {e.decode_layer_overhead_us:.0f} us/layer" if e.decode_layer_overhead_us else ""
         )
         out.print(
-            f"{kernels}, decode step overhead{engine} {e.decode_step_overhead_ms:.2f} ms + {e.decode_sequence_overhead_us:.0f} us/seq{layers}",
+            f"{kernels}, decode step overhead{engine} {e.decode_step_overhead_ms:.2f} ms + "
+            f"{e.decode_sequence_overhead_us:.0f} us/seq{layers}",
             highlight=False,
         )
 
@@ -175,7 +177,8 @@ def parse_instances(text: str, model: Any) -> list[tuple[int, int]]:
             raise SpecError(
                 "--instances",
                 text,
-                f"TP{tp} does not fit an 8-GPU node or split {model.name}'s heads; TP is one of {', '.join(map(str, allowed))}",
+                f"TP{tp} does not fit an 8-GPU node or split {model.name}'s heads; TP is one of "
+                f"{', '.join(map(str, allowed))}",
             )
         out.append((count, tp))
     gpus = sum(count * tp for count, tp in out)
@@ -351,8 +354,10 @@ def simulate_generation_command(kit: CommandKit) -> Callable[..., None]:
             sys.stdout.write(json.dumps(doc, indent=2) + "\n")
             return
         out.print(
-            f"{len(reqs)} requests on {instances} x {gpu} ({model}): makespan {result.makespan_s:.1f} s, "
-            f"{result.tokens_per_s:,.0f} tokens/s, {result.preemptions} preemptions, {result.idle_gpu_s:,.0f} idle GPU-s",
+            f"{len(reqs)} requests on {instances} x {gpu} ({model}): makespan "
+            f"{result.makespan_s:.1f} s, "
+            f"{result.tokens_per_s:,.0f} tokens/s, {result.preemptions} preemptions, "
+            f"{result.idle_gpu_s:,.0f} idle GPU-s",
             highlight=False,
         )
         if policy != "none":

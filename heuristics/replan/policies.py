@@ -26,10 +26,12 @@ generated — request i gets the u_i-quantile of L - g_i given L > g_i, with u_i
 the requests by a fixed sequence, so the estimates form the forecast remaining-length histogram
 (§4.1) tail included (binned at 256 tokens) — build the re-planning state, estimate the
 current makespan (Obj_cur: nothing moves) and solve Eq. 1 (``solver``: greedy by default, or the
-MILP with a time limit); apply the plan only if Obj_new < Obj_cur (1 - ε_rel) - ε (Obj_new already counts
+MILP with a time limit); apply the plan only if Obj_new < Obj_cur (1 - ε_rel) - ε (Obj_new already
+counts
 C_mig and C_sw; the relative margin, 10% by default, covers the estimate's own error: a plan
 balanced on estimated lengths is optimistic, since the realised makespan is the maximum over
-instances of noisy completion times — measured in ``benchmarks/replan_end_to_end.py``). Applying: reconfigure / release / acquire to the plan's layout, then move
+instances of noisy completion times — measured in ``benchmarks/replan_end_to_end.py``). Applying:
+reconfigure / release / acquire to the plan's layout, then move
 requests to match its bin counts per instance (residents stay, the rest migrate).
 """
 

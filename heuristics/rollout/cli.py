@@ -64,7 +64,8 @@ def simulate_rollout_command(kit: CommandKit) -> Callable[..., None]:
         as_json: Annotated[bool, typer.Option("--json", help="machine-readable steps")] = False,
     ) -> None:
         """Replay rollout plans on the generation simulator for one epoch and print every step:
-        round kind, TP, rollout, exposed reward and training, longest response, preemptions, when the
+        round kind, TP, rollout, exposed reward and training, longest response, preemptions, when
+        the
         stream trainer scaled (RollPacker Fig. 10). Without --plan or --setting: verl and paper."""
         from costmodels.rollout.plan import evaluate_rollout
         from costmodels.rollout.space import paper_plan, verl_plan
@@ -112,7 +113,8 @@ def simulate_rollout_command(kit: CommandKit) -> Callable[..., None]:
                 for v in violations:
                     err.print(f"  {v}", markup=False, highlight=False, soft_wrap=True)
                 fail(
-                    f"{label}: the plan violates {len(violations)} constraint(s); --run-invalid replays it anyway",
+                    f"{label}: the plan violates {len(violations)} constraint(s); --run-invalid "
+                    "replays it anyway",
                     code=1,
                 )
         results = [(label, p, *evaluate_rollout(prob, p)) for label, p, prob in runs]
