@@ -25,7 +25,10 @@ def bench(
     suite: Annotated[
         str,
         typer.Option(
-            help="smoke, placement, circuits, scenarios, broadcast, replan, cosched; or custom with --problem"
+            help=(
+                "smoke, placement, circuits, scenarios, broadcast, replan, cosched; or custom "
+                "with --problem"
+            )
         ),
     ] = "smoke",
     problem: Annotated[

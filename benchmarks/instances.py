@@ -196,7 +196,8 @@ def replan_state(
     gpu: str = "H800",
     max_len: int = 16384,
 ) -> Any:
-    """A generation pool mid-step (``costmodels.replan.presets.synthetic_state``) as a replan problem."""
+    """A generation pool mid-step (``costmodels.replan.presets.synthetic_state``) as a replan
+    problem."""
     from costmodels.replan.presets import synthetic_state
     from planner.io import build_problem
 
@@ -223,7 +224,8 @@ def table6_problem(jobs: int, *, seed: int = 0) -> Any:
 
 
 def rollout_problem(name: str, *, seed: int = 0, dataset_prompts: int = 1280) -> Any:
-    """A RollPacker Table 2 job (``rollout-7b-8k`` ...) on the epoch of ``seed``, as a rollout problem."""
+    """A RollPacker Table 2 job (``rollout-7b-8k`` ...) on the epoch of ``seed``, as a rollout
+    problem."""
     from costmodels.rollout.presets import table2_job
     from planner.io import build_problem
 

@@ -134,7 +134,8 @@ def _markdown_table(df: pd.DataFrame, keys: list[str], values: list[str]) -> lis
 
 
 def suite_rows(commit: str, suite: str) -> pd.DataFrame | None:
-    """Per instance of a bench suite: the best objective and the solver that found it, before and after."""
+    """Per instance of a bench suite: the best objective and the solver that found it, before and
+    after."""
     before = _old_csv(commit, f"benchmarks/results/{suite}/runs.csv")
     path = ROOT / "benchmarks" / "results" / suite / "runs.csv"
     if before is None or not path.exists():

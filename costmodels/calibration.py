@@ -256,7 +256,10 @@ def vector(profile: HardwareProfile) -> tuple[list[str], np.ndarray]:
 #: measured part as fractions of its own peaks (HBM, FLOP/s, link), and why
 DERIVED = {"H800": "H100-SXM", "A100-40GB": "A100-80GB", "H20": "H100-SXM", "L4": "L40S"}
 DERIVED_WHY = {
-    "H800": "an H100 SXM (same SMs, clocks and 3.35 TB/s HBM3) with NVLink cut from 900 to 400 GB/s: measured silicon",
+    "H800": (
+        "an H100 SXM (same SMs, clocks and 3.35 TB/s HBM3) with NVLink cut from 900 to 400 GB/s: "
+        "measured silicon"
+    ),
     "A100-40GB": "the same A100 SXM4 die and NVLink3 as the 80 GB part, with 1 555 GB/s HBM2 instead of 2 039 HBM2e: "
     "assumes its kernels reach the same share of that bandwidth",
     "H20": "a Hopper part on NVLink 900 GB/s with a cut-down SM count (148 dense TFLOP/s) and 4.0 TB/s HBM3: ASSUMED, no "
@@ -278,7 +281,10 @@ def derive_profile(base: HardwareProfile, gpu_name: str) -> HardwareProfile:
     return base.model_copy(
         update={
             "gpu": gpu_name,
-            "source": f"{base.source}; derived from {base.gpu}: {why}; all-reduce bandwidth x {ratio:.3f} (link {gpu_name} / {base.gpu})",
+            "source": (
+                f"{base.source}; derived from {base.gpu}: {why}; all-reduce bandwidth x "
+                f"{ratio:.3f} (link {gpu_name} / {base.gpu})"
+            ),
             "allreduce": {t: a.scaled(ratio) for t, a in base.allreduce.items()},
             "residuals": {},
         }

@@ -41,13 +41,19 @@ class GPUSpec(BaseModel):
     intra_node_gb_per_s: float = Field(
         gt=0,
         le=MAX_LINK_GB_PER_S,
-        description="per-GPU intra-node (NVLink/PCIe) bandwidth, both directions added together, GB/s (the spec-sheet figure)",
+        description=(
+            "per-GPU intra-node (NVLink/PCIe) bandwidth, both directions added together, GB/s "
+            "(the spec-sheet figure)"
+        ),
     )
     intra_node_per_direction_gb_per_s: float | None = Field(
         default=None,
         gt=0,
         le=MAX_LINK_GB_PER_S,
-        description="per-GPU intra-node bandwidth in one direction, GB/s; what a ring step sends over (default: half the both-directions figure)",
+        description=(
+            "per-GPU intra-node bandwidth in one direction, GB/s; what a ring step sends over "
+            "(default: half the both-directions figure)"
+        ),
     )
     usd_per_hour: float | None = Field(default=None, ge=0, le=1e6)
     source: str = ""
@@ -81,7 +87,10 @@ class ModelSpec(BaseModel):
         default=0,
         ge=0,
         le=MAX_MODEL_DIMENSION,
-        description="attention head width; 0 or absent: hidden / query_heads (wrong for e.g. Qwen3-4B: give it)",
+        description=(
+            "attention head width; 0 or absent: hidden / query_heads (wrong for e.g. Qwen3-4B: "
+            "give it)"
+        ),
     )
     vocab: int = Field(gt=0, le=MAX_MODEL_DIMENSION)
     source: str = ""

@@ -224,7 +224,8 @@ class Instance:
         return out
 
     def prefill(self, tokens: int, context: int = 0) -> float:
-        """Seconds to (re)compute the KV cache of ``tokens`` new tokens after ``context`` cached ones."""
+        """Seconds to (re)compute the KV cache of ``tokens`` new tokens after ``context`` cached
+        ones."""
         return self.prefill_batch([tokens], [context])
 
     def prefill_batch(self, tokens: list[int], contexts: list[int] | None = None) -> float:

@@ -92,12 +92,18 @@ class Efficiency(BaseModel):
         default_factory=lambda: _engine_default("layer_us"),
         ge=0,
         le=1e5,
-        description="serving engine CPU time per model layer per decode step (kernel launches without CUDA graphs), µs",
+        description=(
+            "serving engine CPU time per model layer per decode step (kernel launches without "
+            "CUDA graphs), µs"
+        ),
     )
     engine: str = Field(
         default=DEFAULT_ENGINE,
         max_length=64,
-        description="the serving-engine profile the three overheads came from (costmodels/data/profiles/engines.yaml), or custom",
+        description=(
+            "the serving-engine profile the three overheads came from "
+            "(costmodels/data/profiles/engines.yaml), or custom"
+        ),
     )
     kernels: Literal["aic-vllm", "flat"] = Field(
         default="aic-vllm",

@@ -67,7 +67,10 @@ class TrainingProfile(BaseModel):
         description="training FLOPs per active parameter per token",
     )
     source: str = Field(
-        default="fitted to RollPacker Table 1 (veRL, Qwen2.5-14B/16k, 32 H800), costmodels.rl_training.fit_mfu"
+        default=(
+            "fitted to RollPacker Table 1 (veRL, Qwen2.5-14B/16k, 32 H800), "
+            "costmodels.rl_training.fit_mfu"
+        )
     )
 
     def compute_s(self, model: str, gpu: str, gpus: int, tokens: float) -> float:

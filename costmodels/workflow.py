@@ -63,7 +63,10 @@ class WorkflowSpec(BaseModel):
         default=0.0,
         ge=0,
         le=1,
-        description="task parallelism among tasks sharing a GPU group: 0 one after another, 1 fully overlapped",
+        description=(
+            "task parallelism among tasks sharing a GPU group: 0 one after another, 1 fully "
+            "overlapped"
+        ),
     )
     micro_batch_size: int = Field(
         default=1,

@@ -40,7 +40,10 @@ def calibrate(
         bool,
         typer.Option(
             "--aic",
-            help="fit to AIConfigurator's vLLM data shipped in costmodels/data/measured (the default without --measurements)",
+            help=(
+                "fit to AIConfigurator's vLLM data shipped in costmodels/data/measured (the "
+                "default without --measurements)"
+            ),
         ),
     ] = False,
     gpu: Annotated[

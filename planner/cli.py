@@ -36,7 +36,10 @@ from planner.solve import solve
 
 app = typer.Typer(
     name="rlplan",
-    help="Plan LLM RL post-training deployments with real solvers on one set of cost models (`rlplan plan --help` lists the problems).",
+    help=(
+        "Plan LLM RL post-training deployments with real solvers on one set of cost models "
+        "(`rlplan plan --help` lists the problems)."
+    ),
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=True,
@@ -75,7 +78,10 @@ def _root(
         typer.Option(
             min=0.1,
             max=1e6,
-            help=f"refuse inputs whose simulation would need more memory than this, GB (default {DEFAULT_MEMORY_LIMIT_GB:g}, or RLPLAN_MEMORY_LIMIT_GB)",
+            help=(
+                "refuse inputs whose simulation would need more memory than this, GB (default "
+                f"{DEFAULT_MEMORY_LIMIT_GB:g}, or RLPLAN_MEMORY_LIMIT_GB)"
+            ),
         ),
     ] = None,
 ) -> None:

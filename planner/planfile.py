@@ -55,7 +55,10 @@ class _PlanFileBase(BaseModel):
     message: str = ""
     clock: str = Field(
         default="",
-        description="empty when the work budget decided the result (same input, seed and budget give this plan on any machine); otherwise how the wall clock stopped the search",
+        description=(
+            "empty when the work budget decided the result (same input, seed and budget give this "
+            "plan on any machine); otherwise how the wall clock stopped the search"
+        ),
     )
     termination: Termination | None = Field(
         default=None,

@@ -62,7 +62,10 @@ class Result:
 
     def __repr__(self) -> str:  # short, for notebooks and logs
         obj = "None" if self.objective is None else f"{self.objective:.6g}"
-        return f"Result(problem={self.kind!r}, solver={self.solver!r}, status={self.status.value!r}, objective={obj}, wall_time_s={self.wall_time_s:.3f})"
+        return (
+            f"Result(problem={self.kind!r}, solver={self.solver!r}, status={self.status.value!r}, "
+            f"objective={obj}, wall_time_s={self.wall_time_s:.3f})"
+        )
 
 
 def relative_gap(objective: float | None, bound: float | None) -> float | None:

@@ -182,7 +182,8 @@ def test_weight_sync_grows_with_receiving_zones_and_slower_routes(bandwidths, sl
     which=st.sampled_from(["hbm", "link", "flops"]),
 )
 def test_one_faster_component_never_slows_a_plan(cluster, workflow, factor, which):
-    """More HBM bandwidth, a faster intra-node link or more FLOP/s alone never make a fixed plan slower."""
+    """More HBM bandwidth, a faster intra-node link or more FLOP/s alone never make a fixed plan
+    slower."""
     field = {"hbm": "hbm_gb_per_s", "link": "intra_node_gb_per_s", "flops": "tflops_bf16_dense"}[
         which
     ]

@@ -1,4 +1,5 @@
-"""``python -m benchmarks.fidelity --out DIR``: the fidelity report (:mod:`benchmarks.fidelity.report`)."""
+"""``python -m benchmarks.fidelity --out DIR``: the fidelity report
+(:mod:`benchmarks.fidelity.report`)."""
 
 from __future__ import annotations
 

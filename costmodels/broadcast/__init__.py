@@ -1,1 +1,2 @@
-"""RFabric weight-sync broadcast (OrchestrRL App. E): the two-level broadcast spec, plan, evaluator and validator."""
+"""RFabric weight-sync broadcast (OrchestrRL App. E): the two-level broadcast spec, plan, evaluator
+and validator."""

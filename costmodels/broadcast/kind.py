@@ -20,7 +20,10 @@ SOLVERS = (
         "two-level",
         "heuristics.broadcast.schedule:solve_two_level",
         default=True,
-        description="RFabric App. E: cross-PoD seeding in budget-aware waves (relay on), intra-PoD fan-out trees",
+        description=(
+            "RFabric App. E: cross-PoD seeding in budget-aware waves (relay on), intra-PoD "
+            "fan-out trees"
+        ),
     ),
     SolverEntry(
         "naive",
@@ -43,7 +46,10 @@ KIND = ProblemKind(
     plan_type=BroadcastPlan,
     evaluate=evaluate_broadcast,
     check=check_broadcast,
-    objective="weight-sync completion time in seconds, Phase A waves + Phase B fan-out (OrchestrRL App. E)",
+    objective=(
+        "weight-sync completion time in seconds, Phase A waves + Phase B fan-out (OrchestrRL App. "
+        "E)"
+    ),
     units="s",
     solvers=SOLVERS,
     presets=broadcast_presets(),

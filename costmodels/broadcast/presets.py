@@ -15,7 +15,9 @@ def weight_sync_example() -> dict[str, Any]:
     pods += [{"name": f"gen{i}", "role": "gen", "ranks": 32, "budget": 4} for i in range(6)]
     return {
         "name": "weight-sync-example",
-        "description": "Qwen2.5-32B (64 GB BF16) from 2 train PoDs (16 shard holders) to 6 gen PoDs x 32 ranks",
+        "description": (
+            "Qwen2.5-32B (64 GB BF16) from 2 train PoDs (16 shard holders) to 6 gen PoDs x 32 ranks"
+        ),
         "weights_gb": 64.0,
         "link_gbps": 400,
         "intra_gbps": 400,

@@ -29,5 +29,8 @@ def broadcast_summary(
             ),
             ("Phase B", f"{b['phase_b_s']:.3g}", f"{len(plan.phase_b)} intra-PoD fan-out trees"),
         ],
-        caption=f"shard {b['shard_gb']:.3g} GB; each wave pays the OCS reconfiguration delay ({problem.spec.ocs_device})",
+        caption=(
+            f"shard {b['shard_gb']:.3g} GB; each wave pays the OCS reconfiguration delay "
+            f"({problem.spec.ocs_device})"
+        ),
     )

@@ -29,12 +29,18 @@ SOLVERS = (
         "greedy",
         "heuristics.circuits.greedy:solve_greedy",
         default=True,
-        description="OrchestrRL Algorithm 3 (App. D.2): one circuit at a time to the largest pair time, as one sorted scan of circuit events",
+        description=(
+            "OrchestrRL Algorithm 3 (App. D.2): one circuit at a time to the largest pair time, "
+            "as one sorted scan of circuit events"
+        ),
     ),
     SolverEntry(
         "greedy-reference",
         "heuristics.circuits.greedy:solve_greedy_reference",
-        description="plain transcription of Algorithm 3 (rescans every pair each step); same allocation as greedy",
+        description=(
+            "plain transcription of Algorithm 3 (rescans every pair each step); same allocation "
+            "as greedy"
+        ),
     ),
     SolverEntry(
         "milp",
@@ -55,7 +61,10 @@ SOLVERS = (
     SolverEntry(
         "uniform",
         "heuristics.circuits.greedy:solve_uniform",
-        description="uniform splitting baseline (App. I): each endpoint's ports spread evenly over its demanded pairs",
+        description=(
+            "uniform splitting baseline (App. I): each endpoint's ports spread evenly over its "
+            "demanded pairs"
+        ),
     ),
     SolverEntry(
         "bruteforce",

@@ -14,7 +14,10 @@ SOLVERS = (
         "rollmux",
         "heuristics.cosched.online:solve_rollmux",
         default=True,
-        description="RollMux Algorithm 1: direct packing / rollout scaling into unsaturated groups at least marginal cost",
+        description=(
+            "RollMux Algorithm 1: direct packing / rollout scaling into unsaturated groups at "
+            "least marginal cost"
+        ),
     ),
     SolverEntry(
         "random",
@@ -62,7 +65,10 @@ KIND = ProblemKind(
     plan_type=CoschedulePlan,
     evaluate=evaluate_cosched,
     check=check_cosched,
-    objective="provisioning cost in $/h of every group's rollout and training GPUs (RollMux §4.2), every job within its SLO",
+    objective=(
+        "provisioning cost in $/h of every group's rollout and training GPUs (RollMux §4.2), "
+        "every job within its SLO"
+    ),
     units="$/h",
     solvers=SOLVERS,
     presets=cosched_presets(),

@@ -130,7 +130,8 @@ class JobsSpec(BaseModel):
 
 @dataclass(frozen=True, eq=False)
 class CoscheduleProblem:
-    """Pack RL jobs into co-execution groups (RollMux §4.1; the model: ``costmodels.cosched.group``)."""
+    """Pack RL jobs into co-execution groups (RollMux §4.1; the model:
+    ``costmodels.cosched.group``)."""
 
     jobs: JobsSpec
     kind: str = field(default="cosched", init=False)

@@ -228,7 +228,8 @@ class SimResult:
 
     @property
     def idle_gpu_s(self) -> float:
-        """GPU-seconds instances sat idle before the makespan (the bubbles RollPacker/RollMux measure)."""
+        """GPU-seconds instances sat idle before the makespan (the bubbles RollPacker/RollMux
+        measure)."""
         held = self.held_s or [self.makespan_s] * len(self.gpus)
         return sum(
             g * max(0.0, h - b) for g, h, b in zip(self.gpus, held, self.busy_s, strict=True)

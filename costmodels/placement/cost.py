@@ -350,7 +350,8 @@ class _TaskCoster:
     def _replica(
         self, i: int, replica: list[list[int]], consts: tuple[Any, ...]
     ) -> tuple[Any, ...]:
-        """One replica's (time, time without decode, comp, TP, PP, bubble, decode, decode detail, dbs)."""
+        """One replica's (time, time without decode, comp, TP, PP, bubble, decode, decode detail,
+        dbs)."""
         gen, train, literal, comp_mult, tp_mult, pp_mult, layer_flops, head_flops, cv_tp, cv_pp = (
             consts
         )

@@ -43,14 +43,20 @@ SOLVERS = (
         "heuristics.placement.sha_ea:solve_sha_ea",
         default=True,
         time_limit=300.0,
-        description="HetRL SHA-EA (§3.4): nested successive halving over task and GPU groupings, EA over GPU assignment, exact Level 4",
+        description=(
+            "HetRL SHA-EA (§3.4): nested successive halving over task and GPU groupings, EA over "
+            "GPU assignment, exact Level 4"
+        ),
     ),
     SolverEntry(
         "ilp",
         "formulations.placement.ilp:solve_placement_ilp",
         exact=True,
         time_limit=300.0,
-        description="HetRL ILP (§3.5) by lazy column expansion on HiGHS (backend=cbc for CBC); optimal over rlplan's placement space",
+        description=(
+            "HetRL ILP (§3.5) by lazy column expansion on HiGHS (backend=cbc for CBC); optimal "
+            "over rlplan's placement space"
+        ),
     ),
     SolverEntry(
         "ea",
@@ -60,7 +66,10 @@ SOLVERS = (
     SolverEntry(
         "verl",
         "heuristics.placement.colocated:solve_colocated",
-        description="verl-style baseline: all tasks co-located on all GPUs, one homogeneous config per task, best of a sweep",
+        description=(
+            "verl-style baseline: all tasks co-located on all GPUs, one homogeneous config per "
+            "task, best of a sweep"
+        ),
     ),
     SolverEntry(
         "streamrl",

@@ -75,7 +75,11 @@ class TaskPlacement(BaseModel):
     decode_batch: int | None = Field(
         default=None,
         ge=1,
-        description="generation only: sequences in flight per replica (dbs; with PP, spread over up to PP micro-batches); their KV cache counts as working memory. When absent, dbs is the workflow's limit capped by the memory left beside the resident models.",
+        description=(
+            "generation only: sequences in flight per replica (dbs; with PP, spread over up to PP "
+            "micro-batches); their KV cache counts as working memory. When absent, dbs is the "
+            "workflow's limit capped by the memory left beside the resident models."
+        ),
     )
 
     def all_devices(self) -> list[str]:

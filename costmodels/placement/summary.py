@@ -77,7 +77,10 @@ def placement_summary(
         groups.append(f"group {gi}: " + " + ".join(f"{k} {name}" for name, k in mix.items()))
     mem = breakdown["memory"]
     return Summary(
-        title=f"placement by {solver}: {objective:.2f} s/iteration, {breakdown['throughput_samples_per_s']:.1f} samples/s ({status})",
+        title=(
+            f"placement by {solver}: {objective:.2f} s/iteration, "
+            f"{breakdown['throughput_samples_per_s']:.1f} samples/s ({status})"
+        ),
         columns=("task", "grp", "TP", "PP", "DP", "GPUs", "time s", "comp", "comm", "decode"),
         rows=rows,
         caption="; ".join(groups)

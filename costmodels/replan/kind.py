@@ -28,7 +28,10 @@ SOLVERS = (
         "greedy",
         "heuristics.replan.greedy:solve_greedy",
         time_limit=10.0,
-        description="configuration mixes ranked by a fluid bound, LPT assignment on the exact T_j, local search",
+        description=(
+            "configuration mixes ranked by a fluid bound, LPT assignment on the exact T_j, local "
+            "search"
+        ),
     ),
     SolverEntry(
         "verl-to",
@@ -76,7 +79,9 @@ KIND = ProblemKind(
     plan_type=ReplanPlan,
     evaluate=evaluate_replan,
     check=check_replan,
-    objective="remaining makespan in seconds, max over instances of T_j + C_mig + C_sw (OrchestrRL Eq. 1)",
+    objective=(
+        "remaining makespan in seconds, max over instances of T_j + C_mig + C_sw (OrchestrRL Eq. 1)"
+    ),
     units="s",
     solvers=SOLVERS,
     presets=replan_presets(),

@@ -110,7 +110,10 @@ class ReplanSpec(BaseModel):
     tps: list[int] | None = Field(
         default=None,
         min_length=1,
-        description="candidate TP degrees (default: the powers of two up to a node that split the model's heads)",
+        description=(
+            "candidate TP degrees (default: the powers of two up to a node that split the model's "
+            "heads)"
+        ),
     )
     serving: ServingParams = Field(default_factory=ServingParams)
     bin_tokens: int = Field(default=256, ge=1, description="remaining-length bin width W")
@@ -138,7 +141,8 @@ class ReplanSpec(BaseModel):
     instances: list[CurrentInstance] = Field(default_factory=list)
 
     def candidate_tps(self) -> list[int]:
-        """The candidate TPs: the given ones, or every power of two up to a node that splits the heads."""
+        """The candidate TPs: the given ones, or every power of two up to a node that splits the
+        heads."""
         if self.tps is not None:
             return list(self.tps)
         return feasible_tps(get_model(self.model), self.gpus_per_node, self.gpus_per_node)
@@ -276,7 +280,8 @@ class Config:
 
     @property
     def floor(self) -> np.ndarray:
-        """c_yb = w_yb + α_y L_b / B_yb: the least one request of bin b adds to T_j (S_j >= Σ x L / B)."""
+        """c_yb = w_yb + α_y L_b / B_yb: the least one request of bin b adds to T_j (S_j >= Σ x L /
+        B)."""
         return self.work + self.alpha * self.token_steps
 
     def fits(self, b: int) -> bool:

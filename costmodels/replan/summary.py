@@ -36,7 +36,10 @@ def replan_summary(
     for name in b["layout"]:
         layouts[name] = layouts.get(name, 0) + 1
     return Summary(
-        title=f"re-plan by {solver}: makespan {objective:.1f} s ({status}); unchanged: {b['current_makespan_s']:.1f} s",
+        title=(
+            f"re-plan by {solver}: makespan {objective:.1f} s ({status}); unchanged: "
+            f"{b['current_makespan_s']:.1f} s"
+        ),
         columns=("instance", "config", "requests", "T_j s", "C_mig s", "C_sw s", "total s", ""),
         rows=rows,
         caption=(

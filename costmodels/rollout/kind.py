@@ -16,12 +16,18 @@ SOLVERS = (
         "heuristics.rollout.search:solve_search",
         default=True,
         time_limit=900.0,
-        description="coordinate descent over η, TP per round, stream trainer, reward and timeout on the simulator (whole space when small)",
+        description=(
+            "coordinate descent over η, TP per round, stream trainer, reward and timeout on the "
+            "simulator (whole space when small)"
+        ),
     ),
     SolverEntry(
         "paper",
         "heuristics.rollout.search:solve_paper",
-        description="RollPacker's settings: η = 1.25, the §4.2 TP rule, async reward with λ = 1.5, adaptive stream trainer",
+        description=(
+            "RollPacker's settings: η = 1.25, the §4.2 TP rule, async reward with λ = 1.5, "
+            "adaptive stream trainer"
+        ),
     ),
     SolverEntry(
         "verl",
@@ -33,7 +39,10 @@ SOLVERS = (
         "formulations.rollout.exhaustive:solve_exhaustive",
         exact=True,
         time_limit=1800.0,
-        description="every plan of the discrete space, one simulated epoch per rollout setting (the optimum on small jobs)",
+        description=(
+            "every plan of the discrete space, one simulated epoch per rollout setting (the "
+            "optimum on small jobs)"
+        ),
     ),
 )
 
@@ -55,7 +64,10 @@ def _with_efficiency(problem: RolloutProblem, update: dict) -> RolloutProblem:
 
 KIND = ProblemKind(
     name="rollout",
-    summary="batch a synchronous RL job's rollouts: tail batching, TP per round, reward timeouts, stream trainer (RollPacker)",
+    summary=(
+        "batch a synchronous RL job's rollouts: tail batching, TP per round, reward timeouts, "
+        "stream trainer (RollPacker)"
+    ),
     title="Rollout",
     fields=(SpecField("job", JobSpec, "rollout job spec file or preset", default="rollout-7b-8k"),),
     problem_type=RolloutProblem,
@@ -64,7 +76,10 @@ KIND = ProblemKind(
     plan_type=RolloutPlan,
     evaluate=evaluate_rollout,
     check=check_rollout,
-    objective="mean step time over one simulated epoch: rollout, exposed reward and exposed training per P0 prompts trained (RollPacker §6)",
+    objective=(
+        "mean step time over one simulated epoch: rollout, exposed reward and exposed training "
+        "per P0 prompts trained (RollPacker §6)"
+    ),
     units="s/step",
     solvers=SOLVERS,
     presets=rollout_presets(),

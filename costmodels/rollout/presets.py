@@ -20,7 +20,10 @@ def table2_job(name: str, *, dataset_prompts: int = 1280, seed: int = 0) -> dict
     model, gpus, max_response, tp, replica = TABLE2[name]
     return {
         "name": name,
-        "description": f"RollPacker Table 2: {model}, {max_response // 1024}k responses, {gpus} H800, P0=128, R0=8",
+        "description": (
+            f"RollPacker Table 2: {model}, {max_response // 1024}k responses, {gpus} H800, "
+            "P0=128, R0=8"
+        ),
         "seed": seed,
         "workload": {
             "model": model,

@@ -28,7 +28,10 @@ def knobs_line(plan: RolloutPlan) -> str:
         when = "adaptive milestones" if plan.scale == "adaptive" else f"at {plan.scale_at:.0%}"
         fetch = "streaming" if plan.fetch == "stream" else f"fetch once ≤{plan.fetch_cap:.0%}"
         scale = f"stream trainer frees {plan.scale_fraction:.0%} ({when}, {fetch})"
-    return f"η_P={plan.eta_prompts:g} η_R={plan.eta_responses:g}, {tp}, {plan.reward} reward with {timeout}, {scale}"
+    return (
+        f"η_P={plan.eta_prompts:g} η_R={plan.eta_responses:g}, {tp}, {plan.reward} reward with "
+        f"{timeout}, {scale}"
+    )
 
 
 def rollout_summary(

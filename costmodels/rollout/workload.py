@@ -80,7 +80,10 @@ class RuleReward(BaseModel):
     seconds: float = Field(
         default=0.014,
         ge=0,
-        description="CPU seconds to score one response (fitted to RollPacker Table 1: math reward 5% of a veRL step)",
+        description=(
+            "CPU seconds to score one response (fitted to RollPacker Table 1: math reward 5% of a "
+            "veRL step)"
+        ),
     )
     workers: int = Field(
         default=64, gt=0, description="concurrent scoring workers (asynchronous reward)"
@@ -224,13 +227,19 @@ class TrainingSpec(BaseModel):
         default=FITTED_MFU,
         gt=0,
         le=1,
-        description="effective share of peak FLOP/s the training stage reaches (fitted to RollPacker Table 1)",
+        description=(
+            "effective share of peak FLOP/s the training stage reaches (fitted to RollPacker "
+            "Table 1)"
+        ),
     )
     update_s: float | None = Field(
         default=None,
         ge=0,
         le=1e6,
-        description="optimizer step and weight sync after the last gradient, s (default: the training model's)",
+        description=(
+            "optimizer step and weight sync after the last gradient, s (default: the training "
+            "model's)"
+        ),
     )
 
     def profile(self) -> TrainingProfile:
@@ -353,7 +362,8 @@ class PromptPool:
         return np.searchsorted(edges, u, side="right")  # 0 rule, 1 sandbox, 2 judge
 
     def reward_kind(self, prompt: int) -> str:
-        """How the prompt's responses are scored: ``rule``, ``sandbox`` or ``judge`` (fixed per prompt)."""
+        """How the prompt's responses are scored: ``rule``, ``sandbox`` or ``judge`` (fixed per
+        prompt)."""
         return ("rule", "sandbox", "judge")[int(self._kinds[prompt])]
 
     def responses(self, prompt: int, count: int, attempt: int = 0) -> list[int]:

@@ -29,7 +29,10 @@ def solve_circuits_bruteforce(
     if size > MAX_ALLOCATIONS:
         return SolverOutput(
             Status.NO_SOLUTION,
-            message=f"brute force would enumerate more than {MAX_ALLOCATIONS} allocations; use milp or cpsat",
+            message=(
+                f"brute force would enumerate more than {MAX_ALLOCATIONS} allocations; use milp "
+                "or cpsat"
+            ),
         )
     deadline = Deadline(time_limit)
     best_key, best = None, None

@@ -55,7 +55,10 @@ def solve_cosched_bruteforce(
     if len(names) > MAX_JOBS:
         return SolverOutput(
             Status.NO_SOLUTION,
-            message=f"brute force enumerates every grouping of at most {MAX_JOBS} jobs; this file has {len(names)} (use optimal)",
+            message=(
+                f"brute force enumerates every grouping of at most {MAX_JOBS} jobs; this file has "
+                f"{len(names)} (use optimal)"
+            ),
         )
     cache: dict[tuple[str, ...], tuple[float, GroupState] | None] = {}
     best: tuple[float, list[GroupState]] | None = None

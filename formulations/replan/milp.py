@@ -326,7 +326,10 @@ def solve_replan_milp(
         Field(
             ge=1,
             le=10**9,
-            description="HiGHS branch-and-bound node budget (default 100 without --time-limit; with one, until the limit)",
+            description=(
+                "HiGHS branch-and-bound node budget (default 100 without --time-limit; with one, "
+                "until the limit)"
+            ),
         ),
     ] = None,
     max_columns: Annotated[
@@ -334,7 +337,10 @@ def solve_replan_milp(
         Field(
             ge=1,
             le=10**9,
-            description="largest model handed to HiGHS without --time-limit (default 50000); a larger one returns the warm start with the fluid bound",
+            description=(
+                "largest model handed to HiGHS without --time-limit (default 50000); a larger one "
+                "returns the warm start with the fluid bound"
+            ),
         ),
     ] = None,
 ) -> SolverOutput:

@@ -40,7 +40,10 @@ def solve_exhaustive(
         Field(
             ge=1,
             le=10**6,
-            description="budget of rollout groups (simulated epochs) enumerated, in the space's order (default 160 without --time-limit; with one, until the limit)",
+            description=(
+                "budget of rollout groups (simulated epochs) enumerated, in the space's order "
+                "(default 160 without --time-limit; with one, until the limit)"
+            ),
         ),
     ] = None,
 ) -> SolverOutput:

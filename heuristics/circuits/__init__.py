@@ -1,1 +1,2 @@
-"""Circuit allocators (Algorithm 3 greedy, its transcription, uniform) and the RFabric materializer (Algorithm 2)."""
+"""Circuit allocators (Algorithm 3 greedy, its transcription, uniform) and the RFabric materializer
+(Algorithm 2)."""

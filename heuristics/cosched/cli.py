@@ -36,13 +36,19 @@ def simulate_cosched_command(
         policy: Annotated[
             list[str] | None,
             typer.Option(
-                help="rollmux, random, greedy, solo, colocated or optimal; repeat to compare (default: all but optimal)"
+                help=(
+                    "rollmux, random, greedy, solo, colocated or optimal; repeat to compare "
+                    "(default: all but optimal)"
+                )
             ),
         ] = None,
         baseline_slo_check: Annotated[
             bool,
             typer.Option(
-                help="let random and greedy refuse placements that break an SLO (the paper's baselines do not)"
+                help=(
+                    "let random and greedy refuse placements that break an SLO (the paper's "
+                    "baselines do not)"
+                )
             ),
         ] = False,
         seed: Annotated[
@@ -51,7 +57,10 @@ def simulate_cosched_command(
         plot: Annotated[
             Path | None,
             typer.Option(
-                help="draw cost and GPUs over time and a Gantt chart of the largest group to this PNG"
+                help=(
+                    "draw cost and GPUs over time and a Gantt chart of the largest group to this "
+                    "PNG"
+                )
             ),
         ] = None,
         as_json: Annotated[bool, typer.Option("--json", help="machine-readable result")] = False,

@@ -1,1 +1,2 @@
-"""HetRL placement heuristics: SHA-EA, the plain EA, random search and the verl / StreamRL baselines."""
+"""HetRL placement heuristics: SHA-EA, the plain EA, random search and the verl / StreamRL
+baselines."""

@@ -547,7 +547,10 @@ def solve_sha_ea(
         int | None,
         Field(
             ge=1,
-            description="budget of distinct plans costed: same seed and budget, same plan (when the baseline seeds finish their sweeps)",
+            description=(
+                "budget of distinct plans costed: same seed and budget, same plan (when the "
+                "baseline seeds finish their sweeps)"
+            ),
         ),
     ] = None,
     population: Annotated[int, Field(ge=2, description="EA population per arm")] = 6,
@@ -583,19 +586,28 @@ def solve_sha_ea(
         int | None,
         Field(
             ge=1,
-            description="processes (local) or Ray actors evaluating candidates in parallel; default 1 locally, one per CPU of the Ray cluster with executor=ray",
+            description=(
+                "processes (local) or Ray actors evaluating candidates in parallel; default 1 "
+                "locally, one per CPU of the Ray cluster with executor=ray"
+            ),
         ),
     ] = None,
     executor: Annotated[
         Executor,
         Field(
-            description="where evaluations run: local (in process, or a process pool with workers > 1) or ray"
+            description=(
+                "where evaluations run: local (in process, or a process pool with workers > 1) or "
+                "ray"
+            )
         ),
     ] = "local",
     ray_address: Annotated[
         str | None,
         Field(
-            description="Ray cluster to run the evaluations on, e.g. auto or ray://head:10001 (implies executor=ray; without it executor=ray starts a local Ray)"
+            description=(
+                "Ray cluster to run the evaluations on, e.g. auto or ray://head:10001 (implies "
+                "executor=ray; without it executor=ray starts a local Ray)"
+            )
         ),
     ] = None,
     progress: Callable[[int, int, float], None] | None = None,
@@ -803,7 +815,10 @@ def solve_sha_ea(
             Status.FEASIBLE,
             plan=best_seed[2],
             objective=best_seed[1],
-            message=f"SHA-EA: the {best_seed[0]} seed was not beaten in {ev.used} evaluations ({stopped})",
+            message=(
+                f"SHA-EA: the {best_seed[0]} seed was not beaten in {ev.used} evaluations "
+                f"({stopped})"
+            ),
             stats=stats,
         )
     if ev.best_ind is None or not math.isfinite(ev.best):

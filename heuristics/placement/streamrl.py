@@ -101,7 +101,10 @@ def solve_streamrl(
         Field(
             ge=1,
             le=10**9,
-            description="budget of candidate plans costed (default 20000 without --time-limit; with one, until the limit)",
+            description=(
+                "budget of candidate plans costed (default 20000 without --time-limit; with one, "
+                "until the limit)"
+            ),
         ),
     ] = None,
 ) -> SolverOutput:

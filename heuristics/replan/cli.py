@@ -43,7 +43,10 @@ def estimate_generation_command(kit: CommandKit) -> Callable[..., None]:
         lengths: Annotated[
             str,
             typer.Option(
-                help="histogram CSV (remaining,count[,context]) or NAME:key=value,... (uniform, lognormal, constant)"
+                help=(
+                    "histogram CSV (remaining,count[,context]) or NAME:key=value,... (uniform, "
+                    "lognormal, constant)"
+                )
             ),
         ] = "uniform:low=256,high=4096,n=512,context=1024",
         bin_tokens: Annotated[
@@ -111,7 +114,10 @@ def estimate_generation_command(kit: CommandKit) -> Callable[..., None]:
             )
             return
         table = Table(
-            title=f"{model} on {gpus} x {gpu}: {hist.total} requests, remaining up to {max(hist.upper)} tokens"
+            title=(
+                f"{model} on {gpus} x {gpu}: {hist.total} requests, remaining up to "
+                f"{max(hist.upper)} tokens"
+            )
         )
         for col in (
             "TP",
@@ -234,7 +240,10 @@ def simulate_generation_command(kit: CommandKit) -> Callable[..., None]:
         lengths: Annotated[
             str,
             typer.Option(
-                help="trace file (Vidur CSV, prompt_tokens/output_tokens/group CSV, RollPacker JSONL), synthetic:prompts=P,n=N,max=M, or NAME:key=value"
+                help=(
+                    "trace file (Vidur CSV, prompt_tokens/output_tokens/group CSV, RollPacker "
+                    "JSONL), synthetic:prompts=P,n=N,max=M, or NAME:key=value"
+                )
             ),
         ] = "synthetic:prompts=64,n=8,max=8192",
         max_num_seqs: Annotated[
@@ -262,7 +271,10 @@ def simulate_generation_command(kit: CommandKit) -> Callable[..., None]:
         policy: Annotated[
             str,
             typer.Option(
-                help="none, verl-to (best static TP), verl-lo (largest TP), proactive, reactive or orchestrrl (OrchestrRL Algorithm 1; needs uniform TP on whole 8-GPU nodes)"
+                help=(
+                    "none, verl-to (best static TP), verl-lo (largest TP), proactive, reactive or "
+                    "orchestrrl (OrchestrRL Algorithm 1; needs uniform TP on whole 8-GPU nodes)"
+                )
             ),
         ] = "none",
     ) -> None:

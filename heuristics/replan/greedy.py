@@ -105,7 +105,8 @@ class Loads:
             self.lmax[j] = self.L[present[-1]] if len(present) else 0.0
 
     def after_add(self, b: int) -> np.ndarray:
-        """Every instance's objective term if one request of bin b joined it (inf where it does not fit)."""
+        """Every instance's objective term if one request of bin b joined it (inf where it does not
+        fit)."""
         extra_mig = np.where(self.x[:, b] >= self.local[:, b], self.mu[:, b], 0.0)
         out = (
             self.work

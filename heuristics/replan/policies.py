@@ -238,7 +238,8 @@ GOLDEN = (5**0.5 - 1) / 2
 def conditional_remaining(
     sorted_lengths: np.ndarray, generated: int, level: float, floor: int = 1
 ) -> int:
-    """The ``level`` quantile of L - g given L > g under the forecast lengths, given sorted (module doc)."""
+    """The ``level`` quantile of L - g given L > g under the forecast lengths, given sorted (module
+    doc)."""
     tail = sorted_lengths[np.searchsorted(sorted_lengths, generated, side="right") :]
     if not len(tail):  # outlived the forecast: assume it is close to done
         return max(floor, int(0.1 * generated))

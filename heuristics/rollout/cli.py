@@ -32,7 +32,10 @@ def simulate_rollout_command(kit: CommandKit) -> Callable[..., None]:
         plan: Annotated[
             list[Path] | None,
             typer.Option(
-                help="a plan file written by `rlplan plan rollout`, replayed on its own job; repeat to compare"
+                help=(
+                    "a plan file written by `rlplan plan rollout`, replayed on its own job; "
+                    "repeat to compare"
+                )
             ),
         ] = None,
         run_invalid: Annotated[
@@ -45,7 +48,10 @@ def simulate_rollout_command(kit: CommandKit) -> Callable[..., None]:
         setting: Annotated[
             list[str] | None,
             typer.Option(
-                help="a named plan: paper (RollPacker's settings) or verl (synchronous); repeat to compare"
+                help=(
+                    "a named plan: paper (RollPacker's settings) or verl (synchronous); repeat to "
+                    "compare"
+                )
             ),
         ] = None,
         profile: Annotated[
@@ -58,7 +64,10 @@ def simulate_rollout_command(kit: CommandKit) -> Callable[..., None]:
         plot: Annotated[
             Path | None,
             typer.Option(
-                help="draw per-step rollout time, max response and step breakdown of the first plan, the second as baseline (Fig. 10a/b), to this PNG"
+                help=(
+                    "draw per-step rollout time, max response and step breakdown of the first "
+                    "plan, the second as baseline (Fig. 10a/b), to this PNG"
+                )
             ),
         ] = None,
         as_json: Annotated[bool, typer.Option("--json", help="machine-readable steps")] = False,

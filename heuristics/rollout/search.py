@@ -99,7 +99,10 @@ def solve_search(
         Field(
             ge=1,
             le=10**6,
-            description="budget of distinct rollout settings (simulated epochs) tried (default 72 without --time-limit; with one, until the limit or convergence)",
+            description=(
+                "budget of distinct rollout settings (simulated epochs) tried (default 72 without "
+                "--time-limit; with one, until the limit or convergence)"
+            ),
         ),
     ] = None,
     progress: Any = None,
