@@ -150,7 +150,8 @@ PLACEMENT_GPUS = ("A100-40GB", "H100-SXM", "H800", "L40S", "L4", "H20")
 def random_cluster(
     gpus: int, *, seed: int = 0, zones: int = 2, per_node: int = 4, types: int = 3
 ) -> dict[str, Any]:
-    """A random heterogeneous cluster spec (a mapping, like a cluster YAML): ``gpus`` GPUs in nodes of
+    """A random heterogeneous cluster spec (a mapping, like a cluster YAML): ``gpus`` GPUs in nodes
+    of
     ``per_node``, each node one of ``types`` GPU types drawn from :data:`PLACEMENT_GPUS`, spread
     over
     ``zones`` zones; links inside a zone 100 Gbps, between zones drawn from HetRL §5.1's ranges

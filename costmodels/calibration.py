@@ -1,4 +1,5 @@
-"""Fit a :class:`~costmodels.profiles.HardwareProfile` to measured step times (``rlplan calibrate``).
+"""Fit a :class:`~costmodels.profiles.HardwareProfile` to measured step times (``rlplan
+calibrate``).
 
 Measurements are decode steps (``B`` sequences at a KV length of ``context`` tokens each) and
 prefills (``B`` prompts of ``context`` tokens each) of a known model at a known TP on one GPU type,
@@ -397,7 +398,8 @@ def fit_training(
 ) -> TrainingFit:
     """The effective training MFU of ``gpu_name`` that best explains its ``train`` rows (module
     doc): the step is ``compute / mfu + fixed`` (:class:`~costmodels.rl_training.TrainingProfile`),
-    fitted in log space inside [0.001, 1] (bounded scalar minimisation, scipy), with its residual."""
+    fitted in log space inside [0.001, 1] (bounded scalar minimisation, scipy), with its
+    residual."""
     from scipy.optimize import minimize_scalar
 
     from costmodels.rl_training import TrainingProfile

@@ -155,7 +155,9 @@ class ServingParams(BaseModel):
     hop_latency_ms: float = Field(
         default=INTRA_NODE_HOP_LATENCY_MS,
         ge=0,
-        description="latency of one ring step between GPUs of a node (NVLink, NCCL low-latency protocol)",
+        description=(
+            "latency of one ring step between GPUs of a node (NVLink, NCCL low-latency protocol)"
+        ),
     )
 
 

@@ -118,7 +118,9 @@ class Efficiency(BaseModel):
     )
     profiles: dict[str, HardwareProfile] = Field(
         default_factory=dict,
-        description="fitted kernel profiles per GPU type (rlplan calibrate); before the shipped ones",
+        description=(
+            "fitted kernel profiles per GPU type (rlplan calibrate); before the shipped ones"
+        ),
     )
     training_mfu: dict[str, Annotated[float, Field(gt=0, le=1)]] = Field(
         default_factory=dict,

@@ -158,8 +158,12 @@ class CommandKit:
 
 #: the CLI groups a problem's commands may join, with each group's help
 COMMAND_GROUPS = {
-    "simulate": "Request-level simulation (continuous batching under KV capacity) on the one decode model.",
-    "estimate": "Cost-model estimates without solving (generation makespan per TP/DP configuration).",
+    "simulate": (
+        "Request-level simulation (continuous batching under KV capacity) on the one decode model."
+    ),
+    "estimate": (
+        "Cost-model estimates without solving (generation makespan per TP/DP configuration)."
+    ),
 }
 
 

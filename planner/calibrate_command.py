@@ -1,4 +1,5 @@
-"""``rlplan calibrate``: fit hardware profiles to measured step times (:mod:`costmodels.calibration`).
+"""``rlplan calibrate``: fit hardware profiles to measured step times
+(:mod:`costmodels.calibration`).
 
 Registered on ``planner.cli.app`` when the console script composes its app (``planner.entry``), so
 ``planner.cli`` stays the generic plan/validate/evaluate wiring.

@@ -573,7 +573,8 @@ def plan_options(
 
 def _build_plan_command() -> Any:
     """The typer command ``plan``: the problem argument, one ``--<field>`` option per spec field
-    of the registered problems (the descriptors decide, not this module), and :func:`plan_options`."""
+    of the registered problems (the descriptors decide, not this module), and
+    :func:`plan_options`."""
     reg = default_registry()
     names = ", ".join(reg.problems())
     P = inspect.Parameter

@@ -103,7 +103,8 @@ def main(argv: list[str] | None = None) -> None:
         from costmodels.errors import SpecError, from_validation
         from costmodels.solving import protect_stdout
 
-        protect_stdout()  # this process is ours: native solver noise must not reach a plan on `-o -`
+        # this process is ours: native solver noise must not reach a plan on `-o -`
+        protect_stdout()
 
         try:
             code = composed_app()(args=argv, standalone_mode=False, prog_name="rlplan")

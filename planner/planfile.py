@@ -96,7 +96,8 @@ def _adapter(kinds: tuple[ProblemKind, ...]) -> TypeAdapter[Any]:
     models = tuple(_plan_file_model(k) for k in kinds)
     if len(models) == 1:
         return TypeAdapter(models[0])
-    return TypeAdapter(Annotated[Union[models], Field(discriminator="problem")])  # noqa: UP007 (a runtime tuple of types)
+    # Union[...] of a runtime tuple of types: `X | Y` cannot spell it
+    return TypeAdapter(Annotated[Union[models], Field(discriminator="problem")])  # noqa: UP007
 
 
 def plan_file_adapter(registry: Registry | None = None) -> TypeAdapter[Any]:

@@ -279,7 +279,8 @@ def test_plan_profile_is_recorded_and_validated(tmp_path):
 
 def test_engine_option_and_flat_kernels_on_the_cli(tmp_path):
     """--engine picks a shipped serving mode (eager is slower per step: kernel launches per layer),
-    a mode that does not exist is a usage error naming the choices; --profile flat is the 0.x judge."""
+    a mode that does not exist is a usage error naming the choices; --profile flat is the 0.x
+    judge."""
 
     def makespan(*extra: str) -> float:
         proc = run_cli(

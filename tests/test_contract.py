@@ -62,7 +62,8 @@ def test_descriptor_is_complete_or_refused(kind):
         assert any(s.exact for s in REG.solvers(kind)) or all(
             c.lower_bound is not None for c in desc.canned()
         ), f"{kind}: without an exact solver every canned instance needs a physical floor"
-    else:  # landed before its solvers: loading it is refused (tests/test_toy_problem.py runs the CLI)
+    # landed before its solvers: loading it is refused (tests/test_toy_problem.py runs the CLI)
+    else:
         from costmodels.errors import SpecError
         from planner.io import build_problem
 

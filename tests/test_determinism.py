@@ -1,4 +1,5 @@
-"""Same input, same plan (docs/architecture.md, "Solver plumbing"): a solver's default effort is a work
+"""Same input, same plan (docs/architecture.md, "Solver plumbing"): a solver's default effort is a
+work
 budget, never the wall clock, so the same input, seed and budget give a byte-identical plan on a
 quiet machine, a loaded one, and from several threads at once; the time cap only stops a search
 that would overrun it, and the result then says so (``Result.clock``).

@@ -131,7 +131,8 @@ def test_every_solver_returns_valid_plans_on_the_small_preset(solver, options):
     problem = build_problem("placement", {"cluster": "small-8", "workflow": "grpo-sync-qwen3-8b"})
     r = solve(problem, solver, seed=3, **options)
     if solver in ("ea", "random") and r.status is Status.NO_SOLUTION:
-        return  # the plain baselines may find nothing that fits in a small budget; never an invalid plan
+        # the plain baselines may find nothing that fits in a small budget; never an invalid plan
+        return
     assert r.status in (Status.OPTIMAL, Status.FEASIBLE), r.message
     assert check_placement(problem, r.plan) == []  # includes C3: no GPU overflows
     assert r.objective == pytest.approx(evaluate_placement(problem, r.plan).objective)

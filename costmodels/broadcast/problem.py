@@ -1,4 +1,5 @@
-"""Weight-sync broadcast over OCS circuits: problem, schedule, cost and validator (OrchestrRL App. E).
+"""Weight-sync broadcast over OCS circuits: problem, schedule, cost and validator (OrchestrRL App.
+E).
 
 Training PoDs hold the new weights as ``holders`` shards (shard i on holder i, weights_gb / H each).
 Every rank of every generation PoD needs every shard. A schedule has two parts:
@@ -43,7 +44,9 @@ class BroadcastPod(BaseModel):
     budget: int = Field(
         ge=1,
         le=4096,
-        description="d_p: concurrently active inter-PoD circuits incident to the PoD (at most 4 096)",
+        description=(
+            "d_p: concurrently active inter-PoD circuits incident to the PoD (at most 4 096)"
+        ),
     )
     holders: int = Field(
         default=0,

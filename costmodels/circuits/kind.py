@@ -48,7 +48,9 @@ SOLVERS = (
         exact=True,
         inject=_FILL,
         time_limit=120.0,
-        description="exact lexicographic model (max covered demand, then min bottleneck) on HiGHS via PuLP",
+        description=(
+            "exact lexicographic model (max covered demand, then min bottleneck) on HiGHS via PuLP"
+        ),
     ),
     SolverEntry(
         "cpsat",
@@ -56,7 +58,9 @@ SOLVERS = (
         exact=True,
         inject=_FILL,
         time_limit=120.0,
-        description="the same exact model on OR-Tools CP-SAT (bottleneck picked from its candidate set)",
+        description=(
+            "the same exact model on OR-Tools CP-SAT (bottleneck picked from its candidate set)"
+        ),
     ),
     SolverEntry(
         "uniform",
@@ -71,7 +75,9 @@ SOLVERS = (
         "formulations.circuits.bruteforce:solve_circuits_bruteforce",
         exact=True,
         time_limit=300.0,
-        description="enumerate every allocation (tiny instances only; ground truth for the exact models)",
+        description=(
+            "enumerate every allocation (tiny instances only; ground truth for the exact models)"
+        ),
     ),
 )
 

@@ -205,7 +205,8 @@ def core_problem(
     access: dict[str, int] | None = None,
 ) -> CircuitProblem:
     """The OCS-Core problem: PoD endpoints with the template's share of their boundary ports, capped
-    by ``access`` (the ToR–uplink circuits each PoD got on OCS-Agg) so that the tiers stay coupled."""
+    by ``access`` (the ToR–uplink circuits each PoD got on OCS-Agg) so that the tiers stay
+    coupled."""
     endpoints, reserved, fail = [], {}, {}
     for p in spec.pods:
         usable = int(p.uplink_ports * tpl.core_share(p))

@@ -515,7 +515,8 @@ def check_cosched(problem: CoscheduleProblem, plan: CoschedulePlan) -> list[Viol
 
 def cosched_model(problem: CoscheduleProblem) -> CoschedModel:
     """The group model's view of the problem's jobs, built once per problem and shared by every
-    solver (kept on the problem object: the problem is the spec layer and does not know this one)."""
+    solver (kept on the problem object: the problem is the spec layer and does not know this
+    one)."""
     cached = problem.__dict__.get("_model")
     if cached is None:
         cached = CoschedModel(problem)

@@ -51,7 +51,9 @@ SOLVERS = (
         "formulations.cosched.bruteforce:solve_cosched_bruteforce",
         exact=True,
         time_limit=300.0,
-        description="every grouping of up to 6 jobs (the paper's brute-force optimum; ground truth)",
+        description=(
+            "every grouping of up to 6 jobs (the paper's brute-force optimum; ground truth)"
+        ),
     ),
 )
 

@@ -23,7 +23,8 @@ _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 def table_host_memory(model: str | None) -> tuple[float, float]:
     """RollMux Table 2's warm state (rollout, training) in GB per 8-GPU node for the smallest listed
-    model size >= the model's, scaled linearly past the largest; (0, 0) for a job without a model."""
+    model size >= the model's, scaled linearly past the largest; (0, 0) for a job without a
+    model."""
     if model is None:
         return 0.0, 0.0
     size = get_model(model).params_b

@@ -39,7 +39,9 @@ def cosched_summary(
         )
     more = len(b["groups"]) - len(rows)
     return Summary(
-        title=f"co-scheduling by {solver}: ${objective:,.1f}/h ({status}), {b['group_count']} groups",
+        title=(
+            f"co-scheduling by {solver}: ${objective:,.1f}/h ({status}), {b['group_count']} groups"
+        ),
         columns=("group", "jobs", "pools", "$/h", "cycle s", "load s", "max slowdown/SLO"),
         rows=rows,
         caption=(

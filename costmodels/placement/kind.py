@@ -61,7 +61,9 @@ SOLVERS = (
     SolverEntry(
         "ea",
         "heuristics.placement.ea:solve_plain_ea",
-        description="plain DEAP-style evolutionary algorithm over the same space (HetRL §5.4 baseline)",
+        description=(
+            "plain DEAP-style evolutionary algorithm over the same space (HetRL §5.4 baseline)"
+        ),
     ),
     SolverEntry(
         "verl",
@@ -75,7 +77,9 @@ SOLVERS = (
         "streamrl",
         "heuristics.placement.streamrl:solve_streamrl",
         time_limit=300.0,
-        description="StreamRL-style baseline: generation on one node set, all other tasks on the rest",
+        description=(
+            "StreamRL-style baseline: generation on one node set, all other tasks on the rest"
+        ),
     ),
     SolverEntry(
         "random",

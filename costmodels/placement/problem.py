@@ -56,7 +56,9 @@ class CostParams(BaseModel):
     )
     share_prompt_prefill: bool = Field(
         default=True,
-        description="responses of one prompt share its prefill (prefix KV), as GRPO/PPO groups do in vLLM",
+        description=(
+            "responses of one prompt share its prefill (prefix KV), as GRPO/PPO groups do in vLLM"
+        ),
     )
 
 

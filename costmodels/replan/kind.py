@@ -22,7 +22,9 @@ SOLVERS = (
         default=True,
         time_limit=120.0,
         inject={"warm_start": "heuristics.replan.greedy:solve_greedy"},
-        description="Eq. 1 exactly on HiGHS (numpy-built matrix via highspy), warm-started by greedy",
+        description=(
+            "Eq. 1 exactly on HiGHS (numpy-built matrix via highspy), warm-started by greedy"
+        ),
     ),
     SolverEntry(
         "greedy",
@@ -53,7 +55,9 @@ SOLVERS = (
         "formulations.replan.bruteforce:solve_replan_bruteforce",
         exact=True,
         time_limit=300.0,
-        description="enumerate every layout and split (tiny states only; ground truth for the MILP)",
+        description=(
+            "enumerate every layout and split (tiny states only; ground truth for the MILP)"
+        ),
     ),
 )
 

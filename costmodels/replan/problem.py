@@ -131,12 +131,16 @@ class ReplanSpec(BaseModel):
     switch_gbs: float | None = Field(
         default=None,
         gt=0,
-        description="weight re-sharding bandwidth per GPU, GB/s (default: the GPU's intra-node link)",
+        description=(
+            "weight re-sharding bandwidth per GPU, GB/s (default: the GPU's intra-node link)"
+        ),
     )
     switch_overhead_s: float = Field(
         default=1.0,
         ge=0,
-        description="engine restart per switched instance (OrchestrRL §6.2.2: ~1.5 s with the transfer)",
+        description=(
+            "engine restart per switched instance (OrchestrRL §6.2.2: ~1.5 s with the transfer)"
+        ),
     )
     instances: list[CurrentInstance] = Field(default_factory=list)
 
@@ -276,7 +280,9 @@ class Config:
     work: np.ndarray  # w_yb
     concurrency: np.ndarray  # B_yb (0 where the bin does not fit)
     migrate: np.ndarray  # μ_yb
-    token_steps: np.ndarray  # L_b / B_yb: decode steps one request of bin b adds at full concurrency (L_b where it does not fit)
+    # L_b / B_yb: decode steps one request of bin b adds at full concurrency (L_b where it does not
+    # fit)
+    token_steps: np.ndarray
 
     @property
     def floor(self) -> np.ndarray:

@@ -32,7 +32,9 @@ SOLVERS = (
     SolverEntry(
         "verl",
         "heuristics.rollout.search:solve_verl",
-        description="veRL's synchronous rollout: no speculation, reward after rollout, no stream trainer",
+        description=(
+            "veRL's synchronous rollout: no speculation, reward after rollout, no stream trainer"
+        ),
     ),
     SolverEntry(
         "exhaustive",

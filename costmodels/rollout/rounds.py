@@ -52,7 +52,9 @@ from costmodels.solving import checkpoint
 class RoundResult:
     """One rollout round: what was launched, kept and deferred, and what it cost."""
 
-    kind: str  # "short" (speculative), "long" (the queue, no speculation) or "plain" (no speculation, fresh prompts)
+    # "short" (speculative), "long" (the queue, no speculation) or "plain" (no speculation, fresh
+    # prompts)
+    kind: str
     launched: list[int]
     kept: list[int]
     deferred: list[int]
@@ -148,7 +150,8 @@ def _instances(workload: RolloutWorkload, tp: int) -> list[Instance]:
 
 def launch_count(eta: float, n: int) -> int:
     """⌈η n⌉: prompts (or responses per prompt) a short round launches (ROLL's
-    ``max_prompts_ratio`` x batch, ``max_num_return_sequences``); the epsilon keeps 1.25 x 8 at 10."""
+    ``max_prompts_ratio`` x batch, ``max_num_return_sequences``); the epsilon keeps 1.25 x 8 at
+    10."""
     return math.ceil(eta * n - 1e-9)
 
 
@@ -300,7 +303,8 @@ def simulate_epoch(
     out = EpochResult([])
     current: int | None = None
     while fresh or queue:
-        checkpoint()  # an epoch inside a solve stops at its limit (costmodels.solving), also between rounds
+        # an epoch inside a solve stops at its limit (costmodels.solving), also between rounds
+        checkpoint()
         if max_rounds is not None and len(out.rounds) >= max_rounds:
             break
         long_round = len(queue) >= p0 or (queue and not fresh)

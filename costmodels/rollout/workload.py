@@ -91,7 +91,9 @@ class RuleReward(BaseModel):
     sync_workers: int = Field(
         default=1,
         gt=0,
-        description="scorers of a synchronous reward stage (veRL's reward manager: the driver process)",
+        description=(
+            "scorers of a synchronous reward stage (veRL's reward manager: the driver process)"
+        ),
     )
 
 
@@ -107,7 +109,9 @@ class SandboxReward(BaseModel):
     workers: int = Field(
         default=128,
         gt=0,
-        description="concurrent sandboxes (fitted to RollPacker Table 1: code reward 13% of a veRL step)",
+        description=(
+            "concurrent sandboxes (fitted to RollPacker Table 1: code reward 13% of a veRL step)"
+        ),
     )
     reference_median_s: float = Field(
         default=1.0, gt=0, description="median run time of a prompt's reference solution, s"

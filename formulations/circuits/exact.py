@@ -220,7 +220,8 @@ class _HighsModel(_Model):
             f"{pulp.LpSolution.get(prob.sol_status, prob.sol_status)}"
         )
         if prob.sol_status != pulp.LpSolutionOptimal:
-            self.deadline.expired()  # marks the solve as clock-bound when the limit is what stopped HiGHS
+            # marks the solve as clock-bound when the limit is what stopped HiGHS
+            self.deadline.expired()
         has = prob.sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible)
         return has, prob.sol_status == pulp.LpSolutionOptimal
 
@@ -299,7 +300,8 @@ class _CpSatModel(_Model):
         status = solver.Solve(m)
         self.said.append(f"stage {len(self.said) + 1}: CP-SAT {solver.StatusName(status)}")
         if status != cp_model.OPTIMAL:
-            self.deadline.expired()  # marks the solve as clock-bound when the limit is what stopped CP-SAT
+            # marks the solve as clock-bound when the limit is what stopped CP-SAT
+            self.deadline.expired()
         return solver, status in (cp_model.OPTIMAL, cp_model.FEASIBLE), status == cp_model.OPTIMAL
 
     def stage1(self) -> tuple[list[int], bool]:

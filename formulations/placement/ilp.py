@@ -1,4 +1,5 @@
-"""Exact ILP for HetRL placement (HetRL §3.5) over rlplan's placement space, by lazy column expansion.
+"""Exact ILP for HetRL placement (HetRL §3.5) over rlplan's placement space, by lazy column
+expansion.
 
 Notation. Tasks t; GPU classes k (the GPUs of one node, interchangeable on a hierarchical
 network) with capacity N_k; a *pair* (T, c) a task subset T co-located on a composition c in
@@ -560,7 +561,8 @@ class PlacementILP:
             if bound is not None:
                 self.lower = max(self.lower, min(bound, self.incumbent[0]))
             if status != "optimal" or x is None:
-                self.deadline.expired()  # marks the solve as clock-bound when the limit stopped the master
+                # marks the solve as clock-bound when the limit stopped the master
+                self.deadline.expired()
                 return self._finish(
                     f"{backend}: master not solved to optimality within the limit", proven=False
                 )

@@ -203,7 +203,8 @@ def lower_bound(problem: ReplanProblem) -> float:
 
     * the longest request alone: M >= max_b min_y (α_y L_b + w_yb) over configurations it fits;
     * the pool's fluid work: T_j >= Σ_b x_jb c_yb with c_yb = w_yb + α_y L_b / B_yb (S_j is at
-      least the tokens over the concurrency), so M G_total >= Σ_j t_j T_j >= Σ_b N_b min_y t_y c_yb."""
+      least the tokens over the concurrency), so M G_total >= Σ_j t_j T_j >= Σ_b N_b min_y t_y
+      c_yb."""
     fluid = 0.0
     for b, bn in enumerate(problem.bins):
         per = [c.tp * c.floor[b] for c in problem.configs.values() if c.fits(b)]
@@ -447,7 +448,9 @@ def solve_replan_milp(
                 incumbent.plan,
                 incumbent.objective,
                 bound,
-                message=f"HiGHS: {stats['highs_status']}, no incumbent of its own; warm start returned",
+                message=(
+                    f"HiGHS: {stats['highs_status']}, no incumbent of its own; warm start returned"
+                ),
                 stats=stats,
             )
         return SolverOutput(

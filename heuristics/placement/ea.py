@@ -94,7 +94,9 @@ def solve_plain_ea(
         int | None,
         Field(
             ge=1,
-            description="evaluation budget: same seed and budget, same plan; default from the time limit",
+            description=(
+                "evaluation budget: same seed and budget, same plan; default from the time limit"
+            ),
         ),
     ] = None,
     population: Annotated[int, Field(ge=2, description="individuals per generation")] = 32,
@@ -150,7 +152,9 @@ def solve_random(
         int | None,
         Field(
             ge=1,
-            description="evaluation budget: same seed and budget, same plan; default from the time limit",
+            description=(
+                "evaluation budget: same seed and budget, same plan; default from the time limit"
+            ),
         ),
     ] = None,
 ) -> SolverOutput:

@@ -486,7 +486,8 @@ def canonical(problem: PlacementProblem, grouping: Any) -> tuple[tuple[str, ...]
 
 def task_groupings(space: PlacementSpace) -> list[tuple[tuple[str, ...], ...]]:
     """Level-1 arms: every set partition of the tasks, one per symmetry class (tasks with one
-    ``GroupOptions.signature`` are interchangeable: {ref}{reward, critic} is {reward}{ref, critic})."""
+    ``GroupOptions.signature`` are interchangeable: {ref}{reward, critic} is {reward}{ref,
+    critic})."""
     problem = space.problem
     sig = space.builder.signature
     seen: dict[Any, tuple[tuple[str, ...], ...]] = {}
@@ -566,7 +567,9 @@ def solve_sha_ea(
         int,
         Field(
             ge=0,
-            description="GPU-type splits (each GPU type's pool to one group) probed per task grouping",
+            description=(
+                "GPU-type splits (each GPU type's pool to one group) probed per task grouping"
+            ),
         ),
     ] = 4,
     fast_gpu_rate: Annotated[
@@ -576,7 +579,9 @@ def solve_sha_ea(
         float,
         Field(
             ge=0,
-            description="re-solve Level 4 exactly for individuals within this share of the incumbent",
+            description=(
+                "re-solve Level 4 exactly for individuals within this share of the incumbent"
+            ),
         ),
     ] = 0.05,
     seeds: Annotated[
@@ -641,7 +646,8 @@ def solve_sha_ea(
     )
     probes: dict[Any, float] = {}
     converged = False
-    try:  # from here on the evaluation pool's workers (processes, Ray actors) are released at the end
+    # from here on the evaluation pool's workers (processes, Ray actors) are released at the end
+    try:
         if (
             progress is not None
         ):  # set-up is over: say so before the first batch (which may be slow)

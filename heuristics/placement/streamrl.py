@@ -154,7 +154,8 @@ def solve_streamrl(
             return
         for _ in range(
             2
-        ):  # generation with the rest fixed is swept in the loop above; now the rest, then generation
+            # generation with the rest fixed is swept in the loop above; now the rest, then generation
+        ):
             for oc in shared:
                 c = cost(best_g, oc)
                 yield
