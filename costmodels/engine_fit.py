@@ -37,7 +37,8 @@ from costmodels.profiles import EngineProfile
 
 @dataclass(frozen=True)
 class MakespanCase:
-    """A measured time: ``requests`` (a named distribution) on ``gpus`` GPUs as TP ``tp`` instances."""
+    """A measured time: ``requests`` (a named distribution) on ``gpus`` GPUs as TP ``tp``
+    instances."""
 
     name: str
     model: str

@@ -59,7 +59,8 @@ class DuplicateKeyError(ValueError):
 
 
 def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """``object_pairs_hook`` for ``json.loads``: a repeated key raises :class:`DuplicateKeyError`."""
+    """``object_pairs_hook`` for ``json.loads``: a repeated key raises
+    :class:`DuplicateKeyError`."""
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:

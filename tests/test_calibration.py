@@ -333,7 +333,8 @@ def test_allreduce_table_interpolates_between_measured_sizes():
 
 
 def test_fit_keeps_measured_allreduces_as_a_table():
-    """Two or more sizes of a TP become its table (the median of repeats); steps interpolate in it."""
+    """Two or more sizes of a TP become its table (the median of repeats); steps interpolate in
+    it."""
     rows = _synthetic(KNOWN, 0.0, 0)
     fitted = fit_profile("H100-SXM", rows)
     for tp in (2, 4, 8):

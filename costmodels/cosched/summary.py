@@ -1,4 +1,5 @@
-"""What ``rlplan plan cosched`` prints: groups, their pools and cost, every job's slowdown vs SLO."""
+"""What ``rlplan plan cosched`` prints: groups, their pools and cost, every job's slowdown vs
+SLO."""
 
 from __future__ import annotations
 

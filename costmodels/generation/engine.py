@@ -399,13 +399,15 @@ class Engine:
         self.preemptions += 1
 
     def _steps_until_full(self, st: InstanceState, limit: int) -> int:
-        """Largest j <= limit such that j more steps fit in the cache (0: the next step does not)."""
+        """Largest j <= limit such that j more steps fit in the cache (0: the next step does
+        not)."""
         return max(0, min(limit, st.max_extra(st.capacity_blocks)))
 
     def _steps_until(
         self, st: InstanceState, coef: StepCoefficients, horizon: float, limit: int
     ) -> int:
-        """Smallest j <= limit whose j steps end at or after ``horizon`` (the step in flight ends)."""
+        """Smallest j <= limit whose j steps end at or after ``horizon`` (the step in flight
+        ends)."""
         c0, b = float(st.context), len(st.running)
         return min(
             limit, _last_true(lambda j: st.clock + coef.total(c0, b, j) < horizon, limit) + 1

@@ -572,7 +572,8 @@ class GroupOptions:
     def _inputs(
         self, subset: tuple[str, ...], comp: tuple[int, ...], deadline: Deadline
     ) -> tuple[np.ndarray, list[list[Candidate]]]:
-        """What a merge starts from: the composition's usable GB per GPU and each task's candidates."""
+        """What a merge starts from: the composition's usable GB per GPU and each task's
+        candidates."""
         deadline.check()
         return self.capacity(comp), [self.candidates(name, comp, deadline) for name in subset]
 

@@ -84,7 +84,8 @@ class RolloutPlan(BaseModel):
     )
 
     def rollout_key(self) -> tuple[Any, ...]:
-        """The knobs the rollout simulation depends on (the rest only re-time reward and training)."""
+        """The knobs the rollout simulation depends on (the rest only re-time reward and
+        training)."""
         scale = (
             self.scale,
             self.scale_at if self.scale == "fixed" else None,

@@ -65,7 +65,8 @@ class ColumnPool:
             yield from itertools.combinations(self.names, r)
 
     def canonical(self, subset: tuple[str, ...]) -> tuple[tuple[str, ...], dict[str, str]]:
-        """The canonical subset of ``subset``'s symmetry class and the renaming canonical -> actual."""
+        """The canonical subset of ``subset``'s symmetry class and the renaming canonical ->
+        actual."""
         return self._canonical[subset]
 
     def _canonical_of(self, subset: tuple[str, ...]) -> tuple[tuple[str, ...], dict[str, str]]:

@@ -214,7 +214,8 @@ def lower_bound(problem: ReplanProblem) -> float:
 
 
 def _longest_alone(problem: ReplanProblem) -> float:
-    """Every request runs somewhere: M >= max_b min_y (α_y L_b + w_yb) over configurations it fits."""
+    """Every request runs somewhere: M >= max_b min_y (α_y L_b + w_yb) over configurations it
+    fits."""
     best = 0.0
     for b, bn in enumerate(problem.bins):
         # a min over every configuration (a superset of what any node may run) stays a bound

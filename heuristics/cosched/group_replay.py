@@ -139,7 +139,8 @@ def run_phase(
     threshold: float,
     tick: float,
 ) -> PhaseRun:
-    """One rollout phase: ``ready[i]`` is when instance i's GPUs come free (from the phase start)."""
+    """One rollout phase: ``ready[i]`` is when instance i's GPUs come free (from the phase
+    start)."""
     assignment = [i % instances for i in range(len(requests))]
     reqs = [
         Request(r.id, r.prompt, r.output, r.group, ready[a], 0)

@@ -284,7 +284,8 @@ class ProactivePlanner:
         return []
 
     def state(self, obs: Observation) -> tuple[ReplanSpec, dict[int, int]]:
-        """The re-planning state the planner sees, and the estimated remaining bin of each request."""
+        """The re-planning state the planner sees, and the estimated remaining bin of each
+        request."""
         instances, estimate = [], {}
         for v in obs.instances:
             if v.index not in self.layout:
