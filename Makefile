@@ -32,6 +32,7 @@ test-fast: $(STAMP)
 ## lint: ruff, and the import contracts of pyproject.toml (also run by `make test`)
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports --no-cache
 
 ## bench: the benchmark suites (reports, CSV/Parquet, plots) into bench-out/<suite>/

@@ -21,7 +21,7 @@ from planner.outputs import check_output_dir
 from planner.registry import UnknownSolverError, build_registry
 
 
-def bench(
+def bench(  # noqa: C901
     suite: Annotated[
         str,
         typer.Option(

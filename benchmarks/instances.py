@@ -47,7 +47,7 @@ def _entries(matrix: dict[tuple[int, int], float], names: list[str]) -> list[Dem
     ]
 
 
-def circuits_instance(
+def circuits_instance(  # noqa: C901
     endpoints: int,
     ports: int | None,
     shape: str,

@@ -90,6 +90,11 @@ TABLES = (
 SUITES = ("placement", "scenarios", "scale", "replan", "cosched/suite", "rollout/suite")
 
 
+def _bold_if(text: str, changed: bool) -> str:
+    """Markdown bold when the value changed."""
+    return f"**{text}**" if changed else text
+
+
 def _old_csv(commit: str, path: str) -> pd.DataFrame | None:
     try:
         text = subprocess.run(
@@ -249,7 +254,7 @@ def write(out: Path, commit: str, command: str) -> dict[str, Any]:
     ]
     lines += [
         f"| {r['phase']} | {r['model']} | {r['gpu']} | {r['fastest_before']} | "
-        f"{'**' + r['fastest_after'] + '**' if r['fastest_before'] != r['fastest_after'] else r['fastest_after']} |"
+        f"{_bold_if(r['fastest_after'], r['fastest_before'] != r['fastest_after'])} |"
         for r in dec["fastest_tp"]
     ]
     lines += [

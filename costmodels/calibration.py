@@ -261,14 +261,20 @@ DERIVED_WHY = {
         "an H100 SXM (same SMs, clocks and 3.35 TB/s HBM3) with NVLink cut from 900 to 400 GB/s: "
         "measured silicon"
     ),
-    "A100-40GB": "the same A100 SXM4 die and NVLink3 as the 80 GB part, with 1 555 GB/s HBM2 instead of 2 039 HBM2e: "
-    "assumes its kernels reach the same share of that bandwidth",
-    "H20": "a Hopper part on NVLink 900 GB/s with a cut-down SM count (148 dense TFLOP/s) and 4.0 TB/s HBM3: ASSUMED, no "
-    "measurement; its decode is deeper in the memory-bound regime than the H100's, where the "
-    "fitted weight and KV "
-    "efficiencies, not the GEMM one, decide",
-    "L4": "an Ada part on PCIe like the L40S, with 300 GB/s GDDR6 and 121 dense TFLOP/s: ASSUMED, no measurement; PCIe "
-    "all-reduces as fitted on the L40S box",
+    "A100-40GB": (
+        "the same A100 SXM4 die and NVLink3 as the 80 GB part, with 1 555 GB/s HBM2 instead of "
+        "2 039 HBM2e: assumes its kernels reach the same share of that bandwidth"
+    ),
+    "H20": (
+        "a Hopper part on NVLink 900 GB/s with a cut-down SM count (148 dense TFLOP/s) and "
+        "4.0 TB/s HBM3: ASSUMED, no measurement; its decode is deeper in the memory-bound regime "
+        "than the "
+        "H100's, where the fitted weight and KV efficiencies, not the GEMM one, decide"
+    ),
+    "L4": (
+        "an Ada part on PCIe like the L40S, with 300 GB/s GDDR6 and 121 dense TFLOP/s: ASSUMED, no "
+        "measurement; PCIe all-reduces as fitted on the L40S box"
+    ),
 }
 
 

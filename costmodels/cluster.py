@@ -111,7 +111,7 @@ class ClusterSpec(BaseModel):
         ),
     )
 
-    def check(self) -> None:
+    def check(self) -> None:  # noqa: C901
         """Cross-field checks pydantic cannot express; raises SpecError with the field path."""
         total = sum(n.count for n in self.nodes)
         if total > MAX_CLUSTER_GPUS:

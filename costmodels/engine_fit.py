@@ -119,7 +119,10 @@ def fit_engine(
     if not result.success:
         raise ValueError(f"the engine fit did not converge ({result.message})")
     fitted = engine(result.x)
-    source = f"fitted to {cases[0].source} on the aic-vllm kernels, {len(cases)} times x {len(seeds)} draws of the reconstructed snapshots"
+    source = (
+        f"fitted to {cases[0].source} on the aic-vllm kernels, {len(cases)} times x {len(seeds)} "
+        "draws of the reconstructed snapshots"
+    )
     return fitted.model_copy(
         update={
             "source": source,

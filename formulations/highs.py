@@ -68,7 +68,7 @@ def _stopped(highspy: Any, status: Any) -> str:
     }.get(status, "other")
 
 
-def solve_highs(
+def solve_highs(  # noqa: C901
     cost: np.ndarray,
     a: Any,
     row_lower: np.ndarray,

@@ -24,7 +24,7 @@ from planner.outputs import check_output
 
 
 @app.command()
-def calibrate(
+def calibrate(  # noqa: C901
     measurements: Annotated[
         list[Path] | None,
         typer.Option(

@@ -229,7 +229,7 @@ def default_output(problem: str) -> str:
     return f"{problem}-plan.json"
 
 
-def plan_command(
+def plan_command(  # noqa: C901
     problem: str | None,
     fields: dict[str, str | None],
     solver: str | None,
@@ -320,7 +320,8 @@ def plan_command(
     if not result.success:
         detail = "; ".join(result.violations[:5])
         fail(
-            f"no feasible plan: {result.solver} ended with status {result.status.value}. {result.message} {detail}".strip(),
+            f"no feasible plan: {result.solver} ended with status {result.status.value}. "
+            f"{result.message} {detail}".strip(),
             code=1,
         )
     if result.objective is None or not math.isfinite(result.objective):
@@ -413,7 +414,8 @@ def outcome_lines(result: Result) -> list[str]:
         else result.stats.get("default_time_limit")
     )
     if limit is not None:
-        used = f"took {result.wall_time_s:.1f} s of {'its' if result.time_limit is not None else 'the default'} {limit:g} s limit"
+        whose = "its" if result.time_limit is not None else "the default"
+        used = f"took {result.wall_time_s:.1f} s of {whose} {limit:g} s limit"
         lines.append(
             used + ("" if result.time_limit is not None else " (--time-limit S to change it)")
         )
@@ -434,10 +436,13 @@ def _executor_options(
     if executor is not None and executor not in ("local", "ray"):
         fail(f"{flag} {executor}: use local or ray")
     if "executor" not in info.options:
+        distributed = [
+            s.name for s in default_registry().solvers(info.problem) if "executor" in s.options
+        ]
         fail(
             f"{flag}: solver {info.name!r} runs in this process; the solvers that distribute "
             "their evaluations take it "
-            f"({', '.join(s.name for s in default_registry().solvers(info.problem) if 'executor' in s.options) or 'none here'})"
+            f"({', '.join(distributed) or 'none here'})"
         )
     clash = sorted(k for k in given if k in options)
     if clash:
@@ -490,7 +495,8 @@ _OUTPUT_HELP = (
     + ", ".join(default_output(p) for p in _REG.problems()[:2])
     + ", ...)"
 )
-_EXPORT_HELP = f"also write a framework config snippet: {', '.join(sorted({e for k in _REG.solvable() for e in k.exports})) or 'none'}"
+_EXPORTS = sorted({e for k in _REG.solvable() for e in k.exports})
+_EXPORT_HELP = f"also write a framework config snippet: {', '.join(_EXPORTS) or 'none'}"
 
 
 def plan_options(

@@ -117,8 +117,10 @@ def main(argv: list[str] | None = None) -> None:
             code = 2
         except cx.UsageError as exc:
             where = exc.ctx.command_path if exc.ctx else "rlplan"
+            given = _given(exc, sys.argv[1:] if argv is None else argv)
             _say(
-                f"{where}: {exc.format_message().rstrip('.')}{_given(exc, sys.argv[1:] if argv is None else argv)}{_suggest(exc)}; see `{where} --help`"
+                f"{where}: {exc.format_message().rstrip('.')}{given}{_suggest(exc)}; "
+                f"see `{where} --help`"
             )
             code = 2
         except typer.Abort:

@@ -249,7 +249,11 @@ def read_plan_file(path: Path) -> Any:
         value = err.get("input") if err["type"] != "missing" else None
         msg = "required field is missing" if err["type"] == "missing" else err["msg"]
         if version != SCHEMA_VERSION and loc and loc[0] == "inputs":
-            msg += f" (a schema {version} file from an earlier rlplan, {data.get('rlplan_version') or 'version unknown'}; this rlplan writes {SCHEMA_VERSION}: re-plan)"
+            writer = data.get("rlplan_version") or "version unknown"
+            msg += (
+                f" (a schema {version} file from an earlier rlplan, {writer}; "
+                f"this rlplan writes {SCHEMA_VERSION}: re-plan)"
+            )
         raise SpecError(field_path(loc), value, msg, str(path)) from None
 
 

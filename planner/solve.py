@@ -43,7 +43,7 @@ def check_plan(
     return [], objective, breakdown
 
 
-def solve(
+def solve(  # noqa: C901
     problem: Any,
     solver: str | None = None,
     *,
@@ -103,8 +103,8 @@ def solve(
             wall_time_s=time.perf_counter() - start,
             clock=clock.describe(),
             termination=Termination.TIME_LIMIT,
-            message=f"{info.name}: a single evaluation outlasted the {what} of {limit:g} s ({exc}); "
-            f"give a longer --time-limit",
+            message=f"{info.name}: a single evaluation outlasted the {what} of {limit:g} s "
+            f"({exc}); give a longer --time-limit",
             **base,
         )
     except (
@@ -181,7 +181,10 @@ def solve(
         and objective is not None
         and out.bound > objective * (1 + EXACT_RTOL) + 1e-12
     ):
-        result.message += f" [bound {out.bound:.9g} exceeds the cost model's objective {objective:.9g}: bound dropped]"
+        result.message += (
+            f" [bound {out.bound:.9g} exceeds the cost model's objective {objective:.9g}: "
+            "bound dropped]"
+        )
         result.bound = None
     result.gap = relative_gap(result.objective, result.bound)
     if out.objective is not None and objective is not None and math.isfinite(out.objective):

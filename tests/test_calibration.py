@@ -110,7 +110,8 @@ def test_calibrate_cli_writes_profiles_and_refuses_bad_input(tmp_path):
     good.write_text(
         CSV.replace("\n", ",bytes\n")
         + "".join(
-            f"{r.kind},H100-SXM,{r.model.name if r.model else ''},{r.tp},{r.batch or ''},{r.context or ''},{r.seconds!r},{r.bytes or ''}\n"
+            f"{r.kind},H100-SXM,{r.model.name if r.model else ''},{r.tp},{r.batch or ''},"
+            f"{r.context or ''},{r.seconds!r},{r.bytes or ''}\n"
             for r in rows
         )
     )

@@ -115,8 +115,8 @@ def test_an_expired_deadline_marks_the_solve_as_clock_bound():
         assert d.expired()
     assert record.bound
     assert (
-        record.describe()
-        == "stopped by the time cap of 0.001 s after 9 of 300 plans: this result depends on machine speed"
+        record.describe() == "stopped by the time cap of 0.001 s after 9 of 300 plans: "
+        "this result depends on machine speed"
     )
 
 

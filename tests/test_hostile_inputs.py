@@ -639,7 +639,10 @@ def _many_jobs_json(tmp: Path, n: int) -> str:
 
 
 def _big_yaml(tmp: Path) -> str:
-    row = "- {name: j%d, rollout_gpus: 8, train_gpus: 8, t_rollout_s: 75.0, t_train_s: 75.0, slo: 1.5}\n"
+    row = (
+        "- {name: j%d, rollout_gpus: 8, train_gpus: 8, t_rollout_s: 75.0, t_train_s: 75.0, "
+        "slo: 1.5}\n"
+    )
     return str(_text(tmp, "jobs.yaml", "jobs:\n" + "".join(row % i for i in range(60_000))))
 
 

@@ -30,7 +30,8 @@ p = pulp.LpProblem("t", pulp.LpMinimize)
 x = pulp.LpVariable("x", 0, cat="Integer"); y = pulp.LpVariable("y", 0, cat="Integer")
 p += 2 * x + 3 * y; p += x + y >= 3; p += x <= 1
 assert "HiGHS" in pulp.listSolvers(onlyAvailable=True)
-p.solve(pulp.HiGHS(msg=False)); assert pulp.LpStatus[p.status] == "Optimal" and abs(pulp.value(p.objective) - 8) < 1e-9
+p.solve(pulp.HiGHS(msg=False))
+assert pulp.LpStatus[p.status] == "Optimal" and abs(pulp.value(p.objective) - 8) < 1e-9
 p.solve(pulp.PULP_CBC_CMD(msg=False)); assert abs(pulp.value(p.objective) - 8) < 1e-9
 """,
     "cpsat": """

@@ -58,8 +58,10 @@ def evaluate(problem, plan):
 def check(problem, plan):
     out = []
     if len(plan.machine_of) != len(problem.spec.durations):
-        out.append(Violation("coverage", f"{len(plan.machine_of)} assignments for {len(problem.spec.durations)} jobs"))
-    out += [Violation("machine", f"job {j} on machine {m}") for j, m in enumerate(plan.machine_of) if not 0 <= m < problem.spec.machines]
+        jobs = len(problem.spec.durations)
+        out.append(Violation("coverage", f"{len(plan.machine_of)} assignments for {jobs} jobs"))
+    out += [Violation("machine", f"job {j} on machine {m}")
+            for j, m in enumerate(plan.machine_of) if not 0 <= m < problem.spec.machines]
     return out
 
 
@@ -90,8 +92,10 @@ KIND = ProblemKind(
     fields=(SpecField("work", JobsSpec, "jobs file or preset", default="toy-five"),),
     problem_type=ToyProblem, build=lambda work: ToyProblem(work), plan_type=Assignment,
     evaluate=evaluate, check=check, objective="makespan", units="s",
-    solvers=(SolverEntry("lpt", "toy_pack.toy:solve_lpt", "longest processing time first", default=True),
-             SolverEntry("exhaustive", "toy_pack.toy:solve_exhaustive", "every assignment", exact=True)),
+    solvers=(SolverEntry("lpt", "toy_pack.toy:solve_lpt", "longest processing time first",
+                         default=True),
+             SolverEntry("exhaustive", "toy_pack.toy:solve_exhaustive", "every assignment",
+                         exact=True)),
     presets=(Preset("toy-five", "work", "five jobs, two machines", lambda: dict(EXAMPLE)),),
     summary_table=summary, size=lambda p: len(p.spec.durations), size_label="jobs",
     canned=lambda: [Canned("five-jobs", lambda: ToyProblem(JobsSpec(**EXAMPLE)), optimum=6.0)],

@@ -408,17 +408,20 @@ def _markdown(summary: dict[str, Any], command: str) -> str:
             "in sample.\n",
             "| judge | "
             + " | ".join(names)
-            + " | early TP2<TP4<TP8 | tail TP8<TP4<TP2 | tail TP8/TP2 | worst ratio | RMS log error |",
+            + " | early TP2<TP4<TP8 | tail TP8<TP4<TP2 | tail TP8/TP2"
+            + " | worst ratio | RMS log error |",
             "|---|" + "---:|" * len(names) + "---|---|---:|---:|---:|",
             "| measured | "
             + " | ".join(f"{sec['measured'][n]:.1f}" for n in names)
             + f" | yes | yes | {sec['tail_tp8_over_tp2_measured']:.2f} | - | - |",
         ]
         for r in sec["judges"]:
+            early = "yes" if r["early_order_tp2_tp4_tp8"] else "no"
+            tail = "yes" if r["tail_order_tp8_tp4_tp2"] else "no"
             lines.append(
                 f"| {r['judge']} | "
                 + " | ".join(f"{r[n]:.1f}" for n in names)
-                + f" | {'yes' if r['early_order_tp2_tp4_tp8'] else 'no'} | {'yes' if r['tail_order_tp8_tp4_tp2'] else 'no'}"
+                + f" | {early} | {tail}"
                 f" | {r['tail_tp8_over_tp2']:.2f} | {r['worst_ratio']:.2f} | "
                 f"{r['rms_log_error']:.3f} |"
             )

@@ -200,7 +200,7 @@ def evaluate_broadcast(
     }
 
 
-def check_broadcast(problem: BroadcastProblem, plan: BroadcastPlan) -> list[Violation]:
+def check_broadcast(problem: BroadcastProblem, plan: BroadcastPlan) -> list[Violation]:  # noqa: C901
     """Budgets per wave, sources that hold what they send, and every gen rank served."""
     s = problem.spec
     pods = {p.name: p for p in s.pods}

@@ -34,8 +34,11 @@ def circuits_summary(
             )
         )
     return Summary(
-        title=f"circuits by {solver}: bottleneck {b['bottleneck_s']:.4g} s, {b['circuits']} circuits, "
-        f"{b['ports_used']} of {sum(fabric.degrees().values())} ports ({status})",
+        title=(
+            f"circuits by {solver}: bottleneck {b['bottleneck_s']:.4g} s, "
+            f"{b['circuits']} circuits, {b['ports_used']} of {sum(fabric.degrees().values())} "
+            f"ports ({status})"
+        ),
         columns=("pair", "demand GB", "circuits", "pair time s"),
         rows=rows,
         caption=f"slowest {min(10, len(ranked))} of {len(ranked)} demanded pairs"

@@ -53,7 +53,7 @@ GENERATORS: dict[str, dict[str, float | str]] = {
 }
 
 
-def parse_generator(text: str) -> tuple[str, dict[str, Any]]:
+def parse_generator(text: str) -> tuple[str, dict[str, Any]]:  # noqa: C901
     """``NAME:key=value,...`` into the generator's name and its arguments (defaults filled in)."""
     name, _, rest = text.partition(":")
     if name not in GENERATORS:

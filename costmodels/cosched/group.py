@@ -432,7 +432,7 @@ def evaluate_cosched(
     }
 
 
-def check_cosched(problem: CoscheduleProblem, plan: CoschedulePlan) -> list[Violation]:
+def check_cosched(problem: CoscheduleProblem, plan: CoschedulePlan) -> list[Violation]:  # noqa: C901
     """Independent validator: every job once, pins valid, memory residency, SLO, group size."""
     m = cosched_model(problem)
     out: list[Violation] = []

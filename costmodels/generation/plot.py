@@ -36,7 +36,8 @@ def plot_simulation(result: SimResult, path: str | Path, title: str = "") -> Non
     bottom.set_xlabel("time (s)")
     top.set_title(
         title
-        or f"makespan {result.makespan_s:.1f} s, {result.preemptions} preemptions, idle {result.idle_gpu_s:.0f} GPU-s"
+        or f"makespan {result.makespan_s:.1f} s, {result.preemptions} preemptions, "
+        f"idle {result.idle_gpu_s:.0f} GPU-s"
     )
     fig.tight_layout()
     fig.savefig(path, format="png", dpi=110)

@@ -21,7 +21,7 @@ from costmodels.placement.problem import PlacementPlan, PlacementProblem
 from costmodels.violations import Violation
 
 
-def check_placement(problem: PlacementProblem, plan: PlacementPlan) -> list[Violation]:
+def check_placement(problem: PlacementProblem, plan: PlacementPlan) -> list[Violation]:  # noqa: C901
     """All violations of ``plan`` for ``problem`` (empty list: the plan is valid)."""
     out: list[Violation] = []
     wf = problem.workflow

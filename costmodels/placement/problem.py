@@ -46,13 +46,17 @@ class CostParams(BaseModel):
     distributed_optimizer: bool = True
     group_aware_overlap: bool = Field(
         default=True,
-        description="tasks on disjoint GPU groups run fully in parallel and tasks sharing GPUs add up (eta within a "
-        "group); false: HetRL's literal global eta and async max(generation, training)",
+        description=(
+            "tasks on disjoint GPU groups run fully in parallel and tasks sharing GPUs add up (eta "
+            "within a group); false: HetRL's literal global eta and async max(generation, training)"
+        ),
     )
     decode_model: Literal["physical", "hetrl"] = Field(
         default="physical",
-        description="physical: the project's decode step (weights + KV reads, compute roofline, pipelined micro-batches); "
-        "hetrl: Appendix B.2's weights-only term, to reproduce the paper",
+        description=(
+            "physical: the project's decode step (weights + KV reads, compute roofline, pipelined "
+            "micro-batches); hetrl: Appendix B.2's weights-only term, to reproduce the paper"
+        ),
     )
     share_prompt_prefill: bool = Field(
         default=True,

@@ -101,10 +101,11 @@ def placement_cost_table(
     """``rlplan evaluate``: every cost component per task, in seconds."""
     keys = ("time_s", "comp_s", "tp_s", "pp_s", "dp_s", "bubble_s", "decode_s")
     rows = [(name, *(f"{c[k]:.2f}" for k in keys)) for name, c in breakdown["tasks"].items()]
+    rings = "exact" if breakdown["ring_exact"] else "upper bounds (heuristic)"
     return Summary(
         title=f"{source}: {objective:.2f} s per iteration",
         columns=("task", "time", "comp", "tp", "pp", "dp", "bubble", "decode"),
         rows=rows,
         caption=f"seconds; iteration {breakdown['iteration_time_s']:.2f} s = {_phases(breakdown)};"
-        f" rings {'exact' if breakdown['ring_exact'] else 'upper bounds (heuristic)'}\n{_efficiency(breakdown)}",
+        f" rings {rings}\n{_efficiency(breakdown)}",
     )

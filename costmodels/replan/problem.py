@@ -151,7 +151,7 @@ class ReplanSpec(BaseModel):
             return list(self.tps)
         return feasible_tps(get_model(self.model), self.gpus_per_node, self.gpus_per_node)
 
-    def check(self) -> None:
+    def check(self) -> None:  # noqa: C901
         get_gpu(self.gpu)
         model = get_model(self.model)
         g = self.gpus_per_node
@@ -654,7 +654,7 @@ def layout_names(problem: ReplanProblem, plan: ReplanPlan) -> list[str]:
     return out
 
 
-def check_replan(problem: ReplanProblem, plan: ReplanPlan) -> list[Violation]:
+def check_replan(problem: ReplanProblem, plan: ReplanPlan) -> list[Violation]:  # noqa: C901
     """Independent validator: (3)-(6), (2) when on, and known bins."""
     out: list[Violation] = []
     s, g = problem.spec, problem.gpus_per_node

@@ -139,7 +139,7 @@ EXPAND_MORE = 16
 class Master:
     """The master ILP (1)-(8) over a list of columns, as sparse rows for HiGHS (highspy) or CBC."""
 
-    def __init__(
+    def __init__(  # noqa: C901
         self,
         builder: GroupOptions,
         mode: str,
@@ -649,15 +649,20 @@ class PlacementILP:
                 bound=self.lower or None,
                 stats=self.stats,
             )
-        if proven and cost > self.cutoff * (
-            1 + 1e-7
-        ):  # the caller's upper_bound pruned what lay between
-            msg = f"no plan costs less than upper_bound={self.cutoff:g}; returning the best known ({cost:.4g})"
+        # the caller's upper_bound pruned what lay between
+        if proven and cost > self.cutoff * (1 + 1e-7):
+            msg = (
+                f"no plan costs less than upper_bound={self.cutoff:g}; "
+                f"returning the best known ({cost:.4g})"
+            )
             return SolverOutput(
                 Status.FEASIBLE, plan=plan, objective=cost, message=msg, stats=self.stats
             )
         if proven:
-            msg = f"optimal after {self.pool.expansions} pair expansions in {self.stats.get('iterations', 0)} master solves"
+            msg = (
+                f"optimal after {self.pool.expansions} pair expansions in "
+                f"{self.stats.get('iterations', 0)} master solves"
+            )
             return SolverOutput(
                 Status.OPTIMAL, plan=plan, objective=cost, bound=cost, message=msg, stats=self.stats
             )

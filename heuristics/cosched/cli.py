@@ -28,8 +28,8 @@ def simulate_cosched_command(
         trace: Annotated[
             str,
             typer.Option(
-                help="jobs file or preset whose jobs carry arrival_s and duration_s, or a generator: "
-                "philly:jobs=300,hours=580,mean_hours=14.4,workload=mixed,seed=0 or "
+                help="jobs file or preset whose jobs carry arrival_s and duration_s, or a "
+                "generator: philly:jobs=300,hours=580,mean_hours=14.4,workload=mixed,seed=0 or "
                 "production:jobs=200,hours=192,seed=0"
             ),
         ] = "philly:jobs=60,hours=120",
@@ -129,7 +129,10 @@ def simulate_cosched_command(
             )
             return
         table = Table(title=f"{len(problem.jobs.jobs)} jobs ({problem.jobs.name or trace})")
-        table.caption = "$/h: time-weighted mean and peak; GPUs: peak per pool; slowdown: mean wall time over time alone; latency: slowest placement decision"
+        table.caption = (
+            "$/h: time-weighted mean and peak; GPUs: peak per pool; slowdown: mean wall time over "
+            "time alone; latency: slowest placement decision"
+        )
         for col in (
             "policy",
             "$/h",

@@ -245,7 +245,7 @@ class ArmEA:
                 break
         return child
 
-    def local_search(self, ind: Individual) -> Individual:
+    def local_search(self, ind: Individual) -> Individual:  # noqa: C901
         """Greedy cross-group swaps that raise locality, group sizes fixed (phenotype only).
 
         Locality counts same-node, same-zone and same-region GPU pairs inside each group
@@ -539,7 +539,7 @@ def baseline_seeds(
     return out
 
 
-def solve_sha_ea(
+def solve_sha_ea(  # noqa: C901
     problem: PlacementProblem,
     *,
     time_limit: float | None = None,

@@ -91,7 +91,7 @@ def _shared_configs(problem: PlacementProblem, others: list, gpus: list[str]) ->
     return sorted(shared or ())
 
 
-def solve_streamrl(
+def solve_streamrl(  # noqa: C901
     problem: PlacementProblem,
     *,
     time_limit: float | None = None,
@@ -152,10 +152,8 @@ def solve_streamrl(
                 break
         if best_o is None:
             return
-        for _ in range(
-            2
-            # generation with the rest fixed is swept in the loop above; now the rest, then generation
-        ):
+        # generation with the rest fixed is swept in the loop above; now the rest, then generation
+        for _ in range(2):
             for oc in shared:
                 c = cost(best_g, oc)
                 yield

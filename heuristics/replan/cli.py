@@ -148,7 +148,8 @@ def estimate_generation_command(kit: CommandKit) -> Callable[..., None]:
             f"kernels: the {gpu} profile fitted to {fitted.source or 'measurements'} at TP "
             f"{', '.join(map(str, sorted(fitted.weight_efficiency)))}"
             if fitted is not None
-            else f"efficiency: compute {e.compute:.0%} of peak, HBM {e.hbm:.0%}, NVLink hop {params.hop_latency_ms * 1e3:.1f} us"
+            else f"efficiency: compute {e.compute:.0%} of peak, HBM {e.hbm:.0%}, "
+            f"NVLink hop {params.hop_latency_ms * 1e3:.1f} us"
         )
         engine = "" if e.engine == "custom" else f" ({e.engine} engine)"
         layers = (

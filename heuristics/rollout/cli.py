@@ -17,6 +17,46 @@ from costmodels.errors import SpecError
 from costmodels.problem import CommandKit
 
 
+def _runs(
+    kit: CommandKit,
+    job: str | None,
+    plans: list[Path],
+    setting: list[str] | None,
+    profile: str | None,
+    engine: str | None,
+) -> tuple[str, list[tuple[str, Any, Any]]]:
+    """The (label, plan, problem) runs ``--plan`` and ``--setting`` ask for, and the job's name.
+    A baseline is judged on the job the plan was made for, unless ``--job`` names another; with
+    ``--profile``/``--engine`` every run is on the same kernels and engine."""
+    from costmodels.rollout.space import paper_plan, verl_plan
+
+    named = {"paper": paper_plan, "verl": verl_plan}
+    runs: list[tuple[str, Any, Any]] = []
+    for path in plans:
+        other, p = kit.load_plan_and_problem(path)
+        if getattr(other, "kind", None) != "rollout":
+            kind = getattr(other, "kind", "?")
+            raise SpecError("--plan", str(path), f"holds a {kind} plan, not a rollout plan")
+        runs.append((path.name, p, other))
+    if job is None and runs:
+        problem, job = runs[0][2], str(plans[0])
+    else:
+        job = job or "rollout-7b-8k"
+        problem = kit.build_problem("rollout", {"job": job})
+    if profile is not None or engine is not None:
+        from costmodels.rollout.kind import KIND as ROLLOUT
+
+        assert ROLLOUT.with_efficiency is not None
+        update = kit.efficiency_update(profile, engine)
+        problem = ROLLOUT.with_efficiency(problem, update)
+        runs = [(label, p, ROLLOUT.with_efficiency(prob, update)) for label, p, prob in runs]
+    for name in setting or ([] if plans else ["verl", "paper"]):
+        if name not in named:
+            raise SpecError("--setting", name, f"known: {', '.join(named)}")
+        runs.append((name, named[name](problem.workload), problem))
+    return job, runs
+
+
 def simulate_rollout_command(kit: CommandKit) -> Callable[..., None]:
     """The typer command, bound to the planner's :class:`~costmodels.problem.CommandKit`."""
     fail, out, err = kit.fail, kit.out, kit.err
@@ -25,8 +65,8 @@ def simulate_rollout_command(kit: CommandKit) -> Callable[..., None]:
         job: Annotated[
             str | None,
             typer.Option(
-                help="rollout job file or preset (rlplan presets --kind job) the named settings run on "
-                "[default: the first --plan's own job, else rollout-7b-8k]"
+                help="rollout job file or preset (rlplan presets --kind job) the named settings "
+                "run on [default: the first --plan's own job, else rollout-7b-8k]"
             ),
         ] = None,
         plan: Annotated[
@@ -74,46 +114,14 @@ def simulate_rollout_command(kit: CommandKit) -> Callable[..., None]:
     ) -> None:
         """Replay rollout plans on the generation simulator for one epoch and print every step:
         round kind, TP, rollout, exposed reward and training, longest response, preemptions, when
-        the
-        stream trainer scaled (RollPacker Fig. 10). Without --plan or --setting: verl and paper."""
+        the stream trainer scaled (RollPacker Fig. 10). Without --plan or --setting: verl and
+        paper."""
         from costmodels.rollout.plan import evaluate_rollout
-        from costmodels.rollout.space import paper_plan, verl_plan
 
-        named = {"paper": paper_plan, "verl": verl_plan}
-        runs: list[tuple[str, Any, Any]] = []
         try:
             if plot is not None:
                 kit.check_output(plot, "--plot", kit.plot_suffixes)
-            for path in plan or []:
-                other, p = kit.load_plan_and_problem(path)
-                if getattr(other, "kind", None) != "rollout":
-                    raise SpecError(
-                        "--plan",
-                        str(path),
-                        f"holds a {getattr(other, 'kind', '?')} plan, not a rollout plan",
-                    )
-                runs.append((path.name, p, other))
-            # a baseline is judged on the job the plan was made for, unless --job names another
-            if job is None and runs:
-                problem, job = runs[0][2], str(plan[0])  # type: ignore[index]
-            else:
-                job = job or "rollout-7b-8k"
-                problem = kit.build_problem("rollout", {"job": job})
-            if (
-                profile is not None or engine is not None
-            ):  # every run on the same kernels and engine
-                from costmodels.rollout.kind import KIND as ROLLOUT
-
-                assert ROLLOUT.with_efficiency is not None
-                update = kit.efficiency_update(profile, engine)
-                problem = ROLLOUT.with_efficiency(problem, update)
-                runs = [
-                    (label, p, ROLLOUT.with_efficiency(prob, update)) for label, p, prob in runs
-                ]
-            for name in setting or ([] if plan else ["verl", "paper"]):
-                if name not in named:
-                    raise SpecError("--setting", name, f"known: {', '.join(named)}")
-                runs.append((name, named[name](problem.workload), problem))
+            job, runs = _runs(kit, job, plan or [], setting, profile, engine)
         except SpecError as exc:
             fail(exc)
         for label, p, prob in runs:

@@ -81,7 +81,7 @@ class _EpochBudgetSpent(Exception):
     """The search asked for a rollout setting past its epoch budget (a deterministic stop)."""
 
 
-def solve_search(
+def solve_search(  # noqa: C901
     problem: RolloutProblem,
     *,
     time_limit: float | None = None,
