@@ -107,6 +107,31 @@ def test_exact_models_equal_brute_force_on_random_instances(problem):
         assert r.objective == pytest.approx(truth.objective, rel=1e-9)
 
 
+def test_cpsat_never_lets_the_bottleneck_fall_under_a_port_starved_pair():
+    """Hypothesis found it: two coverings of equal volume, one a single pair held at one circuit by
+    failed ports (0.16 s), the other two pairs at 0.08 s. CP-SAT's bottleneck index must stay at
+    or above every covered pair's fastest time, so it picks the second (the brute force's)."""
+    ends = [("e0", 2, "p0"), ("e1", 0, "p1"), ("e2", 2, "p0"), ("e3", 1, "p1"), ("e4", 1, "p0")]
+    fabric = FabricSpec.model_validate(
+        {
+            "link_gbps": 100.0,
+            "endpoints": [{"name": n, "ports": k, "pod": pod} for n, k, pod in ends],
+            "template": "all-pairs",
+            "failed_ports": {"e0": 1, "e2": 1},
+        }
+    )
+    pairs = [("e0", "e2", 2e9), ("e0", "e3", 1e9), ("e2", "e4", 1e9)]
+    demand = DemandSpec.model_validate(
+        {"entries": [{"src": a, "dst": b, "bytes": v} for a, b, v in pairs]}
+    )
+    problem = CircuitProblem(fabric, demand)
+    truth = solve(problem, "bruteforce")
+    assert truth.objective == pytest.approx(0.08)
+    for name in ("milp", "cpsat"):
+        r = solve(problem, name)
+        assert r.status is Status.OPTIMAL and r.objective == pytest.approx(0.08), name
+
+
 def test_no_heuristic_beats_the_exact_optimum():
     for shape in DEMAND_SHAPES:
         for seed in range(2):

@@ -26,7 +26,8 @@ models small.
 * ``cpsat`` (OR-Tools CP-SAT, integers only) picks the bottleneck from its finite candidate set
   {t1_p / k} inside the window: an index variable i into the sorted candidates and, per pair and
   k in (kmin_p, kmax_p], "c_p >= k unless i >= j_pk" where j_pk is the first candidate at or above
-  t1_p / (k - 1). Stage 1 weighs coverage by whole bytes.
+  t1_p / (k - 1), and "i >= j_p" for a covered pair, j_p the first candidate at or above
+  t1_p / kmax_p (its fastest). Stage 1 weighs coverage by whole bytes.
 
 After stage 2 the ``fill`` allocator hands out spare ports: adding circuits never raises a pair
 time, so the optimum is kept and no port sits idle.
@@ -342,6 +343,14 @@ class _CpSatModel(_Model):
         for i in range(len(self.pairs)):
             if self.kmin[i] > 1:
                 m.Add(c[i] >= self.kmin[i]).OnlyEnforceIf(y[i])
+            # a covered pair is never faster than with kmax_p circuits: T >= t1_p / kmax_p (the
+            # loop below only asks for more circuits as T falls; without this a pair held at
+            # one circuit by its ports would let T drop under its own time)
+            top = bisect.bisect_left(cands, self.t1[i] / self.kmax[i] * (1 - tol))
+            if top >= len(cands):
+                m.Add(y[i] == 0)  # covering it needs T above the incumbent's bottleneck
+            elif top > 0:
+                m.Add(idx >= top).OnlyEnforceIf(y[i])
             for k in range(self.kmin[i] + 1, self.kmax[i] + 1):
                 # a covered pair needs k circuits exactly when T < t1 / (k - 1)
                 j = bisect.bisect_left(cands, self.t1[i] / (k - 1) * (1 - tol))
