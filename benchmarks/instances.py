@@ -216,12 +216,14 @@ def replan_state(
     return build_problem("replan", {"state": state})
 
 
-def table6_problem(jobs: int, *, seed: int = 0) -> Any:
-    """``jobs`` RollMux Table 6 jobs (mixed, SLO ~ U(1, 2)) as a checked cosched problem."""
+def table6_problem(jobs: int, *, seed: int = 0, large_share: float = 0.0) -> Any:
+    """``jobs`` RollMux Table 6 jobs (mixed, SLO ~ U(1, 2); ``large_share`` of them on 16 GPUs)
+    as a checked cosched problem."""
     from costmodels.cosched.presets import table6_jobs
     from planner.io import build_problem
 
-    return build_problem("cosched", {"jobs": table6_jobs(jobs, seed=seed)})
+    data = table6_jobs(jobs, seed=seed, large_share=large_share)
+    return build_problem("cosched", {"jobs": data})
 
 
 def rollout_problem(name: str, *, seed: int = 0, dataset_prompts: int = 1280) -> Any:

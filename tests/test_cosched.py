@@ -272,3 +272,56 @@ def test_set_partitioning_optimum_equals_brute_force(seed):
     assert check_cosched(problem, exact.plan) == [] and evaluate_cosched(problem, exact.plan)[
         0
     ] == pytest.approx(exact.objective)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_optimum_with_canonical_pinnings_equals_brute_force_on_mixed_sizes(seed):
+    """Jobs of one and two rollout nodes: the canonical pinnings (one per orbit under relabelling
+    the nodes) find what the brute force's every-product pinnings find."""
+    from formulations.cosched.partition import solve_cosched_optimal
+
+    rng = np.random.default_rng(300 + seed)
+    jobs = [
+        (float(rng.integers(20, 300)), float(rng.integers(20, 300)), float(rng.uniform(1.0, 2.0)))
+        for _ in range(4)
+    ]
+    sizes = [int(x) for x in rng.permutation([8, 8, 16, 16])]
+    problem = tiny_jobs(jobs, memory=float(rng.choice([700, 1200, 2048])), sizes=sizes)
+    exact, brute = solve_cosched_optimal(problem), solve_cosched_bruteforce(problem)
+    assert exact.status is Status.OPTIMAL and brute.status is Status.OPTIMAL
+    assert exact.objective == pytest.approx(brute.objective, rel=1e-9), sizes
+    assert check_cosched(problem, exact.plan) == []
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_two_references_bracket_algorithm_1(seed):
+    """free optimum <= optimum over what Algorithm 1 can build <= RollMux, and RollMux's groups
+    lie in the second space (no co-location, each group's pool its first job's)."""
+    from formulations.cosched.partition import solve_cosched_optimal
+
+    problem = _random_jobs(400 + seed, 7)
+    free = solve_cosched_optimal(problem)
+    online = solve_cosched_optimal(problem, space="algorithm1")
+    rollmux = solve_rollmux(problem)
+    assert free.status is Status.OPTIMAL and online.status is Status.OPTIMAL
+    assert free.objective <= online.objective + 1e-9 <= rollmux.objective + 2e-9
+    m = cosched_model(problem)
+    for group in rollmux.plan.groups:
+        first = min((j.name for j in group.jobs), key=m.order.index)
+        assert not group.colocated and group.train_nodes == m.jobs[first].n
+    assert all(not g.colocated for g in online.plan.groups)
+
+
+def test_a_time_capped_optimum_returns_a_plan_and_a_bound():
+    """Cut short (a work-free cap of a few milliseconds), the optimum still returns at least the
+    warm start's plan, with a valid lower bound, never no_solution."""
+    from formulations.cosched.partition import resource_lower_bound, solve_cosched_optimal
+
+    problem = _random_jobs(7, 12)
+    out = solve_cosched_optimal(problem, time_limit=1e-3, warm_start=solve_rollmux)
+    assert out.status in (Status.FEASIBLE, Status.OPTIMAL) and out.plan is not None
+    assert check_cosched(problem, out.plan) == []
+    assert out.objective <= solve_rollmux(problem).objective + 1e-9
+    best = solve_cosched_optimal(problem)
+    floor = resource_lower_bound(cosched_model(problem))
+    assert out.bound is not None and floor - 1e-9 <= out.bound <= best.objective + 1e-9

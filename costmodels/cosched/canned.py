@@ -14,8 +14,10 @@ def tiny_jobs(
     gpus: int = 8,
     max_group_size: int = 5,
     memory: float = 2048,
+    sizes: list[int] | None = None,
 ) -> CoscheduleProblem:
-    """Jobs ``(t_rollout_s, t_train_s, slo)``, each on ``gpus`` rollout and training GPUs."""
+    """Jobs ``(t_rollout_s, t_train_s, slo)``, each on ``gpus`` rollout and training GPUs (or
+    ``sizes[i]`` of each)."""
     spec: dict[str, Any] = {
         "max_group_size": max_group_size,
         "rollout_pool": {"gpu": "H20", "host_memory_gb_per_node": memory},
@@ -23,8 +25,8 @@ def tiny_jobs(
         "jobs": [
             {
                 "name": f"j{i}",
-                "rollout_gpus": gpus,
-                "train_gpus": gpus,
+                "rollout_gpus": sizes[i] if sizes else gpus,
+                "train_gpus": sizes[i] if sizes else gpus,
                 "t_rollout_s": r,
                 "t_train_s": t,
                 "slo": s,

@@ -44,7 +44,11 @@ SOLVERS = (
         "formulations.cosched.partition:solve_cosched_optimal",
         exact=True,
         time_limit=120.0,
-        description="the offline optimum: set partitioning over pruned feasible groups on HiGHS",
+        inject={"warm_start": "heuristics.cosched.online:solve_rollmux"},
+        description=(
+            "the offline optimum: set partitioning over feasible groups (canonical pinnings) on "
+            "HiGHS, warm-started by Algorithm 1; -O space=algorithm1 for what it can build"
+        ),
     ),
     SolverEntry(
         "bruteforce",

@@ -26,22 +26,24 @@ force's on the instances both solve (the tests check).
 
 from __future__ import annotations
 
-import itertools
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Annotated, Literal
 
 import numpy as np
+from pydantic import Field
 
-from costmodels.combinatorics import restricted_growth_strings
+from costmodels.combinatorics import canonical_pinnings
 from costmodels.cosched.group import (
     CoschedModel,
     CoschedulePlan,
     GroupState,
     colocated_group,
     cosched_model,
-    memory_ok,
+    cycle_and_load,
     slo_ok,
+    state_of,
     train_time,
 )
 from costmodels.cosched.problem import CoscheduleProblem
@@ -55,22 +57,40 @@ from formulations.highs import solve_highs
 
 
 def _pinnings(
-    m: CoschedModel, members: list[str], nodes: int
+    m: CoschedModel, members: list[str], nodes: int, target: float
 ) -> Iterator[dict[str, tuple[int, ...]]]:
-    ks = [m.jobs[n].k for n in members]
-    if all(k == 1 for k in ks):
-        for labels in restricted_growth_strings(len(members), nodes):
-            yield {name: (lab,) for name, lab in zip(members, labels, strict=True)}
-        return
-    for pins in itertools.product(*(itertools.combinations(range(nodes), k) for k in ks)):
-        if len(set().union(*map(set, pins))) == nodes:  # every node used (fewer is a smaller pool)
-            yield dict(zip(members, pins, strict=True))
+    """The members' pinnings to ``nodes`` interchangeable rollout nodes, one per orbit
+    (:func:`~costmodels.combinatorics.canonical_pinnings`), none with a node over the SLO
+    target in load (the period is at least every node's load) or over its host memory."""
+    jobs = [m.jobs[n] for n in members]
+    for pins in canonical_pinnings(
+        [j.k for j in jobs],
+        nodes,
+        weights=[(j.roll_s, j.mem_roll) for j in jobs],
+        capacity=(target, m.mem_r),
+    ):
+        yield dict(zip(members, pins, strict=True))
+
+
+def _meets_slo(m: CoschedModel, g: GroupState, target: float) -> bool:
+    """Every member's SLO: the round-robin period <= ``target`` (min_j SLO_j T_solo_j). The period
+    is at least T^cycle and T^load, and equals T^cycle when T^load <= T^cycle (Theorem 1): only a
+    saturated group needs the max-plus period."""
+    cycle, load = cycle_and_load(m, g)
+    if max(cycle, load) > target:
+        return False
+    return load <= cycle or slo_ok(m, g)
 
 
 def cheapest_group(
-    m: CoschedModel, members: list[str], train_sizes: list[int], deadline: Deadline | None = None
+    m: CoschedModel,
+    members: list[str],
+    train_sizes: list[int],
+    deadline: Deadline | None = None,
+    colocate: bool = True,
 ) -> tuple[float, GroupState] | None:
-    """c_S and its configuration (module doc), or None when no configuration is valid."""
+    """c_S and its configuration (module doc), or None when no configuration is valid;
+    ``colocate=False`` leaves out the co-located singleton."""
     members = sorted(members, key=m.order.index)
     jobs = [m.jobs[n] for n in members]
     best: tuple[float, GroupState] | None = None
@@ -91,18 +111,19 @@ def cheapest_group(
             if best is not None and cost >= best[0] - 1e-12:
                 break
             found = None
-            for pins in _pinnings(m, members, nodes):
+            for pins in _pinnings(m, members, nodes, target):
                 if deadline is not None:
                     deadline.check()  # pinnings are Bell-many: a large group must stop at the limit
                 g = GroupState(train, list(members), pins, nodes)
-                if memory_ok(m, g) and slo_ok(m, g):
+                if _meets_slo(m, g, target):
                     found = g
                     break
             if found is not None:
                 best = (cost, found)
                 break
     if (
-        len(members) == 1
+        colocate
+        and len(members) == 1
         and (g := colocated_group(m, members[0])) is not None
         and (best is None or m.cost(0, g.train_nodes) < best[0])
     ):
@@ -114,32 +135,43 @@ def feasible_columns(
     m: CoschedModel,
     deadline: Deadline,
     out: list[tuple[tuple[str, ...], float, GroupState]] | None = None,
+    space: str = "free",
 ) -> list[tuple[tuple[str, ...], float, GroupState]]:
     """Every feasible subset with its cheapest configuration: the singletons first (so columns
     cut short by the time limit still cover every job that has a valid group of its own), then
     depth first from each feasible singleton with pruning. Appends to ``out`` as it goes, so a
-    caller that catches :class:`DeadlineExceeded` keeps the columns found."""
+    caller that catches :class:`DeadlineExceeded` keeps the columns found. ``space`` is
+    :data:`SPACES`' key: ``algorithm1`` sizes a group's training pool by its first job (by
+    arrival) and co-locates nothing."""
     names = list(m.order)
-    sizes = sorted({j.n for j in m.jobs.values()})
+    every_size = sorted({j.n for j in m.jobs.values()})
+    online = space == "algorithm1"
+
+    def group_of(members: list[str]) -> tuple[float, GroupState] | None:
+        sizes = [m.jobs[members[0]].n] if online else every_size
+        return cheapest_group(m, members, sizes, deadline, colocate=not online)
+
     out = [] if out is None else out
     feasible: list[int] = []
     for i, name in enumerate(names):
         deadline.check()
-        found = cheapest_group(m, [name], sizes, deadline)
+        found = group_of([name])
         if found is not None:
             out.append(((name,), found[0], found[1]))
             feasible.append(i)
-    ok = set(feasible)
+    # a job with no group of its own under any pool is in no larger group either; under
+    # ``algorithm1`` its own pool is the only one tried alone, and a larger group's may differ
+    ok = set(feasible) if not online else set(range(len(names)))
 
     def extend(subset: list[int]) -> None:
         for i in range(subset[-1] + 1, len(names)):
             if i not in ok:
-                continue  # a job with no group of its own is in no larger group either
+                continue
             deadline.check()
             cand = [*subset, i]
-            found = cheapest_group(m, [names[k] for k in cand], sizes, deadline)
+            found = group_of([names[k] for k in cand])
             if found is None:
-                continue  # no superset is feasible either
+                continue  # no superset is feasible either (the first job, so the pool, is kept)
             out.append((tuple(names[k] for k in cand), found[0], found[1]))
             if len(cand) < m.spec.max_group_size:
                 extend(cand)
@@ -150,26 +182,88 @@ def feasible_columns(
     return out
 
 
-def solve_cosched_optimal(
-    problem: CoscheduleProblem, *, time_limit: float | None = None, seed: int = 0
+#: the spaces the optimum is taken over (module doc): ``free`` (any grouping, any training pool a
+#: group can be opened with, co-located singletons) and ``algorithm1`` (what RollMux's online
+#: scheduler can build: no co-location, a group's training pool that of its first job, never scaled)
+SPACES = ("free", "algorithm1")
+
+
+def resource_lower_bound(m: CoschedModel, colocate: bool = True) -> float:
+    """A floor on any valid plan's cost that needs no column: in a disaggregated group every
+    member's SLO caps the period at tau_j = SLO_j T_solo_j, and the period is at least every
+    rollout node's load and the training pool's sum, so N^R_G >= sum_j k_j R_j / tau_j and
+    N^T_G >= sum_j T_j n_j / tau_j; a co-located job pays at least its fewest valid training
+    nodes. Summed per job: sum_j min(p_R k_j R_j / tau_j + p_T T_j n_j / tau_j, coloc_j)."""
+    total = 0.0
+    for name, j in m.jobs.items():
+        tau = j.slo * j.solo_s
+        share = (m.price_r * j.k * j.roll_s + m.price_t * j.n * j.train_s) / tau
+        if colocate and (g := colocated_group(m, name)) is not None:
+            share = min(share, m.cost(0, g.train_nodes))
+        total += share
+    return total
+
+
+def _warm_columns(
+    m: CoschedModel, problem: CoscheduleProblem, warm_start: Callable[..., SolverOutput]
+) -> list[tuple[tuple[str, ...], float, GroupState]]:
+    """The warm start's groups as columns (each at its own configuration's cost)."""
+    out = warm_start(problem)
+    if out.plan is None:
+        return []
+    cols = []
+    for group in out.plan.groups:
+        g = state_of(group)
+        members = tuple(sorted(g.members, key=m.order.index))
+        cols.append((members, m.cost(g.rollout_nodes, g.train_nodes), g))
+    return cols
+
+
+def solve_cosched_optimal(  # noqa: C901
+    problem: CoscheduleProblem,
+    *,
+    time_limit: float | None = None,
+    seed: int = 0,
+    space: Annotated[
+        Literal["free", "algorithm1"],
+        Field(
+            description="free (any grouping; the offline optimum) or algorithm1 (the optimum over "
+            "what RollMux's online scheduler can build: no co-location, first job's pool)",
+        ),
+    ] = "free",
+    warm_start: Callable[..., SolverOutput] | None = None,
 ) -> SolverOutput:
     """Set partitioning over feasible groups on HiGHS (module doc). Its work is fixed by the
     instance (every feasible group, then the master to optimality), so it needs no budget: the
-    time limit (or the façade's default cap) is a safety net. When it binds during column
-    generation, the master runs over the columns found (singletons come first, so every job
-    with a group of its own is covered) and returns their best partition, status feasible."""
+    time limit (or the façade's default cap) is a safety net. ``warm_start`` (RollMux's Algorithm 1
+    when the planner injects it) adds its groups as columns and starts HiGHS from its plan, so a
+    run the limit cuts short still returns at least that plan. When the limit binds during column
+    generation, the master runs over the columns found (singletons first, then the warm start's
+    groups) and returns their best partition, status feasible, with
+    :func:`resource_lower_bound` as its bound."""
     from scipy.sparse import csc_matrix
 
     t0 = time.perf_counter()
     deadline = Deadline(time_limit)
     m = cosched_model(problem)
+    colocate = space == "free"
+    warm = _warm_columns(m, problem, warm_start) if warm_start is not None else []
     columns: list[tuple[tuple[str, ...], float, GroupState]] = []
     cut_short = False
     try:
-        feasible_columns(m, deadline, columns)
+        feasible_columns(m, deadline, columns, space)
     except DeadlineExceeded:
         cut_short = True
     gen_s = time.perf_counter() - t0
+    # the warm start's groups: a column of their own unless a cheaper one holds the same jobs
+    known = {members: c for members, c, _ in columns}
+    start = []
+    for members, cost, g in warm:
+        if members in known and known[members] <= cost + 1e-9:
+            start.append(next(i for i, col in enumerate(columns) if col[0] == members))
+        else:
+            columns.append((members, cost, g))
+            start.append(len(columns) - 1)
     names = list(m.order)
     row = {n: i for i, n in enumerate(names)}
     r_idx, c_idx = [], []
@@ -177,11 +271,13 @@ def solve_cosched_optimal(
         for n in members:
             r_idx.append(row[n])
             c_idx.append(c)
+    floor = resource_lower_bound(m, colocate)
     covered = {n for members, _, _ in columns for n in members}
     if covered != set(names):
         if cut_short:
             return SolverOutput(
                 Status.NO_SOLUTION,
+                bound=floor,
                 message=f"time limit while generating feasible groups ({len(columns)} found, "
                 f"job(s) {sorted(set(names) - covered)[:5]} not yet covered)",
                 stats={"columns_s": gen_s, "columns": len(columns)},
@@ -192,6 +288,10 @@ def solve_cosched_optimal(
     a = csc_matrix(
         (np.ones(len(r_idx)), (np.array(r_idx), np.array(c_idx))), shape=(len(names), len(columns))
     )
+    x0 = None
+    if start:
+        x0 = np.zeros(len(columns))
+        x0[start] = 1.0
     out = solve_highs(
         np.array([c for _, c, _ in columns], dtype=float),
         a,
@@ -203,6 +303,7 @@ def solve_cosched_optimal(
         time_limit=max(0.1, deadline.remaining() or 0.1),
         mip_gap=1e-9,
         seed=seed,
+        warm_start=x0,
     )
     if out.stopped == "time_limit":
         deadline.note_bound()
@@ -212,19 +313,23 @@ def solve_cosched_optimal(
         "highs_status": out.highs_status,
         "solve_s": time.perf_counter() - t0 - gen_s,
         "columns_cut_short": cut_short,
+        "space": space,
+        "resource_lower_bound": floor,
     }
     if out.stopped == "infeasible":
         return SolverOutput(Status.INFEASIBLE, message="HiGHS: infeasible", stats=stats)
     if out.x is None:
         return SolverOutput(
-            Status.NO_SOLUTION, message=f"HiGHS: {stats['highs_status']}", stats=stats
+            Status.NO_SOLUTION, bound=floor, message=f"HiGHS: {stats['highs_status']}", stats=stats
         )
     x = out.x
     chosen = [columns[c][2] for c in np.flatnonzero(x > 0.5)]
     plan = CoschedulePlan(groups=[g.to_group() for g in chosen])
     objective = float(sum(columns[c][1] for c in np.flatnonzero(x > 0.5)))
     optimal = out.optimal and not cut_short
-    bound = out.dual_bound if not cut_short else None
+    # the master's dual bound holds for the whole space only when every column is in it
+    bound = objective if optimal else (out.dual_bound if not cut_short else None)
+    bound = max(b for b in (bound, floor) if b is not None)
     what = f"{len(columns)} feasible groups" + (
         " (column generation cut short by the time limit: the best partition of those)"
         if cut_short
@@ -234,7 +339,7 @@ def solve_cosched_optimal(
         Status.OPTIMAL if optimal else Status.FEASIBLE,
         plan,
         objective,
-        objective if optimal else bound,
+        min(bound, objective),
         message=f"{what}; HiGHS: {stats['highs_status']}",
         stats=stats,
     )
