@@ -325,3 +325,52 @@ def test_a_time_capped_optimum_returns_a_plan_and_a_bound():
     best = solve_cosched_optimal(problem)
     floor = resource_lower_bound(cosched_model(problem))
     assert out.bound is not None and floor - 1e-9 <= out.bound <= best.objective + 1e-9
+
+
+def test_a_training_pool_too_small_for_a_jobs_training_state_is_refused():
+    """Qwen2.5-72B's weights, gradients and Adam states (18 B per parameter, fully sharded) need
+    164 GB per GPU on one 8-GPU node: the validator refuses the plan, naming the job and the
+    memory; on three nodes (55 GB) it fits."""
+    from costmodels.cosched.group import train_state_gb_per_gpu
+
+    spec = {
+        "rollout_pool": {"gpu": "H20"},
+        "train_pool": {"gpu": "H800"},
+        "jobs": [
+            {
+                "name": "big",
+                "model": "Qwen2.5-72B",
+                "rollout_gpus": 8,
+                "train_gpus": 24,
+                "t_rollout_s": 100.0,
+                "t_train_s": 100.0,
+                "slo": 2.0,
+            },
+        ],
+    }
+    js = JobsSpec.model_validate(spec)
+    js.check()
+    from costmodels.cosched.problem import CoscheduleProblem
+
+    problem = CoscheduleProblem(js)
+    m = cosched_model(problem)
+    assert train_state_gb_per_gpu(m, m.jobs["big"], 1) == pytest.approx(
+        72.7e9 * 18 / 8 / 1e9, rel=0.05
+    )
+    one = {
+        "groups": [
+            {"rollout_nodes": 1, "train_nodes": 1, "jobs": [{"name": "big", "rollout": [0]}]}
+        ]
+    }
+    found = check_cosched(problem, CoschedulePlan.model_validate(one))
+    gpu = [v for v in found if v.constraint == "gpu-memory"]
+    assert len(gpu) == 1 and "big" in gpu[0].message and "163.6 GB per GPU" in gpu[0].message
+    three = {
+        "groups": [
+            {"rollout_nodes": 1, "train_nodes": 3, "jobs": [{"name": "big", "rollout": [0]}]}
+        ]
+    }
+    found = check_cosched(problem, CoschedulePlan.model_validate(three))
+    assert "gpu-memory" not in {v.constraint for v in found}
+    out = solve_rollmux(problem)
+    assert check_cosched(problem, out.plan) == []

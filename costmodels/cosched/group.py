@@ -24,6 +24,11 @@ A group G = (J_G, N^R_G rollout nodes, N^T_G training nodes, P_j ⊆ rollout nod
   SLO: T_coexec_j <= SLO_j T_solo_j for every member.
 * Memory residency: on each rollout node Σ_{j pinned} m^R_j <= M; on each training node
   Σ_{j in G} m^T_j n_j / N^T_G <= M (a job's training state sharded over the pool).
+* Training-pool GPU memory: the job training on the pool holds its weights, gradients and Adam
+  states fully sharded over the pool's GPUs (FSDP, veRL's trainer): P_j (2 + 4 + 12) B /
+  (N^T_G g) <= the GPU's memory, BF16 weights, FP32 gradients, FP32 master weights and two
+  moments (the bytes of ``costmodels/memory.py``'s training defaults). A physical floor:
+  activations come on top. Jobs without a ``model`` have no parameter count and are not checked.
 * **Co-located** (veRL, §7.4): a group of one job with no rollout pool; both phases on its n_j
   training nodes: R_j (B_R / B_T) (k_j / n_j) + T_j, with B the GPUs' HBM bandwidth (decode is
   memory-bound).
@@ -37,7 +42,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from costmodels.catalog import get_gpu
+from costmodels.catalog import get_gpu, get_model
 from costmodels.cosched.problem import CoscheduleProblem, RLJobSpec, table_host_memory
 from costmodels.violations import Violation
 
@@ -83,6 +88,7 @@ class JobModel:
     slo: float
     mem_roll: float  # GB per rollout node
     mem_train: float  # GB per training node at its own n nodes
+    params: float = 0.0  # model parameters (0: no model given)
 
     @property
     def solo_s(self) -> float:
@@ -100,6 +106,7 @@ def job_model(job: RLJobSpec, g_rollout: int, g_train: int) -> JobModel:
         job.slo,
         job.rollout_host_memory_gb or roll_mem,
         job.train_host_memory_gb or train_mem,
+        get_model(job.model).params_b * 1e9 if job.model is not None else 0.0,
     )
 
 
@@ -118,6 +125,7 @@ class CoschedModel:
             s.train_pool.host_memory_gb_per_node,
         )
         self.coloc_roll_factor = gr.hbm_gb_per_s / gt.hbm_gb_per_s
+        self.gpu_mem_t = gt.memory_gb
         self.jobs = {j.name: job_model(j, self.g_r, self.g_t) for j in s.jobs}
         self.order = [j.name for j in sorted(s.jobs, key=lambda j: j.arrival_s)]
 
@@ -162,6 +170,15 @@ class GroupState:
             colocated=self.colocated,
             jobs=[Member(name=m, rollout=list(self.pins[m])) for m in self.members],
         )
+
+
+#: bytes per parameter of a training job's state on the pool's GPUs (module doc)
+TRAIN_STATE_BYTES_PER_PARAM = 2.0 + 4.0 + 12.0
+
+
+def train_state_gb_per_gpu(m: CoschedModel, job: JobModel, train_nodes: int) -> float:
+    """GB of ``job``'s training state on each GPU of a ``train_nodes``-node pool (module doc)."""
+    return job.params * TRAIN_STATE_BYTES_PER_PARAM / (train_nodes * m.g_t) / 1e9
 
 
 def train_time(m: CoschedModel, job: JobModel, train_nodes: int) -> float:
@@ -333,6 +350,17 @@ def round_robin_schedule(
 
 
 def memory_ok(m: CoschedModel, g: GroupState) -> bool:
+    """Host-memory residency and training-pool GPU memory (module doc)."""
+    return gpu_memory_ok(m, g) and host_memory_ok(m, g)
+
+
+def gpu_memory_ok(m: CoschedModel, g: GroupState) -> bool:
+    return all(
+        train_state_gb_per_gpu(m, m.jobs[n], g.train_nodes) <= m.gpu_mem_t + 1e-9 for n in g.members
+    )
+
+
+def host_memory_ok(m: CoschedModel, g: GroupState) -> bool:
     if g.colocated:
         (name,) = g.members
         j = m.jobs[name]
@@ -349,6 +377,17 @@ def memory_ok(m: CoschedModel, g: GroupState) -> bool:
 
 
 def slo_ok(m: CoschedModel, g: GroupState) -> bool:
+    """Every member within its SLO. A disaggregated group's members share one period, at least
+    T^cycle and T^load, and equal to T^cycle when T^load <= T^cycle (Theorem 1, checked by the
+    property test): only a saturated group that the bounds do not settle needs the max-plus
+    period (the validator always computes it, :func:`check_cosched`)."""
+    if not g.colocated:
+        target = min(m.jobs[n].slo * m.jobs[n].solo_s for n in g.members) * (1 + SLO_RTOL)
+        cycle, load = cycle_and_load(m, g)
+        if max(cycle, load) > target:
+            return False
+        if load <= cycle:
+            return True
     times = coexec_times(m, g)
     return all(times[n] <= m.jobs[n].slo * m.jobs[n].solo_s * (1 + SLO_RTOL) for n in g.members)
 
@@ -497,7 +536,18 @@ def check_cosched(problem: CoscheduleProblem, plan: CoschedulePlan) -> list[Viol
                     bad = True
             if bad:
                 continue
-        if not memory_ok(m, g):
+        for name in g.members:
+            need = train_state_gb_per_gpu(m, m.jobs[name], g.train_nodes)
+            if need > m.gpu_mem_t + 1e-9:
+                out.append(
+                    Violation(
+                        "gpu-memory",
+                        f"group {gi}: job {name}'s training state needs {need:.1f} GB per GPU on "
+                        f"{g.train_nodes} training node(s); a {m.spec.train_pool.gpu} has "
+                        f"{m.gpu_mem_t:g} GB",
+                    )
+                )
+        if not host_memory_ok(m, g):
             out.append(Violation("memory", f"group {gi}: warm states exceed a node's host memory"))
         times = coexec_times(m, g)
         for name in g.members:

@@ -41,9 +41,9 @@ from costmodels.cosched.group import (
     GroupState,
     colocated_group,
     cosched_model,
-    cycle_and_load,
     slo_ok,
     state_of,
+    train_state_gb_per_gpu,
     train_time,
 )
 from costmodels.cosched.problem import CoscheduleProblem
@@ -72,16 +72,6 @@ def _pinnings(
         yield dict(zip(members, pins, strict=True))
 
 
-def _meets_slo(m: CoschedModel, g: GroupState, target: float) -> bool:
-    """Every member's SLO: the round-robin period <= ``target`` (min_j SLO_j T_solo_j). The period
-    is at least T^cycle and T^load, and equals T^cycle when T^load <= T^cycle (Theorem 1): only a
-    saturated group needs the max-plus period."""
-    cycle, load = cycle_and_load(m, g)
-    if max(cycle, load) > target:
-        return False
-    return load <= cycle or slo_ok(m, g)
-
-
 def cheapest_group(
     m: CoschedModel,
     members: list[str],
@@ -103,6 +93,8 @@ def cheapest_group(
             continue
         if sum(j.mem_train * j.n for j in jobs) / train > m.mem_t + 1e-9:
             continue
+        if any(train_state_gb_per_gpu(m, j, train) > m.gpu_mem_t + 1e-9 for j in jobs):
+            continue  # a member's training state does not fit this pool's GPUs
         low = max(
             max(j.k for j in jobs), math.ceil(sum(j.k * j.roll_s for j in jobs) / target - 1e-9)
         )
@@ -115,7 +107,7 @@ def cheapest_group(
                 if deadline is not None:
                     deadline.check()  # pinnings are Bell-many: a large group must stop at the limit
                 g = GroupState(train, list(members), pins, nodes)
-                if _meets_slo(m, g, target):
+                if slo_ok(m, g):
                     found = g
                     break
             if found is not None:

@@ -5,7 +5,8 @@
 The ``cosched`` solvers replay the job file's arrivals (``arrival_s``, then file order) through
 it with one placement rule each:
 
-* ``rollmux`` (Algorithm 1): skip saturated groups (T^load >= T^cycle) and full ones; in each
+* ``rollmux`` (Algorithm 1): skip saturated groups (T^load >= T^cycle; line 4, which
+  ``skip_saturated=False`` turns off) and full ones; in each
   other group try *direct packing* (the job's k_j least-loaded rollout nodes) and *rollout
   scaling* (m = 1..k_j new nodes plus the k_j - m least-loaded old ones: just enough); drop
   placements that break memory residency or any member's SLO (simulated round-robin); take the
@@ -30,7 +31,9 @@ from __future__ import annotations
 import random as _random
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from costmodels.cosched.group import (
     CoschedModel,
@@ -86,6 +89,7 @@ class OnlineScheduler:
     rule: str = "rollmux"
     seed: int = 0
     check_slo: bool = True
+    skip_saturated: bool = True
     groups: list[GroupState] = field(default_factory=list)
     latencies: list[float] = field(default_factory=list)
 
@@ -130,7 +134,7 @@ class OnlineScheduler:
                 g.colocated
                 or not g.members
                 or len(g.members) >= m.spec.max_group_size
-                or saturated(m, g)
+                or (self.skip_saturated and saturated(m, g))
             ):
                 continue
             options = placements(m, g, name)
@@ -190,11 +194,13 @@ def depart_from(groups: list[GroupState], name: str) -> None:
     raise KeyError(name)
 
 
-def _solve(problem: CoscheduleProblem, rule: str, seed: int) -> SolverOutput:
+def _solve(
+    problem: CoscheduleProblem, rule: str, seed: int, skip_saturated: bool = True
+) -> SolverOutput:
     from costmodels.cosched.group import evaluate_cosched
 
     m = cosched_model(problem)
-    sched = OnlineScheduler(m, rule, seed)
+    sched = OnlineScheduler(m, rule, seed, skip_saturated=skip_saturated)
     for name in m.order:
         sched.arrive(name)
     plan = sched.plan()
@@ -213,10 +219,22 @@ def _solve(problem: CoscheduleProblem, rule: str, seed: int) -> SolverOutput:
 
 
 def solve_rollmux(
-    problem: CoscheduleProblem, *, time_limit: float | None = None, seed: int = 0
+    problem: CoscheduleProblem,
+    *,
+    time_limit: float | None = None,
+    seed: int = 0,
+    skip_saturated: Annotated[
+        bool,
+        Field(
+            description="Algorithm 1 line 4: skip saturated groups (the paper's); false tries "
+            "them too, which can still meet every SLO and costs less"
+        ),
+    ] = True,
 ) -> SolverOutput:
-    """Algorithm 1 over the jobs in arrival order (module doc)."""
-    return _solve(problem, "rollmux", seed)
+    """Algorithm 1 over the jobs in arrival order (module doc). Line 4 skips a saturated group
+    (T^load >= T^cycle) as the paper does; ``skip_saturated=False`` evaluates it like any other,
+    since a saturated group's period can still be within every member's SLO."""
+    return _solve(problem, "rollmux", seed, skip_saturated)
 
 
 def solve_random(
