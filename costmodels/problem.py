@@ -89,6 +89,11 @@ class SolverEntry:
     maps keyword parameters to ``"module:function"`` objects the planner passes in (how an exact
     formulation gets a heuristic's warm start or fill without importing heuristics).
 
+    ``ignores`` names validator constraints the solver knowingly does not enforce, because the
+    published baseline it reproduces does not (RollMux §7.5's random and greedy place jobs "where
+    they fit", with no SLO check): its plans are still judged, a plan breaking them comes back
+    ``invalid`` naming what it broke, and the contract test allows exactly those violations.
+
     ``time_limit`` is the solver's default wall-clock cap in seconds: what bounds a run whose
     caller gives no limit (``rlplan plan`` without ``--time-limit``, ``solve()`` without
     ``time_limit``). It is a cap, not a budget: the solver keeps its own default effort and
@@ -101,6 +106,7 @@ class SolverEntry:
     default: bool = False
     inject: Mapping[str, str] = field(default_factory=dict)
     time_limit: float = 60.0
+    ignores: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

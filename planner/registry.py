@@ -73,6 +73,7 @@ class SolverInfo:
         target: str | None = None,
         inject: dict[str, str] | None = None,
         time_limit: float = 60.0,
+        ignores: tuple[str, ...] = (),
     ) -> None:
         if (func is None) == (target is None):
             raise TypeError("give a solver function or a module:function target, not both")
@@ -84,6 +85,7 @@ class SolverInfo:
         self.problem, self.name, self.description, self.exact = problem, name, description, exact
         self.time_limit = float(time_limit)  # the default cap (SolverEntry.time_limit)
         self._func, self.target, self.inject = func, target, dict(inject or {})
+        self.ignores = tuple(ignores)  # validator constraints it does not enforce (SolverEntry)
 
     def __repr__(self) -> str:
         return f"SolverInfo({self.problem!r}, {self.name!r})"
@@ -233,6 +235,7 @@ class Registry:
                     target=entry.target,
                     inject=dict(entry.inject),
                     time_limit=entry.time_limit,
+                    ignores=entry.ignores,
                 ),
                 default=entry.default,
             )

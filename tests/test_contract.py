@@ -81,6 +81,12 @@ def test_solver_signs_the_contract(kind, instance, solver):
     problem = _problem(kind, instance)
     info = REG.get(kind, solver)
     result = solve(problem, solver, time_limit=EXACT_TIME_LIMIT if info.exact else TIME_LIMIT)
+    if info.ignores and result.status is Status.INVALID:
+        # a published baseline that does not enforce these (SolverEntry.ignores): judged, and
+        # broken only where it says it does not look
+        broken = {v.partition("]")[0].lstrip("[") for v in result.violations}
+        assert broken and broken <= set(info.ignores), (solver, result.violations)
+        return
     assert result.status in set(Status) - {Status.INVALID, Status.ERROR}, (
         f"{solver}: {result.status.value} {result.message}"
     )

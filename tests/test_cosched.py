@@ -30,12 +30,16 @@ from heuristics.cosched.online import (
     placements,
     solve_colocated,
     solve_greedy,
+    solve_greedy_slo,
     solve_random,
+    solve_random_slo,
     solve_rollmux,
     solve_solo,
 )
 
-HEURISTICS = (solve_rollmux, solve_random, solve_greedy, solve_solo, solve_colocated)
+HEURISTICS = (solve_rollmux, solve_random_slo, solve_greedy_slo, solve_solo, solve_colocated)
+#: RollMux §7.5's baselines: no SLO check, so their plans may break SLOs (and nothing else)
+PAPER_BASELINES = (solve_random, solve_greedy)
 
 
 def _random_jobs(seed: int, n: int):
@@ -374,3 +378,13 @@ def test_a_training_pool_too_small_for_a_jobs_training_state_is_refused():
     assert "gpu-memory" not in {v.constraint for v in found}
     out = solve_rollmux(problem)
     assert check_cosched(problem, out.plan) == []
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_paper_baselines_break_only_slos_and_skip_no_saturated_group(seed):
+    """§7.5's random and greedy check memory and group size only: whatever they return breaks
+    no rule but SLOs; with the SLO check (the -slo variants) nothing at all."""
+    problem = _random_jobs(500 + seed, 9)
+    for baseline in PAPER_BASELINES:
+        broken = {v.constraint for v in check_cosched(problem, baseline(problem, seed=seed).plan)}
+        assert broken <= {"SLO"}, (baseline.__name__, broken)

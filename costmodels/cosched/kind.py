@@ -22,12 +22,27 @@ SOLVERS = (
     SolverEntry(
         "random",
         "heuristics.cosched.online:solve_random",
-        description="a random group that can take the job, random valid nodes (§7.5)",
+        ignores=("SLO",),
+        description=(
+            "§7.5: a random group that can hold the job (memory, size; no SLO check), random "
+            "nodes; its plans may break SLOs, as the paper's do"
+        ),
     ),
     SolverEntry(
         "greedy",
         "heuristics.cosched.online:solve_greedy",
-        description="the most idle group that can take the job (§7.5)",
+        ignores=("SLO",),
+        description="§7.5: the most idle group that can hold the job (no SLO check)",
+    ),
+    SolverEntry(
+        "random-slo",
+        "heuristics.cosched.online:solve_random_slo",
+        description="random, admitting a job only where every member keeps its SLO",
+    ),
+    SolverEntry(
+        "greedy-slo",
+        "heuristics.cosched.online:solve_greedy_slo",
+        description="greedy, admitting a job only where every member keeps its SLO",
     ),
     SolverEntry(
         "solo",

@@ -37,8 +37,9 @@ def simulate_cosched_command(
             list[str] | None,
             typer.Option(
                 help=(
-                    "rollmux, random, greedy, solo, colocated or optimal; repeat to compare "
-                    "(default: all but optimal)"
+                    "rollmux, rollmux-unpruned, random, greedy (§7.5: no SLO check), random-slo, "
+                    "greedy-slo, solo, colocated or optimal; repeat to compare (default: rollmux, "
+                    "random, greedy, solo, colocated)"
                 )
             ),
         ] = None,

@@ -12,12 +12,13 @@ its wall-clock time from arrival to departure is at most SLO_j times its duratio
 
 **Policies.** ``rollmux``, ``random``, ``greedy``, ``solo`` and ``colocated`` are the
 :class:`~heuristics.cosched.online.OnlineScheduler` rules, with one scheduler kept for the whole
-trace (what a cluster manager does); ``random`` and ``greedy`` check memory and group size only
-unless ``baseline_slo_check`` (the paper's baselines). ``optimal`` re-solves the offline optimum
-over
-the jobs present at every arrival with the exact solver the caller passes (``solve_optimal``:
-``formulations.cosched.partition.solve_cosched_optimal``; heuristics never import formulations),
-regrouping them for free: the lower bound the paper compares to (a departure only removes its job).
+trace (what a cluster manager does); ``rollmux-unpruned`` is Algorithm 1 without line 4;
+``random`` and ``greedy`` are §7.5's (memory and group size only, saturated groups included)
+unless ``baseline_slo_check``, and ``random-slo``/``greedy-slo`` check every SLO. ``optimal``
+re-solves the offline optimum over the jobs present at every arrival with the exact solver the
+caller passes (``solve_optimal``: ``formulations.cosched.partition.solve_cosched_optimal``;
+heuristics never import formulations), regrouping them for free: the lower bound the paper
+compares to (a departure only removes its job).
 
 Cost is the sum of the groups' $/h; its time-weighted mean runs from the first arrival to the last
 departure. Peak GPUs are counted per pool type (a co-located group's GPUs are training GPUs).
@@ -35,7 +36,17 @@ from costmodels.cosched.problem import CoscheduleProblem
 from costmodels.errors import SpecError
 from costmodels.solving import SolverOutput
 
-POLICIES = ("rollmux", "random", "greedy", "solo", "colocated", "optimal")
+POLICIES = (
+    "rollmux",
+    "rollmux-unpruned",
+    "random",
+    "greedy",
+    "random-slo",
+    "greedy-slo",
+    "solo",
+    "colocated",
+    "optimal",
+)
 
 
 @dataclass
@@ -140,11 +151,14 @@ def _scheduler(
         return _OptimalPolicy(problem, solve_optimal, time_limit)
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")
+    rule = policy.removesuffix("-slo").removesuffix("-unpruned")
+    baseline = rule in ("random", "greedy")  # §7.5: no line 4; an SLO check only when asked
     return OnlineScheduler(
         cosched_model(problem),
-        policy,
+        rule,
         seed,
-        check_slo=baseline_slo_check or policy not in ("random", "greedy"),
+        check_slo=not baseline or baseline_slo_check or policy.endswith("-slo"),
+        skip_saturated=rule == "rollmux" and policy != "rollmux-unpruned",
     )
 
 

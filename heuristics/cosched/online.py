@@ -18,10 +18,11 @@ it with one placement rule each:
   those with a valid placement, its placement on the least loaded nodes (the cheapest); else a
   new group.
 
-``check_slo=False`` makes a placement valid when it fits memory and the group size (the §7.5
-baselines assign a job to a group "that can accommodate it"; the paper attributes their SLO misses
-to exactly this). ``plan`` keeps it on, since a plan must pass the validator; ``rlplan simulate
-cosched`` runs the baselines the paper's way by default.
+The §7.5 baselines assign a job to a group "that can accommodate it": memory and group size, no
+SLO check (the paper attributes their SLO misses to exactly this) and no line 4 (saturated groups
+are candidates). So ``random`` and ``greedy`` run that way in ``plan`` and ``simulate`` alike; their
+plans are judged by the validator, which says which SLOs they break (``SolverEntry.ignores``).
+``random-slo`` and ``greedy-slo`` are the variants that check every member's SLO (valid plans).
 * ``solo``: every job alone, 1:1 pools (Solo-D).
 * ``colocated``: every job alone on its training GPUs, both phases there (veRL).
 """
@@ -195,12 +196,16 @@ def depart_from(groups: list[GroupState], name: str) -> None:
 
 
 def _solve(
-    problem: CoscheduleProblem, rule: str, seed: int, skip_saturated: bool = True
+    problem: CoscheduleProblem,
+    rule: str,
+    seed: int,
+    skip_saturated: bool = True,
+    check_slo: bool = True,
 ) -> SolverOutput:
     from costmodels.cosched.group import evaluate_cosched
 
     m = cosched_model(problem)
-    sched = OnlineScheduler(m, rule, seed, skip_saturated=skip_saturated)
+    sched = OnlineScheduler(m, rule, seed, check_slo=check_slo, skip_saturated=skip_saturated)
     for name in m.order:
         sched.arrive(name)
     plan = sched.plan()
@@ -240,13 +245,29 @@ def solve_rollmux(
 def solve_random(
     problem: CoscheduleProblem, *, time_limit: float | None = None, seed: int = 0
 ) -> SolverOutput:
-    return _solve(problem, "random", seed)
+    """§7.5's random baseline: no SLO check, no line 4 (module doc)."""
+    return _solve(problem, "random", seed, skip_saturated=False, check_slo=False)
 
 
 def solve_greedy(
     problem: CoscheduleProblem, *, time_limit: float | None = None, seed: int = 0
 ) -> SolverOutput:
-    return _solve(problem, "greedy", seed)
+    """§7.5's greedy (most idle) baseline: no SLO check, no line 4 (module doc)."""
+    return _solve(problem, "greedy", seed, skip_saturated=False, check_slo=False)
+
+
+def solve_random_slo(
+    problem: CoscheduleProblem, *, time_limit: float | None = None, seed: int = 0
+) -> SolverOutput:
+    """``random`` that admits a job only where every member keeps its SLO."""
+    return _solve(problem, "random", seed, skip_saturated=False, check_slo=True)
+
+
+def solve_greedy_slo(
+    problem: CoscheduleProblem, *, time_limit: float | None = None, seed: int = 0
+) -> SolverOutput:
+    """``greedy`` that admits a job only where every member keeps its SLO."""
+    return _solve(problem, "greedy", seed, skip_saturated=False, check_slo=True)
 
 
 def solve_solo(
