@@ -231,3 +231,56 @@ def test_native_stdout_noise_is_silenced(capfd):
     finally:
         protect_stdout(False)
     assert capfd.readouterr().out == "beforeafter\n"
+
+
+def _philly_log(tmp_path):
+    """Four jobs in the Philly cluster_job_log schema (github.com/msr-fiddle/philly-traces
+    README): two finished, one killed, one whose attempt lacks an end."""
+    import json
+
+    def job(status, submitted, attempts):
+        return {
+            "status": status,
+            "vc": "ee9e8c",
+            "jobid": f"application_{submitted}",
+            "user": "ce2f4c",
+            "submitted_time": submitted,
+            "attempts": [
+                {"start_time": s, "end_time": e, "detail": [{"ip": "m1", "gpus": ["gpu0"]}]}
+                for s, e in attempts
+            ],
+        }
+
+    log = [
+        job(
+            "Pass",
+            "2017-10-07 01:11:39",
+            [
+                ("2017-10-07 01:12:09", "2017-10-07 01:13:23"),
+                ("2017-10-07 01:13:30", "2017-10-07 03:13:30"),
+            ],
+        ),
+        job("Killed", "2017-10-07 01:20:00", [("2017-10-07 01:21:00", "2017-10-07 02:00:00")]),
+        job("Pass", "2017-10-07 01:30:00", [("2017-10-07 01:31:00", None)]),
+        job("Pass", "2017-10-07 02:11:39", [("2017-10-07 02:12:00", "2017-10-07 05:12:00")]),
+    ]
+    path = tmp_path / "cluster_job_log"
+    path.write_text(json.dumps(log))
+    return path
+
+
+def test_philly_job_log_gives_real_arrivals_and_durations(tmp_path):
+    from costmodels.cosched.arrivals import generate, read_philly_job_log
+
+    path = _philly_log(tmp_path)
+    import json
+
+    finished = read_philly_job_log(json.loads(path.read_text()))
+    assert [d for _, d in finished] == [2 * 3600 + 81, 3 * 3600]  # first start to last end
+    data = generate(f"philly-log:path={path},jobs=5,seed=1")
+    assert [j["arrival_s"] for j in data["jobs"]] == [0.0, 3600.0]
+    assert [j["duration_s"] for j in data["jobs"]] == [7281.0, 10800.0]
+    proc = run_cli("simulate", "cosched", "--trace", f"philly-log:path={path},jobs=2", "--json")
+    assert proc.returncode == 0, proc.stderr
+    bad = run_cli("simulate", "cosched", "--trace", f"philly-log:path={tmp_path / 'none'}")
+    assert bad.returncode == 2 and "trace.path" in bad.stderr and len(bad.stderr.splitlines()) == 1

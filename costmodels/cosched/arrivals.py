@@ -15,6 +15,14 @@ alone; a co-executed job runs slower and stays longer), or a generator spec
   ``costmodels.cosched.phases``, SLO ~ U(1, 2), durations lognormal with mean 27.9 h (the
   paper's), over ``hours`` (rlplan's choice: 8 days puts Solo-D's peak near the testbed's 328
   GPUs per pool).
+* ``philly-log:path=FILE,jobs=300,skip=0,workload=mixed,gpus=8,seed=0`` — real arrivals and
+  durations: the ``cluster_job_log`` of Microsoft's public Philly trace (github.com/msr-fiddle/
+  philly-traces, Jeon et al., ATC '19; data under CC BY 4.0, a 1 GB git-LFS download that rlplan
+  does not ship). Its finished jobs (status ``Pass``, every attempt with a start and an end) in
+  submission order, ``skip`` of them dropped first, then ``jobs`` taken: arrival = submission time
+  from the first one taken, duration = the first attempt's start to the last attempt's end
+  (:func:`read_philly_job_log`); phases and SLOs drawn as for ``philly`` (the trace has no RL
+  jobs: only its arrival process and running times are real).
 """
 
 from __future__ import annotations
@@ -37,6 +45,15 @@ GENERATORS: dict[str, dict[str, float | str]] = {
         "hours": 580.0,
         "mean_hours": 14.4,
         "sigma": 1.0,
+        "workload": "mixed",
+        "gpus": 8,
+        "seed": 0,
+        "max_group_size": 5,
+    },
+    "philly-log": {
+        "path": "",
+        "jobs": 300,
+        "skip": 0,
         "workload": "mixed",
         "gpus": 8,
         "seed": 0,
@@ -88,6 +105,14 @@ def parse_generator(text: str) -> tuple[str, dict[str, Any]]:  # noqa: C901
             raise SpecError(f"trace.{key}", args[key], "must be > 0")
     if not 0 < args["jobs"] <= MAX_JOBS:
         raise SpecError("trace.jobs", args["jobs"], f"must be in 1..{MAX_JOBS:,}")
+    if name == "philly-log":
+        if not args["path"]:
+            raise SpecError("trace.path", text, "philly-log needs path=cluster_job_log")
+        if args["skip"] < 0:
+            raise SpecError("trace.skip", args["skip"], "must be >= 0")
+        if not 0 <= args["seed"] < 2**63:
+            raise SpecError("trace.seed", args["seed"], "must be in 0..2^63-1")
+        return name, args
     for key in ("hours", "mean_hours"):
         if args[key] > MAX_TRACE_HOURS:
             raise SpecError(
@@ -223,6 +248,99 @@ def production_trace(
     }
 
 
+def _philly_time(value: Any) -> float | None:
+    from datetime import datetime
+
+    if not isinstance(value, str) or not value or value == "None":
+        return None
+    try:
+        return datetime.strptime(value, "%Y-%m-%d %H:%M:%S").timestamp()
+    except ValueError:
+        return None
+
+
+def read_philly_job_log(data: Any, source: str = "cluster_job_log") -> list[tuple[float, float]]:
+    """(submission time s, running time s) of the finished jobs of a Philly ``cluster_job_log``
+    (module doc), in submission order. A job counts when its status is ``Pass`` and every attempt
+    has a start and an end (the trace's notes: some attempts lack them); its running time is the
+    first start to the last end (the wall time the job held GPUs for, retries included)."""
+    if not isinstance(data, list):
+        raise SpecError("", type(data).__name__, "a Philly cluster_job_log is a JSON list", source)
+    out = []
+    for job in data:
+        if not isinstance(job, dict) or job.get("status") != "Pass":
+            continue
+        attempts = job.get("attempts") or []
+        submitted = _philly_time(job.get("submitted_time"))
+        starts = [_philly_time(a.get("start_time")) for a in attempts if isinstance(a, dict)]
+        ends = [_philly_time(a.get("end_time")) for a in attempts if isinstance(a, dict)]
+        if submitted is None or not starts or None in starts or None in ends:
+            continue
+        duration = max(ends) - min(starts)  # type: ignore[type-var]
+        if duration > 0:
+            out.append((submitted, float(duration)))
+    out.sort(key=lambda x: x[0])
+    return out
+
+
+def philly_log_trace(
+    path: str,
+    jobs: int = 300,
+    skip: int = 0,
+    workload: str = "mixed",
+    gpus: int = 8,
+    seed: int = 0,
+    max_group_size: int = 5,
+) -> dict[str, Any]:
+    """A jobs file on the Philly trace's real arrivals and durations (module doc)."""
+    import json
+    from pathlib import Path
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SpecError(
+            "trace.path", path, f"cannot read a Philly cluster_job_log: {exc}"
+        ) from None
+    finished = read_philly_job_log(data, path)[skip : skip + jobs]
+    if not finished:
+        raise SpecError("trace.skip", skip, f"{path} has no finished job past the first {skip}")
+    start = finished[0][0]
+    rng = random.Random(seed)
+    rows = [
+        r
+        for r in reference_table("rollmux_profiles.csv")
+        if workload == "mixed" or r["workload"] == workload
+    ]
+    if not rows:
+        raise SpecError(
+            "trace.workload", workload, "known: mixed, balanced, rollout_heavy, train_heavy"
+        )
+    out = []
+    for i, (submitted, duration) in enumerate(finished):
+        r = rng.choice(rows)
+        out.append(
+            {
+                "name": f"{r['workload']}-{r['size']}-{i}",
+                "rollout_gpus": gpus,
+                "train_gpus": gpus,
+                "t_rollout_s": float(r["t_roll_max_s"]),
+                "t_train_s": float(r["t_train_max_s"]),
+                "slo": round(rng.uniform(1, 2), 3),
+                "arrival_s": round(submitted - start, 1),
+                "duration_s": round(duration, 1),
+            }
+        )
+    return {
+        "name": f"philly-log-{workload}-{len(out)}-from{skip}-s{seed}",
+        "description": f"{len(out)} Table 6 ({workload}) jobs on Philly's arrivals and durations",
+        "max_group_size": max_group_size,
+        "jobs": out,
+    }
+
+
 def generate(text: str) -> dict[str, Any]:
     name, args = parse_generator(text)
+    if name == "philly-log":
+        return philly_log_trace(**args)
     return philly_trace(**args) if name == "philly" else production_trace(**args)
