@@ -1,5 +1,6 @@
 """RollMux Algorithm 1's decision latency against the number of concurrent jobs (paper Table 5:
-5.6 ms at 5 jobs ... 591 ms at 2 000), and its cost next to the baselines on the same arrivals.
+5.6 ms at 5 jobs ... 591 ms at 2 000), with line 4 (skip saturated groups, the paper's) and
+without, and its cost next to the baselines (§7.5: no SLO check, no line 4) on the same arrivals.
 
     python -m benchmarks.cosched_latency --out benchmarks/results/cosched
 
@@ -25,11 +26,22 @@ POINTS = (5, 100, 500, 1000, 2000)
 PAPER_MS = {5: 5.6, 100: None, 500: None, 1000: None, 2000: 591.0}
 
 
+#: (rule, check_slo, skip_saturated): Algorithm 1 with and without line 4, §7.5's baselines
+#: (no SLO check, no line 4) and Solo-D
+RULES = {
+    "rollmux": ("rollmux", True, True),
+    "rollmux-unpruned": ("rollmux", True, False),
+    "random": ("random", False, False),
+    "greedy": ("greedy", False, False),
+    "solo": ("solo", True, True),
+}
+
+
 def run(seed: int = 0) -> dict:
     m = cosched_model(table6_problem(max(POINTS) + 3, seed=seed))
     out = {}
-    for rule in ("rollmux", "random", "greedy", "solo"):
-        sched = OnlineScheduler(m, rule, seed)
+    for label, (rule, check_slo, skip_saturated) in RULES.items():
+        sched = OnlineScheduler(m, rule, seed, check_slo=check_slo, skip_saturated=skip_saturated)
         t0 = time.perf_counter()
         for name in m.order:
             sched.arrive(name)
@@ -37,7 +49,7 @@ def run(seed: int = 0) -> dict:
         lat = np.array(sched.latencies)
         plan = sched.plan()
         cost = sum(m.cost(g.rollout_nodes, g.train_nodes) for g in plan.groups)
-        out[rule] = {
+        out[label] = {
             "total_s": total,
             "cost_per_h": cost,
             "groups": len(plan.groups),
