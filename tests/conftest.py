@@ -8,8 +8,17 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 DATA = Path(__file__).parent / "data"
+
+# Property tests draw the same examples on every run (derandomize): a suite that passes on one
+# machine passes on the next, whatever the load. `HYPOTHESIS_PROFILE=explore` draws fresh ones
+# (and keeps failures in .hypothesis/), the way to hunt for new counterexamples; each one found
+# becomes a named regression test.
+settings.register_profile("deterministic", derandomize=True, database=None)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 
 
 def rlplan_executable() -> str:

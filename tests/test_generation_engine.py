@@ -336,12 +336,19 @@ def test_cli_simulate_generation(tmp_path):
 
 class ChaosPolicy:
     """A seeded policy that exercises every action: dispatches the unassigned, migrates running
-    requests, aborts queued ones, reconfigures an instance, releases and re-acquires one."""
+    requests, aborts queued ones, reconfigures an instance, releases and re-acquires one.
+    Reconfigurations are budgeted: each pauses its instance longer than a short tick, so at 5% per
+    tick an unbudgeted one keeps an instance paused for ever (hypothesis found it: one instance,
+    a 0.05 s tick, every simulated second paying more pause than it has)."""
+
+    #: reconfigurations per run
+    RECONFIGURATIONS = 3
 
     def __init__(self, seed: int, tick: float, n_instances: int):
         self.rng = np.random.default_rng(seed)
         self.tick, self.n = tick, n_instances
         self.released: int | None = None
+        self.reconfigurations = self.RECONFIGURATIONS
 
     def on_start(self, obs):
         return self.on_tick(obs)
@@ -378,7 +385,8 @@ class ChaosPolicy:
         queued = sorted(r.id for r in obs.requests.values() if r.state in ("waiting", "pending"))
         if queued and self.rng.random() < 0.1:
             out.append(Abort(queued[int(self.rng.integers(len(queued)))]))
-        if self.rng.random() < 0.05:
+        if self.rng.random() < 0.05 and self.reconfigurations > 0:
+            self.reconfigurations -= 1
             # a restart, or a larger TP (a smaller shard: the KV cache only grows)
             target = obs.instances[active[int(self.rng.integers(len(active)))]]
             out.append(
