@@ -37,4 +37,7 @@ def test_solver_returns_within_its_limit_on_the_largest_preset(kind, solver):
     r = solve(problem, solver, time_limit=LIMIT)
     assert r.wall_time_s <= max(1.1 * LIMIT, LIMIT + 5.0), (kind, solver, r.wall_time_s, r.message)
     assert r.status.value != "error", r.message
-    assert r.status.value != "invalid", r.message
+    info = default_registry().get(kind, solver)
+    if r.status.value == "invalid":  # only a published baseline's unenforced rule (SolverEntry)
+        broken = {v.partition("]")[0].lstrip("[") for v in r.violations}
+        assert info.ignores and broken <= set(info.ignores), r.message
