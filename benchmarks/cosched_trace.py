@@ -5,7 +5,9 @@
   the offline optimum re-solved at every arrival, SLO attainment, peak GPUs (paper: RollMux 1.06x
   with 100%; Random 1.97x / 60%; Greedy 1.66x / 62%).
 * §7.4: a 200-job production-like trace of Table 3 job types (H20 rollout, H800 training, Table 1
-  prices): RollMux's cost against Solo-D and co-located (paper: 1.84x and 1.38x cheaper).
+  prices): RollMux's cost against Solo-D and co-located (paper: 1.84x and 1.38x cheaper); and the
+  same over §7.4's described mix (``production-mix``: 3B-32B, 4k-32k responses, two weeks, every
+  job with its model, so warm-state residency binds).
 
     python -m benchmarks.cosched_trace --out benchmarks/results/cosched
 """
@@ -38,15 +40,17 @@ PHILLY = (
     "colocated",
 )
 PRODUCTION = ("rollmux", "rollmux-unpruned", "random", "greedy", "solo", "colocated")
+TRACES = (("philly", PHILLY), ("production", PRODUCTION), ("production-mix", PRODUCTION))
 PAPER = {
     "philly": {"rollmux": (1.06, 1.0), "random": (1.97, 0.60), "greedy": (1.66, 0.62)},
     "production": {"solo / rollmux": 1.84, "colocated / rollmux": 1.38},
+    "production-mix": {"solo / rollmux": 1.84, "colocated / rollmux": 1.38},
 }
 
 
 def run(out: Path) -> tuple[list[dict], dict]:
     rows = []
-    for trace, policies in (("philly", PHILLY), ("production", PRODUCTION)):
+    for trace, policies in TRACES:
         for seed in SEEDS:
             problem = build_problem("cosched", {"jobs": generate(f"{trace}:seed={seed}")})
             results = []
@@ -84,7 +88,7 @@ def run(out: Path) -> tuple[list[dict], dict]:
             if r["trace"] == trace and r["seed"] == seed and r["policy"] == policy
         )
 
-    for trace, policies in (("philly", PHILLY), ("production", PRODUCTION)):
+    for trace, policies in TRACES:
         # the references each ratio names: the free optimum and the optimum over what Algorithm 1
         # can build (both re-solved at every arrival); RollMux on the production trace
         bases = ("optimal", "optimal-algorithm1") if trace == "philly" else ("rollmux",)

@@ -284,3 +284,16 @@ def test_philly_job_log_gives_real_arrivals_and_durations(tmp_path):
     assert proc.returncode == 0, proc.stderr
     bad = run_cli("simulate", "cosched", "--trace", f"philly-log:path={tmp_path / 'none'}")
     assert bad.returncode == 2 and "trace.path" in bad.stderr and len(bad.stderr.splitlines()) == 1
+
+
+def test_production_mix_is_section_7_4s_trace_with_models():
+    """§7.4: 3B-32B Qwen models, 4k-32k responses (mean near 12.1k), every job with its model so
+    warm-state residency binds; phases from the cost models."""
+    data = generate("production-mix:jobs=200,seed=0")
+    jobs = data["jobs"]
+    assert {j["model"] for j in jobs} == {"Qwen2.5-3B", "Qwen2.5-7B", "Qwen2.5-14B", "Qwen2.5-32B"}
+    lengths = [int(j["name"].split("-")[1].rstrip("k")) * 1024 for j in jobs]
+    assert 10_000 < sum(lengths) / len(lengths) < 14_500
+    assert all(j["t_rollout_s"] > 0 and j["t_train_s"] > 0 for j in jobs)
+    problem = build_problem("cosched", {"jobs": data})
+    assert len(problem.jobs.jobs) == 200

@@ -15,6 +15,12 @@ alone; a co-executed job runs slower and stays longer), or a generator spec
   ``costmodels.cosched.phases``, SLO ~ U(1, 2), durations lognormal with mean 27.9 h (the
   paper's), over ``hours`` (rlplan's choice: 8 days puts Solo-D's peak near the testbed's 328
   GPUs per pool).
+* ``production-mix:jobs=200,hours=336,mean_hours=27.9,sigma=1.0,seed=0`` — §7.4's trace as the
+  paper describes it, where Table 3 covers only part of it: Qwen2.5 models of 3B to 32B (uniform),
+  maximum response lengths 4k/8k/16k/32k drawn with weights 0.3/0.35/0.2/0.15 (mean 12.0k; the
+  paper's 12.1k), 256 responses per step (128 at 32k), 8 + 8 GPUs (16 + 16 for 32B), phases from
+  the cost models as for ``production``, over two weeks; every job names its model, so warm-state
+  residency (Table 2's host memory) binds.
 * ``philly-log:path=FILE,jobs=300,skip=0,workload=mixed,gpus=8,seed=0`` — real arrivals and
   durations: the ``cluster_job_log`` of Microsoft's public Philly trace (github.com/msr-fiddle/
   philly-traces, Jeon et al., ATC '19; data under CC BY 4.0, a 1 GB git-LFS download that rlplan
@@ -56,6 +62,14 @@ GENERATORS: dict[str, dict[str, float | str]] = {
         "skip": 0,
         "workload": "mixed",
         "gpus": 8,
+        "seed": 0,
+        "max_group_size": 5,
+    },
+    "production-mix": {
+        "jobs": 200,
+        "hours": 336.0,
+        "mean_hours": 27.9,
+        "sigma": 1.0,
         "seed": 0,
         "max_group_size": 5,
     },
@@ -248,6 +262,63 @@ def production_trace(
     }
 
 
+#: §7.4's mix (module doc): models, and maximum response lengths with their weights
+MIX_MODELS = ("Qwen2.5-3B", "Qwen2.5-7B", "Qwen2.5-14B", "Qwen2.5-32B")
+MIX_LENGTHS = ((4096, 0.30), (8192, 0.35), (16384, 0.20), (32768, 0.15))
+
+
+@cache
+def mix_phases(model: str, max_len: int) -> dict[str, Any]:
+    """One §7.4 mix job type's GPUs and worst-case phases (module doc)."""
+    from costmodels.cosched.phases import train_seconds, worst_case_rollout_s
+
+    gpus = 16 if model.endswith("32B") else 8
+    responses = 128 if max_len > 16384 else 256
+    return {
+        "model": model,
+        "rollout_gpus": gpus,
+        "train_gpus": gpus,
+        "t_rollout_s": round(worst_case_rollout_s(model, "H20", gpus, responses, max_len), 2),
+        "t_train_s": round(train_seconds(model, "H800", gpus, responses * (max_len + 512)), 2),
+    }
+
+
+def production_mix_trace(
+    jobs: int = 200,
+    hours: float = 336.0,
+    mean_hours: float = 27.9,
+    sigma: float = 1.0,
+    seed: int = 0,
+    max_group_size: int = 5,
+) -> dict[str, Any]:
+    """§7.4's production mix (module doc) as a jobs file."""
+    rng = random.Random(seed)
+    out = []
+    lengths, weights = zip(*MIX_LENGTHS, strict=True)
+    for i, (arrival, duration) in enumerate(
+        _arrivals_and_durations(rng, jobs, hours, mean_hours, sigma)
+    ):
+        model = rng.choice(MIX_MODELS)
+        max_len = rng.choices(lengths, weights)[0]
+        out.append(
+            {
+                "name": f"{model.split('-')[-1]}-{max_len // 1024}k-{i}",
+                **mix_phases(model, max_len),
+                "slo": round(rng.uniform(1, 2), 3),
+                "arrival_s": round(arrival, 1),
+                "duration_s": round(duration, 1),
+            }
+        )
+    return {
+        "name": f"production-mix-{jobs}-s{seed}",
+        "description": f"{jobs} jobs of §7.4's mix (3B-32B, 4k-32k) over {hours:g} h",
+        "rollout_pool": {"gpu": "H20"},
+        "train_pool": {"gpu": "H800"},
+        "max_group_size": max_group_size,
+        "jobs": out,
+    }
+
+
 def _philly_time(value: Any) -> float | None:
     from datetime import datetime
 
@@ -343,4 +414,6 @@ def generate(text: str) -> dict[str, Any]:
     name, args = parse_generator(text)
     if name == "philly-log":
         return philly_log_trace(**args)
+    if name == "production-mix":
+        return production_mix_trace(**args)
     return philly_trace(**args) if name == "philly" else production_trace(**args)

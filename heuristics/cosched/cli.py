@@ -30,7 +30,9 @@ def simulate_cosched_command(
             typer.Option(
                 help="jobs file or preset whose jobs carry arrival_s and duration_s, or a "
                 "generator: philly:jobs=300,hours=580,mean_hours=14.4,workload=mixed,seed=0 or "
-                "production:jobs=200,hours=192,seed=0"
+                "production:jobs=200,hours=192,seed=0 or "
+                "production-mix:jobs=200,hours=336,seed=0 or "
+                "philly-log:path=cluster_job_log,jobs=300"
             ),
         ] = "philly:jobs=60,hours=120",
         policy: Annotated[
