@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from pathlib import Path
 
@@ -48,8 +49,19 @@ PAPER = {
 }
 
 
+def migration_gain() -> float | None:
+    """The long-tail migration gain the replay measured (median over its job pairs of each pair's
+    median; ``python -m benchmarks.cosched_migration``), or None before it has run."""
+    path = Path(__file__).parent / "results" / "cosched" / "migration.json"
+    if not path.exists():
+        return None
+    summary = json.loads(path.read_text())["summary"]
+    return float(np.median([v["median_gain"] for v in summary.values()]))
+
+
 def run(out: Path) -> tuple[list[dict], dict]:
     rows = []
+    gain = migration_gain()
     for trace, policies in TRACES:
         for seed in SEEDS:
             problem = build_problem("cosched", {"jobs": generate(f"{trace}:seed={seed}")})
@@ -63,6 +75,19 @@ def run(out: Path) -> tuple[list[dict], dict]:
                         "trace": trace,
                         "seed": seed,
                         **r.summary(),
+                        "wall_s": time.perf_counter() - t0,
+                    }
+                )
+            if gain is not None:  # RollMux with long-tail migration folded into the costs
+                t0 = time.perf_counter()
+                r = simulate_trace(problem, "rollmux", seed=seed, migration_gain=gain)
+                rows.append(
+                    {
+                        "trace": trace,
+                        "seed": seed,
+                        **r.summary(),
+                        "policy": "rollmux+migration",
+                        "migration_gain": gain,
                         "wall_s": time.perf_counter() - t0,
                     }
                 )
@@ -88,12 +113,13 @@ def run(out: Path) -> tuple[list[dict], dict]:
             if r["trace"] == trace and r["seed"] == seed and r["policy"] == policy
         )
 
+    gain = migration_gain()
     for trace, policies in TRACES:
         # the references each ratio names: the free optimum and the optimum over what Algorithm 1
         # can build (both re-solved at every arrival); RollMux on the production trace
         bases = ("optimal", "optimal-algorithm1") if trace == "philly" else ("rollmux",)
         per = {}
-        for policy in policies:
+        for policy in (*policies, "rollmux+migration") if gain is not None else policies:
             mine = [r for r in rows if r["trace"] == trace and r["policy"] == policy]
             per[policy] = {
                 "slo_attainment_mean": float(np.mean([r["slo_attainment"] for r in mine])),

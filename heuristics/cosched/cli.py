@@ -57,6 +57,15 @@ def simulate_cosched_command(
         seed: Annotated[
             int, typer.Option(min=0, max=2**63 - 1, help="seed of the random policy")
         ] = 0,
+        migration_gain: Annotated[
+            float,
+            typer.Option(
+                min=0.5,
+                max=4.0,
+                help="long-tail migration's period gain in co-executed groups (§4.3; the "
+                "replay measures 0.97-1.13, python -m benchmarks.cosched_migration); 1 is off",
+            ),
+        ] = 1.0,
         plot: Annotated[
             Path | None,
             typer.Option(
@@ -90,6 +99,7 @@ def simulate_cosched_command(
                     p,
                     seed=seed,
                     baseline_slo_check=baseline_slo_check,
+                    migration_gain=migration_gain,
                     solve_optimal=solve_optimal,
                 )
                 for p in policies

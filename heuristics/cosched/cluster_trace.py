@@ -184,8 +184,17 @@ def simulate_trace(
     baseline_slo_check: bool = False,
     solve_optimal: Callable[..., SolverOutput] | None = None,
     optimal_time_limit: float = 60.0,
+    migration_gain: float = 1.0,
 ) -> TraceResult:
-    """Replay the problem's jobs as a trace (``arrival_s``, ``duration_s``) under ``policy``."""
+    """Replay the problem's jobs as a trace (``arrival_s``, ``duration_s``) under ``policy``.
+
+    ``migration_gain`` folds long-tail migration (§4.3, measured in §7.3 and by
+    ``heuristics.cosched.group_replay.migration_gain``) into the costs: a co-executed group's
+    realised period is its planned round-robin period over the gain (placement still plans on the
+    worst case), so its jobs progress faster and leave, and stop paying, sooner. 1 is off; the
+    replay's measured gains are 0.97-1.13 (``benchmarks/results/cosched/migration.json``)."""
+    if not migration_gain > 0:
+        raise ValueError(f"migration_gain must be > 0, got {migration_gain}")
     m = cosched_model(problem)
     specs = {j.name: j for j in problem.jobs.jobs}
     missing = [i for i, j in enumerate(problem.jobs.jobs) if j.duration_s is None]
@@ -206,8 +215,9 @@ def simulate_trace(
     def rates() -> None:
         rate.clear()
         for g in sched.groups:
+            gain = migration_gain if len(g.members) > 1 and not g.colocated else 1.0
             for name, period in coexec_times(m, g).items():
-                rate[name] = m.jobs[name].solo_s / period
+                rate[name] = m.jobs[name].solo_s / (period / gain)
 
     def record() -> None:
         cost, gr, gt = _pools(m, sched.groups)
