@@ -157,6 +157,57 @@ def _arrivals_and_durations(
     return out
 
 
+def _trace_jobs(
+    rng: random.Random,
+    times: list[tuple[float, float]],
+    draw: Any,
+) -> list[dict[str, Any]]:
+    """One job per (arrival, duration): ``draw(i)`` gives its name and fields, then its SLO is
+    drawn from U(1, 2) (§7.4-7.5), in that order for every generator."""
+    out = []
+    for i, (arrival, duration) in enumerate(times):
+        name, fields = draw(i)
+        out.append(
+            {
+                "name": name,
+                **fields,
+                "slo": round(rng.uniform(1, 2), 3),
+                "arrival_s": round(arrival, 1),
+                "duration_s": round(duration, 1),
+            }
+        )
+    return out
+
+
+def _profile_rows(workload: str) -> list[dict[str, str]]:
+    """Table 6's profiles of ``workload`` (all nine for ``mixed``)."""
+    rows = [
+        r
+        for r in reference_table("rollmux_profiles.csv")
+        if workload == "mixed" or r["workload"] == workload
+    ]
+    if not rows:
+        raise SpecError(
+            "trace.workload", workload, "known: mixed, balanced, rollout_heavy, train_heavy"
+        )
+    return rows
+
+
+def _profile_job(rng: random.Random, rows: list[dict[str, str]], gpus: int) -> Any:
+    """``draw`` for :func:`_trace_jobs`: a Table 6 profile at its maximum phases."""
+
+    def draw(i: int) -> tuple[str, dict[str, Any]]:
+        r = rng.choice(rows)
+        return f"{r['workload']}-{r['size']}-{i}", {
+            "rollout_gpus": gpus,
+            "train_gpus": gpus,
+            "t_rollout_s": float(r["t_roll_max_s"]),
+            "t_train_s": float(r["t_train_max_s"]),
+        }
+
+    return draw
+
+
 def philly_trace(
     jobs: int = 300,
     hours: float = 580.0,
@@ -169,32 +220,9 @@ def philly_trace(
 ) -> dict[str, Any]:
     """§7.5's simulated trace (module doc) as a jobs file."""
     rng = random.Random(seed)
-    rows = [
-        r
-        for r in reference_table("rollmux_profiles.csv")
-        if workload == "mixed" or r["workload"] == workload
-    ]
-    if not rows:
-        raise SpecError(
-            "trace.workload", workload, "known: mixed, balanced, rollout_heavy, train_heavy"
-        )
-    out = []
-    for i, (arrival, duration) in enumerate(
-        _arrivals_and_durations(rng, jobs, hours, mean_hours, sigma)
-    ):
-        r = rng.choice(rows)
-        out.append(
-            {
-                "name": f"{r['workload']}-{r['size']}-{i}",
-                "rollout_gpus": gpus,
-                "train_gpus": gpus,
-                "t_rollout_s": float(r["t_roll_max_s"]),
-                "t_train_s": float(r["t_train_max_s"]),
-                "slo": round(rng.uniform(1, 2), 3),
-                "arrival_s": round(arrival, 1),
-                "duration_s": round(duration, 1),
-            }
-        )
+    rows = _profile_rows(workload)
+    times = _arrivals_and_durations(rng, jobs, hours, mean_hours, sigma)
+    out = _trace_jobs(rng, times, _profile_job(rng, rows, gpus))
     return {
         "name": f"philly-{workload}-{jobs}-s{seed}",
         "description": f"{jobs} Table 6 ({workload}) jobs over {hours:g} h, mean {mean_hours:g} h",
@@ -238,20 +266,12 @@ def production_trace(
     rng = random.Random(seed)
     types = table3_phases()
     names = sorted(types)
-    out = []
-    for i, (arrival, duration) in enumerate(
-        _arrivals_and_durations(rng, jobs, hours, mean_hours, sigma)
-    ):
+
+    def draw(i: int) -> tuple[str, dict[str, Any]]:
         t = rng.choice(names)
-        out.append(
-            {
-                "name": f"{t}-{i}",
-                **types[t],
-                "slo": round(rng.uniform(1, 2), 3),
-                "arrival_s": round(arrival, 1),
-                "duration_s": round(duration, 1),
-            }
-        )
+        return f"{t}-{i}", types[t]
+
+    out = _trace_jobs(rng, _arrivals_and_durations(rng, jobs, hours, mean_hours, sigma), draw)
     return {
         "name": f"production-{jobs}-s{seed}",
         "description": f"{jobs} RollMux Table 3 jobs over {hours:g} h, mean {mean_hours:g} h",
@@ -293,22 +313,14 @@ def production_mix_trace(
 ) -> dict[str, Any]:
     """§7.4's production mix (module doc) as a jobs file."""
     rng = random.Random(seed)
-    out = []
     lengths, weights = zip(*MIX_LENGTHS, strict=True)
-    for i, (arrival, duration) in enumerate(
-        _arrivals_and_durations(rng, jobs, hours, mean_hours, sigma)
-    ):
+
+    def draw(i: int) -> tuple[str, dict[str, Any]]:
         model = rng.choice(MIX_MODELS)
         max_len = rng.choices(lengths, weights)[0]
-        out.append(
-            {
-                "name": f"{model.split('-')[-1]}-{max_len // 1024}k-{i}",
-                **mix_phases(model, max_len),
-                "slo": round(rng.uniform(1, 2), 3),
-                "arrival_s": round(arrival, 1),
-                "duration_s": round(duration, 1),
-            }
-        )
+        return f"{model.split('-')[-1]}-{max_len // 1024}k-{i}", mix_phases(model, max_len)
+
+    out = _trace_jobs(rng, _arrivals_and_durations(rng, jobs, hours, mean_hours, sigma), draw)
     return {
         "name": f"production-mix-{jobs}-s{seed}",
         "description": f"{jobs} jobs of §7.4's mix (3B-32B, 4k-32k) over {hours:g} h",
@@ -378,30 +390,9 @@ def philly_log_trace(
         raise SpecError("trace.skip", skip, f"{path} has no finished job past the first {skip}")
     start = finished[0][0]
     rng = random.Random(seed)
-    rows = [
-        r
-        for r in reference_table("rollmux_profiles.csv")
-        if workload == "mixed" or r["workload"] == workload
-    ]
-    if not rows:
-        raise SpecError(
-            "trace.workload", workload, "known: mixed, balanced, rollout_heavy, train_heavy"
-        )
-    out = []
-    for i, (submitted, duration) in enumerate(finished):
-        r = rng.choice(rows)
-        out.append(
-            {
-                "name": f"{r['workload']}-{r['size']}-{i}",
-                "rollout_gpus": gpus,
-                "train_gpus": gpus,
-                "t_rollout_s": float(r["t_roll_max_s"]),
-                "t_train_s": float(r["t_train_max_s"]),
-                "slo": round(rng.uniform(1, 2), 3),
-                "arrival_s": round(submitted - start, 1),
-                "duration_s": round(duration, 1),
-            }
-        )
+    rows = _profile_rows(workload)
+    times = [(submitted - start, duration) for submitted, duration in finished]
+    out = _trace_jobs(rng, times, _profile_job(rng, rows, gpus))
     return {
         "name": f"philly-log-{workload}-{len(out)}-from{skip}-s{seed}",
         "description": f"{len(out)} Table 6 ({workload}) jobs on Philly's arrivals and durations",
