@@ -21,6 +21,11 @@ settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 
 
+def broken_constraints(violations: list[str]) -> set[str]:
+    """The constraint names of a result's violations (``[SLO] job ...`` -> ``SLO``)."""
+    return {v.partition("]")[0].lstrip("[") for v in violations}
+
+
 def rlplan_executable() -> str:
     exe = Path(sys.executable).parent / "rlplan"
     if not exe.exists():  # pragma: no cover - the project is always installed for the tests

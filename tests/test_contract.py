@@ -15,6 +15,7 @@ import pytest
 from costmodels.solving import Status
 from planner import default_registry, solve
 from planner.solve import EXACT_RTOL, check_plan
+from tests.conftest import broken_constraints
 
 REG = default_registry()
 KINDS = REG.solvable()
@@ -84,7 +85,7 @@ def test_solver_signs_the_contract(kind, instance, solver):
     if info.ignores and result.status is Status.INVALID:
         # a published baseline that does not enforce these (SolverEntry.ignores): judged, and
         # broken only where it says it does not look
-        broken = {v.partition("]")[0].lstrip("[") for v in result.violations}
+        broken = broken_constraints(result.violations)
         assert broken and broken <= set(info.ignores), (solver, result.violations)
         return
     assert result.status in set(Status) - {Status.INVALID, Status.ERROR}, (

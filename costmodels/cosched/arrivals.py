@@ -232,26 +232,54 @@ def philly_trace(
 
 
 @cache
-def table3_phases() -> dict[str, dict[str, Any]]:
-    """Table 3's job types with worst-case phase durations from the cost models (module doc)."""
+def job_phases(
+    model: str, rollout_gpus: int, train_gpus: int, responses: int, max_len: int
+) -> dict[str, Any]:
+    """A job type's GPUs and worst-case phases from the cost models (module doc): every response
+    at ``max_len`` on H20 rollout GPUs, training on H800 over the responses and 512-token
+    prompts."""
     from costmodels.cosched.phases import train_seconds, worst_case_rollout_s
 
-    out = {}
-    for r in reference_table("rollmux_jobs.csv"):
-        max_len, batch = int(r["max_len_tokens"]), int(r["batch_size"])
-        roll_gpus, train_gpus = int(r["rollout_gpus"]), int(r["train_gpus"])
-        out[r["job_type"]] = {
-            "model": r["model"],
-            "rollout_gpus": roll_gpus,
-            "train_gpus": train_gpus,
-            "t_rollout_s": round(
-                worst_case_rollout_s(r["model"], "H20", roll_gpus, batch, max_len), 2
-            ),
-            "t_train_s": round(
-                train_seconds(r["model"], "H800", train_gpus, batch * (max_len + 512)), 2
-            ),
-        }
-    return out
+    return {
+        "model": model,
+        "rollout_gpus": rollout_gpus,
+        "train_gpus": train_gpus,
+        "t_rollout_s": round(
+            worst_case_rollout_s(model, "H20", rollout_gpus, responses, max_len), 2
+        ),
+        "t_train_s": round(
+            train_seconds(model, "H800", train_gpus, responses * (max_len + 512)), 2
+        ),
+    }
+
+
+@cache
+def table3_phases() -> dict[str, dict[str, Any]]:
+    """Table 3's job types with worst-case phase durations from the cost models (module doc)."""
+    return {
+        r["job_type"]: job_phases(
+            r["model"],
+            int(r["rollout_gpus"]),
+            int(r["train_gpus"]),
+            int(r["batch_size"]),
+            int(r["max_len_tokens"]),
+        )
+        for r in reference_table("rollmux_jobs.csv")
+    }
+
+
+def _production_file(
+    name: str, description: str, max_group_size: int, jobs: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """A jobs file on §7.4's pools: H20 rollout, H800 training."""
+    return {
+        "name": name,
+        "description": description,
+        "rollout_pool": {"gpu": "H20"},
+        "train_pool": {"gpu": "H800"},
+        "max_group_size": max_group_size,
+        "jobs": jobs,
+    }
 
 
 def production_trace(
@@ -272,14 +300,12 @@ def production_trace(
         return f"{t}-{i}", types[t]
 
     out = _trace_jobs(rng, _arrivals_and_durations(rng, jobs, hours, mean_hours, sigma), draw)
-    return {
-        "name": f"production-{jobs}-s{seed}",
-        "description": f"{jobs} RollMux Table 3 jobs over {hours:g} h, mean {mean_hours:g} h",
-        "rollout_pool": {"gpu": "H20"},
-        "train_pool": {"gpu": "H800"},
-        "max_group_size": max_group_size,
-        "jobs": out,
-    }
+    return _production_file(
+        f"production-{jobs}-s{seed}",
+        f"{jobs} RollMux Table 3 jobs over {hours:g} h, mean {mean_hours:g} h",
+        max_group_size,
+        out,
+    )
 
 
 #: §7.4's mix (module doc): models, and maximum response lengths with their weights
@@ -287,20 +313,11 @@ MIX_MODELS = ("Qwen2.5-3B", "Qwen2.5-7B", "Qwen2.5-14B", "Qwen2.5-32B")
 MIX_LENGTHS = ((4096, 0.30), (8192, 0.35), (16384, 0.20), (32768, 0.15))
 
 
-@cache
 def mix_phases(model: str, max_len: int) -> dict[str, Any]:
-    """One §7.4 mix job type's GPUs and worst-case phases (module doc)."""
-    from costmodels.cosched.phases import train_seconds, worst_case_rollout_s
-
+    """One §7.4 mix job type (module doc): 16 + 16 GPUs for 32B, else 8 + 8; 256 responses per
+    step, 128 past 16k."""
     gpus = 16 if model.endswith("32B") else 8
-    responses = 128 if max_len > 16384 else 256
-    return {
-        "model": model,
-        "rollout_gpus": gpus,
-        "train_gpus": gpus,
-        "t_rollout_s": round(worst_case_rollout_s(model, "H20", gpus, responses, max_len), 2),
-        "t_train_s": round(train_seconds(model, "H800", gpus, responses * (max_len + 512)), 2),
-    }
+    return job_phases(model, gpus, gpus, 128 if max_len > 16384 else 256, max_len)
 
 
 def production_mix_trace(
@@ -321,14 +338,12 @@ def production_mix_trace(
         return f"{model.split('-')[-1]}-{max_len // 1024}k-{i}", mix_phases(model, max_len)
 
     out = _trace_jobs(rng, _arrivals_and_durations(rng, jobs, hours, mean_hours, sigma), draw)
-    return {
-        "name": f"production-mix-{jobs}-s{seed}",
-        "description": f"{jobs} jobs of §7.4's mix (3B-32B, 4k-32k) over {hours:g} h",
-        "rollout_pool": {"gpu": "H20"},
-        "train_pool": {"gpu": "H800"},
-        "max_group_size": max_group_size,
-        "jobs": out,
-    }
+    return _production_file(
+        f"production-mix-{jobs}-s{seed}",
+        f"{jobs} jobs of §7.4's mix (3B-32B, 4k-32k) over {hours:g} h",
+        max_group_size,
+        out,
+    )
 
 
 def _philly_time(value: Any) -> float | None:

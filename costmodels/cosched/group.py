@@ -355,9 +355,20 @@ def memory_ok(m: CoschedModel, g: GroupState) -> bool:
 
 
 def gpu_memory_ok(m: CoschedModel, g: GroupState) -> bool:
+    return train_state_fits(m, g.members, g.train_nodes)
+
+
+def train_state_fits(m: CoschedModel, members: list[str], train_nodes: int) -> bool:
+    """Every member's training state on the GPUs of a ``train_nodes``-node pool (module doc)."""
     return all(
-        train_state_gb_per_gpu(m, m.jobs[n], g.train_nodes) <= m.gpu_mem_t + 1e-9 for n in g.members
+        train_state_gb_per_gpu(m, m.jobs[n], train_nodes) <= m.gpu_mem_t + 1e-9 for n in members
     )
+
+
+def train_host_memory_ok(m: CoschedModel, members: list[str], train_nodes: int) -> bool:
+    """The members' training warm states, each sharded over the pool, in a training node's host
+    memory (module doc)."""
+    return sum(m.jobs[n].mem_train * m.jobs[n].n for n in members) / train_nodes <= m.mem_t + 1e-9
 
 
 def host_memory_ok(m: CoschedModel, g: GroupState) -> bool:
@@ -371,9 +382,7 @@ def host_memory_ok(m: CoschedModel, g: GroupState) -> bool:
             per_node[n] += m.jobs[name].mem_roll
     if any(x > m.mem_r + 1e-9 for x in per_node):
         return False
-    return (
-        sum(m.jobs[n].mem_train * m.jobs[n].n for n in g.members) / g.train_nodes <= m.mem_t + 1e-9
-    )
+    return train_host_memory_ok(m, g.members, g.train_nodes)
 
 
 def slo_ok(m: CoschedModel, g: GroupState) -> bool:

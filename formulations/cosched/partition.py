@@ -43,7 +43,8 @@ from costmodels.cosched.group import (
     cosched_model,
     slo_ok,
     state_of,
-    train_state_gb_per_gpu,
+    train_host_memory_ok,
+    train_state_fits,
     train_time,
 )
 from costmodels.cosched.problem import CoscheduleProblem
@@ -91,10 +92,8 @@ def cheapest_group(
         tt = [train_time(m, j, train) for j in jobs]
         if max(j.roll_s + t for j, t in zip(jobs, tt, strict=True)) > target or sum(tt) > target:
             continue
-        if sum(j.mem_train * j.n for j in jobs) / train > m.mem_t + 1e-9:
+        if not (train_host_memory_ok(m, members, train) and train_state_fits(m, members, train)):
             continue
-        if any(train_state_gb_per_gpu(m, j, train) > m.gpu_mem_t + 1e-9 for j in jobs):
-            continue  # a member's training state does not fit this pool's GPUs
         low = max(
             max(j.k for j in jobs), math.ceil(sum(j.k * j.roll_s for j in jobs) / target - 1e-9)
         )
@@ -133,8 +132,10 @@ def feasible_columns(
     cut short by the time limit still cover every job that has a valid group of its own), then
     depth first from each feasible singleton with pruning. Appends to ``out`` as it goes, so a
     caller that catches :class:`DeadlineExceeded` keeps the columns found. ``space`` is
-    :data:`SPACES`' key: ``algorithm1`` sizes a group's training pool by its first job (by
-    arrival) and co-locates nothing."""
+    :func:`solve_cosched_optimal`'s: ``free`` (any grouping, any training pool a group can be
+    opened with, co-located singletons) or ``algorithm1`` (what RollMux's online scheduler can
+    build: a group's training pool is its first job's, by arrival, never scaled; no
+    co-location)."""
     names = list(m.order)
     every_size = sorted({j.n for j in m.jobs.values()})
     online = space == "algorithm1"
@@ -172,12 +173,6 @@ def feasible_columns(
         for i in feasible:
             extend([i])
     return out
-
-
-#: the spaces the optimum is taken over (module doc): ``free`` (any grouping, any training pool a
-#: group can be opened with, co-located singletons) and ``algorithm1`` (what RollMux's online
-#: scheduler can build: no co-location, a group's training pool that of its first job, never scaled)
-SPACES = ("free", "algorithm1")
 
 
 def resource_lower_bound(m: CoschedModel, colocate: bool = True) -> float:
@@ -248,11 +243,11 @@ def solve_cosched_optimal(  # noqa: C901
         cut_short = True
     gen_s = time.perf_counter() - t0
     # the warm start's groups: a column of their own unless a cheaper one holds the same jobs
-    known = {members: c for members, c, _ in columns}
+    known = {members: (i, c) for i, (members, c, _) in enumerate(columns)}
     start = []
     for members, cost, g in warm:
-        if members in known and known[members] <= cost + 1e-9:
-            start.append(next(i for i, col in enumerate(columns) if col[0] == members))
+        if members in known and known[members][1] <= cost + 1e-9:
+            start.append(known[members][0])
         else:
             columns.append((members, cost, g))
             start.append(len(columns) - 1)
