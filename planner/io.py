@@ -185,6 +185,8 @@ def parse_document(text: str, source: str, json_only: bool = False) -> Any:
             or str(exc).splitlines()[0]
         )
         line = text.splitlines()[mark.line] if mark and mark.line < len(text.splitlines()) else ""
+        if "nesting depth" in str(problem):  # PyYAML >= 6.0.4 stops deep nesting in its parser
+            problem = f"nested too deeply ({problem})"
         raise SpecError(where, line.strip()[:60], f"malformed YAML: {problem}", source) from None
     except RecursionError:
         raise SpecError("", None, "malformed YAML: nested too deeply", source) from None
