@@ -237,6 +237,10 @@ class ProblemKind:
     #: hardware profiles (``costmodels.profiles``, by GPU type) for its decode steps and prefills, a
     #: serving engine's overheads; None: the problem has no decode kernels to calibrate
     with_efficiency: Callable[[Any, dict[str, Any]], Any] | None = None
+    #: the same problem restricted to what one framework runs (``rlplan plan --target``; None
+    #: lifts the restriction), and the frameworks it knows; None: no framework restriction
+    with_target: Callable[[Any, str | None], Any] | None = None
+    targets: tuple[str, ...] = ()
     commands: tuple[CommandEntry, ...] = ()
 
     def spec_field(self, name: str) -> SpecField:

@@ -244,6 +244,7 @@ def plan_command(  # noqa: C901
     ray_address: str | None = None,
     profile: str | None = None,
     engine: str | None = None,
+    target: str | None = None,
 ) -> None:
     """``rlplan plan``: see :func:`plan` for the options (built from the problem descriptors)."""
     reg = default_registry()
@@ -289,11 +290,15 @@ def plan_command(  # noqa: C901
                     f"{flag}: a {kind.name} problem has no decode kernels to calibrate; "
                     f"{', '.join(k.name for k in reg.solvable() if k.with_efficiency)} take one"
                 )
+        _check_target(kind, target)
         if prob is None:
             prob = build_problem(kind.name, {**kind.defaults(), **given})
         if profile is not None or engine is not None:
             assert kind.with_efficiency is not None
             prob = kind.with_efficiency(prob, _efficiency_update(profile, engine))
+        if target is not None:
+            assert kind.with_target is not None
+            prob = kind.with_target(prob, target)
         info = reg.get(kind.name, solver)
         options = _parse_options(option or [])
         options.update(_executor_options(info, executor, ray_address, options))
@@ -313,6 +318,12 @@ def plan_command(  # noqa: C901
             options
         )  # solve() checks again; here so a bad value never opens a progress display
         result = _solve_with_progress(prob, info, time_limit, seed, options, quiet)
+        if target is not None and result.success:
+            assert kind.with_target is not None
+            free = solve(
+                kind.with_target(prob, None), info.name, time_limit=time_limit, seed=seed, **options
+            )
+            result.stats["target"] = restriction_cost(target, result, free)
     except SpecError as exc:
         fail(exc)
     except (UnknownSolverError, ValueError) as exc:
@@ -388,9 +399,55 @@ def plan_command(  # noqa: C901
                 f"{kind.name} by {result.solver} ({status})", result.objective, result.breakdown
             )
         out.print(render(summary))
-        for line in outcome_lines(result):
+        for line in outcome_lines(result) + target_lines(result, kind.units):
             out.print(line, markup=False, highlight=False, soft_wrap=True)
         out.print(f"wrote {output}" + (f" and {plot}" if plot is not None else ""))
+
+
+def _check_target(kind: ProblemKind, target: str | None) -> None:
+    """``--target`` names a framework this problem knows (before any work starts)."""
+    if target is None:
+        return
+    if kind.with_target is None:
+        having = ", ".join(k.name for k in default_registry().solvable() if k.with_target)
+        fail(f"--target {target}: {kind.name} plans have no framework restriction ({having} do)")
+    if target not in kind.targets:
+        fail(
+            f"--target {target!r}: not a framework rlplan plans for; choose "
+            + ", ".join(kind.targets)
+        )
+
+
+def restriction_cost(target: str, restricted: Result, free: Result) -> dict[str, Any]:
+    """What ``--target`` costs: the restricted plan against the same solver, seed and budget on
+    the unrestricted space (an exact solver's ratio is between two optima)."""
+    row: dict[str, Any] = {
+        "framework": target,
+        "objective": restricted.objective,
+        "unrestricted_objective": free.objective if free.success else None,
+        "unrestricted_status": free.status.value,
+        "ratio": None,
+    }
+    if free.success and free.objective and restricted.objective is not None:
+        row["ratio"] = restricted.objective / free.objective
+    return row
+
+
+def target_lines(result: Result, units: str) -> list[str]:
+    """The ``--target`` line under the summary: what running in that framework costs."""
+    row = result.stats.get("target")
+    if not row:
+        return []
+    if row["ratio"] is None:
+        return [
+            f"--target {row['framework']}: the unrestricted solve found no plan "
+            f"({row['unrestricted_status']}), so its cost is unknown"
+        ]
+    return [
+        f"--target {row['framework']}: {100 * (row['ratio'] - 1):+.1f}% against the best plan "
+        f"of the whole space ({row['unrestricted_objective']:.6g} {units}, "
+        f"{result.solver} {row['unrestricted_status']}, same seed and budget)"
+    ]
 
 
 def outcome_lines(result: Result) -> list[str]:
@@ -568,6 +625,19 @@ def plan_options(
         str | None,
         typer.Option(
             "--engine", show_default=False, help=f"{ENGINE_HELP} ({_registered('with_efficiency')})"
+        ),
+    ] = None,
+    target: Annotated[
+        str | None,
+        typer.Option(
+            "--target",
+            show_default=False,
+            help=(
+                "plan only what this framework runs as planned: "
+                f"{', '.join(sorted({t for k in _REG.solvable() for t in k.targets}))} "
+                f"({_registered('with_target')}); every solver's space is restricted, and the "
+                "same solve without it reports what the restriction costs (twice the time)"
+            ),
         ),
     ] = None,
 ) -> None:

@@ -10,6 +10,8 @@ It re-derives every rule from the problem rather than trusting a solver's encodi
 * ``C1-tasklets``: a task's tasklets sit on distinct GPUs (so at most |V_D| of them).
 * ``C3-memory``: on every GPU, resident model memory of all its tasklets plus the largest working
   memory fits (``costmodels.memory``), naming the GPU and the numbers.
+* ``verl-runnable`` / ``roll-runnable`` (a problem with a ``target``): the framework runs the
+  plan as planned (``costmodels.placement.frameworks``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 from collections import Counter
 
 from costmodels.placement.cost import device_memory
+from costmodels.placement.frameworks import rules_of
 from costmodels.placement.problem import PlacementPlan, PlacementProblem
 from costmodels.violations import Violation
 
@@ -140,6 +143,9 @@ def check_placement(problem: PlacementProblem, plan: PlacementPlan) -> list[Viol
             )
     if out:
         return out
+    rules = rules_of(problem)
+    if rules is not None:
+        out += rules.violations(problem, plan)
     for d, slot in sorted(device_memory(problem, plan).items()):
         need = slot["model_gb"] + slot["working_gb"]
         if need > slot["capacity_gb"] + 1e-9:

@@ -33,6 +33,7 @@ from costmodels.placement.cost import (
     task_memory,
     zone_fanout,
 )
+from costmodels.placement.frameworks import rules_of
 from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.space import (
     TaskConfig,
@@ -231,9 +232,23 @@ class GroupOptions:
         self._routes: dict[tuple[int, int], float] | None = None
         self.evaluations = 0
         self._class_of = {g: k for k, (_, members) in enumerate(self.classes) for g in members}
+        self._rules = rules_of(problem)
+        #: tasks whose TP and PP must equal a partner's (framework target), and the pairs
+        self._ties = self._rules.ties(problem) if self._rules is not None else ()
+        self._tied = {n for pair in self._ties for n in pair}
 
     def gpus(self, comp: tuple[int, ...]) -> list[str]:
         return [g for k, n in enumerate(comp) for g in self.classes[k][1][:n]]
+
+    def node_counts(self, comp: tuple[int, ...]) -> list[int]:
+        """GPUs a composition takes from each node (a class is a node, or one GPU of a node
+        under an explicit per-GPU matrix)."""
+        counts: dict[str, int] = {}
+        index = self._index
+        for g in self.gpus(comp):
+            node = self.problem.topology.devices[index[g]].node
+            counts[node] = counts.get(node, 0) + 1
+        return list(counts.values())
 
     def capacity(self, comp: tuple[int, ...]) -> np.ndarray:
         return np.array([self._cap_gb[g] for g in self.gpus(comp)])
@@ -252,6 +267,10 @@ class GroupOptions:
         reward and critic inference on one model) are interchangeable: they share candidates,
         and task groupings that differ only by swapping them are one grouping."""
         t = self.tasks[name]
+        if self._rules is not None:
+            # a framework target treats tasks by role (verl's reference goes with the actor,
+            # its reward model may not): no two tasks are interchangeable
+            return (t.kind, self.problem.workflow.model(t.role).name, name == ACTOR_TRAINING, name)
         return (t.kind, self.problem.workflow.model(t.role).name, name == ACTOR_TRAINING)
 
     def candidates(
@@ -287,7 +306,14 @@ class GroupOptions:
                 ag, _ = replica_allgather(p, placement)
                 cand.ag_min, cand.ag_max = min(ag), max(ag)
             cands.append(cand)
-        self._cands[key] = pareto_candidates(cands)
+        if name in self._tied:
+            # a tied task's layout is fixed by its partner's: keep the front of each (TP, PP)
+            by_layout: dict[tuple[int, int], list[Candidate]] = {}
+            for c in cands:
+                by_layout.setdefault((c.cfg.tp, c.cfg.pp), []).append(c)
+            self._cands[key] = [c for grp in by_layout.values() for c in pareto_candidates(grp)]
+        else:
+            self._cands[key] = pareto_candidates(cands)
         return self._cands[key]
 
     def _table(
@@ -474,12 +500,10 @@ class GroupOptions:
         ]
         col_of = np.searchsorted(keep_cols, first[np.asarray(inverse).reshape(-1)])
         states = [Partial.empty(len(capacity))]
-        # generation last: a deferred ("as many as fit") candidate is costed knowing every resident
-        merge = sorted(zip(subset, lists, strict=True), key=lambda nl: nl[0] == ACTOR_GENERATION)
-        for name, lst in merge:
+        for names, lsts in self._merge_steps(subset, lists):
             merged = [
                 m
-                for m in self._extend(states, name, lst, comp, col_of, capacity, deadline)
+                for m in self._extend_step(states, names, lsts, comp, col_of, capacity, deadline)
                 if keep is None or keep(m)
             ]
             deadline.check()
@@ -516,15 +540,58 @@ class GroupOptions:
 
         states = [Partial.empty(len(capacity))]
         col_of = np.arange(len(capacity))
-        merge = sorted(zip(subset, lists, strict=True), key=lambda nl: nl[0] == ACTOR_GENERATION)
-        for name, lst in merge:
-            if name == ACTOR_GENERATION:
-                lst = self._quick_generation(lst, beam)
-            merged = self._extend(states, name, lst, comp, col_of, capacity, deadline)
+        for names, lsts in self._merge_steps(subset, lists):
+            if names == (ACTOR_GENERATION,):
+                lsts = [self._quick_generation(lsts[0], beam)]
+            merged = self._extend_step(states, names, lsts, comp, col_of, capacity, deadline)
             if not merged:
                 return self._store(key, [], True)
             states = _thin_front(merged, est, capacity, 2 * beam)
         return self._store(key, self._front(subset, comp, states), True)
+
+    def _merge_steps(
+        self, subset: tuple[str, ...], lists: list[list[Candidate]]
+    ) -> list[tuple[tuple[str, ...], list[list[Candidate]]]]:
+        """The order tasks are merged in: generation last (a deferred "as many as fit" candidate
+        is costed knowing every resident), and a framework's tied pair (same TP and PP) in one
+        step, so no partial combination is pruned before its partner's layout is known."""
+        of = dict(zip(subset, lists, strict=True))
+        steps: list[tuple[tuple[str, ...], list[list[Candidate]]]] = []
+        done: set[str] = set()
+        for a, b in self._ties:
+            if a in of and b in of:
+                steps.append(((a, b), [of[a], of[b]]))
+                done |= {a, b}
+        steps += [((n,), [of[n]]) for n in subset if n not in done]
+        return sorted(steps, key=lambda st: ACTOR_GENERATION in st[0])
+
+    def _extend_step(
+        self,
+        states: list[Partial],
+        names: tuple[str, ...],
+        lists: list[list[Candidate]],
+        comp: tuple[int, ...],
+        col_of: np.ndarray,
+        capacity: np.ndarray,
+        deadline: Deadline,
+    ) -> list[Partial]:
+        """:meth:`_extend` by one task, or by a tied pair's candidates of equal TP and PP."""
+        if len(names) == 1:
+            return self._extend(states, names[0], lists[0], comp, col_of, capacity, deadline)
+        (a, b), (first, second) = names, lists
+        ka, kb = self.tasks[a].kind, self.tasks[b].kind
+        by_layout: dict[tuple[int, int], list[Candidate]] = {}
+        for c in second:
+            by_layout.setdefault((c.cfg.tp, c.cfg.pp), []).append(c)
+        out = []
+        for st in states:
+            deadline.check(len(first) * len(second) * len(capacity))
+            for ca in first:
+                for cb in by_layout.get((ca.cfg.tp, ca.cfg.pp), ()):
+                    m = st.add(a, ka, ca).add(b, kb, cb)
+                    if (m.model + m.working <= capacity + 1e-9).all():
+                        out.append(m)
+        return out
 
     def _extend(
         self,

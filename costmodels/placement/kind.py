@@ -9,9 +9,15 @@ from costmodels.placement.canned import canned_placements
 from costmodels.placement.check import check_placement
 from costmodels.placement.cost import evaluate_placement
 from costmodels.placement.export import export_roll, export_verl
+from costmodels.placement.frameworks import FRAMEWORKS
 from costmodels.placement.plot import plot_placement
 from costmodels.placement.presets import placement_presets
-from costmodels.placement.problem import CostParams, PlacementPlan, PlacementProblem
+from costmodels.placement.problem import (
+    CostParams,
+    FrameworkTarget,
+    PlacementPlan,
+    PlacementProblem,
+)
 from costmodels.placement.summary import placement_cost_table, placement_summary
 from costmodels.problem import ProblemKind, SolverEntry, SpecField
 from costmodels.workflow import WorkflowSpec
@@ -23,7 +29,10 @@ def _evaluate(problem: PlacementProblem, plan: PlacementPlan) -> tuple[float, di
 
 
 def _build(
-    cluster: ClusterSpec, workflow: WorkflowSpec, params: CostParams | None = None
+    cluster: ClusterSpec,
+    workflow: WorkflowSpec,
+    params: CostParams | None = None,
+    target: FrameworkTarget | None = None,
 ) -> PlacementProblem:
     """The placement problem; the cluster's own ``profiles:`` join the judge's (those the params
     name explicitly win), unless the judge is the flat one."""
@@ -34,7 +43,7 @@ def _build(
         params = params.model_copy(
             update={"efficiency": eff.model_copy(update={"profiles": merged})}
         )
-    return PlacementProblem(cluster, workflow, params)
+    return PlacementProblem(cluster, workflow, params, target or FrameworkTarget())
 
 
 SOLVERS = (
@@ -103,7 +112,16 @@ def _with_efficiency(problem: PlacementProblem, update: dict) -> PlacementProble
         update["profiles"] = {**{p.gpu: p for p in problem.cluster.profiles}, **update["profiles"]}
     eff = problem.params.efficiency.model_copy(update=update)
     return PlacementProblem(
-        problem.cluster, problem.workflow, problem.params.model_copy(update={"efficiency": eff})
+        problem.cluster,
+        problem.workflow,
+        problem.params.model_copy(update={"efficiency": eff}),
+        problem.target,
+    )
+
+
+def _with_target(problem: PlacementProblem, framework: str | None) -> PlacementProblem:
+    return PlacementProblem(
+        problem.cluster, problem.workflow, problem.params, FrameworkTarget(framework=framework)
     )
 
 
@@ -122,6 +140,13 @@ KIND = ProblemKind(
             "params",
             CostParams,
             "cost-model knobs (inline mapping in a problem file)",
+            required=False,
+            file=False,
+        ),
+        SpecField(
+            "target",
+            FrameworkTarget,
+            "the framework the plan must run in (inline mapping in a problem file; --target)",
             required=False,
             file=False,
         ),
@@ -144,4 +169,6 @@ KIND = ProblemKind(
     bench_extras={"samples_per_s": "throughput_samples_per_s"},
     canned=canned_placements,
     with_efficiency=_with_efficiency,
+    with_target=_with_target,
+    targets=FRAMEWORKS,
 )

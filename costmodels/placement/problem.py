@@ -117,6 +117,20 @@ class PlacementPlan(BaseModel):
         return {task: gi for gi, g in enumerate(self.groups) for task in g.tasks}
 
 
+class FrameworkTarget(BaseModel):
+    """The framework the plan must run in (``--target``): every solver then searches only the
+    plans it can run (``costmodels.placement.frameworks``). ``None``: rlplan's whole space."""
+
+    model_config = _STRICT
+
+    framework: Literal["verl", "roll"] | None = Field(
+        default=None,
+        description=(
+            "verl or roll: restrict the placement space to plans that framework runs as planned"
+        ),
+    )
+
+
 @dataclass(frozen=True, eq=False)
 class PlacementProblem:
     """Place an RL workflow on a heterogeneous cluster (HetRL Definition 1)."""
@@ -124,6 +138,7 @@ class PlacementProblem:
     cluster: ClusterSpec
     workflow: WorkflowSpec
     params: CostParams = field(default_factory=CostParams)
+    target: FrameworkTarget = field(default_factory=FrameworkTarget)
     kind: str = field(default="placement", init=False)
     topology: Topology = field(init=False, repr=False)
 
@@ -139,4 +154,9 @@ class PlacementProblem:
             "cluster": self.cluster.model_dump(mode="json"),
             "workflow": self.workflow.model_dump(mode="json"),
             "params": self.params.model_dump(mode="json"),
+            **(
+                {"target": self.target.model_dump(mode="json")}
+                if self.target.framework is not None
+                else {}
+            ),
         }

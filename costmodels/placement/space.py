@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from costmodels.placement.check import check_placement
 from costmodels.placement.cost import evaluate_placement
+from costmodels.placement.frameworks import rules_of
 from costmodels.placement.problem import PlacementPlan, PlacementProblem, TaskGroup, TaskPlacement
 from costmodels.solving import UNLIMITED, Deadline, KeepBest
 from costmodels.workflow import Task, TaskKind
@@ -73,8 +74,10 @@ def task_configs(
 ) -> list[TaskConfig]:
     """Every (TP, PP, DP) with TP*PP*DP == ``gpus`` that the model admits, with and without
     load balancing (only when the group mixes GPU types), and decode-batch choices for
-    generation."""
+    generation; with a framework target, only those the framework runs
+    (:meth:`~costmodels.placement.frameworks.FrameworkRules.admits_config`)."""
     m = problem.workflow.model(task.role)
+    rules = rules_of(problem)
     out = []
     for tp in range(1, min(gpus, MAX_TP) + 1):
         if gpus % tp or m.query_heads % tp or (m.kv_heads % tp and tp % m.kv_heads):
@@ -92,7 +95,9 @@ def task_configs(
                 dbs_options = (None, *decode_batch_candidates(problem.workflow.decode_batch_size))
             for bal in balances:
                 for dbs in dbs_options:
-                    out.append(TaskConfig(tp, pp, dp, bal, dbs))
+                    cfg = TaskConfig(tp, pp, dp, bal, dbs)
+                    if rules is None or rules.admits_config(problem, task.name, cfg):
+                        out.append(cfg)
     return out
 
 

@@ -14,6 +14,7 @@ from typing import Annotated
 from pydantic import Field
 
 from costmodels.combinatorics import set_partitions
+from costmodels.placement.frameworks import rules_of
 from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.space import (
     build_plan,
@@ -43,6 +44,17 @@ def allocate(
     return out
 
 
+def _partitions(problem: PlacementProblem) -> list[list[list[str]]]:
+    """Every task grouping; with a framework target, those it runs (the validator rejects the
+    rest anyway: this only spares building them)."""
+    rules = rules_of(problem)
+    return [
+        part
+        for part in set_partitions([t.name for t in problem.tasks])
+        if rules is None or rules.admits_grouping(problem, part)
+    ]
+
+
 def count_plans(problem: PlacementProblem, stop_above: float = math.inf) -> int:
     """How many plans :func:`solve_placement_bruteforce` would enumerate; counting stops as soon
     as the count passes ``stop_above`` (a 64-GPU cluster has more compositions than a count
@@ -54,7 +66,7 @@ def count_plans(problem: PlacementProblem, stop_above: float = math.inf) -> int:
     if comps_count > stop_above:
         return comps_count
     total = 0
-    for partition in set_partitions(list(tasks)):
+    for partition in _partitions(problem):
         for comps in itertools.product(list(compositions(cap)), repeat=len(partition)):
             groups = allocate(classes, list(comps))
             if groups is None:
@@ -90,7 +102,7 @@ def solve_placement_bruteforce(
     cap = [len(g) for _, g in classes]
     tasks = {t.name: t for t in problem.tasks}
     keep = placement_keeper(problem, tol=1e-12)  # ties keep the first plan in enumeration order
-    for partition in set_partitions(list(tasks)):
+    for partition in _partitions(problem):
         for comps in itertools.product(list(compositions(cap)), repeat=len(partition)):
             groups = allocate(classes, list(comps))
             if groups is None:

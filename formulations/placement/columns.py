@@ -20,6 +20,7 @@ import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
+from costmodels.placement.frameworks import rules_of
 from costmodels.placement.group_fronts import GroupOption, GroupOptions, Partial
 from costmodels.placement.space import compositions
 from costmodels.solving import UNLIMITED, Deadline
@@ -58,6 +59,10 @@ class ColumnPool:
             self.kin.setdefault(builder.signature(n)[:2], []).append(n)
         self.relaxed: dict[Pair, GroupOption] = {}
         self.exact: dict[Pair, list[GroupOption]] = {}
+        #: a framework target's restriction (``costmodels.placement.frameworks``): pairs it
+        #: rules out are never columns of the master; their relaxed singles still bound others
+        self.rules = rules_of(builder.problem)
+        self._admissible: dict[Pair, bool] = {}
         self.expansions = 0
 
     def subsets(self) -> Iterator[tuple[str, ...]]:
@@ -97,7 +102,11 @@ class ColumnPool:
         costing it (building them is most of the ILP's set-up on 24 GPUs)."""
         for comp in compositions(self.builder.cap):
             for subset in self.subsets():
-                if len(subset) > 1 and (admit is None or admit(subset, comp)):
+                if (
+                    len(subset) > 1
+                    and self.admissible((subset, comp))
+                    and (admit is None or admit(subset, comp))
+                ):
                     self._relax(subset, comp)
 
     def _relax(self, subset: tuple[str, ...], comp: tuple[int, ...]) -> None:
@@ -144,7 +153,7 @@ class ColumnPool:
         for pick in itertools.product(*choices):
             chosen = {n for part in pick for n in part}
             twin = tuple(n for n in self.names if n in chosen)
-            if twin != subset:
+            if twin != subset and self.admissible((twin, comp)):
                 out.append((twin, comp))
         return out
 
@@ -172,10 +181,27 @@ class ColumnPool:
         """Consecutive members of each class of interchangeable tasks."""
         return [(a, b) for members in self.twins.values() for a, b in itertools.pairwise(members)]
 
+    def admissible(self, pair: Pair) -> bool:
+        """Whether the target framework can run ``pair``'s tasks as one group on its GPUs
+        (always, without a target)."""
+        if self.rules is None:
+            return True
+        hit = self._admissible.get(pair)
+        if hit is None:
+            subset, comp = pair
+            hit = self.rules.admits_subset(
+                self.builder.problem, subset
+            ) and self.rules.admits_composition(self.builder.node_counts(comp))
+            self._admissible[pair] = hit
+        return hit
+
     def columns(self, keep: Callable[[GroupOption], bool]) -> list[Column]:
-        """Every column ``keep`` admits: exact options first, then the relaxed ones."""
-        out = [Column(p, o, False) for p, opts in self.exact.items() for o in opts if keep(o)]
-        out += [Column(p, o, True) for p, o in self.relaxed.items() if keep(o)]
+        """Every admissible column ``keep`` admits: exact options first, then the relaxed ones."""
+        ok = self.admissible
+        out = [
+            Column(p, o, False) for p, opts in self.exact.items() if ok(p) for o in opts if keep(o)
+        ]
+        out += [Column(p, o, True) for p, o in self.relaxed.items() if ok(p) and keep(o)]
         return out
 
 

@@ -19,6 +19,7 @@ from deap import base
 from pydantic import Field
 
 from costmodels.combinatorics import set_partitions
+from costmodels.placement.frameworks import rules_of
 from costmodels.placement.problem import PlacementProblem
 from costmodels.solving import Deadline, SolverOutput, Status, Trace
 from heuristics.placement.genome import Individual, PlacementSpace
@@ -28,7 +29,12 @@ class _Codec:
     def __init__(self, space: PlacementSpace):
         names = [t.name for t in space.problem.tasks]
         self.space = space
-        self.groupings = [tuple(tuple(g) for g in part) for part in set_partitions(names)]
+        rules = rules_of(space.problem)
+        self.groupings = [
+            tuple(tuple(g) for g in part)
+            for part in set_partitions(names)
+            if rules is None or rules.admits_grouping(space.problem, part)
+        ]
         self.names = names
         self.n = len(space.devices)
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from costmodels.placement.check import check_placement
 from costmodels.placement.cost import evaluate_placement
+from costmodels.placement.frameworks import rules_of
 from costmodels.placement.group_fronts import GroupOptions, combine
 from costmodels.placement.problem import PlacementPlan, PlacementProblem
 from costmodels.placement.space import TaskConfig, build_plan, task_configs
@@ -55,12 +56,16 @@ class PlacementSpace:
     def __init__(self, problem: PlacementProblem, deadline: Deadline = UNLIMITED):
         self.problem = problem
         self.devices = [d.id for d in problem.topology.devices]
+        self._pos = {d: i for i, d in enumerate(self.devices)}
         self.node = [d.node for d in problem.topology.devices]
         self.zone = [d.zone for d in problem.topology.devices]
         self.region = [d.region for d in problem.topology.devices]
         self.tflops = [d.gpu.tflops_bf16_dense for d in problem.topology.devices]
         self.gpu_type = [d.gpu.name for d in problem.topology.devices]
         self.tasks = {t.name: t for t in problem.tasks}
+        self.rules = rules_of(problem)
+        #: (leader, follower) pairs a framework target ties to one TP and PP
+        self.ties = self.rules.ties(problem) if self.rules is not None else ()
         self._configs: dict[tuple[str, int], list[TaskConfig]] = {}
         self._memo: dict[Any, float] = {}
         # (grouping, compositions) -> (cost, configs, exact pass done)
@@ -94,7 +99,24 @@ class PlacementSpace:
         for g, a in enumerate(ind.assign):
             if a >= 0:
                 out[a].append(self.devices[g])
+        if self.rules is not None and self.rules.framework == "verl":
+            out = [self._uniform(g) for g in out]
         return out
+
+    def _uniform(self, gpus: list[str]) -> list[str]:
+        """The largest part of a GPU group that verl can ask for (the same count k on every node
+        it uses; :meth:`~costmodels.placement.frameworks.FrameworkRules.admits_composition`): the
+        genotype keeps its free assignment, its phenotype is this projection (first GPUs of each
+        node kept), so mutation and crossover work unchanged under a verl target."""
+        by_node: dict[str, list[str]] = {}
+        for d in gpus:
+            by_node.setdefault(self.node[self._pos[d]], []).append(d)
+        counts = sorted({len(v) for v in by_node.values()})
+        if len(counts) <= 1:
+            return gpus
+        k = max(counts, key=lambda c: (c * sum(len(v) >= c for v in by_node.values()), c))
+        keep = {d for v in by_node.values() if len(v) >= k for d in v[:k]}
+        return [d for d in gpus if d in keep]
 
     def decode(self, ind: Individual) -> PlacementPlan | None:
         gpus = self.groups(ind)
@@ -107,6 +129,14 @@ class PlacementSpace:
                 if not options:
                     return None
                 configs[name] = options[ind.configs[name] % len(options)]
+        for leader, follower in self.ties:
+            # a framework's tied pair: the follower's gene picks among the leader's TP and PP
+            lead = configs[leader]
+            size = lead.tp * lead.pp * lead.dp
+            same = [c for c in self.configs(follower, size) if (c.tp, c.pp) == (lead.tp, lead.pp)]
+            if not same:
+                return None
+            configs[follower] = same[ind.configs[follower] % len(same)]
         return build_plan(
             self.problem, [(list(n), g) for n, g in zip(ind.grouping, gpus, strict=True)], configs
         )
@@ -178,6 +208,10 @@ class PlacementSpace:
         grouping, comps = key
         if not all(any(c) for c in comps):  # a group without GPUs
             return math.inf, None
+        if self.rules is not None and not all(
+            self.rules.admits_composition(self.builder.node_counts(c)) for c in comps
+        ):
+            return math.inf, None  # a GPU group the target framework cannot ask for
         self.lookups += 1
         hit = self._level4.get(key)
         if hit is None:

@@ -38,6 +38,7 @@ from deap import base
 from pydantic import Field
 
 from costmodels.combinatorics import set_partitions
+from costmodels.placement.frameworks import rules_of
 from costmodels.placement.problem import PlacementProblem
 from costmodels.solving import Deadline, SolverOutput, Status, Trace, note_work
 from costmodels.workflow import TaskKind
@@ -487,11 +488,14 @@ def canonical(problem: PlacementProblem, grouping: Any) -> tuple[tuple[str, ...]
 def task_groupings(space: PlacementSpace) -> list[tuple[tuple[str, ...], ...]]:
     """Level-1 arms: every set partition of the tasks, one per symmetry class (tasks with one
     ``GroupOptions.signature`` are interchangeable: {ref}{reward, critic} is {reward}{ref,
-    critic})."""
+    critic}); with a framework target, only the groupings it runs."""
     problem = space.problem
     sig = space.builder.signature
     seen: dict[Any, tuple[tuple[str, ...], ...]] = {}
+    rules = rules_of(problem)
     for part in set_partitions([t.name for t in problem.tasks]):
+        if rules is not None and not rules.admits_grouping(problem, part):
+            continue  # the target framework cannot run this grouping
         tg = canonical(problem, part)
         key = tuple(sorted(tuple(sorted(map(sig, g))) for g in tg))
         seen.setdefault(key, tg)
