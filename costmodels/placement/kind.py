@@ -8,7 +8,7 @@ from costmodels.cluster import ClusterSpec
 from costmodels.placement.canned import canned_placements
 from costmodels.placement.check import check_placement
 from costmodels.placement.cost import evaluate_placement
-from costmodels.placement.export import export_roll, export_verl
+from costmodels.placement.export import export_roll
 from costmodels.placement.frameworks import FRAMEWORKS
 from costmodels.placement.plot import plot_placement
 from costmodels.placement.presets import placement_presets
@@ -19,6 +19,7 @@ from costmodels.placement.problem import (
     PlacementProblem,
 )
 from costmodels.placement.summary import placement_cost_table, placement_summary
+from costmodels.placement.verl_export import export_verl
 from costmodels.problem import ProblemKind, SolverEntry, SpecField
 from costmodels.workflow import WorkflowSpec
 
@@ -162,7 +163,11 @@ KIND = ProblemKind(
     presets=placement_presets(),
     summary_table=placement_summary,
     evaluate_table=placement_cost_table,
-    exports={"verl": export_verl, "roll": export_roll},
+    exports={
+        "verl": export_verl,  # the newest release tested (verl_export.VERL_RELEASES)
+        "verl-0.7": lambda problem, plan: export_verl(problem, plan, "0.7.0"),
+        "roll": export_roll,
+    },
     plot=plot_placement,
     size=lambda problem: sum(n.count for n in problem.cluster.nodes),
     size_label="GPUs",

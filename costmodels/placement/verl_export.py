@@ -1,0 +1,299 @@
+"""A verl run of a placement plan: the command, its Hydra overrides, and what verl cannot run.
+
+Tested against verl's own config files (``tests/test_framework_exports.py`` composes every export
+with hydra-core in struct mode against the wheels of the releases in :data:`VERL_RELEASES`).
+Read in verl's source at those releases (file names relative to the ``verl`` package):
+
+* **Entry points.** ``trainer/main_ppo.py`` (``@hydra.main(config_name="ppo_trainer")``) runs
+  every role in one ``global_pool`` of ``[trainer.n_gpus_per_node] * trainer.nnodes`` GPUs
+  (``TaskRunner.init_resource_pool_mgr``); the reward model alone may get a ``reward_pool``.
+  Generation apart from training needs the one-step-off-policy entry point
+  (0.9.1 ``experimental/one_step_off_policy/main_ppo.py``; 0.7.0 ``recipe/one_step_off_policy``
+  in a source checkout, not in the wheel) with ``rollout.nnodes``/``rollout.n_gpus_per_node``, and
+  its trainer asserts ``not actor_rollout_ref.hybrid_engine`` (``ray_trainer.py``). The Megatron
+  configs are chosen with ``--config-name ppo_megatron_trainer`` /
+  ``one_step_off_ppo_megatron_trainer``: without it Hydra refuses the ``megatron.*`` overrides.
+* **The workflow.** ``algorithm.adv_estimator`` (``grpo``, or ``gae`` for PPO, which builds the
+  critic: ``trainer/ppo/utils.py`` ``need_critic``); the reference exists only when
+  ``actor.use_kl_loss`` or ``algorithm.use_kl_in_reward`` is set (``need_reference_policy``):
+  rlplan's workflows always place one, so GRPO gets the KL loss and PPO the in-reward KL penalty,
+  the usual choice of each. ``data.train_batch_size`` prompts, ``rollout.n`` responses each,
+  ``data.max_prompt_length`` / ``max_response_length``.
+* **Batch sizes.** rlplan's cost model trains one optimizer step per iteration (HetRL Appendix
+  B.3), so ``ppo_mini_batch_size`` is the whole batch. ``utils/config.py`` ``validate_config``
+  asserts ``train_batch_size * rollout.n`` divisible by ``megatron_dp *
+  ppo_micro_batch_size_per_gpu``; the Megatron worker divides ``ppo_mini_batch_size * n`` by its
+  DP; ``log_prob_micro_batch_size_per_gpu`` must be set for the rollout and the reference. The
+  micro-batch is the workflow's, lowered to the largest divisor of the per-rank samples.
+* **Layouts.** ``actor_rollout_ref.rollout.tensor_model_parallel_size`` and ``.max_num_seqs``;
+  vLLM rollout has no pipeline parallelism (``workers/config/rollout.py``,
+  ``RolloutConfig.__post_init__`` raises); Megatron's ``<role>.megatron.tensor_model_parallel_size``
+  / ``pipeline_model_parallel_size`` for actor, reference and critic; the reference runs with
+  the actor's layout (``costmodels.placement.frameworks``). The reward model is served by vLLM:
+  0.7.0 ``reward_model.rollout.*``, 0.9.1 ``reward.reward_model.rollout.*`` (the key moved).
+
+What the plan does that verl cannot do is listed under ``not_expressible``; the framework rules it
+breaks (``costmodels.placement.frameworks``) also under ``rule_violations``: plan with
+``--target verl`` and there are none.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+from costmodels.placement.export_common import balance_notes, node_counts, pool_notes
+from costmodels.placement.frameworks import FrameworkRules
+from costmodels.placement.problem import PlacementPlan, PlacementProblem
+from costmodels.workflow import (
+    ACTOR_GENERATION,
+    ACTOR_TRAINING,
+    CRITIC_INFERENCE,
+    CRITIC_TRAINING,
+    REFERENCE_INFERENCE,
+    REWARD_INFERENCE,
+)
+
+
+@dataclass(frozen=True)
+class VerlRelease:
+    """Where one verl release keeps what an export sets."""
+
+    version: str
+    revision: str
+    one_step_off_module: str
+    one_step_off_note: str
+    reward_prefix: str
+    reward_model_path: str
+
+
+#: the releases exports are composed against (newest first; ``--export verl`` is the first)
+VERL_RELEASES = {
+    "0.9.1": VerlRelease(
+        "0.9.1",
+        "PyPI verl 0.9.1 (2026-09)",
+        "verl.experimental.one_step_off_policy.main_ppo",
+        "",
+        "reward.reward_model",
+        "reward.reward_model.model_path",
+    ),
+    "0.7.0": VerlRelease(
+        "0.7.0",
+        "PyPI verl 0.7.0, git tag v0.7.0 (f9c855f7)",
+        "recipe.one_step_off_policy.main_ppo",
+        "run from a verl v0.7.0 source checkout: the recipe is not in the wheel",
+        "reward_model",
+        "reward_model.model.path",
+    ),
+}
+
+#: Megatron keys of the tasks verl trains or infers with Megatron
+MEGATRON_PREFIX = {
+    ACTOR_TRAINING: "actor_rollout_ref.actor",
+    REFERENCE_INFERENCE: "actor_rollout_ref.ref",
+    CRITIC_TRAINING: "critic",
+}
+
+
+def largest_divisor_at_most(n: int, cap: int) -> int:
+    """The largest d <= cap dividing n (1 when n < 1)."""
+    for d in range(min(cap, n), 0, -1):
+        if n % d == 0:
+            return d
+    return 1
+
+
+def _micro_batch(problem: PlacementProblem, dp: int, what: str, notes: list[str]) -> int:
+    """A per-GPU micro-batch that verl's divisibility checks accept for a DP of ``dp``."""
+    wf = problem.workflow
+    samples = wf.global_batch * wf.responses_per_prompt
+    if samples % dp:
+        notes.append(
+            f"{what}: DP{dp} does not divide the {samples} samples of an iteration (verl's "
+            "validate_config asserts it); plan with --target verl"
+        )
+        return 1
+    micro = largest_divisor_at_most(samples // dp, wf.micro_batch_size)
+    if micro != wf.micro_batch_size:
+        notes.append(
+            f"{what}: micro-batch {micro} per GPU, not the workflow's {wf.micro_batch_size}, so "
+            f"it divides the {samples // dp} samples per DP rank"
+        )
+    return micro
+
+
+def _workflow_overrides(
+    problem: PlacementProblem, plan: PlacementPlan, notes: list[str]
+) -> dict[str, Any]:
+    """The workflow's meaning: estimator, KL (the reference), batch, group size, lengths."""
+    wf = problem.workflow
+    names = {t.name for t in problem.tasks}
+    ppo = wf.algorithm == "ppo"
+    ov: dict[str, Any] = {
+        "algorithm.adv_estimator": "gae" if ppo else "grpo",
+        "critic.enable": ppo,
+        # the reference is placed: verl builds it only when KL is used
+        "actor_rollout_ref.actor.use_kl_loss": not ppo,
+        "algorithm.use_kl_in_reward": ppo,
+        "data.train_batch_size": wf.global_batch,
+        "data.max_prompt_length": wf.prompt_length,
+        "data.max_response_length": wf.response_length,
+        "actor_rollout_ref.rollout.n": wf.responses_per_prompt,
+        "actor_rollout_ref.actor.ppo_mini_batch_size": wf.global_batch,
+        "actor_rollout_ref.actor.ppo_epochs": 1,
+    }
+    actor = plan.task(ACTOR_TRAINING)
+    micro = _micro_batch(problem, actor.dp, "actor_training", notes)
+    ov["actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"] = micro
+    ov["actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu"] = micro
+    ref = plan.task(REFERENCE_INFERENCE)
+    ov["actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu"] = largest_divisor_at_most(
+        max(1, wf.global_batch * wf.responses_per_prompt // ref.dp), wf.micro_batch_size
+    )
+    if CRITIC_TRAINING in names:
+        critic = plan.task(CRITIC_TRAINING)
+        ov["critic.ppo_mini_batch_size"] = wf.global_batch
+        ov["critic.ppo_epochs"] = 1
+        ov["critic.ppo_micro_batch_size_per_gpu"] = _micro_batch(
+            problem, critic.dp, "critic_training", notes
+        )
+    return ov
+
+
+def _layout_overrides(
+    problem: PlacementProblem, plan: PlacementPlan, notes: list[str]
+) -> dict[str, Any]:
+    """Parallel layouts: vLLM for generation, Megatron for actor, reference and critic."""
+    names = {t.name for t in problem.tasks}
+    gen = plan.task(ACTOR_GENERATION)
+    ov: dict[str, Any] = {
+        "actor_rollout_ref.rollout.name": "vllm",
+        "actor_rollout_ref.rollout.tensor_model_parallel_size": gen.tp,
+        "actor_rollout_ref.rollout.pipeline_model_parallel_size": gen.pp,
+        "actor_rollout_ref.rollout.max_num_seqs": gen.decode_batch
+        or problem.workflow.decode_batch_size,
+    }
+    for task, prefix in MEGATRON_PREFIX.items():
+        if task in names:
+            t = plan.task(task)
+            ov[f"{prefix}.strategy"] = "megatron"
+            ov[f"{prefix}.megatron.tensor_model_parallel_size"] = t.tp
+            ov[f"{prefix}.megatron.pipeline_model_parallel_size"] = t.pp
+    if CRITIC_INFERENCE in names:
+        ci, ct = plan.task(CRITIC_INFERENCE), plan.task(CRITIC_TRAINING)
+        groups = plan.group_of()
+        if (ci.tp, ci.pp, ci.dp) != (ct.tp, ct.pp, ct.dp) or groups[CRITIC_INFERENCE] != groups[
+            CRITIC_TRAINING
+        ]:
+            notes.append(
+                f"critic_inference TP{ci.tp} PP{ci.pp} DP{ci.dp} in group "
+                f"{groups[CRITIC_INFERENCE]}: verl computes values with the critic worker "
+                f"(TP{ct.tp} PP{ct.pp} DP{ct.dp}, group {groups[CRITIC_TRAINING]})"
+            )
+    return ov
+
+
+def _model_paths(problem: PlacementProblem, release: VerlRelease) -> dict[str, str]:
+    """The checkpoints each role loads: rlplan knows the model by name only, so these are the
+    values to replace with paths (listed under ``set_before_running``)."""
+    wf = problem.workflow
+    out = {"actor_rollout_ref.model.path": wf.model("actor").name}
+    if wf.algorithm == "ppo":
+        out["critic.model.path"] = wf.model("critic").name
+    if REWARD_INFERENCE in {t.name for t in problem.tasks}:
+        out[release.reward_model_path] = wf.model("reward").name
+    return out
+
+
+def export_verl(
+    problem: PlacementProblem, plan: PlacementPlan, version: str = "0.9.1"
+) -> dict[str, Any]:
+    """The verl run of ``plan`` on ``version`` (module doc): the command line with every
+    override, the overrides as a mapping, the resource pools, and what verl cannot run."""
+    release = VERL_RELEASES[version]
+    notes = balance_notes(plan)
+    groups = plan.group_of()
+    names = {t.name for t in problem.tasks}
+    train_group = groups[ACTOR_TRAINING]
+    disaggregated = groups[ACTOR_GENERATION] != train_group
+    trainer_devices = plan.groups[train_group].devices
+    nnodes, per_node = pool_notes(problem, trainer_devices, "trainer pool", notes)
+    ov: dict[str, Any] = {"trainer.nnodes": nnodes, "trainer.n_gpus_per_node": per_node}
+    pools: dict[str, dict[str, int]]
+    if disaggregated:
+        module, config = release.one_step_off_module, "one_step_off_ppo_megatron_trainer"
+        if problem.workflow.mode == "sync":
+            notes.append(
+                "generation apart from training: verl's only entry point for that "
+                "(one_step_off_policy) is one-step off-policy, not synchronous"
+            )
+        r_nodes, r_per = pool_notes(
+            problem, plan.groups[groups[ACTOR_GENERATION]].devices, "rollout pool", notes
+        )
+        ov["rollout.nnodes"], ov["rollout.n_gpus_per_node"] = r_nodes, r_per
+        ov["actor_rollout_ref.hybrid_engine"] = False  # one_step_off's trainer asserts it
+        pools = {
+            "trainer_pool": {"nnodes": nnodes, "n_gpus_per_node": per_node},
+            "rollout_pool": {"nnodes": r_nodes, "n_gpus_per_node": r_per},
+        }
+    else:
+        module, config = "verl.trainer.main_ppo", "ppo_megatron_trainer"
+        pools = {"global_pool": {"nnodes": nnodes, "n_gpus_per_node": per_node}}
+    ov.update(_workflow_overrides(problem, plan, notes))
+    ov.update(_layout_overrides(problem, plan, notes))
+    if REWARD_INFERENCE in names:
+        rw, prefix = plan.task(REWARD_INFERENCE), release.reward_prefix
+        ov[f"{prefix}.enable"] = True
+        ov[f"{prefix}.rollout.name"] = "vllm"
+        # TP only: 0.7.0's reward rollout has no PP key, and PP > 1 is a rule violation
+        ov[f"{prefix}.rollout.tensor_model_parallel_size"] = rw.tp
+        if groups[REWARD_INFERENCE] != train_group:
+            rn, rp = pool_notes(
+                problem, plan.groups[groups[REWARD_INFERENCE]].devices, "reward pool", notes
+            )
+            ov[f"{prefix}.enable_resource_pool"] = True
+            ov[f"{prefix}.nnodes"], ov[f"{prefix}.n_gpus_per_node"] = rn, rp
+            pools["reward_pool"] = {"nnodes": rn, "n_gpus_per_node": rp}
+    paths = _model_paths(problem, release)
+    ov.update(paths)
+    if (
+        len(node_counts(problem, [d.id for d in problem.topology.devices])) > 1
+        and len({d.gpu.name for d in problem.topology.devices}) > 1
+    ):
+        notes.append(
+            "heterogeneous cluster: verl asks Ray for each pool's GPU counts, and Ray, not the "
+            "plan, picks the nodes; pin them (e.g. one Ray cluster per pool, or node resources "
+            "in trainer.* / ray_kwargs) so each pool gets the GPU types planned"
+        )
+    violations = [str(v) for v in FrameworkRules("verl").violations(problem, plan)]
+    entry = f"python -m {module}"
+    command = " ".join(
+        [entry, f"--config-name {config}"]
+        + [shlex.quote(f"{k}={_hydra_value(v)}") for k, v in ov.items()]
+    )
+    return {
+        "framework": "verl",
+        "release": release.version,
+        "tested_against": release.revision,
+        "entrypoint": entry,
+        "config_name": config,
+        "command": command,
+        "resource_pools": pools,
+        "overrides": ov,
+        "set_before_running": {
+            **{k: f"path of {v}" for k, v in paths.items()},
+            "data.train_files": "your training data",
+            "data.val_files": "your validation data",
+        },
+        "notes": [release.one_step_off_note] if disaggregated and release.one_step_off_note else [],
+        "rule_violations": violations,
+        "not_expressible": notes + violations,
+    }
+
+
+def _hydra_value(v: Any) -> str:
+    """A Python value as Hydra's override grammar reads it."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)

@@ -1,0 +1,99 @@
+"""The frameworks' own configuration, for tests that check exports against it.
+
+verl: the release's wheel from the package index, unpacked once into a cache
+(``RLPLAN_FRAMEWORK_CACHE``, default ``~/.cache/rlplan/frameworks``); its Hydra configs are
+composed with hydra-core. When the index cannot be reached the tests skip and say so. ROLL needs
+torch to import, so its config field set is test data read from its source
+(``tests/data/roll/README.md``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+DATA = Path(__file__).parent / "data"
+
+
+def _cache() -> Path:
+    root = os.environ.get("RLPLAN_FRAMEWORK_CACHE")
+    return Path(root) if root else Path.home() / ".cache" / "rlplan" / "frameworks"
+
+
+def verl_root(version: str) -> Path:
+    """The unpacked verl wheel of ``version`` (its ``verl/`` package inside); skips the test when
+    the package index cannot be reached."""
+    target = _cache() / f"verl-{version}"
+    if (target / "verl" / "trainer" / "config").is_dir():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            f"verl=={version}",
+            "--no-deps",
+            "--only-binary",
+            ":all:",
+            "--timeout",
+            "30",
+            "-d",
+            tmp,
+        ]
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            pytest.skip(f"verl {version} wheel not downloadable here ({exc})")
+        wheels = list(Path(tmp).glob("verl-*.whl"))
+        if done.returncode != 0 or not wheels:
+            tail = (done.stderr or done.stdout).strip().splitlines()[-1:]
+            pytest.skip(f"verl {version} wheel not downloadable here (pip: {' '.join(tail)})")
+        unpacked = Path(tmp) / "unpacked"
+        with zipfile.ZipFile(wheels[0]) as whl:
+            whl.extractall(unpacked)
+        try:
+            unpacked.rename(target)  # atomic: a parallel worker may have won the race
+        except OSError:
+            shutil.rmtree(unpacked, ignore_errors=True)
+    return target
+
+
+def compose_verl(version: str, config_name: str, overrides: list[str]) -> Any:
+    """verl's config ``config_name`` with ``overrides``, composed by hydra-core in struct mode as
+    ``python -m <entry point> --config-name <config_name>`` does; raises Hydra's error on a key
+    verl does not have."""
+    hydra = pytest.importorskip("hydra")
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    root = verl_root(version)
+    if config_name.startswith("one_step_off"):
+        shipped = root / "verl" / "experimental" / "one_step_off_policy" / "config"
+        config_dir = shipped if shipped.is_dir() else DATA / "verl" / f"v{version}"
+    else:
+        config_dir = root / "verl" / "trainer" / "config"
+    assert hydra is not None
+    GlobalHydra.instance().clear()
+    cwd = os.getcwd()
+    os.chdir(root)  # the one-step-off configs find the trainer's through file://verl/trainer/config
+    try:
+        with initialize_config_dir(config_dir=str(config_dir), version_base=None):
+            return compose(config_name=config_name, overrides=overrides)
+    finally:
+        os.chdir(cwd)
+        GlobalHydra.instance().clear()
+
+
+def roll_fields(which: str = "rlvr_config_fields") -> dict[str, Any]:
+    """ROLL's config classes and their fields, read from its source (``tests/data/roll``)."""
+    return json.loads((DATA / "roll" / f"{which}.json").read_text())
