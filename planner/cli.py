@@ -357,7 +357,7 @@ def plan_command(  # noqa: C901
         for fmt in export or []:
             snippet = kind.exports[fmt](result.problem, result.plan)
             target = Path(output).with_suffix(f".{fmt}.yaml")
-            write_atomic(target, yaml.safe_dump(snippet, sort_keys=False))
+            write_atomic(target, export_text(snippet))
             caveats = snippet.get("not_expressible") or []
             out.print(
                 f"wrote {target}"
@@ -402,6 +402,13 @@ def plan_command(  # noqa: C901
         for line in outcome_lines(result) + target_lines(result, kind.units):
             out.print(line, markup=False, highlight=False, soft_wrap=True)
         out.print(f"wrote {output}" + (f" and {plot}" if plot is not None else ""))
+
+
+def export_text(snippet: dict[str, Any]) -> str:
+    """An export's file: its ``document`` (what the framework loads) under its ``comments``, or,
+    for an export without one, the whole mapping."""
+    header = "".join(f"# {line}\n" for line in snippet.get("comments", []))
+    return header + yaml.safe_dump(snippet.get("document", snippet), sort_keys=False)
 
 
 def _check_target(kind: ProblemKind, target: str | None) -> None:

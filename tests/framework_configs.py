@@ -97,3 +97,64 @@ def compose_verl(version: str, config_name: str, overrides: list[str]) -> Any:
 def roll_fields(which: str = "rlvr_config_fields") -> dict[str, Any]:
     """ROLL's config classes and their fields, read from its source (``tests/data/roll``)."""
     return json.loads((DATA / "roll" / f"{which}.json").read_text())
+
+
+def strict_roll_errors(doc: dict[str, Any], fields: dict[str, Any]) -> list[str]:
+    """Every key of ``doc`` that ROLL's RLVRConfig (``fields["root"]``) would drop or misread
+    under a strict load: unknown keys at any depth, read-only properties, and values whose type
+    is not the field's (a worker config must be a mapping, an int field an int, ...)."""
+    classes = fields["classes"]
+    readonly = fields.get("readonly_properties", {})
+    out: list[str] = []
+
+    def walk(value: dict[str, Any], cls: str, path: str) -> None:
+        spec = classes[cls]["fields"]
+        for key, v in value.items():
+            where = f"{path}{key}"
+            if key in readonly.get(cls, ()):
+                out.append(f"{where}: a read-only property of {cls}")
+                continue
+            if key not in spec:
+                out.append(f"{where}: not a field of {cls}")
+                continue
+            f = spec[key]
+            nested, container = f.get("nested"), f.get("container")
+            if nested and nested in classes:
+                if container == "dict":
+                    if not isinstance(v, dict):
+                        out.append(f"{where}: {cls}.{key} is a mapping of {nested}")
+                        continue
+                    for name, item in v.items():
+                        if isinstance(item, dict):
+                            walk(item, nested, f"{where}.{name}.")
+                elif isinstance(v, dict):
+                    walk(v, nested, f"{where}.")
+                elif v is not None:
+                    out.append(f"{where}: {cls}.{key} is a {nested} mapping, got {v!r}")
+                continue
+            out.extend(_type_errors(where, f.get("type", ""), v))
+
+    walk(doc, fields["root"], "")
+    return out
+
+
+def _type_errors(where: str, annotation: str, v: Any) -> list[str]:
+    """A scalar's type against its field annotation, as dacite's strict mode would check it."""
+    a = annotation.replace("typing.", "")
+    if v is None:
+        return [] if ("Optional" in a or "None" in a) else [f"{where}: None for {a}"]
+    checks = [
+        ("bool", lambda x: isinstance(x, bool)),
+        ("int", lambda x: isinstance(x, int) and not isinstance(x, bool)),
+        ("float", lambda x: isinstance(x, int | float) and not isinstance(x, bool)),
+        ("str", lambda x: isinstance(x, str)),
+        ("List", lambda x: isinstance(x, list)),
+        ("list", lambda x: isinstance(x, list)),
+        ("Dict", lambda x: isinstance(x, dict)),
+        ("dict", lambda x: isinstance(x, dict)),
+        ("Literal", lambda x: repr(x) in a or f'"{x}"' in a),
+    ]
+    allowed = [ok for name, ok in checks if name in a]
+    if not allowed or "Any" in a:
+        return []
+    return [] if any(ok(v) for ok in allowed) else [f"{where}: {v!r} is not a {a}"]

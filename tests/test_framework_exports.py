@@ -9,14 +9,18 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import yaml
 
 from costmodels.placement.problem import PlacementPlan, PlacementProblem
+from costmodels.placement.roll_export import export_roll, roll_rule_violations
 from costmodels.placement.space import TaskConfig, build_plan
 from costmodels.placement.verl_export import VERL_RELEASES, export_verl
 from formulations.placement.ilp import solve_placement_ilp
 from heuristics.placement.colocated import colocated_plan
+from planner import solve
+from planner.cli import export_text
 from planner.io import build_problem
-from tests.framework_configs import compose_verl
+from tests.framework_configs import compose_verl, roll_fields, strict_roll_errors
 
 NET = {"intra_zone": {"bandwidth_gbps": 100, "latency_ms": 0.05}}
 H800_2x4 = {
@@ -84,6 +88,15 @@ def plans() -> dict[str, tuple[PlacementProblem, PlacementPlan]]:
         "disaggregated-one-step-off": (dis, _disaggregated(dis)),
         "heterogeneous": (het, het_plan),
     }
+
+
+#: the four plans of :func:`plans`
+CASE_NAMES = [
+    "colocated-grpo",
+    "colocated-ppo-critic-ref-reward",
+    "disaggregated-one-step-off",
+    "heterogeneous",
+]
 
 
 @pytest.fixture(scope="module")
@@ -172,15 +185,7 @@ def verl_rule_errors(cfg: Any, doc: dict[str, Any]) -> list[str]:
 
 
 @pytest.mark.parametrize("version", list(VERL_RELEASES))
-@pytest.mark.parametrize(
-    "name",
-    [
-        "colocated-grpo",
-        "colocated-ppo-critic-ref-reward",
-        "disaggregated-one-step-off",
-        "heterogeneous",
-    ],
-)
+@pytest.mark.parametrize("name", CASE_NAMES)
 def test_verl_export_composes_and_carries_the_workflow(cases, name, version):
     problem, plan = cases[name]
     doc = export_verl(problem, plan, version)
@@ -217,3 +222,132 @@ def test_verl_export_names_what_verl_cannot_run():
     text = " ".join(doc["not_expressible"])
     assert "cannot share a GPU group" in text and "pipeline parallelism" in text
     assert doc["rule_violations"] and all("verl-runnable" in v for v in doc["rule_violations"])
+
+
+@pytest.mark.parametrize("name", CASE_NAMES)
+def test_roll_export_loads_strictly_and_carries_the_workflow(cases, name):
+    problem, plan = cases[name]
+    doc = export_roll(problem, plan)
+    config = doc["document"]
+    assert strict_roll_errors(config, roll_fields()) == []
+    wf = problem.workflow
+    assert config["adv_estimator"] == ("gae" if wf.algorithm == "ppo" else "grpo")
+    assert config["enable_reference"] and config["rollout_batch_size"] == wf.global_batch
+    assert config["num_return_sequences_in_group"] == wf.responses_per_prompt
+    assert (config["prompt_length"], config["response_length"]) == (
+        wf.prompt_length,
+        wf.response_length,
+    )
+    assert roll_rule_errors(config) == [] or doc["rule_violations"]
+    # the file is the document under its comments: YAML reads back the config alone
+    text = export_text(doc)
+    assert yaml.safe_load(text) == config and text.startswith("# ROLL RLVR pipeline config")
+
+
+def roll_rule_errors(config: dict[str, Any]) -> list[str]:
+    """ROLL's rules that run in its config's __post_init__ (they import torch there), on an
+    export: roll/configs/worker_config.py:283-287 (vLLM workers take TP x PP GPUs each, so the
+    mapping divides by it), roll/configs/base_config.py:368-380 (rollout_batch_size divisible by
+    actor_train's Megatron DP), roll/pipeline/rlvr/rlvr_config.py:222 (async ratio >= 1), and the
+    placement rules of roll_rule_violations."""
+    out = []
+    for worker in ("actor_infer", "actor_train", "reference", "critic", "reward_model"):
+        w = config.get(worker)
+        if w is None:
+            continue
+        sc = w["strategy_args"]["strategy_config"]
+        if w["strategy_args"]["strategy_name"] == "vllm":
+            per = sc["tensor_parallel_size"] * sc["pipeline_parallel_size"]
+            if len(w["device_mapping"]) % per:
+                out.append(f"{worker}: mapping not divisible by TP x PP")
+    t = config["actor_train"]
+    sc = t["strategy_args"]["strategy_config"]
+    dp = len(t["device_mapping"]) // (
+        sc["tensor_model_parallel_size"] * sc["pipeline_model_parallel_size"]
+    )
+    if dp > 1 and config["rollout_batch_size"] % dp:
+        out.append("rollout_batch_size not divisible by actor_train DP")
+    ratio = config["async_generation_ratio"]
+    if 0 < ratio < 1:
+        out.append("async_generation_ratio must be >= 1")
+    infer = config["actor_infer"]
+    out += roll_rule_violations(
+        set(t["device_mapping"]),
+        set(infer["device_mapping"]),
+        set(config["reference"]["device_mapping"]),
+        set(config["critic"]["device_mapping"]) if "critic" in config else None,
+        len(infer["device_mapping"])
+        // (
+            infer["strategy_args"]["strategy_config"]["tensor_parallel_size"]
+            * infer["strategy_args"]["strategy_config"]["pipeline_parallel_size"]
+        ),
+        ratio,
+    )
+    return out
+
+
+def test_roll_rules_mirror_the_framework():
+    train, infer = {0, 1}, {0, 1, 2, 3}
+    assert roll_rule_violations(train, train, train, None, 2, 0.0) == []  # co-located, sync
+    assert any("colocating" in v for v in roll_rule_violations(train, train, train, None, 2, 1.0))
+    assert roll_rule_violations(train, {2, 3}, train, None, 2, 1.0) == []  # disjoint
+    assert roll_rule_violations(train, infer, train, None, 2, 1.0) == []  # partial-GPU mode, async
+    assert any(
+        "async_generation_ratio" in v
+        for v in roll_rule_violations(train, infer, train, None, 2, 0.0)
+    )
+    assert any("DP >= 2" in v for v in roll_rule_violations(train, infer, train, None, 1, 1.0))
+    assert any(
+        "overlap partly" in v for v in roll_rule_violations({0, 1}, {1, 2}, {0, 1}, None, 2, 1.0)
+    )
+    assert any("reference" in v for v in roll_rule_violations(train, {2, 3}, {2, 3}, None, 2, 1.0))
+    assert any("critic" in v for v in roll_rule_violations(train, infer, train, {0}, 2, 1.0))
+
+
+@pytest.mark.parametrize("framework", ["verl", "roll"])
+@pytest.mark.parametrize(
+    "alg,mode,cluster",
+    [("grpo", "async", H800_2x4), ("ppo", "sync", MIXED), ("ppo", "async", MIXED)],
+)
+def test_target_plans_break_no_framework_rule(framework, alg, mode, cluster):
+    """The exact optimum under --target is valid, exports without a rule violation, and composes
+    (verl) or loads strictly (ROLL); it never beats the unrestricted optimum."""
+    problem = _problem(cluster, alg, mode, target=framework)
+    r = solve(problem, "ilp")
+    assert r.success and r.status.value == "optimal", r.message
+    free = solve(_problem(cluster, alg, mode), "ilp")
+    assert r.objective >= free.objective * (1 - 1e-9)
+    if framework == "verl":
+        doc = export_verl(problem, r.plan)
+        assert (
+            doc["rule_violations"] == []
+            and doc["not_expressible"] == []
+            or all(
+                "heterogeneous cluster" in n or "mixes GPU types" in n
+                for n in doc["not_expressible"]
+            )
+        )
+        cfg = compose_verl("0.9.1", doc["config_name"], hydra_overrides(doc))
+        assert verl_rule_errors(cfg, doc) == []
+    else:
+        doc = export_roll(problem, r.plan)
+        assert doc["rule_violations"] == []
+        assert strict_roll_errors(doc["document"], roll_fields()) == []
+        assert roll_rule_errors(doc["document"]) == []
+
+
+def test_rollout_export_needs_the_fork_for_what_only_the_fork_has():
+    """The RollPacker export loads strictly into the fork's RLVRConfig; upstream ROLL would drop
+    exactly the keys it names as needing the fork."""
+    from costmodels.rollout.summary import ROLLPACKER_ONLY_KEYS
+    from costmodels.rollout.summary import export_roll as rollout_export
+    from tests.test_rollout_cli import TINY
+
+    problem = build_problem("rollout", {"job": TINY})
+    r = solve(problem, "search")
+    assert r.success, r.message
+    doc = rollout_export(problem, r.plan)
+    assert strict_roll_errors(doc["document"], roll_fields("rollpacker_config_fields")) == []
+    upstream = strict_roll_errors(doc["document"], roll_fields())
+    assert sorted(e.split(":")[0] for e in upstream) == doc["needs_rollpacker_fork"]
+    assert set(doc["needs_rollpacker_fork"]) <= ROLLPACKER_ONLY_KEYS

@@ -892,6 +892,39 @@ SIZES_AND_CONTRADICTIONS = [
         lambda t: ["evaluate", str(_plan_file(t, lambda d: d.pop("plan")))],
         ["plan", "required field is missing"],
     ),
+    (
+        "target-unknown-framework",
+        lambda t: ["plan", *SMALL, "--target", "deepspeed", "-o", str(t / "p.json")],
+        ["--target", "deepspeed", "verl, roll"],
+    ),
+    (
+        "target-on-a-problem-without-one",
+        lambda t: ["plan", "rollout", "--target", "verl", "-o", str(t / "p.json")],
+        ["--target verl", "rollout", "placement"],
+    ),
+    (
+        "target-in-a-problem-file-unknown",
+        lambda t: [
+            "plan",
+            str(
+                _text(
+                    t,
+                    "prob.yaml",
+                    yaml.safe_dump(
+                        {
+                            "problem": "placement",
+                            "cluster": "small-8",
+                            "workflow": "grpo-sync-qwen3-4b",
+                            "target": {"framework": "deepspeed"},
+                        }
+                    ),
+                )
+            ),
+            "-o",
+            str(t / "p.json"),
+        ],
+        ["prob.yaml", "target", "deepspeed"],
+    ),
     # silently lax before
     (
         "export-to-stdout",

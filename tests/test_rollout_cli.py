@@ -52,8 +52,7 @@ def test_plan_then_validate_evaluate_export_and_simulate(tmp_path):
     )
     roll = yaml.safe_load((tmp_path / "plan.roll.yaml").read_text())
     assert (
-        roll["roll"]["rollout_batch_size"] == 4
-        and roll["roll"]["max_prompts_ratio"] == doc["plan"]["eta_prompts"]
+        roll["rollout_batch_size"] == 4 and roll["max_prompts_ratio"] == doc["plan"]["eta_prompts"]
     )
     assert (tmp_path / "p.png").stat().st_size > 10_000
     assert run_cli("validate", str(plan)).returncode == 0

@@ -3,8 +3,8 @@
 rlplan's space (``costmodels.placement.space``) holds plans no framework runs as planned. With a
 target, every solver searches only the plans the framework runs, so the plan returned is the best
 runnable one, and the validator rejects the rest. The rules are read from the frameworks' source
-(revisions in ``costmodels.placement.export``); each names where it comes from. They act at three
-levels of HetRL §3.2, which is where every solver builds its plans:
+(revisions in ``costmodels.placement.verl_export`` and ``roll_export``); each names where it
+comes from. They act at three levels of HetRL §3.2, which is where every solver builds its plans:
 
 * **task groupings** (Level 1), :meth:`FrameworkRules.admits_subset`: which tasks may share a GPU
   group;
@@ -34,7 +34,7 @@ levels of HetRL §3.2, which is where every solver builds its plans:
   ``train_batch_size * rollout.n`` divisible by ``megatron_dp * ppo_micro_batch_size_per_gpu``).
 
 **ROLL** (``roll/pipeline/rlvr/rlvr_config.py``, ``roll/configs/worker_config.py``; rules in
-``costmodels.placement.export``): ``actor_train`` and ``actor_infer`` are on the same GPUs
+``costmodels.placement.roll_export``): ``actor_train`` and ``actor_infer`` are on the same GPUs
 (co-located; only a synchronous pipeline) or on disjoint ones (async needs them apart); the
 reference sits on exactly ``actor_train``'s GPUs; the critic worker both computes values and
 trains (one layout); batches and layers split evenly; the training DP divides the rollout batch's
@@ -124,6 +124,8 @@ class FrameworkRules:
             wf = problem.workflow
             if (wf.global_batch * wf.responses_per_prompt) % cfg.dp:
                 return False  # the training DP divides an iteration's samples
+            if self.framework == "roll" and task == ACTOR_TRAINING and wf.global_batch % cfg.dp:
+                return False  # ROLL: rollout_batch_size (prompts) divisible by actor_train's DP
         return True
 
     def ties(self, problem: PlacementProblem) -> tuple[tuple[str, str], ...]:
@@ -210,9 +212,14 @@ class FrameworkRules:
         if self.framework == "verl" and task in (ACTOR_GENERATION, REWARD_INFERENCE):
             return "is not servable: verl's vLLM rollout has no pipeline parallelism"
         wf = problem.workflow
+        prompts = (
+            f" (ROLL: nor the {wf.global_batch} prompts of rollout_batch_size)"
+            if self.framework == "roll" and task == ACTOR_TRAINING
+            else ""
+        )
         return (
             f"does not divide the {wf.global_batch * wf.responses_per_prompt} samples of an "
-            "iteration evenly over the training DP"
+            f"iteration evenly over the training DP{prompts}"
         )
 
 

@@ -8,7 +8,6 @@ from costmodels.cluster import ClusterSpec
 from costmodels.placement.canned import canned_placements
 from costmodels.placement.check import check_placement
 from costmodels.placement.cost import evaluate_placement
-from costmodels.placement.export import export_roll
 from costmodels.placement.frameworks import FRAMEWORKS
 from costmodels.placement.plot import plot_placement
 from costmodels.placement.presets import placement_presets
@@ -18,6 +17,7 @@ from costmodels.placement.problem import (
     PlacementPlan,
     PlacementProblem,
 )
+from costmodels.placement.roll_export import export_roll
 from costmodels.placement.summary import placement_cost_table, placement_summary
 from costmodels.placement.verl_export import export_verl
 from costmodels.problem import ProblemKind, SolverEntry, SpecField

@@ -93,8 +93,15 @@ def rollout_summary(
     )
 
 
+#: RLVRConfig fields that exist in RollPacker's fork of ROLL and not upstream (a field-set diff of
+#: the two sources, tests/data/roll/README.md)
+ROLLPACKER_ONLY_KEYS = frozenset({"max_prompts_ratio", "max_num_return_sequences"})
+ROLLPACKER_REVISION = "Farrrrland/RollPacker @ 1134217"
+
+
 def export_roll(problem: RolloutProblem, plan: RolloutPlan) -> dict[str, Any]:
-    """The plan as RollPacker's ROLL-based config: the keys its artifact reads where they exist,
+    """The plan as RollPacker's ROLL-based config: the top-level keys its artifact reads where
+    they exist (``document``; those only the fork has are named in ``needs_rollpacker_fork``),
     the rest as notes (its fork fixes them in code)."""
     wl = problem.workload
     keys = {
@@ -145,4 +152,18 @@ def export_roll(problem: RolloutProblem, plan: RolloutPlan) -> dict[str, Any]:
             f"stream trainer: free {plan.scale_fraction:.0%} of rollout ranks {when}; the fork "
             "scales at 40% with half the ranks"
         )
-    return {"roll": keys, "notes": notes}
+    fork_only = sorted(k for k in keys if k in ROLLPACKER_ONLY_KEYS)
+    comments = [
+        "RollPacker's ROLL-based RLVR config from an rlplan rollout plan; top-level RLVRConfig "
+        "fields.",
+        f"Needs the RollPacker fork ({ROLLPACKER_REVISION}): {', '.join(fork_only)}; upstream "
+        "ROLL drops them without a word.",
+        *notes,
+    ]
+    return {
+        "framework": "roll (RollPacker fork)",
+        "document": keys,
+        "comments": comments,
+        "needs_rollpacker_fork": fork_only,
+        "notes": notes,
+    }

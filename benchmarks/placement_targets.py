@@ -1,0 +1,122 @@
+"""What planning for a framework costs (``rlplan plan --target verl|roll``) on the four HetRL §5.2
+testbed scenarios (64 GPUs of three types): the best plan each framework runs against the best
+plan of rlplan's whole space, same solver, seed and work budget, side by side in one run.
+
+SHA-EA on its default work budget (deterministic: same plan on any machine; 64 GPUs are beyond
+the ILP's reach, so the ratios are between two SHA-EA searches, not two optima). Every plan is
+checked by the validator, with the target's rules, before it is counted.
+
+    python -m benchmarks.placement_targets --out benchmarks/results/placement-targets
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.publish import command_line, write_csv, write_json
+from costmodels.placement.check import check_placement
+from planner import solve
+from planner.io import build_problem
+
+SCENARIOS = ("single-region", "multi-region-hybrid", "multi-country", "multi-continent")
+WORKFLOWS = ("grpo-sync-qwen3-8b", "ppo-async-qwen3-8b")
+TARGETS = (None, "verl", "roll")
+
+
+def run_one(scenario: str, workflow: str, target: str | None, solver: str) -> dict[str, Any]:
+    fields: dict[str, Any] = {"cluster": f"hetrl-{scenario}", "workflow": workflow}
+    if target is not None:
+        fields["target"] = {"framework": target}
+    problem = build_problem("placement", fields)
+    t0 = time.perf_counter()
+    r = solve(problem, solver, seed=0)
+    wall = time.perf_counter() - t0
+    bad = check_placement(problem, r.plan) if r.plan is not None else []
+    groups = [sorted(g.tasks) for g in r.plan.groups] if r.plan is not None else []
+    return {
+        "scenario": scenario,
+        "workflow": workflow,
+        "target": target or "none",
+        "solver": solver,
+        "status": r.status.value,
+        "objective": r.objective,
+        "valid": r.plan is not None and not bad,
+        "groups": len(groups),
+        "grouping": " | ".join("+".join(g) for g in groups),
+        "deterministic": r.deterministic,
+        "wall_s": round(wall, 2),
+    }
+
+
+def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each target's objective over the unrestricted one of the same scenario and workflow."""
+    free = {(r["scenario"], r["workflow"]): r["objective"] for r in rows if r["target"] == "none"}
+    out = []
+    for r in rows:
+        base = free.get((r["scenario"], r["workflow"]))
+        out.append(
+            {
+                **r,
+                "ratio_to_unrestricted": (
+                    r["objective"] / base if base and r["objective"] is not None else None
+                ),
+            }
+        )
+    return out
+
+
+def report(rows: list[dict[str, Any]], command: str) -> str:
+    lines = [
+        "# What planning for a framework costs: HetRL testbed scenarios",
+        "",
+        f"Made by `{command}`. SHA-EA, seed 0, default work budget (deterministic). Ratio: the "
+        "target's predicted iteration time over the unrestricted plan's (1.00 = free).",
+        "",
+        "| scenario | workflow | unrestricted s/it | verl s/it (ratio) | ROLL s/it (ratio) |",
+        "|---|---|---|---|---|",
+    ]
+    by = {(r["scenario"], r["workflow"], r["target"]): r for r in rows}
+    for s in SCENARIOS:
+        for w in WORKFLOWS:
+            cells = []
+            for t in ("none", "verl", "roll"):
+                r = by.get((s, w, t))
+                if r is None or r["objective"] is None:
+                    cells.append("no plan")
+                elif t == "none":
+                    cells.append(f"{r['objective']:.1f}")
+                else:
+                    cells.append(f"{r['objective']:.1f} ({r['ratio_to_unrestricted']:.3f})")
+            lines.append(f"| {s} | {w} | " + " | ".join(cells) + " |")
+    lines += ["", "Groupings chosen:", ""]
+    for r in rows:
+        lines.append(f"- {r['scenario']} / {r['workflow']} / {r['target']}: {r['grouping']}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=Path("benchmarks/results/placement-targets"))
+    ap.add_argument("--solver", default="sha-ea")
+    ap.add_argument("--scenarios", nargs="*", default=list(SCENARIOS))
+    ap.add_argument("--workflows", nargs="*", default=list(WORKFLOWS))
+    args = ap.parse_args(argv)
+    rows = []
+    for s in args.scenarios:
+        for w in args.workflows:
+            for t in TARGETS:
+                rows.append(run_one(s, w, t, args.solver))
+                print(rows[-1], flush=True)
+    rows = ratios(rows)
+    args.out.mkdir(parents=True, exist_ok=True)
+    command = command_line("benchmarks.placement_targets", argv)
+    write_csv(args.out / "targets.csv", rows)
+    write_json(args.out / "targets.json", {"command": command, "rows": rows})
+    (args.out / "report.md").write_text(report(rows, command))
+
+
+if __name__ == "__main__":
+    main()
