@@ -70,6 +70,13 @@ class _PlanFileBase(BaseModel):
     )
     violations: list[str] = Field(default_factory=list)
     breakdown: dict[str, Any] = Field(default_factory=dict)
+    target_cost: dict[str, Any] | None = Field(
+        default=None,
+        description=(
+            "planned with --target: the framework, this plan's objective, the same solve's "
+            "objective and status without the restriction, and their ratio"
+        ),
+    )
 
 
 def _inputs_model(kind: ProblemKind) -> type[BaseModel]:
@@ -160,6 +167,8 @@ def result_to_dict(result: Result, registry: Registry | None = None) -> dict[str
         "breakdown": result.breakdown,
         "inputs": result.problem.to_inputs(),
     }
+    if result.stats.get("target"):
+        doc["target_cost"] = result.stats["target"]
     doc = json_safe(doc)
     plan_file_adapter(registry).validate_python(doc)  # what we write must be what we publish
     return doc

@@ -6,6 +6,7 @@ every ROLL export loads strictly into ROLL's RLVR config fields (read from its s
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from heuristics.placement.colocated import colocated_plan
 from planner import solve
 from planner.cli import export_text
 from planner.io import build_problem
+from tests.conftest import run_cli, run_cli_pty
 from tests.framework_configs import compose_verl, roll_fields, strict_roll_errors
 
 NET = {"intra_zone": {"bandwidth_gbps": 100, "latency_ms": 0.05}}
@@ -351,3 +353,35 @@ def test_rollout_export_needs_the_fork_for_what_only_the_fork_has():
     upstream = strict_roll_errors(doc["document"], roll_fields())
     assert sorted(e.split(":")[0] for e in upstream) == doc["needs_rollpacker_fork"]
     assert set(doc["needs_rollpacker_fork"]) <= ROLLPACKER_ONLY_KEYS
+
+
+def test_plan_target_through_the_cli_as_a_user_runs_it(tmp_path):
+    """``rlplan plan --target verl --export verl`` on a terminal and without: the restriction's
+    cost under the summary and in the plan file, which validates with the target's rules."""
+    problem = tmp_path / "prob.yaml"
+    problem.write_text(
+        yaml.safe_dump(
+            {"problem": "placement", "cluster": MIXED, "workflow": _workflow("grpo", "async")}
+        )
+    )
+    out = tmp_path / "plan.json"
+    args = ["plan", str(problem), "--solver", "ilp", "--target", "verl", "--export", "verl"]
+    code, text = run_cli_pty(*args, "-o", str(out))
+    assert code == 0 and "--target verl:" in text and "against the best plan" in text
+    r = run_cli(*args, "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["inputs"]["target"] == {"framework": "verl"}
+    cost = doc["target_cost"]
+    assert cost["framework"] == "verl" and cost["ratio"] >= 1 - 1e-9
+    export = yaml.safe_load((tmp_path / "plan.verl.yaml").read_text())
+    assert export["rule_violations"] == [] and export["command"].startswith("python -m verl")
+    assert run_cli("validate", str(out)).returncode == 0
+    # the same plan against ROLL's rules: co-located async plans are refused there
+    doc["inputs"]["target"] = {"framework": "roll"}
+    out.write_text(json.dumps(doc))
+    v = run_cli("validate", str(out))
+    colocated = len(doc["plan"]["groups"]) == 1
+    assert (v.returncode != 0) == colocated and (
+        not colocated or "roll-runnable" in v.stdout + v.stderr
+    )

@@ -150,7 +150,7 @@ def export_roll(problem: PlacementProblem, plan: PlacementPlan) -> dict[str, Any
         notes.append(
             "heterogeneous cluster: ROLL numbers nodes itself (by Ray's GPU node order or "
             "NODE_RANK), not by this plan's node order, so start the nodes in the order of "
-            "gpu_ranks below or the GPU types behind each rank differ from the plan"
+            "GPU ranks above or the GPU types behind each rank differ from the plan"
         )
     names = {t.name for t in problem.tasks}
     wf = problem.workflow
