@@ -293,3 +293,30 @@ def test_sha_ea_is_never_worse_than_any_baseline_on_random_clusters(seed, workfl
     for name, r in baselines.items():
         if r.objective is not None:
             assert ours.objective <= r.objective * (1 + 1e-9), (name, r.objective, ours.objective)
+
+
+@pytest.mark.parametrize("framework", ["verl", "roll"])
+@pytest.mark.parametrize(
+    "name", ["one-zone-grpo-sync", "three-zones-grpo-async", "pair-ppo-sync", "pair-ppo-async"]
+)
+def test_ilp_equals_brute_force_under_a_framework_target(name, framework):
+    """--target restricts the ILP's space and brute force's alike (costmodels.placement.
+    frameworks): the two optima agree, both plans pass the validator with the framework's rules,
+    SHA-EA's plan does too, and no restricted optimum beats the unrestricted one."""
+    cluster, wf = (
+        (PAIR, workflow("ppo", mode="async", dbs=4))
+        if name == "pair-ppo-async"
+        else (INSTANCES[name])
+    )
+    fields = {"cluster": cluster, "workflow": wf}
+    problem = build_problem("placement", {**fields, "target": {"framework": framework}})
+    brute = solve_placement_bruteforce(problem)
+    ilp = solve_placement_ilp(problem)
+    assert brute.status is Status.OPTIMAL and ilp.status is Status.OPTIMAL
+    assert ilp.objective == pytest.approx(brute.objective, rel=1e-6)
+    assert framework in ilp.message and check_placement(problem, ilp.plan) == []
+    assert check_placement(problem, brute.plan) == []
+    heuristic = solve(problem, "sha-ea")
+    assert heuristic.success and heuristic.objective >= ilp.objective * (1 - 1e-9)
+    free = solve_placement_ilp(build_problem("placement", fields))
+    assert ilp.objective >= free.objective * (1 - 1e-9)

@@ -137,6 +137,11 @@ def solve_placement_bruteforce(
         plan=keep.plan,
         objective=keep.best,
         bound=keep.best,
-        message=f"exhaustive over {keep.offered} plans",
+        message=f"exhaustive over {keep.offered} plans"
+        + (
+            f" that {problem.target.framework} runs (--target)"
+            if problem.target.framework is not None
+            else ""
+        ),
         stats=stats,
     )

@@ -663,6 +663,8 @@ class PlacementILP:
                 f"optimal after {self.pool.expansions} pair expansions in "
                 f"{self.stats.get('iterations', 0)} master solves"
             )
+            if self.pool.rules is not None:  # a restriction of rlplan's space: say so
+                msg += f", over the plans {self.pool.rules.framework} runs (--target)"
             return SolverOutput(
                 Status.OPTIMAL, plan=plan, objective=cost, bound=cost, message=msg, stats=self.stats
             )
