@@ -12,6 +12,7 @@ checked by the validator, with the target's rules, before it is counted.
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -97,13 +98,50 @@ def report(rows: list[dict[str, Any]], command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def plot(rows: list[dict[str, Any]], path: Path) -> None:
+    """Bars of each target's ratio to the unrestricted plan, per scenario and workflow."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    by = {(r["scenario"], r["workflow"], r["target"]): r for r in rows}
+    labels = [f"{s}\n{w}" for s in SCENARIOS for w in WORKFLOWS]
+    fig, ax = plt.subplots(figsize=(11, 4))
+    width = 0.38
+    for i, target in enumerate(("verl", "roll")):
+        values = [
+            (by.get((s, w, target)) or {}).get("ratio_to_unrestricted") or 0.0
+            for s in SCENARIOS
+            for w in WORKFLOWS
+        ]
+        xs = [k + (i - 0.5) * width for k in range(len(labels))]
+        ax.bar(xs, values, width, label=f"--target {target}")
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks(range(len(labels)), labels, fontsize=7)
+    ax.set_ylabel("iteration time / unrestricted")
+    ax.set_title("What planning for a framework costs (SHA-EA, HetRL testbed, 64 GPUs)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/placement-targets"))
     ap.add_argument("--solver", default="sha-ea")
     ap.add_argument("--scenarios", nargs="*", default=list(SCENARIOS))
     ap.add_argument("--workflows", nargs="*", default=list(WORKFLOWS))
+    ap.add_argument(
+        "--replot", action="store_true", help="redraw report and plot from --out's targets.json"
+    )
     args = ap.parse_args(argv)
+    if args.replot:
+        doc = json.loads((args.out / "targets.json").read_text())
+        (args.out / "report.md").write_text(report(doc["rows"], doc["command"]))
+        plot(doc["rows"], args.out / "targets.png")
+        return
     rows = []
     for s in args.scenarios:
         for w in args.workflows:
@@ -116,6 +154,7 @@ def main(argv: list[str] | None = None) -> None:
     write_csv(args.out / "targets.csv", rows)
     write_json(args.out / "targets.json", {"command": command, "rows": rows})
     (args.out / "report.md").write_text(report(rows, command))
+    plot(rows, args.out / "targets.png")
 
 
 if __name__ == "__main__":

@@ -59,9 +59,13 @@ def solve_colocated(
         keep.offer(plan)
     stats = {"candidates": keep.offered, "feasible": keep.offered - keep.rejected}
     if keep.plan is None:
-        return SolverOutput(
-            Status.INFEASIBLE, message="no co-located configuration fits in GPU memory", stats=stats
+        fw = problem.target.framework
+        why = (
+            f"no co-located configuration fits in GPU memory and runs in {fw} (--target)"
+            if fw is not None
+            else "no co-located configuration fits in GPU memory"
         )
+        return SolverOutput(Status.INFEASIBLE, message=why, stats=stats)
     msg = (
         "time limit reached during the sweep" if timed_out else "best of the full verl-style sweep"
     )
