@@ -19,7 +19,8 @@ comes from. They act at three levels of HetRL §3.2, which is where every solver
   under one_step_off; ``main_ppo.py`` ``TaskRunner.init_resource_pool_mgr``): the trainer-side
   tasks share one group. Generation is in that group (``main_ppo``) or alone in the rollout pool
   (one_step_off, which is one-step off-policy, so only for an async workflow; its trainer asserts
-  ``not hybrid_engine``). The reward model is in the trainer group or alone in ``reward_pool``.
+  ``not hybrid_engine``). The reward model is in the trainer group or alone in ``reward_pool``;
+  under one_step_off only alone (a standalone reward pool).
 * a pool is ``[n_gpus_per_node] * nnodes``: a group takes the same GPU count from every node it
   uses;
 * vLLM rollout and reward serving have no pipeline parallelism (``RolloutConfig.__post_init__``
@@ -83,7 +84,10 @@ class FrameworkRules:
         if self.framework == "verl":
             trainer = {n for n in VERL_TRAINER_SIDE if n in names}
             if s & trainer:
-                return trainer <= s  # the trainer pool is one group
+                # the trainer pool is one group; with generation apart (one_step_off) the reward
+                # model is served standalone (0.9.1 experimental/separation/utils.py asserts
+                # reward_model.nnodes > 0 there)
+                return trainer <= s and not (REWARD_INFERENCE in s and ACTOR_GENERATION not in s)
             if s == {ACTOR_GENERATION}:
                 return problem.workflow.mode == "async"  # one_step_off is off-policy
             return s == {REWARD_INFERENCE}  # the reward pool
