@@ -3,8 +3,10 @@ testbed scenarios (64 GPUs of three types): the best plan each framework runs ag
 plan of rlplan's whole space, same solver, seed and work budget, side by side in one run.
 
 SHA-EA on its default work budget (deterministic: same plan on any machine; 64 GPUs are beyond
-the ILP's reach, so the ratios are between two SHA-EA searches, not two optima). Every plan is
-checked by the validator, with the target's rules, before it is counted.
+the ILP's reach, so the ratios are between two SHA-EA searches, not two optima). Beside them, in
+the same run, the exact ratios on ``small-24`` (24 GPUs of the same three types), where the ILP
+proves every optimum, with SHA-EA's gap to each: how far the heuristic's ratios can be trusted.
+Every plan is checked by the validator, with the target's rules, before it is counted.
 
     python -m benchmarks.placement_targets --out benchmarks/results/placement-targets
 """
@@ -27,8 +29,14 @@ WORKFLOWS = ("grpo-sync-qwen3-8b", "ppo-async-qwen3-8b")
 TARGETS = (None, "verl", "roll")
 
 
-def run_one(scenario: str, workflow: str, target: str | None, solver: str) -> dict[str, Any]:
-    fields: dict[str, Any] = {"cluster": f"hetrl-{scenario}", "workflow": workflow}
+#: where the ILP proves the restricted and unrestricted optima (HetRL's three GPU types, 24 GPUs)
+EXACT_CLUSTER = "small-24"
+
+
+def run_one(
+    scenario: str, workflow: str, target: str | None, solver: str, cluster: str | None = None
+) -> dict[str, Any]:
+    fields: dict[str, Any] = {"cluster": cluster or f"hetrl-{scenario}", "workflow": workflow}
     if target is not None:
         fields["target"] = {"framework": target}
     problem = build_problem("placement", fields)
@@ -54,10 +62,14 @@ def run_one(scenario: str, workflow: str, target: str | None, solver: str) -> di
 
 def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each target's objective over the unrestricted one of the same scenario and workflow."""
-    free = {(r["scenario"], r["workflow"]): r["objective"] for r in rows if r["target"] == "none"}
+    free = {
+        (r["scenario"], r["workflow"], r["solver"]): r["objective"]
+        for r in rows
+        if r["target"] == "none"
+    }
     out = []
     for r in rows:
-        base = free.get((r["scenario"], r["workflow"]))
+        base = free.get((r["scenario"], r["workflow"], r["solver"]))
         out.append(
             {
                 **r,
@@ -79,7 +91,7 @@ def report(rows: list[dict[str, Any]], command: str) -> str:
         "| scenario | workflow | unrestricted s/it | verl s/it (ratio) | ROLL s/it (ratio) |",
         "|---|---|---|---|---|",
     ]
-    by = {(r["scenario"], r["workflow"], r["target"]): r for r in rows}
+    by = {(r["scenario"], r["workflow"], r["target"]): r for r in rows if r["solver"] == "sha-ea"}
     for s in SCENARIOS:
         for w in WORKFLOWS:
             cells = []
@@ -92,9 +104,31 @@ def report(rows: list[dict[str, Any]], command: str) -> str:
                 else:
                     cells.append(f"{r['objective']:.1f} ({r['ratio_to_unrestricted']:.3f})")
             lines.append(f"| {s} | {w} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        f"## Exact, on {EXACT_CLUSTER} (ILP optima; SHA-EA's objective over the ILP's in brackets)",
+        "",
+        "| workflow | target | ILP s/it | ratio to unrestricted | SHA-EA / ILP |",
+        "|---|---|---|---|---|",
+    ]
+    exact = {
+        (r["workflow"], r["target"], r["solver"]): r for r in rows if r["scenario"] == EXACT_CLUSTER
+    }
+    for w in WORKFLOWS:
+        for t in ("none", "verl", "roll"):
+            ilp, sha = exact.get((w, t, "ilp")), exact.get((w, t, "sha-ea"))
+            if ilp is None or ilp["objective"] is None:
+                continue
+            gap = f"{sha['objective'] / ilp['objective']:.3f}" if sha and sha["objective"] else "-"
+            lines.append(
+                f"| {w} | {t} | {ilp['objective']:.1f} ({ilp['status']}) | "
+                f"{ilp['ratio_to_unrestricted']:.3f} | {gap} |"
+            )
     lines += ["", "Groupings chosen:", ""]
     for r in rows:
-        lines.append(f"- {r['scenario']} / {r['workflow']} / {r['target']}: {r['grouping']}")
+        lines.append(
+            f"- {r['scenario']} / {r['workflow']} / {r['target']} ({r['solver']}): {r['grouping']}"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -105,7 +139,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    by = {(r["scenario"], r["workflow"], r["target"]): r for r in rows}
+    by = {(r["scenario"], r["workflow"], r["target"]): r for r in rows if r["solver"] == "sha-ea"}
     labels = [f"{s}\n{w}" for s in SCENARIOS for w in WORKFLOWS]
     fig, ax = plt.subplots(figsize=(11, 4))
     width = 0.38
@@ -147,6 +181,11 @@ def main(argv: list[str] | None = None) -> None:
         for w in args.workflows:
             for t in TARGETS:
                 rows.append(run_one(s, w, t, args.solver))
+                print(rows[-1], flush=True)
+    for w in args.workflows:
+        for t in TARGETS:
+            for solver in ("ilp", "sha-ea"):
+                rows.append(run_one(EXACT_CLUSTER, w, t, solver, cluster=EXACT_CLUSTER))
                 print(rows[-1], flush=True)
     rows = ratios(rows)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -294,3 +294,34 @@ def test_table2_ordering_on_a_small_job(seed):
         b["rollout_s_by_kind"]["short"] * 2
         < evaluate_rollout(pr, verl_plan(wl))[1]["rollout_s_by_kind"]["plain"]
     )
+
+
+def test_an_oversized_judge_is_refused_naming_the_judge_and_its_memory():
+    """A Qwen2.5-72B judge beside 7B rollout on H800s (RollPacker §4.3's co-located judge): its
+    resident weights alone exceed what the engine may use of one GPU, so every plan is refused,
+    synchronous (the whole judge on each GPU) or asynchronous (half of it resident)."""
+    import copy
+
+    from costmodels.rollout.kind import KIND
+    from costmodels.rollout.plan import RolloutPlan
+    from planner.io import build_problem
+    from planner.presets import get_preset
+
+    job = copy.deepcopy(get_preset("rollout-7b-8k").data())
+    job["workload"].setdefault("reward", {})["judge_worker"] = {"model": "Qwen2.5-72B"}
+    problem = build_problem("rollout", {"job": job})
+    for reward in ("sync", "async"):
+        found = KIND.check(problem, RolloutPlan(short_tp=2, long_tp=2, reward=reward))
+        text = " ".join(str(v) for v in found if v.constraint == "judge-memory")
+        assert "Qwen2.5-72B" in text and "GB" in text, found
+    from planner import solve
+
+    refused = solve(problem, "search")
+    assert not refused.success and "Qwen2.5-72B" in refused.message
+    # the shipped 7B judge fits beside every TP the job allows
+    fine = build_problem("rollout", {"job": get_preset("rollout-7b-8k").data()})
+    assert not [
+        v
+        for v in KIND.check(fine, RolloutPlan(short_tp=2, long_tp=2, reward="async"))
+        if v.constraint == "judge-memory"
+    ]

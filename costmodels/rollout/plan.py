@@ -41,10 +41,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from costmodels.catalog import get_gpu, get_model
 from costmodels.decode import Instance, feasible_tps
+from costmodels.memory import GB
 from costmodels.rollout.reward import adaptive_timeout, sandbox_times, score
 from costmodels.rollout.rounds import EpochResult, RoundResult, launch_count, simulate_epoch
 from costmodels.rollout.stream import PAPER_MILESTONES, ScaleRule, train_finish
 from costmodels.rollout.workload import PromptPool, RolloutWorkload
+from costmodels.transformer import BYTES_BF16, total_params
 from costmodels.violations import Violation
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
@@ -264,12 +266,62 @@ def _cut_share(workload: RolloutWorkload, lam: float, seed: int) -> float:
     return sum(shares) / len(shares) if shares else 0.0
 
 
+def judge_memory_violations(wl: RolloutWorkload, plan: RolloutPlan) -> list[Violation]:
+    """Whether the LLM judge fits where the plan runs it (RollPacker §4.3, ``reward`` module doc).
+
+    Asynchronous reward co-locates one judge per server with rollout: ``(1 - offload_fraction)``
+    of its BF16 weights stay on one GPU of the server, beside that GPU's share of a rollout
+    instance (its weights / TP), and that instance must still hold the KV cache of one longest
+    request (:func:`rollout_tps`'s admission floor), which TP spreads evenly, so the GPU holding
+    the judge is the one that binds. Synchronous reward loads the whole judge on every rollout GPU
+    after rollout (the data-parallel judge ``reward._judge`` costs), so its weights must fit in what
+    the serving engine may use of one GPU."""
+    if wl.reward.judge <= 0:
+        return []
+    js = wl.reward.judge_worker
+    model, gpu = get_model(wl.model), get_gpu(wl.gpu)
+    judge_gb = BYTES_BF16 * total_params(get_model(js.model)) / GB
+    out = []
+    if plan.reward == "sync":
+        inst = Instance(model, gpu, plan.short_tp)
+        usable = gpu.memory_gb * inst.params.memory_utilization - inst.params.activation_reserve_gb
+        if judge_gb > usable:
+            out.append(
+                Violation(
+                    "judge-memory",
+                    f"judge {js.model} needs {judge_gb:.1f} GB of weights on every rollout GPU "
+                    f"(synchronous reward); a {gpu.name} has {usable:.1f} GB for the engine",
+                )
+            )
+        return out
+    resident = (1 - js.offload_fraction) * judge_gb
+    need_tokens = math.ceil(wl.lengths.prompt_median * 4 + wl.max_response)
+    for tp in sorted({plan.short_tp, plan.long_tp}):
+        inst = Instance(model, gpu, tp)
+        usable = gpu.memory_gb * inst.params.memory_utilization - inst.params.activation_reserve_gb
+        kv = need_tokens * inst.kv_gb_per_token() / tp
+        need = resident + inst.weights_gb_per_gpu() + kv
+        if need > usable + 1e-9:
+            out.append(
+                Violation(
+                    "judge-memory",
+                    f"judge {js.model} co-located with TP{tp} rollout: {resident:.1f} GB of its "
+                    f"weights ({1 - js.offload_fraction:.0%} resident) + "
+                    f"{inst.weights_gb_per_gpu():.1f} GB of {wl.model} + {kv:.1f} GB of KV for "
+                    f"one {need_tokens}-token request = {need:.1f} GB on one {gpu.name}, which "
+                    f"has {usable:.1f} GB for the engine",
+                )
+            )
+    return out
+
+
 def check_rollout(problem: Any, plan: RolloutPlan) -> list[Violation]:
     """Independent validator: TP groups inside a server with KV room, speculation the dataset can
     feed, a scale-down that frees whole replicas and leaves rollout some, the timeout's signal
-    loss within the workload's bound."""
+    loss within the workload's bound, and an LLM judge that fits beside rollout
+    (:func:`judge_memory_violations`)."""
     wl: RolloutWorkload = problem.workload
-    out: list[Violation] = []
+    out: list[Violation] = judge_memory_violations(wl, plan)
     allowed = rollout_tps(wl)
     for name in ("short_tp", "long_tp"):
         tp = getattr(plan, name)

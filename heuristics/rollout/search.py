@@ -139,10 +139,17 @@ def solve_search(  # noqa: C901
         if exhaustive:
             seen = offer_all(problem, keep, deadline, trace, budget)
         else:
-            for start in (paper_plan(wl), verl_plan(wl)):
+            starts = (paper_plan(wl), verl_plan(wl))
+            for start in starts:
                 keep.offer(start)
             trace.record(keep.best, keep.offered)
             report()
+            if keep.plan is None:  # the local search moves from a valid plan: there is none
+                why = check_rollout(problem, starts[0])
+                return SolverOutput(
+                    Status.INFEASIBLE,
+                    message=f"neither the paper's nor veRL's settings are valid here: {why[0]}",
+                )
             rng = random.Random(seed)
             dims: list[tuple[str, Any]] = [
                 ("eta", eta_options),
