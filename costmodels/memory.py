@@ -28,6 +28,13 @@ from costmodels.workflow import TaskKind
 
 GB = 1e9
 
+#: mixed-precision Adam: BF16 weights (2 B) and FP32 gradients (4 B) per parameter, sharded over
+#: a replica's model-parallel GPUs; FP32 master weights and two Adam moments (12 B), sharded over
+#: the data-parallel GPUs by the distributed optimizer (Megatron-LM; ZeRO, Rajbhandari et al. 2020)
+WEIGHT_GRAD_BYTES_PER_PARAM = BYTES_BF16 + BYTES_FP32
+OPTIMIZER_BYTES_PER_PARAM = 3 * BYTES_FP32
+TRAIN_STATE_BYTES_PER_PARAM = WEIGHT_GRAD_BYTES_PER_PARAM + OPTIMIZER_BYTES_PER_PARAM
+
 
 @dataclass(frozen=True)
 class TaskletMemory:

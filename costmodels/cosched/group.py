@@ -44,6 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from costmodels.catalog import get_gpu, get_model
 from costmodels.cosched.problem import CoscheduleProblem, RLJobSpec, table_host_memory
+from costmodels.memory import TRAIN_STATE_BYTES_PER_PARAM
 from costmodels.violations import Violation
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
@@ -170,10 +171,6 @@ class GroupState:
             colocated=self.colocated,
             jobs=[Member(name=m, rollout=list(self.pins[m])) for m in self.members],
         )
-
-
-#: bytes per parameter of a training job's state on the pool's GPUs (module doc)
-TRAIN_STATE_BYTES_PER_PARAM = 2.0 + 4.0 + 12.0
 
 
 def train_state_gb_per_gpu(m: CoschedModel, job: JobModel, train_nodes: int) -> float:

@@ -10,10 +10,16 @@ heads and the GPUs, inside one server, ``costmodels.decode.feasible_tps``):
   allowed size down), and the count starts again.
 
 This is the paper's rule as it reads; what it leaves open we chose: p_{k-1} = 0 and p_k > 0 is a
-rise; the first step has no predecessor and never triggers. The rule sees only what a running
-system shows (the preemption counter), so it lives next to the round simulation as a mechanism
-a plan can ask for (``tp_rule: adaptive``); the model-based alternative is to *search* the TP per
-round type on the simulator (``heuristics.rollout.search``).
+rise; the first step has no predecessor and never triggers. On its own it can lose: when no
+setting preempts, only "halve after four calm steps" ever fires and TP falls to the smallest,
+whose decode is slowest (§4.2 itself says larger TP pays off in long rounds). The ``guarded``
+plan (``costmodels.rollout.rounds.simulate_epoch``) applies a change only when the last round,
+replayed at the new TP, runs faster: a latency guard a systems engineer would add. The
+artifact has neither: it runs a statically configured second TP for long rounds
+(``multi_infer_tp``), a ``fixed`` plan with ``long_tp`` ≠ ``short_tp``. The rule sees only
+what a running system shows (the preemption counter), so it lives next to the round simulation
+as a mechanism a plan can ask for (``tp_rule: adaptive``); the model-based alternative is to
+*search* the TP per round type on the simulator (``heuristics.rollout.search``).
 """
 
 from __future__ import annotations

@@ -7,7 +7,12 @@ one epoch and time every step.
 ``eta_prompts`` η_P      short rounds launch ⌈η_P P0⌉ prompts (ROLL: ``max_prompts_ratio``)
 ``eta_responses`` η_R    ... with ⌈η_R R0⌉ responses each (ROLL: ``max_num_return_sequences``)
 ``short_tp``, ``long_tp``  rollout TP of short and long rounds (fixed per round type)
-``tp_rule``              ``fixed``, or ``adaptive``: the §4.2 preemption rule from ``short_tp``
+``tp_rule``              ``fixed`` (a static second TP for long rounds is the artifact's
+                         ``multi_infer_tp``), ``adaptive`` (the §4.2 preemption rule from
+                         ``short_tp``) or ``guarded`` (the rule, applied only when the round time
+                         projected at the new TP improves)
+``race``                 ``scored`` (a prompt is done when R0 responses are scored, the
+                         artifact's, under async reward) or ``generated``
 ``reward``               ``sync`` (score after rollout) or ``async`` (score as responses complete)
 ``timeout``              sandbox timeout ``fixed`` (T_max) or ``adaptive`` with ``timeout_lambda``
 ``scale``                stream trainer: ``off``, ``adaptive`` (milestones 20-50% + KV check) or
@@ -23,8 +28,11 @@ mix of short and long rounds. Step k (one round) takes
     T_k = the last gradient's time: rollout R_k, then the reward stage, then training
 
 where rewards come from ``costmodels.rollout.reward`` (sync: all submitted at R_k; async: each at
-its completion) and training from the fluid of ``costmodels.rollout.stream`` (a prompt trains once
-its group is scored; under sync reward, after the whole reward stage, as veRL runs it). The
+its completion, and in a short round racing on scores inside R_k) and training from the fluid of
+``costmodels.rollout.stream``. Training overlaps the reward tail only through the stream trainer
+(§4.4): without it the batch trains once all of it is scored (veRL after its reward stage; the
+artifact's ``get_batch`` returns when every kept prompt is scored); with it (and asynchronous
+reward) a group trains once its own scores are in. The
 breakdown splits S_k into rollout (R_k), the exposed reward (max(0, reward end − R_k)), the
 exposed training (the rest), the TP switch, and reports the rollout's idle GPU-seconds (bubbles)
 and the training done under rollout.
@@ -42,7 +50,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from costmodels.catalog import get_gpu, get_model
 from costmodels.decode import Instance, feasible_tps
 from costmodels.memory import GB
-from costmodels.rollout.reward import adaptive_timeout, sandbox_times, score
+from costmodels.rollout.reward import InlineScoring, adaptive_timeout, sandbox_times, score
 from costmodels.rollout.rounds import EpochResult, RoundResult, launch_count, simulate_epoch
 from costmodels.rollout.stream import PAPER_MILESTONES, ScaleRule, train_finish
 from costmodels.rollout.workload import PromptPool, RolloutWorkload
@@ -67,8 +75,13 @@ class RolloutPlan(BaseModel):
         gt=0, description="rollout TP of short (and plain) rounds; the start of the adaptive rule"
     )
     long_tp: int = Field(gt=0, description="rollout TP of long rounds")
-    tp_rule: Literal["fixed", "adaptive"] = "fixed"
+    tp_rule: Literal["fixed", "adaptive", "guarded"] = "fixed"
     reward: Literal["sync", "async"] = "sync"
+    race: Literal["scored", "generated"] = Field(
+        default="scored",
+        description="a short round's prompt is done when R0 responses are scored (the artifact, "
+        "under async reward) or when they finish generating",
+    )
     timeout: Literal["fixed", "adaptive"] = "fixed"
     timeout_lambda: float = Field(
         default=1.5, ge=1, le=100, description="λ of the adaptive timeout"
@@ -93,8 +106,20 @@ class RolloutPlan(BaseModel):
             self.scale_at if self.scale == "fixed" else None,
             self.scale_fraction if self.scale != "off" else None,
         )
-        tps = (self.short_tp,) if self.tp_rule == "adaptive" else (self.short_tp, self.long_tp)
-        return (self.eta_prompts, self.eta_responses, self.tp_rule, tps, scale)
+        tps = (self.short_tp,) if self.tp_rule != "fixed" else (self.short_tp, self.long_tp)
+        # scored inline, the reward knobs time the race itself
+        inline = (
+            (self.timeout, self.timeout_lambda if self.timeout == "adaptive" else None)
+            if self.scores_inline()
+            else None
+        )
+        return (self.eta_prompts, self.eta_responses, self.tp_rule, tps, scale, inline)
+
+    def scores_inline(self) -> bool:
+        """Whether short rounds race on scored responses (``race: scored`` under asynchronous
+        reward with speculation; ``costmodels.rollout.rounds``)."""
+        speculative = self.eta_prompts > 1 or self.eta_responses > 1
+        return speculative and self.reward == "async" and self.race == "scored"
 
 
 def rollout_tps(workload: RolloutWorkload) -> list[int]:
@@ -119,11 +144,24 @@ def scale_rule(workload: RolloutWorkload, plan: RolloutPlan) -> ScaleRule | None
         plan.scale_fraction,
         check_kv=plan.scale == "adaptive",
         replica_gpus=workload.training.replica_gpus,
+        progress="responses" if plan.scale == "adaptive" else "prompts",
+    )
+
+
+def inline_scoring(workload: RolloutWorkload, plan: RolloutPlan) -> InlineScoring | None:
+    """How short rounds are scored while they run, when the plan races on scores."""
+    if not plan.scores_inline():
+        return None
+    return InlineScoring(
+        plan.timeout == "adaptive",
+        plan.timeout_lambda,
+        launch_count(plan.eta_responses, workload.responses_per_prompt),
     )
 
 
 def simulate(workload: RolloutWorkload, plan: RolloutPlan, seed: int) -> EpochResult:
-    """The plan's rollout for one epoch (no reward or training yet)."""
+    """The plan's rollout for one epoch (short rounds scored inline when the plan races on
+    scores; long rounds' reward and all training are timed by :func:`step_times`)."""
     return simulate_epoch(
         workload,
         eta_prompts=plan.eta_prompts,
@@ -131,9 +169,11 @@ def simulate(workload: RolloutWorkload, plan: RolloutPlan, seed: int) -> EpochRe
         tp=plan.short_tp,
         long_tp=plan.long_tp,
         seed=seed,
-        adaptive_tp=plan.tp_rule == "adaptive",
+        adaptive_tp=plan.tp_rule != "fixed",
+        tp_guard=plan.tp_rule == "guarded",
         allowed_tps=rollout_tps(workload),
         scale=scale_rule(workload, plan),
+        scoring=inline_scoring(workload, plan),
     )
 
 
@@ -148,7 +188,7 @@ def step_times(
     """Time one step (module doc) from its simulated round."""
     G = workload.gpus
     attempt = 1 if r.kind == "long" else 0
-    rew = score(
+    rew = r.rewards or score(
         pool,
         r.responses,
         rollout_end=r.time_s,
@@ -161,11 +201,15 @@ def step_times(
     tokens: dict[int, float] = {}
     for p, _, out in r.responses:
         tokens[p] = tokens.get(p, 0) + pool.prompt_length(p) + out
-    # a group trains once all of it is scored; after a synchronous reward stage, once it all is
-    ready = rew.group_ready() if plan.reward == "async" else dict.fromkeys(tokens, rew.end_s)
-    work = [(ready[p], train_gpu_seconds(workload, tokens[p])) for p in tokens]
     replica = workload.training.replica_gpus
     usable = (r.scale.freed_gpus // replica) * replica
+    # the batch goes to training when all of it is scored (the artifact's get_batch returns
+    # then); only the stream trainer trains a group as soon as its scores are in (§4.4), on the
+    # GPUs it freed while rollout runs, then on every GPU through the reward tail
+    streaming = plan.reward == "async" and plan.scale != "off"
+    batch_ready = max(rew.end_s, r.time_s)
+    ready = rew.group_ready() if streaming else dict.fromkeys(tokens, batch_ready)
+    work = [(ready[p], train_gpu_seconds(workload, tokens[p])) for p in tokens]
     cap = plan.fetch_cap if plan.fetch == "once" else None
     end, overlapped = train_finish(
         work, gpus=G, freed_gpus=usable, scale_at=r.scale.time, rollout_end=r.time_s, fetch_cap=cap
@@ -315,13 +359,56 @@ def judge_memory_violations(wl: RolloutWorkload, plan: RolloutPlan) -> list[Viol
     return out
 
 
+def stream_trainer_memory_violations(wl: RolloutWorkload, plan: RolloutPlan) -> list[Violation]:
+    """Whether the GPUs the stream trainer frees can hold the training state (RollPacker §4.4:
+    they train while rollout runs, so they hold a replica's weights, gradients and optimizer
+    states). With the freed GPUs F rounded down to whole replicas of R GPUs and P parameters:
+
+        P · 6 B / R + P · 12 B / F  ≤  one GPU's memory
+
+    BF16 weights and FP32 gradients spread over the replica's GPUs, the FP32 master weights and
+    Adam moments over all F (the distributed optimizer; ``costmodels.memory``). Spreading the
+    weights over the whole replica (context-parallel ranks hold full layers) makes this the least
+    any split needs: a plan that fails it cannot train there."""
+    if plan.scale == "off":
+        return []
+    from costmodels.memory import OPTIMIZER_BYTES_PER_PARAM, WEIGHT_GRAD_BYTES_PER_PARAM
+
+    params = total_params(get_model(wl.model))
+    gpu = get_gpu(wl.gpu)
+    replica = wl.training.replica_gpus
+    out = []
+    for tp in sorted({plan.short_tp, plan.long_tp}):
+        freed = math.floor(plan.scale_fraction * (wl.gpus // tp)) * tp
+        usable = (freed // replica) * replica
+        if usable == 0:
+            continue  # the scale-replica rule says so
+        need = (
+            params * WEIGHT_GRAD_BYTES_PER_PARAM / replica
+            + params * OPTIMIZER_BYTES_PER_PARAM / usable
+        ) / GB
+        if need > gpu.memory_gb + 1e-9:
+            out.append(
+                Violation(
+                    "scale-train-memory",
+                    f"the stream trainer's {usable} freed GPUs (TP{tp} rollout) hold {wl.model}'s "
+                    f"training state: {need:.1f} GB per GPU (weights and gradients over a "
+                    f"{replica}-GPU replica, optimizer states over all {usable}); a {gpu.name} "
+                    f"has {gpu.memory_gb:g} GB",
+                )
+            )
+    return out
+
+
 def check_rollout(problem: Any, plan: RolloutPlan) -> list[Violation]:
     """Independent validator: TP groups inside a server with KV room, speculation the dataset can
     feed, a scale-down that frees whole replicas and leaves rollout some, the timeout's signal
-    loss within the workload's bound, and an LLM judge that fits beside rollout
-    (:func:`judge_memory_violations`)."""
+    loss within the workload's bound, an LLM judge that fits beside rollout
+    (:func:`judge_memory_violations`) and freed GPUs that hold the training state
+    (:func:`stream_trainer_memory_violations`)."""
     wl: RolloutWorkload = problem.workload
     out: list[Violation] = judge_memory_violations(wl, plan)
+    out += stream_trainer_memory_violations(wl, plan)
     allowed = rollout_tps(wl)
     for name in ("short_tp", "long_tp"):
         tp = getattr(plan, name)
@@ -334,7 +421,7 @@ def check_rollout(problem: Any, plan: RolloutPlan) -> list[Violation]:
                     f"{wl.max_response}-token response)",
                 )
             )
-    if plan.tp_rule == "adaptive" and plan.long_tp != plan.short_tp:
+    if plan.tp_rule != "fixed" and plan.long_tp != plan.short_tp:
         out.append(
             Violation(
                 "adaptive-tp",

@@ -214,3 +214,102 @@ def _judge(
             for _, _, key in batch:
                 out[key] = now
     return out
+
+
+@dataclass(frozen=True)
+class InlineScoring:
+    """A short round scored while it runs (asynchronous reward in the artifact's race,
+    ``costmodels.rollout.rounds``): the timeout rule, and how many responses each prompt
+    launched (the sandbox draws are keyed on it, so a policy's estimate and the exact replay
+    draw the same run times)."""
+
+    adaptive: bool
+    lam: float
+    launched: int
+
+
+class InlineScorer:
+    """Score each response the moment it is submitted, in nondecreasing submission time, as
+    RollPacker's artifact does: its rollout scheduler (``DynamicSamplingScheduler.report_response``
+    in ``roll/distributed/scheduler/generate_scheduler.py`` of the fork) hands every finished
+    response to a reward worker at once, and a prompt counts as done when R0 of its responses are
+    *scored*.
+
+    ``submit(prompt, at, tokens)`` returns when the score is ready:
+
+    * rule and sandbox: first come, first served on the asynchronous worker pools (what
+      :func:`score` computes, online); a sandbox response is the j-th of its prompt to finish and
+      runs ``sandbox_times``' j-th draw over ``launched`` responses, cut at the prompt's timeout;
+    * judge: the co-located judges (one per server) take responses round-robin; a response that
+      finds its judge idle starts a batch and pays the weight stream (max(compute, stream) with
+      the layer-wise pipeline, the sum without); one that queues joins the backlog and pays its
+      compute plus its token share of one full batch's stream (``batch_tokens``). That is
+      :func:`score`'s batching made online: under load the batches are full, idle the batch is
+      the one response.
+    """
+
+    def __init__(
+        self, pool: PromptPool, gpus: int, scoring: InlineScoring, attempts: dict[int, int]
+    ) -> None:
+        wl = pool.workload
+        self.pool, self.scoring, self.attempts = pool, scoring, attempts
+        self.spec = wl.reward
+        self.rule_free = [0.0] * self.spec.rule_worker.workers
+        self.sandbox_free = [0.0] * self.spec.sandbox_worker.workers
+        self.judges = [0.0] * max(1, gpus // wl.gpus_per_node)
+        self.next_judge = 0
+        self.seen: dict[int, int] = {}
+        self.draws: dict[int, tuple[float, list[float | None]]] = {}
+        self.timeouts = self.cut_finishing = 0
+        self.sandbox_busy_s = 0.0
+        js = self.spec.judge_worker
+        if self.spec.judge > 0:
+            judge, gpu = get_model(js.model), get_gpu(wl.gpu)
+            per_token = 2.0 * total_params(judge)
+            self.judge_rate = js.sm_share * ServingParams().efficiency.flops(gpu) / per_token
+            self.judge_stream = js.offload_fraction * BYTES_BF16 * total_params(judge) / GB
+            self.judge_stream /= js.pcie_gb_per_s
+
+    @staticmethod
+    def _fcfs(free: list[float], at: float, service: float) -> float:
+        start = max(at, heapq.heappop(free))
+        heapq.heappush(free, start + service)
+        return start + service
+
+    def submit(self, prompt: int, at: float, tokens: int) -> float:
+        j = self.seen.get(prompt, 0)
+        self.seen[prompt] = j + 1
+        kind = self.pool.reward_kind(prompt)
+        if kind == "rule":
+            return self._fcfs(self.rule_free, at, self.spec.rule_worker.seconds)
+        if kind == "sandbox":
+            sb = self.spec.sandbox_worker
+            if prompt not in self.draws:
+                self.draws[prompt] = sandbox_times(
+                    self.pool, prompt, self.scoring.launched, self.attempts.get(prompt, 0)
+                )
+            ref, runs = self.draws[prompt]
+            limit = (
+                adaptive_timeout(ref, self.scoring.lam, sb.min_timeout_s, sb.max_timeout_s)
+                if self.scoring.adaptive
+                else sb.max_timeout_s
+            )
+            run = runs[j]
+            if run is None or run > limit:
+                self.timeouts += 1
+                self.cut_finishing += run is not None
+            service = limit if run is None else min(run, limit)
+            self.sandbox_busy_s += service
+            return self._fcfs(self.sandbox_free, at, service)
+        js = self.spec.judge_worker
+        q = self.next_judge
+        self.next_judge = (q + 1) % len(self.judges)
+        work = (self.pool.prompt_length(prompt) + tokens) / self.judge_rate
+        if self.judges[q] <= at:  # an idle judge: a batch of its own
+            service = max(work, self.judge_stream) if js.pipelined else work + self.judge_stream
+            self.judges[q] = at + service
+        else:  # the backlog: full batches, the stream shared by their tokens
+            share = self.judge_stream * (self.pool.prompt_length(prompt) + tokens)
+            share /= js.batch_tokens
+            self.judges[q] += max(work, share) if js.pipelined else work + share
+        return self.judges[q]

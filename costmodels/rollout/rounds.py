@@ -8,8 +8,12 @@ says "η = 1.25, scale at the adaptive milestone", and the evaluator replays exa
 Notation: P0 prompts x R0 responses are trained per step; speculation factors η_P, η_R ≥ 1.
 
 * **Short round.** Launch ⌈η_P P0⌉ prompts with ⌈η_R R0⌉ responses each. A prompt *completes*
-  when R0 of its responses have finished; its other responses are aborted then (they would be
-  thrown away, and they hold KV cache and batch slots the others need). The round ends when P0
+  when R0 of its responses are *scored*: under asynchronous reward every response goes to a
+  reward worker as it finishes (``costmodels.rollout.reward.InlineScorer``), as in the artifact,
+  so speculation also races past a sandbox run that hangs. Under synchronous reward (scored after
+  rollout), or as the named variant ``race: generated``, it completes when R0 have finished
+  generating. Its other responses are aborted then (they would be thrown away, and they hold KV
+  cache and batch slots the others need). The round ends when P0
   prompts have completed (race to completion): every response still running is aborted, the P0
   prompts that completed first are kept with their first R0 responses, and every other launched
   prompt joins the long-prompt queue.
@@ -43,6 +47,7 @@ from costmodels.generation.policy import Abort, Observation
 from costmodels.generation.requests import Request, balanced_assignment
 from costmodels.reconfig import switch_cost
 from costmodels.rollout.parallelism import AdaptiveTP
+from costmodels.rollout.reward import InlineScorer, InlineScoring, RewardTimes
 from costmodels.rollout.stream import LengthHistory, ScaleDecision, ScaleDown, ScaleRule
 from costmodels.rollout.workload import PromptPool, RolloutWorkload
 from costmodels.solving import checkpoint
@@ -67,6 +72,8 @@ class RoundResult:
     )  # kept: (prompt, completed s, tokens)
     scale: ScaleDecision = field(default_factory=ScaleDecision)
     reconfig_s: float = 0.0  # TP switch before the round (weights re-sharded)
+    # scored inline (the artifact's race): when each kept response's score was ready
+    rewards: RewardTimes | None = None
 
     @property
     def responses_kept(self) -> int:
@@ -97,10 +104,22 @@ class RoundResult:
 
 class RaceToCompletion:
     """The short round's policy (module doc): abort a completed prompt's surplus responses, and
-    everything once ``keep_prompts`` prompts have completed."""
+    everything once ``keep_prompts`` prompts have completed.
+
+    Without a ``scorer`` a prompt completes when ``keep_responses`` of its responses have
+    finished generating; with one (the artifact's semantics) when that many are *scored*: each
+    response goes to the scorer at the first tick that sees it done, and the prompt completes at
+    the ``keep_responses``-th earliest score. The policy acts on what a tick shows, so it aborts
+    up to a tick late; :func:`run_round` then takes the kept set and the round's end from the
+    exact completion times."""
 
     def __init__(
-        self, group_of: dict[int, int], keep_prompts: int, keep_responses: int, tick: float
+        self,
+        group_of: dict[int, int],
+        keep_prompts: int,
+        keep_responses: int,
+        tick: float,
+        scorer: InlineScorer | None = None,
     ) -> None:
         self.group_of, self.keep_prompts, self.keep_responses, self.tick = (
             group_of,
@@ -108,24 +127,44 @@ class RaceToCompletion:
             keep_responses,
             tick,
         )
+        self.scorer = scorer
         self.members: dict[int, list[int]] = {}
         for rid, g in group_of.items():
             self.members.setdefault(g, []).append(rid)
         self.closed: set[int] = set()
+        self.submitted: set[int] = set()
+        self.scores: dict[int, list[float]] = {}
         self.over = False
 
     def on_start(self, obs: Observation) -> list[Any]:
         return []
 
+    def _complete(self, obs: Observation) -> set[int]:
+        if self.scorer is None:
+            done: dict[int, int] = {}
+            for rid, view in obs.requests.items():
+                if view.state == "done":
+                    done[self.group_of[rid]] = done.get(self.group_of[rid], 0) + 1
+            return {g for g, n in done.items() if n >= self.keep_responses}
+        for rid, view in obs.requests.items():
+            if view.state == "done" and rid not in self.submitted:
+                self.submitted.add(rid)
+                g = self.group_of[rid]
+                self.scores.setdefault(g, []).append(
+                    self.scorer.submit(g, obs.time, view.generated)
+                )
+        k = self.keep_responses
+        return {
+            g
+            for g, ts in self.scores.items()
+            if len(ts) >= k and sorted(ts)[k - 1] <= obs.time + 1e-12
+        }
+
     def on_tick(self, obs: Observation) -> list[Any]:
         if self.over:
             return []
         live = lambda rid: obs.requests[rid].state not in ("done", "aborted")  # noqa: E731
-        done: dict[int, int] = {}
-        for rid, view in obs.requests.items():
-            if view.state == "done":
-                done[self.group_of[rid]] = done.get(self.group_of[rid], 0) + 1
-        complete = {g for g, n in done.items() if n >= self.keep_responses}
+        complete = self._complete(obs)
         if len(complete) >= self.keep_prompts:
             self.over = True
             return [Abort(rid) for rid in obs.requests if live(rid)]
@@ -175,13 +214,16 @@ def run_round(
     kind: str | None = None,
     scale: ScaleRule | None = None,
     history: list[int] | None = None,
+    scoring: InlineScoring | None = None,
 ) -> RoundResult:
     """Generate ``responses`` per prompt of ``prompts`` on the workload's rollout GPUs at ``tp``.
 
     With ``keep_prompts``/``keep_responses`` the round races to completion (a short round);
     without, it runs every response to the end. ``attempts[p]`` is how often p ran before (its
     draws are paired on it). With ``scale`` the stream trainer may free instances mid-round,
-    projecting KV from ``history`` (earlier rounds' response lengths)."""
+    projecting KV from ``history`` (earlier rounds' response lengths). With ``scoring`` a racing
+    round scores responses as they finish and a prompt completes when ``keep_responses`` of them
+    are scored (the artifact's race, module doc); the round's result then carries the scores."""
     wl = pool.workload
     attempts = attempts or {}
     requests, group_of, rid = [], {}, 0
@@ -199,17 +241,31 @@ def run_round(
     if scale is not None:
         target = (keep_prompts or 0) * kr if racing else len(requests)
         scaler = ScaleDown(
-            scale, target, LengthHistory(history or [], wl.max_response), BLOCK_SIZE, tick
+            scale,
+            target,
+            LengthHistory(history or [], wl.max_response),
+            BLOCK_SIZE,
+            tick,
+            per_prompt=kr,
         )
         policies.append(scaler)  # before the race: it moves requests the race may then abort
+    inline = scoring is not None and racing
     if racing:
-        policies.append(RaceToCompletion(group_of, keep_prompts, kr, tick))  # type: ignore[arg-type]
+        scorer = InlineScorer(pool, wl.gpus, scoring, attempts) if inline else None  # type: ignore[arg-type]
+        policies.append(RaceToCompletion(group_of, keep_prompts, kr, tick, scorer))  # type: ignore[arg-type]
     result = engine.run(policies) if policies else engine.run()
-    finished: dict[int, list[tuple[float, int]]] = {}
-    for req in requests:
-        rec = result.records[req.id]
-        if rec.completed is not None:
-            finished.setdefault(req.group, []).append((rec.completed, req.output))
+    # (ready s, completed s, tokens) per finished response: ready is when it counts for the race
+    # (its score, scored inline; else its last token)
+    finished: dict[int, list[tuple[float, float, int]]] = {}
+    exact = InlineScorer(pool, wl.gpus, scoring, attempts) if inline else None  # type: ignore[arg-type]
+    done = [
+        (rec.completed, req.id, req)
+        for req in requests
+        if (rec := result.records[req.id]).completed is not None
+    ]
+    for t, _, req in sorted(done, key=lambda d: (d[0], d[1])):
+        ready = exact.submit(req.group, t, req.output) if exact else t
+        finished.setdefault(req.group, []).append((ready, t, req.output))
     completion = {p: sorted(v)[kr - 1][0] for p, v in finished.items() if len(v) >= kr}
     if racing:
         kept = sorted(completion, key=lambda p: (completion[p], p))[:keep_prompts]
@@ -221,7 +277,17 @@ def run_round(
         )  # every response finishes unless aborted
     end = max(completion[p] for p in kept)
     kept_set = set(kept)
-    kept_responses = [(p, t, out) for p in kept for t, out in sorted(finished[p])[:kr]]
+    kept_responses = [(p, t, out) for p in kept for _, t, out in sorted(finished[p])[:kr]]
+    rewards = None
+    if exact is not None:
+        scores = {(p, j): v[0] for p in kept for j, v in enumerate(sorted(finished[p])[:kr])}
+        rewards = RewardTimes(
+            scores,
+            max(scores.values()),
+            exact.timeouts,
+            exact.cut_finishing,
+            exact.sandbox_busy_s,
+        )
     released = {a["instance"]: a["time"] for a in result.actions if a["action"] == "Release"}
     idle = 0.0
     for i, (inst, timeline) in enumerate(zip(instances, result.timelines, strict=True)):
@@ -238,7 +304,21 @@ def run_round(
         tp,
         kept_responses,
         scaler.decision if scaler else ScaleDecision(),
+        rewards=rewards,
     )
+
+
+def projected_round_s(pool: PromptPool, r: RoundResult, tp: int) -> float:
+    """The latency guard's projection (RollPacker §4.2 with a guard): the round ``r`` just ran,
+    its kept responses' observed lengths replayed without speculation on the rollout GPUs at
+    ``tp``. A running system knows these lengths after the round; the replay is the cost model's
+    round time for them."""
+    requests = [
+        Request(i, pool.prompt_length(p), out, group=p) for i, (p, _, out) in enumerate(r.responses)
+    ]
+    instances = _instances(pool.workload, tp)
+    engine = Engine(instances, requests, balanced_assignment(requests, len(instances)))
+    return engine.run().makespan_s
 
 
 @dataclass
@@ -247,6 +327,7 @@ class EpochResult:
 
     rounds: list[RoundResult]
     trained: dict[int, int] = field(default_factory=dict)  # prompt -> times trained
+    tp_vetoes: int = 0  # TP changes the latency guard refused
 
     @property
     def time_s(self) -> float:
@@ -270,18 +351,22 @@ def simulate_epoch(
     max_rounds: int | None = None,
     tick: float = 0.5,
     adaptive_tp: bool = False,
+    tp_guard: bool = False,
     allowed_tps: list[int] | None = None,
     scale: ScaleRule | None = None,
+    scoring: InlineScoring | None = None,
 ) -> EpochResult:
     """One epoch of tail batching (module doc); η = 1 for both is plain synchronous rollout.
 
     ``tp`` runs short (and plain) rounds, ``long_tp`` long rounds (the parallelism knob per round
     type); with ``adaptive_tp`` the paper's preemption rule sets every round's TP instead,
     starting at ``tp`` and moving within ``allowed_tps`` (default: every TP inside a server). A TP
-    change between rounds costs the weight re-sharding
-    (``costmodels.reconfig.switch_cost`` over the intra-node link). ``scale`` lets the stream
-    trainer scale every round down. ``max_rounds`` stops early (then not every prompt has been
-    trained)."""
+    change between rounds costs the weight re-sharding (``costmodels.reconfig.switch_cost`` over
+    the intra-node link). With ``tp_guard`` a change the rule asks
+    for applies only when :func:`projected_round_s` says the last round would have run faster at
+    the new TP (the latency guard). ``scale`` lets the stream trainer scale every round down.
+    ``scoring`` scores short rounds inline: a prompt completes when its responses are scored
+    (the artifact's race). ``max_rounds`` stops early (then not every prompt has been trained)."""
     if eta_prompts < 1 or eta_responses < 1:
         raise ValueError(
             f"speculation factors must be >= 1, got η_P={eta_prompts}, η_R={eta_responses}"
@@ -336,6 +421,7 @@ def simulate_epoch(
                     tick=tick,
                     scale=scale,
                     history=history,
+                    scoring=scoring,
                 )
             else:
                 r = run_round(
@@ -355,7 +441,12 @@ def simulate_epoch(
             r.reconfig_s = switch_cost(inst, current, get_gpu(workload.gpu).link_gb_per_s)["cost_s"]
         current = use_tp
         if rule:
-            rule.observe(r.preemptions)
+            proposed = rule.observe(r.preemptions)
+            if tp_guard and proposed != use_tp:
+                faster = projected_round_s(pool, r, proposed) < projected_round_s(pool, r, use_tp)
+                if not faster:
+                    rule.tp = use_tp
+                    out.tp_vetoes += 1
         for p in r.launched:
             attempts[p] = attempts.get(p, 0) + 1
         for p in r.kept:

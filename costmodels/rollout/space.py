@@ -3,8 +3,9 @@ the two fixed plans the baselines return.
 
 ==================  ===============================================================
 η_P, η_R            {1, 1.125, 1.25, 1.5} each (RollPacker Fig. 11's range)
-TP                  fixed (short, long) over the allowed TPs, or the adaptive rule
-                    from any allowed TP (only when more than one TP is allowed)
+TP                  fixed (short, long) over the allowed TPs, or the adaptive rule,
+                    plain or guarded, from any allowed TP (only when more than one TP
+                    is allowed)
 reward              sync, async
 timeout             fixed; adaptive with λ in {1.25, 1.5, 2}
 stream trainer      off; adaptive; fixed at 20/30/40% (Table 3); frees 1/4 or 1/2
@@ -71,7 +72,11 @@ def tp_options(workload: RolloutWorkload) -> list[dict[str, Any]]:
         {"tp_rule": "fixed", "short_tp": s, "long_tp": lt} for s in allowed for lt in allowed
     ]
     if len(allowed) > 1:
-        out += [{"tp_rule": "adaptive", "short_tp": s, "long_tp": s} for s in allowed]
+        out += [
+            {"tp_rule": rule, "short_tp": s, "long_tp": s}
+            for rule in ("adaptive", "guarded")
+            for s in allowed
+        ]
     return out
 
 

@@ -16,7 +16,11 @@ where g_r is the tokens r has generated and L̂(g) = E[L | L > g] over the respo
 earlier rounds (the "historical response length distribution"), or the length cap when no earlier
 response ran that long. Summing final contexts as if all ran at once is conservative: it is the
 peak if none finished first. A fixed trigger (Table 3's 20/30/40% baselines) is one milestone
-with ``check_kv`` off.
+with ``check_kv`` off, counted in finished prompts as §6.6 states it ("when the number of
+completed prompts reaches 20%, 30%, or 40%") and the artifact's
+``infer_scaling_down_progress_ratio`` does (``num_finished_prompts`` in the fork's
+``multi_async_generate_scheduler.py``); Algorithm 1's milestones count finished responses
+("the fraction of completed requests", §4.4).
 
 **Migration by recompute (line 20).** The freed instances' requests keep their generated tokens
 and are dispatched to the kept instances, each to the one with the least projected KV; the engine
@@ -28,8 +32,12 @@ is w_p = (its tokens) · s GPU-seconds of work, s from the cost model. From the 
 the end of rollout the freed GPUs (rounded down to whole training replicas) work through the
 ready prompts; after rollout every GPU does, as prompts become ready; the deferred update comes
 after the last gradient (on-policy semantics kept, §4.4). ``fetch_cap`` models Table 4's
-fetch-once baseline: the trainer takes, once, the prompts ready at scale-down up to that share of
-the round, and nothing else before rollout ends.
+fetch-once baseline ("fetch all available completed prompts only once, with the number of fetched
+samples capped at 20-50% of the total", §6.6): the trainer fetches once, when ⌈cap · n⌉ prompts
+are ready (and not before scale-down), exactly those, and nothing else before rollout ends; if
+fewer are ever ready before then, it fetches nothing early. The paper does not say when the one
+fetch happens; a fetch of the cap's size once it is available is the reading under which a
+larger cap waits longer, as Table 4's times rise with it.
 """
 
 from __future__ import annotations
@@ -37,7 +45,7 @@ from __future__ import annotations
 import bisect
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -55,6 +63,9 @@ class ScaleRule:
     fraction: float = 0.5
     check_kv: bool = True
     replica_gpus: int = 1  # the freed GPUs must hold a whole training replica
+    # what progress counts: finished responses (Algorithm 1's milestones) or finished prompts
+    # (§6.6's fixed triggers "when the number of completed prompts reaches 20%")
+    progress: Literal["responses", "prompts"] = "responses"
 
     def __post_init__(self) -> None:
         if not 0 < self.fraction < 1:
@@ -94,8 +105,15 @@ class ScaleDown:
     """Algorithm 1's scaling as an engine policy (module doc). ``target`` is |R|."""
 
     def __init__(
-        self, rule: ScaleRule, target: int, history: LengthHistory, block_size: int, tick: float
+        self,
+        rule: ScaleRule,
+        target: int,
+        history: LengthHistory,
+        block_size: int,
+        tick: float,
+        per_prompt: int = 1,
     ) -> None:
+        self.per_prompt = per_prompt  # responses that finish a prompt (prompt progress)
         self.rule, self.target, self.history, self.block, self.tick = (
             rule,
             target,
@@ -119,8 +137,15 @@ class ScaleDown:
     def on_tick(self, obs: Observation) -> list[Any]:
         if self.done:
             return []
-        finished = sum(1 for r in obs.requests.values() if r.state == "done")
-        frac = finished / self.target
+        if self.rule.progress == "prompts":
+            done: dict[int, int] = {}
+            for r in obs.requests.values():
+                if r.state == "done":
+                    done[r.group] = done.get(r.group, 0) + 1
+            finished = sum(n >= self.per_prompt for n in done.values())
+            frac = finished * self.per_prompt / self.target
+        else:
+            frac = sum(1 for r in obs.requests.values() if r.state == "done") / self.target
         milestones = self.rule.milestones
         if self.next < len(milestones) and frac >= milestones[self.next]:
             m = milestones[self.next]
@@ -186,11 +211,13 @@ def train_finish(
     total = sum(w for _, w in events)
     done_before = 0.0
     if scale_at is not None and freed_gpus > 0 and scale_at < rollout_end:
-        eligible = events
+        eligible, start = events, scale_at
         if fetch_cap is not None:
-            at_scale = [e for e in events if e[0] <= scale_at]
-            eligible = at_scale[: max(0, math.floor(fetch_cap * len(events)))]
-        done_before = _fluid(eligible, freed_gpus, scale_at, rollout_end, stop_at_end=True)[1]
+            # fetch once: the first ⌈cap·n⌉ prompts, when they are all ready (module doc)
+            k = math.ceil(fetch_cap * len(events) - 1e-9)
+            eligible = events[:k] if 0 < k <= len(events) else []
+            start = max(scale_at, eligible[-1][0]) if eligible else rollout_end
+        done_before = _fluid(eligible, freed_gpus, start, rollout_end, stop_at_end=True)[1]
     # after rollout: everything left, on every GPU, each prompt no earlier than it is ready
     left = total - done_before
     if left <= 1e-12:

@@ -12,11 +12,10 @@ from costmodels.rollout.rounds import launch_count
 
 
 def knobs_line(plan: RolloutPlan) -> str:
-    tp = (
-        f"TP {plan.short_tp} from the adaptive rule"
-        if plan.tp_rule == "adaptive"
-        else f"TP {plan.short_tp} short / {plan.long_tp} long"
-    )
+    tp = {
+        "adaptive": f"TP {plan.short_tp} from the adaptive rule",
+        "guarded": f"TP {plan.short_tp} from the adaptive rule with the latency guard",
+    }.get(plan.tp_rule, f"TP {plan.short_tp} short / {plan.long_tp} long")
     timeout = (
         f"adaptive timeout λ={plan.timeout_lambda:g}"
         if plan.timeout == "adaptive"
@@ -28,9 +27,12 @@ def knobs_line(plan: RolloutPlan) -> str:
         when = "adaptive milestones" if plan.scale == "adaptive" else f"at {plan.scale_at:.0%}"
         fetch = "streaming" if plan.fetch == "stream" else f"fetch once ≤{plan.fetch_cap:.0%}"
         scale = f"stream trainer frees {plan.scale_fraction:.0%} ({when}, {fetch})"
+    race = ""
+    if plan.eta_prompts > 1 or plan.eta_responses > 1:
+        race = ", race on scores" if plan.scores_inline() else ", race on generation"
     return (
-        f"η_P={plan.eta_prompts:g} η_R={plan.eta_responses:g}, {tp}, {plan.reward} reward with "
-        f"{timeout}, {scale}"
+        f"η_P={plan.eta_prompts:g} η_R={plan.eta_responses:g}{race}, {tp}, {plan.reward} reward "
+        f"with {timeout}, {scale}"
     )
 
 
@@ -118,10 +120,11 @@ def export_roll(problem: RolloutProblem, plan: RolloutPlan) -> dict[str, Any]:
         },
     }
     notes = []
-    if plan.tp_rule == "adaptive":
+    if plan.tp_rule != "fixed":
         notes.append(
-            f"TP: the §4.2 preemption rule from TP {plan.short_tp}; RollPacker's fork switches "
-            "between two configured TP sizes"
+            f"TP: the §4.2 preemption rule from TP {plan.short_tp}"
+            + (" with the latency guard" if plan.tp_rule == "guarded" else "")
+            + "; RollPacker's fork switches between two configured TP sizes"
         )
     elif plan.long_tp != plan.short_tp:
         notes.append(
@@ -131,6 +134,11 @@ def export_roll(problem: RolloutProblem, plan: RolloutPlan) -> dict[str, Any]:
     if plan.reward == "sync":
         notes.append(
             "reward after rollout (synchronous): turn RollPacker's asynchronous reward off"
+        )
+    elif not plan.scores_inline() and (plan.eta_prompts > 1 or plan.eta_responses > 1):
+        notes.append(
+            "race on generation: the fork always counts a prompt done when its responses are "
+            "scored (report_response scores inline), so it runs this plan with the scored race"
         )
     if plan.timeout == "adaptive":
         notes.append(
