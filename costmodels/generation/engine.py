@@ -292,6 +292,9 @@ class Engine:
         self.actions: list[dict[str, Any]] = []
         self.preemptions = 0
         self._coef: dict[tuple[int, int], tuple[Instance, StepCoefficients]] = {}
+        # the last view given of each request: a view is immutable, so one whose fields have not
+        # changed since is handed out again (done and aborted requests never change)
+        self._views: dict[int, RequestView] = {}
         # per instance: requests in ready order, not yet queued; unassigned ones wait for Dispatch
         self.pending: list[deque[int]] = [deque() for _ in instances]
         self.unassigned: list[int] = []
@@ -501,6 +504,7 @@ class Engine:
             for rid in st.running
         }
         reqs = {}
+        cache = self._views
         for rid, req in self.requests.items():
             rec = self.records[rid]
             if rec.completed is not None:
@@ -511,9 +515,19 @@ class Engine:
                 inst, state = where[rid]
             else:
                 inst, state = -1, "unassigned"
-            reqs[rid] = RequestView(
-                rid, req.group, req.prompt, tokens.get(rid, req.generated), req.ready, inst, state
-            )
+            generated = tokens.get(rid, req.generated)
+            view = cache.get(rid)
+            if (
+                view is None
+                or view.state != state
+                or view.generated != generated
+                or view.instance != inst
+                or view.ready != req.ready
+            ):
+                view = cache[rid] = RequestView(
+                    rid, req.group, req.prompt, generated, req.ready, inst, state
+                )
+            reqs[rid] = view
         return Observation(now, tuple(views), reqs)
 
     def _take_out(self, rid: int) -> int:
