@@ -12,9 +12,10 @@ stream trainer      off; adaptive; fixed at 20/30/40% (Table 3); frees 1/4 or 1/
 fetch               stream; once capped at 20-50% of the round (Table 4), when scaling
 ==================  ===============================================================
 
-Grouped by rollout knobs (``RolloutPlan.rollout_key``): one simulated epoch per group, the other
-knobs re-time reward and training on it. ``verl_plan`` and ``paper_plan`` are points of the space,
-so the exhaustive optimum is never worse than either.
+Grouped by rollout knobs: one simulated epoch per distinct ``RolloutPlan.rollout_key`` (a group,
+and under asynchronous reward with speculation each timeout too, since short rounds race on
+scores); the other knobs re-time reward and training on it. ``verl_plan`` and ``paper_plan``
+are points of the space, so the exhaustive optimum is never worse than either.
 """
 
 from __future__ import annotations
@@ -109,7 +110,8 @@ def fetch_options(scaling: bool) -> list[dict[str, Any]]:
 
 
 def rollout_groups(workload: RolloutWorkload) -> Iterator[dict[str, Any]]:
-    """Every combination of rollout knobs (one simulated epoch each)."""
+    """Every combination of rollout knobs (one to five simulated epochs each: one per distinct
+    ``rollout_key`` among its completions)."""
     for eta, tp, sc in itertools.product(eta_options(), tp_options(workload), scale_options()):
         yield {**eta, **tp, **sc}
 
@@ -134,7 +136,7 @@ def offer_all(problem: Any, keep: Any, deadline: Any, trace: Any, groups: int | 
     """Offer every plan of the space to ``keep`` (a ``costmodels.solving.KeepBest``), the paper's
     and veRL's first so an early stop still holds the better of them; returns the rollout groups
     finished. ``groups`` is a work budget: the first that many rollout groups in enumeration
-    order, the same on every machine. A group costs one simulated epoch; under a caller's time
+    order, the same on every machine. A group costs its distinct epochs; under a caller's time
     limit (``deadline.time_limit``) the enumeration stops before a step that the time left cannot
     hold, judged by the slowest step so far; otherwise the limit is the façade's safety cap, and
     an epoch that runs past it stops inside (``costmodels.solving.checkpoint``)."""

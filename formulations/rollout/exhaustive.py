@@ -1,9 +1,11 @@
 """The exact rollout plan over the discrete space (``costmodels.rollout.space``): every plan,
-one simulated epoch per group of rollout knobs, the best by the judge. The space holds every plan
-the other solvers return (the paper's, veRL's, the search's), so this is their reference on small
-instances; on the presets the space is 1 728-2 880 epochs, so the default work budget of
-:data:`DEFAULT_GROUPS` ends it first (the best plan so far comes back, status feasible, with how
-much of the space was seen; the same plan on any machine)."""
+one simulated epoch per distinct rollout setting (``RolloutPlan.rollout_key``: a group of rollout
+knobs, and under asynchronous reward with speculation also the timeout, since short rounds race
+on scores), the best by the judge. The space holds every plan the other solvers return (the
+paper's, veRL's, the search's), so this is their reference on small instances; on the presets the
+space is 2 160-3 456 rollout groups and 10 260-16 416 distinct epochs, so the default work budget
+of :data:`DEFAULT_GROUPS` ends it first (the best plan so far comes back, status feasible, with
+how much of the space was seen; the same plan on any machine)."""
 
 from __future__ import annotations
 
@@ -25,8 +27,7 @@ from costmodels.solving import (
 )
 
 #: rollout groups enumerated without a time limit (``groups``): the canned jobs' whole spaces
-#: (144 groups, under 3 s), ~4 min of epochs on the 7B preset and ~13 min on the 32B one on the
-#: development machine (inside the 1 800 s default cap)
+#: (144 groups, a few seconds), and the first 160 groups (about 760 epochs) of a preset
 DEFAULT_GROUPS = 160
 
 

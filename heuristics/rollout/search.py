@@ -6,9 +6,10 @@ starting from the better of the paper's and veRL's plans, it tries every value o
 the others held at the incumbent — (η_P, η_R) jointly, the TP setting, the stream trainer, the
 reward mode with its timeout, the fetch mode — and keeps any improvement; passes repeat, in an
 order shuffled by ``seed``, until a whole pass improves nothing or the time limit ends it. A
-group's rollout knobs cost one simulated epoch (cached on the problem); reward and fetch knobs
-only re-time it. When the space has at most ``exhaustive_below`` rollout groups it is enumerated
-whole instead (then the plan is the space's optimum). Every plan tried passes the validator first.
+distinct rollout setting (``RolloutPlan.rollout_key``) costs one simulated epoch (cached on the
+problem); fetch knobs, and reward knobs unless short rounds race on scores, only re-time it.
+When the space has at most ``exhaustive_below`` rollout groups it is enumerated whole instead
+(then the plan is the space's optimum). Every plan tried passes the validator first.
 """
 
 from __future__ import annotations
