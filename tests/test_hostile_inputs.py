@@ -549,6 +549,11 @@ GENERATED += [
         lambda t: ["simulate", "cosched", "--policy", "clairvoyant"],
         ["clairvoyant"],
     ),
+    (
+        "simulate-unknown-dispatch",
+        lambda t: ["simulate", "generation", "--dispatch", "random"],
+        ["--dispatch", "random"],
+    ),
 ]
 
 

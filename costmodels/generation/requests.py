@@ -8,7 +8,7 @@
   migrations, abort.
 * :func:`balanced_assignment`: the default request-to-instance map of
   ``costmodels.generation.engine.simulate``, round-robin in ready order (it sees no true lengths
-  either).
+  either); :func:`chunked_assignment`: verl's contiguous chunks.
 
 Units: seconds, tokens.
 """
@@ -52,6 +52,20 @@ class RequestRecord:
     preemptions: int = 0
     migrations: int = 0
     aborted: float | None = None
+
+
+def chunked_assignment(requests: list[Request], instances: int) -> list[int]:
+    """verl's dispatch: the batch, in its order (a prompt's responses side by side, as
+    ``rollout.n`` repeats them), cut into ``instances`` contiguous chunks of near-equal size,
+    chunk i to instance i (``DataProto.chunk`` over the rollout's data-parallel ranks). A prompt's
+    responses share an instance, so a hard prompt's long tail lands on one instance: the
+    imbalance OrchestrRL's balancer (§4.2) exists to fix."""
+    order = sorted(range(len(requests)), key=lambda i: (requests[i].ready, requests[i].id))
+    out = [0] * len(requests)
+    n = len(order)
+    for k, i in enumerate(order):
+        out[i] = k * instances // n if n else 0
+    return out
 
 
 def balanced_assignment(requests: list[Request], instances: int) -> list[int]:

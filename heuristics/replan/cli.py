@@ -278,13 +278,21 @@ def simulate_generation_command(kit: CommandKit) -> Callable[..., None]:
                 )
             ),
         ] = "none",
+        dispatch: Annotated[
+            str,
+            typer.Option(
+                help=(
+                    "how requests reach instances: chunked (verl: each instance a contiguous "
+                    "chunk of the batch, a prompt's responses together) or round-robin"
+                )
+            ),
+        ] = "chunked",
     ) -> None:
         """Simulate one generation step: makespan, preemptions, idle GPU-seconds (continuous
         batching, KV blocks, recompute preemption; ``costmodels.generation.engine``), optionally
         under an OrchestrRL scheme (``heuristics.replan.online``)."""
         from costmodels.catalog import get_gpu, get_model
         from costmodels.decode import Instance, ServingParams
-        from costmodels.generation.engine import simulate
 
         try:
             if plot is not None:
@@ -317,28 +325,9 @@ def simulate_generation_command(kit: CommandKit) -> Callable[..., None]:
                 raise
             except ValueError as exc:
                 raise SpecError("--lengths", lengths, str(exc)) from None
-            details: dict = {}
-            if policy == "none":
-                result = simulate(insts, reqs, block_size=block_size)
-            else:
-                from heuristics.replan.online import SCHEMES, run_scheme
-
-                if policy not in SCHEMES:
-                    raise SpecError("--policy", policy, f"known: {', '.join(SCHEMES)}")
-                if len({i.tp for i in insts}) != 1:
-                    raise SpecError("--instances", instances, "a policy starts from one uniform TP")
-                result, details = run_scheme(
-                    policy,
-                    model,
-                    gpu,
-                    sum(i.tp for i in insts),
-                    insts[0].tp,
-                    reqs,
-                    None,
-                    params,
-                    block_size,
-                    seed=seed,
-                )
+            result, details = _simulate_step(
+                policy, dispatch, model, gpu, instances, insts, reqs, params, block_size, seed
+            )
         except SpecError as exc:
             fail(exc)
         except (
@@ -360,6 +349,7 @@ def simulate_generation_command(kit: CommandKit) -> Callable[..., None]:
             "configuration": instances,
             "request_count": len(reqs),
             "policy": policy,
+            "dispatch": dispatch,
             "policy_details": details,
             **result.to_dict(),
         }
@@ -392,3 +382,44 @@ def simulate_generation_command(kit: CommandKit) -> Callable[..., None]:
             )
 
     return simulate_generation
+
+
+def _simulate_step(
+    policy: str,
+    dispatch: str,
+    model: str,
+    gpu: str,
+    instances: str,
+    insts: list,
+    reqs: list,
+    params: Any,
+    block_size: int,
+    seed: int,
+) -> tuple[Any, dict]:
+    """One step of ``simulate generation``: the instances as given under ``dispatch``, or an
+    OrchestrRL scheme (``heuristics.replan.online``); SpecError names the option at fault."""
+    from costmodels.generation.engine import simulate
+    from heuristics.replan.online import DISPATCH, SCHEMES, assignment, run_scheme
+
+    if dispatch not in DISPATCH:
+        raise SpecError("--dispatch", dispatch, f"known: {', '.join(DISPATCH)}")
+    if policy == "none":
+        first = assignment(reqs, len(insts), dispatch)
+        return simulate(insts, reqs, first, block_size=block_size), {}
+    if policy not in SCHEMES:
+        raise SpecError("--policy", policy, f"known: {', '.join(SCHEMES)}")
+    if len({i.tp for i in insts}) != 1:
+        raise SpecError("--instances", instances, "a policy starts from one uniform TP")
+    return run_scheme(
+        policy,
+        model,
+        gpu,
+        sum(i.tp for i in insts),
+        insts[0].tp,
+        reqs,
+        None,
+        params,
+        block_size,
+        seed=seed,
+        dispatch=dispatch,
+    )

@@ -1,7 +1,12 @@
 """One generation step on the simulator under a named OrchestrRL scheme (OrchestrRL §6):
 what ``rlplan simulate generation --policy`` and ``benchmarks/replan_end_to_end.py`` run.
 
-* ``none``: the instances as given, round-robin, no policy;
+Every scheme dispatches the step's requests the way verl does (``dispatch="chunked"``: each
+instance a contiguous chunk of the batch, so a prompt's responses share an instance,
+``costmodels.generation.requests.chunked_assignment``); ``dispatch="round-robin"`` deals them out
+one by one instead (a kinder baseline: no prompt's tail lands on one instance).
+
+* ``none``: the instances as given, no policy;
 * ``verl-to``: the best static TP over the same GPUs (a sweep, judged on this step: an oracle);
 * ``verl-lo``: the largest TP that holds the model, everywhere;
 * ``proactive``, ``reactive``, ``orchestrrl``: the given uniform TP to start, with Algorithm 1's
@@ -19,7 +24,7 @@ from costmodels.catalog import get_gpu, get_model
 from costmodels.decode import Instance, ServingParams, feasible_tps
 from costmodels.generation.engine import Engine, SimResult, simulate
 from costmodels.generation.request_traces import synthetic_trace
-from costmodels.generation.requests import Request
+from costmodels.generation.requests import Request, balanced_assignment, chunked_assignment
 from heuristics.replan.greedy import solve_greedy
 from heuristics.replan.policies import (
     Orchestrator,
@@ -32,6 +37,18 @@ from heuristics.replan.policies import (
 SCHEMES = ("none", "verl-to", "verl-lo", "proactive", "reactive", "orchestrrl")
 
 
+DISPATCH = ("chunked", "round-robin")
+
+
+def assignment(reqs: list[Request], instances: int, dispatch: str) -> list[int]:
+    """Request -> instance under ``dispatch`` (module doc)."""
+    if dispatch == "chunked":
+        return chunked_assignment(reqs, instances)
+    if dispatch == "round-robin":
+        return balanced_assignment(reqs, instances)
+    raise ValueError(f"unknown dispatch {dispatch!r}; known: {', '.join(DISPATCH)}")
+
+
 def static_run(
     model: str,
     gpu: str,
@@ -40,9 +57,11 @@ def static_run(
     reqs: list[Request],
     params: ServingParams | None = None,
     block_size: int = 16,
+    dispatch: str = "chunked",
 ) -> SimResult:
     inst = Instance(get_model(model), get_gpu(gpu), tp, params or ServingParams())
-    return simulate([inst] * (gpus // tp), reqs, block_size=block_size)
+    n = gpus // tp
+    return simulate([inst] * n, reqs, assignment(reqs, n, dispatch), block_size=block_size)
 
 
 def policy_run(
@@ -59,13 +78,15 @@ def policy_run(
     params: ServingParams | None = None,
     block_size: int = 16,
     solver: Any = None,
+    dispatch: str = "chunked",
 ) -> tuple[SimResult, dict[str, Any]]:
     """Start at uniform TP ``tp`` and run the chosen policies (module doc)."""
     params = params or ServingParams()
     pool = Pool(model, gpu, nodes, gpus_per_node, min(tps), params)
     instances, active = pool.instances(tp)
     order = sorted(active)
-    engine = Engine(instances, reqs, [order[i % len(order)] for i in range(len(reqs))], block_size)
+    first = [order[k] for k in assignment(reqs, len(order), dispatch)]
+    engine = Engine(instances, reqs, first, block_size)
     policies: list[Any] = [StartInactive([i for i in range(len(instances)) if i not in active])]
     planner = ProactivePlanner(pool, forecast, solver or solve_greedy, tps) if proactive else None
     balancer = ReactiveBalancer(block_size=block_size) if reactive else None
@@ -98,6 +119,7 @@ def run_scheme(
     block_size: int = 16,
     gpus_per_node: int = 8,
     seed: int = 0,
+    dispatch: str = "chunked",
 ) -> tuple[SimResult, dict[str, Any]]:
     """One step under ``scheme`` on ``gpus`` GPUs (module doc); (result, details). ``forecast``
     None: :func:`prior_lengths`."""
@@ -114,10 +136,10 @@ def run_scheme(
         > 0
     ]
     if scheme == "none":
-        return static_run(model, gpu, gpus, tp, reqs, params, block_size), {"tp": tp}
+        return static_run(model, gpu, gpus, tp, reqs, params, block_size, dispatch), {"tp": tp}
     if scheme in ("verl-to", "verl-lo"):
         runs = {
-            t: static_run(model, gpu, gpus, t, reqs, params, block_size)
+            t: static_run(model, gpu, gpus, t, reqs, params, block_size, dispatch)
             for t in (tps if scheme == "verl-to" else [max(tps)])
         }
         best = min(runs, key=lambda t: runs[t].makespan_s)
@@ -139,5 +161,6 @@ def run_scheme(
         tps,
         params,
         block_size,
+        dispatch=dispatch,
     )
     return res, {"tp": tp, **info}

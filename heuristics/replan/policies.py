@@ -14,8 +14,11 @@ the simulation, not just predicted.
 instance's KV holds at its requests' mean context (running plus what its free blocks take) and
 R_w its decode rate over the last tick (tokens/s). The index is divided by the pool mean so θ is
 dimensionless (the paper gives no unit). If max - min > θ, requests move from the most to the
-least congested instance, waiting queue first, shortest context first (running requests only below
-``max_running_context`` tokens, whose recompute is cheap), only while the destination keeps a
+least congested instance, waiting queue first, shortest context first (running requests too: the
+engine charges the cheaper of moving their KV and recomputing it, OrchestrRL Appendix A, so a
+long context is no reason to stay; ``max_running_context`` caps it if asked; R_w counts the
+tokens decoded since the last tick by the requests running at both ticks), only while the
+destination keeps a
 block of headroom per running sequence after the move (its stable batch) and while the source
 still holds at least two more requests than the destination; stop at spread <= θ or when nothing
 fits.
@@ -118,9 +121,11 @@ class ReactiveBalancer:
     tick: float = 5.0
     bandwidth_gbs: float = 25.0
     max_moves: int = 64
-    max_running_context: int = 2048  # running requests move only while their recompute is cheap
+    # running requests up to this context move (None: any; the engine charges the cheaper of KV
+    # transfer and recompute, OrchestrRL Appendix A)
+    max_running_context: int | None = None
     moves: list[dict[str, Any]] = field(default_factory=list)
-    _last: dict[int, tuple[float, int]] = field(default_factory=dict)
+    _last: dict[int, tuple[float, dict[int, int]]] = field(default_factory=dict)
 
     def on_start(self, obs: Observation) -> list[Action]:
         return []
@@ -132,11 +137,14 @@ class ReactiveBalancer:
             if not v.active:
                 continue
             reqs = [obs.requests[r] for r in (*v.running, *v.waiting)]
-            done = sum(obs.requests[r].generated for r in v.running)
+            done = {r: obs.requests[r].generated for r in v.running}
             prev = self._last.get(v.index)
+            # tokens decoded since the last tick by the requests running then and now: a request
+            # that finished or left in between takes its tokens with it, not the rate down
             rate = (
-                (done - prev[1]) / (obs.time - prev[0])
-                if prev and obs.time > prev[0] and done >= prev[1]
+                sum(max(0, g - prev[1][r]) for r, g in done.items() if r in prev[1])
+                / (obs.time - prev[0])
+                if prev and obs.time > prev[0]
                 else 0.0
             )
             self._last[v.index] = (obs.time, done)
@@ -170,8 +178,11 @@ class ReactiveBalancer:
                     r
                     for r in src.running
                     if r not in moved
-                    and obs.requests[r].prompt + obs.requests[r].generated
-                    <= self.max_running_context
+                    and (
+                        self.max_running_context is None
+                        or obs.requests[r].prompt + obs.requests[r].generated
+                        <= self.max_running_context
+                    )
                 ),
                 key=lambda r: obs.requests[r].prompt + obs.requests[r].generated,
             )
