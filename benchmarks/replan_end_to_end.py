@@ -42,6 +42,21 @@ PROMPTS, RESPONSES = 64, 16
 PAPER = {"Qwen2.5-14B/15360": 1.31, "Qwen2.5-14B/25600": 1.42, "Qwen2.5-32B/15360": 1.32}
 #: OrchestrRL §6.2.1's ablation over veRL-TO: proactive alone 1.24 / 1.19 and reactive alone
 #: 1.18 / 1.14 on the 14B settings (no 32B ablation reported)
+#: times a single forced switch is tried at (s into the step)
+SWITCH_TIMES = (5.0, 10.0, 15.0, 20.0, 30.0, 45.0, 60.0)
+#: planner looks measured (``heuristics.replan.policies.ProactivePlanner``): the fixed period
+#: (the default) against event-driven looks and other acceptance margins
+EVENT_VARIANTS = {
+    "every 30 s (default)": {},
+    "every 15 s": {"period": 15.0},
+    "+ forecast (first tick)": {"events": ("forecast",)},
+    "+ progress (every 10% done)": {"events": ("progress",)},
+    "+ KV pressure": {"events": ("kv",)},
+    "+ decode-rate drop": {"events": ("rate",)},
+    "+ all four events": {"events": ("forecast", "progress", "kv", "rate")},
+    "margin 5%": {"epsilon_rel": 0.05},
+    "margin 20%": {"epsilon_rel": 0.2},
+}
 PAPER_ROWS = {
     "OrchestrRL": PAPER,
     "+proactive": {"Qwen2.5-14B/15360": 1.24, "Qwen2.5-14B/25600": 1.19},
@@ -59,7 +74,7 @@ def run(out_dir: Path) -> dict:
     from costmodels.catalog import get_model
     from costmodels.decode import feasible_tps
 
-    rows, curves, forecast_rows = [], {}, []
+    rows, curves, forecast_rows, timing_rows, event_rows = [], {}, [], [], []
     for model, nodes, max_len in SETTINGS:
         key = f"{model}/{max_len}"
         tps = feasible_tps(get_model(model), 8, 8)
@@ -157,6 +172,69 @@ def run(out_dir: Path) -> dict:
                     "paper_vs_verl_to": PAPER_ROWS.get(name, {}).get(key),
                 }
             )
+        # when to plan: the best single switch in hindsight per step (the planner forced to look
+        # once, at t, and to apply any predicted gain), against the periodic planner's makespan
+        for s in measured:
+            forced = {}
+            for t in SWITCH_TIMES:
+                res, _ = online.policy_run(
+                    model,
+                    "H800",
+                    nodes,
+                    8,
+                    small,
+                    steps[s],
+                    forecasts[s],
+                    True,
+                    False,
+                    tps,
+                    planner_options={"first_at": t, "epsilon": 0.0, "epsilon_rel": 0.0},
+                )
+                forced[t] = res.makespan_s
+            periodic = schemes["+proactive"][s - HISTORY]
+            best = min(forced, key=forced.get)
+            first = next(
+                (p["time"] for p in detail["+proactive"][s - HISTORY]["plans"] if p["applied"]),
+                None,
+            )
+            timing_rows.append(
+                {
+                    "setting": key,
+                    "step": s,
+                    "static_s": schemes[baseline][s - HISTORY],
+                    **{f"switch_at_{t:g}s": v for t, v in forced.items()},
+                    "hindsight_best_s": best,
+                    "hindsight_best_makespan_s": forced[best],
+                    "planner_first_switch_s": first,
+                    "planner_makespan_s": periodic,
+                    "planner_vs_hindsight": periodic / forced[best],
+                }
+            )
+        # which looks pay: OrchestrRL under each event set and acceptance margin, vs the oracle
+        for label, opts in EVENT_VARIANTS.items():
+            spans = [
+                online.policy_run(
+                    model,
+                    "H800",
+                    nodes,
+                    8,
+                    small,
+                    steps[s],
+                    forecasts[s],
+                    True,
+                    True,
+                    tps,
+                    planner_options=opts,
+                )[0].makespan_s
+                for s in measured
+            ]
+            event_rows.append(
+                {
+                    "setting": key,
+                    "planner": label,
+                    "vs_oracle_static": sum(schemes[oracle_name]) / sum(spans),
+                }
+            )
         # forecast error: ARIMA vs last step, over the measured steps
         for s in measured:
             forecast_rows.append(
@@ -167,7 +245,13 @@ def run(out_dir: Path) -> dict:
                     "last_step": relative_error(lengths[s - 1], lengths[s]),
                 }
             )
-    return {"rows": rows, "curves": curves, "forecast": forecast_rows}
+    return {
+        "rows": rows,
+        "curves": curves,
+        "forecast": forecast_rows,
+        "timing": timing_rows,
+        "events": event_rows,
+    }
 
 
 def write(result: dict, out_dir: Path, command: str) -> None:
@@ -191,12 +275,48 @@ def write(result: dict, out_dir: Path, command: str) -> None:
         m: {k: float(np.mean([r[m][k] for r in fc])) for k in ("histogram", "work")}
         for m in ("arima", "last_step")
     }
+    timing, events = result["timing"], result["events"]
+    write_csv(out_dir / "switch_timing.csv", timing)
+    write_csv(out_dir / "planner_events.csv", events)
     (out_dir / "end_to_end.json").write_text(
         json.dumps(
-            {"command": command, "rows": rows, "forecast": fc, "forecast_mean": summary}, indent=2
+            {
+                "command": command,
+                "rows": rows,
+                "forecast": fc,
+                "forecast_mean": summary,
+                "switch_timing": timing,
+                "planner_events": events,
+            },
+            indent=2,
         )
         + "\n"
     )
+    timing_table = [
+        "| setting | step | static TP2 s | best single switch in hindsight | periodic planner: "
+        "first switch, makespan | planner / hindsight |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in timing:
+        first = (
+            "none" if r["planner_first_switch_s"] is None else f"{r['planner_first_switch_s']:g} s"
+        )
+        timing_table.append(
+            f"| {r['setting']} | {r['step']} | {r['static_s']:.1f} | "
+            f"at {r['hindsight_best_s']:g} s: {r['hindsight_best_makespan_s']:.1f} s | "
+            f"{first}, {r['planner_makespan_s']:.1f} s | "
+            f"{r['planner_vs_hindsight']:.3f} |"
+        )
+    settings_seen = list(dict.fromkeys(r["setting"] for r in events))
+    event_table = [
+        "| planner (OrchestrRL from TP2) | " + " | ".join(settings_seen) + " |",
+        "|---|" + "---|" * len(settings_seen),
+    ]
+    for label in dict.fromkeys(r["planner"] for r in events):
+        vals = {r["setting"]: r["vs_oracle_static"] for r in events if r["planner"] == label}
+        event_table.append(
+            f"| {label} | " + " | ".join(f"{vals[k]:.3f}" for k in settings_seen) + " |"
+        )
     table = [
         "| setting | scheme | samples/s | vs veRL-TO (TP2, chunked) | vs oracle static TP "
         "(chunked) | re-plans applied | migrations | paper vs veRL-TO |",
@@ -220,6 +340,15 @@ def write(result: dict, out_dir: Path, command: str) -> None:
         + ", ".join(
             f"{m}: histogram {v['histogram']:.1%}, work {v['work']:.1%}" for m, v in summary.items()
         )
+        + "\n\n## When to re-plan\n\nA single switch forced at t (the planner looks once and "
+        "applies any predicted gain; t in "
+        + ", ".join(f"{t:g}" for t in SWITCH_TIMES)
+        + " s), the best t in hindsight per step, against the periodic planner "
+        "(+proactive, every 30 s, 10% + 5 s margin). Per-t makespans: `switch_timing.csv`.\n\n"
+        + "\n".join(timing_table)
+        + "\n\nOrchestrRL's throughput over the oracle static TP (chunked) when the planner also "
+        "looks on events, or accepts at another margin (`planner_events.csv`):\n\n"
+        + "\n".join(event_table)
         + "\n\n![remaining requests](remaining_requests.png)\n"
     )
     import matplotlib

@@ -422,3 +422,40 @@ def test_the_reactive_balancer_pays_against_verls_chunked_dispatch(seed):
     )
     assert log["migrations"] > 0
     assert res.makespan_s < chunked.makespan_s
+
+
+def test_the_planner_looks_on_the_events_it_is_given():
+    """Event-driven looks (``ProactivePlanner.events``): with progress events the planner looks
+    before its 30 s period, each look says which event caused it, and a forced single look
+    (``first_at``) happens once at that time; by default only the period makes it look."""
+    import numpy as np
+
+    from costmodels.generation.request_traces import TraceParams, synthetic_trace
+    from heuristics.replan import online
+
+    reqs = synthetic_trace(64, 16, 15360, seed=0, step=12, params=TraceParams(drift=0.05))
+    forecast = np.array([r.output for r in synthetic_trace(64, 16, 15360, seed=9, step=11)])
+
+    def looks(**opts):
+        _, log = online.policy_run(
+            "Qwen2.5-14B",
+            "H800",
+            2,
+            8,
+            2,
+            reqs,
+            forecast,
+            True,
+            False,
+            [1, 2, 4, 8],
+            planner_options=opts,
+        )
+        return log["plans"]
+
+    default = looks()
+    assert default and {p["event"] for p in default} == {"period"}
+    assert min(p["time"] for p in default) >= 30.0 - 1e-9
+    progress = looks(events=("progress",))
+    assert any(p["event"] == "progress" and p["time"] < 30.0 for p in progress)
+    forced = looks(first_at=15.0, epsilon=0.0, epsilon_rel=0.0)
+    assert [p["time"] for p in forced] == [15.0]

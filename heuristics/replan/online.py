@@ -79,6 +79,7 @@ def policy_run(
     block_size: int = 16,
     solver: Any = None,
     dispatch: str = "chunked",
+    planner_options: dict[str, Any] | None = None,
 ) -> tuple[SimResult, dict[str, Any]]:
     """Start at uniform TP ``tp`` and run the chosen policies (module doc)."""
     params = params or ServingParams()
@@ -88,7 +89,11 @@ def policy_run(
     first = [order[k] for k in assignment(reqs, len(order), dispatch)]
     engine = Engine(instances, reqs, first, block_size)
     policies: list[Any] = [StartInactive([i for i in range(len(instances)) if i not in active])]
-    planner = ProactivePlanner(pool, forecast, solver or solve_greedy, tps) if proactive else None
+    planner = (
+        ProactivePlanner(pool, forecast, solver or solve_greedy, tps, **(planner_options or {}))
+        if proactive
+        else None
+    )
     balancer = ReactiveBalancer(block_size=block_size) if reactive else None
     if planner and balancer:
         policies.append(Orchestrator(planner, balancer))

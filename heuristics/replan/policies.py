@@ -23,7 +23,20 @@ block of headroom per running sequence after the move (its stable batch) and whi
 still holds at least two more requests than the destination; stop at spread <= θ or when nothing
 fits.
 
-**Proactive planning (§4.1, Event 1).** Every ``period`` seconds: estimate the pending requests'
+**Events.** The planner looks again when what the system shows changes, and at the latest every
+``period`` seconds: when a new forecast arrives (the step's first tick), when another
+``progress_step`` of the step's requests has finished (the remaining workload is then a
+different shape), when a waiting queue appears on an instance (KV pressure: concurrency is now
+capped by memory), and when the pool's decode rate over the last tick falls ``rate_drop`` below
+what it was at the last look (the batch has thinned into the tail). The paper's Algorithm 1 runs
+Event 1 periodically, and so does the default here: ``benchmarks/replan_end_to_end.py`` measures
+every event set against the 30 s period and none wins on all three §6 settings. An early look
+plans on the forecast alone (little has finished), and a plan applied then can cost twice the
+step (a single switch forced at 5 s: 228 s against 116 s static on one 14B step); the best single
+switch chosen in hindsight falls at 20-45 s, and the periodic planner comes within a few per cent
+of it. The acceptance margin ε_rel is measured there too (5-20% are within half a per cent).
+
+**Proactive planning (§4.1, Event 1).** At each look: estimate the pending requests'
 remaining lengths from the step's forecast length distribution conditioned on what each has
 generated — request i gets the u_i-quantile of L - g_i given L > g_i, with u_i spread evenly over
 the requests by a fixed sequence, so the estimates form the forecast remaining-length histogram
@@ -278,9 +291,22 @@ class ProactivePlanner:
     tick: float = 5.0
     bandwidth_gbs: float = 25.0
     switch_overhead_s: float = 1.0
+    # what else makes the planner look (module doc, "Events"): "forecast" (the step's start),
+    # "progress" (another ``progress_step`` of the requests done), "kv" (a waiting queue
+    # appears), "rate" (the pool's decode rate falls by ``rate_drop`` since the last look); none
+    # by default: measured, no event set beats the fixed period
+    events: tuple[str, ...] = ()
+    progress_step: float = 0.1
+    rate_drop: float = 0.25
+    first_at: float | None = None  # plan first at this time (None: the events and period decide)
     layout: dict[int, int] = field(default_factory=dict)  # active slot -> TP
     log: list[dict[str, Any]] = field(default_factory=list)
     _next: float = 0.0
+    _done_mark: float = 0.0
+    _queued: bool = False
+    _rate_mark: float | None = None
+    _tokens: dict[int, int] = field(default_factory=dict)
+    _last_time: float = 0.0
 
     def __post_init__(self) -> None:
         self._sorted = np.sort(
@@ -291,8 +317,49 @@ class ProactivePlanner:
         # the layout is read at the first tick: other policies' start actions (releasing the
         # pool's idle slots) are not in this observation yet
         self.layout = {}
-        self._next = self.period
+        self._next = self.period if self.first_at is None else self.first_at
+        self._done_mark, self._queued, self._rate_mark = 0.0, False, None
+        self._tokens, self._last_time = {}, obs.time
         return []
+
+    def _event(self, obs: Observation) -> str | None:
+        """Which event, if any, asks for a look at this tick (module doc, "Events")."""
+        if self.first_at is not None:
+            return None
+        reqs = obs.requests
+        done = sum(1 for r in reqs.values() if r.state == "done") / max(1, len(reqs))
+        queued = any(v.waiting for v in obs.instances if v.active)
+        tokens = {rid: r.generated for rid, r in reqs.items() if r.state == "running"}
+        dt = obs.time - self._last_time
+        rate = (
+            sum(max(0, g - self._tokens[rid]) for rid, g in tokens.items() if rid in self._tokens)
+            / dt
+            if dt > 0
+            else None
+        )
+        self._tokens, self._last_time = tokens, obs.time
+        first_look = not self.log
+        event = None
+        if "forecast" in self.events and first_look:
+            event = "forecast"
+        elif "progress" in self.events and done >= self._done_mark + self.progress_step:
+            event = "progress"
+        elif "kv" in self.events and queued and not self._queued:
+            event = "kv"
+        elif (
+            "rate" in self.events
+            and rate is not None
+            and self._rate_mark is not None
+            and rate < (1 - self.rate_drop) * self._rate_mark
+        ):
+            event = "rate"
+        self._queued = queued
+        if event is not None:
+            self._done_mark = done
+            self._rate_mark = rate
+        elif self._rate_mark is None and rate:
+            self._rate_mark = rate
+        return event
 
     def state(self, obs: Observation) -> tuple[ReplanSpec, dict[int, int]]:
         """The re-planning state the planner sees, and the estimated remaining bin of each
@@ -331,9 +398,14 @@ class ProactivePlanner:
     def on_tick(self, obs: Observation) -> list[Action]:
         if not self.layout:
             self.layout = {v.index: v.tp for v in obs.instances if v.active}
-        if obs.time + 1e-9 < self._next:
-            return []
+        event = self._event(obs)
+        if event is None:
+            if obs.time + 1e-9 < self._next:
+                return []
+            event = "period"
         self._next = obs.time + self.period
+        if self.first_at is not None:
+            self._next = float("inf")  # one look, at first_at (the hindsight sweep)
         spec, estimate = self.state(obs)
         if not estimate:
             return []
@@ -342,6 +414,7 @@ class ProactivePlanner:
         out = self.solver(problem)
         entry = {
             "time": obs.time,
+            "event": event,
             "current_s": current,
             "planned_s": out.objective,
             "applied": False,
