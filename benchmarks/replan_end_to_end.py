@@ -23,10 +23,12 @@ requests curves of one step (Fig. 11) with the reconfiguration marked.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -67,6 +69,24 @@ PAPER_ROWS = {
 def step_requests(step: int, max_len: int, seed: int = 0) -> list[Request]:
     return synthetic_trace(
         PROMPTS, RESPONSES, max_len, seed=seed, step=step, params=TraceParams(drift=0.05)
+    )
+
+
+def _policy_step(
+    model: str,
+    nodes: int,
+    steps: list,
+    forecasts: dict,
+    tps: list[int],
+    s: int,
+    pro: bool,
+    rea: bool,
+    start: int,
+    **kw: Any,
+) -> tuple:
+    """Step ``s`` of a setting under the proactive planner and/or the balancer from TP ``start``."""
+    return online.policy_run(
+        model, "H800", nodes, 8, start, steps[s], forecasts[s], pro, rea, tps, **kw
     )
 
 
@@ -117,6 +137,8 @@ def run(out_dir: Path) -> dict:
         }
         baseline, oracle_name = next(iter(schemes)), list(schemes)[1]
         detail: dict[str, list] = {}
+        step_run = functools.partial(_policy_step, model, nodes, steps, forecasts, tps)
+
         for name, pro, rea, start, dispatch in (
             ("+proactive", True, False, small, "chunked"),
             ("+reactive", False, True, small, "chunked"),
@@ -126,19 +148,7 @@ def run(out_dir: Path) -> dict:
         ):
             spans, logs = [], []
             for s in measured:
-                res, log = online.policy_run(
-                    model,
-                    "H800",
-                    nodes,
-                    8,
-                    start,
-                    steps[s],
-                    forecasts[s],
-                    pro,
-                    rea,
-                    tps,
-                    dispatch=dispatch,
-                )
+                res, log = step_run(s, pro, rea, start, dispatch=dispatch)
                 spans.append(res.makespan_s)
                 logs.append(log)
                 if s == HISTORY:
@@ -177,17 +187,11 @@ def run(out_dir: Path) -> dict:
         for s in measured:
             forced = {}
             for t in SWITCH_TIMES:
-                res, _ = online.policy_run(
-                    model,
-                    "H800",
-                    nodes,
-                    8,
-                    small,
-                    steps[s],
-                    forecasts[s],
+                res, _ = step_run(
+                    s,
                     True,
                     False,
-                    tps,
+                    small,
                     planner_options={"first_at": t, "epsilon": 0.0, "epsilon_rel": 0.0},
                 )
                 forced[t] = res.makespan_s
@@ -213,20 +217,7 @@ def run(out_dir: Path) -> dict:
         # which looks pay: OrchestrRL under each event set and acceptance margin, vs the oracle
         for label, opts in EVENT_VARIANTS.items():
             spans = [
-                online.policy_run(
-                    model,
-                    "H800",
-                    nodes,
-                    8,
-                    small,
-                    steps[s],
-                    forecasts[s],
-                    True,
-                    True,
-                    tps,
-                    planner_options=opts,
-                )[0].makespan_s
-                for s in measured
+                step_run(s, True, True, small, planner_options=opts)[0].makespan_s for s in measured
             ]
             event_rows.append(
                 {
