@@ -35,6 +35,7 @@ tick late; the round's time and the kept set come from the exact completion time
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import deque
 from dataclasses import dataclass, field
@@ -394,46 +395,19 @@ def simulate_epoch(
             break
         long_round = len(queue) >= p0 or (queue and not fresh)
         use_tp = rule.tp if rule else (long_tp if long_round else tp)
+        at = functools.partial(
+            run_round, pool, tp=use_tp, attempts=attempts, tick=tick, scale=scale, history=history
+        )
         if long_round:
             prompts = [queue.popleft() for _ in range(min(p0, len(queue)))]
-            r = run_round(
-                pool,
-                prompts,
-                r0,
-                tp=use_tp,
-                attempts=attempts,
-                tick=tick,
-                kind="long",
-                scale=scale,
-                history=history,
-            )
+            r = at(prompts, r0, kind="long")
         else:
             prompts = [fresh.popleft() for _ in range(min(launch_p, len(fresh)))]
             if speculative:
-                r = run_round(
-                    pool,
-                    prompts,
-                    launch_r,
-                    tp=use_tp,
-                    keep_prompts=min(p0, len(prompts)),
-                    keep_responses=r0,
-                    attempts=attempts,
-                    tick=tick,
-                    scale=scale,
-                    history=history,
-                    scoring=scoring,
-                )
+                race = {"keep_prompts": min(p0, len(prompts)), "keep_responses": r0}
+                r = at(prompts, launch_r, scoring=scoring, **race)
             else:
-                r = run_round(
-                    pool,
-                    prompts,
-                    r0,
-                    tp=use_tp,
-                    attempts=attempts,
-                    tick=tick,
-                    scale=scale,
-                    history=history,
-                )
+                r = at(prompts, r0)
         if current is not None and use_tp != current:
             inst = Instance(
                 get_model(workload.model), get_gpu(workload.gpu), use_tp, workload.serving()
