@@ -91,20 +91,24 @@ def _setup(problem: PlacementProblem, time_limit: float | None, seed: int, evalu
     )
 
 
+#: the evaluation-budget option of the placement EAs (``--solver help`` shows its description)
+EvaluationBudget = Annotated[
+    int | None,
+    Field(
+        ge=1,
+        description=(
+            "evaluation budget: same seed and budget, same plan; default from the time limit"
+        ),
+    ),
+]
+
+
 def solve_plain_ea(
     problem: PlacementProblem,
     *,
     time_limit: float | None = None,
     seed: int = 0,
-    evaluations: Annotated[
-        int | None,
-        Field(
-            ge=1,
-            description=(
-                "evaluation budget: same seed and budget, same plan; default from the time limit"
-            ),
-        ),
-    ] = None,
+    evaluations: EvaluationBudget = None,
     population: Annotated[int, Field(ge=2, description="individuals per generation")] = 32,
     crossover: Annotated[float, Field(ge=0, le=1, description="crossover probability")] = 0.7,
     mutation: Annotated[float, Field(ge=0, le=1, description="mutation probability")] = 0.2,
@@ -154,15 +158,7 @@ def solve_random(
     *,
     time_limit: float | None = None,
     seed: int = 0,
-    evaluations: Annotated[
-        int | None,
-        Field(
-            ge=1,
-            description=(
-                "evaluation budget: same seed and budget, same plan; default from the time limit"
-            ),
-        ),
-    ] = None,
+    evaluations: EvaluationBudget = None,
 ) -> SolverOutput:
     """Same budget rules as :func:`solve_plain_ea`."""
     evaluations, rng, space, codec, trace, deadline = _setup(problem, time_limit, seed, evaluations)
