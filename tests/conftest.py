@@ -49,6 +49,15 @@ def run_cli(
     )
 
 
+#: the small placement job the CLI tests plan (a few seconds)
+SMALL_PLACEMENT = ("plan", "placement", "--cluster", "small-8", "--workflow", "grpo-sync-qwen3-4b")
+
+
+def plan_small(out: Path | str, *extra: str, **kw: object) -> subprocess.CompletedProcess[str]:
+    """``rlplan plan`` the small placement job to ``out`` (``-`` for stdout)."""
+    return run_cli(*SMALL_PLACEMENT, *extra, "-o", str(out), **kw)  # type: ignore[arg-type]
+
+
 def run_cli_pty(*args: str, timeout: float = 300, columns: int = 120) -> tuple[int, str]:
     """Run rlplan on a pseudo-terminal, as a user at a terminal does: (exit code, everything it
     printed). Progress bars, colours and live displays only show up there."""

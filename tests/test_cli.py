@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import plan_small, run_cli
 
 
 @pytest.mark.parametrize(
@@ -38,20 +38,7 @@ def test_solver_help_lists_solvers():
 
 def test_validate_json_verdict(tmp_path):
     out = tmp_path / "p.json"
-    assert (
-        run_cli(
-            "plan",
-            "placement",
-            "--cluster",
-            "small-8",
-            "--workflow",
-            "grpo-sync-qwen3-4b",
-            "-o",
-            str(out),
-            "-q",
-        ).returncode
-        == 0
-    )
+    assert plan_small(out, "-q").returncode == 0
     proc = run_cli("validate", str(out), "--json")
     assert proc.returncode == 0 and '"valid": true' in proc.stdout
 
@@ -84,20 +71,7 @@ def test_evaluate_hand_written_plan_and_plan_file(tmp_path):
         "time_s",
     }
     out = tmp_path / "p.json"
-    assert (
-        run_cli(
-            "plan",
-            "placement",
-            "--cluster",
-            "small-8",
-            "--workflow",
-            "grpo-sync-qwen3-4b",
-            "-o",
-            str(out),
-            "-q",
-        ).returncode
-        == 0
-    )
+    assert plan_small(out, "-q").returncode == 0
     proc = run_cli("evaluate", str(out))
     assert proc.returncode == 0 and "actor_training" in proc.stdout
     bad = tmp_path / "bad.yaml"
