@@ -459,3 +459,48 @@ def test_the_planner_looks_on_the_events_it_is_given():
     assert any(p["event"] == "progress" and p["time"] < 30.0 for p in progress)
     forced = looks(first_at=15.0, epsilon=0.0, epsilon_rel=0.0)
     assert [p["time"] for p in forced] == [15.0]
+
+
+def test_aligned_tilings_are_every_mix_of_tps_on_aligned_slots():
+    """Mixed layouts (``aligned_tilings``): 677 on an 8-GPU node with TPs 1-8, 26 with TPs 2-8,
+    5 on a 2-GPU node with TPs 1-2; each tiling's instances are aligned and disjoint."""
+    from costmodels.replan.problem import aligned_tilings
+
+    assert len(aligned_tilings(0, 8, {1, 2, 4, 8})) == 677
+    assert len(aligned_tilings(0, 8, {2, 4, 8})) == 26
+    assert len(aligned_tilings(0, 2, {1, 2})) == 5
+    for tiling in aligned_tilings(0, 8, {1, 2, 4, 8}):
+        used = [g for first, tp in tiling for g in range(first, first + tp)]
+        assert len(used) == len(set(used)) and all(first % tp == 0 for first, tp in tiling)
+
+
+def test_mixed_layouts_milp_equals_brute_force_and_beats_uniform():
+    """With ``layouts: mixed`` the MILP's optimum is brute force's over the same space, and on a
+    3-GPU budget over two 2-GPU nodes it is a mix no uniform layout reaches; the validator takes
+    the mixed plan and refuses it where only uniform layouts are allowed."""
+    reqs = [[[2000, 100], [600, 100]], [[900, 50], [700, 80]]]
+    mixed = tiny_state(reqs, [2, 2], nodes=2, budget=3, layouts="mixed")
+    uniform = tiny_state(reqs, [2, 2], nodes=2, budget=3)
+    exact, brute = solve_replan_milp(mixed), solve_replan_bruteforce(mixed)
+    assert exact.objective == pytest.approx(brute.objective, rel=1e-6)
+    assert exact.objective < solve_replan_milp(uniform).objective - 1e-6
+    assert not check_replan(mixed, exact.plan)
+    assert any(v.constraint == "layout" for v in check_replan(uniform, exact.plan))
+
+
+def test_the_mixed_preset_optimum_is_a_mix():
+    """``replan-mixed`` (three TP2 on an 8-GPU node, 6-GPU budget): the proven optimum is TP4 +
+    TP2, over 1.3x faster than the best uniform plan (keeping the three TP2)."""
+    from costmodels.replan.presets import replan_mixed
+
+    def problem(state: dict) -> ReplanProblem:
+        spec = ReplanSpec.model_validate({k: v for k, v in state.items() if k != "name"})
+        spec.check()
+        return ReplanProblem(spec)
+
+    state = replan_mixed()
+    best = solve_replan_milp(problem(state))
+    uniform = solve_replan_milp(problem({**state, "layouts": "uniform"}))
+    assert best.status is Status.OPTIMAL and uniform.status is Status.OPTIMAL
+    assert sorted(i.tp for i in best.plan.instances) == [2, 4]
+    assert uniform.objective / best.objective > 1.3

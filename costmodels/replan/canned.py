@@ -17,6 +17,7 @@ def tiny_state(
     budget: int | None = None,
     delta: float | None = None,
     model: str = "Qwen2.5-7B",
+    layouts: str = "uniform",
 ) -> ReplanProblem:
     """``requests[k]``: [remaining, context] pairs on current instance k; instances fill 2-GPU
     nodes in order with TPs ``tps_now``."""
@@ -35,6 +36,7 @@ def tiny_state(
         "instances": instances,
         "gpu_budget": budget,
         "kv_delta": delta,
+        "layouts": layouts,
     }
     s = ReplanSpec.model_validate(spec)
     s.check()
@@ -57,6 +59,17 @@ def canned_replans() -> list[Canned]:
         Canned(
             "two-nodes-budget",
             lambda: tiny_state([[[2000, 100], [600, 100]], [[900, 50]]], [2, 2], nodes=2, budget=2),
+            reference=ref,
+        ),
+        Canned(
+            "mixed-odd-budget",
+            lambda: tiny_state(
+                [[[2000, 100], [600, 100]], [[900, 50], [700, 80]]],
+                [2, 2],
+                nodes=2,
+                budget=3,
+                layouts="mixed",
+            ),
             reference=ref,
         ),
     ]

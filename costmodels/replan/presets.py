@@ -63,6 +63,22 @@ def replan_tail() -> dict[str, Any]:
     return synthetic_state("Qwen2.5-14B", "H800", 2, 2, 32, 2048, name="replan-tail")
 
 
+def replan_mixed() -> dict[str, Any]:
+    """One 8-GPU node running three TP2 instances (two GPUs idle) with a 6-GPU budget, 1 024
+    decode steps into the step: mixed layouts allowed, and the optimum is TP4 + TP2."""
+    state = synthetic_state("Qwen2.5-14B", "H800", 1, 2, 16, 1024, name="replan-mixed")
+    moved = [r for i in state["instances"] if i["gpu"] == 6 for r in i["requests"]]
+    state["instances"] = [i for i in state["instances"] if i["gpu"] != 6]
+    for k, r in enumerate(moved):
+        state["instances"][k % 3]["requests"].append(r)
+    pending = sum(len(i["requests"]) for i in state["instances"])
+    state["description"] = (
+        f"Qwen2.5-14B on 1 x 8 H800, 3 x TP2 (2 GPUs idle), 6-GPU budget, {pending} pending "
+        "requests; mixed layouts"
+    )
+    return {**state, "gpu_budget": 6, "tps": [2, 4, 8], "layouts": "mixed"}
+
+
 def replan_presets() -> tuple[Preset, ...]:
     return (
         Preset(
@@ -70,6 +86,12 @@ def replan_presets() -> tuple[Preset, ...]:
             "state",
             "Qwen2.5-14B on 64 H800 (32 x TP2), 1024 requests after 768 decode steps",
             replan_64,
+        ),
+        Preset(
+            "replan-mixed",
+            "state",
+            "Qwen2.5-14B on one 8-GPU H800 node, 3 x TP2 under a 6-GPU budget: mixed TP layouts",
+            replan_mixed,
         ),
         Preset(
             "replan-tail",

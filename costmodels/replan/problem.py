@@ -12,13 +12,16 @@ assignment X that minimise the remaining makespan, counting what the move costs.
   Explicit requests are binned the same way, so every solver sees bin aggregates.
 * Configuration y: TP t on one node's aligned GPUs (EP = t for MoE models), from the candidate
   list. K_y: its KV capacity in tokens (``Instance.kv_capacity_tokens``).
-* Plan: per node a *layout* — ``off`` (GPUs idle), ``keep`` (its current instances unchanged) or
-  uniform TP t (g / t aligned instances) — and x_jb, requests of bin b on new instance j. A new
+* Plan: per node a *layout* — ``off`` (GPUs idle), ``keep`` (its current instances unchanged),
+  uniform TP t (g / t aligned instances), or with ``layouts: mixed`` any mix of candidate TPs on
+  aligned slots, idle slots included (``aligned_tilings``: 677 layouts on an 8-GPU node) — and
+  x_jb, requests of bin b on new instance j. A new
   instance with the same GPUs and TP as a current one is *kept*: the requests already on it stay
   for free. (OrchestrRL restricts candidates to intra-node TP and whole-node steps, §4.1 "second
-  heuristic"; we take one layout per node, the shape of every baseline and of the paper's case
-  study, eight TP=2 to two TP=8. Cross-node TP is not offered: every model in the catalog fits a
-  node.)
+  heuristic". Uniform layouts, the default, are the shape of every baseline and of the paper's
+  case study, eight TP=2 to two TP=8; mixed layouts are the whole aligned space, which the exact
+  solvers search when asked: the MILP grows with it (677 layouts per node), so it suits states of
+  a few nodes. Cross-node TP is not offered: every model in the catalog fits a node.)
 
 **T_j, the instance makespan** (chosen so the MILP states it exactly; its error against the
 generation simulator is measured in ``benchmarks/replan``). The one decode model's step time is
@@ -56,7 +59,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -116,6 +119,13 @@ class ReplanSpec(BaseModel):
         ),
     )
     serving: ServingParams = Field(default_factory=ServingParams)
+    layouts: Literal["uniform", "mixed"] = Field(
+        default="uniform",
+        description=(
+            "node layouts offered: off, keep and one TP per node (uniform), or any mix of "
+            "candidate TPs on aligned slots, idle slots included (mixed)"
+        ),
+    )
     bin_tokens: int = Field(default=256, ge=1, description="remaining-length bin width W")
     kv_target: float | None = Field(
         default=None,
@@ -495,7 +505,28 @@ class ReplanProblem:
             slots = tuple((k * t, t) for k in range(g // t))
             if slots != tuple(mine):
                 out.append(Layout(f"tp{t}", slots))
+        if self.spec.layouts == "mixed":
+            seen = {lay.slots for lay in out}
+            for slots in aligned_tilings(0, g, set(self.candidate_tps)):
+                if slots not in seen:
+                    seen.add(slots)
+                    out.append(Layout("+".join(f"tp{t}@{gpu}" for gpu, t in slots), slots))
         return out
+
+
+def aligned_tilings(first: int, size: int, tps: set[int]) -> list[tuple[tuple[int, int], ...]]:
+    """Every way to place instances of TPs in ``tps`` on the aligned GPUs ``first .. first +
+    size - 1`` (a power-of-two block), slots left idle included: the block is idle, one instance
+    of TP ``size``, or any tiling of its two halves side by side. As (first GPU, TP) pairs in GPU
+    order; 677 of them on an 8-GPU node with TPs 1, 2, 4 and 8."""
+    out: list[tuple[tuple[int, int], ...]] = [()]
+    if size in tps:
+        out.append(((first, size),))
+    if size > 1 and size % 2 == 0:
+        half = size // 2
+        lower, upper = aligned_tilings(first, half, tps), aligned_tilings(first + half, half, tps)
+        out += [a + b for a in lower for b in upper if a or b]
+    return out
 
 
 @dataclass(frozen=True)
