@@ -372,14 +372,18 @@ class _CpSatModel(_Model):
         return [solver.Value(ci) for ci in c], optimal, bound
 
 
+#: the exact solvers' ``fill`` option (``--solver help`` shows its description)
+FillOption = Annotated[
+    bool, Field(description="hand spare ports out with Algorithm 3 after the exact stages")
+]
+
+
 def solve_circuits_milp(
     problem: CircuitProblem,
     *,
     time_limit: float | None = None,
     seed: int = 0,
-    fill: Annotated[
-        bool, Field(description="hand spare ports out with Algorithm 3 after the exact stages")
-    ] = True,
+    fill: FillOption = True,
     fill_with: Fill | None = None,
 ) -> SolverOutput:
     """The lexicographic exact model on HiGHS through PuLP (module docstring)."""
@@ -391,9 +395,7 @@ def solve_circuits_cpsat(
     *,
     time_limit: float | None = None,
     seed: int = 0,
-    fill: Annotated[
-        bool, Field(description="hand spare ports out with Algorithm 3 after the exact stages")
-    ] = True,
+    fill: FillOption = True,
     fill_with: Fill | None = None,
 ) -> SolverOutput:
     """The lexicographic exact model on OR-Tools CP-SAT (module docstring)."""
