@@ -31,10 +31,11 @@ capped by memory), and when the pool's decode rate over the last tick falls ``ra
 what it was at the last look (the batch has thinned into the tail). The paper's Algorithm 1 runs
 Event 1 periodically, and so does the default here: ``benchmarks/replan_end_to_end.py`` measures
 every event set against the 30 s period and none wins on all three §6 settings. An early look
-plans on the forecast alone (little has finished), and a plan applied then can cost twice the
-step (a single switch forced at 5 s: 228 s against 116 s static on one 14B step); the best single
-switch chosen in hindsight falls at 20-45 s, and the periodic planner comes within a few per cent
-of it. The acceptance margin ε_rel is measured there too (5-20% are within half a per cent).
+plans on the forecast alone (little has finished), and a plan applied then can cost more than
+staying put (a single switch forced at 5 s: 228 s against 145 s for static TP2 on one 14B step);
+the best single switch chosen in hindsight falls at 20 s on half the steps (5-60 s over all), and
+the periodic planner comes within 0.95-1.06x of it. The acceptance margin ε_rel is measured
+there too (5-20% are within half a per cent).
 
 **Proactive planning (§4.1, Event 1).** At each look: estimate the pending requests'
 remaining lengths from the step's forecast length distribution conditioned on what each has
