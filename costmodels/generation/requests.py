@@ -54,24 +54,26 @@ class RequestRecord:
     aborted: float | None = None
 
 
+def arrival_order(requests: list[Request]) -> list[int]:
+    """Indices of ``requests`` by ready time, ties by id: the order a dispatcher sees them."""
+    return sorted(range(len(requests)), key=lambda i: (requests[i].ready, requests[i].id))
+
+
 def chunked_assignment(requests: list[Request], instances: int) -> list[int]:
     """verl's dispatch: the batch, in its order (a prompt's responses side by side, as
     ``rollout.n`` repeats them), cut into ``instances`` contiguous chunks of near-equal size,
     chunk i to instance i (``DataProto.chunk`` over the rollout's data-parallel ranks). A prompt's
     responses share an instance, so a hard prompt's long tail lands on one instance: the
     imbalance OrchestrRL's balancer (§4.2) exists to fix."""
-    order = sorted(range(len(requests)), key=lambda i: (requests[i].ready, requests[i].id))
     out = [0] * len(requests)
-    n = len(order)
-    for k, i in enumerate(order):
-        out[i] = k * instances // n if n else 0
+    for k, i in enumerate(arrival_order(requests)):
+        out[i] = k * instances // len(requests)
     return out
 
 
 def balanced_assignment(requests: list[Request], instances: int) -> list[int]:
     """Round-robin by arrival: the dispatcher sees no true lengths (policies never do)."""
-    order = sorted(range(len(requests)), key=lambda i: (requests[i].ready, requests[i].id))
     out = [0] * len(requests)
-    for k, i in enumerate(order):
+    for k, i in enumerate(arrival_order(requests)):
         out[i] = k % instances
     return out

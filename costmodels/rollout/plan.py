@@ -49,7 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from costmodels.catalog import get_gpu, get_model
 from costmodels.decode import Instance, feasible_tps
-from costmodels.memory import GB
+from costmodels.memory import GB, OPTIMIZER_BYTES_PER_PARAM, WEIGHT_GRAD_BYTES_PER_PARAM
 from costmodels.rollout.reward import InlineScoring, adaptive_timeout, sandbox_times, score
 from costmodels.rollout.rounds import EpochResult, RoundResult, launch_count, simulate_epoch
 from costmodels.rollout.stream import PAPER_MILESTONES, ScaleRule, train_finish
@@ -359,6 +359,11 @@ def judge_memory_violations(wl: RolloutWorkload, plan: RolloutPlan) -> list[Viol
     return out
 
 
+def freed_instances(wl: RolloutWorkload, plan: RolloutPlan, tp: int) -> int:
+    """TP-``tp`` rollout instances the stream trainer frees: ⌊scale_fraction · n⌋ of n."""
+    return math.floor(plan.scale_fraction * (wl.gpus // tp))
+
+
 def stream_trainer_memory_violations(wl: RolloutWorkload, plan: RolloutPlan) -> list[Violation]:
     """Whether the GPUs the stream trainer frees can hold the training state (RollPacker §4.4:
     they train while rollout runs, so they hold a replica's weights, gradients and optimizer
@@ -372,15 +377,12 @@ def stream_trainer_memory_violations(wl: RolloutWorkload, plan: RolloutPlan) -> 
     any split needs: a plan that fails it cannot train there."""
     if plan.scale == "off":
         return []
-    from costmodels.memory import OPTIMIZER_BYTES_PER_PARAM, WEIGHT_GRAD_BYTES_PER_PARAM
-
     params = total_params(get_model(wl.model))
     gpu = get_gpu(wl.gpu)
     replica = wl.training.replica_gpus
     out = []
     for tp in sorted({plan.short_tp, plan.long_tp}):
-        freed = math.floor(plan.scale_fraction * (wl.gpus // tp)) * tp
-        usable = (freed // replica) * replica
+        usable = (freed_instances(wl, plan, tp) * tp // replica) * replica
         if usable == 0:
             continue  # the scale-replica rule says so
         need = (
@@ -440,8 +442,7 @@ def check_rollout(problem: Any, plan: RolloutPlan) -> list[Violation]:
         )
     if plan.scale != "off":
         for tp in sorted({plan.short_tp, plan.long_tp}):
-            n = wl.gpus // tp
-            k = math.floor(plan.scale_fraction * n)
+            n, k = wl.gpus // tp, freed_instances(wl, plan, tp)
             if k == 0 or k == n or k * tp < wl.training.replica_gpus:
                 out.append(
                     Violation(

@@ -44,6 +44,7 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -80,19 +81,44 @@ class RewardTimes:
         return out
 
 
+def _serve(free: list[float], at: float, service: float) -> float:
+    """One job submitted at ``at`` on the first worker free (``free``: a heap of the workers'
+    free times, updated); when it is done."""
+    start = max(at, heapq.heappop(free))
+    heapq.heappush(free, start + service)
+    return start + service
+
+
 def _fcfs(
     jobs: list[tuple[float, float, tuple[int, int]]], workers: int
 ) -> dict[tuple[int, int], float]:
     """First come, first served on ``workers`` identical workers: (submit s, service s, key)."""
     free = [0.0] * workers
-    out = {}
-    for submit, service, key in sorted(
-        jobs, key=lambda j: (j[0], j[2])
-    ):  # submission order, not shortest first
-        start = max(submit, heapq.heappop(free))
-        out[key] = start + service
-        heapq.heappush(free, start + service)
-    return out
+    # submission order, not shortest first
+    return {
+        key: _serve(free, submit, service)
+        for submit, service, key in sorted(jobs, key=lambda j: (j[0], j[2]))
+    }
+
+
+def sandbox_limit(sb: Any, ref: float, adaptive: bool, lam: float) -> float:
+    """The sandbox timeout T_p of a prompt whose reference runs ``ref`` s (module doc)."""
+    return (
+        adaptive_timeout(ref, lam, sb.min_timeout_s, sb.max_timeout_s)
+        if adaptive
+        else sb.max_timeout_s
+    )
+
+
+def judge_rates(wl: Any) -> tuple[float, float]:
+    """(tokens/s of one co-located judge at its MPS share, s to stream its offloaded weights
+    over PCIe once): the asynchronous judge's two costs (module doc)."""
+    js = wl.reward.judge_worker
+    judge = get_model(js.model)
+    flops = ServingParams().efficiency.flops(get_gpu(wl.gpu))
+    rate = js.sm_share * flops / (2.0 * total_params(judge))
+    weights_gb = BYTES_BF16 * total_params(judge) / GB
+    return rate, js.offload_fraction * weights_gb / js.pcie_gb_per_s
 
 
 def sandbox_times(
@@ -143,11 +169,7 @@ def score(
         if kind == "sandbox":
             sb = spec.sandbox_worker
             ref, runs = sandbox_times(pool, p, len(items), attempts.get(p, 0))
-            limit = (
-                adaptive_timeout(ref, lam, sb.min_timeout_s, sb.max_timeout_s)
-                if adaptive
-                else sb.max_timeout_s
-            )
+            limit = sandbox_limit(sb, ref, adaptive, lam)
             for j, ((t, _), run) in enumerate(zip(items, runs, strict=True)):
                 if run is None or run > limit:
                     timeouts += 1
@@ -192,8 +214,7 @@ def _judge(
         done = rollout_end + load + tokens * per_token / (gpus * flops)
         return {key: done for _, _, key in items}
     servers = max(1, gpus // wl.gpus_per_node)
-    rate = js.sm_share * flops / per_token  # tokens/s of one co-located judge
-    stream = js.offload_fraction * weights_gb / js.pcie_gb_per_s
+    rate, stream = judge_rates(wl)
     queues: list[list[tuple[float, int, tuple[int, int]]]] = [[] for _ in range(servers)]
     for i, item in enumerate(sorted(items)):
         queues[i % servers].append(item)
@@ -262,26 +283,15 @@ class InlineScorer:
         self.draws: dict[int, tuple[float, list[float | None]]] = {}
         self.timeouts = self.cut_finishing = 0
         self.sandbox_busy_s = 0.0
-        js = self.spec.judge_worker
         if self.spec.judge > 0:
-            judge, gpu = get_model(js.model), get_gpu(wl.gpu)
-            per_token = 2.0 * total_params(judge)
-            self.judge_rate = js.sm_share * ServingParams().efficiency.flops(gpu) / per_token
-            self.judge_stream = js.offload_fraction * BYTES_BF16 * total_params(judge) / GB
-            self.judge_stream /= js.pcie_gb_per_s
-
-    @staticmethod
-    def _fcfs(free: list[float], at: float, service: float) -> float:
-        start = max(at, heapq.heappop(free))
-        heapq.heappush(free, start + service)
-        return start + service
+            self.judge_rate, self.judge_stream = judge_rates(wl)
 
     def submit(self, prompt: int, at: float, tokens: int) -> float:
         j = self.seen.get(prompt, 0)
         self.seen[prompt] = j + 1
         kind = self.pool.reward_kind(prompt)
         if kind == "rule":
-            return self._fcfs(self.rule_free, at, self.spec.rule_worker.seconds)
+            return _serve(self.rule_free, at, self.spec.rule_worker.seconds)
         if kind == "sandbox":
             sb = self.spec.sandbox_worker
             if prompt not in self.draws:
@@ -289,18 +299,14 @@ class InlineScorer:
                     self.pool, prompt, self.scoring.launched, self.attempts.get(prompt, 0)
                 )
             ref, runs = self.draws[prompt]
-            limit = (
-                adaptive_timeout(ref, self.scoring.lam, sb.min_timeout_s, sb.max_timeout_s)
-                if self.scoring.adaptive
-                else sb.max_timeout_s
-            )
+            limit = sandbox_limit(sb, ref, self.scoring.adaptive, self.scoring.lam)
             run = runs[j]
             if run is None or run > limit:
                 self.timeouts += 1
                 self.cut_finishing += run is not None
             service = limit if run is None else min(run, limit)
             self.sandbox_busy_s += service
-            return self._fcfs(self.sandbox_free, at, service)
+            return _serve(self.sandbox_free, at, service)
         js = self.spec.judge_worker
         q = self.next_judge
         self.next_judge = (q + 1) % len(self.judges)

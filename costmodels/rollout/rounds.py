@@ -135,6 +135,7 @@ class RaceToCompletion:
         self.closed: set[int] = set()
         self.submitted: set[int] = set()
         self.scores: dict[int, list[float]] = {}
+        self.ready: dict[int, float] = {}  # group -> its keep_responses-th earliest score
         self.over = False
 
     def on_start(self, obs: Observation) -> list[Any]:
@@ -147,19 +148,16 @@ class RaceToCompletion:
                 if view.state == "done":
                     done[self.group_of[rid]] = done.get(self.group_of[rid], 0) + 1
             return {g for g, n in done.items() if n >= self.keep_responses}
+        k = self.keep_responses
         for rid, view in obs.requests.items():
             if view.state == "done" and rid not in self.submitted:
                 self.submitted.add(rid)
                 g = self.group_of[rid]
-                self.scores.setdefault(g, []).append(
-                    self.scorer.submit(g, obs.time, view.generated)
-                )
-        k = self.keep_responses
-        return {
-            g
-            for g, ts in self.scores.items()
-            if len(ts) >= k and sorted(ts)[k - 1] <= obs.time + 1e-12
-        }
+                ts = self.scores.setdefault(g, [])
+                ts.append(self.scorer.submit(g, obs.time, view.generated))
+                if len(ts) >= k:  # scores only arrive here: the k-th earliest moves only now
+                    self.ready[g] = sorted(ts)[k - 1]
+        return {g for g, t in self.ready.items() if t <= obs.time + 1e-12}
 
     def on_tick(self, obs: Observation) -> list[Any]:
         if self.over:

@@ -325,8 +325,8 @@ class ProactivePlanner:
 
     def _event(self, obs: Observation) -> str | None:
         """Which event, if any, asks for a look at this tick (module doc, "Events")."""
-        if self.first_at is not None:
-            return None
+        if self.first_at is not None or not self.events:
+            return None  # the period alone: nothing to watch on a tick
         reqs = obs.requests
         done = sum(1 for r in reqs.values() if r.state == "done") / max(1, len(reqs))
         queued = any(v.waiting for v in obs.instances if v.active)
