@@ -57,7 +57,7 @@ Units: seconds, tokens, GB, GB/s.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any, Literal
@@ -660,21 +660,7 @@ def evaluate_replan(problem: ReplanProblem, plan: ReplanPlan) -> tuple[float, di
 
 def current_plan(problem: ReplanProblem) -> ReplanPlan:
     """The current configuration and assignment, unchanged (Algorithm 1's C_cur)."""
-    return ReplanPlan(
-        instances=[
-            NewInstance(
-                node=i.node,
-                gpu=i.gpu,
-                tp=i.tp,
-                bins=[
-                    (b.upper, int(problem.resident[k, j]))
-                    for j, b in enumerate(problem.bins)
-                    if problem.resident[k, j]
-                ],
-            )
-            for k, i in enumerate(problem.spec.instances)
-        ]
-    )
+    return to_plan(problem, problem.spec.instances, problem.resident)
 
 
 def current_makespan(problem: ReplanProblem) -> float:
@@ -682,14 +668,27 @@ def current_makespan(problem: ReplanProblem) -> float:
     return problem.current_makespan_s
 
 
+def layout_choice(problem: ReplanProblem, plan: ReplanPlan) -> list[int | None]:
+    """Each node's layout index in ``problem.layouts(node)``, None where its instances are none of
+    them."""
+    mine: dict[int, list[tuple[int, int]]] = {}
+    for i in plan.instances:
+        mine.setdefault(i.node, []).append((i.gpu, i.tp))
+    out: list[int | None] = []
+    for n in range(problem.spec.nodes):
+        slots_n = tuple(sorted(mine.get(n, [])))
+        out.append(
+            next((k for k, lay in enumerate(problem.layouts(n)) if lay.slots == slots_n), None)
+        )
+    return out
+
+
 def layout_names(problem: ReplanProblem, plan: ReplanPlan) -> list[str]:
     """Each node's layout name (``off``, ``keep``, ``tpT``) or ``invalid``."""
-    out = []
-    for n in range(problem.spec.nodes):
-        mine = tuple(sorted((i.gpu, i.tp) for i in plan.instances if i.node == n))
-        match = [lay.name for lay in problem.layouts(n) if lay.slots == mine]
-        out.append(match[0] if match else ("off" if not mine else "invalid"))
-    return out
+    return [
+        problem.layouts(n)[k].name if k is not None else "invalid"
+        for n, k in enumerate(layout_choice(problem, plan))
+    ]
 
 
 def check_replan(problem: ReplanProblem, plan: ReplanPlan) -> list[Violation]:  # noqa: C901
@@ -794,3 +793,26 @@ class Slot:
 def slots(problem: ReplanProblem) -> list[list[list[Slot]]]:
     """slots[n][ℓ]: the instances of layout ℓ of node n (``ReplanProblem.slot_table``)."""
     return problem.slot_table
+
+
+def to_plan(
+    problem: ReplanProblem, chosen: Sequence[Slot | CurrentInstance], x: np.ndarray
+) -> ReplanPlan:
+    """The plan that runs ``x[j]`` (requests per bin) on instance ``chosen[j]``."""
+    return ReplanPlan(
+        instances=[
+            NewInstance(
+                node=s.node,
+                gpu=s.gpu,
+                tp=s.tp,
+                bins=[(problem.bins[b].upper, int(x[j, b])) for b in np.flatnonzero(x[j])],
+            )
+            for j, s in enumerate(chosen)
+        ]
+    )
+
+
+def layout_slots(problem: ReplanProblem, choice: list[int]) -> list[Slot]:
+    """The instances of layout ``choice[n]`` on every node n."""
+    table = problem.slot_table
+    return [s for n, li in enumerate(choice) for s in table[n][li]]

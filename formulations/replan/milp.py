@@ -26,10 +26,26 @@ M makespan.
     (2)  (μ - δ) K_y z_j1 <= Σ_b (κ_b + L_b) x_jb <= (μ + δ) K_y z_j1   when δ is set
 
 minimise M. Interchangeable slots (one node layout, same switch cost, not kept) are ordered by
-use and by Σ_b L_b x_jb (symmetry breaking), and M starts at the largest "longest request alone on
-its best configuration" — a bound every plan respects. A warm start (the greedy's plan, passed in
-by the planner) gives HiGHS an incumbent at once; under a time limit the incumbent comes back
-with HiGHS's dual bound and gap.
+use and by Σ_b L_b x_jb (symmetry breaking).
+
+**At scale, before HiGHS.** This model's LP relaxation is the fluid bound: fractional requests
+spread every bin over every slot, so no instance pays for its longest request, and at 1 024 GPUs
+(97 732 columns) HiGHS does not finish its root. Two pieces run first and make the answer at any
+size:
+
+* the bound: the **aggregate model** (``formulations.replan.aggregate``: instances counted by type
+  and longest bin, nodes by class; both forms of (1) summed per group) bisected on M, at least the
+  fluid bound and the longest request alone. It is what M starts at here;
+* the plan: the **packing** (``formulations.replan.packing``) at targets between that bound and
+  the warm start, on the warm start's layout and on the aggregate model's, longest bins first,
+  residents kept home only while their instance stays under the target.
+
+When the packing's plan is within ``mip_gap`` of the bound (one more aggregate test just under
+the plan decides), it is returned as optimal; otherwise it warm-starts this model, and over the
+column budget it returns with the bound. The result message says where the plan and the bound
+came from. Measured here (``benchmarks/results/replan/at_scale.md``): ``replan-1024`` within
+0.002% of its bound in about 3 s, where the greedy alone is 2.7% above it; ``replan-64`` 3.6% below
+the greedy and within 1.1% of its bound.
 """
 
 from __future__ import annotations
@@ -37,6 +53,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import numpy as np
@@ -49,11 +66,16 @@ from costmodels.replan.problem import (
     Slot,
     evaluate_replan,
     instance_cost,
+    layout_choice,
+    layout_slots,
     plan_counts,
     slots,
+    to_plan,
 )
-from costmodels.solving import Deadline, SolverOutput, Status, note_work
+from costmodels.solving import Deadline, SolverOutput, Status, Termination, note_work
 from formulations.highs import solve_highs
+from formulations.replan.aggregate import aggregate_bound
+from formulations.replan.packing import best_packing
 
 # : HiGHS presolve + root LP time per column measured here (49k columns: ~1.9 s, 97k: ~2.7 s);
 # with less
@@ -95,8 +117,9 @@ class _Rows:
         self.hi.append(hi)
 
 
-def build(problem: ReplanProblem) -> dict[str, Any]:
-    """The model's arrays and the index maps needed to decode and warm-start it."""
+def build(problem: ReplanProblem, floor: float | None = None) -> dict[str, Any]:
+    """The model's arrays and the index maps needed to decode and warm-start it; ``floor``: a
+    lower bound on M known beforehand (default :func:`lower_bound`)."""
     inf = math.inf
     bins = problem.bins
     nb = len(bins)
@@ -106,7 +129,7 @@ def build(problem: ReplanProblem) -> dict[str, Any]:
     demand = problem.demand
     s = problem.spec
     cols, rows = _Columns(), _Rows()
-    M = cols.add(lower_bound(problem), inf, False)
+    M = cols.add(lower_bound(problem) if floor is None else floor, inf, False)
     table = slots(problem)
     v: dict[tuple[int, int], int] = {}
     info: list[dict[str, Any]] = []  # per slot: slot, x cols by bin, z cols, m cols
@@ -309,9 +332,9 @@ def _decode(model: dict[str, Any], problem: ReplanProblem, values: np.ndarray) -
 #: same state gives the same plan on any machine (HiGHS is deterministic below its time limit).
 #: 100 nodes of replan-64 take ~18 s on the development machine; replan-tail is proven in 0.1 s
 DEFAULT_NODES = 100
-#: columns above which, without a time limit, HiGHS is not started and the warm start returns with
-#: the fluid bound (``max_columns``): replan-64's 8 502 columns take ~18 s for 100 nodes, while
-#: replan-1024's 97 732 did not finish HiGHS's root in 120 s on the development machine
+#: columns above which, without a time limit, HiGHS is not started and the packing's plan returns
+#: with the aggregate bound (``max_columns``): replan-64's 8 502 columns take ~10 s for 100 nodes,
+#: while replan-1024's 97 732 did not finish HiGHS's root in 120 s on the development machine
 DEFAULT_MAX_COLUMNS = 50_000
 
 
@@ -340,20 +363,21 @@ def solve_replan_milp(
             ge=1,
             le=10**9,
             description=(
-                "largest model handed to HiGHS without --time-limit (default 50000); a larger one "
-                "returns the warm start with the fluid bound"
+                "largest per-slot model handed to HiGHS without --time-limit (default 50000); a "
+                "larger one returns the packing's plan with the aggregate bound"
             ),
         ),
     ] = None,
 ) -> SolverOutput:
-    """Eq. 1 on HiGHS (module doc). ``warm_start``: a heuristic solver whose plan seeds HiGHS.
+    """Eq. 1 (module doc): the aggregate bound and the packing first, then HiGHS on the per-slot
+    model when the gap is still open. ``warm_start``: a heuristic solver whose plan seeds both.
 
-    Effort is a work budget (docs/architecture.md, "Solver plumbing"): without ``time_limit`` HiGHS
-    stops
-    after ``nodes`` branch-and-bound nodes and a model over ``max_columns`` columns is not handed
-    to it, so a state gives the same plan on any machine; the façade's default cap is only a
-    safety net, reported when it binds. With ``time_limit`` HiGHS runs until the limit, and a
-    model whose presolve alone would overrun what is left returns the warm start."""
+    Effort is a work budget (docs/architecture.md, "Solver plumbing"): the bisection and the
+    packing take a fixed number of steps, and without ``time_limit`` HiGHS stops after ``nodes``
+    branch-and-bound nodes and a model over ``max_columns`` columns is not handed to it, so a
+    state gives the same plan on any machine; the façade's default cap is only a safety net,
+    reported when it binds. With ``time_limit`` HiGHS runs until the limit, and a model whose
+    presolve alone would overrun what is left returns the packing's plan."""
     t0 = time.perf_counter()
     deadline = Deadline(time_limit)
     by_time = time_limit is not None
@@ -366,7 +390,19 @@ def solve_replan_milp(
         incumbent = warm_start(
             problem, time_limit=None if not by_time else 0.4 * time_limit, seed=seed
         )
-    model = build(problem)
+        if incumbent.plan is None:
+            incumbent = None
+    scale = _at_scale(problem, incumbent, deadline, mip_gap)
+    if scale.plan is None:
+        return SolverOutput(
+            Status.INFEASIBLE,
+            message="some bin fits no instance of any candidate configuration",
+            stats=scale.stats,
+        )
+    stats = dict(scale.stats)
+    if scale.objective <= scale.bound * (1.0 + mip_gap):
+        return scale.output(Status.OPTIMAL, f"{scale.source}: proved within the gap {mip_gap:g}")
+    model = build(problem, floor=scale.bound)
     cols, rows = model["cols"], model["rows"]
     n_cols, n_rows = len(cols.lower), len(rows.lo)
     from scipy.sparse import csc_matrix
@@ -377,36 +413,22 @@ def solve_replan_milp(
     )
     cost = np.zeros(n_cols)
     cost[model["M"]] = 1.0
-    warm = None
-    if incumbent is not None and incumbent.plan is not None:
-        warm = _warm_values(model, problem, incumbent.plan, n_cols)
+    warm = _warm_values(model, problem, scale.plan, n_cols)
     build_s = time.perf_counter() - t0
-    left = None if time_limit is None else time_limit - build_s
+    left = deadline.remaining()
     skip = ""
     if column_budget is not None and n_cols > column_budget:
-        skip = f"a {n_cols}-column model is over the budget of {column_budget} columns"
+        skip = f"the per-slot model's {n_cols} columns are over the budget of {column_budget}"
     elif left is not None and left < n_cols * SECONDS_PER_COLUMN:
-        skip = f"{left:.2f} s left for a {n_cols}-column model"
-    if skip and incumbent is not None and incumbent.plan is not None:
-        # HiGHS's presolve alone would overrun: keep the warm start, report our bound
-        floor = cols.lower[model["M"]]
-        stats = {
-            "columns": n_cols,
-            "rows": n_rows,
-            "build_s": build_s,
-            "highs_status": "skipped (budget)" if column_budget else "skipped (time limit)",
-        }
-        return SolverOutput(
-            Status.FEASIBLE,
-            incumbent.plan,
-            incumbent.objective,
-            floor,
-            message=f"{skip}: warm start returned with the fluid bound",
-            stats=stats,
-        )
+        skip = f"{left:.2f} s left for the per-slot model's {n_cols} columns"
+    stats.update({"columns": n_cols, "rows": n_rows, "build_s": build_s})
+    if skip:
+        # HiGHS's presolve alone would overrun: the packing's plan and the aggregate bound stand
+        stats["highs_status"] = "skipped (budget)" if column_budget else "skipped (time limit)"
+        return scale.output(Status.FEASIBLE, f"{skip}; {scale.source}", stats)
     remaining = deadline.remaining()
     # no restarts and no sub-MIP heuristics: on replan-64 they spent 34 s of root work without
-    # improving the warm start or the bound (the greedy plan and the fluid bound supply both)
+    # improving the warm start or the bound (the packing's plan and the aggregate bound supply both)
     out = solve_highs(
         cost,
         a,
@@ -427,48 +449,103 @@ def solve_replan_milp(
     if out.stopped == "time_limit":
         deadline.note_bound()
     note_work(out.nodes, node_budget, "nodes")
-    stats = {
-        "columns": n_cols,
-        "rows": n_rows,
-        "nonzeros": int(a.nnz),
-        "build_s": build_s,
-        "solve_s": time.perf_counter() - t0 - build_s,
-        "highs_status": out.highs_status,
-        "warm_start": None if incumbent is None else incumbent.objective,
-        "nodes": out.nodes,
-    }
-    # HiGHS's bound, or ours (M's lower bound) when the search stopped before it had one
-    floor = cols.lower[model["M"]]
-    bound = max(out.dual_bound, floor) if out.dual_bound is not None else floor
+    stats.update(
+        {
+            "nonzeros": int(a.nnz),
+            "solve_s": time.perf_counter() - t0 - build_s,
+            "highs_status": out.highs_status,
+            "nodes": out.nodes,
+        }
+    )
+    # HiGHS's bound, or the aggregate one (M's lower bound) when the search stopped before it had
+    # one
+    bound = max(out.dual_bound, scale.bound) if out.dual_bound is not None else scale.bound
     if out.stopped == "infeasible":
         return SolverOutput(Status.INFEASIBLE, message="HiGHS: infeasible", stats=stats)
-    if out.x is None:
-        if incumbent is not None and incumbent.plan is not None:
-            return SolverOutput(
-                Status.FEASIBLE,
-                incumbent.plan,
-                incumbent.objective,
-                bound,
-                message=(
-                    f"HiGHS: {stats['highs_status']}, no incumbent of its own; warm start returned"
-                ),
-                stats=stats,
-            )
-        return SolverOutput(
-            Status.NO_SOLUTION, message=f"HiGHS: {stats['highs_status']}", stats=stats
-        )
-    plan = _decode(model, problem, out.x)
-    objective = float(out.objective) if out.objective is not None else math.nan
-    optimal = out.optimal
-    if optimal and bound is None:
-        bound = objective
-    obj_eval, _ = evaluate_replan(problem, plan)
-    stats["cost_model_objective"] = obj_eval
+    plan, objective = scale.plan, scale.objective
+    if out.x is not None and out.objective is not None and out.objective < objective - 1e-9:
+        plan = _decode(model, problem, out.x)
+        objective = float(out.objective)
+        stats["cost_model_objective"] = evaluate_replan(problem, plan)[0]
+    optimal = out.optimal or objective <= bound * (1.0 + mip_gap)
     return SolverOutput(
         Status.OPTIMAL if optimal else Status.FEASIBLE,
         plan,
         objective,
         bound,
-        message=f"HiGHS: {stats['highs_status']}",
+        message=f"HiGHS: {stats['highs_status']}; {scale.source}",
         stats=stats,
     )
+
+
+@dataclass
+class _Scale:
+    """What the aggregate bound and the packing primal found before the per-slot model runs."""
+
+    plan: ReplanPlan | None
+    objective: float
+    bound: float
+    source: str
+    stats: dict[str, Any]
+
+    def output(
+        self, status: Status, message: str, stats: dict[str, Any] | None = None
+    ) -> SolverOutput:
+        """This plan and bound as the solver's answer."""
+        return SolverOutput(
+            status,
+            self.plan,
+            self.objective,
+            self.bound,
+            message=message,
+            stats=self.stats if stats is None else stats,
+            termination=Termination.OPTIMAL if status is Status.OPTIMAL else None,
+        )
+
+
+def _at_scale(
+    problem: ReplanProblem, incumbent: SolverOutput | None, deadline: Deadline, mip_gap: float
+) -> _Scale:
+    """The bound from the aggregate model and the best plan the packing finds on the incumbent's
+    layout and on the aggregate's (module doc, "At scale"); the incumbent itself when better."""
+    fluid = lower_bound(problem)
+    upper = None if incumbent is None else float(incumbent.objective)
+    agg = aggregate_bound(problem, fluid, upper, deadline=deadline)
+    layouts: list[tuple[str, list[int]]] = []
+    if incumbent is not None:
+        mine = layout_choice(problem, incumbent.plan)
+        if None not in mine:
+            layouts.append(("the warm start's layout", mine))  # type: ignore[arg-type]
+    suggested = agg.choice()
+    if suggested is not None and all(suggested != c for _, c in layouts):
+        layouts.append(("the aggregate model's layout", suggested))
+    best: tuple[float, ReplanPlan | None, str] = (
+        (upper, incumbent.plan, "the warm start") if incumbent is not None else (math.inf, None, "")
+    )
+    high = upper if upper is not None else agg.feasible_at * 1.5
+    for name, choice in layouts:
+        if deadline.expired():
+            break
+        chosen = layout_slots(problem, choice)
+        got, x = best_packing(problem, chosen, agg.bound, high)
+        if x is not None and got < best[0] - 1e-9:
+            best = (got, to_plan(problem, chosen, x), f"packing on {name}")
+    if math.isfinite(best[0]) and best[0] > agg.bound * (1.0 + mip_gap):
+        # one more test just under the plan: infeasible there proves it within the gap
+        agg.raise_to(best[0] / (1.0 + mip_gap), deadline)
+    bound = max(fluid, agg.bound)
+    if agg.bound > fluid * (1.0 + 1e-9):
+        why = "the aggregate model (instances by type and longest bin)"
+    elif fluid <= _longest_alone(problem):
+        why = "the longest request alone on its best configuration"
+    else:
+        why = "the fluid work over the GPU budget"
+    source = f"plan from {best[2]}; bound {bound:.6g} from {why}"
+    stats = {
+        "fluid_bound": fluid,
+        "aggregate_bound": agg.bound,
+        "aggregate_tests": agg.iterations,
+        "warm_start": upper,
+        "plan_from": best[2],
+    }
+    return _Scale(best[1], best[0], bound, source, stats)

@@ -26,13 +26,14 @@ import time
 
 import numpy as np
 
+from costmodels.replan.loads import Loads
 from costmodels.replan.problem import (
-    NewInstance,
     ReplanPlan,
     ReplanProblem,
     Slot,
     evaluate_replan,
-    slots,
+    layout_slots,
+    to_plan,
 )
 from costmodels.solving import Deadline, SolverOutput, Status
 
@@ -42,81 +43,6 @@ def _deadline(time_limit: float | None) -> Deadline:
     answer is the same on any machine; the deadline is only the caller's limit or the façade's
     default cap, a safety net (docs/architecture.md, "Solver plumbing")."""
     return Deadline(time_limit)
-
-
-class Loads:
-    """Per-instance aggregates of an assignment in progress, kept incrementally: Σ w x, Σ (L/B) x,
-    the longest request, the migration paid and whether the instance is used (T_j terms of the
-    problem's module doc), so that adding or removing a request is O(1) and the objective term of
-    every instance after a hypothetical add is one vectorised expression."""
-
-    def __init__(self, problem: ReplanProblem, chosen: list[Slot]):
-        self.problem, self.slots = problem, chosen
-        nb, ns = len(problem.bins), len(chosen)
-        cfgs = [problem.configs[s.tp] for s in chosen]
-        self.L = problem.lengths
-        self.alpha = np.array([c.alpha for c in cfgs])
-        self.switch = np.array([s.switch_s for s in chosen])
-        self.w = np.array([c.work for c in cfgs]).reshape(ns, nb)
-        self.fits = np.array([c.concurrency for c in cfgs]).reshape(ns, nb) > 0
-        self.t = np.array([c.token_steps for c in cfgs]).reshape(ns, nb)
-        self.mu = np.array([c.migrate for c in cfgs]).reshape(ns, nb)
-        self.local = np.zeros((ns, nb), dtype=np.int64)
-        for j, s in enumerate(chosen):
-            if s.kept is not None:
-                self.local[j] = problem.resident[s.kept]
-        self.x = np.zeros((ns, nb), dtype=np.int64)
-        self.work, self.tok, self.lmax, self.mig = (
-            np.zeros(ns),
-            np.zeros(ns),
-            np.zeros(ns),
-            np.zeros(ns),
-        )
-        self.count = np.zeros(ns, dtype=np.int64)
-
-    def totals(self) -> np.ndarray:
-        used = self.count > 0
-        return np.where(
-            used,
-            self.work + self.alpha * np.maximum(self.lmax, self.tok) + self.mig + self.switch,
-            0.0,
-        )
-
-    def add(self, j: int, b: int, n: int = 1) -> None:
-        paid = max(0, int(self.x[j, b]) + n - int(self.local[j, b])) - max(
-            0, int(self.x[j, b]) - int(self.local[j, b])
-        )
-        self.x[j, b] += n
-        self.count[j] += n
-        self.work[j] += n * self.w[j, b]
-        self.tok[j] += n * self.t[j, b]
-        self.mig[j] += paid * self.mu[j, b]
-        self.lmax[j] = max(self.lmax[j], self.L[b])
-
-    def remove(self, j: int, b: int) -> None:
-        paid = 1 if self.x[j, b] > self.local[j, b] else 0
-        self.x[j, b] -= 1
-        self.count[j] -= 1
-        self.work[j] -= self.w[j, b]
-        self.tok[j] -= self.t[j, b]
-        self.mig[j] -= paid * self.mu[j, b]
-        if self.x[j, b] == 0 and self.L[b] >= self.lmax[j]:
-            present = np.flatnonzero(self.x[j])
-            self.lmax[j] = self.L[present[-1]] if len(present) else 0.0
-
-    def after_add(self, b: int) -> np.ndarray:
-        """Every instance's objective term if one request of bin b joined it (inf where it does not
-        fit)."""
-        extra_mig = np.where(self.x[:, b] >= self.local[:, b], self.mu[:, b], 0.0)
-        out = (
-            self.work
-            + self.w[:, b]
-            + self.alpha * np.maximum(np.maximum(self.lmax, self.L[b]), self.tok + self.t[:, b])
-            + self.mig
-            + extra_mig
-            + self.switch
-        )
-        return np.where(self.fits[:, b], out, np.inf)
 
 
 def assign(
@@ -167,26 +93,6 @@ def _improve(ld: Loads, deadline: Deadline | None, rounds: int = 400) -> None:
         b, k = best[1]
         ld.remove(j, b)
         ld.add(k, b)
-
-
-def to_plan(problem: ReplanProblem, chosen: list[Slot], x: np.ndarray) -> ReplanPlan:
-    return ReplanPlan(
-        instances=[
-            NewInstance(
-                node=s.node,
-                gpu=s.gpu,
-                tp=s.tp,
-                bins=[(problem.bins[b].upper, int(x[j, b])) for b in np.flatnonzero(x[j])],
-            )
-            for j, s in enumerate(chosen)
-        ]
-    )
-
-
-def layout_slots(problem: ReplanProblem, choice: list[int]) -> list[Slot]:
-    """The instances of layout ``choice[n]`` on every node n."""
-    table = slots(problem)
-    return [s for n, li in enumerate(choice) for s in table[n][li]]
 
 
 def _layout_index(problem: ReplanProblem, node: int, name: str) -> int | None:

@@ -1,0 +1,318 @@
+"""A lower bound on Eq. 1 that holds at 1 024 GPUs: instances aggregated by type and longest bin.
+
+The per-slot MILP (``formulations.replan.milp``) grows with nodes x layouts x bins (97 732 columns
+on ``replan-1024``), and its LP relaxation is no stronger than the fluid bound: fractional
+requests spread every bin over every instance, so no instance pays for decoding its longest
+request. This relaxation keeps exactly that cost and forgets which instance is which.
+
+**Types.** A slot's type y = (TP t, switch cost σ_y, kept or not). Nodes whose layouts offer the
+same multisets of types form a class c of |c| nodes; a layout ℓ offers a_ℓy slots of type y and
+uses G_ℓ GPUs. Per-request cost on y: w'_yb = w_yb + μ_yb on a new instance (every request it
+runs migrates onto it), w_yb on a kept one (its residents' migration is dropped: a relaxation).
+
+**Groups.** Every instance that runs requests has a longest bin τ; the group (y, τ) counts
+n_yτ such instances and f_yτb of their requests of bin b <= τ (bins that fit y only).
+
+**The model at a makespan M** (an LP; feasible at every M an Eq. 1 plan reaches):
+
+    Σ_ℓ u_cℓ = |c|                                   every node of a class takes a layout
+    Σ_cℓ G_ℓ u_cℓ <= G_total                          (3) GPU budget
+    Σ_τ n_yτ <= Σ_cℓ a_ℓy u_cℓ                        instances of a type exist
+    Σ_yτ f_yτb = N_b                                  (4) every request once
+    f_yττ >= n_yτ                                     each instance holds one request of its bin τ
+    Σ_b w'_yb f_yτb + (α_y L_τ + σ_y) n_yτ <= M n_yτ  (1) with S_j >= L_τ, summed over the group
+    Σ_b (w'_yb + α_y L_b / B_yb) f_yτb + σ_y n_yτ <= M n_yτ   (1) with S_j >= tokens/concurrency
+
+Any plan gives a solution (n and f summed over its instances; both forms of (1) hold per instance
+since S_j is at least each term), so the smallest feasible M bounds every plan's makespan from
+below. Groups whose longest request alone overruns M (w'_yτ + α_y L_τ + σ_y > M) are left out.
+The bound is the largest M bisection finds infeasible; it is at least the fluid bound (the second
+row of (1) summed over groups is the fluid work, and τ's row the longest request alone), and above
+it wherever instances holding long requests cannot also carry their share of the short ones
+(``replan-64``: 63.9 s against the fluid 59.5 s; the best plan known is 64.4 s). Constraint (2)
+is left out (a relaxation). The LP's layout counts u_cℓ also suggest a layout for the packing
+primal (``formulations.replan.packing``)."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.sparse import csc_matrix
+
+from costmodels.replan.problem import ReplanProblem, Slot
+from costmodels.solving import UNLIMITED, Deadline
+from formulations.highs import solve_highs
+
+
+@dataclass(frozen=True)
+class SlotType:
+    """y: the TP, the switch cost and whether the slot keeps a current instance."""
+
+    tp: int
+    switch_s: float
+    kept: bool
+
+
+def slot_type(sl: Slot) -> SlotType:
+    return SlotType(sl.tp, round(sl.switch_s, 9), sl.kept is not None)
+
+
+@dataclass
+class Classes:
+    """Node classes, their distinct layouts (as type counts) and the types they offer."""
+
+    types: list[SlotType]
+    #: per class: its nodes, and per distinct layout (type counts, GPUs, one layout index per node)
+    nodes: list[list[int]]
+    layouts: list[list[tuple[tuple[int, ...], int, list[int]]]]
+
+
+def node_classes(problem: ReplanProblem) -> Classes:
+    """Group the nodes by the type multisets their layouts offer (module doc)."""
+    table = problem.slot_table
+    types: dict[SlotType, int] = {}
+    menus: dict[tuple, int] = {}
+    nodes: list[list[int]] = []
+    layouts: list[list[tuple[tuple[int, ...], int, list[int]]]] = []
+    per_node = []
+    for n, lays in enumerate(table):
+        menu: dict[tuple[tuple[int, int], ...], int] = {}
+        for li, slot_list in enumerate(lays):
+            count = Counter(types.setdefault(slot_type(sl), len(types)) for sl in slot_list)
+            menu.setdefault(tuple(sorted(count.items())), li)
+        per_node.append(menu)
+        key = tuple(menu)
+        if key not in menus:
+            menus[key] = len(nodes)
+            nodes.append([])
+            layouts.append([])
+        nodes[menus[key]].append(n)
+    for c, members in enumerate(nodes):
+        for key in per_node[members[0]]:
+            gpus = sum(list(types)[y].tp * k for y, k in key)
+            layouts[c].append((key, gpus, [per_node[n][key] for n in members]))
+    ordered = sorted(types, key=lambda t: types[t])
+    out_layouts = [
+        [(_dense(key, len(ordered)), gpus, idx) for key, gpus, idx in lays] for lays in layouts
+    ]
+    return Classes(ordered, nodes, out_layouts)
+
+
+def _dense(key: tuple[tuple[int, int], ...], size: int) -> tuple[int, ...]:
+    out = [0] * size
+    for y, k in key:
+        out[y] = k
+    return tuple(out)
+
+
+#: HiGHS branch-and-bound nodes per feasibility test: a work budget, so the bound is the same on
+#: any machine; a test that runs out proves nothing and counts as feasible (the bound stays valid).
+#: replan-64's tests take 2-40 nodes
+NODES_PER_TEST = 2_000
+
+
+@dataclass
+class AggregateBound:
+    """The bound, the bisection that found it and the layout counts at the least feasible M."""
+
+    bound: float
+    feasible_at: float
+    iterations: int
+    #: per class, per distinct layout: the LP's node count at ``feasible_at``
+    layout_counts: list[list[float]]
+    classes: Classes
+    model: _Model | None = None
+
+    def raise_to(self, m: float, deadline: Deadline = UNLIMITED) -> float:
+        """The bound after one more test at ``m`` (a plan's makespan less the gap asked for): ``m``
+        when the model is infeasible there, else the bound as it was."""
+        if self.model is None or m <= self.bound:
+            return self.bound
+        ok, _ = self.model.feasible(m, deadline.remaining())
+        if ok is False:
+            self.bound = m
+        return self.bound
+
+    def choice(self) -> list[int] | None:
+        """A layout index per node with the counts found at ``feasible_at`` (a class's nodes take
+        them in node order), or None when the bisection found none."""
+        if not self.layout_counts:
+            return None
+        out = [0] * sum(len(nodes) for nodes in self.classes.nodes)
+        for nodes, lays, counts in zip(
+            self.classes.nodes, self.classes.layouts, self.layout_counts, strict=True
+        ):
+            k = 0
+            for (_, _, index), count in zip(lays, counts, strict=True):
+                for _ in range(int(round(count))):
+                    out[nodes[k]] = index[k]
+                    k += 1
+        return out
+
+
+class _Model:
+    """The LP's constant parts; :meth:`feasible` fills in M."""
+
+    def __init__(self, problem: ReplanProblem, integral: bool) -> None:
+        self.problem, self.integral = problem, integral
+        self.classes = node_classes(problem)
+        self.N = np.array([b.count for b in problem.bins], dtype=float)
+        self.L = problem.lengths
+        nb = len(self.N)
+        self.cost: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, float, float]] = {}
+        for y, ty in enumerate(self.classes.types):
+            cfg = problem.configs[ty.tp]
+            per = cfg.work + (0.0 if ty.kept else cfg.migrate)
+            fits = cfg.concurrency > 0
+            alone = per + cfg.alpha * self.L + ty.switch_s
+            self.cost[y] = (
+                per,
+                per + cfg.alpha * cfg.token_steps,
+                np.where(fits, alone, math.inf),
+                cfg.alpha,
+                ty.switch_s,
+            )
+        self.nb = nb
+
+    def feasible(
+        self, m: float, time_limit: float | None = None
+    ) -> tuple[bool | None, list[list[float]]]:
+        """Is the model feasible at makespan ``m`` (None: HiGHS's node budget or ``time_limit``
+        ran out before it knew); the layout counts when it found a solution."""
+        rows_r: list[int] = []
+        rows_c: list[int] = []
+        rows_v: list[float] = []
+        lo: list[float] = []
+        hi: list[float] = []
+
+        def row(cols: list[int], vals: list[float], low: float, high: float) -> None:
+            i = len(lo)
+            rows_r.extend([i] * len(cols))
+            rows_c.extend(cols)
+            rows_v.extend(vals)
+            lo.append(low)
+            hi.append(high)
+
+        col_hi: list[float] = []
+        integer: list[bool] = []
+
+        def col(upper: float, whole: bool = False) -> int:
+            col_hi.append(upper)
+            integer.append(whole and self.integral)
+            return len(col_hi) - 1
+
+        cls = self.classes
+        u = [
+            [col(len(nodes), True) for _ in lays]
+            for nodes, lays in zip(cls.nodes, cls.layouts, strict=True)
+        ]
+        for c, lays in enumerate(cls.layouts):
+            row(u[c], [1.0] * len(lays), len(cls.nodes[c]), len(cls.nodes[c]))
+        row(
+            [u[c][i] for c, lays in enumerate(cls.layouts) for i in range(len(lays))],
+            [float(g) for lays in cls.layouts for _, g, _ in lays],
+            -math.inf,
+            float(self.problem.budget),
+        )
+        cover: list[list[int]] = [[] for _ in range(self.nb)]
+        for y in range(len(cls.types)):
+            per, tokens, alone, alpha, sigma = self.cost[y]
+            groups = []
+            for tau in range(self.nb):
+                if alone[tau] > m:
+                    continue
+                n = col(math.inf, True)
+                groups.append(n)
+                f = {b: col(self.N[b]) for b in range(tau + 1) if math.isfinite(alone[b])}
+                for b, fc in f.items():
+                    cover[b].append(fc)
+                row([n, f[tau]], [1.0, -1.0], -math.inf, 0.0)
+                fb = list(f)
+                row(
+                    list(f.values()) + [n],
+                    [per[b] for b in fb] + [alpha * self.L[tau] + sigma - m],
+                    -math.inf,
+                    0.0,
+                )
+                row(list(f.values()) + [n], [tokens[b] for b in fb] + [sigma - m], -math.inf, 0.0)
+            offered = [
+                (u[c][i], -float(key[y]))
+                for c, lays in enumerate(cls.layouts)
+                for i, (key, _, _) in enumerate(lays)
+                if key[y]
+            ]
+            if groups:
+                row(
+                    groups + [c for c, _ in offered],
+                    [1.0] * len(groups) + [v for _, v in offered],
+                    -math.inf,
+                    0.0,
+                )
+        for b in range(self.nb):
+            if not cover[b]:
+                return False, []
+            row(cover[b], [1.0] * len(cover[b]), self.N[b], self.N[b])
+        n_cols = len(col_hi)
+        a = csc_matrix((rows_v, (rows_r, rows_c)), shape=(len(lo), n_cols))
+        out = solve_highs(
+            np.zeros(n_cols),
+            a,
+            np.array(lo),
+            np.array(hi),
+            np.zeros(n_cols),
+            np.array(col_hi),
+            integer if self.integral else None,
+            time_limit=time_limit,
+            node_limit=NODES_PER_TEST,
+        )
+        if out.x is not None:
+            return True, [[float(out.x[i]) for i in uc] for uc in u]
+        return (False if out.stopped == "infeasible" else None), []
+
+
+def aggregate_bound(
+    problem: ReplanProblem,
+    lower: float,
+    upper: float | None,
+    *,
+    rel_tol: float = 1e-5,
+    max_iter: int = 30,
+    integral: bool = True,
+    deadline: Deadline = UNLIMITED,
+) -> AggregateBound:
+    """Bisect M between ``lower`` (a known bound) and ``upper`` (a plan's makespan; None: found by
+    doubling) to relative
+    precision ``rel_tol`` (module doc). Work-bounded (at most ``max_iter`` tests of at most
+    :data:`NODES_PER_TEST` nodes each); the deadline, a safety cap, ends the bisection early with
+    the bound reached so far. A test that proves nothing moves the upper end, never the bound."""
+    model = _Model(problem, integral)
+    ok, counts = model.feasible(lower, deadline.remaining())
+    if ok is not False:
+        return AggregateBound(lower, lower, 1, counts, model.classes, model)
+    it = 1
+    if upper is None:  # no plan known: double until the relaxation is feasible
+        upper = lower
+        ok = False
+        while ok is False and it < max_iter:
+            lower, upper = upper, 2.0 * upper
+            ok, counts = model.feasible(upper, deadline.remaining())
+            it += 1
+    else:
+        ok, counts = model.feasible(upper, deadline.remaining())
+        it += 1
+    if ok is False:  # every plan is in the relaxation, so only numerics get here: keep ``lower``
+        return AggregateBound(lower, upper, it, [], model.classes, model)
+    lo, hi = lower, upper
+    while hi - lo > rel_tol * hi and it < max_iter and not deadline.expired():
+        mid = 0.5 * (lo + hi)
+        ok, got = model.feasible(mid, deadline.remaining())
+        it += 1
+        if ok is False:
+            lo = mid
+        else:
+            hi = mid
+            counts = got or counts
+    return AggregateBound(lo, hi, it, counts, model.classes, model)
