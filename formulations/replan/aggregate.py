@@ -291,7 +291,7 @@ def aggregate_bound(
     model = _Model(problem, integral)
     ok, counts = model.feasible(lower, deadline.remaining())
     if ok is not False:
-        return AggregateBound(lower, lower, 1, counts, model.classes, model)
+        return AggregateBound(float(lower), float(lower), 1, counts, model.classes, model)
     it = 1
     if upper is None:  # no plan known: double until the relaxation is feasible
         upper = lower
@@ -304,7 +304,7 @@ def aggregate_bound(
         ok, counts = model.feasible(upper, deadline.remaining())
         it += 1
     if ok is False:  # every plan is in the relaxation, so only numerics get here: keep ``lower``
-        return AggregateBound(lower, upper, it, [], model.classes, model)
+        return AggregateBound(float(lower), float(upper), it, [], model.classes, model)
     lo, hi = lower, upper
     while hi - lo > rel_tol * hi and it < max_iter and not deadline.expired():
         mid = 0.5 * (lo + hi)
@@ -315,4 +315,4 @@ def aggregate_bound(
         else:
             hi = mid
             counts = got or counts
-    return AggregateBound(lo, hi, it, counts, model.classes, model)
+    return AggregateBound(float(lo), float(hi), it, counts, model.classes, model)

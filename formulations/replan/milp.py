@@ -41,11 +41,13 @@ size:
   residents kept home only while their instance stays under the target.
 
 When the packing's plan is within ``mip_gap`` of the bound (one more aggregate test just under
-the plan decides), it is returned as optimal; otherwise it warm-starts this model, and over the
-column budget it returns with the bound. The result message says where the plan and the bound
-came from. Measured here (``benchmarks/results/replan/at_scale.md``): ``replan-1024`` within
-0.002% of its bound in about 3 s, where the greedy alone is 2.7% above it; ``replan-64`` 3.6% below
-the greedy and within 1.1% of its bound.
+the plan decides), it is returned as optimal; within :data:`HANDOVER_GAP` it is returned with its
+gap when this model is large; otherwise it warm-starts this model, and over the column budget it
+returns with the bound.
+The result message says where the plan and the bound came from. Measured here
+(``benchmarks/results/replan/at_scale.md``): ``replan-1024`` within 0.002% of its bound in about
+3 s, where the greedy alone is 2.7% above it; ``replan-64`` 3.6% below the greedy and within 1.1%
+of its bound.
 """
 
 from __future__ import annotations
@@ -336,6 +338,13 @@ DEFAULT_NODES = 100
 #: with the aggregate bound (``max_columns``): replan-64's 8 502 columns take ~10 s for 100 nodes,
 #: while replan-1024's 97 732 did not finish HiGHS's root in 120 s on the development machine
 DEFAULT_MAX_COLUMNS = 50_000
+#: a gap a large per-slot model is not started for (HiGHS's own default relative gap): its LP
+#: bound is the fluid one, so its nodes cannot close a gap the aggregate bound leaves this small
+#: (at 256 GPUs 100 nodes took 80 s here and left a 0.001% gap as it was)
+HANDOVER_GAP = 1e-4
+#: models up to this many columns go to HiGHS whatever the gap: it proves them in about a second
+#: (replan-tail's 1 092 columns in 0.1 s)
+HANDOVER_COLUMNS = 10_000
 
 
 def solve_replan_milp(
@@ -405,6 +414,12 @@ def solve_replan_milp(
     model = build(problem, floor=scale.bound)
     cols, rows = model["cols"], model["rows"]
     n_cols, n_rows = len(cols.lower), len(rows.lo)
+    if n_cols > HANDOVER_COLUMNS and scale.objective <= scale.bound * (1.0 + HANDOVER_GAP):
+        return scale.output(
+            Status.FEASIBLE,
+            f"{scale.source}; gap under {HANDOVER_GAP:g}, the {n_cols}-column per-slot model not "
+            "started",
+        )
     from scipy.sparse import csc_matrix
 
     a = csc_matrix(
@@ -508,7 +523,7 @@ def _at_scale(
 ) -> _Scale:
     """The bound from the aggregate model and the best plan the packing finds on the incumbent's
     layout and on the aggregate's (module doc, "At scale"); the incumbent itself when better."""
-    fluid = lower_bound(problem)
+    fluid = float(lower_bound(problem))
     upper = None if incumbent is None else float(incumbent.objective)
     agg = aggregate_bound(problem, fluid, upper, deadline=deadline)
     layouts: list[tuple[str, list[int]]] = []
