@@ -294,7 +294,12 @@ class Engine:
         self._coef: dict[tuple[int, int], tuple[Instance, StepCoefficients]] = {}
         # the last view given of each request: a view is immutable, so one whose fields have not
         # changed since is handed out again (done and aborted requests never change)
-        self._views: dict[int, RequestView] = {}
+        self._views: dict[int, RequestView | None] = dict.fromkeys(self.requests)
+        # where each request is queued (instance, state) and the requests touched since the last
+        # observation: an observation looks at those and the running ones only
+        self._where: dict[int, tuple[int, str]] = {}
+        self._touched: set[int] = set(self.requests)
+        self._order = {rid: k for k, rid in enumerate(self.requests)}
         # per instance: requests in ready order, not yet queued; unassigned ones wait for Dispatch
         self.pending: list[deque[int]] = [deque() for _ in instances]
         self.unassigned: list[int] = []
@@ -302,11 +307,13 @@ class Engine:
             a = self.records[r.id].instance
             if a == -1:
                 self.unassigned.append(r.id)
+                self._where[r.id] = (-1, "unassigned")
                 continue
             if not 0 <= a < len(instances):
                 raise ValueError(f"request {r.id}: instance {a} does not exist")
             self._check_fits(r.id, self.states[a])
             self.pending[a].append(r.id)
+            self._where[r.id] = (a, "pending")
 
     def _check_fits(self, rid: int, st: InstanceState) -> None:
         req = self.requests[rid]
@@ -353,7 +360,9 @@ class Engine:
     def _release_arrivals(self, st: InstanceState) -> None:
         q = self.pending[st.index]
         while q and self.requests[q[0]].ready <= st.clock + 1e-12:
-            st.waiting.append(q.popleft())
+            rid = q.popleft()
+            st.waiting.append(rid)
+            self._move(rid, st.index, "waiting")
 
     def _admit(self, st: InstanceState) -> None:
         """FCFS admission at a step boundary; prefill the admitted (module doc)."""
@@ -388,6 +397,7 @@ class Engine:
         for rid, ctx in zip(new_ids, new_ctx, strict=True):
             req = self.requests[rid]
             st.add(rid, ctx, req.output - req.generated)
+            self._move(rid, st.index, "running")
         st.timeline.append((start, st.clock, len(st.running), st.context))
 
     def _remove_running(self, st: InstanceState, rid: int) -> int:
@@ -398,6 +408,7 @@ class Engine:
     def _preempt_last(self, st: InstanceState) -> None:
         rid = self._remove_running(st, st.last_admitted())
         st.waiting.appendleft(rid)
+        self._move(rid, st.index, "waiting")
         self.records[rid].preemptions += 1
         self.preemptions += 1
 
@@ -431,6 +442,7 @@ class Engine:
         for rid in st.pop_finished():
             self.records[rid].completed = st.clock
             self.requests[rid].generated = self.requests[rid].output
+            self._touched.add(rid)
 
     def advance(self, st: InstanceState, until: float = math.inf) -> None:
         """Run the instance to ``until`` (the step in flight then finishes) or to idle."""
@@ -473,48 +485,48 @@ class Engine:
 
     # -- policies ----------------------------------------------------------------------------
 
+    def _move(self, rid: int, instance: int, state: str) -> None:
+        """Record where a request now is, for the next observation."""
+        self._where[rid] = (instance, state)
+        self._touched.add(rid)
+
     def observe(self, now: float) -> Observation:
         """What a policy may see: queues, KV use, tokens done; never the true output lengths."""
-        views = []
-        where: dict[int, tuple[int, str]] = {}
-        for st in self.states:
-            for rid in st.running:
-                where[rid] = (st.index, "running")
-            for rid in st.waiting:
-                where[rid] = (st.index, "waiting")
-            for rid in self.pending[st.index]:
-                where[rid] = (st.index, "pending")
-            views.append(
-                InstanceView(
-                    st.index,
-                    st.inst.tp,
-                    st.inst.gpu.name,
-                    st.clock,
-                    tuple(st.running),
-                    tuple(st.waiting),
-                    tuple(self.pending[st.index]),
-                    st.blocks(),
-                    st.capacity_blocks,
-                    st.active,
-                )
+        views = [
+            InstanceView(
+                st.index,
+                st.inst.tp,
+                st.inst.gpu.name,
+                st.clock,
+                tuple(st.running),
+                tuple(st.waiting),
+                tuple(self.pending[st.index]),
+                st.blocks(),
+                st.capacity_blocks,
+                st.active,
             )
+            for st in self.states
+        ]
         tokens = {
             rid: self.requests[rid].output - st.remaining(rid)
             for st in self.states
             for rid in st.running
         }
-        reqs = {}
+        # a request's view changes only when it moved (``_move``), finished or, running, made
+        # tokens: only those are looked at, in request order, and the others' views are kept
+        look = self._touched
+        look.update(tokens)
+        self._touched = set()
         cache = self._views
-        for rid, req in self.requests.items():
-            rec = self.records[rid]
+        changed = []
+        for rid in sorted(look, key=self._order.__getitem__):
+            req, rec = self.requests[rid], self.records[rid]
             if rec.completed is not None:
                 inst, state = rec.instance, "done"
             elif rec.aborted is not None:
                 inst, state = rec.instance, "aborted"
-            elif rid in where:
-                inst, state = where[rid]
             else:
-                inst, state = -1, "unassigned"
+                inst, state = self._where[rid]
             generated = tokens.get(rid, req.generated)
             view = cache.get(rid)
             if (
@@ -527,11 +539,12 @@ class Engine:
                 view = cache[rid] = RequestView(
                     rid, req.group, req.prompt, generated, req.ready, inst, state
                 )
-            reqs[rid] = view
-        return Observation(now, tuple(views), reqs)
+                changed.append(rid)
+        return Observation(now, tuple(views), dict(cache), tuple(changed))  # type: ignore[arg-type]
 
     def _take_out(self, rid: int) -> int:
         """Remove a request from wherever it is queued or running; its former instance or -1."""
+        self._move(rid, -1, "unassigned")  # until the caller puts it somewhere (or aborts it)
         if rid in self.unassigned:
             self.unassigned.remove(rid)
             return -1
@@ -552,6 +565,7 @@ class Engine:
     def _enqueue(self, rid: int, st: InstanceState, ready: float) -> None:
         self._check_fits(rid, st)
         self.requests[rid].ready = ready
+        self._move(rid, st.index, "pending")
         q = self.pending[st.index]
         pos = len(q)
         while pos > 0 and self.requests[q[pos - 1]].ready > ready:

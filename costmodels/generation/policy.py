@@ -66,9 +66,14 @@ class RequestView:
 
 @dataclass(frozen=True)
 class Observation:
+    """What a policy sees at ``time``: every instance and every request, in request order.
+    ``changed``: the requests whose view differs from the engine's previous observation (a policy
+    that sees every observation can follow the run from these alone)."""
+
     time: float
     instances: tuple[InstanceView, ...]
     requests: dict[int, RequestView]
+    changed: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

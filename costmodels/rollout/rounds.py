@@ -142,21 +142,23 @@ class RaceToCompletion:
         return []
 
     def _complete(self, obs: Observation) -> set[int]:
-        if self.scorer is None:
-            done: dict[int, int] = {}
-            for rid, view in obs.requests.items():
-                if view.state == "done":
-                    done[self.group_of[rid]] = done.get(self.group_of[rid], 0) + 1
-            return {g for g, n in done.items() if n >= self.keep_responses}
+        # the policy sees every observation, so the requests that finished are among the changed
         k = self.keep_responses
-        for rid, view in obs.requests.items():
-            if view.state == "done" and rid not in self.submitted:
-                self.submitted.add(rid)
-                g = self.group_of[rid]
-                ts = self.scores.setdefault(g, [])
-                ts.append(self.scorer.submit(g, obs.time, view.generated))
-                if len(ts) >= k:  # scores only arrive here: the k-th earliest moves only now
-                    self.ready[g] = sorted(ts)[k - 1]
+        for rid in obs.changed:
+            view = obs.requests[rid]
+            if view.state != "done" or rid in self.submitted:
+                continue
+            self.submitted.add(rid)
+            g = self.group_of[rid]
+            ts = self.scores.setdefault(g, [])
+            if self.scorer is None:  # the race on generation: done is complete
+                ts.append(obs.time)
+                if len(ts) == k:
+                    self.ready[g] = obs.time
+                continue
+            ts.append(self.scorer.submit(g, obs.time, view.generated))
+            if len(ts) >= k:  # scores only arrive here: the k-th earliest moves only now
+                self.ready[g] = sorted(ts)[k - 1]
         return {g for g, t in self.ready.items() if t <= obs.time + 1e-12}
 
     def on_tick(self, obs: Observation) -> list[Any]:
