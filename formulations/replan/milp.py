@@ -342,8 +342,8 @@ DEFAULT_MAX_COLUMNS = 50_000
 #: bound is the fluid one, so its nodes cannot close a gap the aggregate bound leaves this small
 #: (at 256 GPUs 100 nodes took 80 s here and left a 0.001% gap as it was)
 HANDOVER_GAP = 1e-4
-#: models up to this many columns go to HiGHS whatever the gap: it proves them in about a second
-#: (replan-tail's 1 092 columns in 0.1 s)
+#: models of up to this many slots x bins (about half their columns) go to HiGHS whatever the gap:
+#: it proves them in about a second (replan-tail's 1 092 columns in 0.1 s)
 HANDOVER_COLUMNS = 10_000
 
 
@@ -411,15 +411,18 @@ def solve_replan_milp(
     stats = dict(scale.stats)
     if scale.objective <= scale.bound * (1.0 + mip_gap):
         return scale.output(Status.OPTIMAL, f"{scale.source}: proved within the gap {mip_gap:g}")
+    slots_n = sum(len(slot_list) for layouts in slots(problem) for slot_list in layouts)
+    if slots_n * len(problem.bins) > HANDOVER_COLUMNS and scale.objective <= scale.bound * (
+        1.0 + HANDOVER_GAP
+    ):
+        return scale.output(
+            Status.FEASIBLE,
+            f"{scale.source}; gap under {HANDOVER_GAP:g}, the per-slot model ({slots_n} slots x "
+            f"{len(problem.bins)} bins) not started",
+        )
     model = build(problem, floor=scale.bound)
     cols, rows = model["cols"], model["rows"]
     n_cols, n_rows = len(cols.lower), len(rows.lo)
-    if n_cols > HANDOVER_COLUMNS and scale.objective <= scale.bound * (1.0 + HANDOVER_GAP):
-        return scale.output(
-            Status.FEASIBLE,
-            f"{scale.source}; gap under {HANDOVER_GAP:g}, the {n_cols}-column per-slot model not "
-            "started",
-        )
     from scipy.sparse import csc_matrix
 
     a = csc_matrix(
@@ -542,7 +545,7 @@ def _at_scale(
         if deadline.expired():
             break
         chosen = layout_slots(problem, choice)
-        got, x = best_packing(problem, chosen, agg.bound, high)
+        got, x = best_packing(problem, chosen, agg.bound, high, deadline=deadline)
         if x is not None and got < best[0] - 1e-9:
             best = (got, to_plan(problem, chosen, x), f"packing on {name}")
     if math.isfinite(best[0]) and best[0] > agg.bound * (1.0 + mip_gap):

@@ -27,6 +27,7 @@ import numpy as np
 
 from costmodels.replan.loads import Loads
 from costmodels.replan.problem import ReplanProblem, Slot, instance_cost
+from costmodels.solving import UNLIMITED, Deadline
 
 Rule = Literal["spread", "pack"]
 
@@ -94,14 +95,23 @@ def _water_fill(ld: Loads, b: int, left: int) -> None:
 
 
 def best_packing(
-    problem: ReplanProblem, chosen: list[Slot], lower: float, upper: float, *, steps: int = 12
+    problem: ReplanProblem,
+    chosen: list[Slot],
+    lower: float,
+    upper: float,
+    *,
+    steps: int = 12,
+    deadline: Deadline = UNLIMITED,
 ) -> tuple[float, np.ndarray | None]:
     """The best plan :func:`pack` finds on ``chosen`` over targets bisected between ``lower`` (a
     bound) and ``upper`` (a makespan already known): a target is met when the plan's makespan is
-    at or below it. Returns (makespan, x), (inf, None) when a bin fits nowhere."""
+    at or below it. Returns (makespan, x), (inf, None) when a bin fits nowhere. Work-bounded by
+    ``steps``; the deadline, a safety cap, ends it between targets."""
     best: tuple[float, np.ndarray | None] = (np.inf, None)
     lo, hi = lower, upper
-    for _ in range(steps):
+    for step in range(steps):
+        if step and deadline.expired():
+            break
         target = 0.5 * (lo + hi)
         met = False
         for rule in ("pack", "spread"):
