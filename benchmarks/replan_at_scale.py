@@ -95,6 +95,46 @@ def report(rows: list[dict[str, Any]], command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def plot(rows: list[dict[str, Any]], path: Path) -> None:
+    """Per state: the greedy's and the MILP's makespan over the MILP's bound, and the MILP's wall
+    time."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    states = [s for s in dict.fromkeys(r["state"] for r in rows)]
+    first = {(r["state"], r["solver"]): r for r in rows if r["repeat"] == 0}
+    bound = {s: first[s, "milp"]["bound"] for s in states}
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8))
+    xs = range(len(states))
+    for i, solver in enumerate(("greedy", "milp")):
+        left.bar(
+            [x + (i - 0.5) * 0.38 for x in xs],
+            [first[s, solver]["objective"] / bound[s] for s in states],
+            0.38,
+            label=solver,
+        )
+    left.axhline(1.0, color="black", linewidth=0.8)
+    left.axhline(1.01, color="grey", linewidth=0.8, linestyle="--", label="1% over the bound")
+    left.set_ylim(0.99, max(1.05, max(first[s, "greedy"]["objective"] / bound[s] for s in states)))
+    left.set_xticks(list(xs), states, rotation=20, fontsize=8)
+    left.set_ylabel("makespan / MILP bound")
+    left.legend(fontsize=8)
+    walls = [
+        [r["wall_s"] for r in rows if r["state"] == s and r["solver"] == "milp"] for s in states
+    ]
+    right.bar(list(xs), [max(w) for w in walls], color="tab:orange")
+    right.axhline(11.0, color="grey", linewidth=0.8, linestyle="--", label="OrchestrRL: 11 s")
+    right.set_xticks(list(xs), states, rotation=20, fontsize=8)
+    right.set_ylabel("MILP wall s (slowest of the runs)")
+    right.legend(fontsize=8)
+    fig.suptitle("Eq. 1 at scale: the greedy and the MILP against the MILP's bound")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/replan"))
@@ -102,11 +142,14 @@ def main(argv: list[str] | None = None) -> None:
         "--states", nargs="*", default=[*PRESETS, *(f"fig20-{n * 8}gpu" for n in SIZES)]
     )
     ap.add_argument("--repeats", type=int, default=REPEATS)
-    ap.add_argument("--replot", action="store_true", help="redraw the report from at_scale.json")
+    ap.add_argument(
+        "--replot", action="store_true", help="redraw the report and plot from at_scale.json"
+    )
     args = ap.parse_args(argv)
     if args.replot:
         doc = json.loads((args.out / "at_scale.json").read_text())
         (args.out / "at_scale.md").write_text(report(doc["rows"], doc["command"]))
+        plot(doc["rows"], args.out / "at_scale.png")
         return
     rows = []
     for s in args.states:
@@ -119,6 +162,7 @@ def main(argv: list[str] | None = None) -> None:
     write_csv(args.out / "at_scale.csv", rows)
     write_json(args.out / "at_scale.json", {"command": command, "rows": rows})
     (args.out / "at_scale.md").write_text(report(rows, command))
+    plot(rows, args.out / "at_scale.png")
 
 
 if __name__ == "__main__":

@@ -109,12 +109,14 @@ def test_replan_1024_is_proven_within_one_percent_and_beats_the_greedy():
     assert "bound" in out.message and "packing" in out.message
 
 
-def test_replan_64_the_milp_beats_the_greedy_and_raises_the_bound():
+def test_replan_64_is_proven_optimal_below_the_greedy():
+    """Told apart by how many long requests they hold, the aggregate groups bound ``replan-64`` at
+    the packing's plan (the fluid bound is 4% lower, the greedy's plan 3.6% higher)."""
     problem = _preset(replan_64)
     greedy = solve_greedy(problem)
-    out = solve_replan_milp(problem, warm_start=solve_greedy, nodes=1)
-    assert out.status in (Status.FEASIBLE, Status.OPTIMAL)
+    out = solve_replan_milp(problem, warm_start=solve_greedy)
+    assert out.status is Status.OPTIMAL and check_replan(problem, out.plan) == []
     assert out.objective < greedy.objective * 0.98
-    assert out.bound > lower_bound(problem) * 1.02
+    assert out.bound > lower_bound(problem) * 1.03
     assert "aggregate model" in out.message
     assert None not in layout_choice(problem, out.plan)
