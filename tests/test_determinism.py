@@ -144,6 +144,13 @@ def test_a_capped_solve_says_so_in_its_result_and_plan_file():
         )
 
 
+def _replan_64_balanced(delta: float) -> dict:
+    """``replan-64`` with KV balance (2) held within ``delta``."""
+    from costmodels.replan.presets import replan_64
+
+    return {**{k: v for k, v in replan_64().items() if k != "name"}, "kv_delta": delta}
+
+
 @pytest.mark.parametrize(
     ("kind", "fields", "solver", "why", "status"),
     [
@@ -161,7 +168,15 @@ def test_a_capped_solve_says_so_in_its_result_and_plan_file():
             Termination.CONVERGED,
             Status.FEASIBLE,
         ),
-        ("replan", {"state": "replan-64"}, "milp", Termination.WORK_BUDGET, Status.FEASIBLE),
+        # KV balance (2) within 0.1: the packing's plans break it, so HiGHS spends its nodes
+        (
+            "replan",
+            {"state": _replan_64_balanced(0.1)},
+            "milp",
+            Termination.WORK_BUDGET,
+            Status.FEASIBLE,
+        ),
+        ("replan", {"state": "replan-64"}, "milp", Termination.OPTIMAL, Status.OPTIMAL),
     ],
 )
 def test_why_a_solver_stopped_is_kept_apart_from_what_it_returned(

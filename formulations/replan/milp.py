@@ -66,6 +66,7 @@ from costmodels.replan.problem import (
     ReplanPlan,
     ReplanProblem,
     Slot,
+    check_replan,
     evaluate_replan,
     instance_cost,
     layout_choice,
@@ -399,15 +400,10 @@ def solve_replan_milp(
         incumbent = warm_start(
             problem, time_limit=None if not by_time else 0.4 * time_limit, seed=seed
         )
-        if incumbent.plan is None:
-            incumbent = None
+        if incumbent.plan is None or check_replan(problem, incumbent.plan):
+            incumbent = None  # a heuristic's plan that breaks a rule, e.g. (2), is no incumbent
+    # no plan here (no bin fits, or every packing breaks (2)) leaves the per-slot model to decide
     scale = _at_scale(problem, incumbent, deadline, mip_gap)
-    if scale.plan is None:
-        return SolverOutput(
-            Status.INFEASIBLE,
-            message="some bin fits no instance of any candidate configuration",
-            stats=scale.stats,
-        )
     stats = dict(scale.stats)
     if scale.objective <= scale.bound * (1.0 + mip_gap):
         return scale.output(Status.OPTIMAL, f"{scale.source}: proved within the gap {mip_gap:g}")
@@ -431,7 +427,7 @@ def solve_replan_milp(
     )
     cost = np.zeros(n_cols)
     cost[model["M"]] = 1.0
-    warm = _warm_values(model, problem, scale.plan, n_cols)
+    warm = None if scale.plan is None else _warm_values(model, problem, scale.plan, n_cols)
     build_s = time.perf_counter() - t0
     left = deadline.remaining()
     skip = ""
@@ -443,6 +439,8 @@ def solve_replan_milp(
     if skip:
         # HiGHS's presolve alone would overrun: the packing's plan and the aggregate bound stand
         stats["highs_status"] = "skipped (budget)" if column_budget else "skipped (time limit)"
+        if scale.plan is None:
+            return SolverOutput(Status.NO_SOLUTION, message=f"{skip}; no plan found", stats=stats)
         return scale.output(Status.FEASIBLE, f"{skip}; {scale.source}", stats)
     remaining = deadline.remaining()
     # no restarts and no sub-MIP heuristics: on replan-64 they spent 34 s of root work without
@@ -485,6 +483,10 @@ def solve_replan_milp(
         plan = _decode(model, problem, out.x)
         objective = float(out.objective)
         stats["cost_model_objective"] = evaluate_replan(problem, plan)[0]
+    if plan is None:
+        return SolverOutput(
+            Status.NO_SOLUTION, message=f"HiGHS: {stats['highs_status']}, no plan", stats=stats
+        )
     optimal = out.optimal or objective <= bound * (1.0 + mip_gap)
     return SolverOutput(
         Status.OPTIMAL if optimal else Status.FEASIBLE,
@@ -558,7 +560,8 @@ def _at_scale(
         why = "the longest request alone on its best configuration"
     else:
         why = "the fluid work over the GPU budget"
-    source = f"plan from {best[2]}; bound {bound:.6g} from {why}"
+    plan_from = f"plan from {best[2]}" if best[1] is not None else "no plan before HiGHS"
+    source = f"{plan_from}; bound {bound:.6g} from {why}"
     stats = {
         "fluid_bound": fluid,
         "aggregate_bound": agg.bound,

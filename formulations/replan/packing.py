@@ -16,7 +16,8 @@ bins longest first, and within a bin:
      free for short ones), spreading whatever M* leaves over.
 
 :func:`best_packing` bisects M* between a bound and a known makespan and keeps the best plan by the
-cost model. Work-bounded: a fixed number of targets, each O(bins x instances).
+cost model; under constraint (2) a plan that breaks it is not kept. Work-bounded: a fixed number
+of targets, each O(bins x instances).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Literal
 import numpy as np
 
 from costmodels.replan.loads import Loads
-from costmodels.replan.problem import ReplanProblem, Slot, instance_cost
+from costmodels.replan.problem import ReplanProblem, Slot, check_replan, instance_cost, to_plan
 from costmodels.solving import UNLIMITED, Deadline
 
 Rule = Literal["spread", "pack"]
@@ -119,7 +120,7 @@ def best_packing(
             if x is None:
                 return best
             got = makespan(problem, chosen, x)
-            if got < best[0]:
+            if got < best[0] and _balanced(problem, chosen, x):
                 best = (got, x)
             met = met or got <= target
         if met:
@@ -127,6 +128,16 @@ def best_packing(
         else:
             lo = target
     return best
+
+
+def _balanced(problem: ReplanProblem, chosen: list[Slot], x: np.ndarray) -> bool:
+    """Constraint (2), KV balance, when the state asks for it: the packing does not aim at it, so
+    a plan that breaks it is not kept."""
+    if problem.spec.kv_delta is None:
+        return True
+    return not any(
+        v.constraint == "(2) KV balance" for v in check_replan(problem, to_plan(problem, chosen, x))
+    )
 
 
 def makespan(problem: ReplanProblem, chosen: list[Slot], x: np.ndarray) -> float:
