@@ -80,7 +80,9 @@ def run_cli(
 
 
 #: the small placement job the CLI tests plan (a few seconds)
-SMALL_PLACEMENT = ("plan", "placement", "--cluster", "small-8", "--workflow", "grpo-sync-qwen3-4b")
+#: its specs: the small-8 cluster preset and GRPO on Qwen3-4B
+SMALL_SPECS = ("--cluster", "small-8", "--workflow", "grpo-sync-qwen3-4b")
+SMALL_PLACEMENT = ("plan", "placement", *SMALL_SPECS)
 
 
 def plan_small(out: Path | str, *extra: str, **kw: object) -> subprocess.CompletedProcess[str]:

@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import run_cli
+from tests.conftest import SMALL_SPECS, run_cli
 
-SMALL = ["--cluster", "small-8", "--workflow", "grpo-sync-qwen3-4b", "-O", "evaluations=5"]
+SMALL = [*SMALL_SPECS, "-O", "evaluations=5"]
 
 
 def _cluster(tmp: Path, mutate) -> Path:
