@@ -11,14 +11,12 @@ arrivals k-2..k+2 (one decision is a few ms: a single sample is noise). Writes l
 
 from __future__ import annotations
 
-import argparse
 import time
-from pathlib import Path
 
 import numpy as np
 
 from benchmarks.instances import table6_problem
-from benchmarks.publish import command_line, write_csv, write_json
+from benchmarks.publish import command_line, parse_out_dir, write_csv, write_json
 from costmodels.cosched.group import cosched_model
 from heuristics.cosched.online import OnlineScheduler
 
@@ -60,13 +58,10 @@ def run(seed: int = 0) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=Path("bench-out/cosched"))
-    args = parser.parse_args(argv)
+    out = parse_out_dir(__doc__, "bench-out/cosched", argv)
     res = run()
-    args.out.mkdir(parents=True, exist_ok=True)
     write_json(
-        args.out / "latency.json",
+        out / "latency.json",
         {
             "command": command_line("benchmarks.cosched_latency", argv),
             "paper_ms": PAPER_MS,
@@ -74,7 +69,7 @@ def main(argv: list[str] | None = None) -> None:
         },
     )
     write_csv(
-        args.out / "latency.csv",
+        out / "latency.csv",
         [
             {
                 "rule": r,

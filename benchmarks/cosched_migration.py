@@ -9,13 +9,12 @@ for long outputs, least for dissimilar pairs).
 
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
 
 import numpy as np
 
-from benchmarks.publish import command_line, write_csv, write_json
+from benchmarks.publish import command_line, parse_out_dir, write_csv, write_json
 from heuristics.cosched.group_replay import ReplayJob, migration_gain
 
 PAIRS = {
@@ -62,12 +61,9 @@ def plot(rows: list[dict], path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=Path("bench-out/cosched"))
-    args = parser.parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
+    out = parse_out_dir(__doc__, "bench-out/cosched", argv)
     rows = run()
-    write_csv(args.out / "migration.csv", rows)
+    write_csv(out / "migration.csv", rows)
     summary = {
         p: {
             "median_gain": float(np.median([r["gain"] for r in rows if r["pair"] == p])),
@@ -77,7 +73,7 @@ def main(argv: list[str] | None = None) -> None:
         for p in PAIRS
     }
     write_json(
-        args.out / "migration.json",
+        out / "migration.json",
         {
             "command": command_line("benchmarks.cosched_migration", argv),
             "summary": summary,
@@ -85,7 +81,7 @@ def main(argv: list[str] | None = None) -> None:
             "rows": rows,
         },
     )
-    plot(rows, args.out / "migration.png")
+    plot(rows, out / "migration.png")
     for p, v in summary.items():
         print(p, {k: round(x, 3) for k, x in v.items()})
 

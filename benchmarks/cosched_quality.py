@@ -12,14 +12,12 @@ take 16 rollout and 16 training GPUs, and what a 0.5 s library call returns on t
 
 from __future__ import annotations
 
-import argparse
 import time
-from pathlib import Path
 
 import numpy as np
 
 from benchmarks.instances import table6_problem
-from benchmarks.publish import command_line, write_csv, write_json
+from benchmarks.publish import command_line, parse_out_dir, write_csv, write_json
 from costmodels.cosched.group import evaluate_cosched
 from formulations.cosched.partition import solve_cosched_optimal
 from heuristics.cosched.online import (
@@ -99,12 +97,9 @@ def run() -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=Path("bench-out/cosched"))
-    args = parser.parse_args(argv)
+    out = parse_out_dir(__doc__, "bench-out/cosched", argv)
     rows = run()
-    args.out.mkdir(parents=True, exist_ok=True)
-    write_csv(args.out / "quality.csv", rows)
+    write_csv(out / "quality.csv", rows)
     table6 = [r for r in rows if not r["large_jobs"]]
     summary = {
         name: {
@@ -138,7 +133,7 @@ def main(argv: list[str] | None = None) -> None:
         for n, k in dict.fromkeys((r["jobs"], r["large_jobs"]) for r in rows)
     }
     write_json(
-        args.out / "quality.json",
+        out / "quality.json",
         {
             "command": command_line("benchmarks.cosched_quality", argv),
             "references": {

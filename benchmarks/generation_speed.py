@@ -12,15 +12,14 @@ length shapes, same completion times checked. Writes ``results.csv``, ``results.
 
 from __future__ import annotations
 
-import argparse
 import json
 import platform
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
+from benchmarks.publish import command_line, parse_out_dir
 from costmodels.catalog import get_gpu, get_model
 from costmodels.decode import Instance
 from costmodels.generation.engine import simulate
@@ -142,14 +141,12 @@ def write(rows: list[dict], out_dir: Path, command: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=Path("bench-out/generation"))
-    args = parser.parse_args(argv)
-    rows = run(args.out)
+    out = parse_out_dir(__doc__, "bench-out/generation", argv)
+    rows = run(out)
     write(
         rows,
-        args.out,
-        "python -m benchmarks.generation_speed " + " ".join(sys.argv[1:] if argv is None else argv),
+        out,
+        command_line("benchmarks.generation_speed", argv),
     )
     for r in rows:
         print(r)

@@ -3,11 +3,22 @@ them, the rows as CSV and a JSON document (``benchmarks/results/<topic>/``)."""
 
 from __future__ import annotations
 
+import argparse
 import csv
 import json
 import sys
 from pathlib import Path
 from typing import Any
+
+
+def parse_out_dir(doc: str, default: str, argv: list[str] | None) -> Path:
+    """The ``--out`` folder of a script whose only option it is (``default`` unless given),
+    created; ``doc``'s first line describes the script in ``--help``."""
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
+    parser.add_argument("--out", type=Path, default=Path(default))
+    out = parser.parse_args(argv).out
+    out.mkdir(parents=True, exist_ok=True)
+    return out
 
 
 def command_line(module: str, argv: list[str] | None) -> str:

@@ -22,17 +22,15 @@ requests curves of one step (Fig. 11) with the reconfiguration marked.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from benchmarks.publish import write_csv
+from benchmarks.publish import command_line, parse_out_dir, write_csv
 from costmodels.generation.request_traces import TraceParams, synthetic_trace
 from costmodels.generation.requests import Request
 from heuristics.replan import online
@@ -365,16 +363,13 @@ def write(result: dict, out_dir: Path, command: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=Path("bench-out/replan"))
-    args = parser.parse_args(argv)
+    out = parse_out_dir(__doc__, "bench-out/replan", argv)
     t0 = time.perf_counter()
-    result = run(args.out)
+    result = run(out)
     write(
         result,
-        args.out,
-        "python -m benchmarks.replan_end_to_end "
-        + " ".join(sys.argv[1:] if argv is None else argv),
+        out,
+        command_line("benchmarks.replan_end_to_end", argv),
     )
     for r in result["rows"]:
         print(

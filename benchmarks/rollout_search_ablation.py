@@ -16,14 +16,12 @@ preemption, where §4.2 argues a larger TP's communication "erodes performance".
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 from benchmarks.instances import rollout_problem
-from benchmarks.publish import write_csv
+from benchmarks.publish import command_line, parse_out_dir, write_csv
 from costmodels.rollout.plan import RolloutPlan, check_rollout, evaluate_rollout
 from costmodels.rollout.presets import TABLE2
 from costmodels.rollout.space import paper_plan
@@ -121,15 +119,11 @@ def write(rows: list[dict[str, Any]], out: Path, command: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=Path("bench-out/rollout"))
-    args = parser.parse_args(argv)
+    out = parse_out_dir(__doc__, "bench-out/rollout", argv)
     rows = run()
-    command = "python -m benchmarks.rollout_search_ablation " + " ".join(
-        sys.argv[1:] if argv is None else argv
-    )
-    write(rows, args.out, command)
-    print((args.out / "search_ablation.md").read_text())
+    command = command_line("benchmarks.rollout_search_ablation", argv)
+    write(rows, out, command)
+    print((out / "search_ablation.md").read_text())
 
 
 if __name__ == "__main__":

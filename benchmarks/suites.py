@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 
 from benchmarks.harness import InstanceRef, RunSpec
 from benchmarks.instances import DEMAND_SHAPES
+from costmodels.broadcast.canned import TINY_SYNC
+from costmodels.rollout.canned import tiny_workload
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,15 @@ class Comparison:
     numerator: str
     denominator: str
     metric: str  # objective or wall_time_s
+
+
+def _ratios_to(denominator: str, what: str, titles: dict[str, str]) -> list[Comparison]:
+    """The objective of each solver in ``titles`` (solver: its title) over ``denominator``'s,
+    titled ``"<its title> / <what>"``."""
+    return [
+        Comparison(f"{title} / {what}", solver, denominator, "objective")
+        for solver, title in titles.items()
+    ]
 
 
 @dataclass
@@ -70,6 +81,12 @@ def plugin_solvers(plugins: tuple[str, ...], kind: str) -> list[str]:
     return [s.name for s in build_registry(plugins).solvers(kind) if s.name not in builtin]
 
 
+def _once(*solvers: str, limit: float | None = None) -> list[tuple]:
+    """Each of ``solvers`` once: default options, seed 0, under ``limit`` (None: its own work
+    budget)."""
+    return [(s, {}, limit, (0,)) for s in solvers]
+
+
 def _runs(
     suite: str,
     instances: list[InstanceRef],
@@ -92,19 +109,6 @@ def _runs(
     return out
 
 
-TINY_SYNC = {
-    "weights_gb": 8,
-    "link_gbps": 400,
-    "intra_gbps": 400,
-    "seeds_per_pod": 1,
-    "pods": [
-        {"name": "tr", "role": "train", "ranks": 4, "budget": 2, "holders": 2},
-        {"name": "g0", "role": "gen", "ranks": 4, "budget": 2},
-        {"name": "g1", "role": "gen", "ranks": 4, "budget": 2},
-    ],
-}
-
-
 def smoke(plugins: tuple[str, ...] = ()) -> Suite:
     circ = [
         _circ("tiny-sparse-5", endpoints=5, ports=2, shape="sparse", pairs=6, seed=0),
@@ -114,10 +118,10 @@ def smoke(plugins: tuple[str, ...] = ()) -> Suite:
     runs = _runs(
         "smoke",
         circ,
-        [(s, {}, 30.0, (0,)) for s in ("greedy", "greedy-reference", "milp", "cpsat", "uniform")],
+        _once("greedy", "greedy-reference", "milp", "cpsat", "uniform", limit=30.0),
         plugins,
     )
-    runs += _runs("smoke", circ[:1], [("bruteforce", {}, 30.0, (0,))], plugins, with_plugins=False)
+    runs += _runs("smoke", circ[:1], _once("bruteforce", limit=30.0), plugins, with_plugins=False)
     place = [
         InstanceRef(
             "small-4/grpo-4b",
@@ -129,39 +133,24 @@ def smoke(plugins: tuple[str, ...] = ()) -> Suite:
         "smoke",
         place,
         [
-            ("ilp", {}, 60.0, (0,)),
+            *_once("ilp", limit=60.0),
             ("sha-ea", {"evaluations": 60}, None, (0,)),
             ("ea", {"evaluations": 64}, None, (0,)),
             ("random", {"evaluations": 40}, None, (0,)),
-            ("verl", {}, None, (0,)),
+            *_once("verl"),
         ],
         plugins,
     )
     sync = [InstanceRef("tiny-sync", "broadcast", fields={"sync": TINY_SYNC})]
-    runs += _runs(
-        "smoke", sync, [("two-level", {}, None, (0,)), ("naive", {}, None, (0,))], plugins
-    )
-    tiny_job = {
-        "workload": {
-            "model": "Qwen2.5-3B",
-            "gpu": "H800",
-            "gpus": 2,
-            "gpus_per_node": 1,
-            "prompts_per_step": 4,
-            "responses_per_prompt": 2,
-            "max_response": 2048,
-            "dataset_prompts": 16,
-            "training": {"replica_gpus": 1},
-        }
-    }
-    roll = [InstanceRef("tiny-rollout", "rollout", fields={"job": tiny_job})]
+    runs += _runs("smoke", sync, _once("two-level", "naive"), plugins)
+    roll = [InstanceRef("tiny-rollout", "rollout", fields={"job": {"workload": tiny_workload()}})]
     # the default work budgets, not a time limit: the tiny job's whole space (144 groups) is
     # enumerated on any machine, so local and Ray runs agree (docs/architecture.md, "Solver
     # plumbing")
     runs += _runs(
         "smoke",
         roll,
-        [(s, {}, None, (0,)) for s in ("exhaustive", "search", "paper", "verl")],
+        _once("exhaustive", "search", "paper", "verl"),
         plugins,
     )
     return Suite(
@@ -207,14 +196,13 @@ def placement(plugins: tuple[str, ...] = ()) -> Suite:
         for s in range(3)
     ]
     solvers = [
-        ("ilp", {}, 600.0, (0,)),
+        *_once("ilp", limit=600.0),
         ("sha-ea", {}, 10.0, (0, 1)),
-        ("sha-ea", {}, 60.0, (0,)),
-        ("ea", {}, 10.0, (0,)),
-        ("ea", {}, 60.0, (0,)),
-        ("random", {}, 10.0, (0,)),
-        ("verl", {}, None, (0,)),
-        ("streamrl", {}, None, (0,)),
+        *_once("sha-ea", limit=60.0),
+        *_once("ea", limit=10.0),
+        *_once("ea", limit=60.0),
+        *_once("random", limit=10.0),
+        *_once("verl", "streamrl"),
     ]
     return Suite(
         "placement",
@@ -230,6 +218,22 @@ def placement(plugins: tuple[str, ...] = ()) -> Suite:
     )
 
 
+def _random_circuits(
+    prefix: str, *, smallest: int, first_seed: int, port_args
+) -> list[InstanceRef]:
+    """100 random instances cycling the demand shapes: ``smallest`` to ``smallest + 12``
+    endpoints, three pairs per endpoint, seeds from ``first_seed``; ``port_args(i)`` gives the i-th
+    instance's port arguments (a fixed port count, or every pair coverable with spare ports)."""
+    out = []
+    for i in range(100):
+        shape = DEMAND_SHAPES[i % len(DEMAND_SHAPES)]
+        endpoints = smallest + i % 13
+        args = {"endpoints": endpoints, "ports": None, **port_args(i)}
+        args.update(shape=shape, seed=first_seed + i, pairs=3 * endpoints)
+        out.append(_circ(f"{prefix}{i:03d}-{shape}", **args))
+    return out
+
+
 def circuits(plugins: tuple[str, ...] = ()) -> Suite:
     runs: list[RunSpec] = []
     # (a) greedy (sorted events) vs the plain transcription of Algorithm 3, growing to 1024
@@ -241,50 +245,23 @@ def circuits(plugins: tuple[str, ...] = ()) -> Suite:
     runs += _runs(
         "circuits",
         scale,
-        [("greedy", {}, None, (0,)), ("greedy-reference", {}, None, (0,))],
+        _once("greedy", "greedy-reference"),
         plugins,
         with_plugins=False,
     )
     # (b) quality: 100 random instances, every pair coverable, greedy/uniform vs the exact optimum
-    quality = []
-    for i in range(100):
-        shape = DEMAND_SHAPES[i % len(DEMAND_SHAPES)]
-        quality.append(
-            _circ(
-                f"q{i:03d}-{shape}",
-                endpoints=12 + (i % 13),
-                ports=None,
-                spare=i % 4,
-                shape=shape,
-                seed=1000 + i,
-                pairs=3 * (12 + i % 13),
-            )
-        )
+    quality = _random_circuits(
+        "q", smallest=12, first_seed=1000, port_args=lambda i: {"spare": i % 4}
+    )
     runs += _runs(
-        "circuits",
-        quality,
-        [(s, {}, 60.0, (0,)) for s in ("greedy", "uniform", "cpsat", "milp")],
-        plugins,
+        "circuits", quality, _once("greedy", "uniform", "cpsat", "milp", limit=60.0), plugins
     )
     # (b') port-starved: not every pair can get a circuit, so coverage (the first key) decides
-    starved = []
-    for i in range(100):
-        shape = DEMAND_SHAPES[i % len(DEMAND_SHAPES)]
-        starved.append(
-            _circ(
-                f"p{i:03d}-{shape}",
-                endpoints=10 + (i % 13),
-                ports=2 + i % 3,
-                shape=shape,
-                seed=2000 + i,
-                pairs=3 * (10 + i % 13),
-            )
-        )
+    starved = _random_circuits(
+        "p", smallest=10, first_seed=2000, port_args=lambda i: {"ports": 2 + i % 3}
+    )
     runs += _runs(
-        "circuits",
-        starved,
-        [(s, {}, 60.0, (0,)) for s in ("greedy", "uniform", "cpsat", "milp")],
-        plugins,
+        "circuits", starved, _once("greedy", "uniform", "cpsat", "milp", limit=60.0), plugins
     )
     # (c) exact solve time vs size, both backends, on skewed all-to-all and sparse demand
     sizes = [
@@ -303,7 +280,7 @@ def circuits(plugins: tuple[str, ...] = ()) -> Suite:
     runs += _runs(
         "circuits",
         sizes,
-        [(s, {}, 120.0, (0,)) for s in ("greedy", "uniform", "milp", "cpsat")],
+        _once("greedy", "uniform", "milp", "cpsat", limit=120.0),
         plugins,
     )
     # (d) traffic-aware vs uniform on the paper's collectives (App. I): all-to-all and all-reduce
@@ -316,7 +293,7 @@ def circuits(plugins: tuple[str, ...] = ()) -> Suite:
     runs += _runs(
         "circuits",
         collectives,
-        [("greedy", {}, None, (0,)), ("uniform", {}, None, (0,))],
+        _once("greedy", "uniform"),
         plugins,
         with_plugins=False,
     )
@@ -340,6 +317,24 @@ def circuits(plugins: tuple[str, ...] = ()) -> Suite:
     )
 
 
+def _sha_ea_against_baselines(
+    name: str, description: str, instances: list[InstanceRef], plugins: tuple[str, ...]
+) -> Suite:
+    """SHA-EA, the verl and StreamRL baselines and the plain EA on ``instances``, each once under
+    the same 60 s limit, compared as iteration-time ratios to SHA-EA."""
+    return Suite(
+        name,
+        description,
+        _runs(name, instances, _once("sha-ea", "verl", "streamrl", "ea", limit=60.0), plugins),
+        _ratios_to(
+            "sha-ea",
+            "SHA-EA iteration time",
+            {"verl": "verl", "streamrl": "StreamRL", "ea": "plain EA"},
+        ),
+        anytime=("sha-ea", "ea"),
+    )
+
+
 def scenarios(plugins: tuple[str, ...] = ()) -> Suite:
     """HetRL §5.2: the four testbed network scenarios, SHA-EA against the verl and StreamRL
     baselines (64 GPUs: too large for the ILP to finish, so ratios are between solvers)."""
@@ -354,17 +349,11 @@ def scenarios(plugins: tuple[str, ...] = ()) -> Suite:
         )
     ]
     # the baselines' sweeps grow with the number of node classes (eight zones here): same 60 s cap
-    solvers = [(s, {}, 60.0, (0,)) for s in ("sha-ea", "verl", "streamrl", "ea")]
-    return Suite(
+    return _sha_ea_against_baselines(
         "scenarios",
         "HetRL §5.2 testbed scenarios: SHA-EA vs verl / StreamRL baselines",
-        _runs("scenarios", instances, solvers, plugins),
-        [
-            Comparison("verl / SHA-EA iteration time", "verl", "sha-ea", "objective"),
-            Comparison("StreamRL / SHA-EA iteration time", "streamrl", "sha-ea", "objective"),
-            Comparison("plain EA / SHA-EA iteration time", "ea", "sha-ea", "objective"),
-        ],
-        anytime=("sha-ea", "ea"),
+        instances,
+        plugins,
     )
 
 
@@ -384,17 +373,11 @@ def scale(plugins: tuple[str, ...] = ()) -> Suite:
         for n in (128, 256, 512, 1024)
         for tag, wf in (("grpo-8b", "grpo-sync-qwen3-8b"), ("ppo-14b", "ppo-sync-qwen3-14b"))
     ]
-    solvers = [(s, {}, 60.0, (0,)) for s in ("sha-ea", "verl", "streamrl", "ea")]
-    return Suite(
+    return _sha_ea_against_baselines(
         "scale",
         "placement at 128-1 024 GPUs: SHA-EA vs verl / StreamRL / plain EA, 60 s each",
-        _runs("scale", instances, solvers, plugins),
-        [
-            Comparison("verl / SHA-EA iteration time", "verl", "sha-ea", "objective"),
-            Comparison("StreamRL / SHA-EA iteration time", "streamrl", "sha-ea", "objective"),
-            Comparison("plain EA / SHA-EA iteration time", "ea", "sha-ea", "objective"),
-        ],
-        anytime=("sha-ea", "ea"),
+        instances,
+        plugins,
     )
 
 
@@ -426,9 +409,9 @@ def broadcast(plugins: tuple[str, ...] = ()) -> Suite:
                 InstanceRef(f"gen{pods}-d{budget}", "broadcast", fields={"sync": sync})
             )
     solvers = [
-        ("two-level", {}, None, (0,)),
+        *_once("two-level"),
         ("two-level", {"relay": False}, None, (0,)),
-        ("naive", {}, None, (0,)),
+        *_once("naive"),
     ]
     return Suite(
         "broadcast",
@@ -458,13 +441,7 @@ def replan(plugins: tuple[str, ...] = ()) -> Suite:
     runs = _runs(
         "replan",
         quality,
-        [
-            ("milp", {}, None, (0,)),
-            ("greedy", {}, None, (0,)),
-            ("verl-to", {}, None, (0,)),
-            ("verl-lo", {}, None, (0,)),
-            ("keep", {}, None, (0,)),
-        ],
+        _once("milp", "greedy", "verl-to", "verl-lo", "keep"),
         plugins,
     )
     scale = [
@@ -479,7 +456,7 @@ def replan(plugins: tuple[str, ...] = ()) -> Suite:
     runs += _runs(
         "replan",
         scale,
-        [("milp", {}, None, (0,)), ("greedy", {}, None, (0,)), ("verl-to", {}, None, (0,))],
+        _once("milp", "greedy", "verl-to"),
         plugins,
         with_plugins=False,
     )
@@ -488,10 +465,11 @@ def replan(plugins: tuple[str, ...] = ()) -> Suite:
         "OrchestrRL Eq. 1: MILP vs greedy vs veRL-TO / veRL-LO / keep; solve time to 1024 GPUs",
         runs,
         [
-            Comparison("greedy / MILP makespan", "greedy", "milp", "objective"),
-            Comparison("veRL-TO / MILP makespan", "verl-to", "milp", "objective"),
-            Comparison("veRL-LO / MILP makespan", "verl-lo", "milp", "objective"),
-            Comparison("keep / MILP makespan", "keep", "milp", "objective"),
+            *_ratios_to(
+                "milp",
+                "MILP makespan",
+                {"greedy": "greedy", "verl-to": "veRL-TO", "verl-lo": "veRL-LO", "keep": "keep"},
+            ),
             Comparison("MILP / greedy solve time", "milp", "greedy", "wall_time_s"),
         ],
     )
@@ -515,14 +493,8 @@ def cosched(plugins: tuple[str, ...] = ()) -> Suite:
         "cosched",
         sets,
         [
-            ("optimal", {}, 60.0, (0,)),
-            ("rollmux", {}, None, (0,)),
-            ("random", {}, None, (0,)),
-            ("greedy", {}, None, (0,)),
-            ("random-slo", {}, None, (0,)),
-            ("greedy-slo", {}, None, (0,)),
-            ("solo", {}, None, (0,)),
-            ("colocated", {}, None, (0,)),
+            *_once("optimal", limit=60.0),
+            *_once("rollmux", "random", "greedy", "random-slo", "greedy-slo", "solo", "colocated"),
         ],
         plugins,
     )
@@ -534,11 +506,17 @@ def cosched(plugins: tuple[str, ...] = ()) -> Suite:
         "benchmarks.cosched_quality)",
         runs,
         [
-            Comparison("RollMux / optimal cost", "rollmux", "optimal", "objective"),
-            Comparison("Random-slo / optimal cost", "random-slo", "optimal", "objective"),
-            Comparison("Greedy-slo / optimal cost", "greedy-slo", "optimal", "objective"),
-            Comparison("Solo-D / optimal cost", "solo", "optimal", "objective"),
-            Comparison("co-located / optimal cost", "colocated", "optimal", "objective"),
+            *_ratios_to(
+                "optimal",
+                "optimal cost",
+                {
+                    "rollmux": "RollMux",
+                    "random-slo": "Random-slo",
+                    "greedy-slo": "Greedy-slo",
+                    "solo": "Solo-D",
+                    "colocated": "co-located",
+                },
+            ),
             Comparison("optimal / RollMux solve time", "optimal", "rollmux", "wall_time_s"),
         ],
     )
@@ -564,7 +542,7 @@ def rollout(plugins: tuple[str, ...] = ()) -> Suite:
         jobs,
         # the search on its default work budget (72 rollout settings), not a time limit, so the
         # published rows are the same on any machine
-        [("search", {}, None, (0,)), ("paper", {}, None, (0,)), ("verl", {}, None, (0,))],
+        _once("search", "paper", "verl"),
         plugins,
     )
     return Suite(

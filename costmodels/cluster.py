@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from costmodels.catalog import GPUSpec, get_gpu
 from costmodels.efficiency import INTRA_NODE_HOP_LATENCY_MS
-from costmodels.errors import SpecError
+from costmodels.errors import SpecError, refuse_repeated_names
 from costmodels.limits import MAX_LINK_GBPS
 from costmodels.profiles import HardwareProfile
 
@@ -121,15 +121,11 @@ class ClusterSpec(BaseModel):
                 f"rlplan plans clusters of up to {MAX_CLUSTER_GPUS:,} GPUs (its GPU-pair matrices "
                 "grow as the square)",
             )
-        names: set[str] = set()
-        for i, g in enumerate(self.gpus):
-            if g.name in names:
-                raise SpecError(
-                    f"gpus[{i}].name",
-                    g.name,
-                    "a second custom GPU of that name (which one would a node get?)",
-                )
-            names.add(g.name)
+        refuse_repeated_names(
+            (g.name for g in self.gpus),
+            "gpus[{}].name",
+            "a second custom GPU of that name (which one would a node get?)",
+        )
         custom = self.custom_gpus()
         seen: set[str] = set()
         for i, node in enumerate(self.nodes):

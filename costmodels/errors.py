@@ -8,6 +8,7 @@ can print one line and exit with code 2 (docs/architecture.md, "Interfaces peopl
 from __future__ import annotations
 
 import reprlib
+from collections.abc import Iterable
 from typing import Any
 
 
@@ -36,6 +37,16 @@ class SpecError(ValueError):
         """The same error with its field path nested under ``prefix`` (e.g. ``cluster``)."""
         field = f"{prefix}.{self.field}" if self.field else prefix
         return SpecError(field, self.value, self.reason, self.source)
+
+
+def refuse_repeated_names(names: Iterable[str], field: str, reason: str) -> None:
+    """Raise a :class:`SpecError` at the first name seen before: its field is ``field`` with the
+    item's index filled in (``"gpus[{}].name"``), its reason ``reason``."""
+    seen: set[str] = set()
+    for i, name in enumerate(names):
+        if name in seen:
+            raise SpecError(field.format(i), name, reason)
+        seen.add(name)
 
 
 _REPR = reprlib.Repr()

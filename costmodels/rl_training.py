@@ -29,6 +29,8 @@ parameters on ``G`` GPUs of peak ``F`` dense BF16 FLOP/s and HBM bandwidth ``H``
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from costmodels.catalog import get_gpu, get_model
@@ -49,23 +51,29 @@ INTER_NODE_GB_PER_S = 25.0
 FITTED_MFU = 0.105
 
 
-class TrainingProfile(BaseModel):
-    """The training stage's constants (module doc)."""
+def mfu_field(description: str) -> Any:
+    """A spec field for the training MFU: in (0, 1], :data:`FITTED_MFU` by default."""
+    return Field(default=FITTED_MFU, gt=0, le=1, description=description)
 
-    model_config = _STRICT
 
-    mfu: float = Field(
-        default=FITTED_MFU,
-        gt=0,
-        le=1,
-        description="effective share of dense BF16 peak the stage reaches",
-    )
-    flops_per_param_token: float = Field(
+def flops_per_param_token_field() -> Any:
+    """A spec field for the training FLOPs per active parameter per token: in (0, 100],
+    :data:`TRAIN_FLOPS_PER_PARAM_TOKEN` by default."""
+    return Field(
         default=TRAIN_FLOPS_PER_PARAM_TOKEN,
         gt=0,
         le=100,
         description="training FLOPs per active parameter per token",
     )
+
+
+class TrainingProfile(BaseModel):
+    """The training stage's constants (module doc)."""
+
+    model_config = _STRICT
+
+    mfu: float = mfu_field("effective share of dense BF16 peak the stage reaches")
+    flops_per_param_token: float = flops_per_param_token_field()
     source: str = Field(
         default=(
             "fitted to RollPacker Table 1 (veRL, Qwen2.5-14B/16k, 32 H800), "

@@ -16,7 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from costmodels.catalog import ModelSpec, get_model
-from costmodels.errors import SpecError
+from costmodels.errors import SpecError, refuse_repeated_names
 from costmodels.limits import MAX_GLOBAL_BATCH, MAX_NUM_SEQS, MAX_RESPONSES_PER_PROMPT, MAX_TOKENS
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
@@ -84,15 +84,11 @@ class WorkflowSpec(BaseModel):
 
     def check(self) -> None:
         """Cross-field checks; raises SpecError with the field path."""
-        names: set[str] = set()
-        for i, m in enumerate(self.custom_models):
-            if m.name in names:
-                raise SpecError(
-                    f"custom_models[{i}].name",
-                    m.name,
-                    "a second custom model of that name (which one would a role get?)",
-                )
-            names.add(m.name)
+        refuse_repeated_names(
+            (m.name for m in self.custom_models),
+            "custom_models[{}].name",
+            "a second custom model of that name (which one would a role get?)",
+        )
         custom = {m.name: m for m in self.custom_models}
         for role in ("actor", "critic", "reference", "reward"):
             name = getattr(self.models, role)

@@ -26,6 +26,36 @@ def broken_constraints(violations: list[str]) -> set[str]:
     return {v.partition("]")[0].lstrip("[") for v in violations}
 
 
+#: the training-state settings of ``costmodels.memory.tasklet_memory`` the memory tests use:
+#: activation recomputation, fp32 gradients, Adam's 12 bytes a parameter, sharded over data ranks
+ADAM_WITH_RECOMPUTE = {
+    "recompute": True,
+    "grad_bytes": 4,
+    "optimizer_bytes": 12,
+    "distributed_optimizer": True,
+}
+
+
+def small_rollout_workload(**fields: object):
+    """A rollout workload small enough to simulate whole epochs in a test: Qwen2.5-7B on 8 H800 at
+    TP 1, 16 prompts of 4 responses up to 4096 tokens, 80 prompts in the dataset; ``fields``
+    override any of these."""
+    from costmodels.rollout.workload import RolloutWorkload
+
+    base = {
+        "model": "Qwen2.5-7B",
+        "gpu": "H800",
+        "gpus": 8,
+        "tp": 1,
+        "prompts_per_step": 16,
+        "responses_per_prompt": 4,
+        "max_response": 4096,
+        "dataset_prompts": 80,
+        "training": {"replica_gpus": 2},
+    }
+    return RolloutWorkload(**{**base, **fields})
+
+
 def rlplan_executable() -> str:
     exe = Path(sys.executable).parent / "rlplan"
     if not exe.exists():  # pragma: no cover - the project is always installed for the tests
@@ -50,7 +80,9 @@ def run_cli(
 
 
 #: the small placement job the CLI tests plan (a few seconds)
-SMALL_PLACEMENT = ("plan", "placement", "--cluster", "small-8", "--workflow", "grpo-sync-qwen3-4b")
+#: its specs: the small-8 cluster preset and GRPO on Qwen3-4B
+SMALL_SPECS = ("--cluster", "small-8", "--workflow", "grpo-sync-qwen3-4b")
+SMALL_PLACEMENT = ("plan", "placement", *SMALL_SPECS)
 
 
 def plan_small(out: Path | str, *extra: str, **kw: object) -> subprocess.CompletedProcess[str]:

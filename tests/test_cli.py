@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.conftest import plan_small, run_cli
+from tests.conftest import SMALL_SPECS, plan_small, run_cli
 
 
 @pytest.mark.parametrize(
@@ -167,10 +167,7 @@ def test_plan_in_a_terminal_writes_its_plan(tmp_path):
     out = tmp_path / "plan.json"
     code, text = run_cli_pty(
         "plan",
-        "--cluster",
-        "small-8",
-        "--workflow",
-        "grpo-sync-qwen3-4b",
+        *SMALL_SPECS,
         "-O",
         "evaluations=20",
         "-o",

@@ -112,56 +112,38 @@ def test_algorithm_1_opens_a_group_only_when_no_cheaper_valid_packing_exists(see
     assert check_cosched(problem, sched.plan()) == []
 
 
+def _one_node_groups(*groups: dict[str, list[int]]) -> CoschedulePlan:
+    """A plan of groups of one rollout and one training node, each group given as its jobs'
+    rollout node indices."""
+    return CoschedulePlan.model_validate(
+        {
+            "groups": [
+                {
+                    "rollout_nodes": 1,
+                    "train_nodes": 1,
+                    "jobs": [{"name": name, "rollout": pins} for name, pins in group.items()],
+                }
+                for group in groups
+            ]
+        }
+    )
+
+
 def test_validator_names_each_broken_rule():
     problem = tiny_jobs([(100, 20, 1.5), (20, 100, 1.5)], memory=500)
     good = solve_rollmux(problem).plan.model_dump()
-    one = {
-        "groups": [{"rollout_nodes": 1, "train_nodes": 1, "jobs": [{"name": "j0", "rollout": [0]}]}]
-    }
-    twice = {
-        "groups": [
-            {
-                "rollout_nodes": 1,
-                "train_nodes": 1,
-                "jobs": [{"name": "j0", "rollout": [0]}, {"name": "j1", "rollout": [0]}],
-            },
-            {"rollout_nodes": 1, "train_nodes": 1, "jobs": [{"name": "j1", "rollout": [0]}]},
-        ]
-    }
-    badpin = {
-        "groups": [
-            {"rollout_nodes": 1, "train_nodes": 1, "jobs": [{"name": "j0", "rollout": [3]}]},
-            {"rollout_nodes": 1, "train_nodes": 1, "jobs": [{"name": "j1", "rollout": [0]}]},
-        ]
-    }
-    memory = {
-        "groups": [
-            {
-                "rollout_nodes": 1,
-                "train_nodes": 1,
-                "jobs": [{"name": "j0", "rollout": [0]}, {"name": "j1", "rollout": [0]}],
-            }
-        ]
-    }
-    for data, rule in ((one, "jobs"), (twice, "jobs"), (badpin, "placement"), (memory, "memory")):
-        names = {v.constraint for v in check_cosched(problem, CoschedulePlan.model_validate(data))}
+    one = _one_node_groups({"j0": [0]})
+    twice = _one_node_groups({"j0": [0], "j1": [0]}, {"j1": [0]})
+    badpin = _one_node_groups({"j0": [3]}, {"j1": [0]})
+    shared = _one_node_groups({"j0": [0], "j1": [0]})
+    for plan, rule in ((one, "jobs"), (twice, "jobs"), (badpin, "placement"), (shared, "memory")):
+        names = {v.constraint for v in check_cosched(problem, plan)}
         assert rule in names, (rule, names)
     assert check_cosched(problem, CoschedulePlan.model_validate(good)) == []
     slow = tiny_jobs(
         [(100, 20, 1.0), (100, 20, 1.0)], memory=1e6
     )  # one rollout node: 200 s of rollout per 120 s cycle
-    shared = {
-        "groups": [
-            {
-                "rollout_nodes": 1,
-                "train_nodes": 1,
-                "jobs": [{"name": "j0", "rollout": [0]}, {"name": "j1", "rollout": [0]}],
-            }
-        ]
-    }
-    assert "SLO" in {
-        v.constraint for v in check_cosched(slow, CoschedulePlan.model_validate(shared))
-    }
+    assert "SLO" in {v.constraint for v in check_cosched(slow, shared)}
 
 
 def test_colocated_pays_slower_rollout_on_training_gpus_and_meets_slo_with_more_nodes():
@@ -175,57 +157,27 @@ def test_colocated_pays_slower_rollout_on_training_gpus_and_meets_slo_with_more_
     )  # H800 decodes slower than H20
 
 
+#: a valid job of a jobs file, for the bad-file cases to spoil
+JOB_A = {
+    "name": "a",
+    "rollout_gpus": 8,
+    "train_gpus": 8,
+    "t_rollout_s": 1,
+    "t_train_s": 1,
+    "slo": 1.5,
+}
+
+
 @pytest.mark.parametrize(
     ("patch", "field"),
     [
         ({"rollout_pool": {"gpu": "A100-40GB"}}, "rollout_pool.gpu"),
-        (
-            {
-                "jobs": [
-                    {
-                        "name": "a",
-                        "rollout_gpus": 8,
-                        "train_gpus": 8,
-                        "t_rollout_s": 1,
-                        "t_train_s": 1,
-                        "slo": 1.5,
-                        "rollout_host_memory_gb": 5000,
-                    }
-                ]
-            },
-            "jobs[0].rollout_host_memory_gb",
-        ),
-        (
-            {
-                "jobs": [
-                    {
-                        "name": "a",
-                        "rollout_gpus": 8,
-                        "train_gpus": 8,
-                        "t_rollout_s": 1,
-                        "t_train_s": 1,
-                        "slo": 1.5,
-                        "model": "Nope-1B",
-                    }
-                ]
-            },
-            "jobs[0].model",
-        ),
+        ({"jobs": [{**JOB_A, "rollout_host_memory_gb": 5000}]}, "jobs[0].rollout_host_memory_gb"),
+        ({"jobs": [{**JOB_A, "model": "Nope-1B"}]}, "jobs[0].model"),
     ],
 )
 def test_bad_job_files_name_the_field(patch, field):
-    base = {
-        "jobs": [
-            {
-                "name": "a",
-                "rollout_gpus": 8,
-                "train_gpus": 8,
-                "t_rollout_s": 1,
-                "t_train_s": 1,
-                "slo": 1.5,
-            }
-        ]
-    }
+    base = {"jobs": [JOB_A]}
     with pytest.raises(SpecError) as err:
         JobsSpec.model_validate(base | patch).check()
     assert err.value.field == field

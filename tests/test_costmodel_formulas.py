@@ -23,6 +23,7 @@ from costmodels.placement.problem import (
 )
 from costmodels.workflow import TaskKind
 from planner.io import load_cluster, load_workflow
+from tests.conftest import ADAM_WITH_RECOMPUTE
 
 TINY = {
     "name": "Tiny",
@@ -264,10 +265,7 @@ def test_memory_by_hand():
         seq=10,
         mbs=1,
         micro_batches=2,
-        recompute=True,
-        grad_bytes=4,
-        optimizer_bytes=12,
-        distributed_optimizer=True,
+        **ADAM_WITH_RECOMPUTE,
     )
     train = tasklet_memory(TaskKind.TRAINING, m, **args)
     assert train.model_gb == pytest.approx(1e6 * (2 + 4 + 12 / 2) / 1e9)

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
+from costmodels.placement.canned import qwen3_workflow, small_cluster
 from costmodels.placement.problem import PlacementPlan, PlacementProblem
 from costmodels.placement.roll_export import export_roll, roll_rule_violations
 from costmodels.placement.space import TaskConfig, build_plan
@@ -24,39 +25,17 @@ from planner.io import build_problem
 from tests.conftest import run_cli, run_cli_pty
 from tests.framework_configs import compose_verl, roll_fields, strict_roll_errors
 
-NET = {"intra_zone": {"bandwidth_gbps": 100, "latency_ms": 0.05}}
-H800_2x4 = {
-    "nodes": [
-        {"name": "a", "gpu": "H800", "count": 4, "zone": "z"},
-        {"name": "b", "gpu": "H800", "count": 4, "zone": "z"},
-    ],
-    "network": NET,
-}
-MIXED = {
-    "nodes": [
-        {"name": "a", "gpu": "A100-80GB", "count": 4, "zone": "z"},
-        {"name": "l", "gpu": "L40S", "count": 4, "zone": "z"},
-    ],
-    "network": NET,
-}
+H800_2x4 = small_cluster([("a", "H800", 4, "z"), ("b", "H800", 4, "z")])
+MIXED = small_cluster([("a", "A100-80GB", 4, "z"), ("l", "L40S", 4, "z")])
+
+
+#: the exported workflows' batch: 48 prompts of 8 responses, 1024 + 2048 tokens, micro-batches of 4
+BATCH = {"global_batch": 48, "responses_per_prompt": 8, "micro_batch_size": 4}
+LENGTHS = {"prompt_length": 1024, "response_length": 2048}
 
 
 def _workflow(alg: str, mode: str, reward: bool = False) -> dict[str, Any]:
-    models = {"actor": "Qwen3-1.7B"}
-    if alg == "ppo":
-        models["critic"] = "Qwen3-1.7B"
-    if reward:
-        models["reward"] = "Qwen3-1.7B"
-    return {
-        "algorithm": alg,
-        "mode": mode,
-        "models": models,
-        "global_batch": 48,
-        "responses_per_prompt": 8,
-        "prompt_length": 1024,
-        "response_length": 2048,
-        "micro_batch_size": 4,
-    }
+    return qwen3_workflow(alg, mode, reward=reward, **BATCH, **LENGTHS)
 
 
 def _problem(cluster: dict, alg: str, mode: str, reward: bool = False, target: str | None = None):

@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import run_cli
+from tests.conftest import SMALL_SPECS, run_cli
 
-SMALL = ["--cluster", "small-8", "--workflow", "grpo-sync-qwen3-4b", "-O", "evaluations=5"]
+SMALL = [*SMALL_SPECS, "-O", "evaluations=5"]
 
 
 def _cluster(tmp: Path, mutate) -> Path:
@@ -65,28 +65,58 @@ def _plan_file(tmp: Path, mutate, *extra: str) -> Path:
     return bad
 
 
+def _argv_with_file(*argv: str, name: str, text: str | bytes):
+    """Builder: ``argv`` then a file ``name`` holding ``text``, written into the input folder."""
+    return lambda t: [*argv, str(_text(t, name, text))]
+
+
+def _argv_with_plan_file(*argv: str, mutate):
+    """Builder: ``argv`` then a plan file of the small placement problem, edited by ``mutate``."""
+    return lambda t: [*argv, str(_plan_file(t, mutate))]
+
+
+def _argv_with_preset(*argv: str, preset: str, name: str, mutate):
+    """Builder: ``argv`` then the preset ``preset`` written to ``name`` after ``mutate``."""
+    return lambda t: [*argv, _mutated(t, preset, name, mutate)]
+
+
+def _rollout_7b_job(command: str, **workload):
+    """Builder: ``rlplan <command> rollout --job`` on the rollout-7b-8k preset, its workload
+    fields set to ``workload``."""
+    return _argv_with_preset(
+        command,
+        "rollout",
+        "--job",
+        preset="rollout-7b-8k",
+        name="j.yaml",
+        mutate=_workload(**workload),
+    )
+
+
+def _plan_placement_on_cluster(mutate):
+    """Builder: `plan placement` on the small-8 cluster preset edited by ``mutate``."""
+    return lambda t: ["plan", "placement", "--cluster", str(_cluster(t, mutate))]
+
+
 # (id, builder(tmp) -> argv, words the one-line message must contain)
 CASES = [
     ("directory", lambda t: ["plan", "placement", "--cluster", str(t)], ["is a directory"]),
-    ("dev-zero", lambda t: ["plan", "placement", "--cluster", "/dev/zero"], ["/dev/zero", "MiB"]),
+    ("dev-zero", ["plan", "placement", "--cluster", "/dev/zero"], ["/dev/zero", "MiB"]),
     (
         "binary-csv",
-        lambda t: ["plan", "circuits", "--demand", str(_text(t, "d.csv", b"\xff\xfe\x00\x01"))],
+        _argv_with_file("plan", "circuits", "--demand", name="d.csv", text=b"\xff\xfe\x00\x01"),
         ["d.csv", "UTF-8"],
     ),
     (
         "deep-yaml",
-        lambda t: [
-            "plan",
-            "placement",
-            "--cluster",
-            str(_text(t, "c.yaml", "a: " + "[" * 5000 + "]" * 5000)),
-        ],
+        _argv_with_file(
+            "plan", "placement", "--cluster", name="c.yaml", text="a: " + "[" * 5000 + "]" * 5000
+        ),
         ["nested too deeply"],
     ),
     (
         "deep-json",
-        lambda t: ["validate", str(_text(t, "p.json", "[" * 50000 + "]" * 50000))],
+        _argv_with_file("validate", name="p.json", text="[" * 50000 + "]" * 50000),
         ["nested too deeply"],
     ),
     (
@@ -96,133 +126,89 @@ CASES = [
     ),
     (
         "empty-file",
-        lambda t: ["plan", "placement", "--cluster", str(_text(t, "c.yaml", ""))],
+        _argv_with_file("plan", "placement", "--cluster", name="c.yaml", text=""),
         ["c.yaml"],
     ),
     (
         "cosched-to-evaluate",
-        lambda t: [
-            "evaluate",
-            str(_text(t, "jobs.yaml", yaml.safe_dump({"jobs": [{"name": "a"}]}))),
-        ],
+        _argv_with_file(
+            "evaluate", name="jobs.yaml", text=yaml.safe_dump({"jobs": [{"name": "a"}]})
+        ),
         ["jobs.yaml"],
     ),
     (
         "dup-yaml-key",
-        lambda t: [
-            "plan",
-            "placement",
-            "--cluster",
-            str(_text(t, "c.yaml", "nodes: []\nnodes: []\n")),
-        ],
+        _argv_with_file(
+            "plan", "placement", "--cluster", name="c.yaml", text="nodes: []\nnodes: []\n"
+        ),
         ["duplicate key", "nodes"],
     ),
     (
         "dup-json-key",
-        lambda t: [
-            "plan",
-            "placement",
-            "--cluster",
-            str(_text(t, "c.json", '{"nodes": [], "nodes": 1}')),
-        ],
+        _argv_with_file(
+            "plan", "placement", "--cluster", name="c.json", text='{"nodes": [], "nodes": 1}'
+        ),
         ["duplicate key"],
     ),
     (
         "bool-count",
-        lambda t: [
-            "plan",
-            "placement",
-            "--cluster",
-            str(_cluster(t, lambda d: d["nodes"][0].update(count=True))),
-        ],
+        _plan_placement_on_cluster(lambda d: d["nodes"][0].update(count=True)),
         ["nodes[0].count", "boolean"],
     ),
     (
         "dup-custom-gpu",
-        lambda t: [
-            "plan",
-            "placement",
-            "--cluster",
-            str(
-                _cluster(
-                    t,
-                    lambda d: d.update(
-                        gpus=[
-                            {
-                                "name": "X1",
-                                "tflops_bf16_dense": 100,
-                                "memory_gb": 80,
-                                "hbm_gb_per_s": 2000,
-                                "intra_node_gb_per_s": 100,
-                            }
-                        ]
-                        * 2
-                    ),
-                )
-            ),
-        ],
+        _plan_placement_on_cluster(
+            lambda d: d.update(
+                gpus=[
+                    {
+                        "name": "X1",
+                        "tflops_bf16_dense": 100,
+                        "memory_gb": 80,
+                        "hbm_gb_per_s": 2000,
+                        "intra_node_gb_per_s": 100,
+                    }
+                ]
+                * 2
+            )
+        ),
         ["gpus[1].name", "X1"],
     ),
     (
         "csv-repeated-column",
-        lambda t: [
-            "plan",
-            "circuits",
-            "--demand",
-            str(_text(t, "d.csv", "src,dst,bytes,bytes\nt0,t1,5,6\n")),
-        ],
+        _argv_with_file(
+            "plan", "circuits", "--demand", name="d.csv", text="src,dst,bytes,bytes\nt0,t1,5,6\n"
+        ),
         ["appears twice"],
     ),
     (
         "csv-extra-field",
-        lambda t: [
-            "plan",
-            "circuits",
-            "--demand",
-            str(_text(t, "d.csv", "src,dst,bytes\nt0,t1,5,7\n")),
-        ],
+        _argv_with_file(
+            "plan", "circuits", "--demand", name="d.csv", text="src,dst,bytes\nt0,t1,5,7\n"
+        ),
         ["row 2", "4 fields"],
     ),
     (
         "csv-unknown-column",
-        lambda t: [
-            "plan",
-            "circuits",
-            "--demand",
-            str(_text(t, "d.csv", "src,dst,bytes,colour\nt0,t1,5,red\n")),
-        ],
+        _argv_with_file(
+            "plan", "circuits", "--demand", name="d.csv", text="src,dst,bytes,colour\nt0,t1,5,red\n"
+        ),
         ["colour"],
     ),
     (
         "million-gpus",
-        lambda t: [
-            "plan",
-            "placement",
-            "--cluster",
-            str(
-                _cluster(
-                    t,
-                    lambda d: d.update(
-                        nodes=[
-                            {**d["nodes"][0], "name": f"n{i}", "count": 64} for i in range(16000)
-                        ]
-                    ),
-                )
-            ),
-        ],
+        _plan_placement_on_cluster(
+            lambda d: d.update(
+                nodes=[{**d["nodes"][0], "name": f"n{i}", "count": 64} for i in range(16000)]
+            )
+        ),
         ["8,192"],
     ),
     (
         "gpus-per-node",
-        lambda t: [
-            "plan",
-            "placement",
-            "--cluster",
-            str(_cluster(t, lambda d: d["nodes"][0].update(count=10**6))),
-        ],
+        _plan_placement_on_cluster(lambda d: d["nodes"][0].update(count=10**6)),
         ["nodes[0].count"],
     ),
-    ("output-empty", lambda t: ["plan", *SMALL, "-o", ""], ["-o", "empty"]),
+    ("output-empty", ["plan", *SMALL, "-o", ""], ["-o", "empty"]),
     ("output-directory", lambda t: ["plan", *SMALL, "-o", str(t)], ["-o", "directory"]),
     (
         "output-no-such-dir",
@@ -241,22 +227,22 @@ CASES = [
     ),
     (
         "plan-nan-objective",
-        lambda t: ["validate", str(_plan_file(t, lambda d: d.update(objective=float("nan"))))],
+        _argv_with_plan_file("validate", mutate=lambda d: d.update(objective=float("nan"))),
         ["objective", "finite"],
     ),
     (
         "plan-nan-bound",
-        lambda t: ["validate", str(_plan_file(t, lambda d: d.update(bound=float("nan"))))],
+        _argv_with_plan_file("validate", mutate=lambda d: d.update(bound=float("nan"))),
         ["bound"],
     ),
     (
         "plan-negative-gap",
-        lambda t: ["validate", str(_plan_file(t, lambda d: d.update(gap=-0.5)))],
+        _argv_with_plan_file("validate", mutate=lambda d: d.update(gap=-0.5)),
         ["gap"],
     ),
-    ("unknown-command", lambda t: ["pln"], ["plan"]),
-    ("unknown-option", lambda t: ["plan", "--colour", "red"], ["--colour"]),
-    ("not-a-number", lambda t: ["plan", "--time-limit", "soon"], ["--time-limit"]),
+    ("unknown-command", ["pln"], ["plan"]),
+    ("unknown-option", ["plan", "--colour", "red"], ["--colour"]),
+    ("not-a-number", ["plan", "--time-limit", "soon"], ["--time-limit"]),
     (
         "bench-zero-seeds",
         lambda t: ["bench", "--problem", "small-8", "--seeds", "0", "--out", str(t / "b")],
@@ -267,14 +253,10 @@ CASES = [
         lambda t: ["bench", "--problem", "small-8", "--time-limit", "-1", "--out", str(t / "b")],
         ["--time-limit"],
     ),
-    ("bench-out-is-file", lambda t: ["bench", "--out", str(_text(t, "f.txt", "x"))], ["--out"]),
-    ("estimate-bin-zero", lambda t: ["estimate", "generation", "--bin", "0"], ["--bin"]),
-    ("presets-unknown-kind", lambda t: ["presets", "--kind", "spaceship"], ["spaceship"]),
-    (
-        "cosched-trace-bad",
-        lambda t: ["simulate", "cosched", "--trace", "philly:jobs=0"],
-        ["trace.jobs"],
-    ),
+    ("bench-out-is-file", _argv_with_file("bench", "--out", name="f.txt", text="x"), ["--out"]),
+    ("estimate-bin-zero", ["estimate", "generation", "--bin", "0"], ["--bin"]),
+    ("presets-unknown-kind", ["presets", "--kind", "spaceship"], ["spaceship"]),
+    ("cosched-trace-bad", ["simulate", "cosched", "--trace", "philly:jobs=0"], ["trace.jobs"]),
 ]
 
 
@@ -285,7 +267,7 @@ def _check_hostile(case, tmp_path: Path) -> None:
     inputs.mkdir()
     work = tmp_path / "work"
     work.mkdir()
-    argv = build(inputs)
+    argv = build(inputs) if callable(build) else build
     before = set(inputs.iterdir())
     proc = run_cli(*argv, cwd=work, timeout=120)
     assert proc.returncode == 2, (argv, proc.returncode, proc.stderr[-500:])
@@ -413,12 +395,12 @@ GENERATED += [
 GENERATED += [
     (
         "plan-file-of-another-kind",
-        lambda t: ["validate", str(_text(t, "c.json", json.dumps({"nodes": []})))],
+        _argv_with_file("validate", name="c.json", text=json.dumps({"nodes": []})),
         ["c.json"],
     ),
     (
         "problem-file-unknown-problem",
-        lambda t: ["plan", str(_text(t, "p.yaml", "problem: teleport\n"))],
+        _argv_with_file("plan", name="p.yaml", text="problem: teleport\n"),
         ["teleport"],
     ),
     (
@@ -431,7 +413,7 @@ GENERATED += [
         lambda t: ["plan", "circuits", "--plot", str(t / "c.jpg")],
         ["--plot", ".png"],
     ),
-    ("broadcast-plot-empty", lambda t: ["plan", "broadcast", "--plot", ""], ["--plot"]),
+    ("broadcast-plot-empty", ["plan", "broadcast", "--plot", ""], ["--plot"]),
     (
         "broadcast-export-unknown",
         lambda t: ["plan", "broadcast", "--export", "verl", "-o", str(t / "b.json")],
@@ -442,54 +424,51 @@ GENERATED += [
         lambda t: ["simulate", "cosched", "--trace", "philly:jobs=5,hours=10", "--plot", str(t)],
         ["--plot"],
     ),
-    ("generation-plot-empty", lambda t: ["simulate", "generation", "--plot", ""], ["--plot"]),
+    ("generation-plot-empty", ["simulate", "generation", "--plot", ""], ["--plot"]),
     (
         "rollout-setting-unknown",
-        lambda t: ["simulate", "rollout", "--setting", "dapo"],
+        ["simulate", "rollout", "--setting", "dapo"],
         ["--setting", "dapo", "paper"],
     ),
     (
         "rollout-plan-of-another-kind",
-        lambda t: ["simulate", "rollout", "--plan", str(_text(t, "x.json", "{}"))],
+        _argv_with_file("simulate", "rollout", "--plan", name="x.json", text="{}"),
         ["x.json"],
     ),
     (
         "rollout-job-bad-model",
-        lambda t: [
+        _argv_with_file(
             "plan",
             "rollout",
             "--job",
-            str(_text(t, "j.yaml", "workload: {model: GPT-9, gpu: H800, gpus: 8}\n")),
-        ],
+            name="j.yaml",
+            text="workload: {model: GPT-9, gpu: H800, gpus: 8}\n",
+        ),
         ["j.yaml", "workload.model", "GPT-9"],
     ),
     (
         "rollout-job-gpus-zero",
-        lambda t: [
+        _argv_with_file(
             "plan",
             "rollout",
             "--job",
-            str(_text(t, "j.yaml", "workload: {model: Qwen2.5-7B, gpu: H800, gpus: 0}\n")),
-        ],
+            name="j.yaml",
+            text="workload: {model: Qwen2.5-7B, gpu: H800, gpus: 0}\n",
+        ),
         ["j.yaml", "gpus", "0"],
     ),
     (
         "rollout-job-too-long",
-        lambda t: [
+        _argv_with_file(
             "plan",
             "rollout",
             "--job",
-            str(
-                _text(
-                    t,
-                    "j.yaml",
-                    "workload: {model: Qwen2.5-72B, gpu: L40S, gpus: 8, max_response: 900000}\n",
-                )
-            ),
-        ],
+            name="j.yaml",
+            text="workload: {model: Qwen2.5-72B, gpu: L40S, gpus: 8, max_response: 900000}\n",
+        ),
         ["j.yaml", "max_response"],
     ),
-    ("bench-out-empty", lambda t: ["bench", "--out", ""], ["--out"]),
+    ("bench-out-empty", ["bench", "--out", ""], ["--out"]),
     ("bench-jobs-zero", lambda t: ["bench", "--jobs", "0", "--out", str(t / "b")], ["--jobs"]),
     (
         "bench-unknown-suite",
@@ -506,52 +485,40 @@ GENERATED += [
         lambda t: ["bench", "--problem", "small-8", "--time-limit", "nan", "--out", str(t / "b")],
         ["--time-limit"],
     ),
-    ("plan-zero-limit", lambda t: ["plan", "circuits", "--time-limit", "0"], ["time_limit"]),
-    ("plan-negative-seed-type", lambda t: ["plan", "circuits", "--seed", "1.5"], ["--seed"]),
-    ("plan-option-no-equals", lambda t: ["plan", "circuits", "-O", "fill"], ["key=value"]),
+    ("plan-zero-limit", ["plan", "circuits", "--time-limit", "0"], ["time_limit"]),
+    ("plan-negative-seed-type", ["plan", "circuits", "--seed", "1.5"], ["--seed"]),
+    ("plan-option-no-equals", ["plan", "circuits", "-O", "fill"], ["key=value"]),
     (
         "plan-option-unknown",
-        lambda t: ["plan", "circuits", "--solver", "milp", "-O", "colour=red"],
+        ["plan", "circuits", "--solver", "milp", "-O", "colour=red"],
         ["colour"],
     ),
-    (
-        "plan-option-out-of-range",
-        lambda t: ["plan", "placement", "-O", "population=0"],
-        ["population"],
-    ),
-    ("plan-solver-unknown", lambda t: ["plan", "circuits", "--solver", "oracle"], ["oracle"]),
-    (
-        "plan-field-of-other-problem",
-        lambda t: ["plan", "circuits", "--cluster", "small-8"],
-        ["--cluster"],
-    ),
-    ("plan-preset-unknown", lambda t: ["plan", "placement", "--cluster", "small-9"], ["small-9"]),
-    ("catalog-unknown", lambda t: ["catalog", "planets"], ["planets"]),
-    ("presets-show-unknown", lambda t: ["presets", "show", "nothing-like-it"], ["nothing-like-it"]),
-    ("estimate-unknown-gpu", lambda t: ["estimate", "generation", "--gpu", "H100"], ["H100"]),
-    (
-        "estimate-unknown-model",
-        lambda t: ["estimate", "generation", "--model", "Qwen9-1T"],
-        ["Qwen9-1T"],
-    ),
+    ("plan-option-out-of-range", ["plan", "placement", "-O", "population=0"], ["population"]),
+    ("plan-solver-unknown", ["plan", "circuits", "--solver", "oracle"], ["oracle"]),
+    ("plan-field-of-other-problem", ["plan", "circuits", "--cluster", "small-8"], ["--cluster"]),
+    ("plan-preset-unknown", ["plan", "placement", "--cluster", "small-9"], ["small-9"]),
+    ("catalog-unknown", ["catalog", "planets"], ["planets"]),
+    ("presets-show-unknown", ["presets", "show", "nothing-like-it"], ["nothing-like-it"]),
+    ("estimate-unknown-gpu", ["estimate", "generation", "--gpu", "H100"], ["H100"]),
+    ("estimate-unknown-model", ["estimate", "generation", "--model", "Qwen9-1T"], ["Qwen9-1T"]),
     (
         "simulate-bad-instances",
-        lambda t: ["simulate", "generation", "--instances", "4xTPtwo"],
+        ["simulate", "generation", "--instances", "4xTPtwo"],
         ["--instances"],
     ),
     (
         "simulate-bad-lengths",
-        lambda t: ["simulate", "generation", "--lengths", "synthetic:prompts=-1"],
+        ["simulate", "generation", "--lengths", "synthetic:prompts=-1"],
         ["prompts"],
     ),
     (
         "simulate-unknown-policy",
-        lambda t: ["simulate", "cosched", "--policy", "clairvoyant"],
+        ["simulate", "cosched", "--policy", "clairvoyant"],
         ["clairvoyant"],
     ),
     (
         "simulate-unknown-dispatch",
-        lambda t: ["simulate", "generation", "--dispatch", "random"],
+        ["simulate", "generation", "--dispatch", "random"],
         ["--dispatch", "random"],
     ),
 ]
@@ -667,17 +634,17 @@ SIZES_AND_CONTRADICTIONS = [
     # absurd sizes
     (
         "gen-billion-instances",
-        lambda t: ["simulate", "generation", "--instances", "1000000000xTP2"],
+        ["simulate", "generation", "--instances", "1000000000xTP2"],
         ["--instances", "65,536"],
     ),
     (
         "gen-billion-requests",
-        lambda t: ["simulate", "generation", "--lengths", "synthetic:prompts=1000000000,n=8"],
+        ["simulate", "generation", "--lengths", "synthetic:prompts=1000000000,n=8"],
         ["lengths.prompts", "memory limit"],
     ),
     (
         "gen-over-memory-limit",
-        lambda t: [
+        [
             "--memory-limit-gb",
             "0.1",
             "simulate",
@@ -689,17 +656,17 @@ SIZES_AND_CONTRADICTIONS = [
     ),
     (
         "estimate-billion-requests",
-        lambda t: ["estimate", "generation", "--lengths", "uniform:n=1000000000"],
+        ["estimate", "generation", "--lengths", "uniform:n=1000000000"],
         ["lengths.n", "memory limit"],
     ),
     (
         "estimate-billion-gpus",
-        lambda t: ["estimate", "generation", "--gpus", "1000000000"],
+        ["estimate", "generation", "--gpus", "1000000000"],
         ["--gpus", "1000000000"],
     ),
     (
         "gen-max-num-seqs-huge",
-        lambda t: ["simulate", "generation", "--max-num-seqs", "1000000000"],
+        ["simulate", "generation", "--max-num-seqs", "1000000000"],
         ["--max-num-seqs", "1000000000"],
     ),
     (
@@ -714,187 +681,138 @@ SIZES_AND_CONTRADICTIONS = [
     ),
     (
         "philly-too-many-jobs",
-        lambda t: ["simulate", "cosched", "--trace", "philly:jobs=100000"],
+        ["simulate", "cosched", "--trace", "philly:jobs=100000"],
         ["trace.jobs", "10,000"],
     ),
     (
         "rollout-step-too-big",
-        lambda t: [
-            "simulate",
-            "rollout",
-            "--job",
-            _mutated(
-                t,
-                "rollout-7b-8k",
-                "j.yaml",
-                _workload(prompts_per_step=65536, responses_per_prompt=1024),
-            ),
-        ],
+        _rollout_7b_job("simulate", prompts_per_step=65536, responses_per_prompt=1024),
         ["workload.prompts_per_step", "memory limit"],
     ),
     (
         "workflow-huge-batch",
-        lambda t: [
+        _argv_with_preset(
             "plan",
             "placement",
             "--workflow",
-            _mutated(t, "grpo-sync-qwen3-4b", "w.yaml", lambda d: d.update(global_batch=10**15)),
-        ],
+            preset="grpo-sync-qwen3-4b",
+            name="w.yaml",
+            mutate=lambda d: d.update(global_batch=10**15),
+        ),
         ["global_batch"],
     ),
     (
         "gpu-absurd-tflops",
-        lambda t: [
-            "plan",
-            "placement",
-            "--cluster",
-            str(_cluster(t, _custom_gpu(tflops_bf16_dense=1e308))),
-        ],
+        _plan_placement_on_cluster(_custom_gpu(tflops_bf16_dense=1e308)),
         ["tflops_bf16_dense"],
     ),
     (
         "demand-absurd-bytes",
-        lambda t: [
-            "plan",
-            "circuits",
-            "--demand",
-            str(_text(t, "d.csv", "src,dst,bytes\ntor0,tor1,1e308\n")),
-        ],
+        _argv_with_file(
+            "plan", "circuits", "--demand", name="d.csv", text="src,dst,bytes\ntor0,tor1,1e308\n"
+        ),
         ["row 2.bytes", "1e308"],
     ),
     (
         "estimate-absurd-context",
-        lambda t: ["estimate", "generation", "--lengths", "uniform:context=1e300"],
+        ["estimate", "generation", "--lengths", "uniform:context=1e300"],
         ["lengths.context"],
     ),
     # contradictions
-    (
-        "rollout-tp16-on-8-gpu-nodes",
-        lambda t: [
-            "simulate",
-            "rollout",
-            "--job",
-            _mutated(t, "rollout-7b-8k", "j.yaml", _workload(tp=16)),
-        ],
-        ["workload.tp", "16"],
-    ),
-    (
-        "rollout-tp3",
-        lambda t: [
-            "plan",
-            "rollout",
-            "--job",
-            _mutated(t, "rollout-7b-8k", "j.yaml", _workload(tp=3)),
-        ],
-        ["workload.tp", "3"],
-    ),
+    ("rollout-tp16-on-8-gpu-nodes", _rollout_7b_job("simulate", tp=16), ["workload.tp", "16"]),
+    ("rollout-tp3", _rollout_7b_job("plan", tp=3), ["workload.tp", "3"]),
     (
         "rollout-min-above-max-timeout",
-        lambda t: [
-            "simulate",
-            "rollout",
-            "--job",
-            _mutated(
-                t,
-                "rollout-7b-8k",
-                "j.yaml",
-                _workload(reward={"sandbox_worker": {"min_timeout_s": 40, "max_timeout_s": 30}}),
-            ),
-        ],
+        _rollout_7b_job(
+            "simulate", reward={"sandbox_worker": {"min_timeout_s": 40, "max_timeout_s": 30}}
+        ),
         ["min_timeout_s", "40"],
     ),
-    (
-        "gen-tp16",
-        lambda t: ["simulate", "generation", "--instances", "1xTP16"],
-        ["--instances", "TP16"],
-    ),
-    (
-        "gen-tp3",
-        lambda t: ["simulate", "generation", "--instances", "2xTP3"],
-        ["--instances", "TP3"],
-    ),
+    ("gen-tp16", ["simulate", "generation", "--instances", "1xTP16"], ["--instances", "TP16"]),
+    ("gen-tp3", ["simulate", "generation", "--instances", "2xTP3"], ["--instances", "TP3"]),
     (
         "philly-key-twice",
-        lambda t: ["simulate", "cosched", "--trace", "philly:jobs=5,jobs=6"],
+        ["simulate", "cosched", "--trace", "philly:jobs=5,jobs=6"],
         ["trace.jobs", "twice"],
     ),
     (
         "replan-quoted-number",
-        lambda t: [
+        _argv_with_preset(
             "plan",
             "replan",
             "--state",
-            _mutated(t, "replan-tail", "s.yaml", lambda d: d.update(nodes="1")),
-        ],
+            preset="replan-tail",
+            name="s.yaml",
+            mutate=lambda d: d.update(nodes="1"),
+        ),
         ["nodes", "quoted string", "'1'"],
     ),
     (
         "cluster-quoted-count",
-        lambda t: [
-            "plan",
-            "placement",
-            "--cluster",
-            str(_cluster(t, lambda d: d["nodes"][0].update(count="4"))),
-        ],
+        _plan_placement_on_cluster(lambda d: d["nodes"][0].update(count="4")),
         ["nodes[0].count", "quoted string"],
     ),
     # the error names the option at fault
-    ("gen-negative-seed", lambda t: ["simulate", "generation", "--seed", "-1"], ["--seed", "-1"]),
+    ("gen-negative-seed", ["simulate", "generation", "--seed", "-1"], ["--seed", "-1"]),
     (
         "gen-huge-block",
-        lambda t: ["simulate", "generation", "--block-size", "1000000000"],
+        ["simulate", "generation", "--block-size", "1000000000"],
         ["--block-size", "1000000000"],
     ),
     (
         "philly-infinite-mean",
-        lambda t: ["simulate", "cosched", "--trace", "philly:mean_hours=inf"],
+        ["simulate", "cosched", "--trace", "philly:mean_hours=inf"],
         ["trace.mean_hours", "inf"],
     ),
     (
         "philly-infinite-hours",
-        lambda t: ["simulate", "cosched", "--trace", "philly:hours=inf"],
+        ["simulate", "cosched", "--trace", "philly:hours=inf"],
         ["trace.hours", "inf"],
     ),
     (
         "replan-context-fits-nothing",
-        lambda t: [
+        _argv_with_preset(
             "plan",
             "replan",
             "--state",
-            _mutated(t, "replan-tail", "s.yaml", _request(10, 10**12)),
-        ],
+            preset="replan-tail",
+            name="s.yaml",
+            mutate=_request(10, 10**12),
+        ),
         ["instances[0].requests[", "KV tokens"],
     ),
     (
         "yaml-nul-byte",
-        lambda t: ["plan", "placement", "--cluster", str(_text(t, "c.yaml", "nodes: []\x00\n"))],
+        _argv_with_file("plan", "placement", "--cluster", name="c.yaml", text="nodes: []\x00\n"),
         ["c.yaml", "control character"],
     ),
     # messages: one line, the value echoed
     (
         "estimate-zero-seqs",
-        lambda t: ["estimate", "generation", "--max-num-seqs", "0"],
+        ["estimate", "generation", "--max-num-seqs", "0"],
         ["--max-num-seqs", "0"],
     ),
-    ("time-limit-word", lambda t: ["plan", "--time-limit", "abc"], ["--time-limit", "'abc'"]),
+    ("time-limit-word", ["plan", "--time-limit", "abc"], ["--time-limit", "'abc'"]),
     (
         "max-num-seqs-word",
-        lambda t: ["simulate", "generation", "--max-num-seqs", "many"],
+        ["simulate", "generation", "--max-num-seqs", "many"],
         ["--max-num-seqs", "'many'"],
     ),
     (
         "rollout-plan-is-a-job",
-        lambda t: [
+        _argv_with_preset(
             "simulate",
             "rollout",
             "--plan",
-            _mutated(t, "rollout-7b-8k", "job.yaml", lambda d: None),
-        ],
+            preset="rollout-7b-8k",
+            name="job.yaml",
+            mutate=lambda d: None,
+        ),
         ["job.yaml", "not a plan file", "workload"],
     ),
     (
         "evaluate-no-plan-section",
-        lambda t: ["evaluate", str(_plan_file(t, lambda d: d.pop("plan")))],
+        _argv_with_plan_file("evaluate", mutate=lambda d: d.pop("plan")),
         ["plan", "required field is missing"],
     ),
     (
@@ -931,40 +849,32 @@ SIZES_AND_CONTRADICTIONS = [
         ["prob.yaml", "target", "deepspeed"],
     ),
     # silently lax before
-    (
-        "export-to-stdout",
-        lambda t: ["plan", *SMALL, "--export", "verl", "-o", "-"],
-        ["--export", "-o"],
-    ),
+    ("export-to-stdout", ["plan", *SMALL, "--export", "verl", "-o", "-"], ["--export", "-o"]),
     (
         "evaluate-unknown-key",
-        lambda t: [
+        _argv_with_file(
             "evaluate",
-            str(
-                _text(
-                    t,
-                    "p.yaml",
-                    yaml.safe_dump(
-                        {"problem": "rollout", "job": "rollout-7b-8k", "plan": {}, "colour": "red"}
-                    ),
-                )
+            name="p.yaml",
+            text=yaml.safe_dump(
+                {"problem": "rollout", "job": "rollout-7b-8k", "plan": {}, "colour": "red"}
             ),
-        ],
+        ),
         ["colour", "unknown field"],
     ),
     (
         "jsonl-duplicate-key",
-        lambda t: [
+        _argv_with_file(
             "simulate",
             "generation",
             "--lengths",
-            str(_text(t, "t.jsonl", '{"response_lengths": [5], "response_lengths": [6]}\n')),
-        ],
+            name="t.jsonl",
+            text='{"response_lengths": [5], "response_lengths": [6]}\n',
+        ),
         ["t.jsonl", "duplicate key"],
     ),
     (
         "plan-file-unknown-version",
-        lambda t: ["validate", str(_plan_file(t, lambda d: d.update(schema_version="0.9")))],
+        _argv_with_plan_file("validate", mutate=lambda d: d.update(schema_version="0.9")),
         ["schema_version", "0.9", "1.2"],
     ),
 ]

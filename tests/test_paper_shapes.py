@@ -16,7 +16,7 @@ from costmodels.network_cost import fabric_cost, relative_costs
 from costmodels.reconfig import migration_cost, shard_overlap, switch_cost
 from costmodels.weight_sync import flat_sync, naive_one_to_all, two_level_tree, two_stage_sync
 from costmodels.workflow import TaskKind
-from tests.conftest import run_cli
+from tests.conftest import ADAM_WITH_RECOMPUTE, run_cli
 
 QWEN14 = get_model("Qwen2.5-14B")
 H800 = get_gpu("H800")
@@ -149,10 +149,7 @@ def test_more_gpus_never_shrink_memory_per_shard(tp, pp, dp, kind, grow):
                 seq=2048,
                 mbs=1,
                 micro_batches=8,
-                recompute=True,
-                grad_bytes=4,
-                optimizer_bytes=12,
-                distributed_optimizer=True,
+                **ADAM_WITH_RECOMPUTE,
             ).model_gb
             for j in range(pp_)
         )
@@ -162,31 +159,21 @@ def test_more_gpus_never_shrink_memory_per_shard(tp, pp, dp, kind, grow):
 
 
 def test_cli_estimate_shows_the_crossover():
-    early = run_cli(
-        "estimate",
-        "generation",
-        "--model",
-        "Qwen2.5-14B",
-        "--gpu",
-        "H800",
-        "--gpus",
-        "8",
-        "--lengths",
-        EARLY,
-        "--json",
-    )
-    tail = run_cli(
-        "estimate",
-        "generation",
-        "--model",
-        "Qwen2.5-14B",
-        "--gpu",
-        "H800",
-        "--gpus",
-        "8",
-        "--lengths",
-        TAIL,
-        "--json",
+    early, tail = (
+        run_cli(
+            "estimate",
+            "generation",
+            "--model",
+            "Qwen2.5-14B",
+            "--gpu",
+            "H800",
+            "--gpus",
+            "8",
+            "--lengths",
+            lengths,
+            "--json",
+        )
+        for lengths in (EARLY, TAIL)
     )
     assert early.returncode == 0 and tail.returncode == 0, early.stderr + tail.stderr
     assert json.loads(early.stdout)["configurations"][0]["tp"] < 8

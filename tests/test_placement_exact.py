@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from costmodels.placement.canned import ONE_ZONE, TWO_ZONES, small_cluster, small_workflow
 from costmodels.placement.check import check_placement
 from costmodels.placement.cost import evaluate_placement
 from costmodels.solving import Status
@@ -16,75 +17,20 @@ from planner import solve
 from planner.io import build_problem
 from planner.planfile import result_to_dict
 
-NET = {"intra_zone": {"bandwidth_gbps": 100, "latency_ms": 0.05}}
-ONE_ZONE = {
-    "nodes": [
-        {"name": "a", "gpu": "A100-40GB", "count": 2, "zone": "z"},
-        {"name": "b", "gpu": "L40S", "count": 1, "zone": "z"},
-    ],
-    "network": NET,
-}
-THREE_ZONES = {
-    "nodes": [
-        {"name": "a", "gpu": "H800", "count": 1, "zone": "x"},
-        {"name": "b", "gpu": "L40S", "count": 1, "zone": "y"},
-        {"name": "c", "gpu": "L4", "count": 1, "zone": "z"},
-    ],
-    "network": {
-        **NET,
-        "inter_zone": [
-            {"zones": ["x", "y"], "bandwidth_gbps": 5, "latency_ms": 10},
-            {"zones": ["x", "z"], "bandwidth_gbps": 1, "latency_ms": 30},
-            {"zones": ["y", "z"], "bandwidth_gbps": 3, "latency_ms": 20},
-        ],
-    },
-}
-TWO_ZONES = {
-    "nodes": [
-        {"name": "a", "gpu": "A100-40GB", "count": 2, "zone": "us"},
-        {"name": "b", "gpu": "L4", "count": 1, "zone": "eu"},
-    ],
-    "network": {
-        **NET,
-        "inter_zone": [{"zones": ["us", "eu"], "bandwidth_gbps": 2, "latency_ms": 40}],
-    },
-}
+THREE_ZONES = small_cluster(
+    [("a", "H800", 1, "x"), ("b", "L40S", 1, "y"), ("c", "L4", 1, "z")],
+    [("x", "y", 5, 10), ("x", "z", 1, 30), ("y", "z", 3, 20)],
+)
 # PPO's six tasks on a heterogeneous pair would be 3^6 load-balancing choices too many to enumerate
-PAIR = {
-    "nodes": [
-        {"name": "a", "gpu": "H800", "count": 1, "zone": "x"},
-        {"name": "b", "gpu": "H800", "count": 1, "zone": "y"},
-    ],
-    "network": {
-        **NET,
-        "inter_zone": [{"zones": ["x", "y"], "bandwidth_gbps": 10, "latency_ms": 5}],
-    },
-}
-
-
-def workflow(alg="grpo", mode="sync", eta=0.0, dbs=32):
-    models = {"actor": "Qwen3-1.7B"}
-    if alg == "ppo":
-        models["critic"] = "Qwen3-1.7B"
-    return {
-        "algorithm": alg,
-        "mode": mode,
-        "models": models,
-        "global_batch": 16,
-        "responses_per_prompt": 4,
-        "prompt_length": 512,
-        "response_length": 512,
-        "decode_batch_size": dbs,
-        "eta": eta,
-    }
+PAIR = small_cluster([("a", "H800", 1, "x"), ("b", "H800", 1, "y")], [("x", "y", 10, 5)])
 
 
 INSTANCES = {
-    "one-zone-grpo-sync": (ONE_ZONE, workflow()),
-    "three-zones-grpo-sync": (THREE_ZONES, workflow(eta=0.5)),
-    "three-zones-grpo-async": (THREE_ZONES, workflow(mode="async")),
-    "two-zones-grpo-sync": (TWO_ZONES, workflow(eta=0.3)),
-    "pair-ppo-sync": (PAIR, workflow("ppo", dbs=4)),
+    "one-zone-grpo-sync": (ONE_ZONE, small_workflow()),
+    "three-zones-grpo-sync": (THREE_ZONES, small_workflow(eta=0.5)),
+    "three-zones-grpo-async": (THREE_ZONES, small_workflow(mode="async")),
+    "two-zones-grpo-sync": (TWO_ZONES, small_workflow(eta=0.3)),
+    "pair-ppo-sync": (PAIR, small_workflow("ppo", decode_batch_size=4)),
 }
 
 
@@ -110,7 +56,7 @@ def test_ilp_equals_brute_force_equals_cost_model(name):
 
 
 def test_cbc_backend_agrees():
-    problem = build_problem("placement", {"cluster": THREE_ZONES, "workflow": workflow()})
+    problem = build_problem("placement", {"cluster": THREE_ZONES, "workflow": small_workflow()})
     assert solve_placement_ilp(problem, backend="cbc").objective == pytest.approx(
         solve_placement_ilp(problem).objective, rel=1e-6
     )
@@ -303,7 +249,7 @@ def test_ilp_equals_brute_force_under_a_framework_target(name, framework):
     frameworks): the two optima agree, both plans pass the validator with the framework's rules,
     SHA-EA's plan does too, and no restricted optimum beats the unrestricted one."""
     cluster, wf = (
-        (PAIR, workflow("ppo", mode="async", dbs=4))
+        (PAIR, small_workflow("ppo", mode="async", decode_batch_size=4))
         if name == "pair-ppo-async"
         else (INSTANCES[name])
     )

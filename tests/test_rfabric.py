@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from costmodels.broadcast.canned import FOUR_POD_SYNC
 from costmodels.broadcast.problem import (
     BroadcastPlan,
     BroadcastProblem,
@@ -146,17 +147,7 @@ def test_unknown_intent_and_tor_are_spec_errors():
 
 
 def sync(**kw) -> BroadcastProblem:
-    base = {
-        "weights_gb": 16,
-        "link_gbps": 400,
-        "intra_gbps": 400,
-        "seeds_per_pod": 2,
-        "pods": [
-            {"name": "tr", "role": "train", "ranks": 8, "budget": 4, "holders": 4},
-            *({"name": f"g{i}", "role": "gen", "ranks": 8, "budget": 2} for i in range(4)),
-        ],
-    }
-    spec = BroadcastSpec(**{**base, **kw})
+    spec = BroadcastSpec(**{**FOUR_POD_SYNC, **kw})
     spec.check()
     return BroadcastProblem(spec)
 

@@ -7,22 +7,10 @@ import json
 
 import yaml
 
+from costmodels.rollout.canned import tiny_workload
 from tests.conftest import run_cli, run_cli_pty
 
-TINY = {
-    "name": "tiny",
-    "workload": {
-        "model": "Qwen2.5-3B",
-        "gpu": "H800",
-        "gpus": 2,
-        "gpus_per_node": 1,
-        "prompts_per_step": 4,
-        "responses_per_prompt": 2,
-        "max_response": 2048,
-        "dataset_prompts": 16,
-        "training": {"replica_gpus": 1},
-    },
-}
+TINY = {"name": "tiny", "workload": tiny_workload()}
 
 
 def test_plan_then_validate_evaluate_export_and_simulate(tmp_path):

@@ -23,21 +23,7 @@ from costmodels.rollout.space import paper_plan, verl_plan
 from costmodels.rollout.stream import LengthHistory, ScaleDown, ScaleRule, train_finish
 from costmodels.rollout.workload import PromptPool, RolloutWorkload
 from heuristics.rollout.search import solve_paper, solve_search, solve_verl
-
-
-def _workload(**kw) -> RolloutWorkload:
-    base = {
-        "model": "Qwen2.5-7B",
-        "gpu": "H800",
-        "gpus": 8,
-        "tp": 1,
-        "prompts_per_step": 16,
-        "responses_per_prompt": 4,
-        "max_response": 4096,
-        "dataset_prompts": 80,
-        "training": {"replica_gpus": 2},
-    }
-    return RolloutWorkload(**{**base, **kw})
+from tests.conftest import small_rollout_workload
 
 
 def tiny_problem(wl: RolloutWorkload, seed: int = 0):
@@ -69,7 +55,7 @@ def test_scaling_frees_whole_tp_groups_and_never_overfills_kv(tp):
     projection it went by fits the kept instances, and from then on no kept instance's cache
     holds more than its capacity; the freed instances hold nothing."""
     model, gpu = get_model("Qwen2.5-7B"), get_gpu("H800")
-    pool = PromptPool(_workload(dataset_prompts=200), seed=2)
+    pool = PromptPool(small_rollout_workload(dataset_prompts=200), seed=2)
     requests = [
         Request(i, pool.prompt_length(p), n, group=p)
         for i, (p, n) in enumerate((p, n) for p in range(24) for n in pool.responses(p, 4))
@@ -98,7 +84,9 @@ def test_scaling_frees_whole_tp_groups_and_never_overfills_kv(tp):
 def test_the_kv_check_holds_scaling_back_when_the_projection_does_not_fit():
     """With the history saying every response runs to the cap, no milestone fits: no scaling,
     whereas a fixed trigger scales regardless."""
-    pool = PromptPool(_workload(gpus=2, max_response=4096, dataset_prompts=128), seed=0)
+    pool = PromptPool(
+        small_rollout_workload(gpus=2, max_response=4096, dataset_prompts=128), seed=0
+    )
     requests = [
         Request(i, pool.prompt_length(p), n, group=p)
         for i, (p, n) in enumerate((p, n) for p in range(128) for n in pool.responses(p, 4))
@@ -133,7 +121,7 @@ def test_the_kv_check_holds_scaling_back_when_the_projection_does_not_fit():
 def test_scaling_keeps_the_epoch_whole(seed, tp, fraction, adaptive):
     """With the stream trainer on (and the adaptive TP rule), still no prompt is lost or trained
     twice, and short rounds keep P0 x R0."""
-    wl = _workload(dataset_prompts=48)
+    wl = small_rollout_workload(dataset_prompts=48)
     rule = ScaleRule(fraction=fraction, replica_gpus=2)
     epoch = simulate_epoch(wl, seed=seed, tp=tp, scale=rule, adaptive_tp=adaptive)
     assert epoch.lost(48) == [] and epoch.repeated() == []
@@ -182,7 +170,7 @@ def test_the_adaptive_timeout_saves_reward_time_and_cuts_only_slow_runs(seed):
     """§4.3 on a code-only job: about 5% of responses hang to the fixed 30 s timeout; the adaptive
     timeout ends the reward stage sooner, never cuts a run under its anchor, and cuts about the
     share the closed form predicts."""
-    wl = _workload(dataset_prompts=64, reward={"rule": 0, "sandbox": 1, "judge": 0})
+    wl = small_rollout_workload(dataset_prompts=64, reward={"rule": 0, "sandbox": 1, "judge": 0})
     pool = PromptPool(wl, seed)
     responses = [(p, 0.0, 100) for p in range(64) for _ in range(4)]
     fixed = score(
@@ -208,7 +196,7 @@ def test_the_adaptive_timeout_saves_reward_time_and_cuts_only_slow_runs(seed):
 def test_asynchronous_scoring_is_never_later_than_after_rollout(seed, lam):
     """Submitting each response when it completes instead of at rollout's end never makes a
     rule or sandbox score later (FCFS on the same workers, earlier submissions)."""
-    wl = _workload(reward={"rule": 1, "sandbox": 1, "judge": 0})
+    wl = small_rollout_workload(reward={"rule": 1, "sandbox": 1, "judge": 0})
     pool = PromptPool(wl, seed)
     import random
 
@@ -273,7 +261,7 @@ def test_search_is_never_worse_than_the_paper_or_verl(seed):
 def test_table2_ordering_on_a_small_job(seed):
     """Table 2's shape: tail batching beats veRL, the reward scheduler adds to it, and the paper's
     full settings beat veRL; the rollout of short rounds is far shorter than a plain step's."""
-    wl = _workload(
+    wl = small_rollout_workload(
         gpus=16, prompts_per_step=32, responses_per_prompt=8, dataset_prompts=160, max_response=8192
     )
     from costmodels.rollout.problem import JobSpec, RolloutProblem
@@ -340,7 +328,7 @@ def test_the_inline_scorer_is_asynchronous_scoring_made_online(seed, adaptive):
     the same responses asynchronously (first come, first served on the same pools)."""
     from costmodels.rollout.reward import InlineScorer, InlineScoring
 
-    wl = _workload(reward={"rule": 1, "sandbox": 1, "judge": 0})
+    wl = small_rollout_workload(reward={"rule": 1, "sandbox": 1, "judge": 0})
     pool = PromptPool(wl, seed)
     import random
 
@@ -371,7 +359,7 @@ def test_a_scored_race_ends_when_its_kept_prompts_are_scored():
     """The artifact's race: every kept prompt has R0 responses scored by the round's end, so no
     reward is exposed after a short round; racing on generation leaves the sandbox tail after
     it."""
-    wl = _workload(reward={"rule": 0, "sandbox": 1, "judge": 0})
+    wl = small_rollout_workload(reward={"rule": 0, "sandbox": 1, "judge": 0})
     problem = tiny_problem(wl)
     base = dict(eta_prompts=1.25, eta_responses=1.5, short_tp=1, long_tp=1, reward="async")
     scored, generated = (RolloutPlan(**base, race=r) for r in ("scored", "generated"))
@@ -392,7 +380,7 @@ def test_a_scored_race_ends_when_its_kept_prompts_are_scored():
 def test_training_waits_for_the_whole_batch_without_the_stream_trainer(reward):
     """Training overlaps the reward tail only through the stream trainer (RollPacker §4.4): with
     it off, every step trains its whole batch after its last score, on every GPU."""
-    wl = _workload()
+    wl = small_rollout_workload()
     problem = tiny_problem(wl)
     plan = RolloutPlan(eta_prompts=1.25, eta_responses=1.25, short_tp=1, long_tp=1, reward=reward)
     _, b = evaluate_rollout(problem, plan)
@@ -424,7 +412,7 @@ def test_the_latency_guard_keeps_the_tp_rule_from_losing_on_14b():
 def test_a_fixed_trigger_counts_finished_prompts():
     """§6.6's fixed triggers fire 'when the number of completed prompts reaches' the share, so a
     fixed 20% scales no earlier than Algorithm 1's first milestone (20% of responses)."""
-    wl = _workload()
+    wl = small_rollout_workload()
     problem = tiny_problem(wl)
     common = dict(short_tp=1, long_tp=1, reward="async", scale_fraction=0.5)
     fixed = problem.epoch(RolloutPlan(**common, scale="fixed", scale_at=0.2))
@@ -438,11 +426,11 @@ def test_freed_gpus_that_cannot_hold_the_training_state_are_refused():
     """RollPacker §4.4's freed GPUs train: a 72B actor's weights, gradients and optimizer
     states do not fit on the 8 GPUs half of a 16-GPU TP4 rollout frees (163 GB per GPU); the
     validator says so, naming the model and the memory, and a 7B job's plan passes."""
-    wl = _workload(model="Qwen2.5-72B", gpus=16, tp=4, training={"replica_gpus": 8})
+    wl = small_rollout_workload(model="Qwen2.5-72B", gpus=16, tp=4, training={"replica_gpus": 8})
     problem = tiny_problem(wl)
     plan = RolloutPlan(short_tp=4, long_tp=4, scale="adaptive", scale_fraction=0.5)
     found = [v for v in check_rollout(problem, plan) if v.constraint == "scale-train-memory"]
     assert found and "Qwen2.5-72B" in found[0].message and "GB per GPU" in found[0].message
-    small = tiny_problem(_workload())
+    small = tiny_problem(small_rollout_workload())
     ok = RolloutPlan(short_tp=1, long_tp=1, scale="adaptive", scale_fraction=0.5)
     assert not [v for v in check_rollout(small, ok) if v.constraint == "scale-train-memory"]

@@ -12,27 +12,14 @@ from costmodels.decode import Instance
 from costmodels.generation.engine import simulate
 from costmodels.generation.requests import Request, balanced_assignment
 from costmodels.rollout.rounds import run_round, simulate_epoch
-from costmodels.rollout.workload import PromptPool, RolloutWorkload
-
-
-def _workload(**kw) -> RolloutWorkload:
-    base = {
-        "model": "Qwen2.5-7B",
-        "gpu": "H800",
-        "gpus": 8,
-        "tp": 1,
-        "prompts_per_step": 16,
-        "responses_per_prompt": 4,
-        "max_response": 4096,
-        "dataset_prompts": 80,
-    }
-    return RolloutWorkload(**{**base, **kw})
+from costmodels.rollout.workload import PromptPool
+from tests.conftest import small_rollout_workload
 
 
 def test_without_speculation_it_is_plain_synchronous_rollout():
     """η = 1 for prompts and responses: every round is the plain synchronous step of P0 prompts
     in dataset order, timed exactly as the engine times those requests on their own."""
-    wl = _workload()
+    wl = small_rollout_workload()
     pool = PromptPool(wl, seed=3)
     epoch = simulate_epoch(wl, eta_prompts=1.0, eta_responses=1.0, seed=3)
     assert [r.kind for r in epoch.rounds] == ["plain"] * 5
@@ -62,7 +49,7 @@ def test_every_prompt_is_trained_exactly_once_per_epoch(seed, eta_p, eta_r, data
     """No prompt is lost or trained twice, whatever the speculation and however the epoch's size
     falls against P0; every short round keeps exactly P0 x R0 responses unless the dataset ran
     out; every long round runs with speculation off."""
-    wl = _workload(dataset_prompts=dataset)
+    wl = small_rollout_workload(dataset_prompts=dataset)
     epoch = simulate_epoch(wl, eta_prompts=eta_p, eta_responses=eta_r, seed=seed)
     assert epoch.lost(dataset) == [] and epoch.repeated() == []
     assert sorted(epoch.trained) == list(range(dataset))
@@ -78,7 +65,7 @@ def test_a_short_round_keeps_the_first_prompts_to_complete():
     """Race to completion, checked against the same requests run to the end: with no surplus
     responses nothing is aborted before the round ends, so the kept prompts must be the P0 whose
     R0-th response finished first in the full run, and the round must end at the P0-th of those."""
-    wl = _workload()
+    wl = small_rollout_workload()
     pool = PromptPool(wl, seed=1)
     prompts = list(range(20))
     r = run_round(pool, prompts, 4, tp=1, keep_prompts=16, keep_responses=4, tick=0.05)
@@ -99,7 +86,7 @@ def test_long_rounds_come_once_the_queue_fills():
     """η_P = 1.25 defers a quarter of P0 per short round: four short rounds, then a long one
     (the paper's period of five steps)."""
     epoch = simulate_epoch(
-        _workload(dataset_prompts=100), eta_prompts=1.25, eta_responses=1.25, seed=0
+        small_rollout_workload(dataset_prompts=100), eta_prompts=1.25, eta_responses=1.25, seed=0
     )
     # 100 prompts, 20 launched per short round: 4 short, the long round of 16, one more short
     # round, and the epoch's last 4 deferred prompts flushed as a final long round
@@ -111,7 +98,7 @@ def test_long_rounds_come_once_the_queue_fills():
 def test_tail_batching_shortens_rollout_and_its_short_rounds(seed):
     """RollPacker §3 (Fig. 4a, Table 2): short rounds are far shorter than plain steps (the paper
     cuts the maximum response length by up to 8.9x) and an epoch's rollout takes less time."""
-    wl = _workload(
+    wl = small_rollout_workload(
         gpus=16, prompts_per_step=32, responses_per_prompt=8, dataset_prompts=160, max_response=8192
     )
     plain = simulate_epoch(wl, eta_prompts=1.0, eta_responses=1.0, seed=seed)
@@ -126,6 +113,6 @@ def test_tail_batching_shortens_rollout_and_its_short_rounds(seed):
 
 def test_speculation_factors_below_one_are_refused():
     with pytest.raises(ValueError, match="speculation"):
-        simulate_epoch(_workload(), eta_prompts=0.9)
+        simulate_epoch(small_rollout_workload(), eta_prompts=0.9)
     with pytest.raises(ValueError, match="TP"):
-        simulate_epoch(_workload(), tp=3)
+        simulate_epoch(small_rollout_workload(), tp=3)

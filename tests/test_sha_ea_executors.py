@@ -10,7 +10,7 @@ import pytest
 
 from planner import solve
 from planner.io import build_problem
-from tests.conftest import run_cli, run_cli_pty
+from tests.conftest import SMALL_SPECS, run_cli, run_cli_pty
 
 
 @pytest.fixture(scope="module")
@@ -59,10 +59,7 @@ def test_plan_on_ray_from_a_terminal(tmp_path):
     out = tmp_path / "plan.json"
     code, text = run_cli_pty(
         "plan",
-        "--cluster",
-        "small-8",
-        "--workflow",
-        "grpo-sync-qwen3-4b",
+        *SMALL_SPECS,
         "--executor",
         "ray",
         "-O",
@@ -96,9 +93,7 @@ def test_plan_on_ray_from_a_terminal(tmp_path):
 )
 def test_bad_executor_flags_exit_2_and_write_nothing(tmp_path, args, message):
     out = tmp_path / "plan.json"
-    r = run_cli(
-        "plan", "--cluster", "small-8", "--workflow", "grpo-sync-qwen3-4b", *args, "-o", str(out)
-    )
+    r = run_cli("plan", *SMALL_SPECS, *args, "-o", str(out))
     assert r.returncode == 2, r.stderr
     assert message in r.stderr and "Traceback" not in r.stderr
     assert not out.exists()

@@ -23,29 +23,34 @@ def _floor(spec: dict[str, Any]) -> float:
     return s.reconfig_s() + s.weights_gb * 8 / (d * s.link_gbps)
 
 
+#: two generation PoDs of four ranks, 8 GB of weights: small enough for the smoke suite
+TINY_SYNC: dict[str, Any] = {
+    "weights_gb": 8,
+    "link_gbps": 400,
+    "intra_gbps": 400,
+    "seeds_per_pod": 1,
+    "pods": [
+        {"name": "tr", "role": "train", "ranks": 4, "budget": 2, "holders": 2},
+        {"name": "g0", "role": "gen", "ranks": 4, "budget": 2},
+        {"name": "g1", "role": "gen", "ranks": 4, "budget": 2},
+    ],
+}
+
+#: four generation PoDs of eight ranks, 16 GB of weights, two seeds a PoD
+FOUR_POD_SYNC: dict[str, Any] = {
+    "weights_gb": 16,
+    "link_gbps": 400,
+    "intra_gbps": 400,
+    "seeds_per_pod": 2,
+    "pods": [
+        {"name": "tr", "role": "train", "ranks": 8, "budget": 4, "holders": 4},
+        *({"name": f"g{i}", "role": "gen", "ranks": 8, "budget": 2} for i in range(4)),
+    ],
+}
+
+
 def canned_broadcasts() -> list[Canned]:
-    tiny = {
-        "weights_gb": 8,
-        "link_gbps": 400,
-        "intra_gbps": 400,
-        "seeds_per_pod": 1,
-        "pods": [
-            {"name": "tr", "role": "train", "ranks": 4, "budget": 2, "holders": 2},
-            {"name": "g0", "role": "gen", "ranks": 4, "budget": 2},
-            {"name": "g1", "role": "gen", "ranks": 4, "budget": 2},
-        ],
-    }
-    wide = {
-        "weights_gb": 16,
-        "link_gbps": 400,
-        "intra_gbps": 400,
-        "seeds_per_pod": 2,
-        "pods": [
-            {"name": "tr", "role": "train", "ranks": 8, "budget": 4, "holders": 4},
-            *({"name": f"g{i}", "role": "gen", "ranks": 8, "budget": 2} for i in range(4)),
-        ],
-    }
     return [
-        Canned("tiny-2-pods", lambda: _problem(tiny), lower_bound=_floor(tiny)),
-        Canned("four-pods", lambda: _problem(wide), lower_bound=_floor(wide)),
+        Canned("tiny-2-pods", lambda: _problem(TINY_SYNC), lower_bound=_floor(TINY_SYNC)),
+        Canned("four-pods", lambda: _problem(FOUR_POD_SYNC), lower_bound=_floor(FOUR_POD_SYNC)),
     ]

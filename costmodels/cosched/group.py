@@ -36,6 +36,7 @@ A group G = (J_G, N^R_G rollout nodes, N^T_G training nodes, P_j ⊆ rollout nod
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -271,6 +272,21 @@ def round_robin_period(m: CoschedModel, g: GroupState) -> float:
     return best
 
 
+def _phase_row(
+    k: int, job: str, phase: str, pool: str, nodes: Iterable[int], start: float, end: float
+) -> dict[str, Any]:
+    """One row of :func:`round_robin_schedule` (its own list of ``nodes``)."""
+    return {
+        "iteration": k,
+        "job": job,
+        "phase": phase,
+        "pool": pool,
+        "nodes": list(nodes),
+        "start": start,
+        "end": end,
+    }
+
+
 def round_robin_schedule(
     m: CoschedModel, g: GroupState, iterations: int = 2
 ) -> list[dict[str, Any]]:
@@ -287,32 +303,16 @@ def round_robin_schedule(
         for name in g.members:
             j = m.jobs[name]
             t_train = train_time(m, j, g.train_nodes)
+            train_nodes = range(g.train_nodes)
             if g.colocated:
                 roll = times[name] - t_train
                 start = max(ready[name], train_free)
                 rows.append(
-                    {
-                        "iteration": k,
-                        "job": name,
-                        "phase": "rollout",
-                        "pool": "train",
-                        "nodes": list(range(g.train_nodes)),
-                        "start": start,
-                        "end": start + roll,
-                    }
+                    _phase_row(k, name, "rollout", "train", train_nodes, start, start + roll)
                 )
-                rows.append(
-                    {
-                        "iteration": k,
-                        "job": name,
-                        "phase": "train",
-                        "pool": "train",
-                        "nodes": list(range(g.train_nodes)),
-                        "start": start + roll,
-                        "end": start + roll + t_train,
-                    }
-                )
-                ready[name] = train_free = start + roll + t_train
+                end = start + roll + t_train
+                rows.append(_phase_row(k, name, "train", "train", train_nodes, start + roll, end))
+                ready[name] = train_free = end
                 continue
             pins = g.pins[name]
             start = max([ready[name], *(node_free[n] for n in pins)])
@@ -321,28 +321,8 @@ def round_robin_schedule(
                 node_free[n] = end
             t0 = max(end, train_free)
             ready[name] = train_free = t0 + t_train
-            rows.append(
-                {
-                    "iteration": k,
-                    "job": name,
-                    "phase": "rollout",
-                    "pool": "rollout",
-                    "nodes": list(pins),
-                    "start": start,
-                    "end": end,
-                }
-            )
-            rows.append(
-                {
-                    "iteration": k,
-                    "job": name,
-                    "phase": "train",
-                    "pool": "train",
-                    "nodes": list(range(g.train_nodes)),
-                    "start": t0,
-                    "end": t0 + t_train,
-                }
-            )
+            rows.append(_phase_row(k, name, "rollout", "rollout", pins, start, end))
+            rows.append(_phase_row(k, name, "train", "train", train_nodes, t0, t0 + t_train))
     return rows
 
 

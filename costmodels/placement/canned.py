@@ -12,24 +12,64 @@ from costmodels.placement.problem import PlacementProblem
 from costmodels.problem import Canned
 from costmodels.workflow import WorkflowSpec
 
-_LAN = {"intra_zone": {"bandwidth_gbps": 100, "latency_ms": 0.05}}
+#: every zone's network: 100 Gb/s, 50 µs
+LAN = {"intra_zone": {"bandwidth_gbps": 100, "latency_ms": 0.05}}
 
 
-def _workflow(algorithm: str = "grpo", mode: str = "sync", eta: float = 0.0) -> dict[str, Any]:
+def small_cluster(
+    nodes: list[tuple[str, str, int, str]], links: list[tuple[str, str, float, float]] = ()
+) -> dict[str, Any]:
+    """A cluster spec from ``(name, gpu, count, zone)`` nodes, each zone on :data:`LAN`, and
+    ``(zone, zone, Gb/s, latency ms)`` links between zones."""
+    network: dict[str, Any] = dict(LAN)
+    if links:
+        network["inter_zone"] = [
+            {"zones": [x, y], "bandwidth_gbps": gbps, "latency_ms": ms} for x, y, gbps, ms in links
+        ]
+    return {
+        "nodes": [
+            {"name": name, "gpu": gpu, "count": count, "zone": zone}
+            for name, gpu, count, zone in nodes
+        ],
+        "network": network,
+    }
+
+
+#: two A100-40GB and an L40S in one zone
+ONE_ZONE = small_cluster([("a", "A100-40GB", 2, "z"), ("b", "L40S", 1, "z")])
+#: two A100-40GB in the US and an L4 in Europe, 2 Gb/s and 40 ms apart
+TWO_ZONES = small_cluster(
+    [("a", "A100-40GB", 2, "us"), ("b", "L4", 1, "eu")], [("us", "eu", 2, 40)]
+)
+
+
+def qwen3_workflow(
+    algorithm: str, mode: str, *, reward: bool = False, **fields: Any
+) -> dict[str, Any]:
+    """A workflow spec whose models are all Qwen3-1.7B: the actor, a critic for PPO and a reward
+    model if ``reward``; ``fields`` sets the batch and lengths."""
     models = {"actor": "Qwen3-1.7B"}
     if algorithm == "ppo":
         models["critic"] = "Qwen3-1.7B"
-    return {
-        "algorithm": algorithm,
-        "mode": mode,
-        "models": models,
-        "global_batch": 16,
-        "responses_per_prompt": 4,
-        "prompt_length": 512,
-        "response_length": 512,
-        "decode_batch_size": 32,
-        "eta": eta,
-    }
+    if reward:
+        models["reward"] = "Qwen3-1.7B"
+    return {"algorithm": algorithm, "mode": mode, "models": models, **fields}
+
+
+def small_workflow(
+    algorithm: str = "grpo", mode: str = "sync", eta: float = 0.0, decode_batch_size: int = 32
+) -> dict[str, Any]:
+    """The canned instances' workflow: 16 prompts of 4 responses, 512 + 512 tokens."""
+    return qwen3_workflow(
+        algorithm,
+        mode,
+        global_batch=16,
+        responses_per_prompt=4,
+        prompt_length=512,
+        response_length=512,
+        decode_batch_size=decode_batch_size,
+        eta=eta,
+    )
 
 
 def _problem(cluster: dict[str, Any], workflow: dict[str, Any]) -> PlacementProblem:
@@ -40,30 +80,15 @@ def _problem(cluster: dict[str, Any], workflow: dict[str, Any]) -> PlacementProb
 
 
 def canned_placements() -> list[Canned]:
-    one_zone = {
-        "nodes": [
-            {"name": "a", "gpu": "A100-40GB", "count": 2, "zone": "z"},
-            {"name": "b", "gpu": "L40S", "count": 1, "zone": "z"},
-        ],
-        "network": _LAN,
-    }
-    two_zones = {
-        "nodes": [
-            {"name": "a", "gpu": "A100-40GB", "count": 2, "zone": "us"},
-            {"name": "b", "gpu": "L4", "count": 1, "zone": "eu"},
-        ],
-        "network": {
-            **_LAN,
-            "inter_zone": [{"zones": ["us", "eu"], "bandwidth_gbps": 2, "latency_ms": 40}],
-        },
-    }
     return [
         Canned(
-            "one-zone-grpo-sync", lambda: _problem(one_zone, _workflow()), reference="bruteforce"
+            "one-zone-grpo-sync",
+            lambda: _problem(ONE_ZONE, small_workflow()),
+            reference="bruteforce",
         ),
         Canned(
             "two-zones-grpo-async",
-            lambda: _problem(two_zones, _workflow(mode="async", eta=0.3)),
+            lambda: _problem(TWO_ZONES, small_workflow(mode="async", eta=0.3)),
             reference="bruteforce",
         ),
     ]

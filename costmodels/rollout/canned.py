@@ -8,6 +8,24 @@ from costmodels.problem import Canned
 from costmodels.rollout.problem import JobSpec, RolloutProblem
 
 
+def tiny_workload(
+    *, gpus: int = 2, p0: int = 4, r0: int = 2, dataset: int = 16, max_response: int = 2048
+) -> dict[str, Any]:
+    """The workload section of a 3B job on ``gpus`` single-GPU servers, ``dataset`` prompts of
+    P0 x R0 (the tensor-parallel degree left to the plan)."""
+    return {
+        "model": "Qwen2.5-3B",
+        "gpu": "H800",
+        "gpus": gpus,
+        "gpus_per_node": 1,
+        "prompts_per_step": p0,
+        "responses_per_prompt": r0,
+        "max_response": max_response,
+        "dataset_prompts": dataset,
+        "training": {"replica_gpus": 1},
+    }
+
+
 def tiny_job(
     *,
     gpus: int = 2,
@@ -19,22 +37,8 @@ def tiny_job(
     **workload: Any,
 ) -> RolloutProblem:
     """A 3B job on ``gpus`` single-GPU servers (TP 1 only), ``dataset`` prompts of P0 x R0."""
-    spec = {
-        "seed": seed,
-        "workload": {
-            "model": "Qwen2.5-3B",
-            "gpu": "H800",
-            "gpus": gpus,
-            "gpus_per_node": 1,
-            "tp": 1,
-            "prompts_per_step": p0,
-            "responses_per_prompt": r0,
-            "max_response": max_response,
-            "dataset_prompts": dataset,
-            "training": {"replica_gpus": 1},
-            **workload,
-        },
-    }
+    size = tiny_workload(gpus=gpus, p0=p0, r0=r0, dataset=dataset, max_response=max_response)
+    spec = {"seed": seed, "workload": {**size, "tp": 1, **workload}}
     job = JobSpec.model_validate(spec)
     job.check()
     return RolloutProblem(job)

@@ -35,7 +35,7 @@ from costmodels.generation.request_traces import (
     response_lengths,
 )
 from costmodels.profiles import HardwareProfile
-from costmodels.rl_training import FITTED_MFU, TRAIN_FLOPS_PER_PARAM_TOKEN, TrainingProfile
+from costmodels.rl_training import TrainingProfile, flops_per_param_token_field, mfu_field
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 _DEFAULT = TraceParams()
@@ -221,20 +221,9 @@ class TrainingSpec(BaseModel):
     replica_gpus: int = Field(
         default=2, gt=0, description="GPUs of one training replica (TP x PP x CP)"
     )
-    flops_per_param_token: float = Field(
-        default=TRAIN_FLOPS_PER_PARAM_TOKEN,
-        gt=0,
-        le=100,
-        description="training FLOPs per active parameter per token",
-    )
-    mfu: float = Field(
-        default=FITTED_MFU,
-        gt=0,
-        le=1,
-        description=(
-            "effective share of peak FLOP/s the training stage reaches (fitted to RollPacker "
-            "Table 1)"
-        ),
+    flops_per_param_token: float = flops_per_param_token_field()
+    mfu: float = mfu_field(
+        "effective share of peak FLOP/s the training stage reaches (fitted to RollPacker Table 1)"
     )
     update_s: float | None = Field(
         default=None,

@@ -27,6 +27,12 @@ from costmodels.limits import (
 )
 from costmodels.problem import CommandKit
 
+#: ``--max-num-seqs`` of both commands: the engine's cap on concurrent sequences per instance
+MaxNumSeqsOption = Annotated[
+    int,
+    typer.Option(min=1, max=MAX_NUM_SEQS, help="engine's max concurrent sequences per instance"),
+]
+
 
 def estimate_generation_command(kit: CommandKit) -> Callable[..., None]:
     """The typer command, bound to the planner's :class:`~costmodels.problem.CommandKit`."""
@@ -55,12 +61,7 @@ def estimate_generation_command(kit: CommandKit) -> Callable[..., None]:
                 "--bin", min=1, max=MAX_TOKENS, help="bin width in tokens for named distributions"
             ),
         ] = 256,
-        max_num_seqs: Annotated[
-            int,
-            typer.Option(
-                min=1, max=MAX_NUM_SEQS, help="engine's max concurrent sequences per instance"
-            ),
-        ] = 256,
+        max_num_seqs: MaxNumSeqsOption = 256,
         gpus_per_node: Annotated[
             int, typer.Option(min=1, max=64, help="TP stays inside a node of this many GPUs")
         ] = 8,
@@ -247,12 +248,7 @@ def simulate_generation_command(kit: CommandKit) -> Callable[..., None]:
                 )
             ),
         ] = "synthetic:prompts=64,n=8,max=8192",
-        max_num_seqs: Annotated[
-            int,
-            typer.Option(
-                min=1, max=MAX_NUM_SEQS, help="engine's max concurrent sequences per instance"
-            ),
-        ] = 256,
+        max_num_seqs: MaxNumSeqsOption = 256,
         memory_utilization: Annotated[
             float, typer.Option(min=0.01, max=1, help="share of GPU memory the engine may use")
         ] = 0.9,
