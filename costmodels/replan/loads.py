@@ -1,7 +1,5 @@
-"""Per-instance aggregates of an assignment in progress, kept incrementally (the T_j terms of
-``costmodels.replan.problem``): what the greedy's LPT and the MILP's packing primal both move
-requests with, so that adding or removing a request is O(1) and every instance's objective term
-after a hypothetical add is one vectorised expression."""
+"""Incremental T_j aggregates of an assignment in progress (:class:`Loads`), shared by the
+greedy's LPT and the MILP's packing primal."""
 
 from __future__ import annotations
 

@@ -317,10 +317,10 @@ def aggregate_bound(
     deadline: Deadline = UNLIMITED,
 ) -> AggregateBound:
     """Bisect M between ``lower`` (a known bound) and ``upper`` (a plan's makespan; None: found by
-    doubling) to relative
-    precision ``rel_tol`` (module doc). Work-bounded (at most ``max_iter`` tests of at most
-    :data:`NODES_PER_TEST` nodes each); the deadline, a safety cap, ends the bisection early with
-    the bound reached so far. A test that proves nothing moves the upper end, never the bound."""
+    doubling) to relative precision ``rel_tol`` (module doc). Work-bounded (at most ``max_iter``
+    tests of at most :data:`NODES_PER_TEST` nodes each); the deadline, a safety cap, ends the
+    bisection early with the bound reached so far. A test that proves nothing moves the upper
+    end, never the bound."""
     model = _Model(problem, integral)
     ok, counts = model.feasible(lower, deadline.remaining())
     if ok is not False:
