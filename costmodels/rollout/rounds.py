@@ -151,12 +151,11 @@ class RaceToCompletion:
             self.submitted.add(rid)
             g = self.group_of[rid]
             ts = self.scores.setdefault(g, [])
-            if self.scorer is None:  # the race on generation: done is complete
-                ts.append(obs.time)
-                if len(ts) == k:
-                    self.ready[g] = obs.time
-                continue
-            ts.append(self.scorer.submit(g, obs.time, view.generated))
+            # the race on generation counts a response when it is done, the scored race when its
+            # score arrives
+            ts.append(
+                obs.time if self.scorer is None else self.scorer.submit(g, obs.time, view.generated)
+            )
             if len(ts) >= k:  # scores only arrive here: the k-th earliest moves only now
                 self.ready[g] = sorted(ts)[k - 1]
         return {g for g, t in self.ready.items() if t <= obs.time + 1e-12}
