@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
@@ -183,6 +183,23 @@ class Summary:
     caption: str = ""
 
 
+ProblemT = TypeVar("ProblemT")
+PlanT = TypeVar("PlanT")
+
+
+@dataclass(frozen=True)
+class SolvedPlan(Generic[ProblemT, PlanT]):
+    """What a summary table reads: the problem, the plan, the judge's objective and breakdown for
+    it, the solver's name and the status line (what came back and why the solver stopped)."""
+
+    problem: ProblemT
+    plan: PlanT
+    objective: float
+    breakdown: dict[str, Any]
+    solver: str
+    status: str
+
+
 @dataclass(frozen=True)
 class Canned:
     """A small instance with a known optimum (``optimum``), or one that the kind's exact
@@ -201,7 +218,7 @@ class Canned:
 
 Evaluate = Callable[[Any, Any], tuple[float, dict[str, Any]]]
 Check = Callable[[Any, Any], list[Violation]]
-SummaryFn = Callable[[Any, Any, float, dict[str, Any], str, str], Summary]
+SummaryFn = Callable[[SolvedPlan[Any, Any]], Summary]
 PlotFn = Callable[[Any, Any, dict[str, Any], Path, str], None]
 
 

@@ -25,7 +25,7 @@ from rich.table import Table
 
 from costmodels.errors import SpecError, from_validation
 from costmodels.limits import DEFAULT_MEMORY_LIMIT_GB
-from costmodels.problem import COMMAND_GROUPS, CommandKit, ProblemKind, Summary
+from costmodels.problem import COMMAND_GROUPS, CommandKit, ProblemKind, SolvedPlan, Summary
 from planner.io import build_problem, load_problem, read_text, solvable_kind, write_atomic
 from planner.outputs import PLOT_SUFFIXES, check_distinct, check_output, write_picture
 from planner.planfile import read_plan_file, recheck, result_to_json
@@ -387,12 +387,14 @@ def plan_command(  # noqa: C901
         )
         if kind.summary_table is not None:
             summary = kind.summary_table(
-                result.problem,
-                result.plan,
-                result.objective,
-                result.breakdown,
-                result.solver,
-                status,
+                SolvedPlan(
+                    result.problem,
+                    result.plan,
+                    result.objective,
+                    result.breakdown,
+                    result.solver,
+                    status,
+                )
             )
         else:
             summary = _breakdown_summary(

@@ -361,6 +361,7 @@ def test_head_dim_comes_from_the_catalog():
 
 def test_every_breakdown_shows_the_one_efficiency_set():
     from costmodels.placement.summary import placement_summary
+    from costmodels.problem import SolvedPlan
 
     cluster = load_cluster(
         {
@@ -372,5 +373,7 @@ def test_every_breakdown_shows_the_one_efficiency_set():
     plan = colocated_plan(problem, 2, 2, 1, decode_batch=32)
     ev = evaluate_placement(problem, plan)
     assert ev.breakdown["efficiency"] == Efficiency().summary()
-    text = placement_summary(problem, plan, ev.objective, ev.breakdown, "verl", "feasible").caption
+    text = placement_summary(
+        SolvedPlan(problem, plan, ev.objective, ev.breakdown, "verl", "feasible")
+    ).caption
     assert "efficiency: compute 50% of peak, HBM 80%" in text and "decode model physical" in text

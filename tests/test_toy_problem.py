@@ -80,9 +80,10 @@ def solve_exhaustive(problem, *, time_limit=None, seed=0):
     return SolverOutput(Status.OPTIMAL, plan, objective=evaluate(problem, plan)[0])
 
 
-def summary(problem, plan, objective, breakdown, solver, status):
-    return Summary(f"toy by {solver}: makespan {objective:g} ({status})", ("machine", "load"),
-                   [(str(m), f"{x:g}") for m, x in enumerate(breakdown["loads"])])
+def summary(solved):
+    return Summary(f"toy by {solved.solver}: makespan {solved.objective:g} ({solved.status})",
+                   ("machine", "load"),
+                   [(str(m), f"{x:g}") for m, x in enumerate(solved.breakdown["loads"])])
 
 
 EXAMPLE = {"durations": [3, 3, 2, 2, 2], "machines": 2}  # LPT: 7; optimum 6 (3+3 | 2+2+2)

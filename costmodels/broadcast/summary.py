@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from costmodels.broadcast.problem import BroadcastPlan, BroadcastProblem
-from costmodels.problem import Summary
+from costmodels.problem import SolvedPlan, Summary
 
 
-def broadcast_summary(
-    problem: BroadcastProblem,
-    plan: BroadcastPlan,
-    objective: float,
-    breakdown: dict[str, Any],
-    solver: str,
-    status: str,
-) -> Summary:
-    b = breakdown
+def broadcast_summary(solved: SolvedPlan[BroadcastProblem, BroadcastPlan]) -> Summary:
+    problem, plan, b = solved.problem, solved.plan, solved.breakdown
     return Summary(
-        title=f"weight sync by {solver}: {b['total_s']:.3g} s ({status})",
+        title=f"weight sync by {solved.solver}: {b['total_s']:.3g} s ({solved.status})",
         columns=("part", "seconds", "detail"),
         rows=[
             (

@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from costmodels.circuits.problem import CircuitPlan, CircuitProblem, pair_time_s
-from costmodels.problem import Summary
+from costmodels.problem import SolvedPlan, Summary
 
 
-def circuits_summary(
-    problem: CircuitProblem,
-    plan: CircuitPlan,
-    objective: float,
-    breakdown: dict[str, Any],
-    solver: str,
-    status: str,
-) -> Summary:
-    b = breakdown
+def circuits_summary(solved: SolvedPlan[CircuitProblem, CircuitPlan]) -> Summary:
+    problem, plan, b = solved.problem, solved.plan, solved.breakdown
     fabric = problem.fabric
     counts = plan.counts()
     link = fabric.link_gbps
@@ -35,9 +26,9 @@ def circuits_summary(
         )
     return Summary(
         title=(
-            f"circuits by {solver}: bottleneck {b['bottleneck_s']:.4g} s, "
+            f"circuits by {solved.solver}: bottleneck {b['bottleneck_s']:.4g} s, "
             f"{b['circuits']} circuits, {b['ports_used']} of {sum(fabric.degrees().values())} "
-            f"ports ({status})"
+            f"ports ({solved.status})"
         ),
         columns=("pair", "demand GB", "circuits", "pair time s"),
         rows=rows,

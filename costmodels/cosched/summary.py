@@ -3,22 +3,13 @@ SLO."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from costmodels.cosched.group import CoschedulePlan
 from costmodels.cosched.problem import CoscheduleProblem
-from costmodels.problem import Summary
+from costmodels.problem import SolvedPlan, Summary
 
 
-def cosched_summary(
-    problem: CoscheduleProblem,
-    plan: CoschedulePlan,
-    objective: float,
-    breakdown: dict[str, Any],
-    solver: str,
-    status: str,
-) -> Summary:
-    b = breakdown
+def cosched_summary(solved: SolvedPlan[CoscheduleProblem, CoschedulePlan]) -> Summary:
+    b = solved.breakdown
     rows = []
     for g in b["groups"][:20]:
         worst = max(b["jobs"][n]["slowdown"] / b["jobs"][n]["slo"] for n in g["jobs"])
@@ -41,7 +32,8 @@ def cosched_summary(
     more = len(b["groups"]) - len(rows)
     return Summary(
         title=(
-            f"co-scheduling by {solver}: ${objective:,.1f}/h ({status}), {b['group_count']} groups"
+            f"co-scheduling by {solved.solver}: ${solved.objective:,.1f}/h ({solved.status}), "
+            f"{b['group_count']} groups"
         ),
         columns=("group", "jobs", "pools", "$/h", "cycle s", "load s", "max slowdown/SLO"),
         rows=rows,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from costmodels.placement.problem import PlacementPlan, PlacementProblem
-from costmodels.problem import Summary
+from costmodels.problem import SolvedPlan, Summary
 
 
 def _phases(breakdown: dict[str, Any]) -> str:
@@ -40,15 +40,9 @@ def _efficiency(breakdown: dict[str, Any]) -> str:
     return text + f"; decode model {m['decode']}"
 
 
-def placement_summary(
-    problem: PlacementProblem,
-    plan: PlacementPlan,
-    objective: float,
-    breakdown: dict[str, Any],
-    solver: str,
-    status: str,
-) -> Summary:
+def placement_summary(solved: SolvedPlan[PlacementProblem, PlacementPlan]) -> Summary:
     """Per task: group, parallel sizes, GPUs and cost components; the groups' GPU mix below."""
+    problem, plan, breakdown = solved.problem, solved.plan, solved.breakdown
     gpu_of = {d.id: d.gpu.name for d in problem.topology.devices}
     group_of = plan.group_of()
     rows = []
@@ -78,8 +72,8 @@ def placement_summary(
     mem = breakdown["memory"]
     return Summary(
         title=(
-            f"placement by {solver}: {objective:.2f} s/iteration, "
-            f"{breakdown['throughput_samples_per_s']:.1f} samples/s ({status})"
+            f"placement by {solved.solver}: {solved.objective:.2f} s/iteration, "
+            f"{breakdown['throughput_samples_per_s']:.1f} samples/s ({solved.status})"
         ),
         columns=("task", "grp", "TP", "PP", "DP", "GPUs", "time s", "comp", "comm", "decode"),
         rows=rows,

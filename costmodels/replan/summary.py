@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from costmodels.problem import Summary
+from costmodels.problem import SolvedPlan, Summary
 from costmodels.replan.problem import ReplanPlan, ReplanProblem
 
 
-def replan_summary(
-    problem: ReplanProblem,
-    plan: ReplanPlan,
-    objective: float,
-    breakdown: dict[str, Any],
-    solver: str,
-    status: str,
-) -> Summary:
-    b = breakdown
+def replan_summary(solved: SolvedPlan[ReplanProblem, ReplanPlan]) -> Summary:
+    b = solved.breakdown
     rows = []
     for r in sorted(b["instances"], key=lambda r: -r["total_s"])[:12]:
         rows.append(
@@ -37,7 +28,8 @@ def replan_summary(
         layouts[name] = layouts.get(name, 0) + 1
     return Summary(
         title=(
-            f"re-plan by {solver}: makespan {objective:.1f} s ({status}); unchanged: "
+            f"re-plan by {solved.solver}: makespan {solved.objective:.1f} s ({solved.status}); "
+            "unchanged: "
             f"{b['current_makespan_s']:.1f} s"
         ),
         columns=("instance", "config", "requests", "T_j s", "C_mig s", "C_sw s", "total s", ""),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from costmodels.problem import Summary
+from costmodels.problem import SolvedPlan, Summary
 from costmodels.rollout.plan import RolloutPlan
 from costmodels.rollout.problem import RolloutProblem
 from costmodels.rollout.rounds import launch_count
@@ -36,14 +36,8 @@ def knobs_line(plan: RolloutPlan) -> str:
     )
 
 
-def rollout_summary(
-    problem: RolloutProblem,
-    plan: RolloutPlan,
-    objective: float,
-    breakdown: dict[str, Any],
-    solver: str,
-    status: str,
-) -> Summary:
+def rollout_summary(solved: SolvedPlan[RolloutProblem, RolloutPlan]) -> Summary:
+    problem, plan, breakdown = solved.problem, solved.plan, solved.breakdown
     rows = []
     for kind in ("plain", "short", "long"):
         steps = [s for s in breakdown["steps"] if s["kind"] == kind]
@@ -71,7 +65,9 @@ def rollout_summary(
         )
     wl = problem.workload
     return Summary(
-        title=f"rollout plan by {solver}: {objective:.1f} s per step ({status})",
+        title=(
+            f"rollout plan by {solved.solver}: {solved.objective:.1f} s per step ({solved.status})"
+        ),
         columns=(
             "round",
             "steps",
