@@ -14,12 +14,11 @@ Every plan is checked by the validator, with the target's rules, before it is co
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.publish import command_line, write_csv, write_json
+from benchmarks.publish import command_line, publish_rows, redraw
 from costmodels.placement.check import check_placement
 from planner import solve
 from planner.io import build_problem
@@ -172,9 +171,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = ap.parse_args(argv)
     if args.replot:
-        doc = json.loads((args.out / "targets.json").read_text())
-        (args.out / "report.md").write_text(report(doc["rows"], doc["command"]))
-        plot(doc["rows"], args.out / "targets.png")
+        redraw(args.out, "targets", report, plot, md="report.md")
         return
     rows = []
     for s in args.scenarios:
@@ -188,12 +185,8 @@ def main(argv: list[str] | None = None) -> None:
                 rows.append(run_one(EXACT_CLUSTER, w, t, solver, cluster=EXACT_CLUSTER))
                 print(rows[-1], flush=True)
     rows = ratios(rows)
-    args.out.mkdir(parents=True, exist_ok=True)
     command = command_line("benchmarks.placement_targets", argv)
-    write_csv(args.out / "targets.csv", rows)
-    write_json(args.out / "targets.json", {"command": command, "rows": rows})
-    (args.out / "report.md").write_text(report(rows, command))
-    plot(rows, args.out / "targets.png")
+    publish_rows(args.out, "targets", rows, command, report, plot, md="report.md")
 
 
 if __name__ == "__main__":

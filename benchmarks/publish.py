@@ -7,6 +7,7 @@ import argparse
 import csv
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,3 +39,34 @@ def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
 
 def write_json(path: Path, doc: dict[str, Any]) -> None:
     path.write_text(json.dumps(doc, indent=2) + "\n")
+
+
+def publish_rows(
+    out: Path,
+    stem: str,
+    rows: list[dict[str, Any]],
+    command: str,
+    report: Callable[[list[dict[str, Any]], str], str],
+    plot: Callable[[list[dict[str, Any]], Path], None],
+    md: str | None = None,
+) -> None:
+    """Write ``<stem>.csv``, ``<stem>.json`` (the command and the rows), the report (``md``,
+    default ``<stem>.md``) and the ``<stem>.png`` plot into ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    write_csv(out / f"{stem}.csv", rows)
+    write_json(out / f"{stem}.json", {"command": command, "rows": rows})
+    redraw(out, stem, report, plot, md)
+
+
+def redraw(
+    out: Path,
+    stem: str,
+    report: Callable[[list[dict[str, Any]], str], str],
+    plot: Callable[[list[dict[str, Any]], Path], None],
+    md: str | None = None,
+) -> None:
+    """Redraw the report (``md``, default ``<stem>.md``) and ``<stem>.png`` from the published
+    ``<stem>.json``, without re-running anything."""
+    doc = json.loads((out / f"{stem}.json").read_text())
+    (out / (md or f"{stem}.md")).write_text(report(doc["rows"], doc["command"]))
+    plot(doc["rows"], out / f"{stem}.png")

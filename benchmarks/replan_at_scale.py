@@ -14,13 +14,12 @@ keeps the objective, the bound, the gap, the wall time, where the plan and the b
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 from typing import Any
 
 from benchmarks.instances import replan_state
-from benchmarks.publish import command_line, write_csv, write_json
+from benchmarks.publish import command_line, publish_rows, redraw
 from costmodels.replan.problem import check_replan
 from planner import solve
 from planner.io import build_problem
@@ -147,9 +146,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = ap.parse_args(argv)
     if args.replot:
-        doc = json.loads((args.out / "at_scale.json").read_text())
-        (args.out / "at_scale.md").write_text(report(doc["rows"], doc["command"]))
-        plot(doc["rows"], args.out / "at_scale.png")
+        redraw(args.out, "at_scale", report, plot)
         return
     rows = []
     for s in args.states:
@@ -157,12 +154,8 @@ def main(argv: list[str] | None = None) -> None:
         for k in range(args.repeats):
             rows.append(run_one(s, "milp", k))
             print({k: v for k, v in rows[-1].items() if k != "message"}, flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
     command = command_line("benchmarks.replan_at_scale", argv)
-    write_csv(args.out / "at_scale.csv", rows)
-    write_json(args.out / "at_scale.json", {"command": command, "rows": rows})
-    (args.out / "at_scale.md").write_text(report(rows, command))
-    plot(rows, args.out / "at_scale.png")
+    publish_rows(args.out, "at_scale", rows, command, report, plot)
 
 
 if __name__ == "__main__":

@@ -268,46 +268,6 @@ def table3_phases() -> dict[str, dict[str, Any]]:
     }
 
 
-def _production_file(
-    name: str, description: str, max_group_size: int, jobs: list[dict[str, Any]]
-) -> dict[str, Any]:
-    """A jobs file on §7.4's pools: H20 rollout, H800 training."""
-    return {
-        "name": name,
-        "description": description,
-        "rollout_pool": {"gpu": "H20"},
-        "train_pool": {"gpu": "H800"},
-        "max_group_size": max_group_size,
-        "jobs": jobs,
-    }
-
-
-def production_trace(
-    jobs: int = 200,
-    hours: float = 192.0,
-    mean_hours: float = 27.9,
-    sigma: float = 1.0,
-    seed: int = 0,
-    max_group_size: int = 5,
-) -> dict[str, Any]:
-    """§7.4's production-like mix of Table 3 job types (module doc) as a jobs file."""
-    rng = random.Random(seed)
-    types = table3_phases()
-    names = sorted(types)
-
-    def draw(i: int) -> tuple[str, dict[str, Any]]:
-        t = rng.choice(names)
-        return f"{t}-{i}", types[t]
-
-    out = _trace_jobs(rng, _arrivals_and_durations(rng, jobs, hours, mean_hours, sigma), draw)
-    return _production_file(
-        f"production-{jobs}-s{seed}",
-        f"{jobs} RollMux Table 3 jobs over {hours:g} h, mean {mean_hours:g} h",
-        max_group_size,
-        out,
-    )
-
-
 #: §7.4's mix (module doc): models, and maximum response lengths with their weights
 MIX_MODELS = ("Qwen2.5-3B", "Qwen2.5-7B", "Qwen2.5-14B", "Qwen2.5-32B")
 MIX_LENGTHS = ((4096, 0.30), (8192, 0.35), (16384, 0.20), (32768, 0.15))
@@ -320,30 +280,46 @@ def mix_phases(model: str, max_len: int) -> dict[str, Any]:
     return job_phases(model, gpus, gpus, 128 if max_len > 16384 else 256, max_len)
 
 
-def production_mix_trace(
+def production_trace(
     jobs: int = 200,
-    hours: float = 336.0,
+    hours: float = 192.0,
     mean_hours: float = 27.9,
     sigma: float = 1.0,
     seed: int = 0,
     max_group_size: int = 5,
+    mix: bool = False,
 ) -> dict[str, Any]:
-    """§7.4's production mix (module doc) as a jobs file."""
+    """A production-like jobs file (module doc): RollMux Table 3 job types, or with ``mix`` §7.4's
+    production mix (3B-32B, 4k-32k; ``GENERATORS["production-mix"]`` spans 336 h)."""
     rng = random.Random(seed)
+    types = table3_phases()
+    names = sorted(types)
     lengths, weights = zip(*MIX_LENGTHS, strict=True)
 
-    def draw(i: int) -> tuple[str, dict[str, Any]]:
+    def draw_type(i: int) -> tuple[str, dict[str, Any]]:
+        t = rng.choice(names)
+        return f"{t}-{i}", types[t]
+
+    def draw_mix(i: int) -> tuple[str, dict[str, Any]]:
         model = rng.choice(MIX_MODELS)
         max_len = rng.choices(lengths, weights)[0]
         return f"{model.split('-')[-1]}-{max_len // 1024}k-{i}", mix_phases(model, max_len)
 
-    out = _trace_jobs(rng, _arrivals_and_durations(rng, jobs, hours, mean_hours, sigma), draw)
-    return _production_file(
-        f"production-mix-{jobs}-s{seed}",
-        f"{jobs} jobs of §7.4's mix (3B-32B, 4k-32k) over {hours:g} h",
-        max_group_size,
-        out,
-    )
+    times = _arrivals_and_durations(rng, jobs, hours, mean_hours, sigma)
+    out = _trace_jobs(rng, times, draw_mix if mix else draw_type)
+    return {
+        "name": f"production-{'mix-' if mix else ''}{jobs}-s{seed}",
+        "description": (
+            f"{jobs} jobs of §7.4's mix (3B-32B, 4k-32k) over {hours:g} h"
+            if mix
+            else f"{jobs} RollMux Table 3 jobs over {hours:g} h, mean {mean_hours:g} h"
+        ),
+        # §7.4's pools: H20 rollout, H800 training
+        "rollout_pool": {"gpu": "H20"},
+        "train_pool": {"gpu": "H800"},
+        "max_group_size": max_group_size,
+        "jobs": out,
+    }
 
 
 def _philly_time(value: Any) -> float | None:
@@ -421,5 +397,5 @@ def generate(text: str) -> dict[str, Any]:
     if name == "philly-log":
         return philly_log_trace(**args)
     if name == "production-mix":
-        return production_mix_trace(**args)
+        return production_trace(**args, mix=True)
     return philly_trace(**args) if name == "philly" else production_trace(**args)
