@@ -216,15 +216,22 @@ def plain_log(ax: Any, which: str = "xy") -> None:
         axis.set_minor_formatter(FuncFormatter(minor))
 
 
-def plot_ratios(df: pd.DataFrame, path: Path) -> bool:
-    data = df[df["ratio"].notna()]
-    if data.empty:
-        return False
+def _panel_per_kind(data: pd.DataFrame) -> tuple[Any, list[tuple[Any, str]]]:
+    """A figure with one panel per problem kind in ``data``, side by side: (figure, [(axes,
+    kind)])."""
     kinds = sorted(data["kind"].unique())
     fig, axes = plt.subplots(
         1, len(kinds), figsize=(6 * len(kinds), 4.5), constrained_layout=True, squeeze=False
     )
-    for ax, kind in zip(axes[0], kinds, strict=True):
+    return fig, list(zip(axes[0], kinds, strict=True))
+
+
+def plot_ratios(df: pd.DataFrame, path: Path) -> bool:
+    data = df[df["ratio"].notna()]
+    if data.empty:
+        return False
+    fig, panels = _panel_per_kind(data)
+    for ax, kind in panels:
         d = data[data["kind"] == kind].copy()
         d["label"] = d.apply(run_label, axis=1)
         labels = sorted(d["label"].unique())
@@ -253,11 +260,8 @@ def plot_time_vs_size(df: pd.DataFrame, path: Path) -> bool:
     data = df[df["status"].isin(OK) & (df["size"].fillna(0) > 0) & (df["wall_time_s"] > 0)]
     if data.empty:
         return False
-    kinds = sorted(data["kind"].unique())
-    fig, axes = plt.subplots(
-        1, len(kinds), figsize=(6 * len(kinds), 4.5), constrained_layout=True, squeeze=False
-    )
-    for ax, kind in zip(axes[0], kinds, strict=True):
+    fig, panels = _panel_per_kind(data)
+    for ax, kind in panels:
         d = data[data["kind"] == kind]
         for solver, g in d.groupby("solver"):
             g = g.groupby("size")["wall_time_s"].median()

@@ -84,6 +84,17 @@ def mean_over(name: str, seeds: range, plan_of: Any, key: str | None = None, **j
     return float(np.mean(vals))
 
 
+def _long_step(name: str, seeds: range, kw: dict[str, Any]) -> float:
+    """Mean long-round step time (Tables 3 and 4's measure) of tail batching with the reward
+    scheduler and ``kw`` set."""
+    return mean_over(
+        name,
+        seeds,
+        lambda wl: _with_reward(wl, **kw),
+        key=lambda b: b["step_s_by_kind"]["long"],
+    )
+
+
 def period_rollout(b: dict[str, Any]) -> float:
     """Mean rollout time per step (rollout only, Fig. 11's measure)."""
     return float(np.mean([s["rollout_s"] for s in b["steps"]]))
@@ -200,12 +211,7 @@ def run(seeds: range) -> dict[str, Any]:
     }
     for label, kw in variants3.items():
         all_steps = mean_over(name, seeds, lambda wl, kw=kw: _with_reward(wl, **kw))
-        long_steps = mean_over(
-            name,
-            seeds,
-            lambda wl, kw=kw: _with_reward(wl, **kw),
-            key=lambda b: b["step_s_by_kind"]["long"],
-        )
+        long_steps = _long_step(name, seeds, kw)
         out["table3"].append(
             {
                 "trigger": label,
@@ -222,12 +228,7 @@ def run(seeds: range) -> dict[str, Any]:
         },
     }
     for label, kw in variants4.items():
-        long_steps = mean_over(
-            name,
-            seeds,
-            lambda wl, kw=kw: _with_reward(wl, **kw),
-            key=lambda b: b["step_s_by_kind"]["long"],
-        )
+        long_steps = _long_step(name, seeds, kw)
         out["table4"].append(
             {"fetch": label, "long_step_s": long_steps, "paper_step_s": PAPER_TABLE4[label]}
         )

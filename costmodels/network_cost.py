@@ -35,6 +35,17 @@ def tiers(gpus: int, radix: int) -> int:
     return 3
 
 
+def _electrical(nics: float, ports: float, links: float) -> dict[str, float]:
+    """An electrical packet-switched fabric's counts: a NIC per GPU, switch ports, and a fiber
+    with a transceiver at each end per link."""
+    return {
+        "nic": nics,
+        "electrical_switch_port": ports,
+        "transceiver": 2 * links,
+        "fiber_cable": links,
+    }
+
+
 def bill_of_materials(
     fabric: str,
     gpus: int,
@@ -46,22 +57,10 @@ def bill_of_materials(
     n = float(gpus)
     t = tiers(gpus, radix)
     if fabric in ("fat-tree", "rail-optimized"):
-        ports, links = (2 * t - 1) * n, t * n
-        return {
-            "nic": n,
-            "electrical_switch_port": ports,
-            "transceiver": 2 * links,
-            "fiber_cable": links,
-        }
+        return _electrical(n, ports=(2 * t - 1) * n, links=t * n)
     if fabric == "fat-tree-oversubscribed":
         up = n / oversubscription
-        ports, links = n + (2 * t - 2) * up, n + (t - 1) * up
-        return {
-            "nic": n,
-            "electrical_switch_port": ports,
-            "transceiver": 2 * links,
-            "fiber_cable": links,
-        }
+        return _electrical(n, ports=n + (2 * t - 2) * up, links=n + (t - 1) * up)
     if fabric == "rfabric":
         core = core_fraction * n
         return {

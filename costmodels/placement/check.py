@@ -24,6 +24,16 @@ from costmodels.placement.problem import PlacementPlan, PlacementProblem
 from costmodels.violations import Violation
 
 
+def _once_each(wanted: list[str], listed: list[str], code: str, seen: str) -> list[Violation]:
+    """A ``code`` violation for each wanted task not listed exactly once; ``seen`` says how often
+    it is listed (``{n}``)."""
+    return [
+        Violation(code, f"task {name!r} {seen.format(n=listed.count(name))} (needs exactly 1)")
+        for name in wanted
+        if listed.count(name) != 1
+    ]
+
+
 def check_placement(problem: PlacementProblem, plan: PlacementPlan) -> list[Violation]:  # noqa: C901
     """All violations of ``plan`` for ``problem`` (empty list: the plan is valid)."""
     out: list[Violation] = []
@@ -31,30 +41,14 @@ def check_placement(problem: PlacementProblem, plan: PlacementPlan) -> list[Viol
     known = {d.id for d in problem.topology.devices}
     wanted = [t.name for t in problem.tasks]
     placed = [t.task for t in plan.tasks]
-    for name in wanted:
-        if placed.count(name) != 1:
-            out.append(
-                Violation(
-                    "C2-coverage",
-                    f"task {name!r} is placed {placed.count(name)} times (needs exactly 1)",
-                )
-            )
-    for name in placed:
-        if name not in wanted:
-            out.append(
-                Violation(
-                    "C2-coverage", f"task {name!r} is not a task of this {wf.algorithm} workflow"
-                )
-            )
+    out += _once_each(wanted, placed, "C2-coverage", "is placed {n} times")
+    out += [
+        Violation("C2-coverage", f"task {name!r} is not a task of this {wf.algorithm} workflow")
+        for name in placed
+        if name not in wanted
+    ]
     grouped = [t for g in plan.groups for t in g.tasks]
-    for name in wanted:
-        if grouped.count(name) != 1:
-            out.append(
-                Violation(
-                    "groups",
-                    f"task {name!r} is in {grouped.count(name)} task groups (needs exactly 1)",
-                )
-            )
+    out += _once_each(wanted, grouped, "groups", "is in {n} task groups")
     owner: dict[str, int] = {}
     for gi, g in enumerate(plan.groups):
         for d in g.devices:
