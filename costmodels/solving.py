@@ -78,6 +78,36 @@ class SolverOutput:
     termination: Termination | None = None
 
 
+def enumerated(
+    plan: BaseModel | None,
+    objective: float,
+    *,
+    count: int,
+    unit: str,
+    stopped: bool,
+    none_valid: str,
+) -> SolverOutput:
+    """What an enumeration returns after ``count`` ``unit`` (the stats key too): finished, its
+    best plan proven optimal (objective = bound), or infeasible saying ``none_valid``; stopped by
+    the clock, the best plan so far unproven, or no solution if it had none yet."""
+    stats = {unit: count}
+    if stopped:
+        message = f"time limit after {count} {unit}"
+        if plan is None:
+            return SolverOutput(Status.NO_SOLUTION, message=message, stats=stats)
+        return SolverOutput(Status.FEASIBLE, plan, objective, message=message, stats=stats)
+    if plan is None:
+        return SolverOutput(Status.INFEASIBLE, message=none_valid, stats=stats)
+    return SolverOutput(
+        Status.OPTIMAL,
+        plan,
+        objective,
+        objective,
+        message=f"enumerated {count} {unit}",
+        stats=stats,
+    )
+
+
 def termination_of(out: SolverOutput, record: ClockRecord | None) -> Termination:
     """Why the solve behind ``out`` stopped: the clock when it bound (whatever the solver says,
     its result then depends on machine speed), else what the solver declared, else read off its

@@ -905,11 +905,10 @@ def catalog(
         sys.stdout.write(json.dumps([i.model_dump(mode="json") for i in items], indent=2) + "\n")
         return
     if what == "gpus":
-        table = Table(title="GPU types (cluster files: nodes[].gpu; custom ones under gpus:)")
-        for col in ("name", "BF16 TFLOP/s", "memory GB", "HBM GB/s", "link GB/s", "$/h"):
-            table.add_column(col, justify="right" if col != "name" else "left")
-        for g in items:
-            table.add_row(
+        title = "GPU types (cluster files: nodes[].gpu; custom ones under gpus:)"
+        columns = ("name", "BF16 TFLOP/s", "memory GB", "HBM GB/s", "link GB/s", "$/h")
+        rows = [
+            (
                 g.name,
                 f"{g.tflops_bf16_dense:g}",
                 f"{g.memory_gb:g}",
@@ -917,14 +916,13 @@ def catalog(
                 f"{g.link_gb_per_s:g}",
                 f"{g.usd_per_hour:g}" if g.usd_per_hour is not None else "-",
             )
+            for g in items
+        ]
     else:
-        table = Table(
-            title="models (workflow files: models.actor etc.; custom ones under custom_models:)"
-        )
-        for col in ("name", "params (B)", "layers", "hidden", "heads / KV heads", "MoE"):
-            table.add_column(col, justify="right" if col != "name" else "left")
-        for m in items:
-            table.add_row(
+        title = "models (workflow files: models.actor etc.; custom ones under custom_models:)"
+        columns = ("name", "params (B)", "layers", "hidden", "heads / KV heads", "MoE")
+        rows = [
+            (
                 m.name,
                 f"{m.params_b:g}",
                 str(m.layers),
@@ -932,6 +930,13 @@ def catalog(
                 f"{m.query_heads} / {m.kv_heads}",
                 "yes" if m.is_moe else "",
             )
+            for m in items
+        ]
+    table = Table(title=title)
+    for col in columns:
+        table.add_column(col, justify="right" if col != "name" else "left")
+    for row in rows:
+        table.add_row(*row)
     out.print(table)
 
 

@@ -9,6 +9,7 @@ every plan the ``cosched`` heuristics return. Ground truth for the tests."""
 from __future__ import annotations
 
 import itertools
+import math
 
 from costmodels.combinatorics import set_partitions
 from costmodels.cosched.group import (
@@ -20,7 +21,7 @@ from costmodels.cosched.group import (
     group_ok,
 )
 from costmodels.cosched.problem import CoscheduleProblem
-from costmodels.solving import Deadline, SolverOutput, Status
+from costmodels.solving import Deadline, SolverOutput, Status, enumerated
 
 MAX_JOBS = 6
 
@@ -85,34 +86,14 @@ def solve_cosched_bruteforce(
         else:
             if best is None or total < best[0] - 1e-9:
                 best = (total, groups)
-    if best is None:
-        if stopped:
-            return SolverOutput(
-                Status.NO_SOLUTION,
-                message=f"time limit after {count} partitions",
-                stats={"partitions": count},
-            )
-        return SolverOutput(
-            Status.INFEASIBLE,
-            message="no grouping meets every SLO and memory limit",
-            stats={"partitions": count},
-        )
-    plan = CoschedulePlan(groups=[g.to_group() for g in best[1]])
-    if stopped:
-        return SolverOutput(
-            Status.FEASIBLE,
-            plan,
-            best[0],
-            message=f"time limit after {count} partitions",
-            stats={"partitions": count},
-        )
-    return SolverOutput(
-        Status.OPTIMAL,
+    plan = CoschedulePlan(groups=[g.to_group() for g in best[1]]) if best is not None else None
+    return enumerated(
         plan,
-        best[0],
-        best[0],
-        message=f"{count} partitions",
-        stats={"partitions": count},
+        best[0] if best is not None else math.inf,
+        count=count,
+        unit="partitions",
+        stopped=stopped,
+        none_valid="no grouping meets every SLO and memory limit",
     )
 
 

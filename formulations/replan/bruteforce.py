@@ -17,7 +17,7 @@ from costmodels.replan.problem import (
     evaluate_replan,
     slots,
 )
-from costmodels.solving import Deadline, SolverOutput, Status
+from costmodels.solving import Deadline, SolverOutput, Status, enumerated
 
 MAX_PLANS = 200_000
 
@@ -38,20 +38,16 @@ def _refused(what: str) -> SolverOutput:
     )
 
 
-def _stopped(best: tuple[float, ReplanPlan | None], enumerated: int) -> SolverOutput:
-    """The time limit passed: the best plan so far, unproven."""
-    if best[1] is None:
-        return SolverOutput(
-            Status.NO_SOLUTION,
-            message=f"time limit after {enumerated} plans",
-            stats={"plans": enumerated},
-        )
-    return SolverOutput(
-        Status.FEASIBLE,
+def _enumerated(
+    best: tuple[float, ReplanPlan | None], count: int, *, stopped: bool
+) -> SolverOutput:
+    return enumerated(
         best[1],
         best[0],
-        message=f"time limit after {enumerated} plans",
-        stats={"plans": enumerated},
+        count=count,
+        unit="plans",
+        stopped=stopped,
+        none_valid="no plan passes the validator",
     )
 
 
@@ -69,7 +65,7 @@ def solve_replan_bruteforce(
         itertools.product(*(range(len(layouts)) for layouts in table))
     ):
         if n_choice % 256 == 0 and deadline.expired():
-            return _stopped(best, enumerated)
+            return _enumerated(best, enumerated, stopped=True)
         chosen = [s for n, li in enumerate(choice) for s in table[n][li]]
         if not chosen or sum(s.tp for s in chosen) > problem.budget:
             continue
@@ -97,15 +93,4 @@ def solve_replan_bruteforce(
             obj, _ = evaluate_replan(problem, plan)
             if obj < best[0] - 1e-12:
                 best = (obj, plan)
-    if best[1] is None:
-        return SolverOutput(
-            Status.INFEASIBLE, message="no plan passes the validator", stats={"plans": enumerated}
-        )
-    return SolverOutput(
-        Status.OPTIMAL,
-        best[1],
-        best[0],
-        best[0],
-        message=f"enumerated {enumerated} plans",
-        stats={"plans": enumerated},
-    )
+    return _enumerated(best, enumerated, stopped=False)
