@@ -127,11 +127,8 @@ class ClusterSpec(BaseModel):
             "a second custom GPU of that name (which one would a node get?)",
         )
         custom = self.custom_gpus()
-        seen: set[str] = set()
+        refuse_repeated_names((n.name for n in self.nodes), "nodes[{}].name", "duplicate node name")
         for i, node in enumerate(self.nodes):
-            if node.name in seen:
-                raise SpecError(f"nodes[{i}].name", node.name, "duplicate node name")
-            seen.add(node.name)
             try:
                 get_gpu(node.gpu, custom)
             except SpecError as exc:

@@ -25,7 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from costmodels.catalog import ocs_devices
-from costmodels.errors import SpecError
+from costmodels.errors import SpecError, refuse_repeated_names
 from costmodels.limits import MAX_BYTES, MAX_LINK_GBPS
 from costmodels.violations import Violation
 from costmodels.weight_sync import pipelined_broadcast_s
@@ -76,11 +76,8 @@ class BroadcastSpec(BaseModel):
     pods: list[BroadcastPod] = Field(min_length=2)
 
     def check(self) -> None:
-        names = set()
+        refuse_repeated_names((p.name for p in self.pods), "pods[{}].name", "duplicate PoD name")
         for i, p in enumerate(self.pods):
-            if p.name in names:
-                raise SpecError(f"pods[{i}].name", p.name, "duplicate PoD name")
-            names.add(p.name)
             if p.holders > p.ranks:
                 raise SpecError(
                     f"pods[{i}].holders", p.holders, f"more shard holders than ranks ({p.ranks})"

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from costmodels.circuits.fabric import DemandEntry, DemandSpec, FabricSpec
 from costmodels.circuits.problem import CircuitPlan, CircuitProblem, check_circuits
-from costmodels.errors import SpecError
+from costmodels.errors import SpecError, refuse_repeated_names
 from costmodels.violations import Violation
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
@@ -64,11 +64,7 @@ class RFabricSpec(BaseModel):
     pods: list[RPod] = Field(min_length=1)
 
     def check(self) -> None:
-        seen = set()
-        for i, p in enumerate(self.pods):
-            if p.name in seen:
-                raise SpecError(f"pods[{i}].name", p.name, "duplicate PoD name")
-            seen.add(p.name)
+        refuse_repeated_names((p.name for p in self.pods), "pods[{}].name", "duplicate PoD name")
 
     def pod(self, name: str) -> RPod:
         return next(p for p in self.pods if p.name == name)

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from costmodels.catalog import get_gpu, get_model, reference_table
-from costmodels.errors import SpecError
+from costmodels.errors import SpecError, refuse_repeated_names
 from costmodels.limits import MAX_JOBS, MAX_SECONDS, MAX_SIMULATED_GPUS
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
@@ -85,11 +85,8 @@ class JobsSpec(BaseModel):
     jobs: list[RLJobSpec] = Field(min_length=1, max_length=MAX_JOBS)
 
     def check(self) -> None:
-        seen: set[str] = set()
+        refuse_repeated_names((j.name for j in self.jobs), "jobs[{}].name", "duplicate job name")
         for i, job in enumerate(self.jobs):
-            if job.name in seen:
-                raise SpecError(f"jobs[{i}].name", job.name, "duplicate job name")
-            seen.add(job.name)
             if job.model is not None:
                 try:
                     get_model(job.model)

@@ -7,6 +7,19 @@ from pathlib import Path
 from typing import Any
 
 
+def _baseline_line(ax: Any, xs: list[int], baseline: dict[str, Any] | None, key: str) -> None:
+    """The baseline's ``key`` per step as a dashed line over the plan's steps, when there is one."""
+    if baseline:
+        ax.plot(
+            xs[: len(baseline["steps"])],
+            [s[key] for s in baseline["steps"]][: len(xs)],
+            "k--",
+            marker="o",
+            ms=3,
+            label="baseline",
+        )
+
+
 def plot_rollout(
     problem: Any,
     plan: Any,
@@ -29,27 +42,11 @@ def plot_rollout(
     for x, s in zip(xs, steps, strict=True):
         if s["kind"] == "long":
             a.bar(x, s["rollout_s"], color="tab:blue", hatch=hatch["long"], edgecolor="white")
-    if baseline:
-        a.plot(
-            xs[: len(baseline["steps"])],
-            [s["rollout_s"] for s in baseline["steps"]][: len(xs)],
-            "k--",
-            marker="o",
-            ms=3,
-            label="baseline",
-        )
+    _baseline_line(a, xs, baseline, "rollout_s")
     a.set_ylabel("rollout time (s)")
     a.legend(fontsize=8)
     b.plot(xs, [s["max_response"] for s in steps], marker="o", label="this plan")
-    if baseline:
-        b.plot(
-            xs[: len(baseline["steps"])],
-            [s["max_response"] for s in baseline["steps"]][: len(xs)],
-            "k--",
-            marker="o",
-            ms=3,
-            label="baseline",
-        )
+    _baseline_line(b, xs, baseline, "max_response")
     b.set_ylabel("max response (tokens)")
     b.legend(fontsize=8)
     bottom = [0.0] * len(steps)
