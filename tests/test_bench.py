@@ -4,6 +4,7 @@ rows, resumption, Ray giving the same objectives, stable instance ids."""
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pandas as pd
@@ -213,41 +214,15 @@ def test_custom_suite_over_user_files(tmp_path):
     problem = tmp_path / "mine.yaml"
     problem.write_text("problem: circuits\nfabric: fabric-moe-16\ndemand: demand-moe-16\n")
     out = tmp_path / "out"
-    r = run_cli(
-        "bench",
-        "--problem",
-        str(problem),
-        "--problem",
-        "broadcast-example",
-        "--solver",
-        "greedy",
-        "--solver",
-        "cpsat",
-        "--time-limit",
-        "30",
-        "--out",
-        str(out),
-        "-q",
-    )
+    solvers = shlex.split("--solver greedy --solver cpsat --time-limit 30")
+    problems = ["--problem", str(problem), "--problem", "broadcast-example"]
+    r = run_cli("bench", *problems, *solvers, "--out", str(out), "-q")
     assert (
         r.returncode == 2 and "broadcast" in r.stderr
     )  # broadcast has no greedy: refused before any run
     assert not out.exists()
     r = run_cli(
-        "bench",
-        "--problem",
-        str(problem),
-        "--solver",
-        "greedy",
-        "--solver",
-        "cpsat",
-        "--time-limit",
-        "30",
-        "--seeds",
-        "2",
-        "--out",
-        str(out),
-        "-q",
+        "bench", "--problem", str(problem), *solvers, "--seeds", "2", "--out", str(out), "-q"
     )
     assert r.returncode == 0, r.stderr
     df = pd.read_csv(out / "runs.csv")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 
 import pytest
 
@@ -83,20 +84,8 @@ def test_evaluate_hand_written_plan_and_plan_file(tmp_path):
 def test_plan_circuits_every_solver_with_plot(tmp_path):
     for solver in ("greedy", "greedy-reference", "milp", "cpsat", "uniform"):
         out, png = tmp_path / f"{solver}.json", tmp_path / f"{solver}.png"
-        r = run_cli(
-            "plan",
-            "circuits",
-            "--fabric",
-            "fabric-moe-16",
-            "--demand",
-            "demand-moe-16",
-            "--solver",
-            solver,
-            "-o",
-            str(out),
-            "--plot",
-            str(png),
-        )
+        argv = shlex.split("plan circuits --fabric fabric-moe-16 --demand demand-moe-16 --solver")
+        r = run_cli(*argv, solver, "-o", str(out), "--plot", str(png))
         assert r.returncode == 0, r.stderr
         doc = json.loads(out.read_text())
         assert doc["problem"] == "circuits" and doc["plan"]["circuits"][0].keys() == {
@@ -140,20 +129,8 @@ def test_placement_plot_draws_the_cluster_and_the_timeline(tmp_path, cluster, wo
     """`--plot` on a placement plan: a PNG of the cluster by zone and the iteration's phases,
     sync and async, one zone and several (the first thing a person wants to see)."""
     png, out = tmp_path / "p.png", tmp_path / "p.json"
-    r = run_cli(
-        "plan",
-        "placement",
-        "--cluster",
-        cluster,
-        "--workflow",
-        workflow,
-        "--solver",
-        solver,
-        "-o",
-        str(out),
-        "--plot",
-        str(png),
-    )
+    argv = ["--cluster", cluster, "--workflow", workflow, "--solver", solver]
+    r = run_cli("plan", "placement", *argv, "-o", str(out), "--plot", str(png))
     assert r.returncode == 0, r.stderr
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
     assert f"wrote {out} and {png}" in " ".join(r.stdout.split())

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from costmodels.errors import SpecError
-from costmodels.replan.canned import tiny_state
+from costmodels.replan.canned import random_tiny_state, tiny_state
 from costmodels.replan.presets import synthetic_state
 from costmodels.replan.problem import (
     ReplanPlan,
@@ -29,22 +29,9 @@ from heuristics.replan.greedy import solve_greedy, solve_keep, solve_verl_lo, so
 HEURISTICS = (solve_greedy, solve_keep, solve_verl_to, solve_verl_lo)
 
 
-def _random_tiny(seed: int) -> ReplanProblem:
-    rng = np.random.default_rng(seed)
-    tps = [1, 1] if rng.random() < 0.5 else [2]
-    reqs = [
-        [
-            [int(rng.integers(1, 6000)), int(rng.integers(0, 3000))]
-            for _ in range(int(rng.integers(1, 3)))
-        ]
-        for _ in tps
-    ]
-    return tiny_state(reqs, tps, delta=None)
-
-
 @pytest.mark.parametrize("seed", range(6))
 def test_milp_equals_brute_force_and_the_cost_model(seed):
-    problem = _random_tiny(seed)
+    problem = random_tiny_state(seed)
     brute = solve_replan_bruteforce(problem)
     milp = solve_replan_milp(problem, time_limit=60)
     assert milp.status is Status.OPTIMAL and check_replan(problem, milp.plan) == []

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from costmodels.replan.canned import tiny_state
+from costmodels.replan.canned import random_tiny_state
 from costmodels.replan.loads import Loads
 from costmodels.replan.presets import replan_64, replan_1024
 from costmodels.replan.problem import (
@@ -35,23 +35,10 @@ def _preset(make) -> ReplanProblem:
     return ReplanProblem(spec)
 
 
-def _tiny(seed: int, layouts: str = "uniform") -> ReplanProblem:
-    rng = np.random.default_rng(seed)
-    tps = [1, 1] if rng.random() < 0.5 else [2]
-    reqs = [
-        [
-            [int(rng.integers(1, 6000)), int(rng.integers(0, 3000))]
-            for _ in range(int(rng.integers(1, 4)))
-        ]
-        for _ in tps
-    ]
-    return tiny_state(reqs, tps, delta=None, layouts=layouts)
-
-
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), layouts=st.sampled_from(["uniform", "mixed"]))
 def test_the_aggregate_bound_lies_between_the_fluid_bound_and_the_optimum(seed, layouts):
-    problem = _tiny(seed, layouts)
+    problem = random_tiny_state(seed, 3, layouts)
     brute = solve_replan_bruteforce(problem)
     fluid = lower_bound(problem)
     agg = aggregate_bound(problem, fluid, brute.objective)
@@ -65,7 +52,7 @@ def test_the_aggregate_bound_lies_between_the_fluid_bound_and_the_optimum(seed, 
     rule=st.sampled_from(["pack", "spread"]),
 )
 def test_every_packing_is_a_valid_plan_the_cost_model_agrees_with(seed, target, rule):
-    problem = _tiny(seed)
+    problem = random_tiny_state(seed, 3)
     chosen = layout_slots(problem, keep_choice(problem))
     x = pack(problem, chosen, target, rule)
     assert x is not None

@@ -43,6 +43,24 @@ def tiny_state(
     return ReplanProblem(s)
 
 
+def random_tiny_state(seed: int, most_requests: int = 2, layouts: str = "uniform") -> ReplanProblem:
+    """A random :func:`tiny_state` for property tests: one node running TP1 + TP1 or TP2, each
+    instance holding 1..``most_requests`` requests of up to 6 000 remaining tokens and 3 000 of
+    context (``numpy`` generator seeded with ``seed``)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    tps = [1, 1] if rng.random() < 0.5 else [2]
+    reqs = [
+        [
+            [int(rng.integers(1, 6000)), int(rng.integers(0, 3000))]
+            for _ in range(int(rng.integers(1, most_requests + 1)))
+        ]
+        for _ in tps
+    ]
+    return tiny_state(reqs, tps, delta=None, layouts=layouts)
+
+
 def canned_replans() -> list[Canned]:
     ref = "bruteforce"
     return [
