@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.publish import command_line, parse_out_dir, write_csv, write_json
+from benchmarks.publish import command_line, parse_out_dir, save_figure, write_csv, write_json
 from heuristics.cosched.group_replay import ReplayJob, migration_gain
 
 PAIRS = {
@@ -55,9 +55,7 @@ def plot(rows: list[dict], path: Path) -> None:
     ax.set_ylabel("throughput gain of migration")
     ax.legend(fontsize=8)
     ax.tick_params(axis="x", labelsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path, dpi=110)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.publish import command_line, parse_out_dir
+from benchmarks.publish import command_line, parse_out_dir, save_figure
 from costmodels.catalog import get_gpu, get_model
 from costmodels.decode import Instance
 from costmodels.generation.engine import simulate
@@ -111,9 +111,7 @@ def write(rows: list[dict], out_dir: Path, command: str) -> None:
     ax.set_xscale("log")
     ax.set_xlabel("per-token stepper time / event engine time")
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(out_dir / "speedup.png", dpi=110)
-    plt.close(fig)
+    save_figure(fig, out_dir / "speedup.png", dpi=110)
     table = [
         "| case | engine s | stepper s | speed-up | preemptions | makespan s | max rel. diff |",
         "|---|---|---|---|---|---|---|",

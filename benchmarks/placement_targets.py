@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.publish import command_line, publish_rows, redraw
+from benchmarks.publish import command_line, publish_rows, redraw, save_figure
 from costmodels.placement.check import check_placement
 from planner import solve
 from planner.io import build_problem
@@ -155,9 +155,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     ax.set_ylabel("iteration time / unrestricted")
     ax.set_title("What planning for a framework costs (SHA-EA, HetRL testbed, 64 GPUs)")
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main(argv: list[str] | None = None) -> None:

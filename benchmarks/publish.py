@@ -70,3 +70,12 @@ def redraw(
     doc = json.loads((out / f"{stem}.json").read_text())
     (out / (md or f"{stem}.md")).write_text(report(doc["rows"], doc["command"]))
     plot(doc["rows"], out / f"{stem}.png")
+
+
+def save_figure(fig: Any, path: Path, dpi: int = 120) -> None:
+    """Lay the figure out tight, write it to ``path`` at ``dpi`` and free it."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.instances import replan_state
-from benchmarks.publish import command_line, publish_rows, redraw
+from benchmarks.publish import command_line, publish_rows, redraw, save_figure
 from costmodels.replan.problem import check_replan
 from planner import solve
 from planner.io import build_problem
@@ -129,9 +129,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     right.set_ylabel("MILP wall s (slowest of the runs)")
     right.legend(fontsize=8)
     fig.suptitle("Eq. 1 at scale: the greedy and the MILP against the MILP's bound")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.publish import command_line, parse_out_dir, write_csv
+from benchmarks.publish import command_line, parse_out_dir, save_figure, write_csv
 from costmodels.generation.request_traces import TraceParams, synthetic_trace
 from costmodels.generation.requests import Request
 from heuristics.replan import online
@@ -357,9 +357,7 @@ def write(result: dict, out_dir: Path, command: str) -> None:
         ax.set_xlabel("time in step (s); dotted: re-plans applied")
         ax.set_ylabel("remaining requests")
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out_dir / "remaining_requests.png", dpi=110)
-    plt.close(fig)
+    save_figure(fig, out_dir / "remaining_requests.png", dpi=110)
 
 
 def main(argv: list[str] | None = None) -> None:

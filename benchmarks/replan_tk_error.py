@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.publish import command_line, write_csv, write_json
+from benchmarks.publish import command_line, save_figure, write_csv, write_json
 from costmodels.decode import Instance
 from costmodels.generation.engine import simulate
 from costmodels.generation.requests import Request
@@ -119,9 +119,7 @@ def main(argv: list[str] | None = None) -> None:
     ax.set_xlabel("T_j (cost model) vs simulator, % error")
     ax.set_ylabel("cases")
     ax.set_title(f"median {100 * s['median']:+.1f}%, p90 |err| {100 * s['p90_abs']:.1f}%")
-    fig.tight_layout()
-    fig.savefig(args.out / "tk_error.png", dpi=110)
-    plt.close(fig)
+    save_figure(fig, args.out / "tk_error.png", dpi=110)
     print(json.dumps(s))
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.instances import rollout_problem
-from benchmarks.publish import command_line, write_csv, write_json
+from benchmarks.publish import command_line, save_figure, write_csv, write_json
 from costmodels.rollout.plan import RolloutPlan, evaluate_rollout, rollout_tps
 from costmodels.rollout.presets import TABLE2, table2_job
 from costmodels.rollout.space import ETAS, paper_plan, verl_plan
@@ -317,9 +317,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
     b.set_ylabel("rollout time per step / no tail batching")
     b.set_title("Fig. 11: η sensitivity")
     b.legend(fontsize=6, ncol=3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path, dpi=110)
 
 
 def main(argv: list[str] | None = None) -> None:
