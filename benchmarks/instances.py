@@ -226,12 +226,16 @@ def table6_problem(jobs: int, *, seed: int = 0, large_share: float = 0.0) -> Any
     return build_problem("cosched", {"jobs": data})
 
 
-def rollout_problem(name: str, *, seed: int = 0, dataset_prompts: int = 1280) -> Any:
+def rollout_problem(
+    name: str, *, seed: int = 0, dataset_prompts: int = 1280, training_mfu: float | None = None
+) -> Any:
     """A RollPacker Table 2 job (``rollout-7b-8k`` ...) on the epoch of ``seed``, as a rollout
-    problem."""
+    problem; ``training_mfu`` replaces the training stage's fitted MFU (a what-if on training's
+    size)."""
     from costmodels.rollout.presets import table2_job
     from planner.io import build_problem
 
-    return build_problem(
-        "rollout", {"job": table2_job(name, seed=seed, dataset_prompts=dataset_prompts)}
-    )
+    job = table2_job(name, seed=seed, dataset_prompts=dataset_prompts)
+    if training_mfu is not None:
+        job["workload"].setdefault("training", {})["mfu"] = training_mfu
+    return build_problem("rollout", {"job": job})

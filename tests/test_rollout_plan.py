@@ -214,7 +214,8 @@ def test_asynchronous_scoring_is_never_later_than_after_rollout(seed, lam):
 
 def test_the_training_fluid():
     """No scaling: all work after max(rollout end, ready). Streaming on freed GPUs finishes no
-    later, and never later than fetching once; work is conserved."""
+    later; fetching once (the artifact's fixed fetch) trains nothing during rollout, so it is
+    never faster than no scaling; work is conserved."""
     work = [(5.0, 40.0), (8.0, 40.0), (12.0, 40.0)]
     end, before = train_finish(work, gpus=8, freed_gpus=0, scale_at=None, rollout_end=12.0)
     assert before == 0 and end == pytest.approx(12.0 + 120.0 / 8)
@@ -223,8 +224,9 @@ def test_the_training_fluid():
     end_o, before_o = train_finish(
         work, gpus=8, freed_gpus=4, scale_at=6.0, rollout_end=12.0, fetch_cap=0.34
     )
-    # ⌈0.34 · 3⌉ = 2 prompts fetched once both are ready (8 s): 4 GPUs x 4 s done by 12 s
-    assert before_o == pytest.approx(16.0) and end_o >= end_s
+    # ⌈0.34 · 3⌉ = 2 prompts (80 GPU-s) on the 4 freed GPUs after rollout, then 40 on all 8
+    assert before_o == 0 and end_o == pytest.approx(12.0 + 80.0 / 4 + 40.0 / 8)
+    assert end_o >= end >= end_s
     end_c, before_c = train_finish(
         work, gpus=8, freed_gpus=4, scale_at=6.0, rollout_end=12.0, fetch_cap=0.0
     )

@@ -17,7 +17,9 @@ one epoch and time every step.
 ``timeout``              sandbox timeout ``fixed`` (T_max) or ``adaptive`` with ``timeout_lambda``
 ``scale``                stream trainer: ``off``, ``adaptive`` (milestones 20-50% + KV check) or
                          ``fixed`` at ``scale_at``; frees ``scale_fraction`` of the instances
-``fetch``                ``stream`` (train on prompts as they are ready) or ``once`` (Table 4)
+``fetch``                ``stream`` (train on prompts as they are ready) or ``once`` (Table 4's
+                         baseline as the artifact runs it: after rollout, the first ``fetch_cap``
+                         of the prompts on the freed GPUs, then the rest on all)
 ======================  ==========================================================================
 
 **The objective** is the mean step time: one epoch's wall-clock time over the steps it trains,
@@ -95,7 +97,10 @@ class RolloutPlan(BaseModel):
     )
     fetch: Literal["stream", "once"] = "stream"
     fetch_cap: float = Field(
-        default=0.5, gt=0, le=1, description="fetch-once: most of the round's prompts fetched"
+        default=0.5,
+        gt=0,
+        le=1,
+        description="fetch-once: share of the round's prompts trained on the freed GPUs first",
     )
 
     def rollout_key(self) -> tuple[Any, ...]:

@@ -31,13 +31,16 @@ its kept responses are scored (GRPO's advantage needs the group). Training is a 
 is w_p = (its tokens) · s GPU-seconds of work, s from the cost model. From the scale-down time to
 the end of rollout the freed GPUs (rounded down to whole training replicas) work through the
 ready prompts; after rollout every GPU does, as prompts become ready; the deferred update comes
-after the last gradient (on-policy semantics kept, §4.4). ``fetch_cap`` models Table 4's
-fetch-once baseline ("fetch all available completed prompts only once, with the number of fetched
-samples capped at 20-50% of the total", §6.6): the trainer fetches once, when ⌈cap · n⌉ prompts
-are ready (and not before scale-down), exactly those, and nothing else before rollout ends; if
-fewer are ever ready before then, it fetches nothing early. The paper does not say when the one
-fetch happens; a fetch of the cap's size once it is available is the reading under which a
-larger cap waits longer, as Table 4's times rise with it.
+after the last gradient (on-policy semantics kept, §4.4).
+
+**Fetch-once (Table 4's baseline).** ``fetch_cap`` models "fetch all available completed prompts
+only once, with the number of fetched samples capped at 20-50% of the total" (§6.6) as the public
+artifact runs it (``fixed_async`` in the fork's
+``roll/pipeline/rlvr/rlvr_pipeline_async_for_autoscaling_debug.py``): nothing trains while rollout
+runs; once it ends, the first ⌈cap · n⌉ ready prompts train on the freed GPUs (a blocking call on
+the second-half ranks), then the rest on every GPU. The paper leaves the timing open; this reading
+is the one its own numbers support: every fetch-once row of Table 4 (128.6-133.8 s) is slower than
+the no-scaling row of Table 3 (124.2 s), which no fetch that overlaps rollout can be.
 """
 
 from __future__ import annotations
@@ -209,15 +212,18 @@ def train_finish(
     ended (module doc: the fluid). ``ready`` is (ready time, GPU-seconds of work) per prompt."""
     events = sorted(ready)
     total = sum(w for _, w in events)
+    scaled = scale_at is not None and freed_gpus > 0 and scale_at < rollout_end
+    if scaled and fetch_cap is not None:
+        # fetch once (module doc): after rollout, the first ⌈cap·n⌉ prompts on the freed GPUs,
+        # then the rest on every GPU; nothing overlaps rollout
+        k = math.ceil(fetch_cap * len(events) - 1e-9)
+        head = [(max(t, rollout_end), w) for t, w in events[:k]]
+        fetched_end = _fluid(head, freed_gpus, rollout_end, math.inf, stop_at_end=False)[0]
+        tail = [(max(t, fetched_end), w) for t, w in events[k:]]
+        return _fluid(tail, gpus, fetched_end, math.inf, stop_at_end=False)[0], 0.0
     done_before = 0.0
-    if scale_at is not None and freed_gpus > 0 and scale_at < rollout_end:
-        eligible, start = events, scale_at
-        if fetch_cap is not None:
-            # fetch once: the first ⌈cap·n⌉ prompts, when they are all ready (module doc)
-            k = math.ceil(fetch_cap * len(events) - 1e-9)
-            eligible = events[:k] if 0 < k <= len(events) else []
-            start = max(scale_at, eligible[-1][0]) if eligible else rollout_end
-        done_before = _fluid(eligible, freed_gpus, start, rollout_end, stop_at_end=True)[1]
+    if scaled:
+        done_before = _fluid(events, freed_gpus, scale_at, rollout_end, stop_at_end=True)[1]
     # after rollout: everything left, on every GPU, each prompt no earlier than it is ready
     left = total - done_before
     if left <= 1e-12:
