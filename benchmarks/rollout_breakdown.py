@@ -4,8 +4,9 @@ Table 2 jobs beside the paper's figures; the η sensitivity of Fig. 11 (rollout 
 one factor at a time); fixed TP vs the §4.2 rule (as stated and with the latency guard) vs the
 artifact's static second TP for long rounds vs the best TP per round type; the stream trainer's
 Table 3 (no scaling, fixed 20/30/40% triggers, adaptive; again with training 3x and 9x cheaper,
-``table3_training``) and Table 4 (streaming vs fetch-once capped at 20-50%); the adaptive sandbox timeout against the fixed 30 s on a code-only
-job. Every figure is a mean over ``--seeds`` epochs (each its own prompts and draws).
+``table3_training``) and Table 4 (streaming vs fetch-once capped at 20-50%); the adaptive sandbox
+timeout against the fixed 30 s on a code-only job. Every figure is a mean over ``--seeds`` epochs
+(each its own prompts and draws).
 
     python -m benchmarks.rollout_breakdown --out benchmarks/results/rollout
 """
