@@ -19,9 +19,10 @@ What a descriptor carries:
   lazily. They are references, not imports (costmodels imports nothing above it); the layering
   test checks each points into the same problem's package of ``formulations`` or ``heuristics``;
 * presentation and measurement: ``summary_table`` (what ``rlplan plan`` prints, as plain
-  :class:`Summary` data the CLI renders), ``plot``, ``exports`` (framework configs), the harness's
-  instance ``size`` and ``size_label``, the breakdown keys the reports keep (``bench_extras``), and
-  ``primary_key`` for lexicographic objectives (a breakdown key compared before the objective);
+  :class:`Summary` data the CLI renders, from one :class:`SolvedPlan`), ``plot``, ``exports``
+  (framework configs), the harness's instance ``size`` and ``size_label``, the breakdown keys the
+  reports keep (``bench_extras``), and ``primary_key`` for lexicographic objectives (a breakdown
+  key compared before the objective);
 * ``canned``: small instances with known optima, which the contract test runs every registered
   solver of the kind on (after cvxpy's ``solver_test_helpers``);
 * ``commands``: the problem's own command-line commands (``rlplan simulate cosched``, ...) as
