@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from costmodels.catalog import ocs_devices
 from costmodels.csvtable import read_rows
-from costmodels.errors import SpecError
+from costmodels.errors import SpecError, refuse_repeated_names
 from costmodels.limits import MAX_BYTES, MAX_LINK_GBPS
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
@@ -59,11 +59,10 @@ class FabricSpec(BaseModel):
     ocs_device: str = "piezo"
 
     def check(self) -> None:  # noqa: C901
-        names: dict[str, int] = {}
-        for i, ep in enumerate(self.endpoints):
-            if ep.name in names:
-                raise SpecError(f"endpoints[{i}].name", ep.name, "duplicate endpoint name")
-            names[ep.name] = i
+        refuse_repeated_names(
+            (ep.name for ep in self.endpoints), "endpoints[{}].name", "duplicate endpoint name"
+        )
+        names = {ep.name: i for i, ep in enumerate(self.endpoints)}
         if self.eligible is not None and self.template is not None:
             raise SpecError(
                 "template", self.template, "give either eligible pairs or a template, not both"

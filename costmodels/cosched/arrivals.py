@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -292,21 +293,25 @@ def production_trace(
     """A production-like jobs file (module doc): RollMux Table 3 job types, or with ``mix`` §7.4's
     production mix (3B-32B, 4k-32k; ``GENERATORS["production-mix"]`` spans 336 h)."""
     rng = random.Random(seed)
-    types = table3_phases()
-    names = sorted(types)
-    lengths, weights = zip(*MIX_LENGTHS, strict=True)
+    draw: Callable[[int], tuple[str, dict[str, Any]]]
+    if mix:
+        lengths, weights = zip(*MIX_LENGTHS, strict=True)
 
-    def draw_type(i: int) -> tuple[str, dict[str, Any]]:
-        t = rng.choice(names)
-        return f"{t}-{i}", types[t]
+        def draw(i: int) -> tuple[str, dict[str, Any]]:
+            model = rng.choice(MIX_MODELS)
+            max_len = rng.choices(lengths, weights)[0]
+            return f"{model.split('-')[-1]}-{max_len // 1024}k-{i}", mix_phases(model, max_len)
 
-    def draw_mix(i: int) -> tuple[str, dict[str, Any]]:
-        model = rng.choice(MIX_MODELS)
-        max_len = rng.choices(lengths, weights)[0]
-        return f"{model.split('-')[-1]}-{max_len // 1024}k-{i}", mix_phases(model, max_len)
+    else:
+        types = table3_phases()
+        names = sorted(types)
+
+        def draw(i: int) -> tuple[str, dict[str, Any]]:
+            t = rng.choice(names)
+            return f"{t}-{i}", types[t]
 
     times = _arrivals_and_durations(rng, jobs, hours, mean_hours, sigma)
-    out = _trace_jobs(rng, times, draw_mix if mix else draw_type)
+    out = _trace_jobs(rng, times, draw)
     return {
         "name": f"production-{'mix-' if mix else ''}{jobs}-s{seed}",
         "description": (

@@ -38,9 +38,7 @@ def _refused(what: str) -> SolverOutput:
     )
 
 
-def _enumerated(
-    best: tuple[float, ReplanPlan | None], count: int, *, stopped: bool
-) -> SolverOutput:
+def _result(best: tuple[float, ReplanPlan | None], count: int, *, stopped: bool) -> SolverOutput:
     return enumerated(
         best[1],
         best[0],
@@ -57,7 +55,7 @@ def solve_replan_bruteforce(
     deadline = Deadline(time_limit)
     table = slots(problem)
     best: tuple[float, ReplanPlan | None] = (np.inf, None)
-    enumerated = 0
+    count = 0
     layouts = math.prod(len(t) for t in table)
     if layouts > MAX_PLANS:  # every layout choice holds at least one plan when its GPUs fit
         return _refused(f"{layouts} node-layout choices")
@@ -65,13 +63,13 @@ def solve_replan_bruteforce(
         itertools.product(*(range(len(layouts)) for layouts in table))
     ):
         if n_choice % 256 == 0 and deadline.expired():
-            return _enumerated(best, enumerated, stopped=True)
+            return _result(best, count, stopped=True)
         chosen = [s for n, li in enumerate(choice) for s in table[n][li]]
         if not chosen or sum(s.tp for s in chosen) > problem.budget:
             continue
         for split in itertools.product(*(_splits(b.count, len(chosen)) for b in problem.bins)):
-            enumerated += 1
-            if enumerated > MAX_PLANS:
+            count += 1
+            if count > MAX_PLANS:
                 return _refused(f"more than {MAX_PLANS} plans")
             plan = ReplanPlan(
                 instances=[
@@ -93,4 +91,4 @@ def solve_replan_bruteforce(
             obj, _ = evaluate_replan(problem, plan)
             if obj < best[0] - 1e-12:
                 best = (obj, plan)
-    return _enumerated(best, enumerated, stopped=False)
+    return _result(best, count, stopped=False)
