@@ -932,11 +932,7 @@ def catalog(
             )
             for m in items
         ]
-    table = Table(title=title)
-    for col in columns:
-        table.add_column(col, justify="right" if col != "name" else "left")
-    for row in rows:
-        table.add_row(*row)
+    table = render(Summary(title, columns, rows))
     out.print(table)
 
 
