@@ -38,6 +38,14 @@ PAPER_TABLE3 = {
     "fixed-40%": 119.8,
     "adaptive": 115.2,
 }
+#: Table 3's stream-trainer variants: no scaling, the fixed triggers, the adaptive trigger
+TABLE3_TRIGGERS: dict[str, dict[str, Any]] = {
+    "off": {},
+    "fixed-20%": {"scale": "fixed", "scale_at": 0.2},
+    "fixed-30%": {"scale": "fixed", "scale_at": 0.3},
+    "fixed-40%": {"scale": "fixed", "scale_at": 0.4},
+    "adaptive": {"scale": "adaptive"},
+}
 PAPER_TABLE4 = {
     "stream": 115.2,
     "once-20%": 128.6,
@@ -51,7 +59,7 @@ def _plan(base: RolloutPlan, **kw: Any) -> RolloutPlan:
     return RolloutPlan(**{**base.model_dump(), **kw})
 
 
-def _with_reward(wl: Any, **kw: Any) -> RolloutPlan:
+def with_reward(wl: Any, **kw: Any) -> RolloutPlan:
     """Tail batching at η = 1.25 with the reward scheduler, the rest as given."""
     return _plan(
         verl_plan(wl),
@@ -86,13 +94,13 @@ def mean_over(name: str, seeds: range, plan_of: Any, key: str | None = None, **j
     return float(np.mean(vals))
 
 
-def _long_step(name: str, seeds: range, kw: dict[str, Any], **job: Any) -> float:
+def long_step(name: str, seeds: range, kw: dict[str, Any], **job: Any) -> float:
     """Mean long-round step time (Tables 3 and 4's measure) of tail batching with the reward
     scheduler and ``kw`` set (``job``: :func:`rollout_problem`'s options)."""
     return mean_over(
         name,
         seeds,
-        lambda wl: _with_reward(wl, **kw),
+        lambda wl: with_reward(wl, **kw),
         key=lambda b: b["step_s_by_kind"]["long"],
         **job,
     )
@@ -164,12 +172,12 @@ def run(seeds: range) -> dict[str, Any]:
         # best TP per round kind
         allowed = rollout_tps(wl0)
         fixed = {
-            tp: mean_over(name, seeds, lambda wl, tp=tp: _with_reward(wl, short_tp=tp, long_tp=tp))
+            tp: mean_over(name, seeds, lambda wl, tp=tp: with_reward(wl, short_tp=tp, long_tp=tp))
             for tp in allowed
         }
         per_kind = {
             (s, lg): mean_over(
-                name, seeds, lambda wl, s=s, lg=lg: _with_reward(wl, short_tp=s, long_tp=lg)
+                name, seeds, lambda wl, s=s, lg=lg: with_reward(wl, short_tp=s, long_tp=lg)
             )
             for s in allowed
             for lg in allowed
@@ -178,7 +186,7 @@ def run(seeds: range) -> dict[str, Any]:
             mean_over(
                 name,
                 seeds,
-                lambda wl, r=r: _with_reward(wl, tp_rule=r, short_tp=wl.tp, long_tp=wl.tp),
+                lambda wl, r=r: with_reward(wl, tp_rule=r, short_tp=wl.tp, long_tp=wl.tp),
             )
             for r in ("adaptive", "guarded")
         )
@@ -206,16 +214,9 @@ def run(seeds: range) -> dict[str, Any]:
     # Tables 3 and 4 (7B/8k, §6.6): stream trainer variants on top of the reward scheduler
     name = "rollout-7b-8k"
 
-    variants3 = {
-        "off": {},
-        "fixed-20%": {"scale": "fixed", "scale_at": 0.2},
-        "fixed-30%": {"scale": "fixed", "scale_at": 0.3},
-        "fixed-40%": {"scale": "fixed", "scale_at": 0.4},
-        "adaptive": {"scale": "adaptive"},
-    }
-    for label, kw in variants3.items():
-        all_steps = mean_over(name, seeds, lambda wl, kw=kw: _with_reward(wl, **kw))
-        long_steps = _long_step(name, seeds, kw)
+    for label, kw in TABLE3_TRIGGERS.items():
+        all_steps = mean_over(name, seeds, lambda wl, kw=kw: with_reward(wl, **kw))
+        long_steps = long_step(name, seeds, kw)
         out["table3"].append(
             {
                 "trigger": label,
@@ -232,12 +233,12 @@ def run(seeds: range) -> dict[str, Any]:
         for r in out["table3"]
     ]
     for cheaper in (3, 9):
-        for label, kw in variants3.items():
+        for label, kw in TABLE3_TRIGGERS.items():
             out["table3_training"].append(
                 {
                     "training_cost": f"1/{cheaper}",
                     "trigger": label,
-                    "long_step_s": _long_step(name, seeds, kw, training_mfu=FITTED_MFU * cheaper),
+                    "long_step_s": long_step(name, seeds, kw, training_mfu=FITTED_MFU * cheaper),
                 }
             )
     variants4 = {
@@ -248,7 +249,7 @@ def run(seeds: range) -> dict[str, Any]:
         },
     }
     for label, kw in variants4.items():
-        long_steps = _long_step(name, seeds, kw)
+        long_steps = long_step(name, seeds, kw)
         out["table4"].append(
             {"fetch": label, "long_step_s": long_steps, "paper_step_s": PAPER_TABLE4[label]}
         )
