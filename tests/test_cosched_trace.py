@@ -286,6 +286,48 @@ def test_philly_job_log_gives_real_arrivals_and_durations(tmp_path):
     assert bad.returncode == 2 and "trace.path" in bad.stderr and len(bad.stderr.splitlines()) == 1
 
 
+def test_philly_log_without_a_path_reads_the_shipped_public_sample():
+    """The 3 034 jobs of marwage/philly-traces' jobs.json (finished, >= 4 GPUs, >= 10 min): real
+    arrivals in submission order, the first taken arriving at 0, durations first start to last
+    end; ``skip`` walks the trace; a window past its end is refused naming ``trace.skip``."""
+    from costmodels.cosched.arrivals import read_philly_sample
+
+    sample = read_philly_sample()
+    assert len(sample) == 3034
+    submitted = [t for t, _ in sample]
+    assert submitted == sorted(submitted)
+    assert min(d for _, d in sample) >= 600  # the sample's 10-minute floor
+    # 2017-09-04 10:30:41 to 2017-12-22 04:44:24: 108 days 18 h 13 min 43 s
+    assert submitted[-1] - submitted[0] == 108 * 86400 + 18 * 3600 + 13 * 60 + 43
+    first = generate("philly-log:jobs=3")
+    assert [j["arrival_s"] for j in first["jobs"]][0] == 0.0
+    # the first job: submitted 2017-09-04 10:30:41, ran 10:30:53 to 2017-09-30 08:47:57
+    assert first["jobs"][0]["duration_s"] == 25 * 86400 + 22 * 3600 + 17 * 60 + 4
+    later = generate("philly-log:jobs=3,skip=1")
+    assert later["jobs"][0]["duration_s"] == first["jobs"][1]["duration_s"]
+    assert "philly_jobs.csv" in first["description"]
+    with pytest.raises(SpecError, match="trace.skip"):
+        generate("philly-log:jobs=3,skip=3034")
+
+
+def test_philly_times_are_read_as_utc_whatever_the_machines_time_zone(monkeypatch):
+    """A window across 2017-11-05 (the end of US daylight saving time): read in local time, an
+    arrival gap there would shrink or grow by an hour with the machine's zone."""
+    import time
+
+    if not hasattr(time, "tzset"):
+        pytest.skip("time.tzset is POSIX only")
+    spec = "philly-log:jobs=400,skip=1500"
+    seen = []
+    for zone in ("UTC", "America/New_York"):
+        monkeypatch.setenv("TZ", zone)
+        time.tzset()
+        seen.append([(j["arrival_s"], j["duration_s"]) for j in generate(spec)["jobs"]])
+    monkeypatch.undo()
+    time.tzset()
+    assert seen[0] == seen[1]
+
+
 def test_production_mix_is_section_7_4s_trace_with_models():
     """§7.4: 3B-32B Qwen models, 4k-32k responses (mean near 12.1k), every job with its model so
     warm-state residency binds; phases from the cost models."""

@@ -22,13 +22,18 @@ alone; a co-executed job runs slower and stays longer), or a generator spec
   the cost models as for ``production``, over two weeks; every job names its model, so warm-state
   residency (Table 2's host memory) binds.
 * ``philly-log:path=FILE,jobs=300,skip=0,workload=mixed,gpus=8,seed=0`` — real arrivals and
-  durations: the ``cluster_job_log`` of Microsoft's public Philly trace (github.com/msr-fiddle/
-  philly-traces, Jeon et al., ATC '19; data under CC BY 4.0, a 1 GB git-LFS download that rlplan
-  does not ship). Its finished jobs (status ``Pass``, every attempt with a start and an end) in
-  submission order, ``skip`` of them dropped first, then ``jobs`` taken: arrival = submission time
-  from the first one taken, duration = the first attempt's start to the last attempt's end
-  (:func:`read_philly_job_log`); phases and SLOs drawn as for ``philly`` (the trace has no RL
-  jobs: only its arrival process and running times are real).
+  durations from Microsoft's public Philly trace (Jeon et al., ATC '19; github.com/msr-fiddle/
+  philly-traces; data under CC BY 4.0). ``path`` names its ``cluster_job_log``, a 1 GB git-LFS
+  download that rlplan does not ship; its finished jobs count (status ``Pass``, every attempt with
+  a start and an end, :func:`read_philly_job_log`). Without ``path``, the public sample rlplan
+  ships, ``costmodels/data/philly_jobs.csv`` (:func:`read_philly_sample`): the 3 034 jobs of the
+  ``jobs.json`` that github.com/marwage/philly-traces derived from the same log (commit b741616,
+  CC BY 4.0; finished, 4 or more GPUs, at least 10 minutes, clean attempt records), submitted
+  2017-09-04 to 2017-12-22. Either way, jobs in submission order, ``skip`` of them dropped first,
+  then ``jobs`` taken: arrival = submission time from the first one taken, duration = the first
+  attempt's start to the last attempt's end. Phases and SLOs are drawn as for ``philly``: the trace
+  has no RL jobs, so only its arrival process and running times are real. Its times carry no time
+  zone; they are read as UTC, so no daylight-saving shift enters an arrival gap.
 """
 
 from __future__ import annotations
@@ -121,8 +126,6 @@ def parse_generator(text: str) -> tuple[str, dict[str, Any]]:  # noqa: C901
     if not 0 < args["jobs"] <= MAX_JOBS:
         raise SpecError("trace.jobs", args["jobs"], f"must be in 1..{MAX_JOBS:,}")
     if name == "philly-log":
-        if not args["path"]:
-            raise SpecError("trace.path", text, "philly-log needs path=cluster_job_log")
         if args["skip"] < 0:
             raise SpecError("trace.skip", args["skip"], "must be >= 0")
         if not 0 <= args["seed"] < 2**63:
@@ -328,14 +331,33 @@ def production_trace(
 
 
 def _philly_time(value: Any) -> float | None:
-    from datetime import datetime
+    """Seconds since the epoch of a Philly timestamp, read as UTC (module doc); None if absent."""
+    from datetime import UTC, datetime
 
     if not isinstance(value, str) or not value or value == "None":
         return None
     try:
-        return datetime.strptime(value, "%Y-%m-%d %H:%M:%S").timestamp()
+        return datetime.strptime(value, "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC).timestamp()
     except ValueError:
         return None
+
+
+#: the public Philly sample rlplan ships (module doc)
+PHILLY_SAMPLE = "philly_jobs.csv"
+
+
+def read_philly_sample() -> list[tuple[float, float]]:
+    """(submission time s, running time s) of every job of the shipped Philly sample (module doc),
+    in submission order: the same measures as :func:`read_philly_job_log`."""
+    out = []
+    for row in reference_table(PHILLY_SAMPLE):
+        submitted = _philly_time(row["submitted_time"])
+        start, end = _philly_time(row["first_start_time"]), _philly_time(row["last_end_time"])
+        if submitted is None or start is None or end is None:
+            raise SpecError(PHILLY_SAMPLE, row["jobid"], "a time is missing")
+        out.append((submitted, end - start))
+    out.sort(key=lambda x: x[0])
+    return out
 
 
 def read_philly_job_log(data: Any, source: str = "cluster_job_log") -> list[tuple[float, float]]:
@@ -371,19 +393,25 @@ def philly_log_trace(
     seed: int = 0,
     max_group_size: int = 5,
 ) -> dict[str, Any]:
-    """A jobs file on the Philly trace's real arrivals and durations (module doc)."""
+    """A jobs file on the Philly trace's real arrivals and durations: its ``cluster_job_log`` at
+    ``path``, or the shipped public sample when ``path`` is empty (module doc)."""
     import json
     from pathlib import Path
 
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise SpecError(
-            "trace.path", path, f"cannot read a Philly cluster_job_log: {exc}"
-        ) from None
-    finished = read_philly_job_log(data, path)[skip : skip + jobs]
+    if path:
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise SpecError(
+                "trace.path", path, f"cannot read a Philly cluster_job_log: {exc}"
+            ) from None
+        finished = read_philly_job_log(data, path)
+    else:
+        finished = read_philly_sample()
+    finished = finished[skip : skip + jobs]
+    source = path or PHILLY_SAMPLE
     if not finished:
-        raise SpecError("trace.skip", skip, f"{path} has no finished job past the first {skip}")
+        raise SpecError("trace.skip", skip, f"{source} has no finished job past the first {skip}")
     start = finished[0][0]
     rng = random.Random(seed)
     rows = _profile_rows(workload)
@@ -391,7 +419,9 @@ def philly_log_trace(
     out = _trace_jobs(rng, times, _profile_job(rng, rows, gpus))
     return {
         "name": f"philly-log-{workload}-{len(out)}-from{skip}-s{seed}",
-        "description": f"{len(out)} Table 6 ({workload}) jobs on Philly's arrivals and durations",
+        "description": (
+            f"{len(out)} Table 6 ({workload}) jobs on Philly's arrivals and durations ({source})"
+        ),
         "max_group_size": max_group_size,
         "jobs": out,
     }

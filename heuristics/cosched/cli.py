@@ -32,7 +32,8 @@ def simulate_cosched_command(
                 "generator: philly:jobs=300,hours=580,mean_hours=14.4,workload=mixed,seed=0 or "
                 "production:jobs=200,hours=192,seed=0 or "
                 "production-mix:jobs=200,hours=336,seed=0 or "
-                "philly-log:path=cluster_job_log,jobs=300"
+                "philly-log:jobs=300,skip=0 (real Philly arrivals: the shipped public sample, or "
+                "path=cluster_job_log)"
             ),
         ] = "philly:jobs=60,hours=120",
         policy: Annotated[
@@ -172,5 +173,11 @@ def simulate_cosched_command(
                 f"{s['max_decision_s'] * 1e3:.1f} ms",
             )
         out.print(table)
+        for r in results:
+            if r.unproven:
+                out.print(
+                    f"{r.policy}: {r.unproven} of {len(r.decisions)} re-solves stopped at their "
+                    "time limit; those plans are the best found, not proven optimal"
+                )
 
     return simulate_cosched
