@@ -328,6 +328,19 @@ def test_philly_times_are_read_as_utc_whatever_the_machines_time_zone(monkeypatc
     assert seen[0] == seen[1]
 
 
+def test_a_per_arrival_optimum_stopped_by_its_time_limit_is_counted_not_hidden():
+    """The time limit is a safety cap: a re-solve it stops returns the best plan found (at least
+    RollMux's), and the trace result says how many arrivals that happened at."""
+    problem = build_problem("cosched", {"jobs": philly_trace(jobs=6, hours=4, seed=3)})
+    proven = simulate_trace(problem, "optimal", solve_optimal=solve_cosched_optimal)
+    capped = simulate_trace(
+        problem, "optimal", solve_optimal=solve_cosched_optimal, optimal_time_limit=1e-9
+    )
+    assert proven.summary()["unproven_optima"] == 0
+    assert 1 <= capped.summary()["unproven_optima"] <= 6
+    assert capped.slo_attainment == 1.0
+
+
 def test_production_mix_is_section_7_4s_trace_with_models():
     """§7.4: 3B-32B Qwen models, 4k-32k responses (mean near 12.1k), every job with its model so
     warm-state residency binds; phases from the cost models."""

@@ -134,6 +134,12 @@ class _OptimalPolicy:
         )
         out = self.solve(sub, time_limit=self.time_limit)
         if out.plan is None:
+            # the cap bound before any partition was found: fall back on Algorithm 1's plan, which
+            # lies in both spaces, so a capped re-solve is never empty (counted as unproven)
+            from heuristics.cosched.online import solve_rollmux
+
+            out = solve_rollmux(sub)
+        if out.plan is None:
             raise RuntimeError(f"optimal: no plan for {len(present)} jobs ({out.message})")
         self.unproven += out.status is not Status.OPTIMAL
         self.groups = [state_of(g) for g in out.plan.groups]
