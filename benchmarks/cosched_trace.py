@@ -59,9 +59,11 @@ PHILLY_WINDOW = 100
 OPTIMAL_TIME_LIMIT = 900.0
 #: traces whose ratios are to the two per-arrival optima (the rest: to RollMux)
 OPTIMUM_REFERENCED = ("philly", "philly-log")
+#: §7.5 / Fig. 15 on Philly's arrivals: (cost over the optimum, SLO attainment) per policy
+SECTION_7_5 = {"rollmux": (1.06, 1.0), "random": (1.97, 0.60), "greedy": (1.66, 0.62)}
 PAPER = {
-    "philly": {"rollmux": (1.06, 1.0), "random": (1.97, 0.60), "greedy": (1.66, 0.62)},
-    "philly-log": {"rollmux": (1.06, 1.0), "random": (1.97, 0.60), "greedy": (1.66, 0.62)},
+    "philly": SECTION_7_5,
+    "philly-log": SECTION_7_5,
     "production": {"solo / rollmux": 1.84, "colocated / rollmux": 1.38},
     "production-mix": {"solo / rollmux": 1.84, "colocated / rollmux": 1.38},
 }

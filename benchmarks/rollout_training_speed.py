@@ -100,8 +100,9 @@ def long_step_cv(seeds: range, **job: Any) -> float:
     return float(np.std(steps, ddof=1) / np.mean(steps))
 
 
-def measure(k: float, seeds: range) -> dict[str, Any]:
-    """Every table's figure at training's cost 1/k (module doc)."""
+def measure(k: float, seeds: range, verl_fitted: float) -> dict[str, Any]:
+    """Every table's figure at training's cost 1/k (module doc); ``verl_fitted`` is veRL's mean
+    step at the fitted cost (the first reading's Table 2 baseline, the same at every k)."""
     mfu = min(1.0, FITTED_MFU * k)
     job = {"training_mfu": mfu}
     once = [
@@ -116,7 +117,6 @@ def measure(k: float, seeds: range) -> dict[str, Any]:
     steps = {
         label: mean_over(JOB, seeds, lambda wl, p=plan: p, **job) for label, plan in ladder.items()
     }
-    verl_fitted = mean_over(JOB, seeds, lambda wl: ladder["veRL"])
     rungs = [label for label in ladder if label != "veRL"]
     rollpacker_faster = [verl_fitted / steps[r] for r in rungs]
     all_faster = [steps["veRL"] / steps[r] for r in rungs]
@@ -134,10 +134,12 @@ def measure(k: float, seeds: range) -> dict[str, Any]:
                 **{f"{c:.0%}": t for c, t in zip(CAPS, once, strict=True)},
             }
         ),
-        "paper_table4_order": _order({k.removeprefix("once-"): v for k, v in PAPER_TABLE4.items()}),
+        "paper_table4_order": _order(
+            {label.removeprefix("once-"): v for label, v in PAPER_TABLE4.items()}
+        ),
         "table3_order": _order(table3),
         "paper_table3_order": _order(
-            {k.removeprefix("fixed-"): v for k, v in PAPER_TABLE3.items()}
+            {label.removeprefix("fixed-"): v for label, v in PAPER_TABLE3.items()}
         ),
         **{f"table3_{label}_s": t for label, t in table3.items()},
         "table2_7b_rollpacker_faster": " / ".join(f"{s:.2f}" for s in rollpacker_faster),
@@ -150,10 +152,15 @@ def measure(k: float, seeds: range) -> dict[str, Any]:
     }
 
 
+def _divisor(row: dict[str, Any]) -> float:
+    """k of a row's training cost 1/k."""
+    return float(row["training_cost"].split("/")[1])
+
+
 def _cost_at_paper_slope(rows: list[dict[str, Any]]) -> float:
     """The divisor k at which rlplan's Table 4 slope meets the paper's (log-linear interpolation
     between measured costs; the end point when the sweep does not reach it)."""
-    ks = [float(r["training_cost"].split("/")[1]) for r in rows]
+    ks = [_divisor(r) for r in rows]
     slopes = [r["table4_slope_s"] for r in rows]
     target = PAPER_TABLE4_SLOPE
     for (k0, s0), (k1, s1) in pairwise(zip(ks, slopes, strict=True)):
@@ -185,7 +192,7 @@ def report(rows: list[dict[str, Any]], command: str) -> str:
     k = _cost_at_paper_slope(rows)
     same3 = [r for r in rows if r["table3_order"] == r["paper_table3_order"]]
     same4 = [r for r in rows if r["table4_order"] == r["paper_table4_order"]]
-    near = min(rows, key=lambda r: abs(float(r["training_cost"].split("/")[1]) - k))
+    near = min(rows, key=lambda r: abs(_divisor(r) - k))
     lines += [
         "",
         f"Paper: Table 2 7B {first['paper_table2_7b']}; Table 3 order "
@@ -243,7 +250,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    ks = [float(r["training_cost"].split("/")[1]) for r in rows]
+    ks = [_divisor(r) for r in rows]
     fig, (a, b, c) = plt.subplots(1, 3, figsize=(13, 3.8))
     a.plot(ks, [r["table4_slope_s"] for r in rows], "o-", label="rlplan")
     a.axhline(PAPER_TABLE4_SLOPE, color="black", ls="--", label="paper")
@@ -277,9 +284,12 @@ def main(argv: list[str] | None = None) -> None:
     if args.replot:
         redraw(args.out, "training_speed", report, plot)
         return
+    seeds = range(args.seeds)
+    ladder = table2_ladder(rollout_problem(JOB).workload)
+    verl_fitted = mean_over(JOB, seeds, lambda wl: ladder["veRL"])
     rows = []
     for k in CHEAPER:
-        rows.append(measure(k, range(args.seeds)))
+        rows.append(measure(k, seeds, verl_fitted))
         print(rows[-1], flush=True)
     command = command_line("benchmarks.rollout_training_speed", argv)
     publish_rows(args.out, "training_speed", rows, command, report, plot)

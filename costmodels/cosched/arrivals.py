@@ -348,16 +348,21 @@ PHILLY_SAMPLE = "philly_jobs.csv"
 
 def read_philly_sample() -> list[tuple[float, float]]:
     """(submission time s, running time s) of every job of the shipped Philly sample (module doc),
-    in submission order: the same measures as :func:`read_philly_job_log`."""
-    out = []
-    for row in reference_table(PHILLY_SAMPLE):
-        submitted = _philly_time(row["submitted_time"])
-        start, end = _philly_time(row["first_start_time"]), _philly_time(row["last_end_time"])
-        if submitted is None or start is None or end is None:
-            raise SpecError(PHILLY_SAMPLE, row["jobid"], "a time is missing")
-        out.append((submitted, end - start))
-    out.sort(key=lambda x: x[0])
-    return out
+    in submission order: its rows, each a finished job with its first start and last end, read
+    as the ``cluster_job_log`` entries they came from by :func:`read_philly_job_log`."""
+    return read_philly_job_log(
+        [
+            {
+                "status": "Pass",
+                "submitted_time": row["submitted_time"],
+                "attempts": [
+                    {"start_time": row["first_start_time"], "end_time": row["last_end_time"]}
+                ],
+            }
+            for row in reference_table(PHILLY_SAMPLE)
+        ],
+        PHILLY_SAMPLE,
+    )
 
 
 def read_philly_job_log(data: Any, source: str = "cluster_job_log") -> list[tuple[float, float]]:
