@@ -262,10 +262,8 @@ class ProblemKind:
     commands: tuple[CommandEntry, ...] = ()
 
     def spec_field(self, name: str) -> SpecField:
-        for f in self.fields:
-            if f.name == name:
-                return f
-        raise KeyError(name)
+        """The spec field ``name`` (``KeyError`` if the problem has none)."""
+        return {f.name: f for f in reversed(self.fields)}[name]  # the first, as listed
 
     def defaults(self) -> dict[str, str]:
         """The default example: preset names of the fields that have one."""

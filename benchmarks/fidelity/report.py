@@ -73,17 +73,24 @@ def held_out_profiles() -> dict[tuple[str, str], Any]:
     return out
 
 
-def decode_cases(
-    params: ServingParams | None = None, profiles: dict[tuple[str, str], Any] | None = None
-) -> list[dict[str, Any]]:
-    """Every measured decode case that fits its instance, with the judge's prediction beside it."""
-    params = params or ServingParams(efficiency=Efficiency(kernels="flat"))
-    out = []
+#: the judge before calibration: every GPU at the catalog's flat kernel efficiency
+FLAT = ServingParams(efficiency=Efficiency(kernels="flat"))
+
+
+def _judged(case: dict[str, Any], measured: float, predicted: float) -> dict[str, Any]:
+    """A measured case with the flat judge's prediction and its ratio to the measurement."""
+    return {**case, "measured_s": measured, "predicted_s": predicted, "ratio": predicted / measured}
+
+
+def decode_cases(profiles: dict[tuple[str, str], Any] | None = None) -> list[dict[str, Any]]:
+    """Every measured decode case that fits its instance, with the judge's prediction beside it
+    (and the calibrated judge's, for the (GPU, model) pairs in ``profiles``)."""
     instances: dict[tuple[str, str, int], Instance] = {}
+    out = []
     for r in _rows("aic_vllm_decode.csv"):
         key = (r["model"], r["gpu"], int(r["tp"]))
         if key not in instances:
-            instances[key] = Instance(get_model(key[0]), get_gpu(key[1]), key[2], params)
+            instances[key] = Instance(get_model(key[0]), get_gpu(key[1]), key[2], FLAT)
         inst = instances[key]
         batch, context = int(r["batch"]), int(r["context"])
         if inst.kv_capacity_tokens() < batch * context:
@@ -91,18 +98,9 @@ def decode_cases(
         step = inst.decode_step(batch, float(batch * context))
         predicted = step["step_s"] - step.get("overhead_s", 0.0)
         measured = float(r["step_s"])
-        case = {
-            "gpu": key[1],
-            "model": key[0],
-            "tp": key[2],
-            "batch": batch,
-            "context": context,
-            "measured_s": measured,
-            "predicted_s": predicted,
-            "ratio": predicted / measured,
-            "measured_allreduce_s": float(r["allreduce_s"]),
-            "predicted_comm_s": step["comm_s"],
-        }
+        ids = {"gpu": key[1], "model": key[0], "tp": key[2], "batch": batch, "context": context}
+        case = _judged(ids, measured, predicted)
+        case.update(measured_allreduce_s=float(r["allreduce_s"]), predicted_comm_s=step["comm_s"])
         profile = (profiles or {}).get((key[1], key[0]))
         if profile is not None:
             terms = profile.terms(inst.model, inst.gpu, key[2], batch, float(batch * context))
@@ -115,28 +113,19 @@ def decode_cases(
     return out
 
 
-def prefill_cases(
-    params: ServingParams | None = None, profiles: dict[tuple[str, str], Any] | None = None
-) -> list[dict[str, Any]]:
-    params = params or ServingParams(efficiency=Efficiency(kernels="flat"))
+def prefill_cases(profiles: dict[tuple[str, str], Any] | None = None) -> list[dict[str, Any]]:
+    """Every measured prefill case that fits its instance, with the judge's prediction beside it
+    (and the calibrated judge's, for the (GPU, model) pairs in ``profiles``)."""
     out = []
     for r in _rows("aic_vllm_prefill.csv"):
-        inst = Instance(get_model(r["model"]), get_gpu(r["gpu"]), int(r["tp"]), params)
+        inst = Instance(get_model(r["model"]), get_gpu(r["gpu"]), int(r["tp"]), FLAT)
         batch, tokens = int(r["batch"]), int(r["prompt_tokens"])
         if inst.kv_capacity_tokens() < batch * tokens:
             continue
         predicted = inst.prefill_batch([tokens] * batch)
         measured = float(r["prefill_s"])
-        case = {
-            "gpu": r["gpu"],
-            "model": r["model"],
-            "tp": int(r["tp"]),
-            "batch": batch,
-            "prompt_tokens": tokens,
-            "measured_s": measured,
-            "predicted_s": predicted,
-            "ratio": predicted / measured,
-        }
+        ids = {"gpu": r["gpu"], "model": r["model"], "tp": int(r["tp"])}
+        case = _judged({**ids, "batch": batch, "prompt_tokens": tokens}, measured, predicted)
         profile = (profiles or {}).get((r["gpu"], r["model"]))
         if profile is not None:
             calibrated = profile.prefill_s(inst.model, inst.gpu, int(r["tp"]), batch, tokens)

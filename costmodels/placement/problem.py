@@ -108,10 +108,8 @@ class PlacementPlan(BaseModel):
     tasks: list[TaskPlacement] = Field(min_length=1)
 
     def task(self, name: str) -> TaskPlacement:
-        for t in self.tasks:
-            if t.task == name:
-                return t
-        raise KeyError(name)
+        """The placement of task ``name`` (``KeyError`` if the plan has none)."""
+        return {t.task: t for t in reversed(self.tasks)}[name]  # the first, as listed
 
     def group_of(self) -> dict[str, int]:
         return {task: gi for gi, g in enumerate(self.groups) for task in g.tasks}

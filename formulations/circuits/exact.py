@@ -378,25 +378,24 @@ FillOption = Annotated[
 ]
 
 
-def solve_circuits_milp(
-    problem: CircuitProblem,
-    *,
-    time_limit: float | None = None,
-    seed: int = 0,
-    fill: FillOption = True,
-    fill_with: Fill | None = None,
-) -> SolverOutput:
-    """The lexicographic exact model on HiGHS through PuLP (module docstring)."""
-    return _HighsModel(problem, time_limit).run(fill_with if fill else None)
+def _exact_solver(model: type[_Model], name: str, backend: str) -> Callable[..., SolverOutput]:
+    """A registered solver for one back end of the lexicographic exact model (module docstring):
+    both back ends take the same options and return through :meth:`_Model.run`."""
+
+    def solve(
+        problem: CircuitProblem,
+        *,
+        time_limit: float | None = None,
+        seed: int = 0,
+        fill: FillOption = True,
+        fill_with: Fill | None = None,
+    ) -> SolverOutput:
+        return model(problem, time_limit).run(fill_with if fill else None)
+
+    solve.__name__ = solve.__qualname__ = name
+    solve.__doc__ = f"The lexicographic exact model on {backend} (module docstring)."
+    return solve
 
 
-def solve_circuits_cpsat(
-    problem: CircuitProblem,
-    *,
-    time_limit: float | None = None,
-    seed: int = 0,
-    fill: FillOption = True,
-    fill_with: Fill | None = None,
-) -> SolverOutput:
-    """The lexicographic exact model on OR-Tools CP-SAT (module docstring)."""
-    return _CpSatModel(problem, time_limit).run(fill_with if fill else None)
+solve_circuits_milp = _exact_solver(_HighsModel, "solve_circuits_milp", "HiGHS through PuLP")
+solve_circuits_cpsat = _exact_solver(_CpSatModel, "solve_circuits_cpsat", "OR-Tools CP-SAT")

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import random as _random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -242,41 +243,50 @@ def solve_rollmux(
     return _solve(problem, "rollmux", seed, skip_saturated)
 
 
-def solve_random(
-    problem: CoscheduleProblem, *, time_limit: float | None = None, seed: int = 0
-) -> SolverOutput:
-    """§7.5's random baseline: no SLO check, no line 4 (module doc)."""
-    return _solve(problem, "random", seed, skip_saturated=False, check_slo=False)
+def _baseline(
+    name: str, rule: str, doc: str, *, check_slo: bool = True, skip_saturated: bool = True
+) -> Callable[..., SolverOutput]:
+    """The registered solver ``solve_<name>``: jobs placed in arrival order by ``rule``, with no
+    options beyond the façade's."""
+
+    def solve(
+        problem: CoscheduleProblem, *, time_limit: float | None = None, seed: int = 0
+    ) -> SolverOutput:
+        return _solve(problem, rule, seed, skip_saturated=skip_saturated, check_slo=check_slo)
+
+    solve.__name__ = solve.__qualname__ = f"solve_{name}"
+    solve.__doc__ = doc
+    return solve
 
 
-def solve_greedy(
-    problem: CoscheduleProblem, *, time_limit: float | None = None, seed: int = 0
-) -> SolverOutput:
-    """§7.5's greedy (most idle) baseline: no SLO check, no line 4 (module doc)."""
-    return _solve(problem, "greedy", seed, skip_saturated=False, check_slo=False)
-
-
-def solve_random_slo(
-    problem: CoscheduleProblem, *, time_limit: float | None = None, seed: int = 0
-) -> SolverOutput:
-    """``random`` that admits a job only where every member keeps its SLO."""
-    return _solve(problem, "random", seed, skip_saturated=False, check_slo=True)
-
-
-def solve_greedy_slo(
-    problem: CoscheduleProblem, *, time_limit: float | None = None, seed: int = 0
-) -> SolverOutput:
-    """``greedy`` that admits a job only where every member keeps its SLO."""
-    return _solve(problem, "greedy", seed, skip_saturated=False, check_slo=True)
-
-
-def solve_solo(
-    problem: CoscheduleProblem, *, time_limit: float | None = None, seed: int = 0
-) -> SolverOutput:
-    return _solve(problem, "solo", seed)
-
-
-def solve_colocated(
-    problem: CoscheduleProblem, *, time_limit: float | None = None, seed: int = 0
-) -> SolverOutput:
-    return _solve(problem, "colocated", seed)
+# §7.5's baselines neither check SLOs nor skip saturated groups (Algorithm 1 line 4)
+solve_random = _baseline(
+    "random",
+    "random",
+    "§7.5's random baseline: no SLO check, no line 4 (module doc).",
+    check_slo=False,
+    skip_saturated=False,
+)
+solve_greedy = _baseline(
+    "greedy",
+    "greedy",
+    "§7.5's greedy (most idle) baseline: no SLO check, no line 4 (module doc).",
+    check_slo=False,
+    skip_saturated=False,
+)
+solve_random_slo = _baseline(
+    "random_slo",
+    "random",
+    "``random`` that admits a job only where every member keeps its SLO.",
+    skip_saturated=False,
+)
+solve_greedy_slo = _baseline(
+    "greedy_slo",
+    "greedy",
+    "``greedy`` that admits a job only where every member keeps its SLO.",
+    skip_saturated=False,
+)
+solve_solo = _baseline("solo", "solo", "Solo-D: every job alone on 1:1 pools (§7.4).")
+solve_colocated = _baseline(
+    "colocated", "colocated", "veRL-style: every job alone, both phases on training GPUs (§7.4)."
+)
