@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -77,6 +79,14 @@ def run_cli(
         timeout=timeout,
         env=env,
     )
+
+
+def run_cli_json(*args: object, **kw: Any) -> Any:
+    """Run ``rlplan *args`` (which prints JSON: ``--json`` or ``-o -``; paths as they are), require
+    exit 0 (stderr shown otherwise), and return the printed document."""
+    proc = run_cli(*map(str, args), **kw)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
 
 
 #: the small placement job the CLI tests plan (a few seconds)

@@ -15,7 +15,7 @@ from costmodels.calibration import Measurement, fit_profile, predict, read_measu
 from costmodels.catalog import get_gpu, get_model
 from costmodels.errors import SpecError
 from costmodels.profiles import AllReduceTerm, HardwareProfile
-from tests.conftest import run_cli
+from tests.conftest import run_cli, run_cli_json
 
 KNOWN = HardwareProfile(
     gpu="H100-SXM",
@@ -284,13 +284,10 @@ def test_engine_option_and_flat_kernels_on_the_cli(tmp_path):
     judge."""
 
     def makespan(*extra: str) -> float:
-        proc = run_cli(
+        est = run_cli_json(
             "estimate", "generation", "--model", "Qwen2.5-14B", "--gpu", "H800", "--json", *extra
         )
-        assert proc.returncode == 0, proc.stderr
-        return min(r["makespan_s"] for r in json.loads(proc.stdout)["configurations"])
-
-    import json
+        return min(r["makespan_s"] for r in est["configurations"])
 
     default, eager, flat = makespan(), makespan("--engine", "eager"), makespan("--profile", "flat")
     assert eager > default and flat != default
@@ -414,7 +411,6 @@ def test_calibrate_training_rows_drive_the_rollout_job(tmp_path):
     """`rlplan calibrate` on training steps writes a `training:` fit; `--profile` with that file
     gives the rollout job's training stage the fitted MFU (a faster training stage, a shorter
     step), and a bad training row exits 2 naming file, row, field and value."""
-    import json
 
     good = tmp_path / "train.csv"
     good.write_text(
@@ -436,11 +432,10 @@ def test_calibrate_training_rows_drive_the_rollout_job(tmp_path):
     assert "training: effective MFU" in proc.stdout
 
     def step(*extra: str) -> float:
-        proc = run_cli(
+        sim = run_cli_json(
             "simulate", "rollout", "--job", "rollout-7b-8k", "--setting", "verl", "--json", *extra
         )
-        assert proc.returncode == 0, proc.stderr
-        return json.loads(proc.stdout)["results"][0]["objective_s"]
+        return sim["results"][0]["objective_s"]
 
     assert step("--profile", str(out)) < step()
     bad = tmp_path / "bad.csv"

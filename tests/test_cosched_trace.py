@@ -23,7 +23,7 @@ from heuristics.cosched.cluster_trace import POLICIES, simulate_trace
 from heuristics.cosched.group_replay import ReplayJob, migration_gain, replay_group
 from heuristics.cosched.online import OnlineScheduler
 from planner.io import build_problem
-from tests.conftest import run_cli, run_cli_pty
+from tests.conftest import run_cli, run_cli_json, run_cli_pty
 
 
 def _trace(jobs=30, hours=60.0, seed=0):
@@ -178,24 +178,11 @@ def test_generators_follow_the_paper_shapes_and_refuse_bad_arguments():
 
 def test_simulate_cosched_cli(tmp_path):
     png = tmp_path / "trace.png"
-    r = run_cli(
-        "simulate",
-        "cosched",
-        "--trace",
-        "philly:jobs=12,hours=24",
-        "--policy",
-        "rollmux",
-        "--policy",
-        "solo",
-        "--json",
-        "--plot",
-        str(png),
-    )
-    assert r.returncode == 0, r.stderr
-    doc = json.loads(r.stdout)
+    trace = ("simulate", "cosched", "--trace", "philly:jobs=12,hours=24")
+    doc = run_cli_json(*trace, "--policy", "rollmux", "--policy", "solo", "--json", "--plot", png)
     assert [x["policy"] for x in doc["results"]] == ["rollmux", "solo"]
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    code, text = run_cli_pty("simulate", "cosched", "--trace", "philly:jobs=12,hours=24")
+    code, text = run_cli_pty(*trace)
     assert code == 0 and "Traceback" not in text and "rollmux" in text
     jobs = tmp_path / "jobs.yaml"
     jobs.write_text(json.dumps(philly_trace(jobs=3)).replace('"duration_s"', '"x_duration_s"', 1))

@@ -295,24 +295,11 @@ def test_bad_traces_name_the_row_and_value(text, where):
 
 
 def test_cli_simulate_generation(tmp_path):
-    import json
-
-    from tests.conftest import run_cli
+    from tests.conftest import run_cli, run_cli_json
 
     png = tmp_path / "sim.png"
-    proc = run_cli(
-        "simulate",
-        "generation",
-        "--instances",
-        "2xTP4",
-        "--lengths",
-        "synthetic:prompts=16,n=8,max=4096",
-        "--json",
-        "--plot",
-        str(png),
-    )
-    assert proc.returncode == 0, proc.stderr
-    doc = json.loads(proc.stdout)
+    pool = ("--instances", "2xTP4", "--lengths", "synthetic:prompts=16,n=8,max=4096")
+    doc = run_cli_json("simulate", "generation", *pool, "--json", "--plot", png)
     assert (
         doc["makespan_s"] > 0
         and doc["request_count"] == 128 == len(doc["requests"])

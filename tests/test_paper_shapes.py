@@ -16,7 +16,7 @@ from costmodels.network_cost import fabric_cost, relative_costs
 from costmodels.reconfig import migration_cost, shard_overlap, switch_cost
 from costmodels.weight_sync import flat_sync, naive_one_to_all, two_level_tree, two_stage_sync
 from costmodels.workflow import TaskKind
-from tests.conftest import ADAM_WITH_RECOMPUTE, run_cli
+from tests.conftest import ADAM_WITH_RECOMPUTE, run_cli, run_cli_json
 
 QWEN14 = get_model("Qwen2.5-14B")
 H800 = get_gpu("H800")
@@ -187,9 +187,7 @@ def test_cli_estimate_shows_the_crossover():
 def test_cli_estimate_histogram_file(tmp_path):
     f = tmp_path / "hist.csv"
     f.write_text("remaining,count,context\n256,100,1024\n4096,4,6000\n")
-    proc = run_cli("estimate", "generation", "--lengths", str(f), "--json")
-    assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["requests"] == 104
+    assert run_cli_json("estimate", "generation", "--lengths", f, "--json")["requests"] == 104
     f.write_text("remaining,count\n-5,3\n")
     assert run_cli("estimate", "generation", "--lengths", str(f)).returncode == 2
 

@@ -8,7 +8,7 @@ import json
 import yaml
 
 from costmodels.rollout.canned import tiny_workload
-from tests.conftest import run_cli, run_cli_pty
+from tests.conftest import run_cli, run_cli_json, run_cli_pty
 
 TINY = {"name": "tiny", "workload": tiny_workload()}
 
@@ -46,11 +46,9 @@ def test_plan_then_validate_evaluate_export_and_simulate(tmp_path):
     assert run_cli("validate", str(plan)).returncode == 0
     ev = run_cli("evaluate", str(plan), "--json")
     assert ev.returncode == 0 and abs(json.loads(ev.stdout)["objective"] - doc["objective"]) < 1e-9
-    sim = run_cli(
-        "simulate", "rollout", "--job", str(job), "--plan", str(plan), "--setting", "verl", "--json"
-    )
-    assert sim.returncode == 0, sim.stderr
-    res = json.loads(sim.stdout)["results"]
+    res = run_cli_json(
+        "simulate", "rollout", "--job", job, "--plan", plan, "--setting", "verl", "--json"
+    )["results"]
     assert res[0]["objective_s"] == doc["objective"] and res[1]["objective_s"] >= doc["objective"]
 
 

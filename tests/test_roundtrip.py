@@ -14,7 +14,7 @@ from heuristics.placement.colocated import colocated_plan
 from planner import Registry, load_problem, solve
 from planner.io import build_problem, write_atomic
 from planner.planfile import result_to_json
-from tests.conftest import plan_small, run_cli
+from tests.conftest import SMALL_PLACEMENT, run_cli, run_cli_json
 
 
 def trivial_placement(problem, *, time_limit=None, seed=0):
@@ -142,9 +142,7 @@ def test_cli_plan_then_validate(tmp_path: Path):
 
 
 def test_plan_to_stdout(tmp_path: Path):
-    proc = plan_small("-", cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["problem"] == "placement"
+    assert run_cli_json(*SMALL_PLACEMENT, "-o", "-", cwd=tmp_path)["problem"] == "placement"
     assert not list(tmp_path.iterdir())
 
 
