@@ -66,26 +66,43 @@ def _plan_file(tmp: Path, mutate, *extra: str) -> Path:
     return bad
 
 
-def _argv_with_file(command: str, name: str, text: str | bytes):
-    """Builder: ``command`` then a file ``name`` holding ``text``, written into the input folder."""
-    return lambda t: [*shlex.split(command), str(_text(t, name, text))]
+def _argv_with_file(command: str, *, text: str | bytes):
+    """Builder: ``command``, its last word a file written into the input folder holding ``text``."""
+    *argv, name = shlex.split(command)
+    return lambda t: [*argv, str(_text(t, name, text))]
 
 
-def _argv_with_plan_file(command: str, mutate):
-    """Builder: ``command`` then a plan file of the small placement problem, edited by ``mutate``."""
+def _argv_with_plan_file(command: str, *, mutate):
+    """Builder: ``command`` then a plan file of the small placement problem edited by ``mutate``."""
     return lambda t: [*shlex.split(command), str(_plan_file(t, mutate))]
 
 
-def _argv_with_preset(command: str, preset: str, name: str, mutate):
-    """Builder: ``command`` then the preset ``preset`` written to ``name`` after ``mutate``."""
-    return lambda t: [*shlex.split(command), _mutated(t, preset, name, mutate)]
+def _argv_with_preset(command: str, *, preset: str, mutate):
+    """Builder: ``command``, its last word a file: the preset ``preset`` edited by ``mutate``."""
+    *argv, name = shlex.split(command)
+    return lambda t: [*argv, _mutated(t, preset, name, mutate)]
 
 
 def _rollout_7b_job(command: str, **workload):
     """Builder: ``rlplan <command> rollout --job`` on the rollout-7b-8k preset, its workload
     fields set to ``workload``."""
-    mutate = _workload(**workload)
-    return _argv_with_preset(f"{command} rollout --job", "rollout-7b-8k", "j.yaml", mutate)
+    job = f"{command} rollout --job j.yaml"
+    return _argv_with_preset(job, preset="rollout-7b-8k", mutate=_workload(**workload))
+
+
+def _replan_tail(mutate):
+    """Builder: ``rlplan plan replan --state`` on the replan-tail preset edited by ``mutate``."""
+    return _argv_with_preset("plan replan --state s.yaml", preset="replan-tail", mutate=mutate)
+
+
+def _cluster_file(name: str, text: str | bytes):
+    """Builder: ``rlplan plan placement --cluster <name>``, the file holding ``text``."""
+    return _argv_with_file(f"plan placement --cluster {name}", text=text)
+
+
+def _demand_csv(text: str | bytes):
+    """Builder: ``rlplan plan circuits --demand d.csv``, d.csv holding ``text``."""
+    return _argv_with_file("plan circuits --demand d.csv", text=text)
 
 
 def _plan_placement_on_cluster(mutate):
@@ -93,22 +110,31 @@ def _plan_placement_on_cluster(mutate):
     return lambda t: ["plan", "placement", "--cluster", str(_cluster(t, mutate))]
 
 
-# (id, builder(tmp) -> argv, words the one-line message must contain)
+# (id, what to run: a command line as a shell would split it, an argv or a builder(tmp) -> argv,
+# words the one-line message must contain)
 CASES = [
     ("directory", lambda t: ["plan", "placement", "--cluster", str(t)], ["is a directory"]),
-    ('dev-zero', 'plan placement --cluster /dev/zero', ['/dev/zero', 'MiB']),
-    ('binary-csv', _argv_with_file('plan circuits --demand', name='d.csv', text=b'\xff\xfe\x00\x01'), ['d.csv', 'UTF-8']),
-    ('deep-yaml', _argv_with_file('plan placement --cluster', name='c.yaml', text='a: ' + '[' * 5000 + ']' * 5000), ['nested too deeply']),
-    ('deep-json', _argv_with_file('validate', name='p.json', text='[' * 50000 + ']' * 50000), ['nested too deeply']),
+    ("dev-zero", "plan placement --cluster /dev/zero", ["/dev/zero", "MiB"]),
+    ("binary-csv", _demand_csv(b"\xff\xfe\x00\x01"), ["d.csv", "UTF-8"]),
+    ("deep-yaml", _cluster_file("c.yaml", "a: " + "[" * 5000 + "]" * 5000), ["nested too deeply"]),
+    (
+        "deep-json",
+        _argv_with_file("validate p.json", text="[" * 50000 + "]" * 50000),
+        ["nested too deeply"],
+    ),
     (
         "alias-bomb",
         lambda t: ["plan", "placement", "--cluster", str(_bomb(t))],
         ["bomb.yaml", "alias"],
     ),
-    ('empty-file', _argv_with_file('plan placement --cluster', name='c.yaml', text=''), ['c.yaml']),
-    ('cosched-to-evaluate', _argv_with_file('evaluate', name='jobs.yaml', text=yaml.safe_dump({'jobs': [{'name': 'a'}]})), ['jobs.yaml']),
-    ('dup-yaml-key', _argv_with_file('plan placement --cluster', name='c.yaml', text='nodes: []\nnodes: []\n'), ['duplicate key', 'nodes']),
-    ('dup-json-key', _argv_with_file('plan placement --cluster', name='c.json', text='{"nodes": [], "nodes": 1}'), ['duplicate key']),
+    ("empty-file", _cluster_file("c.yaml", ""), ["c.yaml"]),
+    (
+        "cosched-to-evaluate",
+        _argv_with_file("evaluate jobs.yaml", text=yaml.safe_dump({"jobs": [{"name": "a"}]})),
+        ["jobs.yaml"],
+    ),
+    ("dup-yaml-key", _cluster_file("c.yaml", "nodes: []\nnodes: []\n"), ["duplicate key", "nodes"]),
+    ("dup-json-key", _cluster_file("c.json", '{"nodes": [], "nodes": 1}'), ["duplicate key"]),
     (
         "bool-count",
         _plan_placement_on_cluster(lambda d: d["nodes"][0].update(count=True)),
@@ -132,9 +158,9 @@ CASES = [
         ),
         ["gpus[1].name", "X1"],
     ),
-    ('csv-repeated-column', _argv_with_file('plan circuits --demand', name='d.csv', text='src,dst,bytes,bytes\nt0,t1,5,6\n'), ['appears twice']),
-    ('csv-extra-field', _argv_with_file('plan circuits --demand', name='d.csv', text='src,dst,bytes\nt0,t1,5,7\n'), ['row 2', '4 fields']),
-    ('csv-unknown-column', _argv_with_file('plan circuits --demand', name='d.csv', text='src,dst,bytes,colour\nt0,t1,5,red\n'), ['colour']),
+    ("csv-repeated-column", _demand_csv("src,dst,bytes,bytes\nt0,t1,5,6\n"), ["appears twice"]),
+    ("csv-extra-field", _demand_csv("src,dst,bytes\nt0,t1,5,7\n"), ["row 2", "4 fields"]),
+    ("csv-unknown-column", _demand_csv("src,dst,bytes,colour\nt0,t1,5,red\n"), ["colour"]),
     (
         "million-gpus",
         _plan_placement_on_cluster(
@@ -166,12 +192,24 @@ CASES = [
         lambda t: ["simulate", "generation", "--plot", str(t / "x.pdf")],
         ["--plot", ".png"],
     ),
-    ('plan-nan-objective', _argv_with_plan_file('validate', mutate=lambda d: d.update(objective=float('nan'))), ['objective', 'finite']),
-    ('plan-nan-bound', _argv_with_plan_file('validate', mutate=lambda d: d.update(bound=float('nan'))), ['bound']),
-    ('plan-negative-gap', _argv_with_plan_file('validate', mutate=lambda d: d.update(gap=-0.5)), ['gap']),
-    ('unknown-command', 'pln', ['plan']),
-    ('unknown-option', 'plan --colour red', ['--colour']),
-    ('not-a-number', 'plan --time-limit soon', ['--time-limit']),
+    (
+        "plan-nan-objective",
+        _argv_with_plan_file("validate", mutate=lambda d: d.update(objective=float("nan"))),
+        ["objective", "finite"],
+    ),
+    (
+        "plan-nan-bound",
+        _argv_with_plan_file("validate", mutate=lambda d: d.update(bound=float("nan"))),
+        ["bound"],
+    ),
+    (
+        "plan-negative-gap",
+        _argv_with_plan_file("validate", mutate=lambda d: d.update(gap=-0.5)),
+        ["gap"],
+    ),
+    ("unknown-command", "pln", ["plan"]),
+    ("unknown-option", "plan --colour red", ["--colour"]),
+    ("not-a-number", "plan --time-limit soon", ["--time-limit"]),
     (
         "bench-zero-seeds",
         lambda t: ["bench", "--problem", "small-8", "--seeds", "0", "--out", str(t / "b")],
@@ -182,10 +220,10 @@ CASES = [
         lambda t: ["bench", "--problem", "small-8", "--time-limit", "-1", "--out", str(t / "b")],
         ["--time-limit"],
     ),
-    ('bench-out-is-file', _argv_with_file('bench --out', name='f.txt', text='x'), ['--out']),
-    ('estimate-bin-zero', 'estimate generation --bin 0', ['--bin']),
-    ('presets-unknown-kind', 'presets --kind spaceship', ['spaceship']),
-    ('cosched-trace-bad', 'simulate cosched --trace philly:jobs=0', ['trace.jobs']),
+    ("bench-out-is-file", _argv_with_file("bench --out f.txt", text="x"), ["--out"]),
+    ("estimate-bin-zero", "estimate generation --bin 0", ["--bin"]),
+    ("presets-unknown-kind", "presets --kind spaceship", ["spaceship"]),
+    ("cosched-trace-bad", "simulate cosched --trace philly:jobs=0", ["trace.jobs"]),
 ]
 
 
@@ -197,6 +235,7 @@ def _check_hostile(case, tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
     argv = build(inputs) if callable(build) else build
+    argv = shlex.split(argv) if isinstance(argv, str) else argv
     before = set(inputs.iterdir())
     proc = run_cli(*argv, cwd=work, timeout=120)
     assert proc.returncode == 2, (argv, proc.returncode, proc.stderr[-500:])
@@ -322,8 +361,16 @@ GENERATED += [
     for kind, build, words in NOT_A_SPEC
 ]
 GENERATED += [
-    ('plan-file-of-another-kind', _argv_with_file('validate', name='c.json', text=json.dumps({'nodes': []})), ['c.json']),
-    ('problem-file-unknown-problem', _argv_with_file('plan', name='p.yaml', text='problem: teleport\n'), ['teleport']),
+    (
+        "plan-file-of-another-kind",
+        _argv_with_file("validate c.json", text=json.dumps({"nodes": []})),
+        ["c.json"],
+    ),
+    (
+        "problem-file-unknown-problem",
+        _argv_with_file("plan p.yaml", text="problem: teleport\n"),
+        ["teleport"],
+    ),
     (
         "circuits-output-directory",
         lambda t: ["plan", "circuits", "-o", str(t)],
@@ -334,7 +381,7 @@ GENERATED += [
         lambda t: ["plan", "circuits", "--plot", str(t / "c.jpg")],
         ["--plot", ".png"],
     ),
-    ('broadcast-plot-empty', "plan broadcast --plot ''", ['--plot']),
+    ("broadcast-plot-empty", "plan broadcast --plot ''", ["--plot"]),
     (
         "broadcast-export-unknown",
         lambda t: ["plan", "broadcast", "--export", "verl", "-o", str(t / "b.json")],
@@ -345,13 +392,36 @@ GENERATED += [
         lambda t: ["simulate", "cosched", "--trace", "philly:jobs=5,hours=10", "--plot", str(t)],
         ["--plot"],
     ),
-    ('generation-plot-empty', "simulate generation --plot ''", ['--plot']),
-    ('rollout-setting-unknown', 'simulate rollout --setting dapo', ['--setting', 'dapo', 'paper']),
-    ('rollout-plan-of-another-kind', _argv_with_file('simulate rollout --plan', name='x.json', text='{}'), ['x.json']),
-    ('rollout-job-bad-model', _argv_with_file('plan rollout --job', name='j.yaml', text='workload: {model: GPT-9, gpu: H800, gpus: 8}\n'), ['j.yaml', 'workload.model', 'GPT-9']),
-    ('rollout-job-gpus-zero', _argv_with_file('plan rollout --job', name='j.yaml', text='workload: {model: Qwen2.5-7B, gpu: H800, gpus: 0}\n'), ['j.yaml', 'gpus', '0']),
-    ('rollout-job-too-long', _argv_with_file('plan rollout --job', name='j.yaml', text='workload: {model: Qwen2.5-72B, gpu: L40S, gpus: 8, max_response: 900000}\n'), ['j.yaml', 'max_response']),
-    ('bench-out-empty', "bench --out ''", ['--out']),
+    ("generation-plot-empty", "simulate generation --plot ''", ["--plot"]),
+    ("rollout-setting-unknown", "simulate rollout --setting dapo", ["--setting", "dapo", "paper"]),
+    (
+        "rollout-plan-of-another-kind",
+        _argv_with_file("simulate rollout --plan x.json", text="{}"),
+        ["x.json"],
+    ),
+    (
+        "rollout-job-bad-model",
+        _argv_with_file(
+            "plan rollout --job j.yaml", text="workload: {model: GPT-9, gpu: H800, gpus: 8}\n"
+        ),
+        ["j.yaml", "workload.model", "GPT-9"],
+    ),
+    (
+        "rollout-job-gpus-zero",
+        _argv_with_file(
+            "plan rollout --job j.yaml", text="workload: {model: Qwen2.5-7B, gpu: H800, gpus: 0}\n"
+        ),
+        ["j.yaml", "gpus", "0"],
+    ),
+    (
+        "rollout-job-too-long",
+        _argv_with_file(
+            "plan rollout --job j.yaml",
+            text="workload: {model: Qwen2.5-72B, gpu: L40S, gpus: 8, max_response: 900000}\n",
+        ),
+        ["j.yaml", "max_response"],
+    ),
+    ("bench-out-empty", "bench --out ''", ["--out"]),
     ("bench-jobs-zero", lambda t: ["bench", "--jobs", "0", "--out", str(t / "b")], ["--jobs"]),
     (
         "bench-unknown-suite",
@@ -368,22 +438,26 @@ GENERATED += [
         lambda t: ["bench", "--problem", "small-8", "--time-limit", "nan", "--out", str(t / "b")],
         ["--time-limit"],
     ),
-    ('plan-zero-limit', 'plan circuits --time-limit 0', ['time_limit']),
-    ('plan-negative-seed-type', 'plan circuits --seed 1.5', ['--seed']),
-    ('plan-option-no-equals', 'plan circuits -O fill', ['key=value']),
-    ('plan-option-unknown', 'plan circuits --solver milp -O colour=red', ['colour']),
-    ('plan-option-out-of-range', 'plan placement -O population=0', ['population']),
-    ('plan-solver-unknown', 'plan circuits --solver oracle', ['oracle']),
-    ('plan-field-of-other-problem', 'plan circuits --cluster small-8', ['--cluster']),
-    ('plan-preset-unknown', 'plan placement --cluster small-9', ['small-9']),
-    ('catalog-unknown', 'catalog planets', ['planets']),
-    ('presets-show-unknown', 'presets show nothing-like-it', ['nothing-like-it']),
-    ('estimate-unknown-gpu', 'estimate generation --gpu H100', ['H100']),
-    ('estimate-unknown-model', 'estimate generation --model Qwen9-1T', ['Qwen9-1T']),
-    ('simulate-bad-instances', 'simulate generation --instances 4xTPtwo', ['--instances']),
-    ('simulate-bad-lengths', 'simulate generation --lengths synthetic:prompts=-1', ['prompts']),
-    ('simulate-unknown-policy', 'simulate cosched --policy clairvoyant', ['clairvoyant']),
-    ('simulate-unknown-dispatch', 'simulate generation --dispatch random', ['--dispatch', 'random']),
+    ("plan-zero-limit", "plan circuits --time-limit 0", ["time_limit"]),
+    ("plan-negative-seed-type", "plan circuits --seed 1.5", ["--seed"]),
+    ("plan-option-no-equals", "plan circuits -O fill", ["key=value"]),
+    ("plan-option-unknown", "plan circuits --solver milp -O colour=red", ["colour"]),
+    ("plan-option-out-of-range", "plan placement -O population=0", ["population"]),
+    ("plan-solver-unknown", "plan circuits --solver oracle", ["oracle"]),
+    ("plan-field-of-other-problem", "plan circuits --cluster small-8", ["--cluster"]),
+    ("plan-preset-unknown", "plan placement --cluster small-9", ["small-9"]),
+    ("catalog-unknown", "catalog planets", ["planets"]),
+    ("presets-show-unknown", "presets show nothing-like-it", ["nothing-like-it"]),
+    ("estimate-unknown-gpu", "estimate generation --gpu H100", ["H100"]),
+    ("estimate-unknown-model", "estimate generation --model Qwen9-1T", ["Qwen9-1T"]),
+    ("simulate-bad-instances", "simulate generation --instances 4xTPtwo", ["--instances"]),
+    ("simulate-bad-lengths", "simulate generation --lengths synthetic:prompts=-1", ["prompts"]),
+    ("simulate-unknown-policy", "simulate cosched --policy clairvoyant", ["clairvoyant"]),
+    (
+        "simulate-unknown-dispatch",
+        "simulate generation --dispatch random",
+        ["--dispatch", "random"],
+    ),
 ]
 
 
@@ -495,12 +569,32 @@ def _rollout_plan_file(tmp: Path, mutate=lambda p: None, job: str = "rollout-14b
 
 SIZES_AND_CONTRADICTIONS = [
     # absurd sizes
-    ('gen-billion-instances', 'simulate generation --instances 1000000000xTP2', ['--instances', '65,536']),
-    ('gen-billion-requests', 'simulate generation --lengths synthetic:prompts=1000000000,n=8', ['lengths.prompts', 'memory limit']),
-    ('gen-over-memory-limit', '--memory-limit-gb 0.1 simulate generation --lengths synthetic:prompts=10000,n=16', ['lengths.prompts', '0.1 GB', '--memory-limit-gb']),
-    ('estimate-billion-requests', 'estimate generation --lengths uniform:n=1000000000', ['lengths.n', 'memory limit']),
-    ('estimate-billion-gpus', 'estimate generation --gpus 1000000000', ['--gpus', '1000000000']),
-    ('gen-max-num-seqs-huge', 'simulate generation --max-num-seqs 1000000000', ['--max-num-seqs', '1000000000']),
+    (
+        "gen-billion-instances",
+        "simulate generation --instances 1000000000xTP2",
+        ["--instances", "65,536"],
+    ),
+    (
+        "gen-billion-requests",
+        "simulate generation --lengths synthetic:prompts=1000000000,n=8",
+        ["lengths.prompts", "memory limit"],
+    ),
+    (
+        "gen-over-memory-limit",
+        "--memory-limit-gb 0.1 simulate generation --lengths synthetic:prompts=10000,n=16",
+        ["lengths.prompts", "0.1 GB", "--memory-limit-gb"],
+    ),
+    (
+        "estimate-billion-requests",
+        "estimate generation --lengths uniform:n=1000000000",
+        ["lengths.n", "memory limit"],
+    ),
+    ("estimate-billion-gpus", "estimate generation --gpus 1000000000", ["--gpus", "1000000000"]),
+    (
+        "gen-max-num-seqs-huge",
+        "simulate generation --max-num-seqs 1000000000",
+        ["--max-num-seqs", "1000000000"],
+    ),
     (
         "cosched-too-many-jobs",
         lambda t: ["plan", "cosched", "--jobs", _many_jobs_json(t, 10_001)],
@@ -511,20 +605,40 @@ SIZES_AND_CONTRADICTIONS = [
         lambda t: ["plan", "cosched", "--jobs", _big_yaml(t)],
         ["jobs.yaml", "MiB", "JSON"],
     ),
-    ('philly-too-many-jobs', 'simulate cosched --trace philly:jobs=100000', ['trace.jobs', '10,000']),
+    (
+        "philly-too-many-jobs",
+        "simulate cosched --trace philly:jobs=100000",
+        ["trace.jobs", "10,000"],
+    ),
     (
         "rollout-step-too-big",
         _rollout_7b_job("simulate", prompts_per_step=65536, responses_per_prompt=1024),
         ["workload.prompts_per_step", "memory limit"],
     ),
-    ('workflow-huge-batch', _argv_with_preset('plan placement --workflow', preset='grpo-sync-qwen3-4b', name='w.yaml', mutate=lambda d: d.update(global_batch=10 ** 15)), ['global_batch']),
+    (
+        "workflow-huge-batch",
+        _argv_with_preset(
+            "plan placement --workflow w.yaml",
+            preset="grpo-sync-qwen3-4b",
+            mutate=lambda d: d.update(global_batch=10**15),
+        ),
+        ["global_batch"],
+    ),
     (
         "gpu-absurd-tflops",
         _plan_placement_on_cluster(_custom_gpu(tflops_bf16_dense=1e308)),
         ["tflops_bf16_dense"],
     ),
-    ('demand-absurd-bytes', _argv_with_file('plan circuits --demand', name='d.csv', text='src,dst,bytes\ntor0,tor1,1e308\n'), ['row 2.bytes', '1e308']),
-    ('estimate-absurd-context', 'estimate generation --lengths uniform:context=1e300', ['lengths.context']),
+    (
+        "demand-absurd-bytes",
+        _demand_csv("src,dst,bytes\ntor0,tor1,1e308\n"),
+        ["row 2.bytes", "1e308"],
+    ),
+    (
+        "estimate-absurd-context",
+        "estimate generation --lengths uniform:context=1e300",
+        ["lengths.context"],
+    ),
     # contradictions
     ("rollout-tp16-on-8-gpu-nodes", _rollout_7b_job("simulate", tp=16), ["workload.tp", "16"]),
     ("rollout-tp3", _rollout_7b_job("plan", tp=3), ["workload.tp", "3"]),
@@ -535,28 +649,54 @@ SIZES_AND_CONTRADICTIONS = [
         ),
         ["min_timeout_s", "40"],
     ),
-    ('gen-tp16', 'simulate generation --instances 1xTP16', ['--instances', 'TP16']),
-    ('gen-tp3', 'simulate generation --instances 2xTP3', ['--instances', 'TP3']),
-    ('philly-key-twice', 'simulate cosched --trace philly:jobs=5,jobs=6', ['trace.jobs', 'twice']),
-    ('replan-quoted-number', _argv_with_preset('plan replan --state', preset='replan-tail', name='s.yaml', mutate=lambda d: d.update(nodes='1')), ['nodes', 'quoted string', "'1'"]),
+    ("gen-tp16", "simulate generation --instances 1xTP16", ["--instances", "TP16"]),
+    ("gen-tp3", "simulate generation --instances 2xTP3", ["--instances", "TP3"]),
+    ("philly-key-twice", "simulate cosched --trace philly:jobs=5,jobs=6", ["trace.jobs", "twice"]),
+    (
+        "replan-quoted-number",
+        _replan_tail(lambda d: d.update(nodes="1")),
+        ["nodes", "quoted string", "'1'"],
+    ),
     (
         "cluster-quoted-count",
         _plan_placement_on_cluster(lambda d: d["nodes"][0].update(count="4")),
         ["nodes[0].count", "quoted string"],
     ),
     # the error names the option at fault
-    ('gen-negative-seed', 'simulate generation --seed -1', ['--seed', '-1']),
-    ('gen-huge-block', 'simulate generation --block-size 1000000000', ['--block-size', '1000000000']),
-    ('philly-infinite-mean', 'simulate cosched --trace philly:mean_hours=inf', ['trace.mean_hours', 'inf']),
-    ('philly-infinite-hours', 'simulate cosched --trace philly:hours=inf', ['trace.hours', 'inf']),
-    ('replan-context-fits-nothing', _argv_with_preset('plan replan --state', preset='replan-tail', name='s.yaml', mutate=_request(10, 10 ** 12)), ['instances[0].requests[', 'KV tokens']),
-    ('yaml-nul-byte', _argv_with_file('plan placement --cluster', name='c.yaml', text='nodes: []\x00\n'), ['c.yaml', 'control character']),
+    ("gen-negative-seed", "simulate generation --seed -1", ["--seed", "-1"]),
+    (
+        "gen-huge-block",
+        "simulate generation --block-size 1000000000",
+        ["--block-size", "1000000000"],
+    ),
+    (
+        "philly-infinite-mean",
+        "simulate cosched --trace philly:mean_hours=inf",
+        ["trace.mean_hours", "inf"],
+    ),
+    ("philly-infinite-hours", "simulate cosched --trace philly:hours=inf", ["trace.hours", "inf"]),
+    (
+        "replan-context-fits-nothing",
+        _replan_tail(_request(10, 10**12)),
+        ["instances[0].requests[", "KV tokens"],
+    ),
+    ("yaml-nul-byte", _cluster_file("c.yaml", "nodes: []\x00\n"), ["c.yaml", "control character"]),
     # messages: one line, the value echoed
-    ('estimate-zero-seqs', 'estimate generation --max-num-seqs 0', ['--max-num-seqs', '0']),
-    ('time-limit-word', 'plan --time-limit abc', ['--time-limit', "'abc'"]),
-    ('max-num-seqs-word', 'simulate generation --max-num-seqs many', ['--max-num-seqs', "'many'"]),
-    ('rollout-plan-is-a-job', _argv_with_preset('simulate rollout --plan', preset='rollout-7b-8k', name='job.yaml', mutate=lambda d: None), ['job.yaml', 'not a plan file', 'workload']),
-    ('evaluate-no-plan-section', _argv_with_plan_file('evaluate', mutate=lambda d: d.pop('plan')), ['plan', 'required field is missing']),
+    ("estimate-zero-seqs", "estimate generation --max-num-seqs 0", ["--max-num-seqs", "0"]),
+    ("time-limit-word", "plan --time-limit abc", ["--time-limit", "'abc'"]),
+    ("max-num-seqs-word", "simulate generation --max-num-seqs many", ["--max-num-seqs", "'many'"]),
+    (
+        "rollout-plan-is-a-job",
+        _argv_with_preset(
+            "simulate rollout --plan job.yaml", preset="rollout-7b-8k", mutate=lambda d: None
+        ),
+        ["job.yaml", "not a plan file", "workload"],
+    ),
+    (
+        "evaluate-no-plan-section",
+        _argv_with_plan_file("evaluate", mutate=lambda d: d.pop("plan")),
+        ["plan", "required field is missing"],
+    ),
     (
         "target-unknown-framework",
         lambda t: ["plan", *SMALL, "--target", "deepspeed", "-o", str(t / "p.json")],
@@ -592,9 +732,29 @@ SIZES_AND_CONTRADICTIONS = [
     ),
     # silently lax before
     ("export-to-stdout", ["plan", *SMALL, "--export", "verl", "-o", "-"], ["--export", "-o"]),
-    ('evaluate-unknown-key', _argv_with_file('evaluate', name='p.yaml', text=yaml.safe_dump({'problem': 'rollout', 'job': 'rollout-7b-8k', 'plan': {}, 'colour': 'red'})), ['colour', 'unknown field']),
-    ('jsonl-duplicate-key', _argv_with_file('simulate generation --lengths', name='t.jsonl', text='{"response_lengths": [5], "response_lengths": [6]}\n'), ['t.jsonl', 'duplicate key']),
-    ('plan-file-unknown-version', _argv_with_plan_file('validate', mutate=lambda d: d.update(schema_version='0.9')), ['schema_version', '0.9', '1.2']),
+    (
+        "evaluate-unknown-key",
+        _argv_with_file(
+            "evaluate p.yaml",
+            text=yaml.safe_dump(
+                {"problem": "rollout", "job": "rollout-7b-8k", "plan": {}, "colour": "red"}
+            ),
+        ),
+        ["colour", "unknown field"],
+    ),
+    (
+        "jsonl-duplicate-key",
+        _argv_with_file(
+            "simulate generation --lengths t.jsonl",
+            text='{"response_lengths": [5], "response_lengths": [6]}\n',
+        ),
+        ["t.jsonl", "duplicate key"],
+    ),
+    (
+        "plan-file-unknown-version",
+        _argv_with_plan_file("validate", mutate=lambda d: d.update(schema_version="0.9")),
+        ["schema_version", "0.9", "1.2"],
+    ),
 ]
 
 
