@@ -494,6 +494,9 @@ def test_ctrl_c_during_a_solve_exits_130_and_writes_nothing(tmp_path):
         text=True,
         env={**os.environ, "RLPLAN_PROGRESS_EVERY": "0.2"},
         cwd=tmp_path,
+        # a user's foreground command takes Ctrl-C; a suite started in the background (`make
+        # test &` in a script) hands its children SIGINT ignored, and Python keeps it ignored
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.time() + 60
     line = proc.stderr.readline()  # the first progress line: the search is under way
