@@ -3,7 +3,7 @@
 The benchmarks layer sits on top of the planner (docs/architecture.md, "The house":
 benchmarks -> planner -> ...), so the planner's typer app cannot import it; instead the package
 declares :func:`register` under the ``rlplan.commands`` entry-point group (pyproject.toml), and
-the console script (``planner.entry``) calls it with its app.
+the console script (``planner.cli.entry``) calls it with its app.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import typer
 
 from costmodels.errors import SpecError
-from planner.cli import fail, out
+from planner.cli.console import fail, out
 from planner.outputs import check_output_dir
 from planner.registry import UnknownSolverError, build_registry
 

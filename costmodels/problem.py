@@ -6,6 +6,10 @@ solver registry) and the benchmarks (harness, report) loop over descriptors and 
 per-problem literal, so adding a problem is one sub-package per layer plus one descriptor
 (``docs/architecture.md``).
 
+A descriptor is the problem's language and judge only: its solvers are wired above the layers that
+hold them (``planner/solvers/<problem>.py``) and its own commands live in the command-line package
+(``planner/cli/``), so this layer imports nothing of rlplan's above it.
+
 What a descriptor carries:
 
 * identity: ``name`` (the ``problem:`` key of problem files and ``rlplan plan <name>``), a one-line
@@ -15,20 +19,13 @@ What a descriptor carries:
   makes the problem object from the loaded fields, and the ``presets`` it ships;
 * the judge: ``plan_type``, ``evaluate`` (objective, breakdown) and the independent ``check``
   (violations), the ``objective`` meaning and its ``units``;
-* its solvers: :class:`SolverEntry` references ``"package.module:function"`` the planner imports
-  lazily. They are references, not imports (costmodels imports nothing above it); the layering
-  test checks each points into the same problem's package of ``formulations`` or ``heuristics``;
 * presentation and measurement: ``summary_table`` (what ``rlplan plan`` prints, as plain
   :class:`Summary` data the CLI renders, from one :class:`SolvedPlan`), ``plot``, ``exports``
   (framework configs), the harness's instance ``size`` and ``size_label``, the breakdown keys the
   reports keep (``bench_extras``), and ``primary_key`` for lexicographic objectives (a breakdown
   key compared before the objective);
 * ``canned``: small instances with known optima, which the contract test runs every registered
-  solver of the kind on (after cvxpy's ``solver_test_helpers``);
-* ``commands``: the problem's own command-line commands (``rlplan simulate cosched``, ...) as
-  :class:`CommandEntry` references into its packages; the planner mounts them and hands each a
-  :class:`CommandKit` (its console, exit and file helpers), so a problem's CLI lives with the
-  problem and imports nothing above it (``docs/architecture.md``, "The house").
+  solver of the kind on (after cvxpy's ``solver_test_helpers``).
 """
 
 from __future__ import annotations
@@ -81,97 +78,6 @@ class SpecField:
     check_with: Callable[[Any, dict[str, Any]], None] | None = None
     csv: Callable[[str], Any] | None = None
     list_key: str | None = None
-
-
-@dataclass(frozen=True)
-class SolverEntry:
-    """A solver of this problem, by reference. ``target`` is ``"module:function"``; the function
-    takes ``(problem, *, time_limit, seed, **options)`` and returns a ``SolverOutput``. ``inject``
-    maps keyword parameters to ``"module:function"`` objects the planner passes in (how an exact
-    formulation gets a heuristic's warm start or fill without importing heuristics).
-
-    ``ignores`` names validator constraints the solver knowingly does not enforce, because the
-    published baseline it reproduces does not (RollMux §7.5's random and greedy place jobs "where
-    they fit", with no SLO check): its plans are still judged, a plan breaking them comes back
-    ``invalid`` naming what it broke, and the contract test allows exactly those violations.
-
-    ``time_limit`` is the solver's default wall-clock cap in seconds: what bounds a run whose
-    caller gives no limit (``rlplan plan`` without ``--time-limit``, ``solve()`` without
-    ``time_limit``). It is a cap, not a budget: the solver keeps its own default effort and
-    stops early only when that would overrun it (``costmodels.solving.default_cap``)."""
-
-    name: str
-    target: str
-    description: str
-    exact: bool = False
-    default: bool = False
-    inject: Mapping[str, str] = field(default_factory=dict)
-    time_limit: float = 60.0
-    ignores: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class CommandEntry:
-    """A command the problem adds under a group of the CLI (``rlplan <group> <name>``), by
-    reference. ``target`` is ``"module:function"``, a factory called once when the CLI is built as
-    ``factory(kit, **injected)`` that returns the typer command function (its parameters are the
-    command's options, readable in the problem's own ``cli.py``). ``inject`` maps keyword
-    parameters to ``"module:function"`` objects the planner imports and passes in, as
-    :class:`SolverEntry` does (how a heuristic's command gets an exact solver without importing
-    formulations). Groups: ``simulate``, ``estimate``."""
-
-    group: str
-    name: str
-    target: str
-    inject: Mapping[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class CommandKit:
-    """What the planner lends a problem's commands: the consoles and the exit rule
-    (docs/architecture.md, "Interfaces people use": 2 for bad input, 1 for no plan or a rejected
-    plan), and the generic loading, checking and file helpers a command would otherwise import
-    from above its layer.
-
-    * ``out``/``err``: rich consoles for stdout and stderr; ``fail(message, code=2)`` prints one
-      line on stderr and exits;
-    * ``build_problem(kind, fields)``: a problem from field values (files, presets, mappings);
-      ``load_plan_and_problem(path)``: a plan file and the problem it was made for;
-      ``check_plan(problem, plan)``: (violations, objective, breakdown) on the judge;
-    * ``efficiency_update(profile, engine)``: the ``--profile``/``--engine`` options as
-      :class:`~costmodels.efficiency.Efficiency` field updates; ``efficiency(profile, engine)`` the
-      whole efficiency; ``profile_help``/``engine_help`` their option help;
-    * ``check_output(path, flag, suffixes)`` before work starts and ``write_picture(path, draw)``
-      after (atomic), with ``plot_suffixes`` the picture formats;
-    * ``read_text(path)``: a user file with the size and encoding guards of every input;
-      ``json_safe(obj)``: non-finite floats as null, for ``--json`` output."""
-
-    out: Any
-    err: Any
-    fail: Callable[..., Any]
-    build_problem: Callable[[str, dict[str, Any]], Any]
-    load_plan_and_problem: Callable[[Path], tuple[Any, Any]]
-    check_plan: Callable[[Any, Any], tuple[list[str], float, dict[str, Any]]]
-    efficiency_update: Callable[[str | None, str | None], dict[str, Any]]
-    efficiency: Callable[[str | None, str | None], Any]
-    profile_help: str
-    engine_help: str
-    check_output: Callable[..., Path]
-    write_picture: Callable[[Path, Callable[[Path], None]], None]
-    plot_suffixes: tuple[str, ...]
-    read_text: Callable[[Path], str]
-    json_safe: Callable[[Any], Any]
-
-
-#: the CLI groups a problem's commands may join, with each group's help
-COMMAND_GROUPS = {
-    "simulate": (
-        "Request-level simulation (continuous batching under KV capacity) on the one decode model."
-    ),
-    "estimate": (
-        "Cost-model estimates without solving (generation makespan per TP/DP configuration)."
-    ),
-}
 
 
 @dataclass(frozen=True)
@@ -239,7 +145,6 @@ class ProblemKind:
     check: Check | None = None
     objective: str = ""
     units: str = ""
-    solvers: tuple[SolverEntry, ...] = ()
     presets: tuple[Preset, ...] = ()
     summary_table: SummaryFn | None = None
     evaluate_table: Callable[[Any, Any, float, dict[str, Any], str], Summary] | None = None
@@ -259,7 +164,6 @@ class ProblemKind:
     #: lifts the restriction), and the frameworks it knows; None: no framework restriction
     with_target: Callable[[Any, str | None], Any] | None = None
     targets: tuple[str, ...] = ()
-    commands: tuple[CommandEntry, ...] = ()
 
     def spec_field(self, name: str) -> SpecField:
         """The spec field ``name`` (``KeyError`` if the problem has none)."""
@@ -280,10 +184,6 @@ class ProblemKind:
             for a in ("plan_type", "evaluate", "check", "summary_table", "size", "canned")
             if getattr(self, a) is None
         ]
-        if not self.solvers:
-            missing.append("solvers")
-        elif sum(s.default for s in self.solvers) != 1:
-            missing.append("exactly one default solver")
         if any(f.default is None for f in self.fields if f.required and f.file):
             missing.append("a default preset for every required file field")
         names = [f.name for f in self.fields]

@@ -1,5 +1,8 @@
-"""What users touch: ``solve()``, ``load_problem()``, the Result, the solver registry, plan files.
+"""What users touch: ``plan()`` (a problem to its plan file, as ``rlplan plan`` does), ``solve()``,
+the loaders, the Result, the solver registry, plan files.
 
+>>> from planner import PlanRequest, plan
+>>> outcome = plan(PlanRequest("placement", solver="verl", output="plan.json"))
 >>> from planner import solve, load_problem
 >>> result = solve(load_problem("default"), solver="verl")
 """
@@ -23,7 +26,8 @@ from costmodels.circuits.fabric import DemandSpec  # noqa: E402
 from costmodels.circuits.rfabric import RFabricSpec  # noqa: E402
 from costmodels.solving import SolverOutput, Status  # noqa: E402
 from heuristics.circuits.materialize import Materializer  # noqa: E402
-from planner.io import load_cluster, load_problem, load_workflow  # noqa: E402
+from planner.io import build_problem, load_cluster, load_problem, load_workflow  # noqa: E402
+from planner.planning import PlanOutcome, PlanRequest, plan  # noqa: E402
 from planner.registry import Registry, UnknownSolverError, default_registry  # noqa: E402
 from planner.result import Result  # noqa: E402
 from planner.solve import solve  # noqa: E402
@@ -43,6 +47,8 @@ __all__ = [
     "FabricSpec",
     "PlacementPlan",
     "PlacementProblem",
+    "PlanOutcome",
+    "PlanRequest",
     "Registry",
     "Result",
     "SolverOutput",
@@ -50,9 +56,11 @@ __all__ = [
     "Status",
     "UnknownSolverError",
     "WorkflowSpec",
+    "build_problem",
     "default_registry",
     "load_cluster",
     "load_problem",
     "load_workflow",
+    "plan",
     "solve",
 ]

@@ -1,5 +1,5 @@
-"""``python -m planner``: the ``rlplan`` console script (:mod:`planner.entry`)."""
+"""``python -m planner``: the ``rlplan`` console script (:mod:`planner.cli.entry`)."""
 
-from planner.entry import main
+from planner.cli.entry import main
 
 main()

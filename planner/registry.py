@@ -1,8 +1,10 @@
 """The registry: problem kinds and their solvers, one per process (after vidur's registries).
 
-Every problem arrives as a descriptor (``costmodels.problem.ProblemKind``) whose solvers are
-references ``"module:function"``; the registry imports a solver only when it is used, so
-``rlplan --help`` does not import HiGHS, CP-SAT or DEAP. Unknown or duplicate keys fail loudly.
+Every problem arrives as a descriptor (``costmodels.problem.ProblemKind``: its language and judge)
+with its solvers (:class:`~planner.solvers.entry.SolverEntry`, the built-ins' in
+``planner/solvers/<problem>.py``), each naming its function through a loader; the registry calls
+the loader only when the solver is used, so ``rlplan --help`` does not import HiGHS, CP-SAT or
+DEAP. Unknown or duplicate keys fail loudly.
 
 Solver options (after ``scipy.optimize.milp``'s allow-list, typed): a solver's options are its
 keyword-only parameters other than those the façade owns (``time_limit``, ``seed``, ``progress``)
@@ -14,7 +16,8 @@ validates option values before the solver runs: ``-O population=0`` or ``-O back
 Plugins (a function ``register(registry)``): the ``rlplan.plugins`` entry-point group, the
 ``RLPLAN_PLUGINS`` environment variable (``module:function`` separated by commas), and
 ``build_registry(plugins=...)`` (``rlplan bench --plugin``). A plugin may add solvers to a kind
-(:meth:`Registry.register`) or whole problems (:meth:`Registry.add_problem`).
+(:meth:`Registry.register`) or whole problems with their solvers (:meth:`Registry.add_problem`).
+Plugins are the one place a ``module:function`` string remains: they name code outside rlplan.
 """
 
 from __future__ import annotations
@@ -26,16 +29,14 @@ import inspect
 import math
 import os
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from costmodels.problem import Preset, ProblemKind
 from costmodels.problems import builtin_kinds
-from costmodels.solving import SolverOutput
-
-SolverFn = Callable[..., SolverOutput]
+from planner.solvers import SolverEntry, SolverFn, builtin_solvers
 
 #: keyword parameters the façade owns: never user options
 FACADE_PARAMS = ("time_limit", "seed", "progress")
@@ -51,7 +52,7 @@ class SolverOptionError(ValueError):
 
 
 def resolve(ref: str) -> Any:
-    """The object a ``"module:function"`` reference names."""
+    """The object a plugin's ``"module:function"`` reference names."""
     module, _, name = ref.partition(":")
     if not module or not name:
         raise ValueError(f"{ref!r}: expected module:function")
@@ -70,13 +71,13 @@ class SolverInfo:
         *,
         exact: bool = False,
         func: SolverFn | None = None,
-        target: str | None = None,
-        inject: dict[str, str] | None = None,
+        load: Callable[[], SolverFn] | None = None,
+        inject: Mapping[str, Callable[[], Any]] | None = None,
         time_limit: float = 60.0,
         ignores: tuple[str, ...] = (),
     ) -> None:
-        if (func is None) == (target is None):
-            raise TypeError("give a solver function or a module:function target, not both")
+        if (func is None) == (load is None):
+            raise TypeError("give a solver function or a loader of one, not both")
         if not (time_limit > 0 and math.isfinite(time_limit)):
             raise ValueError(
                 f"solver {name!r}: default time_limit must be a positive number of seconds, got "
@@ -84,7 +85,7 @@ class SolverInfo:
             )
         self.problem, self.name, self.description, self.exact = problem, name, description, exact
         self.time_limit = float(time_limit)  # the default cap (SolverEntry.time_limit)
-        self._func, self.target, self.inject = func, target, dict(inject or {})
+        self._func, self._load, self.inject = func, load, dict(inject or {})
         self.ignores = tuple(ignores)  # validator constraints it does not enforce (SolverEntry)
 
     def __repr__(self) -> str:
@@ -92,7 +93,7 @@ class SolverInfo:
 
     @functools.cached_property
     def raw(self) -> SolverFn:
-        func = self._func if self._func is not None else resolve(self.target)  # type: ignore[arg-type]
+        func = self._func if self._func is not None else self._load()  # type: ignore[misc]
         params = inspect.signature(func).parameters
         for required in ("time_limit", "seed"):
             if required not in params:
@@ -106,7 +107,7 @@ class SolverInfo:
     def func(self) -> SolverFn:
         if not self.inject:
             return self.raw
-        return functools.partial(self.raw, **{k: resolve(ref) for k, ref in self.inject.items()})
+        return functools.partial(self.raw, **{k: load() for k, load in self.inject.items()})
 
     @functools.cached_property
     def takes_progress(self) -> bool:
@@ -220,20 +221,26 @@ class Registry:
 
     # ------------------------------------------------------------------ problems
 
-    def add_problem(self, kind: ProblemKind) -> None:
-        """Add a problem and the solvers its descriptor names."""
+    def add_problem(self, kind: ProblemKind, solvers: tuple[SolverEntry, ...] = ()) -> None:
+        """Add a problem and its solvers. A problem given solvers must have exactly one default;
+        one given none is listed but not solvable (its solvers have not landed)."""
         if kind.name in self._kinds:
             raise ValueError(f"problem {kind.name!r} is already registered")
+        if solvers and sum(s.default for s in solvers) != 1:
+            raise ValueError(
+                f"problem {kind.name!r}: exactly one solver must be the default, got "
+                f"{[s.name for s in solvers if s.default] or 'none'}"
+            )
         self._kinds[kind.name] = kind
-        for entry in kind.solvers:
+        for entry in solvers:
             self._add(
                 SolverInfo(
                     kind.name,
                     entry.name,
                     entry.description,
                     exact=entry.exact,
-                    target=entry.target,
-                    inject=dict(entry.inject),
+                    load=entry.load,
+                    inject=entry.inject,
                     time_limit=entry.time_limit,
                     ignores=entry.ignores,
                 ),
@@ -336,8 +343,9 @@ def build_registry(plugins: tuple[str, ...] = (), *, external: bool = True) -> R
     from importlib.metadata import entry_points
 
     reg = Registry()
+    solvers = builtin_solvers()
     for kind in builtin_kinds():
-        reg.add_problem(kind)
+        reg.add_problem(kind, solvers[kind.name])
     if not external:
         for ref in plugins:
             resolve(ref)(reg)

@@ -14,6 +14,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from costmodels.problem import ProblemKind
 from costmodels.solving import (
     DeadlineExceeded,
     SolverOutput,
@@ -23,7 +24,7 @@ from costmodels.solving import (
     default_cap,
     termination_of,
 )
-from planner.registry import Registry, default_registry
+from planner.registry import Registry, SolverInfo, default_registry
 from planner.result import Result, relative_gap
 
 #: relative tolerance between an exact solver's own objective and the cost model
@@ -43,7 +44,19 @@ def check_plan(
     return [], objective, breakdown
 
 
-def solve(  # noqa: C901
+def _checked_budget(time_limit: float | None, seed: int) -> None:
+    if time_limit is not None and (
+        isinstance(time_limit, bool)
+        or not isinstance(time_limit, int | float)
+        or not math.isfinite(time_limit)
+        or not time_limit > 0
+    ):
+        raise ValueError(f"time_limit must be a finite number of seconds > 0, got {time_limit!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+        raise ValueError(f"seed must be an integer in [0, 2**63), got {seed!r}")
+
+
+def solve(
     problem: Any,
     solver: str | None = None,
     *,
@@ -66,18 +79,34 @@ def solve(  # noqa: C901
     solver starts; everything that goes wrong inside the solver is reported in the Result.
     """
     reg = registry or default_registry()
+    info = reg.get(reg.kind_of(problem).name, solver)
+    return run_validated(
+        problem,
+        info,
+        info.validate_options(options),
+        time_limit=time_limit,
+        seed=seed,
+        progress=progress,
+        registry=reg,
+    )
+
+
+def run_validated(
+    problem: Any,
+    info: SolverInfo,
+    options: dict[str, Any],
+    *,
+    time_limit: float | None = None,
+    seed: int = 0,
+    progress: Callable[[int, int, float], None] | None = None,
+    registry: Registry | None = None,
+) -> Result:
+    """:func:`solve` with the solver looked up and its options already validated
+    (``info.validate_options``): what :func:`planner.planning.plan` calls, so a request's options
+    are checked once, before its progress display opens."""
+    reg = registry or default_registry()
     kind = reg.kind_of(problem)
-    info = reg.get(kind.name, solver)
-    options = info.validate_options(options)
-    if time_limit is not None and (
-        isinstance(time_limit, bool)
-        or not isinstance(time_limit, int | float)
-        or not math.isfinite(time_limit)
-        or not time_limit > 0
-    ):
-        raise ValueError(f"time_limit must be a finite number of seconds > 0, got {time_limit!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
-        raise ValueError(f"seed must be an integer in [0, 2**63), got {seed!r}")
+    _checked_budget(time_limit, seed)
     start = time.perf_counter()
     base = {
         "problem": problem,
@@ -146,6 +175,15 @@ def solve(  # noqa: C901
     )
     if time_limit is None:
         result.stats["default_time_limit"] = info.time_limit
+    return _judged(result, out, kind, info, reg)
+
+
+def _judged(
+    result: Result, out: SolverOutput, kind: ProblemKind, info: SolverInfo, reg: Registry
+) -> Result:
+    """The solver's output held to the judge: the plan's type, the independent validator, the
+    cost model's objective (never the solver's), and its bound against that objective."""
+    problem = result.problem
     if out.plan is None:
         if out.status.has_plan:
             result.status, result.termination = Status.ERROR, Termination.ERROR

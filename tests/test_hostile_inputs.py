@@ -810,7 +810,7 @@ def test_plan_file_of_the_previous_release_is_migrated(tmp_path):
 def test_ray_missing_is_a_usage_error_naming_the_extra(monkeypatch, capsys):
     import sys
 
-    from planner.entry import main
+    from planner.cli.entry import main
 
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray fails, as without the [ray] extra
     for argv in (["plan", *SMALL, "--executor", "ray"], ["plan", *SMALL, "-O", "executor=ray"]):
@@ -875,7 +875,7 @@ def test_every_count_option_has_a_documented_upper_bound():
 
     import typer
 
-    from planner.entry import composed_app
+    from planner.cli.entry import composed_app
 
     def leaves(command, path):
         subs = getattr(command, "commands", None)

@@ -62,46 +62,81 @@ def test_the_contracts_name_every_problem():
 
 
 def test_every_layer_lists_the_problems():
-    """`ls` of a layer shows the problems: each solvable problem has a package in costmodels, and
-    its solvers live in its packages of formulations and heuristics."""
+    """`ls` of a layer shows the problems: each solvable problem has a package in costmodels, its
+    solvers are wired in ``planner/solvers/<problem>.py`` and live in its packages of formulations
+    and heuristics, and what the planner injects into a solver comes from the same problem."""
     from planner.registry import default_registry
 
     reg = default_registry()
     for kind in reg.kinds():
         assert (ROOT / "costmodels" / kind.name / "__init__.py").exists(), kind.name
-        for entry in kind.solvers:
-            module = entry.target.partition(":")[0]
+        assert (ROOT / "planner" / "solvers" / f"{kind.name}.py").exists(), kind.name
+        for info in reg.solvers(kind.name):
+            module = info.raw.__module__
             assert (
                 module.split(".")[0] in ("formulations", "heuristics")
                 and _problem_of(module) == kind.name
-            ), entry.target
-            for (
-                ref
-            ) in entry.inject.values():  # the planner injects across layers, never across problems
-                assert _problem_of(ref.partition(":")[0]) == kind.name, ref
+            ), (kind.name, info.name, module)
+            for name, load in info.inject.items():  # across layers, never across problems
+                assert _problem_of(load().__module__) == kind.name, (info.name, name)
 
 
-def test_a_problems_commands_live_with_the_problem_and_the_planner_names_none():
-    """Following a problem from its command to its plan file stays in its own packages plus the
-    generic planner: its commands are descriptor references into its packages, and the planner's
-    CLI modules name no problem (``docs/architecture.md``, "The house")."""
+def test_no_string_addresses_a_solver_or_a_command():
+    """Solvers and commands are named directly (``docs/architecture.md``, "Adding a solver"): no
+    ``"package.module:function"`` string in rlplan's code routes to one. Packaging metadata
+    (``pyproject.toml``'s console script and entry points) is the one place such names remain."""
     import re
 
-    from costmodels.problem import COMMAND_GROUPS
-    from planner.registry import default_registry, resolve
+    ref = re.compile(
+        r"""["'](costmodels|formulations|heuristics|search|planner|benchmarks)(\.\w+)+:\w+"""
+    )
+    offenders = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for layer in ("costmodels", "formulations", "heuristics", "search", "planner", "benchmarks")
+        for path in sorted((ROOT / layer).rglob("*.py"))
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if ref.search(line)
+    ]
+    assert not offenders, offenders
 
-    reg = default_registry()
-    names = [k.name for k in reg.kinds()]
-    mounted = 0
-    for kind in reg.kinds():
-        for entry in kind.commands:
-            assert entry.group in COMMAND_GROUPS, entry
-            for ref in (entry.target, *entry.inject.values()):
-                assert _problem_of(ref.partition(":")[0]) == kind.name, ref
-                assert callable(resolve(ref)), ref
-            mounted += 1
-    assert mounted >= 4  # estimate/simulate generation (replan), simulate cosched, simulate rollout
-    for module in ("cli.py", "entry.py", "calibrate_command.py"):
+
+def test_the_generic_planner_names_no_problem():
+    """Following a problem from the command line to its plan file visits the command-line
+    package, ``planner.plan``, ``solve``, the problem's solver and its judge: the generic modules
+    on that path name no problem; only the solver wiring (``planner/solvers``) and the mount point
+    of the problems' own commands (``planner/cli/app.py``) do (``docs/architecture.md``, "The
+    house")."""
+    import re
+
+    from planner.registry import default_registry
+
+    names = [k.name for k in default_registry().kinds()]
+    generic = [
+        "planning.py",
+        "solve.py",
+        "registry.py",
+        *(f"cli/{m}.py" for m in ("plan", "check", "catalog", "console", "render", "progress")),
+        "cli/entry.py",
+    ]
+    for module in generic:
         text = (ROOT / "planner" / module).read_text()
         found = [n for n in names if re.search(rf"\b{n}\b", text)]
         assert not found, f"planner/{module} names {found}"
+
+
+def test_the_typer_and_rich_contract_names_every_module_below_the_command_line():
+    """The contract keeping typer and rich in ``planner.cli`` lists every other planner module, so
+    a new one cannot slip past it."""
+    import tomllib
+
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"][
+        "contracts"
+    ]
+    (contract,) = [c for c in contracts if "typer" in c.get("forbidden_modules", [])]
+    below = {
+        f"planner.{p.stem if p.is_file() else p.name}"
+        for p in (ROOT / "planner").iterdir()
+        if (p.suffix == ".py" or (p / "__init__.py").exists())
+        and p.stem not in ("__init__", "__main__", "cli")
+    }
+    assert below <= set(contract["source_modules"]), sorted(below - set(contract["source_modules"]))

@@ -13,24 +13,7 @@ from costmodels.broadcast.problem import (
     evaluate_broadcast,
 )
 from costmodels.broadcast.summary import broadcast_summary
-from costmodels.problem import ProblemKind, SolverEntry, SpecField
-
-SOLVERS = (
-    SolverEntry(
-        "two-level",
-        "heuristics.broadcast.schedule:solve_two_level",
-        default=True,
-        description=(
-            "RFabric App. E: cross-PoD seeding in budget-aware waves (relay on), intra-PoD "
-            "fan-out trees"
-        ),
-    ),
-    SolverEntry(
-        "naive",
-        "heuristics.broadcast.schedule:solve_naive",
-        description="naive one-to-all: every generation rank fetches every shard from its holder",
-    ),
-)
+from costmodels.problem import ProblemKind, SpecField
 
 KIND = ProblemKind(
     name="broadcast",
@@ -51,7 +34,6 @@ KIND = ProblemKind(
         "E)"
     ),
     units="s",
-    solvers=SOLVERS,
     presets=broadcast_presets(),
     summary_table=broadcast_summary,
     plot=plot_broadcast,

@@ -15,71 +15,12 @@ from costmodels.circuits.problem import (
     evaluate_circuits,
 )
 from costmodels.circuits.summary import circuits_summary
-from costmodels.problem import ProblemKind, SolverEntry, SpecField
+from costmodels.problem import ProblemKind, SpecField
 
 
 def _demand_fits_fabric(demand: DemandSpec, loaded: dict[str, Any]) -> None:
     demand.check_against(loaded["fabric"])
 
-
-_FILL = {"fill_with": "heuristics.circuits.greedy:allocate_greedy"}  # spare ports go to Algorithm 3
-
-SOLVERS = (
-    SolverEntry(
-        "greedy",
-        "heuristics.circuits.greedy:solve_greedy",
-        default=True,
-        description=(
-            "OrchestrRL Algorithm 3 (App. D.2): one circuit at a time to the largest pair time, "
-            "as one sorted scan of circuit events"
-        ),
-    ),
-    SolverEntry(
-        "greedy-reference",
-        "heuristics.circuits.greedy:solve_greedy_reference",
-        description=(
-            "plain transcription of Algorithm 3 (rescans every pair each step); same allocation "
-            "as greedy"
-        ),
-    ),
-    SolverEntry(
-        "milp",
-        "formulations.circuits.exact:solve_circuits_milp",
-        exact=True,
-        inject=_FILL,
-        time_limit=120.0,
-        description=(
-            "exact lexicographic model (max covered demand, then min bottleneck) on HiGHS via PuLP"
-        ),
-    ),
-    SolverEntry(
-        "cpsat",
-        "formulations.circuits.exact:solve_circuits_cpsat",
-        exact=True,
-        inject=_FILL,
-        time_limit=120.0,
-        description=(
-            "the same exact model on OR-Tools CP-SAT (bottleneck picked from its candidate set)"
-        ),
-    ),
-    SolverEntry(
-        "uniform",
-        "heuristics.circuits.greedy:solve_uniform",
-        description=(
-            "uniform splitting baseline (App. I): each endpoint's ports spread evenly over its "
-            "demanded pairs"
-        ),
-    ),
-    SolverEntry(
-        "bruteforce",
-        "formulations.circuits.bruteforce:solve_circuits_bruteforce",
-        exact=True,
-        time_limit=300.0,
-        description=(
-            "enumerate every allocation (tiny instances only; ground truth for the exact models)"
-        ),
-    ),
-)
 
 KIND = ProblemKind(
     name="circuits",
@@ -105,7 +46,6 @@ KIND = ProblemKind(
     check=check_circuits,
     objective="bottleneck pair time in seconds (OrchestrRL Eq. 7)",
     units="s",
-    solvers=SOLVERS,
     presets=circuits_presets(),
     summary_table=circuits_summary,
     plot=plot_circuits,

@@ -7,74 +7,7 @@ from costmodels.cosched.group import CoschedulePlan, check_cosched, evaluate_cos
 from costmodels.cosched.presets import cosched_presets
 from costmodels.cosched.problem import CoscheduleProblem, JobsSpec
 from costmodels.cosched.summary import cosched_summary
-from costmodels.problem import CommandEntry, ProblemKind, SolverEntry, SpecField
-
-SOLVERS = (
-    SolverEntry(
-        "rollmux",
-        "heuristics.cosched.online:solve_rollmux",
-        default=True,
-        description=(
-            "RollMux Algorithm 1: direct packing / rollout scaling into unsaturated groups at "
-            "least marginal cost"
-        ),
-    ),
-    SolverEntry(
-        "random",
-        "heuristics.cosched.online:solve_random",
-        ignores=("SLO",),
-        description=(
-            "§7.5: a random group that can hold the job (memory, size; no SLO check), random "
-            "nodes; its plans may break SLOs, as the paper's do"
-        ),
-    ),
-    SolverEntry(
-        "greedy",
-        "heuristics.cosched.online:solve_greedy",
-        ignores=("SLO",),
-        description="§7.5: the most idle group that can hold the job (no SLO check)",
-    ),
-    SolverEntry(
-        "random-slo",
-        "heuristics.cosched.online:solve_random_slo",
-        description="random, admitting a job only where every member keeps its SLO",
-    ),
-    SolverEntry(
-        "greedy-slo",
-        "heuristics.cosched.online:solve_greedy_slo",
-        description="greedy, admitting a job only where every member keeps its SLO",
-    ),
-    SolverEntry(
-        "solo",
-        "heuristics.cosched.online:solve_solo",
-        description="Solo-D: every job alone on 1:1 rollout and training pools (§7.4)",
-    ),
-    SolverEntry(
-        "colocated",
-        "heuristics.cosched.online:solve_colocated",
-        description="veRL-style: every job alone, both phases on training GPUs (§7.4)",
-    ),
-    SolverEntry(
-        "optimal",
-        "formulations.cosched.partition:solve_cosched_optimal",
-        exact=True,
-        time_limit=120.0,
-        inject={"warm_start": "heuristics.cosched.online:solve_rollmux"},
-        description=(
-            "the offline optimum: set partitioning over feasible groups (canonical pinnings) on "
-            "HiGHS, warm-started by Algorithm 1; -O space=algorithm1 for what it can build"
-        ),
-    ),
-    SolverEntry(
-        "bruteforce",
-        "formulations.cosched.bruteforce:solve_cosched_bruteforce",
-        exact=True,
-        time_limit=300.0,
-        description=(
-            "every grouping of up to 6 jobs (the paper's brute-force optimum; ground truth)"
-        ),
-    ),
-)
+from costmodels.problem import ProblemKind, SpecField
 
 KIND = ProblemKind(
     name="cosched",
@@ -91,7 +24,6 @@ KIND = ProblemKind(
         "every job within its SLO"
     ),
     units="$/h",
-    solvers=SOLVERS,
     presets=cosched_presets(),
     summary_table=cosched_summary,
     size=lambda problem: len(problem.jobs.jobs),
@@ -103,12 +35,4 @@ KIND = ProblemKind(
         "train_gpus": "train_gpus",
     },
     canned=canned_coscheds,
-    commands=(
-        CommandEntry(
-            "simulate",
-            "cosched",
-            "heuristics.cosched.cli:simulate_cosched_command",
-            inject={"solve_optimal": "formulations.cosched.partition:solve_cosched_optimal"},
-        ),
-    ),
 )

@@ -20,7 +20,7 @@ from costmodels.placement.problem import (
 from costmodels.placement.roll_export import export_roll
 from costmodels.placement.summary import placement_cost_table, placement_summary
 from costmodels.placement.verl_export import export_verl
-from costmodels.problem import ProblemKind, SolverEntry, SpecField
+from costmodels.problem import ProblemKind, SpecField
 from costmodels.workflow import WorkflowSpec
 
 
@@ -45,65 +45,6 @@ def _build(
             update={"efficiency": eff.model_copy(update={"profiles": merged})}
         )
     return PlacementProblem(cluster, workflow, params, target or FrameworkTarget())
-
-
-SOLVERS = (
-    SolverEntry(
-        "sha-ea",
-        "heuristics.placement.sha_ea:solve_sha_ea",
-        default=True,
-        time_limit=300.0,
-        description=(
-            "HetRL SHA-EA (§3.4): nested successive halving over task and GPU groupings, EA over "
-            "GPU assignment, exact Level 4"
-        ),
-    ),
-    SolverEntry(
-        "ilp",
-        "formulations.placement.ilp:solve_placement_ilp",
-        exact=True,
-        time_limit=300.0,
-        description=(
-            "HetRL ILP (§3.5) by lazy column expansion on HiGHS (backend=cbc for CBC); optimal "
-            "over rlplan's placement space"
-        ),
-    ),
-    SolverEntry(
-        "ea",
-        "heuristics.placement.ea:solve_plain_ea",
-        description=(
-            "plain DEAP-style evolutionary algorithm over the same space (HetRL §5.4 baseline)"
-        ),
-    ),
-    SolverEntry(
-        "verl",
-        "heuristics.placement.colocated:solve_colocated",
-        description=(
-            "verl-style baseline: all tasks co-located on all GPUs, one homogeneous config per "
-            "task, best of a sweep"
-        ),
-    ),
-    SolverEntry(
-        "streamrl",
-        "heuristics.placement.streamrl:solve_streamrl",
-        time_limit=300.0,
-        description=(
-            "StreamRL-style baseline: generation on one node set, all other tasks on the rest"
-        ),
-    ),
-    SolverEntry(
-        "random",
-        "heuristics.placement.ea:solve_random",
-        description="random feasible plans from the same space, best kept",
-    ),
-    SolverEntry(
-        "bruteforce",
-        "formulations.placement.bruteforce:solve_placement_bruteforce",
-        exact=True,
-        time_limit=300.0,
-        description="enumerate the whole space (tiny instances only; ground truth for the ILP)",
-    ),
-)
 
 
 def _with_efficiency(problem: PlacementProblem, update: dict) -> PlacementProblem:
@@ -159,7 +100,6 @@ KIND = ProblemKind(
     check=check_placement,
     objective="predicted seconds per RL iteration (HetRL Appendix B.4)",
     units="s/iteration",
-    solvers=SOLVERS,
     presets=placement_presets(),
     summary_table=placement_summary,
     evaluate_table=placement_cost_table,

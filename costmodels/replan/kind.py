@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from costmodels.problem import CommandEntry, ProblemKind, SolverEntry, SpecField
+from costmodels.problem import ProblemKind, SpecField
 from costmodels.replan.canned import canned_replans
 from costmodels.replan.presets import replan_presets
 from costmodels.replan.problem import (
@@ -13,53 +13,6 @@ from costmodels.replan.problem import (
     evaluate_replan,
 )
 from costmodels.replan.summary import replan_summary
-
-SOLVERS = (
-    SolverEntry(
-        "milp",
-        "formulations.replan.milp:solve_replan_milp",
-        exact=True,
-        default=True,
-        time_limit=120.0,
-        inject={"warm_start": "heuristics.replan.greedy:solve_greedy"},
-        description=(
-            "Eq. 1 exactly on HiGHS (numpy-built matrix via highspy), warm-started by greedy"
-        ),
-    ),
-    SolverEntry(
-        "greedy",
-        "heuristics.replan.greedy:solve_greedy",
-        time_limit=10.0,
-        description=(
-            "configuration mixes ranked by a fluid bound, LPT assignment on the exact T_j, local "
-            "search"
-        ),
-    ),
-    SolverEntry(
-        "verl-to",
-        "heuristics.replan.greedy:solve_verl_to",
-        description="veRL-TO (OrchestrRL §6): the best single TP over the pool",
-    ),
-    SolverEntry(
-        "verl-lo",
-        "heuristics.replan.greedy:solve_verl_lo",
-        description="veRL-LO (OrchestrRL §6): the largest TP everywhere",
-    ),
-    SolverEntry(
-        "keep",
-        "heuristics.replan.greedy:solve_keep",
-        description="the current instances, requests re-balanced",
-    ),
-    SolverEntry(
-        "bruteforce",
-        "formulations.replan.bruteforce:solve_replan_bruteforce",
-        exact=True,
-        time_limit=300.0,
-        description=(
-            "enumerate every layout and split (tiny states only; ground truth for the MILP)"
-        ),
-    ),
-)
 
 
 def _with_efficiency(problem: ReplanProblem, update: dict) -> ReplanProblem:
@@ -87,7 +40,6 @@ KIND = ProblemKind(
         "remaining makespan in seconds, max over instances of T_j + C_mig + C_sw (OrchestrRL Eq. 1)"
     ),
     units="s",
-    solvers=SOLVERS,
     presets=replan_presets(),
     summary_table=replan_summary,
     size=lambda problem: problem.spec.nodes * problem.spec.gpus_per_node,
@@ -98,8 +50,4 @@ KIND = ProblemKind(
         "gpus": "gpus",
     },
     canned=canned_replans,
-    commands=(
-        CommandEntry("estimate", "generation", "heuristics.replan.cli:estimate_generation_command"),
-        CommandEntry("simulate", "generation", "heuristics.replan.cli:simulate_generation_command"),
-    ),
 )

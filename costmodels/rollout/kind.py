@@ -2,51 +2,13 @@
 
 from __future__ import annotations
 
-from costmodels.problem import CommandEntry, ProblemKind, SolverEntry, SpecField
+from costmodels.problem import ProblemKind, SpecField
 from costmodels.rollout.canned import canned_rollouts
 from costmodels.rollout.plan import RolloutPlan, check_rollout, evaluate_rollout
 from costmodels.rollout.plot import plot_rollout
 from costmodels.rollout.presets import rollout_presets
 from costmodels.rollout.problem import JobSpec, RolloutProblem
 from costmodels.rollout.summary import export_roll, rollout_summary
-
-SOLVERS = (
-    SolverEntry(
-        "search",
-        "heuristics.rollout.search:solve_search",
-        default=True,
-        time_limit=900.0,
-        description=(
-            "coordinate descent over η, TP per round, stream trainer, reward and timeout on the "
-            "simulator (whole space when small)"
-        ),
-    ),
-    SolverEntry(
-        "paper",
-        "heuristics.rollout.search:solve_paper",
-        description=(
-            "RollPacker's settings: η = 1.25, the §4.2 TP rule, async reward with λ = 1.5, "
-            "adaptive stream trainer"
-        ),
-    ),
-    SolverEntry(
-        "verl",
-        "heuristics.rollout.search:solve_verl",
-        description=(
-            "veRL's synchronous rollout: no speculation, reward after rollout, no stream trainer"
-        ),
-    ),
-    SolverEntry(
-        "exhaustive",
-        "formulations.rollout.exhaustive:solve_exhaustive",
-        exact=True,
-        time_limit=1800.0,
-        description=(
-            "every plan of the discrete space, one simulated epoch per rollout setting (the "
-            "optimum on small jobs)"
-        ),
-    ),
-)
 
 
 def _with_efficiency(problem: RolloutProblem, update: dict) -> RolloutProblem:
@@ -83,7 +45,6 @@ KIND = ProblemKind(
         "per P0 prompts trained (RollPacker §6)"
     ),
     units="s/step",
-    solvers=SOLVERS,
     presets=rollout_presets(),
     summary_table=rollout_summary,
     plot=plot_rollout,
@@ -97,7 +58,4 @@ KIND = ProblemKind(
         "bubble_s": "bubble_s",
     },
     canned=canned_rollouts,
-    commands=(
-        CommandEntry("simulate", "rollout", "heuristics.rollout.cli:simulate_rollout_command"),
-    ),
 )

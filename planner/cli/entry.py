@@ -4,10 +4,10 @@ plan / 2 bad input), never a traceback — usage errors included (typer and clic
 and Ctrl-C at any point, imports included (exit 130). ``RLPLAN_DEBUG=1`` shows the traceback of an
 internal error.
 
-The app it runs is composed here: the planner's commands (``planner.cli``, with every problem's
-own commands mounted from its descriptor), ``calibrate``, and the commands other installed
-packages register under the ``rlplan.commands`` entry-point group — how the benchmarks layer
-above adds ``bench`` without the planner importing it (``docs/architecture.md``, "The house").
+The app it runs is composed here: the command-line package's commands (``planner.cli.app``) and
+the commands other installed packages register under the ``rlplan.commands`` entry-point group —
+how the benchmarks layer above adds ``bench`` without the planner importing it
+(``docs/architecture.md``, "The house").
 
 Kept tiny on purpose: it must be importable before anything heavy is."""
 
@@ -26,14 +26,13 @@ _composed: Any = None
 
 
 def composed_app() -> Any:
-    """The whole ``rlplan`` typer app: ``planner.cli.app`` plus ``calibrate`` plus every command
-    registered under :data:`COMMANDS_GROUP` (``bench``, from ``benchmarks.cli:register``)."""
+    """The whole ``rlplan`` typer app: ``planner.cli.app`` plus every command registered under
+    :data:`COMMANDS_GROUP` (``bench``, from the benchmarks layer)."""
     global _composed
     if _composed is None:
         from importlib.metadata import entry_points
 
-        import planner.calibrate_command  # noqa: F401  (registers `rlplan calibrate` on the app)
-        from planner.cli import app
+        from planner.cli.app import app
 
         for ep in sorted(entry_points(group=COMMANDS_GROUP), key=lambda ep: ep.name):
             ep.load()(app)

@@ -1,8 +1,6 @@
 """``rlplan calibrate``: fit hardware profiles to measured step times
 (:mod:`costmodels.calibration`).
 
-Registered on ``planner.cli.app`` when the console script composes its app (``planner.entry``), so
-``planner.cli`` stays the generic plan/validate/evaluate wiring.
 """
 
 from __future__ import annotations
@@ -18,12 +16,11 @@ import yaml
 from rich.table import Table
 
 from costmodels.errors import SpecError
-from planner.cli import app, fail, out
+from planner.cli.console import fail, out
 from planner.io import read_text, write_atomic
 from planner.outputs import check_output
 
 
-@app.command()
 def calibrate(  # noqa: C901
     measurements: Annotated[
         list[Path] | None,

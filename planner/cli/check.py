@@ -1,0 +1,88 @@
+"""``rlplan validate`` and ``rlplan evaluate``: a plan file re-checked against its own inputs by
+the independent validator, and its cost breakdown as the judge computes it."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from costmodels.errors import SpecError
+from planner.cli.console import err, fail, out
+from planner.cli.render import render
+from planner.planfile import read_plan_file, recheck
+from planner.planning import breakdown_summary
+from planner.registry import default_registry
+
+
+def validate(
+    plan_file: Annotated[Path, typer.Argument(help="a plan JSON written by `rlplan plan`")],
+    as_json: Annotated[bool, typer.Option("--json", help="machine-readable verdict")] = False,
+) -> None:
+    """Re-check a plan file against its own inputs: exit 0 when valid, 1 with the violations."""
+    try:
+        doc = read_plan_file(plan_file)
+        violations = recheck(doc, str(plan_file))
+    except SpecError as exc:
+        fail(exc)
+    if as_json:
+        out.print_json(
+            json.dumps({"file": str(plan_file), "valid": not violations, "violations": violations})
+        )
+    elif violations:
+        err.print(
+            f"invalid: {plan_file}: {len(violations)} violation(s)",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+        for v in violations:
+            err.print(f"  {v}", markup=False, highlight=False, soft_wrap=True)
+    else:
+        out.print(
+            f"valid: {plan_file} ({doc.problem} plan by {doc.solver}, objective "
+            f"{doc.objective:.6g})",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+    raise typer.Exit(1 if violations else 0)
+
+
+def evaluate(
+    plan_file: Annotated[
+        Path,
+        typer.Argument(
+            help="a plan JSON written by `rlplan plan`, or a problem file with a `plan:` section"
+        ),
+    ],
+    as_json: Annotated[bool, typer.Option("--json", help="print the breakdown as JSON")] = False,
+) -> None:
+    """Print a plan's cost breakdown (per task, per component) as the cost model computes it."""
+    from planner.planfile import load_plan_and_problem
+    from planner.solve import check_plan
+
+    try:
+        problem, plan = load_plan_and_problem(plan_file)
+    except SpecError as exc:
+        fail(exc)
+    violations, objective, breakdown = check_plan(problem, plan)
+    if violations:
+        for v in violations:
+            err.print(f"  {v}", markup=False, highlight=False, soft_wrap=True)
+        fail(f"{plan_file}: the plan violates {len(violations)} constraint(s)", code=1)
+    if as_json:
+        from planner.planfile import json_safe
+
+        sys.stdout.write(
+            json.dumps(json_safe({"objective": objective, "breakdown": breakdown}), indent=2) + "\n"
+        )
+        return
+    kind = default_registry().kind_of(problem)
+    if kind.evaluate_table is not None:
+        out.print(render(kind.evaluate_table(problem, plan, objective, breakdown, str(plan_file))))
+    else:
+        out.print(render(breakdown_summary(str(plan_file), objective, breakdown)))
