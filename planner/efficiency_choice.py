@@ -1,7 +1,7 @@
 """The judge's kernels and serving engine a user picks by name or file (``--profile``,
-``--engine``), as :class:`~costmodels.efficiency.Efficiency` field updates (``docs/architecture.md``,
-"One judge, one set of physics": shipped profiles, a cluster spec's, a user's file, later ones
-winning per GPU type)."""
+``--engine``), as :class:`~costmodels.efficiency.Efficiency` field updates
+(``docs/architecture.md``, "One judge, one set of physics": shipped profiles, a cluster spec's, a
+user's file, later ones winning per GPU type)."""
 
 from __future__ import annotations
 

@@ -20,8 +20,8 @@ from costmodels.placement.verl_export import VERL_RELEASES, export_verl
 from formulations.placement.ilp import solve_placement_ilp
 from heuristics.placement.colocated import colocated_plan
 from planner import solve
-from planner.planning import export_text
 from planner.io import build_problem
+from planner.planning import export_text
 from tests.conftest import run_cli, run_cli_pty
 from tests.framework_configs import compose_verl, roll_fields, strict_roll_errors
 

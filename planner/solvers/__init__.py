@@ -1,6 +1,7 @@
-"""Every built-in problem's solvers, wired above the layers that hold them (``docs/architecture.md``,
-"The house"): one module per problem names its heuristics and exact models, so the cost-model
-layer (``costmodels/<problem>/kind.py``: the language and the judge) knows nothing of them."""
+"""Every built-in problem's solvers, wired above the layers that hold them
+(``docs/architecture.md``, "The house"): one module per problem names its heuristics and exact
+models, so the cost-model layer (``costmodels/<problem>/kind.py``: the language and the judge)
+knows nothing of them."""
 
 from __future__ import annotations
 
