@@ -132,6 +132,17 @@ def simulate_cosched(
             + "\n"
         )
         return
+    out.print(_trace_table(results, problem, trace))
+    for r in results:
+        if r.unproven:
+            out.print(
+                f"{r.policy}: {r.unproven} of {len(r.decisions)} re-solves stopped at their "
+                "time limit; those plans are the best found, not proven optimal"
+            )
+
+
+def _trace_table(results: list[Any], problem: Any, trace: str) -> Table:
+    """Each policy's replay: cost, peak GPUs, SLO attainment, slowdown, decision latency."""
     table = Table(title=f"{len(problem.jobs.jobs)} jobs ({problem.jobs.name or trace})")
     table.caption = (
         "$/h: time-weighted mean and peak; GPUs: peak per pool; slowdown: mean wall time over "
@@ -162,10 +173,4 @@ def simulate_cosched(
             f"{s['mean_slowdown']:.2f}",
             f"{s['max_decision_s'] * 1e3:.1f} ms",
         )
-    out.print(table)
-    for r in results:
-        if r.unproven:
-            out.print(
-                f"{r.policy}: {r.unproven} of {len(r.decisions)} re-solves stopped at their "
-                "time limit; those plans are the best found, not proven optimal"
-            )
+    return table

@@ -111,33 +111,7 @@ def estimate_generation(
             + "\n"
         )
         return
-    table = Table(
-        title=(
-            f"{model} on {gpus} x {gpu}: {hist.total} requests, remaining up to "
-            f"{max(hist.upper)} tokens"
-        )
-    )
-    for col in (
-        "TP",
-        "DP",
-        "makespan s",
-        "KV tokens / instance",
-        "peak batch",
-        "decode steps",
-        "feasible",
-    ):
-        table.add_column(col, justify="right")
-    for r in rows:
-        table.add_row(
-            str(r["tp"]),
-            str(r["dp"]),
-            f"{r['makespan_s']:.1f}",
-            f"{r['kv_capacity_tokens']:,}",
-            str(r["peak_batch"]),
-            str(r["steps"]),
-            "yes" if r["feasible"] else "no (KV)",
-        )
-    out.print(table)
+    out.print(_sweep_table(rows, model, gpu, gpus, hist))
     best = rows[0]
     out.print(f"fastest: TP={best['tp']} x DP={best['dp']}", highlight=False)
     e = params.efficiency
@@ -402,3 +376,34 @@ def _simulate_step(
         seed=seed,
         dispatch=dispatch,
     )
+
+
+def _sweep_table(rows: list[Any], model: str, gpu: str, gpus: int, hist: Any) -> Table:
+    """The sweep's configurations, fastest first."""
+    table = Table(
+        title=(
+            f"{model} on {gpus} x {gpu}: {hist.total} requests, remaining up to "
+            f"{max(hist.upper)} tokens"
+        )
+    )
+    for col in (
+        "TP",
+        "DP",
+        "makespan s",
+        "KV tokens / instance",
+        "peak batch",
+        "decode steps",
+        "feasible",
+    ):
+        table.add_column(col, justify="right")
+    for r in rows:
+        table.add_row(
+            str(r["tp"]),
+            str(r["dp"]),
+            f"{r['makespan_s']:.1f}",
+            f"{r['kv_capacity_tokens']:,}",
+            str(r["peak_batch"]),
+            str(r["steps"]),
+            "yes" if r["feasible"] else "no (KV)",
+        )
+    return table
