@@ -451,3 +451,30 @@ def fit_training(
         residuals={"train": round(rms, 4)},
         steps=len(rows),
     )
+
+
+def fit_all(
+    data: dict[str, list[Measurement]], gpus: list[str] | None, source: str
+) -> tuple[list[HardwareProfile], list[TrainingFit]]:
+    """Every fit ``data`` (measurements by GPU type) supports, for the GPU types ``gpus`` (None:
+    all measured): a hardware profile per type with kernel rows, a training fit per type with
+    ``train`` rows, and a derived profile for each catalog type without data of its own that
+    shares a fitted type's silicon (:data:`DERIVED`). A type asked for with no data, neither its
+    own nor its silicon's, is a :class:`~costmodels.errors.SpecError` naming ``--gpu``."""
+    for name in gpus or []:
+        if name not in data and DERIVED.get(name) not in data:
+            raise SpecError(
+                "--gpu", name, f"no measurements of it (measured: {', '.join(sorted(data))})"
+            )
+    kernel = {n: [r for r in rows if r.kind != "train"] for n, rows in data.items()}
+    train = {n: [r for r in rows if r.kind == "train"] for n, rows in data.items()}
+    wanted = sorted({DERIVED.get(n, n) if n not in data else n for n in gpus} if gpus else data)
+    profiles = [fit_profile(n, kernel[n], source) for n in wanted if kernel.get(n)]
+    training = [fit_training(n, train[n], source) for n in wanted if train.get(n)]
+    fitted = {p.gpu: p for p in profiles}
+    profiles += [
+        derive_profile(fitted[base], name)
+        for name, base in DERIVED.items()
+        if base in fitted and name not in data and (not gpus or name in gpus)
+    ]
+    return profiles, training

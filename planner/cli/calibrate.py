@@ -21,7 +21,7 @@ from planner.io import read_text, write_atomic
 from planner.outputs import check_output
 
 
-def calibrate(  # noqa: C901
+def calibrate(
     measurements: Annotated[
         list[Path] | None,
         typer.Option(
@@ -58,61 +58,15 @@ def calibrate(  # noqa: C901
     floors, all-reduce per TP) by least squares on log step times, and the training MFU per GPU
     type from measured training steps; print each fit's residual per TP. About a second per GPU
     type."""
-    from costmodels.calibration import (
-        DERIVED,
-        CalibrationError,
-        aic_measurements,
-        derive_profile,
-        fit_profile,
-        fit_training,
-        read_measurements,
-    )
+    from costmodels.calibration import CalibrationError, fit_all
 
     try:
         if output != "-":
             check_output(output, "-o")
-        data: dict[str, list] = {}
-        sources: list[str] = []
-        if aic or not measurements:
-            for name, rows in aic_measurements().items():
-                data.setdefault(name, []).extend(rows)
-            sources.append("AIConfigurator (aiconfigurator-core 0.12.0, vLLM)")
-        for path in measurements or []:
-            for name, rows in read_measurements(read_text(path), str(path)).items():
-                data.setdefault(name, []).extend(rows)
-            sources.append(str(path))
-        for name in gpu or []:
-            if name not in data and DERIVED.get(name) not in data:
-                raise SpecError(
-                    "--gpu", name, f"no measurements of it (measured: {', '.join(sorted(data))})"
-                )
+        data, sources = _measurements(measurements, aic)
         start = time.time()
-        kernel_data = {name: [r for r in rows if r.kind != "train"] for name, rows in data.items()}
-        kernel_data = {name: rows for name, rows in kernel_data.items() if rows}
-        train_data = {name: [r for r in rows if r.kind == "train"] for name, rows in data.items()}
-        wanted = sorted(
-            {DERIVED.get(name, name) if name not in data else name for name in gpu} if gpu else data
-        )
-        profiles = [
-            fit_profile(name, kernel_data[name], " + ".join(sources))
-            for name in wanted
-            if name in kernel_data
-        ]
-        training = [
-            fit_training(name, train_data[name], " + ".join(sources))
-            for name in wanted
-            if train_data.get(name)
-        ]
-        fitted = {p.gpu: p for p in profiles}
-        # catalog GPU types without data of their own that share a fitted part's silicon
-        profiles += [
-            derive_profile(fitted[base], name)
-            for name, base in DERIVED.items()
-            if base in fitted and name not in data and (not gpu or name in gpu)
-        ]
-    except SpecError as exc:
-        fail(exc)
-    except CalibrationError as exc:
+        profiles, training = fit_all(data, gpu, " + ".join(sources))
+    except (SpecError, CalibrationError) as exc:
         fail(exc)
     doc: dict = {}
     if profiles:
@@ -129,40 +83,76 @@ def calibrate(  # noqa: C901
         return
     if output == "-":
         return
-    per_gpu = Table(title=f"hardware profiles, fitted in {time.time() - start:.1f} s")
-    for col in ("GPU", "rows", "RMS log err", "GEMM e_c", "KV e_kv", "µs/layer", "µs/layer/seq"):
-        per_gpu.add_column(col, justify="left" if col == "GPU" else "right")
-    per_tp = Table(title="per TP: fit residual, weight-stream efficiency, all-reduce")
-    for col in ("GPU", "TP", "RMS log err", "weights e_w", "all-reduce µs", "all-reduce GB/s"):
-        per_tp.add_column(col, justify="left" if col == "GPU" else "right")
-    for p in profiles:
-        per_gpu.add_row(
-            p.gpu,
-            str(len(kernel_data[p.gpu])) if p.gpu in kernel_data else "-",
-            f"{p.residuals['all']:.3f}" if p.residuals else "derived",
-            f"{p.gemm_efficiency:.2f}",
-            f"{p.kv_efficiency:.2f}",
-            f"{p.layer_floor_us:.1f}",
-            f"{p.layer_sequence_us:.3f}",
-        )
-        for t, e in p.weight_efficiency.items():
-            ar = p.allreduce.get(t)
-            per_tp.add_row(
-                p.gpu,
-                str(t),
-                f"{p.residuals[f'tp{t}']:.3f}" if p.residuals else "-",
-                f"{e:.2f}",
-                "-" if ar is None else f"{ar.latency_us:.1f}",
-                "-" if ar is None else f"{ar.bus_gb_per_s:.0f}",
-            )
+    kernel_rows = {n: sum(r.kind != "train" for r in rows) for n, rows in data.items()}
+    for table in _tables(profiles, training, kernel_rows, time.time() - start):
+        out.print(table)
+    out.print(f"wrote {output}", highlight=False)
+
+
+def _measurements(measurements: list[Path] | None, aic: bool) -> tuple[dict[str, list], list[str]]:
+    """The measured rows by GPU type (AIConfigurator's shipped extract and each file), and their
+    sources."""
+    from costmodels.calibration import aic_measurements, read_measurements
+
+    data: dict[str, list] = {}
+    sources: list[str] = []
+    if aic or not measurements:
+        for name, rows in aic_measurements().items():
+            data.setdefault(name, []).extend(rows)
+        sources.append("AIConfigurator (aiconfigurator-core 0.12.0, vLLM)")
+    for path in measurements or []:
+        for name, rows in read_measurements(read_text(path), str(path)).items():
+            data.setdefault(name, []).extend(rows)
+        sources.append(str(path))
+    return data, sources
+
+
+def _tables(
+    profiles: list, training: list, kernel_rows: dict[str, int], seconds: float
+) -> list[Table]:
+    """The fits for people: per GPU type, per TP, and the training MFU."""
+    tables = []
     if profiles:
-        out.print(per_gpu)
-        out.print(per_tp)
+        per_gpu = Table(title=f"hardware profiles, fitted in {seconds:.1f} s")
+        for col in (
+            "GPU",
+            "rows",
+            "RMS log err",
+            "GEMM e_c",
+            "KV e_kv",
+            "µs/layer",
+            "µs/layer/seq",
+        ):
+            per_gpu.add_column(col, justify="left" if col == "GPU" else "right")
+        per_tp = Table(title="per TP: fit residual, weight-stream efficiency, all-reduce")
+        for col in ("GPU", "TP", "RMS log err", "weights e_w", "all-reduce µs", "all-reduce GB/s"):
+            per_tp.add_column(col, justify="left" if col == "GPU" else "right")
+        for p in profiles:
+            per_gpu.add_row(
+                p.gpu,
+                str(kernel_rows[p.gpu]) if kernel_rows.get(p.gpu) else "-",
+                f"{p.residuals['all']:.3f}" if p.residuals else "derived",
+                f"{p.gemm_efficiency:.2f}",
+                f"{p.kv_efficiency:.2f}",
+                f"{p.layer_floor_us:.1f}",
+                f"{p.layer_sequence_us:.3f}",
+            )
+            for t, e in p.weight_efficiency.items():
+                ar = p.allreduce.get(t)
+                per_tp.add_row(
+                    p.gpu,
+                    str(t),
+                    f"{p.residuals[f'tp{t}']:.3f}" if p.residuals else "-",
+                    f"{e:.2f}",
+                    "-" if ar is None else f"{ar.latency_us:.1f}",
+                    "-" if ar is None else f"{ar.bus_gb_per_s:.0f}",
+                )
+        tables += [per_gpu, per_tp]
     if training:
         per_train = Table(title="training: effective MFU fitted to measured steps")
         for col in ("GPU", "steps", "MFU", "RMS log err"):
             per_train.add_column(col, justify="left" if col == "GPU" else "right")
         for t in training:
             per_train.add_row(t.gpu, str(t.steps), f"{t.mfu:.3f}", f"{t.residuals['train']:.3f}")
-        out.print(per_train)
-    out.print(f"wrote {output}", highlight=False)
+        tables.append(per_train)
+    return tables

@@ -249,7 +249,7 @@ def simulate_generation(
     batching, KV blocks, recompute preemption; ``costmodels.generation.engine``), optionally
     under an OrchestrRL scheme (``heuristics.replan.online``)."""
     from costmodels.catalog import get_gpu, get_model
-    from costmodels.decode import Instance, ServingParams
+    from costmodels.decode import ServingParams
 
     try:
         if plot is not None:
@@ -260,22 +260,7 @@ def simulate_generation(
             memory_utilization=memory_utilization,
             efficiency=efficiency(profile, engine),
         )
-        layout = parse_instances(instances, m)
-        check_memory(
-            "--instances",
-            instances,
-            sum(count for count, _ in layout),
-            INSTANCE_BYTES,
-            "serving instances",
-        )
-        insts = [Instance(m, g, tp, params) for count, tp in layout for _ in range(count)]
-        for inst in insts:
-            if inst.kv_capacity_tokens() <= 0:
-                raise SpecError(
-                    "--instances",
-                    instances,
-                    f"{model} does not fit TP{inst.tp} on {gpu} with room for a KV cache",
-                )
+        insts = serving_instances(instances, m, g, params)
         try:
             reqs = simulation_requests(lengths, seed, read_text)
         except SpecError:
@@ -407,3 +392,26 @@ def _sweep_table(rows: list[Any], model: str, gpu: str, gpus: int, hist: Any) ->
             "yes" if r["feasible"] else "no (KV)",
         )
     return table
+
+
+def serving_instances(text: str, model: Any, gpu: Any, params: Any) -> list[Any]:
+    """``--instances`` (``4xTP2,1xTP4``) as engine instances, each with room for a KV cache."""
+    from costmodels.decode import Instance
+
+    layout = parse_instances(text, model)
+    check_memory(
+        "--instances",
+        text,
+        sum(count for count, _ in layout),
+        INSTANCE_BYTES,
+        "serving instances",
+    )
+    insts = [Instance(model, gpu, tp, params) for count, tp in layout for _ in range(count)]
+    for inst in insts:
+        if inst.kv_capacity_tokens() <= 0:
+            raise SpecError(
+                "--instances",
+                text,
+                f"{model.name} does not fit TP{inst.tp} on {gpu.name} with room for a KV cache",
+            )
+    return insts

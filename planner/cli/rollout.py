@@ -162,34 +162,7 @@ def simulate_rollout(
         )
         return
     for label, _, obj, b in results:
-        table = Table(title=f"{label}: {obj:.1f} s per step over {b['rounds']} rounds")
-        for col in (
-            "step",
-            "round",
-            "TP",
-            "rollout s",
-            "reward s",
-            "train s",
-            "step s",
-            "max resp",
-            "preempt",
-            "scaled at s",
-        ):
-            table.add_column(col, justify="right")
-        for i, st in enumerate(b["steps"], 1):
-            table.add_row(
-                str(i),
-                st["kind"],
-                str(st["tp"]),
-                f"{st['rollout_s']:.1f}",
-                f"{st['reward_s']:.1f}",
-                f"{st['train_s']:.1f}",
-                f"{st['step_s']:.1f}",
-                str(st["max_response"]),
-                str(st["preemptions"]),
-                "-" if st["scaled_at_s"] is None else f"{st['scaled_at_s']:.1f}",
-            )
-        out.print(table)
+        out.print(_steps_table(label, obj, b))
     if len(results) > 1:
         base = results[0][2]
         out.print(
@@ -200,3 +173,35 @@ def simulate_rollout(
             markup=False,
             highlight=False,
         )
+
+
+def _steps_table(label: str, objective: float, breakdown: dict[str, Any]) -> Table:
+    """One replayed plan, a row per step (RollPacker Fig. 10)."""
+    table = Table(title=f"{label}: {objective:.1f} s per step over {breakdown['rounds']} rounds")
+    for col in (
+        "step",
+        "round",
+        "TP",
+        "rollout s",
+        "reward s",
+        "train s",
+        "step s",
+        "max resp",
+        "preempt",
+        "scaled at s",
+    ):
+        table.add_column(col, justify="right")
+    for i, st in enumerate(breakdown["steps"], 1):
+        table.add_row(
+            str(i),
+            st["kind"],
+            str(st["tp"]),
+            f"{st['rollout_s']:.1f}",
+            f"{st['reward_s']:.1f}",
+            f"{st['train_s']:.1f}",
+            f"{st['step_s']:.1f}",
+            str(st["max_response"]),
+            str(st["preemptions"]),
+            "-" if st["scaled_at_s"] is None else f"{st['scaled_at_s']:.1f}",
+        )
+    return table
