@@ -10,7 +10,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from costmodels.replan.canned import random_tiny_state
-from costmodels.replan.loads import Loads
 from costmodels.replan.presets import replan_64, replan_1024
 from costmodels.replan.problem import (
     ReplanProblem,
@@ -27,6 +26,7 @@ from formulations.replan.bruteforce import solve_replan_bruteforce
 from formulations.replan.milp import lower_bound, solve_replan_milp
 from formulations.replan.packing import makespan, pack
 from heuristics.replan.greedy import keep_choice, solve_greedy
+from search.replan.loads import Loads
 
 
 def _preset(make) -> ReplanProblem:

@@ -4,7 +4,7 @@ expansion.
 Notation. Tasks t; GPU classes k (the GPUs of one node, interchangeable on a hierarchical
 network) with capacity N_k; a *pair* (T, c) a task subset T co-located on a composition c in
 N^K; a *group option* o of a pair fixes one configuration per task of T and is costed by the cost
-model itself (``costmodels.placement.group_fronts``):
+model itself (``search.placement.group_options``):
 
 * ``gen_o``  generation time C^1 if actor generation is in T_o, else 0;
 * ``inf_o``  Φ_η over the inference tasks of T_o;  ``trn_o`` Φ_η over its training tasks;
@@ -59,7 +59,7 @@ generation's "as many as fit" decode batch for each combination of residents. In
 (``formulations.placement.columns``):
 
 * every pair starts as one *relaxed* column whose terms bound each of its options' from below
-  (:meth:`~costmodels.placement.group_fronts.GroupOptions.bound_option`: each task at its fastest
+  (:meth:`~search.placement.group_options.GroupOptions.bound_option`: each task at its fastest
   configuration that fits beside the other tasks' least memory, to a fixed point; generation
   with "as many as fit" at the :func:`~costmodels.placement.cost.generation_floor` beside the
   others' least models, valid for every decode batch its residents could leave; a pair that
@@ -108,13 +108,6 @@ from pydantic import Field
 from scipy.sparse import csc_array, csr_array
 
 from costmodels.placement.cost import evaluate_placement, memory_floor_gb
-from costmodels.placement.group_fronts import (
-    GroupOption,
-    GroupOptions,
-    Partial,
-    combine,
-    group_phases,
-)
 from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.space import best_colocated, build_plan
 from costmodels.solving import (
@@ -129,6 +122,9 @@ from costmodels.workflow import ACTOR_GENERATION, ACTOR_TRAINING, TaskKind
 from formulations.highs import HighsOutcome, solve_highs
 from formulations.placement.columns import Column, ColumnPool, LeftoverBounds, option_bound
 from formulations.pulp_util import variable_factory
+from search.placement.combine import combine
+from search.placement.group_options import GroupOptions
+from search.placement.options import GroupOption, Partial, group_phases
 
 #: relative MIP gap the master is solved to (HiGHS's default 1e-4 would stop short of exact)
 MIP_GAP = 1e-9

@@ -26,9 +26,9 @@ from typing import Literal
 
 import numpy as np
 
-from costmodels.replan.loads import Loads
 from costmodels.replan.problem import ReplanProblem, Slot, check_replan, instance_cost, to_plan
 from costmodels.solving import UNLIMITED, Deadline
+from search.replan.loads import Loads
 
 Rule = Literal["spread", "pack"]
 

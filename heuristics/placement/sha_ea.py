@@ -8,7 +8,7 @@ and the budget per arm doubles (lines 14-33).
 
 The EA searches Level 3 (which GPUs form each group; HetRL: randomly initialised medium-grained
 assignments) and, for every phenotype, enumerates Level 4 exactly: the Pareto options of each
-group's tasks on its composition (``costmodels.placement.group_fronts``) and their best combination.
+group's tasks on its composition (``search.placement.group_options``) and their best combination.
 Offspring come from mutation (with probability
 ``fast_gpu_rate``, a GPU of a training group is swapped for a higher-TFLOPS GPU outside every
 training group; otherwise a cross-group GPU swap or a new task configuration), then a swap-based

@@ -26,7 +26,6 @@ import time
 
 import numpy as np
 
-from costmodels.replan.loads import Loads
 from costmodels.replan.problem import (
     ReplanPlan,
     ReplanProblem,
@@ -36,6 +35,7 @@ from costmodels.replan.problem import (
     to_plan,
 )
 from costmodels.solving import Deadline, SolverOutput, Status
+from search.replan.loads import Loads
 
 
 def _deadline(time_limit: float | None) -> Deadline:
