@@ -13,7 +13,7 @@ from costmodels import transformer as tf
 from costmodels.catalog import get_model
 from costmodels.efficiency import Efficiency
 from costmodels.memory import tasklet_memory
-from costmodels.placement.cost import evaluate_placement, phi
+from costmodels.placement.judge import evaluate_placement, phi
 from costmodels.placement.problem import (
     CostParams,
     PlacementPlan,

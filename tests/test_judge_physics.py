@@ -16,7 +16,7 @@ from costmodels.catalog import get_gpu, get_model
 from costmodels.decode import decode_step_time, ring_allreduce_s
 from costmodels.efficiency import Efficiency
 from costmodels.placement.check import check_placement
-from costmodels.placement.cost import evaluate_placement
+from costmodels.placement.judge import evaluate_placement
 from costmodels.placement.problem import PlacementPlan, PlacementProblem, TaskGroup, TaskPlacement
 from costmodels.placement.space import tasklet_layout
 from costmodels.transformer import BYTES_BF16, stage_params

@@ -9,7 +9,7 @@ import pytest
 
 from costmodels.placement.canned import ONE_ZONE, TWO_ZONES, small_cluster, small_workflow
 from costmodels.placement.check import check_placement
-from costmodels.placement.cost import evaluate_placement
+from costmodels.placement.judge import evaluate_placement
 from costmodels.solving import Status
 from formulations.placement.bruteforce import count_plans, solve_placement_bruteforce
 from formulations.placement.ilp import solve_placement_ilp

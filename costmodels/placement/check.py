@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from costmodels.placement.cost import device_memory
 from costmodels.placement.frameworks import rules_of
+from costmodels.placement.memory import device_memory
 from costmodels.placement.problem import PlacementPlan, PlacementProblem
 from costmodels.violations import Violation
 

@@ -7,8 +7,8 @@ from typing import Any
 from costmodels.cluster import ClusterSpec
 from costmodels.placement.canned import canned_placements
 from costmodels.placement.check import check_placement
-from costmodels.placement.cost import evaluate_placement
 from costmodels.placement.frameworks import FRAMEWORKS
+from costmodels.placement.judge import evaluate_placement
 from costmodels.placement.plot import plot_placement
 from costmodels.placement.presets import placement_presets
 from costmodels.placement.problem import (

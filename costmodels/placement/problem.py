@@ -32,7 +32,7 @@ class CostParams(BaseModel):
     mixed-precision Adam with the distributed optimizer: BF16 weights (2 B/param), FP32 gradients
     (4 B/param, also what the DP all-reduce sends) and FP32 master weights + Adam moments
     (12 B/param) sharded over DP. ``decode_model="hetrl"`` and ``group_aware_overlap=False``
-    reproduce HetRL Appendix B's literal terms (see ``costmodels.placement.cost``).
+    reproduce HetRL Appendix B's literal terms (see ``costmodels.placement.judge``).
     """
 
     model_config = _STRICT

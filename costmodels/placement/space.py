@@ -26,8 +26,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from costmodels.placement.check import check_placement
-from costmodels.placement.cost import evaluate_placement
 from costmodels.placement.frameworks import rules_of
+from costmodels.placement.judge import evaluate_placement
 from costmodels.placement.problem import PlacementPlan, PlacementProblem, TaskGroup, TaskPlacement
 from costmodels.solving import UNLIMITED, Deadline, KeepBest
 from costmodels.workflow import Task, TaskKind

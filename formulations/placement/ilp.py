@@ -61,7 +61,7 @@ generation's "as many as fit" decode batch for each combination of residents. In
 * every pair starts as one *relaxed* column whose terms bound each of its options' from below
   (:meth:`~search.placement.group_options.GroupOptions.bound_option`: each task at its fastest
   configuration that fits beside the other tasks' least memory, to a fixed point; generation
-  with "as many as fit" at the :func:`~costmodels.placement.cost.generation_floor` beside the
+  with "as many as fit" at the :func:`~costmodels.placement.task_cost.generation_floor` beside the
   others' least models, valid for every decode batch its residents could leave; a pair that
   cannot fit has no column). Coupling the co-located tasks' memory is what makes PPO tractable:
   without it a relaxed group of four or five tasks looks as fast as its tasks alone, and the
@@ -83,7 +83,7 @@ generation's "as many as fit" decode batch for each combination of residents. In
 The cost model scores every incumbent; the master's value of exact columns agrees with it to 1e-6
 (tests/test_placement_exact.py). Interchangeable tasks are costed once per symmetry class.
 Infeasibility: when the tasks' least model memory
-(:func:`~costmodels.placement.cost.memory_floor_gb`)
+(:func:`~costmodels.placement.memory.memory_floor_gb`)
 exceeds the cluster's, at once; otherwise when the master over relaxed columns is infeasible.
 Columns whose own bound exceeds the incumbent are dropped (they cannot be in a better plan), and
 before each master MIP so are those the master's LP relaxation rules out: with z its optimum and
@@ -107,7 +107,8 @@ import numpy as np
 from pydantic import Field
 from scipy.sparse import csc_array, csr_array
 
-from costmodels.placement.cost import evaluate_placement, memory_floor_gb
+from costmodels.placement.judge import evaluate_placement
+from costmodels.placement.memory import memory_floor_gb
 from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.space import best_colocated, build_plan
 from costmodels.solving import (

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from costmodels.placement.check import check_placement
-from costmodels.placement.cost import evaluate_placement
 from costmodels.placement.frameworks import rules_of
+from costmodels.placement.judge import evaluate_placement
 from costmodels.placement.problem import PlacementPlan, PlacementProblem
 from costmodels.placement.space import TaskConfig, build_plan, task_configs
 from costmodels.solving import UNLIMITED, Deadline, DeadlineExceeded

@@ -19,16 +19,8 @@ from typing import Any
 import numpy as np
 
 from costmodels import comm
-from costmodels.placement.cost import (
-    decode_batches,
-    full_weights_gb,
-    generation_floor,
-    replica_allgather,
-    task_cost,
-    task_memory,
-    zone_fanout,
-)
 from costmodels.placement.frameworks import rules_of
+from costmodels.placement.memory import task_memory
 from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.space import (
     TaskConfig,
@@ -37,6 +29,8 @@ from costmodels.placement.space import (
     place_task,
     task_configs,
 )
+from costmodels.placement.task_cost import decode_batches, generation_floor, task_cost
+from costmodels.placement.transfer import full_weights_gb, replica_allgather, zone_fanout
 from costmodels.solving import UNLIMITED, Deadline
 from costmodels.workflow import ACTOR_GENERATION, ACTOR_TRAINING, TaskKind
 from search.placement.options import Candidate, CandidateTable
@@ -185,7 +179,7 @@ class TaskCandidates:
     ) -> float:
         """Generation "as many as fit" under ``cfg`` on ``comp`` with ``resident`` GB of models per
         GPU: its time (``what="time"``, the cost model's) or its floor (``"floor"``,
-        :func:`~costmodels.placement.cost.generation_floor`). Both depend on the residents only
+        :func:`~costmodels.placement.task_cost.generation_floor`). Both depend on the residents only
         through each replica's dbs, so they are memoised on them."""
         p, task = self.problem, self.tasks[name]
         mem = self._memory_map(comp, resident)
@@ -221,7 +215,7 @@ class TaskCandidates:
         return [self.problem.topology.devices[index[g[0]]].zone for _, g in self.classes]
 
     def fanout(self, comp: tuple[int, ...]) -> dict[str, float]:
-        """F_z of the generation GPUs of a composition, per zone (``cost.zone_fanout``)."""
+        """F_z of the generation GPUs of a composition, per zone (``transfer.zone_fanout``)."""
         key = ("fanout", comp)
         if key not in self._fan:
             zones: dict[str, list[int]] = {}
@@ -261,7 +255,7 @@ class TaskCandidates:
         self, gen_comp: tuple[int, ...], train_comp: tuple[int, ...], together: bool
     ) -> float:
         """max_z (A_z + F_z) of C_sync for generation and actor training on these compositions
-        (the evaluator's ``cost.sync_arrivals`` at class level)."""
+        (the evaluator's ``transfer.sync_arrivals`` at class level)."""
         routes = self.routes()
         zone = self.zone_of_class()
         fan = self.fanout(gen_comp)

@@ -1,4 +1,4 @@
-"""The best combination of one option per group (HetRL B.4 as ``costmodels.placement.cost``
+"""The best combination of one option per group (HetRL B.4 as ``costmodels.placement.judge``
 reads it), shared by the ILP's incumbents and SHA-EA's exact Level 4 (§3.4, §3.5)."""
 
 from __future__ import annotations

@@ -52,9 +52,9 @@ class GroupOptions(TaskCandidates):
         w̲_u) <= cap;
         the minima are re-taken over those and the filter repeated until nothing changes. Each
         task is then bounded by its fastest surviving configuration; generation "as many as fit"
-        at its :func:`~costmodels.placement.cost.generation_floor` beside the others' least models
-        (more residents leave fewer KV slots, which the floor covers), tried fastest alone first
-        and stopped once the next one's floor alone cannot beat the best so far."""
+        at its :func:`~costmodels.placement.task_cost.generation_floor` beside the others' least
+        models (more residents leave fewer KV slots, which the floor covers), tried fastest alone
+        first and stopped once the next one's floor alone cannot beat the best so far."""
         tables = [self._table(n, comp, deadline) for n in subset]
         if any(t is None for t in tables):
             return None
@@ -326,7 +326,8 @@ class GroupOptions(TaskCandidates):
         self, name: str, comp: tuple[int, ...], c: Candidate, st: Partial, col_of: np.ndarray
     ) -> Candidate:
         """Cost a deferred generation candidate in a combination: its dbs per replica is what the
-        KV cache left beside every resident model of the group allows (``cost._decode_batch``)."""
+        KV cache left beside every resident model of the group allows
+        (``decode_cost.GenerationCoster._decode_batch``)."""
         time = self._beside("time", name, comp, c.cfg, (st.model + c.model)[col_of])
         return Candidate(c.cfg, time, c.model, c.working, c.ag_min, c.ag_max)
 

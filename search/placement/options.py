@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from costmodels.placement.cost import phi
+from costmodels.placement.judge import phi
 from costmodels.placement.space import TaskConfig
 from costmodels.workflow import ACTOR_GENERATION, ACTOR_TRAINING, TaskKind
 
