@@ -122,7 +122,7 @@ def test_type_splits_give_each_gpu_type_to_one_group_closest_to_the_work_shares_
     import random
 
     from heuristics.placement.genome import PlacementSpace
-    from heuristics.placement.sha_ea import group_work, type_splits
+    from heuristics.placement.groupings import group_work, type_splits
 
     problem = build_problem("placement", {"cluster": "small-24", "workflow": "ppo-sync-qwen3-8b"})
     space = PlacementSpace(problem)
