@@ -6,13 +6,8 @@ from costmodels.circuits.problem import Circuit, CircuitPlan, CircuitProblem
 from costmodels.cluster import ClusterSpec, build_topology
 from costmodels.cosched.problem import CoscheduleProblem, JobsSpec
 from costmodels.errors import SpecError
-from costmodels.placement.problem import (
-    CostParams,
-    PlacementPlan,
-    PlacementProblem,
-    TaskGroup,
-    TaskPlacement,
-)
+from costmodels.placement.plan import PlacementPlan, TaskGroup, TaskPlacement
+from costmodels.placement.problem import CostParams, PlacementProblem
 from costmodels.violations import Violation
 from costmodels.workflow import WorkflowSpec
 

@@ -14,13 +14,8 @@ from costmodels.catalog import get_model
 from costmodels.efficiency import Efficiency
 from costmodels.memory import tasklet_memory
 from costmodels.placement.judge import evaluate_placement, phi
-from costmodels.placement.problem import (
-    CostParams,
-    PlacementPlan,
-    PlacementProblem,
-    TaskGroup,
-    TaskPlacement,
-)
+from costmodels.placement.plan import PlacementPlan, TaskGroup, TaskPlacement
+from costmodels.placement.problem import CostParams, PlacementProblem
 from costmodels.workflow import TaskKind
 from planner.io import load_cluster, load_workflow
 from tests.conftest import ADAM_WITH_RECOMPUTE

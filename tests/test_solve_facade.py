@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from costmodels.placement.problem import PlacementPlan
+from costmodels.placement.plan import PlacementPlan
 from costmodels.solving import SolverOutput, Status
 from heuristics.placement.colocated import colocated_plan
 from planner import Registry, UnknownSolverError, default_registry, solve

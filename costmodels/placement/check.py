@@ -20,7 +20,8 @@ from collections import Counter
 
 from costmodels.placement.frameworks import rules_of
 from costmodels.placement.memory import device_memory
-from costmodels.placement.problem import PlacementPlan, PlacementProblem
+from costmodels.placement.plan import PlacementPlan
+from costmodels.placement.problem import PlacementProblem
 from costmodels.violations import Violation
 
 

@@ -72,7 +72,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from costmodels.placement.memory import device_memory
-from costmodels.placement.problem import PlacementPlan, PlacementProblem
+from costmodels.placement.plan import PlacementPlan
+from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.task_cost import task_cost
 from costmodels.placement.transfer import weight_transfer
 from costmodels.workflow import ACTOR_GENERATION, TaskKind

@@ -7,7 +7,8 @@ import math
 
 from costmodels.memory import GB, tasklet_memory, training_model_gb
 from costmodels.placement.layout import batch_shares, layer_split
-from costmodels.placement.problem import PlacementPlan, PlacementProblem, TaskPlacement
+from costmodels.placement.plan import PlacementPlan, TaskPlacement
+from costmodels.placement.problem import PlacementProblem
 from costmodels.transformer import (
     BYTES_BF16,
     stage_params,

@@ -12,7 +12,8 @@ from typing import Any
 from costmodels import comm
 from costmodels.memory import GB
 from costmodels.placement.layout import batch_shares, layer_split
-from costmodels.placement.problem import PlacementProblem, TaskPlacement
+from costmodels.placement.plan import TaskPlacement
+from costmodels.placement.problem import PlacementProblem
 from costmodels.transformer import (
     BYTES_BF16,
     layer_forward_flops,

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from costmodels.placement.check import check_placement
 from costmodels.placement.frameworks import rules_of
 from costmodels.placement.judge import evaluate_placement
-from costmodels.placement.problem import PlacementPlan, PlacementProblem, TaskGroup, TaskPlacement
+from costmodels.placement.plan import PlacementPlan, TaskGroup, TaskPlacement
+from costmodels.placement.problem import PlacementProblem
 from costmodels.solving import UNLIMITED, Deadline, KeepBest
 from costmodels.workflow import Task, TaskKind
 

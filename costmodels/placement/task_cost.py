@@ -8,7 +8,8 @@ import math
 from typing import Any
 
 from costmodels.placement.decode_cost import GenerationCoster
-from costmodels.placement.problem import PlacementProblem, TaskPlacement
+from costmodels.placement.plan import TaskPlacement
+from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.replica_cost import TaskCoster
 from costmodels.workflow import Task, TaskKind
 

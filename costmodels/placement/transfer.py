@@ -9,7 +9,8 @@ from typing import Any
 
 from costmodels import comm
 from costmodels.memory import GB
-from costmodels.placement.problem import PlacementPlan, PlacementProblem, TaskPlacement
+from costmodels.placement.plan import PlacementPlan, TaskPlacement
+from costmodels.placement.problem import PlacementProblem
 from costmodels.transformer import (
     BYTES_BF16,
     total_params,

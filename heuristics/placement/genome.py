@@ -18,7 +18,8 @@ from typing import Any
 from costmodels.placement.check import check_placement
 from costmodels.placement.frameworks import rules_of
 from costmodels.placement.judge import evaluate_placement
-from costmodels.placement.problem import PlacementPlan, PlacementProblem
+from costmodels.placement.plan import PlacementPlan
+from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.space import TaskConfig, build_plan, task_configs
 from costmodels.solving import UNLIMITED, Deadline, DeadlineExceeded
 from search.placement.combine import combine
