@@ -2,7 +2,8 @@
 
 from costmodels.catalog import GPUSpec, ModelSpec, get_gpu, get_model, gpu_catalog, model_catalog
 from costmodels.circuits.fabric import DemandSpec, FabricSpec
-from costmodels.circuits.problem import Circuit, CircuitPlan, CircuitProblem
+from costmodels.circuits.plan import Circuit, CircuitPlan
+from costmodels.circuits.problem import CircuitProblem
 from costmodels.cluster import ClusterSpec, build_topology
 from costmodels.cosched.problem import CoscheduleProblem, JobsSpec
 from costmodels.errors import SpecError

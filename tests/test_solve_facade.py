@@ -96,7 +96,7 @@ def test_plan_claimed_without_plan_is_error(problem):
 
 
 def test_wrong_plan_type_is_error(problem):
-    from costmodels.circuits.problem import CircuitPlan
+    from costmodels.circuits.plan import CircuitPlan
 
     r = solve(
         problem,
