@@ -161,9 +161,35 @@ class ReplanSpec(BaseModel):
             return list(self.tps)
         return feasible_tps(get_model(self.model), self.gpus_per_node, self.gpus_per_node)
 
-    def check(self) -> None:  # noqa: C901
+    def check(self) -> None:
         get_gpu(self.gpu)
         model = get_model(self.model)
+        self._check_pool(model)
+        # a request must fit one instance of some candidate TP, or no plan exists (constraint (3)
+        # would have no configuration for its bin): say which request, not "no plan"
+        room = {
+            t: Instance(model, get_gpu(self.gpu), t, self.serving).kv_capacity_tokens()
+            for t in self.candidate_tps()
+        }
+        widest = max(room, key=lambda t: room[t])
+        used: dict[tuple[int, int], int] = {}
+        for i, inst in enumerate(self.instances):
+            self._check_instance(i, inst, model, used)
+            self._check_pending(i, inst, room, widest)
+        total = sum(
+            len(inst.requests) + sum(c for _, c, _ in inst.histogram) for inst in self.instances
+        )
+        if total > MAX_REQUESTS:
+            raise SpecError(
+                "instances", total, f"at most {MAX_REQUESTS:,} pending requests per re-plan"
+            )
+        if not any(
+            inst.requests or any(c for _, c, _ in inst.histogram) for inst in self.instances
+        ):
+            raise SpecError("instances", len(self.instances), "no pending requests to re-plan")
+
+    def _check_pool(self, model: ModelSpec) -> None:
+        """The pool's size and GPU budget, and the candidate TPs."""
         g = self.gpus_per_node
         if self.nodes * g > MAX_GPUS:
             raise SpecError(
@@ -189,83 +215,70 @@ class ReplanSpec(BaseModel):
                 )
         if self.tps is not None and len(set(self.tps)) != len(self.tps):
             raise SpecError("tps", self.tps, "duplicate TP degrees")
-        # a request must fit one instance of some candidate TP, or no plan exists (constraint (3)
-        # would have no configuration for its bin): say which request, not "no plan"
-        room = {
-            t: Instance(model, get_gpu(self.gpu), t, self.serving).kv_capacity_tokens()
-            for t in self.candidate_tps()
-        }
-        widest = max(room, key=lambda t: room[t])
-        used: dict[tuple[int, int], int] = {}
-        for i, inst in enumerate(self.instances):
-            where = f"instances[{i}]"
-            if inst.node >= self.nodes:
-                raise SpecError(
-                    f"{where}.node", inst.node, f"the pool has nodes 0..{self.nodes - 1}"
-                )
-            if (
-                inst.tp & (inst.tp - 1)
-                or inst.tp > g
-                or inst.gpu % inst.tp
-                or inst.gpu + inst.tp > g
-            ):
+
+    def _check_instance(
+        self, i: int, inst: CurrentInstance, model: ModelSpec, used: dict[tuple[int, int], int]
+    ) -> None:
+        """Current instance ``i``: on an existing node, aligned GPUs no other instance holds, and
+        KV cache left; ``used`` maps each (node, GPU) seen so far to its instance."""
+        g = self.gpus_per_node
+        where = f"instances[{i}]"
+        if inst.node >= self.nodes:
+            raise SpecError(f"{where}.node", inst.node, f"the pool has nodes 0..{self.nodes - 1}")
+        if inst.tp & (inst.tp - 1) or inst.tp > g or inst.gpu % inst.tp or inst.gpu + inst.tp > g:
+            raise SpecError(
+                f"{where}.gpu",
+                inst.gpu,
+                f"TP{inst.tp} must sit on aligned GPUs of one {g}-GPU node",
+            )
+        for k in range(inst.gpu, inst.gpu + inst.tp):
+            if (inst.node, k) in used:
                 raise SpecError(
                     f"{where}.gpu",
                     inst.gpu,
-                    f"TP{inst.tp} must sit on aligned GPUs of one {g}-GPU node",
+                    f"GPU {k} of node {inst.node} already runs instance {used[inst.node, k]}",
                 )
-            for k in range(inst.gpu, inst.gpu + inst.tp):
-                if (inst.node, k) in used:
-                    raise SpecError(
-                        f"{where}.gpu",
-                        inst.gpu,
-                        f"GPU {k} of node {inst.node} already runs instance {used[inst.node, k]}",
-                    )
-                used[inst.node, k] = i
-            if Instance(model, get_gpu(self.gpu), inst.tp, self.serving).kv_capacity_tokens() <= 0:
-                raise SpecError(
-                    f"{where}.tp",
-                    inst.tp,
-                    f"{model.name} leaves no KV cache on TP{inst.tp} x {self.gpu}",
-                )
-            for j, (rem, ctx) in enumerate(inst.requests):
-                if rem < 1 or ctx < 0:
-                    raise SpecError(
-                        f"{where}.requests[{j}]", [rem, ctx], "need remaining >= 1 and context >= 0"
-                    )
-                if rem + ctx > room[widest]:
-                    raise SpecError(
-                        f"{where}.requests[{j}]",
-                        [rem, ctx],
-                        f"needs {rem + ctx:,} KV tokens; the roomiest candidate instance "
-                        f"(TP{widest}) holds {room[widest]:,}",
-                    )
-            for j, (upper, count, ctx) in enumerate(inst.histogram):
-                if upper < 1 or upper % self.bin_tokens or count < 0 or ctx < 0:
-                    raise SpecError(
-                        f"{where}.histogram[{j}]",
-                        [upper, count, ctx],
-                        "need a bin upper bound that is a positive multiple of bin_tokens "
-                        f"({self.bin_tokens}), count >= 0, context >= 0",
-                    )
-                if count and upper + ctx > room[widest]:
-                    raise SpecError(
-                        f"{where}.histogram[{j}]",
-                        [upper, count, ctx],
-                        f"needs {upper + ctx:,} KV tokens per request; the roomiest candidate "
-                        f"instance (TP{widest}) holds {room[widest]:,}",
-                    )
-        total = sum(
-            len(inst.requests) + sum(c for _, c, _ in inst.histogram) for inst in self.instances
-        )
-        if total > MAX_REQUESTS:
+            used[inst.node, k] = i
+        if Instance(model, get_gpu(self.gpu), inst.tp, self.serving).kv_capacity_tokens() <= 0:
             raise SpecError(
-                "instances", total, f"at most {MAX_REQUESTS:,} pending requests per re-plan"
+                f"{where}.tp",
+                inst.tp,
+                f"{model.name} leaves no KV cache on TP{inst.tp} x {self.gpu}",
             )
-        if not any(
-            inst.requests or any(c for _, c, _ in inst.histogram) for inst in self.instances
-        ):
-            raise SpecError("instances", len(self.instances), "no pending requests to re-plan")
+
+    def _check_pending(
+        self, i: int, inst: CurrentInstance, room: dict[int, int], widest: int
+    ) -> None:
+        """Current instance ``i``'s pending requests and histogram bins: well formed, and each
+        fitting the roomiest candidate instance (TP ``widest``, ``room`` KV tokens per TP)."""
+        where = f"instances[{i}]"
+        for j, (rem, ctx) in enumerate(inst.requests):
+            if rem < 1 or ctx < 0:
+                raise SpecError(
+                    f"{where}.requests[{j}]", [rem, ctx], "need remaining >= 1 and context >= 0"
+                )
+            if rem + ctx > room[widest]:
+                raise SpecError(
+                    f"{where}.requests[{j}]",
+                    [rem, ctx],
+                    f"needs {rem + ctx:,} KV tokens; the roomiest candidate instance "
+                    f"(TP{widest}) holds {room[widest]:,}",
+                )
+        for j, (upper, count, ctx) in enumerate(inst.histogram):
+            if upper < 1 or upper % self.bin_tokens or count < 0 or ctx < 0:
+                raise SpecError(
+                    f"{where}.histogram[{j}]",
+                    [upper, count, ctx],
+                    "need a bin upper bound that is a positive multiple of bin_tokens "
+                    f"({self.bin_tokens}), count >= 0, context >= 0",
+                )
+            if count and upper + ctx > room[widest]:
+                raise SpecError(
+                    f"{where}.histogram[{j}]",
+                    [upper, count, ctx],
+                    f"needs {upper + ctx:,} KV tokens per request; the roomiest candidate "
+                    f"instance (TP{widest}) holds {room[widest]:,}",
+                )
 
 
 @dataclass(frozen=True, eq=False)
