@@ -1,16 +1,10 @@
-"""Level 4's candidates (HetRL §3.4, §3.5): every configuration of one task on a GPU group.
-
-For a task subset T and a group *composition* c (GPUs taken from each interchangeable class,
-``costmodels.placement.space.node_classes``), every task configuration is costed by the cost
-model on the canonical layout; configurations that break C3 alone are dropped, dominated ones (in
-time, per-GPU resident and working memory, and weight-transfer terms) too; the survivors are
-merged task by task, dropping combinations that break C3 together and partial combinations that
-are dominated. What is left is the Pareto front of (generation time, inference phase Φ, training
-phase Φ, weight-transfer share) over the group's feasible configuration choices.
-
-The combination of candidates into group options is ``search.placement.group_options``; this
-module costs and caches each task's candidates, and the class-level C_sync terms.
-"""
+"""Level 4's candidates (HetRL §3.4, §3.5): every configuration of one task on a GPU group
+*composition* c (GPUs taken from each interchangeable class,
+``costmodels.placement.space.node_classes``), costed by the cost model on the canonical layout;
+configurations that break C3 alone are dropped, dominated ones (in time, per-GPU resident and
+working memory, and weight-transfer terms) too. Cached per task signature and composition, with
+the class-level C_sync terms of compositions. ``search.placement.group_options`` merges the
+candidates of co-located tasks into group options."""
 
 from __future__ import annotations
 
