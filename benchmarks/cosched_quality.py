@@ -18,7 +18,7 @@ import numpy as np
 
 from benchmarks.instances import table6_problem
 from benchmarks.publish import command_line, parse_out_dir, write_csv, write_json
-from costmodels.cosched.group import evaluate_cosched
+from costmodels.cosched.judge import evaluate_cosched
 from formulations.cosched.partition import solve_cosched_optimal
 from heuristics.cosched.online import (
     solve_colocated,

@@ -20,7 +20,7 @@ from typing import Any
 
 from benchmarks.instances import replan_state
 from benchmarks.publish import command_line, publish_rows, redraw, save_figure
-from costmodels.replan.problem import check_replan
+from costmodels.replan.check import check_replan
 from planner import solve
 from planner.io import build_problem
 

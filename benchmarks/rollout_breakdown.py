@@ -22,8 +22,10 @@ import numpy as np
 from benchmarks.instances import rollout_problem
 from benchmarks.publish import command_line, save_figure, write_csv, write_json
 from costmodels.rl_training import FITTED_MFU
-from costmodels.rollout.plan import RolloutPlan, evaluate_rollout, rollout_tps
+from costmodels.rollout.judge import evaluate_rollout
+from costmodels.rollout.plan import RolloutPlan
 from costmodels.rollout.presets import TABLE2, table2_job
+from costmodels.rollout.replay import rollout_tps
 from costmodels.rollout.space import ETAS, paper_plan, verl_plan
 
 PAPER_TABLE2 = {

@@ -22,7 +22,9 @@ from typing import Any
 
 from benchmarks.instances import rollout_problem
 from benchmarks.publish import command_line, parse_out_dir, write_csv
-from costmodels.rollout.plan import RolloutPlan, check_rollout, evaluate_rollout
+from costmodels.rollout.check import check_rollout
+from costmodels.rollout.judge import evaluate_rollout
+from costmodels.rollout.plan import RolloutPlan
 from costmodels.rollout.presets import TABLE2
 from costmodels.rollout.space import paper_plan
 from planner import solve

@@ -51,7 +51,7 @@ from benchmarks.rollout_breakdown import (
     with_reward,
 )
 from costmodels.rl_training import FITTED_MFU
-from costmodels.rollout.plan import evaluate_rollout
+from costmodels.rollout.judge import evaluate_rollout
 from costmodels.rollout.table1 import TABLE1, veRL_shares
 
 #: training's cost as a fraction of the fitted one: 1/k for each k

@@ -28,85 +28,19 @@ one solver's metric to another's on the same instance.
 
 from __future__ import annotations
 
-import functools
-from dataclasses import dataclass, field
-
 from benchmarks.harness import InstanceRef, RunSpec
 from benchmarks.instances import DEMAND_SHAPES
+from benchmarks.placement_suites import placement, scale, scenarios
+from benchmarks.suite_parts import (
+    Comparison,
+    Suite,
+    _circ,
+    _once,
+    _ratios_to,
+    _runs,
+)
 from costmodels.broadcast.canned import TINY_SYNC
 from costmodels.rollout.canned import tiny_workload
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """Per instance, ``numerator``'s ``metric`` over ``denominator``'s (same seed where both have
-    one), summarised by median / min / max in the report."""
-
-    title: str
-    numerator: str
-    denominator: str
-    metric: str  # objective or wall_time_s
-
-
-def _ratios_to(denominator: str, what: str, titles: dict[str, str]) -> list[Comparison]:
-    """The objective of each solver in ``titles`` (solver: its title) over ``denominator``'s,
-    titled ``"<its title> / <what>"``."""
-    return [
-        Comparison(f"{title} / {what}", solver, denominator, "objective")
-        for solver, title in titles.items()
-    ]
-
-
-@dataclass
-class Suite:
-    name: str
-    description: str
-    runs: list[RunSpec]
-    comparisons: list[Comparison] = field(default_factory=list)
-    anytime: tuple[str, ...] = ()  # solvers whose traces make the anytime plot
-
-
-def _circ(name: str, **args) -> InstanceRef:
-    return InstanceRef(name=name, kind="circuits", generator="circuits_instance", args=args)
-
-
-@functools.cache
-def plugin_solvers(plugins: tuple[str, ...], kind: str) -> list[str]:
-    """Solvers of ``kind`` that the plugins add: a suite runs them next to the built-ins."""
-    if not plugins:
-        return []
-    from planner.registry import build_registry
-
-    builtin = {s.name for s in build_registry().solvers(kind)}
-    return [s.name for s in build_registry(plugins).solvers(kind) if s.name not in builtin]
-
-
-def _once(*solvers: str, limit: float | None = None) -> list[tuple]:
-    """Each of ``solvers`` once: default options, seed 0, under ``limit`` (None: its own work
-    budget)."""
-    return [(s, {}, limit, (0,)) for s in solvers]
-
-
-def _runs(
-    suite: str,
-    instances: list[InstanceRef],
-    solvers: list[tuple[str, dict, float | None, tuple[int, ...]]],
-    plugins: tuple[str, ...] = (),
-    with_plugins: bool = True,
-) -> list[RunSpec]:
-    out = []
-    kinds = {inst.kind for inst in instances}
-    extra = (
-        [(name, {}, None, (0,)) for kind in sorted(kinds) for name in plugin_solvers(plugins, kind)]
-        if with_plugins
-        else []
-    )
-    for inst in instances:
-        for solver, options, limit, seeds in [*solvers, *extra]:
-            out.extend(
-                RunSpec(suite, inst, solver, dict(options), seed, limit, plugins) for seed in seeds
-            )
-    return out
 
 
 def smoke(plugins: tuple[str, ...] = ()) -> Suite:
@@ -160,59 +94,6 @@ def smoke(plugins: tuple[str, ...] = ()) -> Suite:
         [
             Comparison("uniform / greedy bottleneck", "uniform", "greedy", "objective"),
             Comparison("naive / two-level weight-sync time", "naive", "two-level", "objective"),
-        ],
-        anytime=("sha-ea", "ea", "ilp"),
-    )
-
-
-#: the placement suite's workflows on each small cluster: PPO on Qwen3-8B needs 360.8 GB of model
-#: memory and small-8 has 344 GB, so small-8 runs PPO on Qwen3-4B
-PLACEMENT_WORKFLOWS = {
-    c: [
-        "grpo-sync-qwen3-8b",
-        "grpo-async-qwen3-8b",
-        *(f"ppo-{m}-qwen3-{'4b' if c == 'small-8' else '8b'}" for m in ("sync", "async")),
-    ]
-    for c in ("small-8", "small-16", "small-24")
-}
-
-
-def placement(plugins: tuple[str, ...] = ()) -> Suite:
-    instances = [
-        InstanceRef(f"{c}/{wf}", "placement", fields={"cluster": c, "workflow": wf})
-        for c, wfs in PLACEMENT_WORKFLOWS.items()
-        for wf in wfs
-    ]
-    wf = "grpo-sync-qwen3-8b"
-    instances += [
-        InstanceRef(
-            f"random-16-s{s}/{wf}",
-            "placement",
-            generator="random_cluster",
-            generates="cluster",
-            args={"gpus": 16, "seed": s},
-            fields={"workflow": wf},
-        )
-        for s in range(3)
-    ]
-    solvers = [
-        *_once("ilp", limit=600.0),
-        ("sha-ea", {}, 10.0, (0, 1)),
-        *_once("sha-ea", limit=60.0),
-        *_once("ea", limit=10.0),
-        *_once("ea", limit=60.0),
-        *_once("random", limit=10.0),
-        *_once("verl", "streamrl"),
-    ]
-    return Suite(
-        "placement",
-        "HetRL §5.4: ILP vs SHA-EA vs EA vs baselines over time budgets",
-        _runs("placement", instances, solvers, plugins),
-        [
-            Comparison("SHA-EA / ILP iteration time", "sha-ea", "ilp", "objective"),
-            Comparison("EA / ILP iteration time", "ea", "ilp", "objective"),
-            Comparison("verl / SHA-EA iteration time", "verl", "sha-ea", "objective"),
-            Comparison("StreamRL / SHA-EA iteration time", "streamrl", "sha-ea", "objective"),
         ],
         anytime=("sha-ea", "ea", "ilp"),
     )
@@ -314,70 +195,6 @@ def circuits(plugins: tuple[str, ...] = ()) -> Suite:
             ),
             Comparison("HiGHS / CP-SAT solve time", "milp", "cpsat", "wall_time_s"),
         ],
-    )
-
-
-def _sha_ea_against_baselines(
-    name: str, description: str, instances: list[InstanceRef], plugins: tuple[str, ...]
-) -> Suite:
-    """SHA-EA, the verl and StreamRL baselines and the plain EA on ``instances``, each once under
-    the same 60 s limit, compared as iteration-time ratios to SHA-EA."""
-    return Suite(
-        name,
-        description,
-        _runs(name, instances, _once("sha-ea", "verl", "streamrl", "ea", limit=60.0), plugins),
-        _ratios_to(
-            "sha-ea",
-            "SHA-EA iteration time",
-            {"verl": "verl", "streamrl": "StreamRL", "ea": "plain EA"},
-        ),
-        anytime=("sha-ea", "ea"),
-    )
-
-
-def scenarios(plugins: tuple[str, ...] = ()) -> Suite:
-    """HetRL §5.2: the four testbed network scenarios, SHA-EA against the verl and StreamRL
-    baselines (64 GPUs: too large for the ILP to finish, so ratios are between solvers)."""
-    instances = [
-        InstanceRef(f"{c}/{wf}", "placement", fields={"cluster": f"hetrl-{c}", "workflow": wf})
-        for c in ("single-region", "multi-region-hybrid", "multi-country", "multi-continent")
-        for wf in (
-            "grpo-sync-qwen3-8b",
-            "ppo-sync-qwen3-8b",
-            "grpo-async-qwen3-8b",
-            "ppo-async-qwen3-8b",
-        )
-    ]
-    # the baselines' sweeps grow with the number of node classes (eight zones here): same 60 s cap
-    return _sha_ea_against_baselines(
-        "scenarios",
-        "HetRL §5.2 testbed scenarios: SHA-EA vs verl / StreamRL baselines",
-        instances,
-        plugins,
-    )
-
-
-def scale(plugins: tuple[str, ...] = ()) -> Suite:
-    """Placement at 128 to 1 024 GPUs: random clusters of four GPU types in four zones (8-GPU
-    nodes), GRPO on Qwen3-8B and PPO on Qwen3-14B; SHA-EA against the baselines and the plain EA,
-    every solver under the same 60 s limit (wall time and peak memory are in each row)."""
-    instances = [
-        InstanceRef(
-            f"random-{n}-4types/{tag}",
-            "placement",
-            generator="random_cluster",
-            generates="cluster",
-            args={"gpus": n, "seed": 0, "zones": 4, "per_node": 8, "types": 4},
-            fields={"workflow": wf},
-        )
-        for n in (128, 256, 512, 1024)
-        for tag, wf in (("grpo-8b", "grpo-sync-qwen3-8b"), ("ppo-14b", "ppo-sync-qwen3-14b"))
-    ]
-    return _sha_ea_against_baselines(
-        "scale",
-        "placement at 128-1 024 GPUs: SHA-EA vs verl / StreamRL / plain EA, 60 s each",
-        instances,
-        plugins,
     )
 
 

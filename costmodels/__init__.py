@@ -2,17 +2,13 @@
 
 from costmodels.catalog import GPUSpec, ModelSpec, get_gpu, get_model, gpu_catalog, model_catalog
 from costmodels.circuits.fabric import DemandSpec, FabricSpec
-from costmodels.circuits.problem import Circuit, CircuitPlan, CircuitProblem
+from costmodels.circuits.plan import Circuit, CircuitPlan
+from costmodels.circuits.problem import CircuitProblem
 from costmodels.cluster import ClusterSpec, build_topology
 from costmodels.cosched.problem import CoscheduleProblem, JobsSpec
 from costmodels.errors import SpecError
-from costmodels.placement.problem import (
-    CostParams,
-    PlacementPlan,
-    PlacementProblem,
-    TaskGroup,
-    TaskPlacement,
-)
+from costmodels.placement.plan import PlacementPlan, TaskGroup, TaskPlacement
+from costmodels.placement.problem import CostParams, PlacementProblem
 from costmodels.violations import Violation
 from costmodels.workflow import WorkflowSpec
 

@@ -2,7 +2,7 @@
 (OrchestrRL §2.1, §4.1: T_k(R_k, y_k)).
 
 :func:`decode_step_time` is the only place a decode step is costed: placement's generation task
-(``costmodels.placement.cost``), ``rlplan estimate generation`` (:class:`Instance` below) and the
+(``costmodels.placement.judge``), ``rlplan estimate generation`` (:class:`Instance` below) and the
 generation simulator all call it. For one pipeline stage of ``L_s`` layers on a TP group of
 ``tp`` GPUs, a batch of ``b`` sequences holding ``C`` context tokens in total costs
 

@@ -21,7 +21,8 @@ from costmodels import (  # noqa: E402  (re-exported so schedulers import from o
     SpecError,
     WorkflowSpec,
 )
-from costmodels.broadcast.problem import BroadcastPlan, BroadcastProblem, BroadcastSpec  # noqa: E402
+from costmodels.broadcast.plan import BroadcastPlan  # noqa: E402
+from costmodels.broadcast.problem import BroadcastProblem, BroadcastSpec  # noqa: E402
 from costmodels.circuits.fabric import DemandSpec  # noqa: E402
 from costmodels.circuits.rfabric import RFabricSpec  # noqa: E402
 from costmodels.solving import SolverOutput, Status  # noqa: E402

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import signal
 
-from costmodels.circuits.problem import Circuit, CircuitPlan
+from costmodels.circuits.plan import Circuit, CircuitPlan
 from costmodels.solving import SolverOutput, Status
 
 

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import math
 
-from costmodels.circuits.problem import (
-    Circuit,
-    CircuitPlan,
-    check_circuits,
-    evaluate_circuits,
-    pair_time_s,
-)
+from costmodels.circuits.check import check_circuits
+from costmodels.circuits.judge import evaluate_circuits, pair_time_s
+from costmodels.circuits.plan import Circuit, CircuitPlan
 from planner.io import build_problem
 
 

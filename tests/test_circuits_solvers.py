@@ -10,8 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from benchmarks.instances import DEMAND_SHAPES, circuits_instance
+from costmodels.circuits.check import check_circuits
 from costmodels.circuits.fabric import DemandSpec, FabricSpec
-from costmodels.circuits.problem import CircuitProblem, check_circuits
+from costmodels.circuits.problem import CircuitProblem
 from costmodels.solving import Status
 from heuristics.circuits.greedy import allocate_greedy, allocate_greedy_reference, allocate_uniform
 from planner import solve

@@ -9,17 +9,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from costmodels.cosched.canned import tiny_jobs
+from costmodels.cosched.check import check_cosched
 from costmodels.cosched.group import (
-    CoschedulePlan,
     GroupState,
-    check_cosched,
     coexec_times,
     cosched_model,
     cycle_and_load,
-    evaluate_cosched,
     group_ok,
     saturated,
 )
+from costmodels.cosched.judge import evaluate_cosched
+from costmodels.cosched.plan import CoschedulePlan
 from costmodels.cosched.problem import JobsSpec
 from costmodels.errors import SpecError
 from costmodels.solving import Status

@@ -10,8 +10,8 @@ import pytest
 
 from benchmarks.instances import table6_problem
 from costmodels.cosched.arrivals import generate, parse_generator, philly_trace
+from costmodels.cosched.check import check_cosched
 from costmodels.cosched.group import (
-    check_cosched,
     cosched_model,
     round_robin_period,
     round_robin_schedule,
@@ -140,7 +140,7 @@ def test_optimal_policy_groups_are_the_offline_optimum_at_the_peak():
             ).model_dump(mode="json")
         },
     )
-    from costmodels.cosched.group import CoschedulePlan
+    from costmodels.cosched.plan import CoschedulePlan
 
     assert check_cosched(sub, CoschedulePlan(groups=[g.to_group() for g in r.snapshot])) == []
     assert [state_of(g.to_group()).members for g in r.snapshot]

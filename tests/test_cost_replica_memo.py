@@ -10,15 +10,16 @@ import random
 
 import pytest
 
-import costmodels.placement.cost as cost
+import costmodels.placement.replica_cost as replica_cost
 from benchmarks.instances import random_cluster
-from costmodels.placement.cost import task_cost, task_memory
+from costmodels.placement.memory import task_memory
 from costmodels.placement.space import is_heterogeneous, place_task, task_configs
+from costmodels.placement.task_cost import task_cost
 from planner.io import build_problem
 
 
 def _costs(memo: bool, cluster, workflow: str, seed: int, monkeypatch) -> list:
-    monkeypatch.setattr(cost, "REPLICA_MEMO", memo)
+    monkeypatch.setattr(replica_cost, "REPLICA_MEMO", memo)
     p = build_problem("placement", {"cluster": cluster, "workflow": workflow})
     rng = random.Random(seed)
     devs = [d.id for d in p.topology.devices]

@@ -13,14 +13,9 @@ from costmodels import transformer as tf
 from costmodels.catalog import get_model
 from costmodels.efficiency import Efficiency
 from costmodels.memory import tasklet_memory
-from costmodels.placement.cost import evaluate_placement, phi
-from costmodels.placement.problem import (
-    CostParams,
-    PlacementPlan,
-    PlacementProblem,
-    TaskGroup,
-    TaskPlacement,
-)
+from costmodels.placement.judge import evaluate_placement, phi
+from costmodels.placement.plan import PlacementPlan, TaskGroup, TaskPlacement
+from costmodels.placement.problem import CostParams, PlacementProblem
 from costmodels.workflow import TaskKind
 from planner.io import load_cluster, load_workflow
 from tests.conftest import ADAM_WITH_RECOMPUTE

@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 from costmodels.placement.canned import qwen3_workflow, small_cluster
-from costmodels.placement.problem import PlacementPlan, PlacementProblem
+from costmodels.placement.plan import PlacementPlan
+from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.roll_export import export_roll, roll_rule_violations
 from costmodels.placement.space import TaskConfig, build_plan
 from costmodels.placement.verl_export import VERL_RELEASES, export_verl

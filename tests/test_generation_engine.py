@@ -19,7 +19,8 @@ from costmodels.decode import (
     step_coefficients,
 )
 from costmodels.errors import SpecError
-from costmodels.generation.engine import Engine, InstanceState, simulate
+from costmodels.generation.engine import Engine, simulate
+from costmodels.generation.instance_state import InstanceState
 from costmodels.generation.reference import reference_run
 from costmodels.generation.request_traces import (
     histogram,

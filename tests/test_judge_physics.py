@@ -16,8 +16,9 @@ from costmodels.catalog import get_gpu, get_model
 from costmodels.decode import decode_step_time, ring_allreduce_s
 from costmodels.efficiency import Efficiency
 from costmodels.placement.check import check_placement
-from costmodels.placement.cost import evaluate_placement
-from costmodels.placement.problem import PlacementPlan, PlacementProblem, TaskGroup, TaskPlacement
+from costmodels.placement.judge import evaluate_placement
+from costmodels.placement.plan import PlacementPlan, TaskGroup, TaskPlacement
+from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.space import tasklet_layout
 from costmodels.transformer import BYTES_BF16, stage_params
 from costmodels.workflow import ACTOR_GENERATION, TaskKind

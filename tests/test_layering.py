@@ -1,6 +1,6 @@
 """The arrows of docs/architecture.md, "The house": benchmarks -> planner -> {formulations,
-heuristics} -> costmodels, formulations and heuristics never import each other, problems never
-import each other, and no package has an import cycle: the import-linter contracts in
+heuristics} -> search -> costmodels, formulations and heuristics never import each other, problems
+never import each other, and no package has an import cycle: the import-linter contracts in
 pyproject.toml, run here."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 ROOT = Path(__file__).parents[1]
-PROBLEM_LAYERS = ("costmodels", "formulations", "heuristics")
+PROBLEM_LAYERS = ("costmodels", "search", "formulations", "heuristics")
 
 
 def _problem_of(module: str) -> str | None:

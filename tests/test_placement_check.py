@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from costmodels.placement.check import check_placement
-from costmodels.placement.problem import PlacementPlan, TaskGroup
+from costmodels.placement.plan import PlacementPlan, TaskGroup
 from costmodels.placement.space import tasklet_layout as layout
 from heuristics.placement.colocated import colocated_plan
 from planner.io import build_problem

@@ -9,7 +9,7 @@ import pytest
 
 from costmodels.placement.canned import ONE_ZONE, TWO_ZONES, small_cluster, small_workflow
 from costmodels.placement.check import check_placement
-from costmodels.placement.cost import evaluate_placement
+from costmodels.placement.judge import evaluate_placement
 from costmodels.solving import Status
 from formulations.placement.bruteforce import count_plans, solve_placement_bruteforce
 from formulations.placement.ilp import solve_placement_ilp
@@ -122,7 +122,7 @@ def test_type_splits_give_each_gpu_type_to_one_group_closest_to_the_work_shares_
     import random
 
     from heuristics.placement.genome import PlacementSpace
-    from heuristics.placement.sha_ea import group_work, type_splits
+    from heuristics.placement.groupings import group_work, type_splits
 
     problem = build_problem("placement", {"cluster": "small-24", "workflow": "ppo-sync-qwen3-8b"})
     space = PlacementSpace(problem)

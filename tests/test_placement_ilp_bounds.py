@@ -10,8 +10,7 @@ import random
 import pytest
 
 from costmodels.combinatorics import set_partitions
-from costmodels.placement.cost import generation_floor, memory_floor_gb, task_cost, task_memory
-from costmodels.placement.group_fronts import GroupOption, GroupOptions
+from costmodels.placement.memory import memory_floor_gb, task_memory
 from costmodels.placement.space import (
     best_colocated,
     compositions,
@@ -19,10 +18,13 @@ from costmodels.placement.space import (
     place_task,
     task_configs,
 )
+from costmodels.placement.task_cost import generation_floor, task_cost
 from costmodels.solving import Status
 from formulations.placement.columns import ColumnPool, LeftoverBounds, option_bound
 from formulations.placement.ilp import solve_placement_ilp
 from planner.io import build_problem
+from search.placement.group_options import GroupOptions
+from search.placement.options import GroupOption
 
 
 @pytest.mark.parametrize(

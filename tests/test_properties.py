@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from costmodels.placement.check import check_placement
-from costmodels.placement.cost import evaluate_placement
+from costmodels.placement.judge import evaluate_placement
 from costmodels.placement.problem import PlacementProblem
 from heuristics.placement.colocated import colocated_plan
 from planner import solve

@@ -12,15 +12,11 @@ import pytest
 
 from costmodels.errors import SpecError
 from costmodels.replan.canned import random_tiny_state, tiny_state
+from costmodels.replan.check import check_replan
+from costmodels.replan.judge import evaluate_replan
+from costmodels.replan.plan import ReplanPlan, current_plan
 from costmodels.replan.presets import synthetic_state
-from costmodels.replan.problem import (
-    ReplanPlan,
-    ReplanProblem,
-    ReplanSpec,
-    check_replan,
-    current_plan,
-    evaluate_replan,
-)
+from costmodels.replan.problem import ReplanProblem, ReplanSpec
 from costmodels.solving import Status
 from formulations.replan.bruteforce import solve_replan_bruteforce
 from formulations.replan.milp import solve_replan_milp
@@ -451,7 +447,7 @@ def test_the_planner_looks_on_the_events_it_is_given():
 def test_aligned_tilings_are_every_mix_of_tps_on_aligned_slots():
     """Mixed layouts (``aligned_tilings``): 677 on an 8-GPU node with TPs 1-8, 26 with TPs 2-8,
     5 on a 2-GPU node with TPs 1-2; each tiling's instances are aligned and disjoint."""
-    from costmodels.replan.problem import aligned_tilings
+    from costmodels.replan.layouts import aligned_tilings
 
     assert len(aligned_tilings(0, 8, {1, 2, 4, 8})) == 677
     assert len(aligned_tilings(0, 8, {2, 4, 8})) == 26

@@ -10,23 +10,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from costmodels.replan.canned import random_tiny_state
-from costmodels.replan.loads import Loads
+from costmodels.replan.check import check_replan
+from costmodels.replan.judge import evaluate_replan
+from costmodels.replan.plan import layout_choice, to_plan
 from costmodels.replan.presets import replan_64, replan_1024
-from costmodels.replan.problem import (
-    ReplanProblem,
-    ReplanSpec,
-    check_replan,
-    evaluate_replan,
-    layout_choice,
-    layout_slots,
-    to_plan,
-)
+from costmodels.replan.problem import ReplanProblem, ReplanSpec
+from costmodels.replan.slots import layout_slots
 from costmodels.solving import Status
 from formulations.replan.aggregate import aggregate_bound
 from formulations.replan.bruteforce import solve_replan_bruteforce
 from formulations.replan.milp import lower_bound, solve_replan_milp
 from formulations.replan.packing import makespan, pack
 from heuristics.replan.greedy import keep_choice, solve_greedy
+from search.replan.loads import Loads
 
 
 def _preset(make) -> ReplanProblem:

@@ -6,14 +6,9 @@ from __future__ import annotations
 import pytest
 
 from costmodels.broadcast.canned import FOUR_POD_SYNC
-from costmodels.broadcast.problem import (
-    BroadcastPlan,
-    BroadcastProblem,
-    BroadcastSpec,
-    Edge,
-    Wave,
-    check_broadcast,
-)
+from costmodels.broadcast.check import check_broadcast
+from costmodels.broadcast.plan import BroadcastPlan, Edge, Wave
+from costmodels.broadcast.problem import BroadcastProblem, BroadcastSpec
 from costmodels.circuits.fabric import DemandSpec, pair_key
 from costmodels.circuits.rfabric import RFabricSpec, aggregate_demand, check_materialized
 from costmodels.solving import Status

@@ -15,8 +15,10 @@ from costmodels.decode import Instance
 from costmodels.generation.engine import Engine
 from costmodels.generation.requests import Request, balanced_assignment
 from costmodels.rollout.canned import tiny_job
+from costmodels.rollout.check import check_rollout, expected_cut_share
+from costmodels.rollout.judge import evaluate_rollout
 from costmodels.rollout.parallelism import AdaptiveTP
-from costmodels.rollout.plan import RolloutPlan, check_rollout, evaluate_rollout, expected_cut_share
+from costmodels.rollout.plan import RolloutPlan
 from costmodels.rollout.reward import adaptive_timeout, sandbox_times, score
 from costmodels.rollout.rounds import simulate_epoch
 from costmodels.rollout.space import paper_plan, verl_plan

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from costmodels.circuits.problem import Circuit, CircuitPlan
+from costmodels.circuits.plan import Circuit, CircuitPlan
 from costmodels.solving import SolverOutput, Status
 from heuristics.placement.colocated import colocated_plan
 from planner import Registry, load_problem, solve

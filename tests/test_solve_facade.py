@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from costmodels.placement.problem import PlacementPlan
+from costmodels.placement.plan import PlacementPlan
 from costmodels.solving import SolverOutput, Status
 from heuristics.placement.colocated import colocated_plan
 from planner import Registry, UnknownSolverError, default_registry, solve
@@ -96,7 +96,7 @@ def test_plan_claimed_without_plan_is_error(problem):
 
 
 def test_wrong_plan_type_is_error(problem):
-    from costmodels.circuits.problem import CircuitPlan
+    from costmodels.circuits.plan import CircuitPlan
 
     r = solve(
         problem,

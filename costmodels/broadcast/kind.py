@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 from costmodels.broadcast.canned import canned_broadcasts
+from costmodels.broadcast.check import check_broadcast
+from costmodels.broadcast.judge import evaluate_broadcast
+from costmodels.broadcast.plan import BroadcastPlan
 from costmodels.broadcast.plot import plot_broadcast
 from costmodels.broadcast.presets import broadcast_presets
-from costmodels.broadcast.problem import (
-    BroadcastPlan,
-    BroadcastProblem,
-    BroadcastSpec,
-    check_broadcast,
-    evaluate_broadcast,
-)
+from costmodels.broadcast.problem import BroadcastProblem, BroadcastSpec
 from costmodels.broadcast.summary import broadcast_summary
 from costmodels.problem import ProblemKind, SpecField
 

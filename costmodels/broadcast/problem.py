@@ -1,5 +1,5 @@
-"""Weight-sync broadcast over OCS circuits: problem, schedule, cost and validator (OrchestrRL App.
-E).
+"""Weight-sync broadcast over OCS circuits (OrchestrRL App. E): the problem, and the model its
+schedules (``plan``), cost (``judge``) and validator (``check``) share.
 
 Training PoDs hold the new weights as ``holders`` shards (shard i on holder i, weights_gb / H each).
 Every rank of every generation PoD needs every shard. A schedule has two parts:
@@ -27,8 +27,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from costmodels.catalog import ocs_devices
 from costmodels.errors import SpecError, refuse_repeated_names
 from costmodels.limits import MAX_BYTES, MAX_LINK_GBPS
-from costmodels.violations import Violation
-from costmodels.weight_sync import pipelined_broadcast_s
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
@@ -114,37 +112,6 @@ class BroadcastSpec(BaseModel):
         return ocs_devices()[self.ocs_device].reconfig_delay_ms / 1e3
 
 
-class Edge(BaseModel):
-    model_config = _STRICT
-
-    src: str
-    dst: str
-    shard: int = Field(ge=0)
-    circuits: int = Field(ge=1)
-
-
-class Wave(BaseModel):
-    model_config = _STRICT
-
-    edges: list[Edge] = Field(min_length=1)
-
-
-class FanoutTree(BaseModel):
-    """Phase B: ``seed`` sends ``shards`` to every other rank of its PoD."""
-
-    model_config = _STRICT
-
-    seed: str
-    shards: list[int]
-
-
-class BroadcastPlan(BaseModel):
-    model_config = _STRICT
-
-    phase_a: list[Wave] = Field(default_factory=list)
-    phase_b: list[FanoutTree] = Field(default_factory=list)
-
-
 @dataclass(frozen=True, eq=False)
 class BroadcastProblem:
     spec: BroadcastSpec
@@ -156,121 +123,3 @@ class BroadcastProblem:
 
 def pod_of(endpoint: str) -> str:
     return endpoint.split("/", 1)[0]
-
-
-def edge_time_s(gb: float, circuits: int, link_gbps: float) -> float:
-    return gb * 8 / (circuits * link_gbps)
-
-
-def evaluate_broadcast(
-    problem: BroadcastProblem, plan: BroadcastPlan
-) -> tuple[float, dict[str, Any]]:
-    s = problem.spec
-    gb = s.shard_gb()
-    waves = [
-        s.reconfig_s() + max(edge_time_s(gb, e.circuits, s.link_gbps) for e in w.edges)
-        for w in plan.phase_a
-    ]
-    ranks = {p.name: p.ranks for p in s.pods}
-    phase_b = max(
-        (
-            pipelined_broadcast_s(
-                gb * len(t.shards), ranks[pod_of(t.seed)] - 1, s.intra_gbps / 8, chunks=s.chunks
-            )
-            for t in plan.phase_b
-            if t.shards
-        ),
-        default=0.0,
-    )
-    if plan.phase_b:
-        phase_b += s.reconfig_s()  # OCS-Agg fan-out circuits are set up once, before Phase B
-    total = sum(waves) + phase_b
-    return total, {
-        "total_s": total,
-        "phase_a_s": sum(waves),
-        "phase_b_s": phase_b,
-        "waves": len(waves),
-        "wave_s": waves,
-        "inter_pod_edges": sum(len(w.edges) for w in plan.phase_a),
-        "inter_pod_gb": gb * sum(len(w.edges) for w in plan.phase_a),
-        "shard_gb": gb,
-    }
-
-
-def check_broadcast(problem: BroadcastProblem, plan: BroadcastPlan) -> list[Violation]:  # noqa: C901
-    """Budgets per wave, sources that hold what they send, and every gen rank served."""
-    s = problem.spec
-    pods = {p.name: p for p in s.pods}
-    out: list[Violation] = []
-    held: dict[str, set[int]] = {h: {i} for i, h in enumerate(s.holders())}
-    nshards = len(s.holders())
-
-    def known(ep: str) -> bool:
-        pod, _, rank = ep.partition("/")
-        return pod in pods and rank.isdigit() and int(rank) < pods[pod].ranks
-
-    for t, wave in enumerate(plan.phase_a):
-        load: dict[str, int] = {}
-        arrivals: list[tuple[str, int]] = []
-        for e in wave.edges:
-            where = f"wave {t}: {e.src} -> {e.dst} shard {e.shard}"
-            if not (known(e.src) and known(e.dst)):
-                out.append(Violation("endpoint", f"{where}: unknown endpoint"))
-                continue
-            if e.shard >= nshards:
-                out.append(Violation("shard", f"{where}: there are only {nshards} shards"))
-                continue
-            if pod_of(e.src) == pod_of(e.dst):
-                out.append(
-                    Violation("inter-pod", f"{where}: Phase A edges cross PoDs (POD(u) != POD(v))")
-                )
-            if e.shard not in held.get(e.src, set()):
-                out.append(
-                    Violation(
-                        "source",
-                        f"{where}: the source does not hold the shard at the start of the wave",
-                    )
-                )
-            for p in (pod_of(e.src), pod_of(e.dst)):
-                load[p] = load.get(p, 0) + e.circuits
-            arrivals.append((e.dst, e.shard))
-        for p, n in sorted(load.items()):
-            if n > pods[p].budget:
-                out.append(
-                    Violation(
-                        "pod-budget",
-                        f"wave {t}: PoD {p} has {n} active inter-PoD circuits, budget d_p = "
-                        f"{pods[p].budget}",
-                    )
-                )
-        for ep, shard in arrivals:
-            held.setdefault(ep, set()).add(shard)
-    served: dict[str, set[int]] = {ep: set(v) for ep, v in held.items()}
-    for i, tree in enumerate(plan.phase_b):
-        if not known(tree.seed):
-            out.append(Violation("endpoint", f"phase_b[{i}]: unknown seed {tree.seed}"))
-            continue
-        missing = sorted(set(tree.shards) - held.get(tree.seed, set()))
-        if missing:
-            out.append(
-                Violation(
-                    "source",
-                    f"phase_b[{i}]: seed {tree.seed} fans out shards {missing} it never received",
-                )
-            )
-        pod = pod_of(tree.seed)
-        for r in range(pods[pod].ranks):
-            served.setdefault(f"{pod}/{r}", set()).update(tree.shards)
-    for p in s.pods:
-        if p.role != "gen":
-            continue
-        for r in range(p.ranks):
-            lack = nshards - len(served.get(f"{p.name}/{r}", set()) & set(range(nshards)))
-            if lack:
-                out.append(
-                    Violation(
-                        "coverage", f"rank {p.name}/{r} never receives {lack} of {nshards} shards"
-                    )
-                )
-                break  # one line per PoD is enough to act on
-    return out

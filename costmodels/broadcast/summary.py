@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from costmodels.broadcast.problem import BroadcastPlan, BroadcastProblem
+from costmodels.broadcast.plan import BroadcastPlan
+from costmodels.broadcast.problem import BroadcastProblem
 from costmodels.problem import SolvedPlan, Summary
 
 

@@ -5,15 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from costmodels.circuits.canned import canned_circuits
+from costmodels.circuits.check import check_circuits
 from costmodels.circuits.fabric import DemandSpec, FabricSpec, parse_demand_csv
+from costmodels.circuits.judge import evaluate_circuits
+from costmodels.circuits.plan import CircuitPlan
 from costmodels.circuits.plot import plot_circuits
 from costmodels.circuits.presets import circuits_presets
-from costmodels.circuits.problem import (
-    CircuitPlan,
-    CircuitProblem,
-    check_circuits,
-    evaluate_circuits,
-)
+from costmodels.circuits.problem import CircuitProblem
 from costmodels.circuits.summary import circuits_summary
 from costmodels.problem import ProblemKind, SpecField
 

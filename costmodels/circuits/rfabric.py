@@ -28,8 +28,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from costmodels.circuits.check import check_circuits
 from costmodels.circuits.fabric import DemandEntry, DemandSpec, FabricSpec
-from costmodels.circuits.problem import CircuitPlan, CircuitProblem, check_circuits
+from costmodels.circuits.plan import CircuitPlan
+from costmodels.circuits.problem import CircuitProblem
 from costmodels.errors import SpecError, refuse_repeated_names
 from costmodels.violations import Violation
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from costmodels.circuits.problem import CircuitPlan, CircuitProblem, pair_time_s
+from costmodels.circuits.judge import pair_time_s
+from costmodels.circuits.plan import CircuitPlan
+from costmodels.circuits.problem import CircuitProblem
 from costmodels.problem import SolvedPlan, Summary
 
 

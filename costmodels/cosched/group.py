@@ -1,4 +1,5 @@
-"""Co-execution groups (RollMux §4.1-4.3): plan, cost, round-robin schedule and validator.
+"""Co-execution groups (RollMux §4.1-4.3): the group model, its cost terms and round-robin
+schedule, and the residency and SLO tests the judge (``judge``) and validator (``check``) apply.
 
 **Notation.** Pools of g-GPU nodes: rollout (price p_R per GPU-hour, e.g. H20) and training (p_T,
 e.g. H800), host memory M per node. Job j: rollout GPUs r_j -> k_j = ceil(r_j / g) rollout nodes,
@@ -41,41 +42,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
 
 from costmodels.catalog import get_gpu, get_model
+from costmodels.cosched.plan import Group, Member
 from costmodels.cosched.problem import CoscheduleProblem, RLJobSpec, table_host_memory
 from costmodels.memory import TRAIN_STATE_BYTES_PER_PARAM
-from costmodels.violations import Violation
 
-_STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 SLO_RTOL = 1e-9
-
-
-class Member(BaseModel):
-    """A job in a group and the group-local rollout nodes it is pinned to."""
-
-    model_config = _STRICT
-
-    name: str
-    rollout: list[int] = Field(default_factory=list)
-
-
-class Group(BaseModel):
-    model_config = _STRICT
-
-    rollout_nodes: int = Field(ge=0)
-    train_nodes: int = Field(ge=1)
-    colocated: bool = False
-    jobs: list[Member] = Field(min_length=1)
-
-
-class CoschedulePlan(BaseModel):
-    """Disjoint co-execution groups covering every job (RollMux §4.1)."""
-
-    model_config = _STRICT
-
-    groups: list[Group] = Field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -403,150 +376,6 @@ def state_of(group: Group) -> GroupState:
         group.rollout_nodes,
         group.colocated,
     )
-
-
-def evaluate_cosched(
-    problem: CoscheduleProblem, plan: CoschedulePlan
-) -> tuple[float, dict[str, Any]]:
-    """Objective: provisioning cost in $/h; breakdown per group and per job."""
-    m = cosched_model(problem)
-    groups, jobs = [], {}
-    gpus_r = gpus_t = 0
-    for gi, group in enumerate(plan.groups):
-        g = state_of(group)
-        times = coexec_times(m, g)
-        cycle, load = (
-            cycle_and_load(m, g) if not g.colocated else (times[g.members[0]], times[g.members[0]])
-        )
-        cost = m.cost(g.rollout_nodes, g.train_nodes)
-        gpus_r += g.rollout_nodes * m.g_r
-        gpus_t += g.train_nodes * m.g_t
-        groups.append(
-            {
-                "group": gi,
-                "jobs": list(g.members),
-                "rollout_nodes": g.rollout_nodes,
-                "train_nodes": g.train_nodes,
-                "colocated": g.colocated,
-                "cost_per_h": cost,
-                "cycle_s": cycle,
-                "load_s": load,
-                "saturated": load >= cycle,
-            }
-        )
-        for name in g.members:
-            j = m.jobs[name]
-            jobs[name] = {
-                "group": gi,
-                "solo_s": j.solo_s,
-                "coexec_s": times[name],
-                "slowdown": times[name] / j.solo_s,
-                "slo": j.slo,
-                "meets_slo": times[name] <= j.slo * j.solo_s * (1 + SLO_RTOL),
-            }
-    cost = sum(g["cost_per_h"] for g in groups)
-    met = sum(v["meets_slo"] for v in jobs.values())
-    return cost, {
-        "cost_per_h": cost,
-        "groups": groups,
-        "jobs": jobs,
-        "rollout_gpus": gpus_r,
-        "train_gpus": gpus_t,
-        "slo_attainment": met / len(jobs) if jobs else 1.0,
-        "group_count": len(groups),
-    }
-
-
-def check_cosched(problem: CoscheduleProblem, plan: CoschedulePlan) -> list[Violation]:  # noqa: C901
-    """Independent validator: every job once, pins valid, memory residency, SLO, group size."""
-    m = cosched_model(problem)
-    out: list[Violation] = []
-    seen: dict[str, int] = {}
-    for gi, group in enumerate(plan.groups):
-        for member in group.jobs:
-            if member.name not in m.jobs:
-                out.append(Violation("jobs", f"group {gi}: unknown job {member.name!r}"))
-            elif member.name in seen:
-                out.append(
-                    Violation(
-                        "jobs", f"job {member.name} is in groups {seen[member.name]} and {gi}"
-                    )
-                )
-            seen.setdefault(member.name, gi)
-    for name in m.jobs:
-        if name not in seen:
-            out.append(Violation("jobs", f"job {name} is in no group"))
-    if out:
-        return out
-    for gi, group in enumerate(plan.groups):
-        g = state_of(group)
-        if len(g.members) > m.spec.max_group_size:
-            out.append(
-                Violation(
-                    "group-size",
-                    f"group {gi}: {len(g.members)} jobs > max_group_size {m.spec.max_group_size}",
-                )
-            )
-        if group.colocated:
-            j = m.jobs[g.members[0]]
-            if len(g.members) != 1 or group.rollout_nodes or group.train_nodes < j.n:
-                out.append(
-                    Violation(
-                        "colocated",
-                        f"group {gi}: a co-located group is one job on at least its {j.n} "
-                        "training nodes, no rollout pool",
-                    )
-                )
-                continue
-        else:
-            if group.rollout_nodes < 1:
-                out.append(
-                    Violation("pools", f"group {gi}: a disaggregated group needs rollout nodes")
-                )
-                continue
-            bad = False
-            for member in group.jobs:
-                j = m.jobs[member.name]
-                if (
-                    len(set(member.rollout)) != j.k
-                    or len(member.rollout) != j.k
-                    or any(not 0 <= n < group.rollout_nodes for n in member.rollout)
-                ):
-                    out.append(
-                        Violation(
-                            "placement",
-                            f"group {gi}: job {member.name} needs {j.k} distinct rollout nodes of "
-                            f"0..{group.rollout_nodes - 1}, got {member.rollout}",
-                        )
-                    )
-                    bad = True
-            if bad:
-                continue
-        for name in g.members:
-            need = train_state_gb_per_gpu(m, m.jobs[name], g.train_nodes)
-            if need > m.gpu_mem_t + 1e-9:
-                out.append(
-                    Violation(
-                        "gpu-memory",
-                        f"group {gi}: job {name}'s training state needs {need:.1f} GB per GPU on "
-                        f"{g.train_nodes} training node(s); a {m.spec.train_pool.gpu} has "
-                        f"{m.gpu_mem_t:g} GB",
-                    )
-                )
-        if not host_memory_ok(m, g):
-            out.append(Violation("memory", f"group {gi}: warm states exceed a node's host memory"))
-        times = coexec_times(m, g)
-        for name in g.members:
-            j = m.jobs[name]
-            if times[name] > j.slo * j.solo_s * (1 + SLO_RTOL):
-                out.append(
-                    Violation(
-                        "SLO",
-                        f"job {name}: co-execution {times[name]:.1f} s > SLO {j.slo} x solo "
-                        f"{j.solo_s:.1f} s",
-                    )
-                )
-    return out
 
 
 def cosched_model(problem: CoscheduleProblem) -> CoschedModel:

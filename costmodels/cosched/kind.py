@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from costmodels.cosched.canned import canned_coscheds
-from costmodels.cosched.group import CoschedulePlan, check_cosched, evaluate_cosched
+from costmodels.cosched.check import check_cosched
+from costmodels.cosched.judge import evaluate_cosched
+from costmodels.cosched.plan import CoschedulePlan
 from costmodels.cosched.presets import cosched_presets
 from costmodels.cosched.problem import CoscheduleProblem, JobsSpec
 from costmodels.cosched.summary import cosched_summary

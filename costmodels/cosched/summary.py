@@ -3,7 +3,7 @@ SLO."""
 
 from __future__ import annotations
 
-from costmodels.cosched.group import CoschedulePlan
+from costmodels.cosched.plan import CoschedulePlan
 from costmodels.cosched.problem import CoscheduleProblem
 from costmodels.problem import SolvedPlan, Summary
 

@@ -24,7 +24,7 @@ tick) the batch is fixed and a step's time is ``max(m0 + m1 C, c0 + c1 C) + r`` 
 context C (``costmodels.decode.StepCoefficients``: D1-D3 of ``costmodels.decode`` are affine in
 C), and C grows by b per step. The engine jumps from event to event: the number of steps to the
 next completion is the top of a heap of finish steps, the steps to KV exhaustion come in closed
-form from the sorted block residues (:meth:`InstanceState.max_extra`), and the segment's time is
+form from the sorted block residues (``InstanceState.max_extra``), and the segment's time is
 the closed-form sum of a two-piece linear function. The batch is stored relative to the
 instance's step counter, so an event costs O(log n) Python work and nothing runs per token or per
 running request. ``Engine(per_token=True)`` runs the same rules one step at a time, and
@@ -48,18 +48,14 @@ scheduler jitter. Units: seconds, tokens.
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
-import heapq
 import math
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from costmodels.decode import Instance, StepCoefficients, step_coefficients
+from costmodels.generation.instance_state import InstanceState
 from costmodels.generation.policy import (
     Abort,
     Acquire,
@@ -74,6 +70,7 @@ from costmodels.generation.policy import (
     RequestView,
 )
 from costmodels.generation.requests import Request, RequestRecord, balanced_assignment
+from costmodels.generation.result import SimResult
 from costmodels.solving import checkpoint
 
 
@@ -88,174 +85,6 @@ def _measured_allreduce(inst: Instance) -> Callable[[int], float] | None:
     if profile is None or len(profile.allreduce[inst.tp].measured) < 2:
         return None
     return lambda batch: profile.comm_s(inst.model, inst.tp, batch)
-
-
-@dataclass
-class InstanceState:
-    """Running batch and queue of one instance.
-
-    Every running request gains one token per decode step, so the batch is kept relative to the
-    instance's step counter ``step`` (S): request i is stored as its context offset
-    o_i = context - S and its finish step f_i = S + remaining, both fixed while it runs. Then the
-    batch's context is ``Σ o_i + n S`` (one running sum), the next completion is the heap's
-    smallest f_i, and the KV blocks after t steps are counted from the sorted residues o_i mod B
-    (:meth:`blocks`): no per-request work per step or per event."""
-
-    index: int
-    inst: Instance
-    block: int
-    capacity_blocks: int
-    clock: float = 0.0
-    step: int = 0  # decode steps run so far (S)
-    running: dict[int, tuple[int, int, int]] = field(
-        default_factory=dict
-    )  # id -> (o, f, seq), admission order
-    offset_sum: int = 0  # Σ o_i
-    floor_sum: int = 0  # Σ floor(o_i / B)
-    residues: list[int] = field(default_factory=list)  # sorted o_i mod B
-    finish: list[tuple[int, int, int]] = field(
-        default_factory=list
-    )  # heap of (f, seq, id); stale entries skipped
-    seq: int = 0
-    waiting: deque[int] = field(default_factory=deque)
-    busy_s: float = 0.0
-    timeline: list[tuple[float, float, int, int]] = field(
-        default_factory=list
-    )  # (start, end, batch, KV tokens)
-    active: bool = True
-    active_since: float = 0.0
-    active_s: float = 0.0  # time held before the last release
-    kv_ready: set[int] = field(
-        default_factory=set
-    )  # migrated with their KV: no prefill on admission
-
-    @property
-    def context(self) -> int:
-        """Tokens in the cache of the running requests."""
-        return self.offset_sum + len(self.running) * self.step
-
-    def remaining(self, rid: int) -> int:
-        return self.running[rid][1] - self.step
-
-    def add(self, rid: int, context: int, remaining: int) -> None:
-        o, f = context - self.step, self.step + remaining
-        self.seq += 1
-        self.running[rid] = (o, f, self.seq)
-        self.offset_sum += o
-        self.floor_sum += o // self.block
-        bisect.insort(self.residues, o % self.block)
-        heapq.heappush(self.finish, (f, self.seq, rid))
-
-    def remove(self, rid: int) -> int:
-        """Take a running request out of the batch; its remaining tokens."""
-        o, f, _ = self.running.pop(rid)
-        self.offset_sum -= o
-        self.floor_sum -= o // self.block
-        del self.residues[bisect.bisect_left(self.residues, o % self.block)]
-        return f - self.step
-
-    def last_admitted(self) -> int:
-        return next(reversed(self.running))
-
-    def next_finish(self) -> int:
-        """Steps until the next completion (the batch must not be empty)."""
-        heap = self.finish
-        while True:
-            f, seq, rid = heap[0]
-            entry = self.running.get(rid)
-            if entry is not None and entry[2] == seq:
-                return f - self.step
-            heapq.heappop(heap)
-
-    def pop_finished(self) -> list[int]:
-        """Remove and return the requests whose last token the current step produced."""
-        done, heap = [], self.finish
-        while heap and heap[0][0] <= self.step:
-            _, seq, rid = heapq.heappop(heap)
-            entry = self.running.get(rid)
-            if entry is not None and entry[2] == seq:
-                self.remove(rid)
-                done.append(rid)
-        return done
-
-    def blocks(self, extra: int = 0) -> int:
-        """KV blocks the running requests hold after ``extra`` more tokens each, in O(log n).
-
-        With o = q B + r and t = S + extra = a B + s, ceil((o + t) / B) = q + a + [r + s >= 1] +
-        [r + s >= B + 1]: a sum of two counts over the sorted residues."""
-        a, s = divmod(self.step + extra, self.block)
-        n, res = len(self.running), self.residues
-        return (
-            self.floor_sum
-            + n * a
-            + 2 * n
-            - bisect.bisect_left(res, 1 - s)
-            - bisect.bisect_left(res, self.block + 1 - s)
-        )
-
-    def max_extra(self, capacity: int) -> int:
-        """Largest j with ``blocks(j) <= capacity`` (the batch must not be empty), in closed form.
-
-        Write t = S + j = a B + s. At s = 0, blocks = F + n a + #(r >= 1), so the largest block
-        boundary is a* = floor((cap - F - #(r >= 1)) / n). For 1 <= s < B, blocks = F + n (a* + 1)
-        + #(r >= B + 1 - s), which stays within cap while the (m + 1)-th largest residue is below
-        B + 1 - s, m = cap - F - n (a* + 1)."""
-        n, big_b, res = len(self.running), self.block, self.residues
-        nonzero = n - bisect.bisect_left(res, 1)
-        a = (capacity - self.floor_sum - nonzero) // n
-        m = capacity - self.floor_sum - n * (a + 1)
-        s = 0 if m < 0 else min(big_b - 1, big_b - res[n - m - 1])
-        return a * big_b + s - self.step
-
-
-@dataclass
-class SimResult:
-    """Per request, per instance and overall figures of one simulated generation step."""
-
-    makespan_s: float
-    records: dict[int, RequestRecord]
-    preemptions: int
-    tokens: int
-    busy_s: list[float]
-    gpus: list[int]
-    timelines: list[list[tuple[float, float, int, int]]]
-    actions: list[dict[str, Any]]
-    held_s: list[float] | None = None  # time each instance held its GPUs (default: the makespan)
-
-    @property
-    def tokens_per_s(self) -> float:
-        return self.tokens / self.makespan_s if self.makespan_s > 0 else 0.0
-
-    @property
-    def idle_gpu_s(self) -> float:
-        """GPU-seconds instances sat idle before the makespan (the bubbles RollPacker/RollMux
-        measure)."""
-        held = self.held_s or [self.makespan_s] * len(self.gpus)
-        return sum(
-            g * max(0.0, h - b) for g, h, b in zip(self.gpus, held, self.busy_s, strict=True)
-        )
-
-    def remaining_curve(self) -> tuple[np.ndarray, np.ndarray]:
-        """(time, requests not yet complete) at every completion (OrchestrRL Fig. 11)."""
-        done = np.sort(
-            np.array([r.completed for r in self.records.values() if r.completed is not None])
-        )
-        n = len(done)
-        return np.concatenate([[0.0], done]), n - np.arange(len(done) + 1)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "makespan_s": self.makespan_s,
-            "preemptions": self.preemptions,
-            "tokens": self.tokens,
-            "tokens_per_s": self.tokens_per_s,
-            "idle_gpu_s": self.idle_gpu_s,
-            "instances": [
-                {"gpus": g, "busy_s": b} for g, b in zip(self.gpus, self.busy_s, strict=True)
-            ],
-            "requests": {str(k): vars(v) for k, v in self.records.items()},
-            "actions": self.actions,
-        }
 
 
 class Engine:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from costmodels.generation.engine import SimResult
+from costmodels.generation.result import SimResult
 
 
 def plot_simulation(result: SimResult, path: str | Path, title: str = "") -> None:

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from collections import Counter
 
-from costmodels.placement.cost import device_memory
 from costmodels.placement.frameworks import rules_of
-from costmodels.placement.problem import PlacementPlan, PlacementProblem
+from costmodels.placement.memory import device_memory
+from costmodels.placement.plan import PlacementPlan
+from costmodels.placement.problem import PlacementProblem
 from costmodels.violations import Violation
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from costmodels.placement.problem import PlacementPlan, PlacementProblem
+from costmodels.placement.plan import PlacementPlan
+from costmodels.placement.problem import PlacementProblem
 
 
 def balance_notes(plan: PlacementPlan) -> list[str]:

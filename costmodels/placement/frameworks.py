@@ -51,7 +51,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from costmodels.placement.problem import PlacementPlan, PlacementProblem
+from costmodels.placement.plan import PlacementPlan
+from costmodels.placement.problem import PlacementProblem
 from costmodels.violations import Violation
 from costmodels.workflow import (
     ACTOR_GENERATION,
@@ -118,7 +119,7 @@ class FrameworkRules:
 
     def admits_config(self, problem: PlacementProblem, task: str, cfg: Any) -> bool:
         """Whether one task may run with ``cfg`` (a :class:`~costmodels.placement.space.
-        TaskConfig` or a :class:`~costmodels.placement.problem.TaskPlacement`)."""
+        TaskConfig` or a :class:`~costmodels.placement.plan.TaskPlacement`)."""
         if getattr(cfg, "balance", "even") != "even":
             return False  # both frameworks split batches and layers evenly
         serving = task in (ACTOR_GENERATION, REWARD_INFERENCE)

@@ -7,16 +7,12 @@ from typing import Any
 from costmodels.cluster import ClusterSpec
 from costmodels.placement.canned import canned_placements
 from costmodels.placement.check import check_placement
-from costmodels.placement.cost import evaluate_placement
 from costmodels.placement.frameworks import FRAMEWORKS
+from costmodels.placement.judge import evaluate_placement
+from costmodels.placement.plan import PlacementPlan
 from costmodels.placement.plot import plot_placement
 from costmodels.placement.presets import placement_presets
-from costmodels.placement.problem import (
-    CostParams,
-    FrameworkTarget,
-    PlacementPlan,
-    PlacementProblem,
-)
+from costmodels.placement.problem import CostParams, FrameworkTarget, PlacementProblem
 from costmodels.placement.roll_export import export_roll
 from costmodels.placement.summary import placement_cost_table, placement_summary
 from costmodels.placement.verl_export import export_verl

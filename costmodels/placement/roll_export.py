@@ -36,7 +36,8 @@ from typing import Any
 
 from costmodels.placement.export_common import balance_notes, node_counts
 from costmodels.placement.frameworks import FrameworkRules
-from costmodels.placement.problem import PlacementPlan, PlacementProblem
+from costmodels.placement.plan import PlacementPlan
+from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.verl_export import largest_divisor_at_most
 from costmodels.workflow import (
     ACTOR_GENERATION,

@@ -26,9 +26,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from costmodels.placement.check import check_placement
-from costmodels.placement.cost import evaluate_placement
 from costmodels.placement.frameworks import rules_of
-from costmodels.placement.problem import PlacementPlan, PlacementProblem, TaskGroup, TaskPlacement
+from costmodels.placement.judge import evaluate_placement
+from costmodels.placement.plan import PlacementPlan, TaskGroup, TaskPlacement
+from costmodels.placement.problem import PlacementProblem
 from costmodels.solving import UNLIMITED, Deadline, KeepBest
 from costmodels.workflow import Task, TaskKind
 

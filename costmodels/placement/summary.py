@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from costmodels.placement.problem import PlacementPlan, PlacementProblem
+from costmodels.placement.plan import PlacementPlan
+from costmodels.placement.problem import PlacementProblem
 from costmodels.problem import SolvedPlan, Summary
 
 

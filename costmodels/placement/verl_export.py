@@ -45,7 +45,8 @@ from typing import Any
 
 from costmodels.placement.export_common import balance_notes, node_counts, pool_notes
 from costmodels.placement.frameworks import FrameworkRules
-from costmodels.placement.problem import PlacementPlan, PlacementProblem
+from costmodels.placement.plan import PlacementPlan
+from costmodels.placement.problem import PlacementProblem
 from costmodels.workflow import (
     ACTOR_GENERATION,
     ACTOR_TRAINING,

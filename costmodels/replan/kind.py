@@ -4,14 +4,11 @@ from __future__ import annotations
 
 from costmodels.problem import ProblemKind, SpecField
 from costmodels.replan.canned import canned_replans
+from costmodels.replan.check import check_replan
+from costmodels.replan.judge import evaluate_replan
+from costmodels.replan.plan import ReplanPlan
 from costmodels.replan.presets import replan_presets
-from costmodels.replan.problem import (
-    ReplanPlan,
-    ReplanProblem,
-    ReplanSpec,
-    check_replan,
-    evaluate_replan,
-)
+from costmodels.replan.problem import ReplanProblem, ReplanSpec
 from costmodels.replan.summary import replan_summary
 
 

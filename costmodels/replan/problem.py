@@ -57,20 +57,19 @@ Units: seconds, tokens, GB, GB/s.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import cached_property
 from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from costmodels.catalog import GPUSpec, ModelSpec, get_gpu, get_model
-from costmodels.decode import Instance, ServingParams, feasible_tps, step_coefficients
+from costmodels.decode import Instance, ServingParams, feasible_tps
 from costmodels.errors import SpecError
-from costmodels.reconfig import kv_cache_gb, shard_overlap
-from costmodels.transformer import BYTES_BF16, total_params
-from costmodels.violations import Violation
+from costmodels.reconfig import kv_cache_gb
+from costmodels.replan.configs import Bin, Config, step_plane, switch_s
+from costmodels.replan.layouts import Layout, Slot, aligned_tilings
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 MAX_GPUS = 65536
@@ -162,9 +161,35 @@ class ReplanSpec(BaseModel):
             return list(self.tps)
         return feasible_tps(get_model(self.model), self.gpus_per_node, self.gpus_per_node)
 
-    def check(self) -> None:  # noqa: C901
+    def check(self) -> None:
         get_gpu(self.gpu)
         model = get_model(self.model)
+        self._check_pool(model)
+        # a request must fit one instance of some candidate TP, or no plan exists (constraint (3)
+        # would have no configuration for its bin): say which request, not "no plan"
+        room = {
+            t: Instance(model, get_gpu(self.gpu), t, self.serving).kv_capacity_tokens()
+            for t in self.candidate_tps()
+        }
+        widest = max(room, key=lambda t: room[t])
+        used: dict[tuple[int, int], int] = {}
+        for i, inst in enumerate(self.instances):
+            self._check_instance(i, inst, model, used)
+            self._check_pending(i, inst, room, widest)
+        total = sum(
+            len(inst.requests) + sum(c for _, c, _ in inst.histogram) for inst in self.instances
+        )
+        if total > MAX_REQUESTS:
+            raise SpecError(
+                "instances", total, f"at most {MAX_REQUESTS:,} pending requests per re-plan"
+            )
+        if not any(
+            inst.requests or any(c for _, c, _ in inst.histogram) for inst in self.instances
+        ):
+            raise SpecError("instances", len(self.instances), "no pending requests to re-plan")
+
+    def _check_pool(self, model: ModelSpec) -> None:
+        """The pool's size and GPU budget, and the candidate TPs."""
         g = self.gpus_per_node
         if self.nodes * g > MAX_GPUS:
             raise SpecError(
@@ -190,138 +215,70 @@ class ReplanSpec(BaseModel):
                 )
         if self.tps is not None and len(set(self.tps)) != len(self.tps):
             raise SpecError("tps", self.tps, "duplicate TP degrees")
-        # a request must fit one instance of some candidate TP, or no plan exists (constraint (3)
-        # would have no configuration for its bin): say which request, not "no plan"
-        room = {
-            t: Instance(model, get_gpu(self.gpu), t, self.serving).kv_capacity_tokens()
-            for t in self.candidate_tps()
-        }
-        widest = max(room, key=lambda t: room[t])
-        used: dict[tuple[int, int], int] = {}
-        for i, inst in enumerate(self.instances):
-            where = f"instances[{i}]"
-            if inst.node >= self.nodes:
-                raise SpecError(
-                    f"{where}.node", inst.node, f"the pool has nodes 0..{self.nodes - 1}"
-                )
-            if (
-                inst.tp & (inst.tp - 1)
-                or inst.tp > g
-                or inst.gpu % inst.tp
-                or inst.gpu + inst.tp > g
-            ):
+
+    def _check_instance(
+        self, i: int, inst: CurrentInstance, model: ModelSpec, used: dict[tuple[int, int], int]
+    ) -> None:
+        """Current instance ``i``: on an existing node, aligned GPUs no other instance holds, and
+        KV cache left; ``used`` maps each (node, GPU) seen so far to its instance."""
+        g = self.gpus_per_node
+        where = f"instances[{i}]"
+        if inst.node >= self.nodes:
+            raise SpecError(f"{where}.node", inst.node, f"the pool has nodes 0..{self.nodes - 1}")
+        if inst.tp & (inst.tp - 1) or inst.tp > g or inst.gpu % inst.tp or inst.gpu + inst.tp > g:
+            raise SpecError(
+                f"{where}.gpu",
+                inst.gpu,
+                f"TP{inst.tp} must sit on aligned GPUs of one {g}-GPU node",
+            )
+        for k in range(inst.gpu, inst.gpu + inst.tp):
+            if (inst.node, k) in used:
                 raise SpecError(
                     f"{where}.gpu",
                     inst.gpu,
-                    f"TP{inst.tp} must sit on aligned GPUs of one {g}-GPU node",
+                    f"GPU {k} of node {inst.node} already runs instance {used[inst.node, k]}",
                 )
-            for k in range(inst.gpu, inst.gpu + inst.tp):
-                if (inst.node, k) in used:
-                    raise SpecError(
-                        f"{where}.gpu",
-                        inst.gpu,
-                        f"GPU {k} of node {inst.node} already runs instance {used[inst.node, k]}",
-                    )
-                used[inst.node, k] = i
-            if Instance(model, get_gpu(self.gpu), inst.tp, self.serving).kv_capacity_tokens() <= 0:
-                raise SpecError(
-                    f"{where}.tp",
-                    inst.tp,
-                    f"{model.name} leaves no KV cache on TP{inst.tp} x {self.gpu}",
-                )
-            for j, (rem, ctx) in enumerate(inst.requests):
-                if rem < 1 or ctx < 0:
-                    raise SpecError(
-                        f"{where}.requests[{j}]", [rem, ctx], "need remaining >= 1 and context >= 0"
-                    )
-                if rem + ctx > room[widest]:
-                    raise SpecError(
-                        f"{where}.requests[{j}]",
-                        [rem, ctx],
-                        f"needs {rem + ctx:,} KV tokens; the roomiest candidate instance "
-                        f"(TP{widest}) holds {room[widest]:,}",
-                    )
-            for j, (upper, count, ctx) in enumerate(inst.histogram):
-                if upper < 1 or upper % self.bin_tokens or count < 0 or ctx < 0:
-                    raise SpecError(
-                        f"{where}.histogram[{j}]",
-                        [upper, count, ctx],
-                        "need a bin upper bound that is a positive multiple of bin_tokens "
-                        f"({self.bin_tokens}), count >= 0, context >= 0",
-                    )
-                if count and upper + ctx > room[widest]:
-                    raise SpecError(
-                        f"{where}.histogram[{j}]",
-                        [upper, count, ctx],
-                        f"needs {upper + ctx:,} KV tokens per request; the roomiest candidate "
-                        f"instance (TP{widest}) holds {room[widest]:,}",
-                    )
-        total = sum(
-            len(inst.requests) + sum(c for _, c, _ in inst.histogram) for inst in self.instances
-        )
-        if total > MAX_REQUESTS:
+            used[inst.node, k] = i
+        if Instance(model, get_gpu(self.gpu), inst.tp, self.serving).kv_capacity_tokens() <= 0:
             raise SpecError(
-                "instances", total, f"at most {MAX_REQUESTS:,} pending requests per re-plan"
+                f"{where}.tp",
+                inst.tp,
+                f"{model.name} leaves no KV cache on TP{inst.tp} x {self.gpu}",
             )
-        if not any(
-            inst.requests or any(c for _, c, _ in inst.histogram) for inst in self.instances
-        ):
-            raise SpecError("instances", len(self.instances), "no pending requests to re-plan")
 
-
-@dataclass(frozen=True)
-class Bin:
-    """Requests of one remaining-length bin: length L (upper bound), count N, mean context κ."""
-
-    upper: int
-    count: int
-    context: int
-
-
-@dataclass(frozen=True)
-class Config:
-    """The per-configuration constants of T_j, C_mig and (2) (module doc), one row per bin."""
-
-    tp: int
-    instance: Instance
-    kv_tokens: int  # K_y
-    alpha: float
-    beta: float
-    gamma: float
-    work: np.ndarray  # w_yb
-    concurrency: np.ndarray  # B_yb (0 where the bin does not fit)
-    migrate: np.ndarray  # μ_yb
-    # L_b / B_yb: decode steps one request of bin b adds at full concurrency (L_b where it does not
-    # fit)
-    token_steps: np.ndarray
-
-    @property
-    def floor(self) -> np.ndarray:
-        """c_yb = w_yb + α_y L_b / B_yb: the least one request of bin b adds to T_j (S_j >= Σ x L /
-        B)."""
-        return self.work + self.alpha * self.token_steps
-
-    def fits(self, b: int) -> bool:
-        return bool(self.concurrency[b] > 0)
-
-
-def step_plane(inst: Instance) -> tuple[float, float, float]:
-    """(α, β, γ) of the plane s(B, C) = α + β B + γ C through the decode model (module doc)."""
-    gamma = step_coefficients(
-        inst, 1
-    ).m1  # the KV read per context token, as the simulator steps it
-    b_ref = max(2, inst.params.max_num_seqs)
-    one, full = inst.decode_step(1, 0.0)["step_s"], inst.decode_step(b_ref, 0.0)["step_s"]
-    beta = (full - one) / (b_ref - 1)
-    return one - beta, beta, gamma
-
-
-def switch_s(inst: Instance, tp_old: int | None, bandwidth_gbs: float, overhead_s: float) -> float:
-    """C_sw: fetch what the GPU's old shard (TP ``tp_old``; None: no or mixed weights) lacks of
-    its new shard, plus the engine restart."""
-    shard = BYTES_BF16 * total_params(inst.model) / inst.tp / 1e9
-    overlap = 0.0 if tp_old is None else shard_overlap(tp_old, inst.tp)
-    return shard * (1.0 - overlap) / bandwidth_gbs + overhead_s
+    def _check_pending(
+        self, i: int, inst: CurrentInstance, room: dict[int, int], widest: int
+    ) -> None:
+        """Current instance ``i``'s pending requests and histogram bins: well formed, and each
+        fitting the roomiest candidate instance (TP ``widest``, ``room`` KV tokens per TP)."""
+        where = f"instances[{i}]"
+        for j, (rem, ctx) in enumerate(inst.requests):
+            if rem < 1 or ctx < 0:
+                raise SpecError(
+                    f"{where}.requests[{j}]", [rem, ctx], "need remaining >= 1 and context >= 0"
+                )
+            if rem + ctx > room[widest]:
+                raise SpecError(
+                    f"{where}.requests[{j}]",
+                    [rem, ctx],
+                    f"needs {rem + ctx:,} KV tokens; the roomiest candidate instance "
+                    f"(TP{widest}) holds {room[widest]:,}",
+                )
+        for j, (upper, count, ctx) in enumerate(inst.histogram):
+            if upper < 1 or upper % self.bin_tokens or count < 0 or ctx < 0:
+                raise SpecError(
+                    f"{where}.histogram[{j}]",
+                    [upper, count, ctx],
+                    "need a bin upper bound that is a positive multiple of bin_tokens "
+                    f"({self.bin_tokens}), count >= 0, context >= 0",
+                )
+            if count and upper + ctx > room[widest]:
+                raise SpecError(
+                    f"{where}.histogram[{j}]",
+                    [upper, count, ctx],
+                    f"needs {upper + ctx:,} KV tokens per request; the roomiest candidate "
+                    f"instance (TP{widest}) holds {room[widest]:,}",
+                )
 
 
 @dataclass(frozen=True, eq=False)
@@ -515,55 +472,6 @@ class ReplanProblem:
         return out
 
 
-@lru_cache(maxsize=64)
-def _tilings(first: int, size: int, tps: frozenset[int]) -> tuple[tuple[tuple[int, int], ...], ...]:
-    out: list[tuple[tuple[int, int], ...]] = [()]
-    if size in tps:
-        out.append(((first, size),))
-    if size > 1 and size % 2 == 0:
-        half = size // 2
-        lower, upper = _tilings(first, half, tps), _tilings(first + half, half, tps)
-        out += [a + b for a in lower for b in upper if a or b]
-    return tuple(out)
-
-
-def aligned_tilings(first: int, size: int, tps: Iterable[int]) -> list[tuple[tuple[int, int], ...]]:
-    """Every way to place instances of TPs in ``tps`` on the aligned GPUs ``first .. first +
-    size - 1`` (a power-of-two block), slots left idle included: the block is idle, one instance
-    of TP ``size``, or any tiling of its two halves side by side. As (first GPU, TP) pairs in GPU
-    order; 677 of them on an 8-GPU node with TPs 1, 2, 4 and 8. Every node of a state asks the
-    same, so the tilings are built once."""
-    return list(_tilings(first, size, frozenset(tps)))
-
-
-@dataclass(frozen=True)
-class Layout:
-    """A node's layout: its name and instances as (first GPU, TP)."""
-
-    name: str
-    slots: tuple[tuple[int, int], ...]
-
-
-class NewInstance(BaseModel):
-    """An instance of the plan: TP ``tp`` on GPUs ``gpu .. gpu + tp - 1`` of ``node`` and the
-    requests it runs as ``[bin upper bound, count]`` pairs."""
-
-    model_config = _STRICT
-
-    node: int = Field(ge=0)
-    gpu: int = Field(ge=0)
-    tp: int = Field(ge=1)
-    bins: list[tuple[int, int]] = Field(default_factory=list)
-
-
-class ReplanPlan(BaseModel):
-    """Y and X of Eq. 1: the new instances and the bin counts each runs."""
-
-    model_config = _STRICT
-
-    instances: list[NewInstance] = Field(default_factory=list)
-
-
 @dataclass
 class InstanceCost:
     """T_j, C_mig_j and C_sw_j of one new instance (module doc)."""
@@ -604,215 +512,3 @@ def instance_cost(
         float(counts @ problem.demand) / cfg.kv_tokens,
         int(moving.sum()),
     )
-
-
-def plan_counts(problem: ReplanProblem, plan: ReplanPlan) -> np.ndarray:
-    """x_jb as an array (instances x bins); unknown bins raise KeyError."""
-    index = {b.upper: i for i, b in enumerate(problem.bins)}
-    x = np.zeros((len(plan.instances), len(problem.bins)), dtype=np.int64)
-    for j, inst in enumerate(plan.instances):
-        for u, c in inst.bins:
-            x[j, index[u]] += c
-    return x
-
-
-def evaluate_replan(problem: ReplanProblem, plan: ReplanPlan) -> tuple[float, dict[str, Any]]:
-    """Objective (1) of the plan and its breakdown per instance."""
-    x = plan_counts(problem, plan)
-    costs = [
-        instance_cost(problem, i.node, i.gpu, i.tp, x[j]) for j, i in enumerate(plan.instances)
-    ]
-    makespan = max((c.total_s for c in costs), default=0.0)
-    rows = [
-        {
-            "node": i.node,
-            "gpu": i.gpu,
-            "tp": i.tp,
-            "requests": c.requests,
-            "steps": c.steps,
-            "decode_s": c.decode_s,
-            "migrate_s": c.migrate_s,
-            "switch_s": c.switch_s,
-            "total_s": c.total_s,
-            "kept": c.kept,
-            "kv_share": c.kv_share,
-        }
-        for i, c in zip(plan.instances, costs, strict=True)
-    ]
-    return makespan, {
-        "makespan_s": makespan,
-        "instances": rows,
-        "migrated_requests": sum(c.migrated for c in costs),
-        "kept_instances": sum(c.kept is not None for c in costs),
-        "switched_instances": sum(1 for c in costs if c.kept is None and c.requests),
-        "gpus": sum(i.tp for i in plan.instances),
-        "layout": layout_names(problem, plan),
-        "current_makespan_s": problem.current_makespan_s,
-        "model": {
-            "T_j": "sum_b x_jb w_yb + alpha_y * max(max L_b, sum_b x_jb L_b / B_yb)",
-            "bin_tokens": problem.spec.bin_tokens,
-            "alpha_s": {t: c.alpha for t, c in problem.configs.items()},
-            "beta_s": {t: c.beta for t, c in problem.configs.items()},
-            "gamma_s_per_token": {t: c.gamma for t, c in problem.configs.items()},
-        },
-    }
-
-
-def current_plan(problem: ReplanProblem) -> ReplanPlan:
-    """The current configuration and assignment, unchanged (Algorithm 1's C_cur)."""
-    return to_plan(problem, problem.spec.instances, problem.resident)
-
-
-def current_makespan(problem: ReplanProblem) -> float:
-    """Obj_cur of Algorithm 1: the makespan if nothing changes."""
-    return problem.current_makespan_s
-
-
-def layout_choice(problem: ReplanProblem, plan: ReplanPlan) -> list[int | None]:
-    """Each node's layout index in ``problem.layouts(node)``, None where its instances are none of
-    them."""
-    mine: dict[int, list[tuple[int, int]]] = {}
-    for i in plan.instances:
-        mine.setdefault(i.node, []).append((i.gpu, i.tp))
-    out: list[int | None] = []
-    for n in range(problem.spec.nodes):
-        slots_n = tuple(sorted(mine.get(n, [])))
-        out.append(
-            next((k for k, lay in enumerate(problem.layouts(n)) if lay.slots == slots_n), None)
-        )
-    return out
-
-
-def layout_names(problem: ReplanProblem, plan: ReplanPlan) -> list[str]:
-    """Each node's layout name (``off``, ``keep``, ``tpT``) or ``invalid``."""
-    return [
-        problem.layouts(n)[k].name if k is not None else "invalid"
-        for n, k in enumerate(layout_choice(problem, plan))
-    ]
-
-
-def check_replan(problem: ReplanProblem, plan: ReplanPlan) -> list[Violation]:  # noqa: C901
-    """Independent validator: (3)-(6), (2) when on, and known bins."""
-    out: list[Violation] = []
-    s, g = problem.spec, problem.gpus_per_node
-    seen: set[tuple[int, int]] = set()
-    for j, i in enumerate(plan.instances):
-        if i.node >= s.nodes or i.tp & (i.tp - 1) or i.gpu % i.tp or i.gpu + i.tp > g:
-            out.append(
-                Violation(
-                    "gpus",
-                    f"instance {j}: TP{i.tp} at GPU {i.gpu} of node {i.node} is not an aligned "
-                    "block of an existing node",
-                )
-            )
-            continue
-        if i.tp not in problem.configs or (
-            i.tp not in s.candidate_tps() and (i.node, i.gpu, i.tp) not in problem.current
-        ):
-            out.append(
-                Violation(
-                    "configuration", f"instance {j}: TP{i.tp} is not a candidate configuration"
-                )
-            )
-        for k in range(i.gpu, i.gpu + i.tp):
-            if (i.node, k) in seen:
-                out.append(
-                    Violation("disjoint", f"instance {j}: GPU {k} of node {i.node} is used twice")
-                )
-            seen.add((i.node, k))
-    if out:
-        return out
-    for n, name in enumerate(layout_names(problem, plan)):
-        if name == "invalid":
-            out.append(
-                Violation(
-                    "layout",
-                    f"node {n}: instances "
-                    f"{sorted((i.gpu, i.tp) for i in plan.instances if i.node == n)} are neither "
-                    "its current ones nor a uniform TP layout",
-                )
-            )
-    if sum(i.tp for i in plan.instances) > problem.budget:
-        out.append(
-            Violation(
-                "(3) budget", f"{sum(i.tp for i in plan.instances)} GPUs > budget {problem.budget}"
-            )
-        )
-    try:
-        x = plan_counts(problem, plan)
-    except KeyError as e:
-        return [*out, Violation("bins", f"bin upper bound {e.args[0]} holds no pending request")]
-    if (x < 0).any():
-        out.append(Violation("(4) assignment", "negative counts"))
-    for b, bn in enumerate(problem.bins):
-        if int(x[:, b].sum()) != bn.count:
-            out.append(
-                Violation(
-                    "(4) assignment",
-                    f"bin {bn.upper}: {int(x[:, b].sum())} requests assigned, {bn.count} pending",
-                )
-            )
-    for j, i in enumerate(plan.instances):
-        cfg = problem.configs.get(i.tp)
-        if cfg is None:
-            continue
-        for b, bn in enumerate(problem.bins):
-            if x[j, b] and not cfg.fits(b):
-                out.append(
-                    Violation(
-                        "(5) fit",
-                        f"instance {j} (TP{i.tp}, {cfg.kv_tokens} KV tokens) cannot hold a "
-                        f"{bn.context}+{bn.upper}-token request",
-                    )
-                )
-        if s.kv_delta is not None and x[j].any():
-            share = instance_cost(problem, i.node, i.gpu, i.tp, x[j]).kv_share
-            if abs(share - problem.kv_target) > s.kv_delta + 1e-9:
-                out.append(
-                    Violation(
-                        "(2) KV balance",
-                        f"instance {j}: KV share {share:.3f} outside {problem.kv_target:.3f} +- "
-                        f"{s.kv_delta}",
-                    )
-                )
-    return out
-
-
-@dataclass
-class Slot:
-    """One instance a node layout would create (what the solvers enumerate)."""
-
-    node: int
-    layout: int
-    gpu: int
-    tp: int
-    switch_s: float
-    kept: int | None = None
-
-
-def slots(problem: ReplanProblem) -> list[list[list[Slot]]]:
-    """slots[n][ℓ]: the instances of layout ℓ of node n (``ReplanProblem.slot_table``)."""
-    return problem.slot_table
-
-
-def to_plan(
-    problem: ReplanProblem, chosen: Sequence[Slot | CurrentInstance], x: np.ndarray
-) -> ReplanPlan:
-    """The plan that runs ``x[j]`` (requests per bin) on instance ``chosen[j]``."""
-    return ReplanPlan(
-        instances=[
-            NewInstance(
-                node=s.node,
-                gpu=s.gpu,
-                tp=s.tp,
-                bins=[(problem.bins[b].upper, int(x[j, b])) for b in np.flatnonzero(x[j])],
-            )
-            for j, s in enumerate(chosen)
-        ]
-    )
-
-
-def layout_slots(problem: ReplanProblem, choice: list[int]) -> list[Slot]:
-    """The instances of layout ``choice[n]`` on every node n."""
-    table = problem.slot_table
-    return [s for n, li in enumerate(choice) for s in table[n][li]]

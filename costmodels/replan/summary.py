@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from costmodels.problem import SolvedPlan, Summary
-from costmodels.replan.problem import ReplanPlan, ReplanProblem
+from costmodels.replan.plan import ReplanPlan
+from costmodels.replan.problem import ReplanProblem
 
 
 def replan_summary(solved: SolvedPlan[ReplanProblem, ReplanPlan]) -> Summary:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from costmodels.problem import ProblemKind, SpecField
 from costmodels.rollout.canned import canned_rollouts
-from costmodels.rollout.plan import RolloutPlan, check_rollout, evaluate_rollout
+from costmodels.rollout.check import check_rollout
+from costmodels.rollout.judge import evaluate_rollout
+from costmodels.rollout.plan import RolloutPlan
 from costmodels.rollout.plot import plot_rollout
 from costmodels.rollout.presets import rollout_presets
 from costmodels.rollout.problem import JobSpec, RolloutProblem

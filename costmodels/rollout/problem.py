@@ -75,7 +75,7 @@ class JobSpec(BaseModel):
             REQUEST_BYTES,
             "requests in the largest speculative round",
         )
-        from costmodels.rollout.plan import rollout_tps
+        from costmodels.rollout.replay import rollout_tps
 
         allowed = rollout_tps(wl)
         if not allowed:
@@ -113,7 +113,7 @@ class RolloutProblem:
 
     def epoch(self, plan: Any) -> Any:
         """The plan's simulated epoch, cached on its rollout knobs."""
-        from costmodels.rollout.plan import simulate
+        from costmodels.rollout.replay import simulate
 
         cache: OrderedDict[Any, Any] = self.__dict__.setdefault("_epochs", OrderedDict())
         key = plan.rollout_key()

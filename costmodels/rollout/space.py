@@ -25,7 +25,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from costmodels.rollout.plan import RolloutPlan, rollout_tps
+from costmodels.rollout.plan import RolloutPlan
+from costmodels.rollout.replay import rollout_tps
 from costmodels.rollout.workload import RolloutWorkload
 from costmodels.solving import DeadlineExceeded
 

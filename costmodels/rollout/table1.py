@@ -48,7 +48,7 @@ def veRL_shares(
     task: str, engine: str = "eager", mfu: float | None = None, dataset_prompts: int = 1280
 ) -> dict[str, float]:
     """Rollout, reward and training shares of veRL's mean step on the task, and the step."""
-    from costmodels.rollout.plan import evaluate_rollout
+    from costmodels.rollout.judge import evaluate_rollout
     from costmodels.rollout.space import verl_plan
 
     problem = table1_problem(task, engine, mfu, dataset_prompts)

@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import itertools
 
-from costmodels.circuits.problem import (
-    CircuitProblem,
-    demanded_pairs,
-    pair_time_s,
-    plan_from_counts,
-)
+from costmodels.circuits.judge import pair_time_s
+from costmodels.circuits.plan import plan_from_counts
+from costmodels.circuits.problem import CircuitProblem, demanded_pairs
 from costmodels.solving import Deadline, SolverOutput, Status
 
 MAX_ALLOCATIONS = 2_000_000

@@ -54,14 +54,9 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from costmodels.circuits.problem import (
-    CircuitProblem,
-    Counts,
-    DemandedPair,
-    demanded_pairs,
-    pair_time_s,
-    plan_from_counts,
-)
+from costmodels.circuits.judge import pair_time_s
+from costmodels.circuits.plan import Counts, plan_from_counts
+from costmodels.circuits.problem import CircuitProblem, DemandedPair, demanded_pairs
 from costmodels.solving import Deadline, SolverOutput, Status, native_stdout_silenced
 from formulations.pulp_util import variable_factory
 

@@ -14,12 +14,12 @@ import math
 from costmodels.combinatorics import set_partitions
 from costmodels.cosched.group import (
     CoschedModel,
-    CoschedulePlan,
     GroupState,
     colocated_group,
     cosched_model,
     group_ok,
 )
+from costmodels.cosched.plan import CoschedulePlan
 from costmodels.cosched.problem import CoscheduleProblem
 from costmodels.solving import Deadline, SolverOutput, Status, enumerated
 

@@ -37,7 +37,6 @@ from pydantic import Field
 from costmodels.combinatorics import canonical_pinnings
 from costmodels.cosched.group import (
     CoschedModel,
-    CoschedulePlan,
     GroupState,
     colocated_group,
     cosched_model,
@@ -47,6 +46,7 @@ from costmodels.cosched.group import (
     train_state_fits,
     train_time,
 )
+from costmodels.cosched.plan import CoschedulePlan
 from costmodels.cosched.problem import CoscheduleProblem
 from costmodels.solving import (
     Deadline,

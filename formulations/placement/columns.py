@@ -21,10 +21,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 from costmodels.placement.frameworks import rules_of
-from costmodels.placement.group_fronts import GroupOption, GroupOptions, Partial
 from costmodels.placement.space import compositions
 from costmodels.solving import UNLIMITED, Deadline
 from costmodels.workflow import TaskKind
+from search.placement.group_options import GroupOptions
+from search.placement.options import GroupOption, Partial
 
 Pair = tuple[tuple[str, ...], tuple[int, ...]]
 

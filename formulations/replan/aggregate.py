@@ -48,7 +48,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.sparse import csc_matrix
 
-from costmodels.replan.problem import ReplanProblem, Slot
+from costmodels.replan.layouts import Slot
+from costmodels.replan.problem import ReplanProblem
 from costmodels.solving import UNLIMITED, Deadline
 from formulations.highs import solve_highs
 

@@ -9,14 +9,11 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from costmodels.replan.problem import (
-    NewInstance,
-    ReplanPlan,
-    ReplanProblem,
-    check_replan,
-    evaluate_replan,
-    slots,
-)
+from costmodels.replan.check import check_replan
+from costmodels.replan.judge import evaluate_replan
+from costmodels.replan.plan import NewInstance, ReplanPlan
+from costmodels.replan.problem import ReplanProblem
+from costmodels.replan.slots import slots
 from costmodels.solving import Deadline, SolverOutput, Status, enumerated
 
 MAX_PLANS = 200_000

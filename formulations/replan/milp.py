@@ -61,20 +61,12 @@ from typing import Annotated, Any
 import numpy as np
 from pydantic import Field
 
-from costmodels.replan.problem import (
-    NewInstance,
-    ReplanPlan,
-    ReplanProblem,
-    Slot,
-    check_replan,
-    evaluate_replan,
-    instance_cost,
-    layout_choice,
-    layout_slots,
-    plan_counts,
-    slots,
-    to_plan,
-)
+from costmodels.replan.check import check_replan
+from costmodels.replan.judge import evaluate_replan
+from costmodels.replan.layouts import Slot
+from costmodels.replan.plan import NewInstance, ReplanPlan, layout_choice, plan_counts, to_plan
+from costmodels.replan.problem import ReplanProblem, instance_cost
+from costmodels.replan.slots import layout_slots, slots
 from costmodels.solving import Deadline, SolverOutput, Status, Termination, note_work
 from formulations.highs import solve_highs
 from formulations.replan.aggregate import aggregate_bound

@@ -26,9 +26,12 @@ from typing import Literal
 
 import numpy as np
 
-from costmodels.replan.loads import Loads
-from costmodels.replan.problem import ReplanProblem, Slot, check_replan, instance_cost, to_plan
+from costmodels.replan.check import check_replan
+from costmodels.replan.layouts import Slot
+from costmodels.replan.plan import to_plan
+from costmodels.replan.problem import ReplanProblem, instance_cost
 from costmodels.solving import UNLIMITED, Deadline
+from search.replan.loads import Loads
 
 Rule = Literal["spread", "pack"]
 

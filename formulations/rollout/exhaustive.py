@@ -13,7 +13,8 @@ from typing import Annotated
 
 from pydantic import Field
 
-from costmodels.rollout.plan import check_rollout, evaluate_rollout
+from costmodels.rollout.check import check_rollout
+from costmodels.rollout.judge import evaluate_rollout
 from costmodels.rollout.problem import RolloutProblem
 from costmodels.rollout.space import offer_all, space_size
 from costmodels.solving import (

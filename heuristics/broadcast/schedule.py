@@ -22,14 +22,8 @@ from typing import Annotated
 
 from pydantic import Field
 
-from costmodels.broadcast.problem import (
-    BroadcastPlan,
-    BroadcastProblem,
-    Edge,
-    FanoutTree,
-    Wave,
-    pod_of,
-)
+from costmodels.broadcast.plan import BroadcastPlan, Edge, FanoutTree, Wave
+from costmodels.broadcast.problem import BroadcastProblem, pod_of
 from costmodels.solving import SolverOutput, Status
 
 

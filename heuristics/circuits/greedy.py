@@ -30,13 +30,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from costmodels.circuits.problem import (
-    CircuitProblem,
-    Counts,
-    demanded_pairs,
-    pair_time_s,
-    plan_from_counts,
-)
+from costmodels.circuits.judge import pair_time_s
+from costmodels.circuits.plan import Counts, plan_from_counts
+from costmodels.circuits.problem import CircuitProblem, demanded_pairs
 from costmodels.solving import SolverOutput, Status
 
 

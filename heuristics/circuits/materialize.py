@@ -20,12 +20,9 @@ from dataclasses import dataclass, field
 
 from costmodels.catalog import ocs_devices
 from costmodels.circuits.fabric import DemandSpec
-from costmodels.circuits.problem import (
-    CircuitPlan,
-    CircuitProblem,
-    evaluate_circuits,
-    plan_from_counts,
-)
+from costmodels.circuits.judge import evaluate_circuits
+from costmodels.circuits.plan import CircuitPlan, plan_from_counts
+from costmodels.circuits.problem import CircuitProblem
 from costmodels.circuits.rfabric import (
     MaterializedPlan,
     RFabricSpec,

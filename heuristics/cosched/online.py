@@ -39,7 +39,6 @@ from pydantic import Field
 
 from costmodels.cosched.group import (
     CoschedModel,
-    CoschedulePlan,
     GroupState,
     colocated_group,
     cosched_model,
@@ -48,6 +47,7 @@ from costmodels.cosched.group import (
     node_loads,
     saturated,
 )
+from costmodels.cosched.plan import CoschedulePlan
 from costmodels.cosched.problem import CoscheduleProblem
 from costmodels.solving import SolverOutput, Status
 
@@ -203,7 +203,7 @@ def _solve(
     skip_saturated: bool = True,
     check_slo: bool = True,
 ) -> SolverOutput:
-    from costmodels.cosched.group import evaluate_cosched
+    from costmodels.cosched.judge import evaluate_cosched
 
     m = cosched_model(problem)
     sched = OnlineScheduler(m, rule, seed, check_slo=check_slo, skip_saturated=skip_saturated)

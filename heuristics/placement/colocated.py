@@ -13,7 +13,8 @@ and the best valid one is returned.
 
 from __future__ import annotations
 
-from costmodels.placement.problem import PlacementPlan, PlacementProblem
+from costmodels.placement.plan import PlacementPlan
+from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.space import (
     TaskConfig,
     build_plan,

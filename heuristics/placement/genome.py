@@ -16,12 +16,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from costmodels.placement.check import check_placement
-from costmodels.placement.cost import evaluate_placement
 from costmodels.placement.frameworks import rules_of
-from costmodels.placement.group_fronts import GroupOptions, combine
-from costmodels.placement.problem import PlacementPlan, PlacementProblem
+from costmodels.placement.judge import evaluate_placement
+from costmodels.placement.plan import PlacementPlan
+from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.space import TaskConfig, build_plan, task_configs
 from costmodels.solving import UNLIMITED, Deadline, DeadlineExceeded
+from search.placement.combine import combine
+from search.placement.group_options import GroupOptions
 
 #: the work box of one exact Level-4 pass (``PlacementSpace.exact_work``), in the units
 #: ``GroupOptions`` checks: candidates x GPUs per partial combination extended, states x columns

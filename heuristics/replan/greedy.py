@@ -26,16 +26,13 @@ import time
 
 import numpy as np
 
-from costmodels.replan.loads import Loads
-from costmodels.replan.problem import (
-    ReplanPlan,
-    ReplanProblem,
-    Slot,
-    evaluate_replan,
-    layout_slots,
-    to_plan,
-)
+from costmodels.replan.judge import evaluate_replan
+from costmodels.replan.layouts import Slot
+from costmodels.replan.plan import ReplanPlan, to_plan
+from costmodels.replan.problem import ReplanProblem
+from costmodels.replan.slots import layout_slots
 from costmodels.solving import Deadline, SolverOutput, Status
+from search.replan.loads import Loads
 
 
 def _deadline(time_limit: float | None) -> Deadline:

@@ -22,9 +22,10 @@ import numpy as np
 
 from costmodels.catalog import get_gpu, get_model
 from costmodels.decode import Instance, ServingParams, feasible_tps
-from costmodels.generation.engine import Engine, SimResult, simulate
+from costmodels.generation.engine import Engine, simulate
 from costmodels.generation.request_traces import synthetic_trace
 from costmodels.generation.requests import Request, balanced_assignment, chunked_assignment
+from costmodels.generation.result import SimResult
 from heuristics.replan.greedy import solve_greedy
 from heuristics.replan.policies import (
     Orchestrator,

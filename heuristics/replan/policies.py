@@ -70,7 +70,9 @@ from costmodels.generation.policy import (
     Reconfigure,
     Release,
 )
-from costmodels.replan.problem import ReplanPlan, ReplanProblem, ReplanSpec, current_makespan
+from costmodels.replan.judge import current_makespan
+from costmodels.replan.plan import ReplanPlan
+from costmodels.replan.problem import ReplanProblem, ReplanSpec
 from costmodels.solving import SolverOutput
 
 

@@ -19,7 +19,9 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from costmodels.rollout.plan import RolloutPlan, check_rollout, evaluate_rollout
+from costmodels.rollout.check import check_rollout
+from costmodels.rollout.judge import evaluate_rollout
+from costmodels.rollout.plan import RolloutPlan
 from costmodels.rollout.problem import RolloutProblem
 from costmodels.rollout.space import (
     eta_options,

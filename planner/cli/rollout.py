@@ -112,7 +112,7 @@ def simulate_rollout(
     round kind, TP, rollout, exposed reward and training, longest response, preemptions, when
     the stream trainer scaled (RollPacker Fig. 10). Without --plan or --setting: verl and
     paper."""
-    from costmodels.rollout.plan import evaluate_rollout
+    from costmodels.rollout.judge import evaluate_rollout
 
     try:
         if plot is not None:

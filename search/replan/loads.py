@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from costmodels.replan.problem import ReplanProblem, Slot
+from costmodels.replan.layouts import Slot
+from costmodels.replan.problem import ReplanProblem
 
 
 class Loads:

@@ -1,0 +1,96 @@
+"""Per-GPU memory of a placement (HetRL constraint C3, Appendix B.1): each tasklet's model and
+working memory, the least any placement of a task holds, and the plan's per-GPU sums."""
+
+from __future__ import annotations
+
+import math
+
+from costmodels.memory import GB, tasklet_memory, training_model_gb
+from costmodels.placement.layout import batch_shares, layer_split
+from costmodels.placement.plan import PlacementPlan, TaskPlacement
+from costmodels.placement.problem import PlacementProblem
+from costmodels.transformer import (
+    BYTES_BF16,
+    stage_params,
+)
+from costmodels.workflow import Task, TaskKind
+
+
+def task_memory(
+    problem: PlacementProblem, task: Task, tp_: TaskPlacement
+) -> dict[int, tuple[float, float]]:
+    """(model GB, working GB) of each GPU's tasklet of one task (HetRL C3 terms).
+
+    A generation task with an explicit ``decode_batch`` holds the KV cache of that many sequences
+    (or of its replica's samples, if fewer) as working memory.
+    """
+    wf = problem.workflow
+    index = problem.topology.index_of()
+    m = wf.model(task.role)
+    split = layer_split(m.layers, tp_.pp, tp_.layers_per_stage)
+    shares = batch_shares(tp_.dp, tp_.batch_shares)
+    seq = wf.prompt_length + wf.response_length
+    out: dict[int, tuple[float, float]] = {}
+    for i, replica in enumerate(tp_.devices):
+        samples = wf.samples * shares[i]
+        nm = samples / wf.micro_batch_size
+        for j, stage in enumerate(replica):
+            mem = tasklet_memory(
+                task.kind,
+                m,
+                stage_layers=split[j],
+                first=j == 0,
+                last=j == tp_.pp - 1,
+                tp=tp_.tp,
+                pp=tp_.pp,
+                dp=tp_.dp,
+                seq=seq,
+                mbs=wf.micro_batch_size,
+                micro_batches=nm,
+                recompute=wf.recompute,
+                grad_bytes=problem.params.grad_bytes_per_param,
+                optimizer_bytes=problem.params.optimizer_bytes_per_param,
+                distributed_optimizer=problem.params.distributed_optimizer,
+            )
+            working = mem.working_gb
+            if task.kind is TaskKind.GENERATION and tp_.decode_batch is not None:
+                working *= max(1, min(tp_.decode_batch, math.ceil(samples)))
+            for dev in stage:
+                out[index[dev]] = (mem.model_gb, working)
+    return out
+
+
+def memory_floor_gb(problem: PlacementProblem, task: Task) -> float:
+    """The least model memory (GB, summed over GPUs) any placement of ``task`` holds: one
+    replica's weights (stage shards add up to the whole model, whatever TP and PP), and for
+    training its gradients and optimizer states too; more DP replicas only add copies (the
+    distributed optimizer shards one copy of the optimizer states over them). Working memory
+    comes on top, so ``sum_t floor_t > sum_g capacity_g`` proves that no plan fits (C3)."""
+    m = problem.workflow.model(task.role)
+    params = stage_params(m, m.layers, True, True)
+    if task.kind is TaskKind.TRAINING:
+        pr = problem.params
+        return training_model_gb(
+            params,
+            1,
+            pr.grad_bytes_per_param,
+            pr.optimizer_bytes_per_param,
+            pr.distributed_optimizer,
+        )
+    return params * BYTES_BF16 / GB
+
+
+def device_memory(problem: PlacementProblem, plan: PlacementPlan) -> dict[int, dict[str, float]]:
+    """Per-GPU resident (model) memory sum and largest working memory, GB (constraint C3)."""
+    tasks = {t.name: t for t in problem.tasks}
+    out: dict[int, dict[str, float]] = {}
+    for tp_ in plan.tasks:
+        for d, (model, working) in task_memory(problem, tasks[tp_.task], tp_).items():
+            slot = out.setdefault(d, {"model_gb": 0.0, "working_gb": 0.0})
+            slot["model_gb"] += model
+            slot["working_gb"] = max(slot["working_gb"], working)
+    for d, slot in out.items():
+        slot["capacity_gb"] = (
+            problem.topology.devices[d].gpu.memory_gb - problem.params.memory_reserve_gb
+        )
+    return out

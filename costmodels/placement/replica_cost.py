@@ -1,0 +1,292 @@
+"""One task's component costs under one placement, replica by replica (HetRL Appendix B.2-B.3):
+compute, TP all-reduce, PP hops and bubble for every kind, the DP gradient all-reduce for training,
+prefill for generation; memoised on each replica's node-class signature. Generation's decode is
+``costmodels.placement.decode_cost``'s; the terms are those of ``costmodels.placement.judge``'s
+module doc."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from costmodels import comm
+from costmodels.memory import GB
+from costmodels.placement.layout import batch_shares, layer_split
+from costmodels.placement.plan import TaskPlacement
+from costmodels.placement.problem import PlacementProblem
+from costmodels.transformer import (
+    BYTES_BF16,
+    layer_forward_flops,
+    lm_head_forward_flops,
+    stage_params,
+)
+from costmodels.workflow import Task, TaskKind
+
+#: memoise replica costs on their node-class signature (:meth:`TaskCoster._replica_key`); tests
+#: switch it off to check that it never changes a value
+REPLICA_MEMO = True
+# : its size cap (an entry holds a replica's signature and costs: ~1 KB; bounded memory at 1 024
+# GPUs)
+REPLICA_MEMO_ENTRIES = 50_000
+
+
+def _node_classes(topo: Any) -> list[int]:
+    """Per device: its node's class (GPU type, zone, region, intra-node alpha and beta, read off
+    the topology's own matrices), numbered."""
+    first: dict[str, int] = {}
+    second: dict[str, int] = {}
+    for d in topo.devices:
+        if d.node not in first:
+            first[d.node] = d.index
+        elif d.node not in second:
+            second[d.node] = d.index
+    ids: dict[tuple[Any, ...], int] = {}
+    out = []
+    for d in topo.devices:
+        a, b = first[d.node], second.get(d.node)
+        link = (
+            (float(topo.latency_s[a, b]), float(topo.bandwidth_gbs[a, b]))
+            if b is not None
+            else None
+        )
+        out.append(ids.setdefault((d.gpu.name, d.zone, d.region, link), len(ids)))
+    return out
+
+
+class TaskCoster:
+    """Component costs of one task under one placement (HetRL Appendix B.2): compute, TP, PP,
+    bubble and DP; generation's decode is ``decode_cost.GenerationCoster``'s."""
+
+    def __init__(
+        self,
+        problem: PlacementProblem,
+        task: Task,
+        tp_: TaskPlacement,
+        mem: dict[int, dict[str, float]] | None,
+    ):
+        self.problem, self.task, self.tp_ = problem, task, tp_
+        self.wf = problem.workflow
+        self.topo = problem.topology
+        self.m = self.wf.model(task.role)
+        index = self.topo.index_of()
+        self.idx = [[[index[d] for d in stage] for stage in replica] for replica in tp_.devices]
+        self.split = layer_split(self.m.layers, tp_.pp, tp_.layers_per_stage)
+        self.shares = batch_shares(tp_.dp, tp_.batch_shares)
+        self.mem = mem
+        self.exact = True
+
+    def _ring(self, devices: list[int], volume_gb: float) -> float:
+        r = comm.bottleneck_ring(self.topo, devices, volume_gb)
+        self.exact = self.exact and r.exact
+        return r.seconds
+
+    def _gpus(self, stage: list[int]) -> list[Any]:
+        """Distinct GPU types of a stage (a mixed TP group runs at its slowest member's pace)."""
+        seen: dict[str, Any] = {}
+        for d in stage:
+            g = self.topo.devices[d].gpu
+            seen.setdefault(g.name, g)
+        return list(seen.values())
+
+    def cost(self) -> dict[str, Any]:
+        kind = self.task.kind
+        wf, m, tp = self.wf, self.m, self.tp_.tp
+        params = self.problem.params
+        gen = kind is TaskKind.GENERATION
+        seq = wf.prompt_length + wf.response_length
+        seq_comp = (
+            wf.prompt_length if gen else seq
+        )  # prefill covers the prompt; training the whole sequence
+        train = kind is TaskKind.TRAINING
+        comp_mult = (4 if wf.recompute else 3) if train else 1
+        tp_mult = (6 if wf.recompute else 4) if train else 2
+        pp_mult = 2 if train else 1
+        layer_flops = layer_forward_flops(m, seq_comp)
+        head_flops = lm_head_forward_flops(m, seq_comp)
+        cv_tp = BYTES_BF16 * wf.micro_batch_size * seq_comp * m.hidden * 2 * (tp - 1) / tp / GB
+        cv_pp = BYTES_BF16 * wf.micro_batch_size * seq_comp * m.hidden / GB
+        literal = params.decode_model == "hetrl"
+        per_replica, prefill = [], []
+        totals = {"comp_s": 0.0, "tp_s": 0.0, "pp_s": 0.0, "bubble_s": 0.0, "decode_s": 0.0}
+        decode_detail: dict[str, float] = {}
+        decode_batches = []
+        consts = (
+            gen,
+            train,
+            literal,
+            comp_mult,
+            tp_mult,
+            pp_mult,
+            layer_flops,
+            head_flops,
+            cv_tp,
+            cv_pp,
+        )
+        cache = (
+            self.topo.memo.setdefault("replica", {})
+            if REPLICA_MEMO and not self.topo.explicit_matrix
+            else None
+        )
+        if cache is not None:
+            # everything else a replica's cost reads: the parameters and workflow (by identity;
+            # the entry keeps them alive, so an id is never reused for another) and the constants
+            contexts = self.topo.memo.setdefault("replica_context", {})
+            entry = contexts.setdefault((id(params), id(wf)), (params, wf, len(contexts)))
+            context = (entry[2], consts)
+        for i, replica in enumerate(self.idx):
+            key = (context, *self._replica_key(i, replica)) if cache is not None else None
+            hit = cache.get(key) if cache is not None else None
+            if hit is None:
+                before, self.exact = self.exact, True
+                hit = (*self._replica(i, replica, consts), self.exact)
+                self.exact = before
+                if cache is not None and len(cache) < REPLICA_MEMO_ENTRIES:
+                    cache[key] = hit
+            total, pre, comp_s, tp_s, pp_s, bubble, decode, detail, dbs, exact = hit
+            self.exact = self.exact and exact
+            if gen:
+                decode_batches.append(dbs)
+            for k, v in detail.items():
+                decode_detail[k] = max(decode_detail.get(k, 0.0), v)
+            per_replica.append(total)
+            prefill.append(pre)
+            for name, v in (
+                ("comp_s", comp_s),
+                ("tp_s", tp_s),
+                ("pp_s", pp_s),
+                ("bubble_s", bubble),
+                ("decode_s", decode),
+            ):
+                totals[name] = max(totals[name], v)
+        dp_s = self._dp_cost() if train else 0.0
+        out: dict[str, Any] = {"time_s": max(per_replica) + dp_s, **totals, "dp_s": dp_s}
+        out["replica_times_s"] = per_replica
+        out["prefill_times_s"] = prefill
+        if decode_batches:
+            out["decode_batch"] = decode_batches
+        if decode_detail:
+            out["decode"] = decode_detail
+        return out
+
+    def _replica(
+        self, i: int, replica: list[list[int]], consts: tuple[Any, ...]
+    ) -> tuple[Any, ...]:
+        """One replica's (time, time without decode, comp, TP, PP, bubble, decode, decode detail,
+        dbs)."""
+        gen, train, literal, comp_mult, tp_mult, pp_mult, layer_flops, head_flops, cv_tp, cv_pp = (
+            consts
+        )
+        wf, m, tp, pp = self.wf, self.m, self.tp_.tp, self.tp_.pp
+        params = self.problem.params
+        eff = params.efficiency
+        detail: dict[str, float] = {}
+        samples = wf.samples * self.shares[i]
+        # prefill: one forward pass per prompt when the responses of a prompt share it
+        forward = (
+            samples / wf.responses_per_prompt if gen and params.share_prompt_prefill else samples
+        )
+        nm = forward / wf.micro_batch_size
+        steps = 0.0
+        dbs = 0
+        if gen:
+            dbs = self._decode_batch(replica)
+            if literal:
+                steps = wf.response_length * math.ceil(samples / dbs) if samples > 0 else 0.0
+        comp, tpc, ppc, hbm = [], [], [], []
+        for j, stage in enumerate(replica):
+            last = j == pp - 1
+            flops = forward * (self.split[j] * layer_flops + (head_flops if last else 0.0))
+            comp.append(max(comp_mult * flops / (eff.flops(g) * tp) for g in self._gpus(stage)))
+            t = 0.0
+            if tp > 1:
+                t = tp_mult * nm * self.split[j] * self._ring(stage, cv_tp)
+                if steps:
+                    t += steps * 2 * self.split[j] * comm.ring_latency(self.topo, stage)
+            tpc.append(t)
+            p = 0.0
+            if not last:
+                p = pp_mult * nm * comm.best_pair(self.topo, stage, replica[j + 1], cv_pp)
+                if steps:
+                    p += steps * comm.best_pair(self.topo, stage, replica[j + 1], 0.0)
+            ppc.append(p)
+            if steps:
+                weights = BYTES_BF16 * stage_params(m, self.split[j], j == 0, last) / tp / GB
+                hbm.append(max(steps * weights / eff.hbm_gbs(g) for g in self._gpus(stage)))
+            else:
+                hbm.append(0.0)
+        decode = max(hbm) if literal else 0.0
+        if gen and not literal and samples > 0:
+            detail = self._decode_physical(replica, math.ceil(samples - 1e-9), dbs)
+            decode = detail["decode_s"]
+        if train:
+            core = max(c + t + p for c, t, p in zip(comp, tpc, ppc, strict=True))
+            bubble = sum(comp[j] + tpc[j] + ppc[j] for j in range(1, pp)) / nm if nm > 0 else 0.0
+            total = core + bubble
+        else:
+            bubble = 0.0
+            total = max(c + t for c, t in zip(comp, tpc, strict=True)) + max(ppc) + decode
+        return total, total - decode, max(comp), max(tpc), max(ppc), bubble, decode, detail, dbs
+
+    def _replica_key(self, i: int, replica: list[list[int]]) -> tuple[Any, ...]:
+        """What a replica's cost depends on, up to renaming nodes: on a hierarchical network a
+        link is fixed by whether its ends share a node (that node's intra-node link) or a zone
+        (the zone's link, or the zone pair's), so replicas whose GPUs sit on nodes of the same
+        class (GPU type, zone, intra-node link) in the same pattern cost the same. Generation
+        "as many as fit" also reads each GPU's resident memory."""
+        classes = self.topo.memo.get("node_class")
+        if classes is None:
+            classes = self.topo.memo["node_class"] = _node_classes(self.topo)
+        devices = self.topo.devices
+        local: dict[str, int] = {}
+        stages = []
+        for stage in replica:  # a stage is costed as a set of GPUs: (local node, class) -> count
+            counts: dict[tuple[int, int], int] = {}
+            for d in stage:
+                k = (local.setdefault(devices[d].node, len(local)), classes[d])
+                counts[k] = counts.get(k, 0) + 1
+            stages.append(tuple(sorted(counts.items())))
+        mem = None
+        if (
+            self.task.kind is TaskKind.GENERATION
+            and self.tp_.decode_batch is None
+            and self.mem is not None
+        ):
+            mem = tuple(
+                x
+                for stage in replica
+                for d in stage
+                for x in (self.mem[d]["model_gb"], self.mem[d]["capacity_gb"])
+            )
+        return (
+            self.task.name,
+            self.m.name,
+            self.tp_.tp,
+            tuple(self.split),
+            self.shares[i],
+            self.tp_.decode_batch,
+            tuple(stages),
+            mem,
+        )
+
+    def _dp_cost(self) -> float:
+        dp, tp = self.tp_.dp, self.tp_.tp
+        if dp == 1:
+            return 0.0
+        worst = 0.0
+        for j in range(self.tp_.pp):
+            params = stage_params(self.m, self.split[j], j == 0, j == self.tp_.pp - 1) / tp
+            cv = self.problem.params.grad_bytes_per_param * params * 2 * (dp - 1) / dp / GB
+            for k in range(tp):
+                devices = [self.idx[i][j][k] for i in range(dp)]
+                worst = max(worst, self._ring(devices, cv))
+        return worst
+
+    def _decode_batch(self, replica: list[list[int]]) -> int:
+        """dbs of a generation replica (``decode_cost.GenerationCoster``)."""
+        raise NotImplementedError("decode is costed by GenerationCoster")
+
+    def _decode_physical(
+        self, replica: list[list[int]], sequences: int, dbs: int
+    ) -> dict[str, float]:
+        """Decode time of a generation replica (``decode_cost.GenerationCoster``)."""
+        raise NotImplementedError("decode is costed by GenerationCoster")

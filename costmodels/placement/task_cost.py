@@ -1,0 +1,61 @@
+"""One task's cost C^t under one placement (HetRL Appendix B.2-B.3), with its components; and
+for generation "as many as fit", its dbs per replica and a lower bound on its time (what Level 4's
+search, ``search.placement``, costs candidates with)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from costmodels.placement.decode_cost import GenerationCoster
+from costmodels.placement.plan import TaskPlacement
+from costmodels.placement.problem import PlacementProblem
+from costmodels.placement.replica_cost import TaskCoster
+from costmodels.workflow import Task, TaskKind
+
+
+def task_cost(
+    problem: PlacementProblem,
+    task: Task,
+    tp_: TaskPlacement,
+    mem: dict[int, dict[str, float]] | None = None,
+) -> tuple[dict[str, Any], bool]:
+    """One task's cost C^t with its components (HetRL B.2-B.3) and whether its rings are exact.
+    ``mem`` (the plan's per-GPU memory) is needed only by generation without ``decode_batch``."""
+    coster = (GenerationCoster if task.kind is TaskKind.GENERATION else TaskCoster)(
+        problem, task, tp_, mem
+    )
+    return coster.cost(), coster.exact
+
+
+def generation_floor(
+    problem: PlacementProblem, task: Task, tp_: TaskPlacement, mem: dict[int, dict[str, float]]
+) -> float:
+    """A lower bound on generation's time under ``tp_`` with ``decode_batch`` None whenever its
+    GPUs hold at least the residents of ``mem``: more residents leave room for fewer sequences
+    (dbs <= the dbs ``mem`` allows), and :meth:`GenerationCoster.decode_floor` bounds every such
+    dbs; prefill does not depend on dbs. Under ``decode_model="hetrl"`` the time is
+    non-increasing in dbs, so the time at the largest dbs is the bound."""
+    coster = GenerationCoster(problem, task, tp_, mem)
+    cost = coster.cost()
+    if problem.params.decode_model == "hetrl":
+        return cost["time_s"]
+    wf = problem.workflow
+    worst = 0.0
+    for i, replica in enumerate(coster.idx):
+        samples = wf.samples * coster.shares[i]
+        decode = (
+            coster.decode_floor(replica, math.ceil(samples - 1e-9), cost["decode_batch"][i])
+            if samples > 0
+            else 0.0
+        )
+        worst = max(worst, cost["prefill_times_s"][i] + decode)
+    return worst
+
+
+def decode_batches(
+    problem: PlacementProblem, task: Task, tp_: TaskPlacement, mem: dict[int, dict[str, float]]
+) -> tuple[int, ...]:
+    """dbs of every replica of a generation task (cheap: memory arithmetic, no costing)."""
+    coster = GenerationCoster(problem, task, tp_, mem)
+    return tuple(coster._decode_batch(replica) for replica in coster.idx)

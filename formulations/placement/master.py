@@ -1,0 +1,339 @@
+"""The master ILP of HetRL placement (§3.5; ``formulations.placement.ilp``'s module doc states
+(1)-(8)): its rows over a list of columns, solved on HiGHS (highspy) with reduced-cost fixing
+below a cutoff, or on CBC through PuLP."""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+
+import numpy as np
+from scipy.sparse import csc_array, csr_array
+
+from costmodels.workflow import ACTOR_GENERATION, ACTOR_TRAINING, TaskKind
+from formulations.highs import HighsOutcome, solve_highs
+from formulations.placement.columns import Column
+from formulations.pulp_util import variable_factory
+from search.placement.group_options import GroupOptions
+from search.placement.options import GroupOption
+
+#: relative MIP gap the master is solved to (HiGHS's default 1e-4 would stop short of exact)
+MIP_GAP = 1e-9
+
+
+Row = tuple[dict[int, float], float, float]
+
+
+def _variables(
+    n: int, mode: str, cap: list[int], zone: list[str], routes: dict[tuple[int, int], float]
+) -> tuple[list[str], dict[str, int], dict[tuple[str, int, int], int]]:
+    """The master's variables: x_o per column, the phase maxima I, R, S and G (sync) or M
+    (async), and q_zab per zone z and route (a, b) into it; their names, the columns of the
+    phase maxima and of the q's."""
+    names: list[str] = [f"x{i}" for i in range(n)] + [
+        "I",
+        "R",
+        "S",
+        "M" if mode == "async" else "G",
+    ]
+    col = {name: i for i, name in enumerate(names)}
+    qs: dict[tuple[str, int, int], int] = {}
+    for z in sorted(set(zone)):
+        for a in range(len(cap)):
+            if zone[a] != z:
+                continue
+            for b in range(len(cap)):
+                if (a, b) in routes:
+                    qs[(z, a, b)] = len(names)
+                    names.append(f"q_{z}_{a}_{b}")
+    return names, col, qs
+
+
+def _phase_rows(
+    builder: GroupOptions,
+    opts: list[GroupOption],
+    floor: list[tuple[float, float, float]],
+    col: dict[str, int],
+    mode: str,
+) -> list[Row]:
+    """(3): one row per task and phase, on the options covering the task."""
+    rows: list[Row] = []
+    kinds = {task.kind for task in builder.tasks.values()}
+    for t in builder.tasks:  # (3): one row per task and phase, on the options covering t
+        cover = [i for i, o in enumerate(opts) if t in o.tasks]
+        if TaskKind.INFERENCE in kinds:
+            rows.append(
+                (
+                    {col["I"]: 1.0, **{i: -floor[i][1] for i in cover if floor[i][1]}},
+                    0.0,
+                    np.inf,
+                )
+            )
+        if TaskKind.TRAINING in kinds:
+            rows.append(
+                (
+                    {col["R"]: 1.0, **{i: -floor[i][2] for i in cover if floor[i][2]}},
+                    0.0,
+                    np.inf,
+                )
+            )
+        if mode == "sync":
+            rows.append(
+                (
+                    {col["G"]: 1.0, **{i: -floor[i][0] for i in cover if floor[i][0]}},
+                    0.0,
+                    np.inf,
+                )
+            )
+            rows.append(
+                (
+                    {
+                        col["G"]: 1.0,
+                        col["I"]: 1.0,
+                        col["R"]: 1.0,
+                        **{i: -sum(floor[i]) for i in cover if sum(floor[i])},
+                    },
+                    0.0,
+                    np.inf,
+                )
+            )
+        else:  # M covers generation's busy GPUs, and the inference then training phases
+            whole = {i: max(opts[i].busy, floor[i][0], floor[i][1] + floor[i][2]) for i in cover}
+            rows.append(({col["M"]: 1.0, **{i: -v for i, v in whole.items() if v}}, 0.0, np.inf))
+    return rows
+
+
+def _sync_rows(
+    opts: list[GroupOption],
+    cap: list[int],
+    zone: list[str],
+    routes: dict[tuple[int, int], float],
+    qs: dict[tuple[str, int, int], int],
+    col: dict[str, int],
+) -> list[Row]:
+    """(4)-(6): per zone, the route its weights arrive by, from a training class to a
+    generation class of the zone, and S over its arrival plus fan-out."""
+    rows: list[Row] = []
+    gen_apart = [
+        i
+        for i, o in enumerate(opts)
+        if ACTOR_GENERATION in o.tasks and ACTOR_TRAINING not in o.tasks
+    ]
+    train_apart = [
+        i
+        for i, o in enumerate(opts)
+        if ACTOR_TRAINING in o.tasks and ACTOR_GENERATION not in o.tasks
+    ]
+    for z in sorted(set(zone)):
+        members = [a for a in range(len(cap)) if zone[a] == z]
+        q = {(a, b): v for (zz, a, b), v in qs.items() if zz == z}
+        fed = {i: -1.0 for i in gen_apart if any(opts[i].comp[a] for a in members)}
+        rows.append(({**{v: 1.0 for v in q.values()}, **fed}, 0.0, 0.0))  # (4)
+        for (a, b), v in q.items():  # (5)
+            rows.append(({v: 1.0, **{i: -1.0 for i in gen_apart if opts[i].comp[a]}}, -np.inf, 0.0))
+            rows.append(
+                ({v: 1.0, **{i: -1.0 for i in train_apart if opts[i].comp[b]}}, -np.inf, 0.0)
+            )
+        fan = {i: -o.fanout[z] for i, o in enumerate(opts) if o.fanout and o.fanout.get(z)}
+        rows.append(
+            ({col["S"]: 1.0, **{v: -routes[ab] for ab, v in q.items()}, **fan}, 0.0, np.inf)
+        )  # (6)
+    return rows
+
+
+def _symmetry_rows(
+    opts: list[GroupOption], symmetry: list[tuple[str, str]], ranks: list[int] | None
+) -> list[Row]:
+    """(7) symmetry: of interchangeable tasks a < b, a sits in the group of lower or equal rank
+    (ranks and the column pool are invariant under renaming them, so one of every set of
+    mirror-image plans stays)."""
+    rows: list[Row] = []
+    for a, b in symmetry if ranks else ():
+        coef: dict[int, float] = {}
+        for i, o in enumerate(opts):
+            coef[i] = (
+                coef.get(i, 0.0)
+                + (ranks[i] if a in o.tasks else 0.0)
+                - (ranks[i] if b in o.tasks else 0.0)
+            )
+        rows.append(({i: v for i, v in coef.items() if v}, -np.inf, 0.0))
+    return rows
+
+
+class Master:
+    """The master ILP (1)-(8) over a list of columns, as sparse rows for HiGHS (highspy) or CBC."""
+
+    def __init__(
+        self,
+        builder: GroupOptions,
+        mode: str,
+        columns: list[Column],
+        symmetry: list[tuple[str, str]] = (),
+        ranks: list[int] | None = None,
+        leftover: list[tuple[float, float, float]] | None = None,
+    ):
+        opts = [c.option for c in columns]
+        n = len(opts)
+        # per column, the least (generation, inference, training) phases of any plan using it:
+        # its own terms, raised by what the tasks it leaves out cost on the GPUs it leaves (8)
+        floor = [
+            (max(o.gen, lg), max(o.inf, li), max(o.trn, lr))
+            for o, (lg, li, lr) in zip(opts, leftover or [(0.0, 0.0, 0.0)] * n, strict=True)
+        ]
+        cap = builder.cap
+        routes = builder.routes()
+        zone = builder.zone_of_class()
+        names, col, qs = _variables(n, mode, cap, zone, routes)
+        self.size = len(names)
+        rows: list[Row] = []
+        for t in builder.tasks:  # (1)
+            rows.append(({i: 1.0 for i, o in enumerate(opts) if t in o.tasks}, 1.0, 1.0))
+        for k, nk in enumerate(cap):  # (2)
+            rows.append(
+                ({i: float(o.comp[k]) for i, o in enumerate(opts) if o.comp[k]}, -np.inf, float(nk))
+            )
+        rows += _phase_rows(builder, opts, floor, col, mode)
+        rows += _sync_rows(opts, cap, zone, routes, qs, col)
+        rows += _symmetry_rows(opts, symmetry, ranks)
+        c = np.zeros(self.size)
+        for i, o in enumerate(opts):
+            c[i] = o.xfer
+        c[col["S"]] = 1.0
+        if mode == "sync":
+            c[col["G"]] = c[col["I"]] = c[col["R"]] = 1.0
+        else:
+            c[col["M"]] = 1.0
+            rows.append(({col["M"]: 1.0, col["I"]: -1.0, col["R"]: -1.0}, 0.0, np.inf))
+        self.c, self.rows, self.names = c, rows, names
+        #: (z, d) of the LP relaxation: its optimum and the reduced costs, once solved
+        self.lp: tuple[float, np.ndarray] | None = None
+        self.integrality = np.array([1] * n + [0] * (self.size - n))
+        self.upper = np.array([1.0] * n + [np.inf] * (self.size - n - len(qs)) + [1.0] * len(qs))
+
+    def solve(
+        self, backend: str, time_limit: float | None, threads: int | None, cutoff: float = math.inf
+    ) -> tuple[str, np.ndarray | None, float | None, float | None]:
+        """(status, x, objective, bound): status optimal, feasible (out of time), infeasible or
+        unknown. ``cutoff``: plans costing at least this are of no interest; a master with none
+        below it reports infeasible."""
+        if backend == "cbc":
+            return self._cbc(time_limit, threads)
+        if backend != "highs":
+            raise ValueError(f"unknown backend {backend!r}; use highs or cbc")
+        a = csc_array(self._matrix())
+        keep = np.arange(self.size)
+        if math.isfinite(cutoff):
+            # reduced-cost fixing: a column whose LP reduced cost d_j lifts the LP bound z past the
+            # cutoff, z + d_j > cutoff, is in no plan below the cutoff; dropping it before the MIP
+            # shrinks the root's cut loop
+            t0 = time.perf_counter()
+            lp = self._run(a, keep, threads, time_limit, cutoff, relaxation=True)
+            if time_limit is not None:
+                time_limit -= time.perf_counter() - t0
+            if lp.stopped == "infeasible" or (lp.objective is not None and lp.objective >= cutoff):
+                return "infeasible", None, None, None
+            if lp.objective is not None and lp.col_dual is not None:
+                z, dj = lp.objective, lp.col_dual
+                self.lp = (z, dj)
+                slack = 1e-7 * max(1.0, abs(cutoff))
+                keep = np.flatnonzero((self.integrality == 0) | (z + dj <= cutoff + slack))
+        out = self._run(a, keep, threads, time_limit, cutoff)
+        x = out.x
+        if x is not None:
+            full = np.zeros(self.size)
+            full[keep] = x
+            x = full
+        if out.stopped == "optimal" and x is not None:
+            return "optimal", x, out.objective, out.objective
+        # infeasible, cut off, or optimal with no solution below the cutoff
+        if out.stopped in ("infeasible", "objective_bound", "optimal"):
+            return "infeasible", None, None, None
+        if x is not None:
+            return "feasible", x, out.objective, out.dual_bound
+        return "unknown", None, None, out.dual_bound
+
+    def _run(
+        self,
+        a: csc_array,
+        cols: np.ndarray,
+        threads: int | None,
+        time_limit: float | None,
+        cutoff: float,
+        relaxation: bool = False,
+    ) -> HighsOutcome:
+        """HiGHS on the master restricted to columns ``cols``, or with ``relaxation`` on its LP
+        relaxation (whose optimum and reduced costs, ``col_dual``, come back when it has one)."""
+        sub = a[:, cols] if len(cols) < self.size else a
+        return solve_highs(
+            self.c[cols],
+            sub,
+            np.array([r[1] for r in self.rows]),
+            np.array([r[2] for r in self.rows]),
+            np.zeros(len(cols)),
+            self.upper[cols],
+            None if relaxation else self.integrality[cols].astype(bool),
+            time_limit=None if time_limit is None else max(time_limit, 1e-3),
+            mip_gap=MIP_GAP,
+            threads=threads,
+            objective_bound=None if relaxation else cutoff,
+            # its dominated-column pass takes seconds on thousands of columns; the LP
+            # does not need it
+            presolve=False,
+            # the sub-MIP heuristics hunt for plans the cutoff (the incumbent) and the
+            # expansions already supply; off, a PPO master's root takes ~15% less
+            sub_mip_heuristics=False,
+        )
+
+    def _matrix(self) -> csr_array:
+        data, ri, ci = [], [], []
+        for r, (coef, _, _) in enumerate(self.rows):
+            for j, v in coef.items():
+                ri.append(r)
+                ci.append(j)
+                data.append(v)
+        return csr_array((data, (ri, ci)), shape=(len(self.rows), self.size))
+
+    def _cbc(
+        self, time_limit: float | None, threads: int | None
+    ) -> tuple[str, np.ndarray | None, float | None, float | None]:
+        import pulp
+
+        prob = pulp.LpProblem("hetrl_placement", pulp.LpMinimize)
+        var = variable_factory(prob)
+        v = [
+            var(
+                name,
+                lowBound=0,
+                upBound=None if math.isinf(ub) else float(ub),
+                cat="Binary" if integ else "Continuous",
+            )
+            for name, ub, integ in zip(self.names, self.upper, self.integrality, strict=True)
+        ]
+        prob += pulp.lpSum(float(ci) * v[j] for j, ci in enumerate(self.c) if ci)
+        for r, (coef, lb, ub) in enumerate(self.rows):
+            expr = pulp.lpSum(val * v[j] for j, val in coef.items())
+            if lb == ub:
+                prob += expr == lb, f"r{r}"
+            else:
+                if math.isfinite(lb):
+                    prob += expr >= lb, f"r{r}_lo"
+                if math.isfinite(ub):
+                    prob += expr <= ub, f"r{r}_hi"
+        with (
+            warnings.catch_warnings()
+        ):  # PuLP 3.x marks its bundled CBC deprecated; it still ships it
+            warnings.simplefilter("ignore", DeprecationWarning)
+            solver = pulp.PULP_CBC_CMD(
+                msg=False, timeLimit=time_limit, threads=threads, gapRel=MIP_GAP
+            )
+        prob.solve(solver)
+        if prob.status == pulp.LpStatusInfeasible:
+            return "infeasible", None, None, None
+        x = np.array([var.value() or 0.0 for var in v])
+        if prob.sol_status == pulp.LpSolutionOptimal:
+            obj = float(pulp.value(prob.objective))
+            return "optimal", x, obj, obj
+        if prob.sol_status in (pulp.LpSolutionIntegerFeasible,):
+            return "feasible", x, float(pulp.value(prob.objective)), None
+        return "unknown", None, None, None

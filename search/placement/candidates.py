@@ -1,0 +1,268 @@
+"""Level 4's candidates (HetRL §3.4, §3.5): every configuration of one task on a GPU group
+*composition* c (GPUs taken from each interchangeable class,
+``costmodels.placement.space.node_classes``), costed by the cost model on the canonical layout;
+configurations that break C3 alone are dropped, dominated ones (in time, per-GPU resident and
+working memory, and weight-transfer terms) too. Cached per task signature and composition, with
+the class-level C_sync terms of compositions. ``search.placement.group_options`` merges the
+candidates of co-located tasks into group options."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from costmodels import comm
+from costmodels.placement.frameworks import rules_of
+from costmodels.placement.memory import task_memory
+from costmodels.placement.problem import PlacementProblem
+from costmodels.placement.space import (
+    TaskConfig,
+    is_heterogeneous,
+    node_classes,
+    place_task,
+    task_configs,
+)
+from costmodels.placement.task_cost import decode_batches, generation_floor, task_cost
+from costmodels.placement.transfer import full_weights_gb, replica_allgather, zone_fanout
+from costmodels.solving import UNLIMITED, Deadline
+from costmodels.workflow import ACTOR_GENERATION, ACTOR_TRAINING, TaskKind
+from search.placement.options import Candidate, CandidateTable
+from search.placement.pareto import pareto_candidates
+
+
+class TaskCandidates:
+    """Cached candidates of one problem's tasks, keyed by (task signature, composition), and the
+    class-level C_sync terms of compositions (:class:`GroupOptions` combines the candidates)."""
+
+    def __init__(self, problem: PlacementProblem):
+        self.problem = problem
+        self.classes = node_classes(problem)
+        self.cap = [len(g) for _, g in self.classes]
+        self.tasks = {t.name: t for t in problem.tasks}
+        self._cap_gb = {
+            d.id: d.gpu.memory_gb - problem.params.memory_reserve_gb
+            for d in problem.topology.devices
+        }
+        self._index = problem.topology.index_of()
+        self._cands: dict[tuple[str, tuple[int, ...]], list[Candidate]] = {}
+        self._tables: dict[tuple[Any, tuple[int, ...]], CandidateTable | None] = {}
+        self._fan: dict[Any, dict[str, float]] = {}
+        self._resolved: dict[Any, float] = {}
+        self._routes: dict[tuple[int, int], float] | None = None
+        self.evaluations = 0
+        self._class_of = {g: k for k, (_, members) in enumerate(self.classes) for g in members}
+        self._rules = rules_of(problem)
+        #: tasks whose TP and PP must equal a partner's (framework target), and the pairs
+        self._ties = self._rules.ties(problem) if self._rules is not None else ()
+        self._tied = {n for pair in self._ties for n in pair}
+
+    def gpus(self, comp: tuple[int, ...]) -> list[str]:
+        return [g for k, n in enumerate(comp) for g in self.classes[k][1][:n]]
+
+    def node_counts(self, comp: tuple[int, ...]) -> list[int]:
+        """GPUs a composition takes from each node (a class is a node, or one GPU of a node
+        under an explicit per-GPU matrix)."""
+        counts: dict[str, int] = {}
+        index = self._index
+        for g in self.gpus(comp):
+            node = self.problem.topology.devices[index[g]].node
+            counts[node] = counts.get(node, 0) + 1
+        return list(counts.values())
+
+    def capacity(self, comp: tuple[int, ...]) -> np.ndarray:
+        return np.array([self._cap_gb[g] for g in self.gpus(comp)])
+
+    def composition(self, gpus: list[str]) -> tuple[int, ...]:
+        """The composition of a concrete GPU set."""
+        of = self._class_of
+        comp = [0] * len(self.classes)
+        for g in gpus:
+            comp[of[g]] += 1
+        return tuple(comp)
+
+    def signature(self, name: str) -> tuple[Any, ...]:
+        """What a task's candidates depend on: its kind, its model, and whether it is actor
+        training (whose all-gather feeds weight sync). Tasks with one signature (PPO's reference,
+        reward and critic inference on one model) are interchangeable: they share candidates,
+        and task groupings that differ only by swapping them are one grouping."""
+        t = self.tasks[name]
+        if self._rules is not None:
+            # a framework target treats tasks by role (verl's reference goes with the actor,
+            # its reward model may not): no two tasks are interchangeable
+            return (t.kind, self.problem.workflow.model(t.role).name, name == ACTOR_TRAINING, name)
+        return (t.kind, self.problem.workflow.model(t.role).name, name == ACTOR_TRAINING)
+
+    def candidates(
+        self, name: str, comp: tuple[int, ...], deadline: Deadline = UNLIMITED
+    ) -> list[Candidate]:
+        """Every configuration of one task on a composition that fits alone, Pareto-filtered.
+        Costing them all can take minutes on a large group: past ``deadline`` it raises
+        :class:`DeadlineExceeded` and caches nothing."""
+        key = (self.signature(name), comp)
+        if key in self._cands:
+            return self._cands[key]
+        p, task = self.problem, self.tasks[name]
+        gpus = self.gpus(comp)
+        capacity = self.capacity(comp)
+        pos = {self._index[g]: i for i, g in enumerate(gpus)}
+        cands = []
+        for cfg in task_configs(p, task, len(gpus), is_heterogeneous(p, gpus)):
+            deadline.check()
+            placement = place_task(p, task, gpus, cfg)
+            model = np.zeros(len(gpus))
+            working = np.zeros(len(gpus))
+            for d, (mo, wo) in task_memory(p, task, placement).items():
+                model[pos[d]], working[pos[d]] = mo, wo
+            if np.any(model + working > capacity + 1e-9):
+                continue
+            if task.kind is TaskKind.GENERATION and cfg.decode_batch is None:
+                cands.append(Candidate(cfg, 0.0, model, working, deferred=True))
+                continue
+            cost, _ = task_cost(p, task, placement)
+            self.evaluations += 1
+            cand = Candidate(cfg, cost["time_s"], model, working)
+            if name == ACTOR_TRAINING:
+                ag, _ = replica_allgather(p, placement)
+                cand.ag_min, cand.ag_max = min(ag), max(ag)
+            cands.append(cand)
+        if name in self._tied:
+            # a tied task's layout is fixed by its partner's: keep the front of each (TP, PP)
+            by_layout: dict[tuple[int, int], list[Candidate]] = {}
+            for c in cands:
+                by_layout.setdefault((c.cfg.tp, c.cfg.pp), []).append(c)
+            self._cands[key] = [c for grp in by_layout.values() for c in pareto_candidates(grp)]
+        else:
+            self._cands[key] = pareto_candidates(cands)
+        return self._cands[key]
+
+    def _table(
+        self, name: str, comp: tuple[int, ...], deadline: Deadline = UNLIMITED
+    ) -> CandidateTable | None:
+        """A task's candidates on a composition as arrays (deferred generation at its floor
+        alone); None when no configuration fits alone."""
+        key = (self.signature(name), comp)
+        if key not in self._tables:
+            cands = self.candidates(name, comp, deadline)
+            self._tables[key] = (
+                CandidateTable(
+                    cands,
+                    np.array([self._floor(name, comp, c) if c.deferred else c.time for c in cands]),
+                    np.array([c.model for c in cands]),
+                    np.array([c.working for c in cands]),
+                    np.array([c.ag_min for c in cands]),
+                    np.array([c.ag_max for c in cands]),
+                    np.array([c.deferred for c in cands], dtype=bool),
+                )
+                if cands
+                else None
+            )
+        return self._tables[key]
+
+    def _floor(
+        self, name: str, comp: tuple[int, ...], c: Candidate, others: np.ndarray | None = None
+    ) -> float:
+        """generation_floor of a deferred candidate on its GPUs beside at least ``others`` GB of
+        other tasks' models per GPU (none: alone)."""
+        return self._beside(
+            "floor", name, comp, c.cfg, c.model if others is None else c.model + others
+        )
+
+    def _beside(
+        self, what: str, name: str, comp: tuple[int, ...], cfg: TaskConfig, resident: np.ndarray
+    ) -> float:
+        """Generation "as many as fit" under ``cfg`` on ``comp`` with ``resident`` GB of models per
+        GPU: its time (``what="time"``, the cost model's) or its floor (``"floor"``,
+        :func:`~costmodels.placement.task_cost.generation_floor`). Both depend on the residents only
+        through each replica's dbs, so they are memoised on them."""
+        p, task = self.problem, self.tasks[name]
+        mem = self._memory_map(comp, resident)
+        placement = place_task(p, task, self.gpus(comp), cfg)
+        key = (what, name, comp, cfg, decode_batches(p, task, placement, mem))
+        hit = self._resolved.get(key)
+        if hit is None:
+            self.evaluations += 1
+            hit = (
+                task_cost(p, task, placement, mem)[0]["time_s"]
+                if what == "time"
+                else generation_floor(p, task, placement, mem)
+            )
+            self._resolved[key] = hit
+        return hit
+
+    def _memory_map(
+        self, comp: tuple[int, ...], resident: np.ndarray
+    ) -> dict[int, dict[str, float]]:
+        """The cost model's memory map of a composition's GPUs holding ``resident`` GB each."""
+        capacity = self.capacity(comp)
+        return {
+            self._index[g]: {
+                "model_gb": float(resident[i]),
+                "working_gb": 0.0,
+                "capacity_gb": float(capacity[i]),
+            }
+            for i, g in enumerate(self.gpus(comp))
+        }
+
+    def zone_of_class(self) -> list[str]:
+        index = self._index
+        return [self.problem.topology.devices[index[g[0]]].zone for _, g in self.classes]
+
+    def fanout(self, comp: tuple[int, ...]) -> dict[str, float]:
+        """F_z of the generation GPUs of a composition, per zone (``transfer.zone_fanout``)."""
+        key = ("fanout", comp)
+        if key not in self._fan:
+            zones: dict[str, list[int]] = {}
+            for g in self.gpus(comp):
+                d = self._index[g]
+                zones.setdefault(self.problem.topology.devices[d].zone, []).append(d)
+            self._fan[key] = {z: zone_fanout(self.problem, devs) for z, devs in zones.items()}
+        return self._fan[key]
+
+    def routes(self) -> dict[tuple[int, int], float]:
+        """R(a, b): full-weights route time from a training GPU of class b to a different
+        (generation) GPU of class a (``comm.route_time``); absent when class a == b has one GPU."""
+        if self._routes is None:
+            topo = self.problem.topology
+            full = full_weights_gb(self.problem)
+            out = {}
+            for a, (_, ga) in enumerate(self.classes):
+                for b, (_, gb) in enumerate(self.classes):
+                    if a == b and len(ga) < 2:
+                        continue
+                    da, db = self._index[ga[0]], self._index[gb[1] if a == b else gb[0]]
+                    out[(a, b)] = comm.route_time(topo, db, da, full)
+            self._routes = out
+        return self._routes
+
+    def plan_sync_time(self, groups: list[tuple[tuple[str, ...], tuple[int, ...]]]) -> float:
+        """:meth:`sync_time` of a plan's (task subset, composition) groups: 0 when synchronous
+        generation shares its group with actor training (C_reshard is in that group's option)."""
+        gen = next(i for i, (names, _) in enumerate(groups) if ACTOR_GENERATION in names)
+        train = next(i for i, (names, _) in enumerate(groups) if ACTOR_TRAINING in names)
+        together = gen == train
+        if together and self.problem.workflow.mode == "sync":
+            return 0.0
+        return self.sync_time(groups[gen][1], groups[train][1], together)
+
+    def sync_time(
+        self, gen_comp: tuple[int, ...], train_comp: tuple[int, ...], together: bool
+    ) -> float:
+        """max_z (A_z + F_z) of C_sync for generation and actor training on these compositions
+        (the evaluator's ``transfer.sync_arrivals`` at class level)."""
+        routes = self.routes()
+        zone = self.zone_of_class()
+        fan = self.fanout(gen_comp)
+        worst = 0.0
+        for z, f in fan.items():
+            arrival = 0.0
+            if not together:
+                arrival = min(
+                    routes[(a, b)]
+                    for a, na in enumerate(gen_comp)
+                    if na and zone[a] == z
+                    for b, nb in enumerate(train_comp)
+                    if nb and (a, b) in routes
+                )
+            worst = max(worst, arrival + f)
+        return worst

@@ -1,0 +1,35 @@
+"""The best combination of one option per group (HetRL B.4 as ``costmodels.placement.judge``
+reads it), shared by the ILP's incumbents and SHA-EA's exact Level 4 (§3.4, §3.5)."""
+
+from __future__ import annotations
+
+from search.placement.options import GroupOption
+from search.placement.pareto import pareto_pairs
+
+
+def combine(
+    options_per_group: list[list[GroupOption]], mode: str, sync_s: float
+) -> tuple[float, list[GroupOption]] | None:
+    """Best choice of one option per group: iteration time (HetRL B.4 as ``cost`` reads it) and
+    the options. ``sync_s`` is max_z (A_z + F_z) of C_sync, fixed by the groups' compositions
+    (0 when synchronous generation shares its group with actor training: C_reshard)."""
+    states: list[tuple[tuple[float, ...], list[GroupOption]]] = [((0.0, 0.0, 0.0, 0.0, 0.0), [])]
+    for opts in options_per_group:
+        if not opts:
+            return None
+        merged = []
+        for (g, i, t, x, b), chosen in states:
+            for o in opts:
+                merged.append(
+                    (
+                        (g + o.gen, max(i, o.inf), max(t, o.trn), x + o.xfer, b + o.busy),
+                        [*chosen, o],
+                    )
+                )
+        states = pareto_pairs(merged)
+    best = None
+    for (g, i, t, x, b), chosen in states:
+        total = (g + i + t if mode == "sync" else max(b, i + t)) + x + sync_s
+        if best is None or total < best[0]:
+            best = (total, chosen)
+    return best

@@ -1,0 +1,337 @@
+"""Group options: the Pareto-optimal ways to run a set of co-located tasks on a GPU group.
+
+For a task subset T and a group *composition* c (GPUs taken from each interchangeable class,
+``costmodels.placement.space.node_classes``), every task configuration is costed by the cost
+model on the canonical layout; configurations that break C3 alone are dropped, dominated ones (in
+time, per-GPU resident and working memory, and weight-transfer terms) too; the survivors are
+merged task by task, dropping combinations that break C3 together and partial combinations that
+are dominated. What is left is the Pareto front of (generation time, inference phase Φ, training
+phase Φ, weight-transfer share) over the group's feasible configuration choices.
+
+The exact ILP (``formulations.placement.ilp``) chooses among these options; SHA-EA
+(``heuristics.placement.sha_ea``) uses them to solve Level 4 exactly for a Level-3 assignment,
+as HetRL enumerates intra-model parallelization at Level 4 (§3.4).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from costmodels.placement.problem import PlacementProblem
+from costmodels.solving import UNLIMITED, Deadline
+from costmodels.workflow import ACTOR_GENERATION, ACTOR_TRAINING
+from search.placement.candidates import TaskCandidates
+from search.placement.options import Candidate, CandidateTable, GroupOption, Partial, group_phases
+from search.placement.pareto import pareto_rows, prune_partials, thin_front
+
+
+class GroupOptions(TaskCandidates):
+    """Cached candidates and options of one problem, keyed by (task or subset, composition)."""
+
+    def __init__(self, problem: PlacementProblem):
+        super().__init__(problem)
+        self._opts: dict[tuple[tuple[str, ...], tuple[int, ...]], list[GroupOption]] = {}
+
+    def bound_option(
+        self, subset: tuple[str, ...], comp: tuple[int, ...], deadline: Deadline = UNLIMITED
+    ) -> GroupOption | None:
+        """A relaxed option of ``subset`` on ``comp``: every term is a lower bound on the same term
+        of each of :meth:`options` (None means no option fits), ``configs`` empty. The objective
+        is non-decreasing in every term, so a plan built from relaxed options costs no more than
+        any plan of real ones.
+
+        Memory couples the co-located tasks. With m_u, w_u the per-GPU model and working memory
+        of task u's configuration and cap the usable GB, an option fits when
+        sum_u m_u + max_u w_u <= cap on every GPU (C3). Every configuration u can take has
+        m_u >= m̲_u and w_u >= w̲_u (element-wise minima over the configurations still possible),
+        so task t can only use configurations c with m_c + sum_{u != t} m̲_u + max(w_c, max_{u != t}
+        w̲_u) <= cap;
+        the minima are re-taken over those and the filter repeated until nothing changes. Each
+        task is then bounded by its fastest surviving configuration; generation "as many as fit"
+        at its :func:`~costmodels.placement.task_cost.generation_floor` beside the others' least
+        models (more residents leave fewer KV slots, which the floor covers), tried fastest alone
+        first and stopped once the next one's floor alone cannot beat the best so far."""
+        tables = [self._table(n, comp, deadline) for n in subset]
+        if any(t is None for t in tables):
+            return None
+        capacity = self.capacity(comp) + 1e-9
+        fits = [np.ones(len(t.time), dtype=bool) for t in tables]  # type: ignore[union-attr]
+        while True:
+            model = [t.model[f].min(axis=0) for t, f in zip(tables, fits, strict=True)]  # type: ignore[union-attr]
+            working = [t.working[f].min(axis=0) for t, f in zip(tables, fits, strict=True)]  # type: ignore[union-attr]
+            total = np.sum(model, axis=0)
+            changed = False
+            for i, t in enumerate(tables):
+                others_w = (
+                    np.max([w for j, w in enumerate(working) if j != i], axis=0)
+                    if len(tables) > 1
+                    else 0.0
+                )
+                ok = fits[i] & (
+                    (t.model + (total - model[i]) + np.maximum(t.working, others_w)) <= capacity
+                ).all(axis=1)  # type: ignore[union-attr]
+                if not ok.any():
+                    return None
+                if (ok != fits[i]).any():
+                    fits[i], changed = ok, True
+            if not changed:
+                break
+        times = []
+        for name, t, f, m in zip(subset, tables, fits, model, strict=True):
+            times.append(self._coupled_time(name, comp, t, f, total - m))  # type: ignore[arg-type]
+        wf = self.problem.workflow
+        gen, inf, trn = group_phases([self.tasks[n].kind for n in subset], times, wf.eta)
+        has_gen, has_train = ACTOR_GENERATION in subset, ACTOR_TRAINING in subset
+        ag_min = ag_max = 0.0
+        if has_train:
+            i = subset.index(ACTOR_TRAINING)
+            t, f = tables[i], fits[i]
+            ag_min, ag_max = float(t.ag_min[f].min()), float(t.ag_max[f].min())  # type: ignore[union-attr]
+        fanout = self.fanout(comp) if has_gen else None
+        if has_gen and has_train and wf.mode == "sync":
+            xfer, fanout = ag_max, None
+        else:
+            xfer = ag_min
+        busy = gen + inf + trn if has_gen else 0.0
+        return GroupOption(subset, comp, {}, gen, inf, trn, xfer, busy, fanout)
+
+    def _coupled_time(
+        self,
+        name: str,
+        comp: tuple[int, ...],
+        t: CandidateTable,
+        fits: np.ndarray,
+        others: np.ndarray,
+    ) -> float:
+        """The least time of a task's fitting candidates beside ``others`` GB of resident models."""
+        explicit = t.time[fits & ~t.deferred]
+        best = float(explicit.min()) if len(explicit) else math.inf
+        if not t.deferred.any() or not others.any():
+            return min(best, float(t.time[fits].min()))
+        for i in np.flatnonzero(fits & t.deferred)[
+            np.argsort(t.time[fits & t.deferred], kind="stable")
+        ]:
+            if t.time[i] >= best:  # its floor alone is already no better: so are the rest
+                break
+            best = min(best, self._floor(name, comp, t.cands[i], others))
+        return best
+
+    def options(
+        self,
+        subset: tuple[str, ...],
+        comp: tuple[int, ...],
+        keep: Callable[[Partial], bool] | None = None,
+        cache_pruned: bool = False,
+        deadline: Deadline = UNLIMITED,
+    ) -> list[GroupOption]:
+        """Pareto options of ``subset`` on ``comp``; ``keep`` may prune partial combinations
+        (bound-based pruning). Pruned results are cached only with ``cache_pruned``, for callers
+        whose bound never rises (an incumbent). The combination of many co-located tasks can
+        explode; past ``deadline`` it raises :class:`costmodels.solving.DeadlineExceeded` and caches
+        nothing."""
+        key = (subset, comp)
+        if key in self._opts:
+            return self._opts[key]
+        capacity, lists = self._inputs(subset, comp, deadline)
+        if any(not lst for lst in lists):
+            return self._store(key, [], keep is None or cache_pruned)
+        # GPUs whose memory rows agree for every candidate (same stage of different replicas,
+        # same capacity) are one constraint: merge them to keep dominance checks small
+        cols = np.vstack(
+            [capacity]
+            + [c.model for lst in lists for c in lst]
+            + [c.working for lst in lists for c in lst]
+        )
+        _, first, inverse = np.unique(cols, axis=1, return_index=True, return_inverse=True)
+        keep_cols = np.sort(first)
+        capacity = capacity[keep_cols]
+        lists = [
+            [
+                Candidate(
+                    c.cfg,
+                    c.time,
+                    c.model[keep_cols],
+                    c.working[keep_cols],
+                    c.ag_min,
+                    c.ag_max,
+                    c.deferred,
+                )
+                for c in lst
+            ]
+            for lst in lists
+        ]
+        col_of = np.searchsorted(keep_cols, first[np.asarray(inverse).reshape(-1)])
+        states = [Partial.empty(len(capacity))]
+        for names, lsts in self._merge_steps(subset, lists):
+            merged = [
+                m
+                for m in self._extend_step(states, names, lsts, comp, col_of, capacity, deadline)
+                if keep is None or keep(m)
+            ]
+            deadline.check()
+            states = prune_partials(merged, deadline)
+            if not states:
+                break
+        return self._store(key, self._front(subset, comp, states), keep is None or cache_pruned)
+
+    def quick_options(
+        self,
+        subset: tuple[str, ...],
+        comp: tuple[int, ...],
+        beam: int = 8,
+        deadline: Deadline = UNLIMITED,
+    ) -> list[GroupOption]:
+        """A cheap Level 4: :meth:`options` with the merge cut to a beam. After each task only
+        the (estimated time, memory) Pareto front of the partial combinations survives, thinned
+        to 2 ``beam`` states (:func:`~search.placement.pareto.thin_front`: fast ones and ones
+        that leave memory for the tasks still to come); generation's "as many as fit" candidates
+        are costed only for the ``beam`` configurations whose explicit-dbs sibling is fastest.
+        Every option returned is one :meth:`options` would consider, so its cost is achievable; it
+        may miss the best one (SHA-EA re-solves survivors exactly)."""
+        key = ("quick", subset, comp, beam)
+        if key in self._opts:
+            return self._opts[key]
+        capacity, lists = self._inputs(subset, comp, deadline)
+        if any(not lst for lst in lists):
+            return self._store(key, [], True)
+        wf = self.problem.workflow
+
+        def est(st: Partial) -> float:  # the group's time so far, with its weight transfer
+            gen, inf, trn = st.phases(wf.eta)
+            return (gen + inf + trn if wf.mode == "sync" else max(gen, inf + trn)) + st.key[6]
+
+        states = [Partial.empty(len(capacity))]
+        col_of = np.arange(len(capacity))
+        for names, lsts in self._merge_steps(subset, lists):
+            if names == (ACTOR_GENERATION,):
+                lsts = [self._quick_generation(lsts[0], beam)]
+            merged = self._extend_step(states, names, lsts, comp, col_of, capacity, deadline)
+            if not merged:
+                return self._store(key, [], True)
+            states = thin_front(merged, est, capacity, 2 * beam)
+        return self._store(key, self._front(subset, comp, states), True)
+
+    def _merge_steps(
+        self, subset: tuple[str, ...], lists: list[list[Candidate]]
+    ) -> list[tuple[tuple[str, ...], list[list[Candidate]]]]:
+        """The order tasks are merged in: generation last (a deferred "as many as fit" candidate
+        is costed knowing every resident), and a framework's tied pair (same TP and PP) in one
+        step, so no partial combination is pruned before its partner's layout is known."""
+        of = dict(zip(subset, lists, strict=True))
+        steps: list[tuple[tuple[str, ...], list[list[Candidate]]]] = []
+        done: set[str] = set()
+        for a, b in self._ties:
+            if a in of and b in of:
+                steps.append(((a, b), [of[a], of[b]]))
+                done |= {a, b}
+        steps += [((n,), [of[n]]) for n in subset if n not in done]
+        return sorted(steps, key=lambda st: ACTOR_GENERATION in st[0])
+
+    def _extend_step(
+        self,
+        states: list[Partial],
+        names: tuple[str, ...],
+        lists: list[list[Candidate]],
+        comp: tuple[int, ...],
+        col_of: np.ndarray,
+        capacity: np.ndarray,
+        deadline: Deadline,
+    ) -> list[Partial]:
+        """:meth:`_extend` by one task, or by a tied pair's candidates of equal TP and PP."""
+        if len(names) == 1:
+            return self._extend(states, names[0], lists[0], comp, col_of, capacity, deadline)
+        (a, b), (first, second) = names, lists
+        ka, kb = self.tasks[a].kind, self.tasks[b].kind
+        by_layout: dict[tuple[int, int], list[Candidate]] = {}
+        for c in second:
+            by_layout.setdefault((c.cfg.tp, c.cfg.pp), []).append(c)
+        out = []
+        for st in states:
+            deadline.check(len(first) * len(second) * len(capacity))
+            for ca in first:
+                for cb in by_layout.get((ca.cfg.tp, ca.cfg.pp), ()):
+                    m = st.add(a, ka, ca).add(b, kb, cb)
+                    if (m.model + m.working <= capacity + 1e-9).all():
+                        out.append(m)
+        return out
+
+    def _extend(
+        self,
+        states: list[Partial],
+        name: str,
+        cands: list[Candidate],
+        comp: tuple[int, ...],
+        col_of: np.ndarray,
+        capacity: np.ndarray,
+        deadline: Deadline,
+    ) -> list[Partial]:
+        """Every partial combination extended by every candidate of task ``name`` that still fits
+        (C3); deferred generation candidates costed knowing the residents."""
+        kind = self.tasks[name].kind
+        out = []
+        work = len(cands) * len(
+            capacity
+        )  # one step's cost: candidates x the group's GPUs (work boxes count it)
+        for st in states:
+            deadline.check(work)
+            for c in cands:
+                if c.deferred:
+                    c = self._resolve(name, comp, c, st, col_of)
+                m = st.add(name, kind, c)
+                if (
+                    m.model + m.working <= capacity + 1e-9
+                ).all():  # ndarray.all: np.all's dispatch costs more here
+                    out.append(m)
+        return out
+
+    def _inputs(
+        self, subset: tuple[str, ...], comp: tuple[int, ...], deadline: Deadline
+    ) -> tuple[np.ndarray, list[list[Candidate]]]:
+        """What a merge starts from: the composition's usable GB per GPU and each task's
+        candidates."""
+        deadline.check()
+        return self.capacity(comp), [self.candidates(name, comp, deadline) for name in subset]
+
+    def _front(
+        self, subset: tuple[str, ...], comp: tuple[int, ...], states: list[Partial]
+    ) -> list[GroupOption]:
+        """The Pareto-optimal group options of the final partial combinations."""
+        fanout = self.fanout(comp) if ACTOR_GENERATION in subset else {}
+        rows = []
+        for st in states:
+            o = st.option(subset, comp, self.problem.workflow, fanout)
+            rows.append(((o.gen, o.inf, o.trn, o.xfer, o.busy), o))
+        return pareto_rows(rows)
+
+    @staticmethod
+    def _quick_generation(cands: list[Candidate], beam: int) -> list[Candidate]:
+        """Generation's explicit-dbs candidates, plus the deferred ("as many as fit") ones of the
+        ``beam`` configurations with the fastest explicit sibling (or of any, when none has one)."""
+        explicit = [c for c in cands if not c.deferred]
+        fastest: dict[tuple[Any, ...], float] = {}
+        for c in explicit:
+            k = (c.cfg.tp, c.cfg.pp, c.cfg.dp, c.cfg.balance)
+            fastest[k] = min(fastest.get(k, math.inf), c.time)
+        deferred = sorted(
+            (c for c in cands if c.deferred),
+            key=lambda c: fastest.get((c.cfg.tp, c.cfg.pp, c.cfg.dp, c.cfg.balance), math.inf),
+        )
+        return explicit + deferred[:beam]
+
+    def _resolve(
+        self, name: str, comp: tuple[int, ...], c: Candidate, st: Partial, col_of: np.ndarray
+    ) -> Candidate:
+        """Cost a deferred generation candidate in a combination: its dbs per replica is what the
+        KV cache left beside every resident model of the group allows
+        (``decode_cost.GenerationCoster._decode_batch``)."""
+        time = self._beside("time", name, comp, c.cfg, (st.model + c.model)[col_of])
+        return Candidate(c.cfg, time, c.model, c.working, c.ag_min, c.ag_max)
+
+    def _store(self, key: Any, out: list[GroupOption], cache: bool) -> list[GroupOption]:
+        if cache:
+            self._opts[key] = out
+        return out
