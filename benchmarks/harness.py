@@ -63,6 +63,7 @@ class InstanceRef:
     ``module:function``) called with ``args``, which makes a whole problem or, with
     ``generates="cluster"``, one field that ``fields`` completes; or ``fields`` for
     ``planner.io.build_problem(kind, fields)`` (each field inline, a file or a preset); or
+    ``canned``, the name of one of the kind's canned instances (its descriptor's ``canned()``); or
     ``problem`` (a problem file or preset name)."""
 
     name: str
@@ -72,6 +73,7 @@ class InstanceRef:
     fields: dict[str, Any] | None = None
     problem: str | None = None
     generates: str | None = None
+    canned: str | None = None
 
     def build(self, registry: Any = None) -> Any:
         from benchmarks import instances
@@ -92,6 +94,11 @@ class InstanceRef:
             return made
         if self.fields is not None:
             return build_problem(self.kind, self.fields, registry=registry)
+        if self.canned is not None:
+            from planner.registry import default_registry
+
+            kind = (registry or default_registry()).kind(self.kind)
+            return next(c for c in kind.canned() if c.name == self.canned).build()
         return load_problem(self.problem, registry)
 
 

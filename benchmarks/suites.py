@@ -1,7 +1,8 @@
 """Benchmark suites: instances x solvers x seeds x time limits, each one command away
 (``rlplan bench --suite NAME --out DIR``).
 
-* ``smoke``: a taste of every problem and solver, under a minute on two cores; the tests run it.
+* ``smoke``: every problem x every registered solver x its canned instances, built from the
+  registry, and curated circuits and placement instances; the tests run it.
 * ``placement``: HetRL §5.4-style: the ILP against SHA-EA and the plain EA at two time budgets,
   random search and the verl / StreamRL baselines, on the small clusters (GRPO and PPO, sync and
   async) and random heterogeneous ones (GRPO sync, Qwen3-8B).
@@ -39,11 +40,36 @@ from benchmarks.suite_parts import (
     _ratios_to,
     _runs,
 )
-from costmodels.broadcast.canned import TINY_SYNC
-from costmodels.rollout.canned import tiny_workload
+
+
+def canned_runs(suite: str, plugins: tuple[str, ...] = ()) -> list[RunSpec]:
+    """Every problem the registry holds (the plugins' included) x each of its canned instances x
+    every solver registered for it, seed 0, on each solver's own work budget (no time limit: the
+    instances are tiny, about 25 s of solving in all on one core). Built from the registry, so a
+    problem or a solver is benchmarked the day it registers."""
+    from planner.registry import build_registry
+
+    reg = build_registry(plugins)
+    return [
+        RunSpec(
+            suite,
+            InstanceRef(f"{kind.name}/{canned.name}", kind.name, canned=canned.name),
+            info.name,
+            {},
+            0,
+            None,
+            plugins,
+        )
+        for kind in reg.solvable()
+        for canned in (kind.canned() if kind.canned else [])
+        for info in reg.solvers(kind.name)
+    ]
 
 
 def smoke(plugins: tuple[str, ...] = ()) -> Suite:
+    """Every problem and solver on the canned instances (:func:`canned_runs`), and a few curated
+    instances: circuits on three generated demand shapes, placement on a 4-GPU cluster under
+    small work budgets (the anytime plot's searches)."""
     circ = [
         _circ("tiny-sparse-5", endpoints=5, ports=2, shape="sparse", pairs=6, seed=0),
         _circ("alltoall-8", endpoints=8, ports=None, shape="all-to-all", spare=2, seed=1),
@@ -75,18 +101,8 @@ def smoke(plugins: tuple[str, ...] = ()) -> Suite:
         ],
         plugins,
     )
-    sync = [InstanceRef("tiny-sync", "broadcast", fields={"sync": TINY_SYNC})]
-    runs += _runs("smoke", sync, _once("two-level", "naive"), plugins)
-    roll = [InstanceRef("tiny-rollout", "rollout", fields={"job": {"workload": tiny_workload()}})]
-    # the default work budgets, not a time limit: the tiny job's whole space (144 groups) is
-    # enumerated on any machine, so local and Ray runs agree (docs/architecture.md, "Solver
-    # plumbing")
-    runs += _runs(
-        "smoke",
-        roll,
-        _once("exhaustive", "search", "paper", "verl"),
-        plugins,
-    )
+    # broadcast and rollout: their canned instances (the tiny sync and job) are the whole test
+    runs += canned_runs("smoke", plugins)
     return Suite(
         "smoke",
         "every problem and solver on tiny instances (tests)",
