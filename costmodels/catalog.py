@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from costmodels.errors import SpecError, field_path
+from costmodels.errors import SpecError, did_you_mean, field_path
 from costmodels.limits import (
     MAX_GPU_MEMORY_GB,
     MAX_HBM_GB_PER_S,
@@ -208,19 +208,6 @@ def reference_table(name: str) -> list[dict[str, Any]]:
     return _read_csv(name)
 
 
-def _did_you_mean(name: Any, table: dict[str, Any]) -> str:
-    """ " (did you mean X?)" for a near miss: close spelling, or a catalog name that starts with
-    the given one ("H100" -> "H100-SXM")."""
-    import difflib
-
-    if not isinstance(name, str):
-        return ""
-    close = [
-        k for k in sorted(table) if k.lower().startswith(name.lower())
-    ] or difflib.get_close_matches(name, list(table), n=2, cutoff=0.6)
-    return f" (did you mean {' or '.join(close[:2])}?)" if close else ""
-
-
 def get_gpu(name: str, extra: dict[str, GPUSpec] | None = None) -> GPUSpec:
     """Look a GPU up by name, user-defined entries first; raise a SpecError naming the choices."""
     table = {**gpu_catalog(), **(extra or {})}
@@ -228,7 +215,7 @@ def get_gpu(name: str, extra: dict[str, GPUSpec] | None = None) -> GPUSpec:
         raise SpecError(
             "gpu",
             name,
-            f"unknown GPU type{_did_you_mean(name, table)}; known: {', '.join(sorted(table))} "
+            f"unknown GPU type{did_you_mean(name, table)}; known: {', '.join(sorted(table))} "
             "(`rlplan catalog gpus`)",
         )
     return table[name]
@@ -241,7 +228,7 @@ def get_model(name: str, extra: dict[str, ModelSpec] | None = None) -> ModelSpec
         raise SpecError(
             "model",
             name,
-            f"unknown model{_did_you_mean(name, table)}; known: {', '.join(sorted(table))} "
+            f"unknown model{did_you_mean(name, table)}; known: {', '.join(sorted(table))} "
             "(`rlplan catalog models`)",
         )
     return table[name]

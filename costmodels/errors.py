@@ -39,6 +39,21 @@ class SpecError(ValueError):
         return SpecError(field, self.value, self.reason, self.source)
 
 
+def did_you_mean(name: Any, choices: Iterable[str]) -> str:
+    """ " (did you mean X?)" for a near miss among ``choices``: a choice that starts with the given
+    name ("H100" -> "H100-SXM"), or a close spelling ("shaea" -> "sha-ea"); empty when none is
+    near."""
+    import difflib
+
+    if not isinstance(name, str) or not name:
+        return ""
+    choices = sorted(choices)
+    close = [c for c in choices if c.lower().startswith(name.lower())] or difflib.get_close_matches(
+        name, choices, n=2, cutoff=0.6
+    )
+    return f" (did you mean {' or '.join(close[:2])}?)" if close else ""
+
+
 def refuse_repeated_names(names: Iterable[str], field: str, reason: str) -> None:
     """Raise a :class:`SpecError` at the first name seen before: its field is ``field`` with the
     item's index filled in (``"gpus[{}].name"``), its reason ``reason``."""
@@ -80,13 +95,16 @@ def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def from_validation(exc: Any, source: str | None = None, prefix: str = "") -> SpecError:
+def from_validation(
+    exc: Any, source: str | None = None, prefix: str = "", model: Any = None
+) -> SpecError:
     """pydantic's ValidationError (several lines, a URL) as the one-line SpecError of its first
-    error: the field path, the value and pydantic's reason."""
+    error: the field path, the value and pydantic's reason; for a missing field of ``model`` that
+    takes one of a few values (a ``Literal``), those values."""
     err = exc.errors()[0]
     msg = err["msg"]
     if err["type"] == "missing":
-        msg = "required field is missing"
+        msg = "required field is missing" + _allowed(model, err["loc"])
     elif err["type"] == "extra_forbidden":
         msg = "unknown field"
     value = err.get("input") if err["type"] != "missing" else None
@@ -94,6 +112,25 @@ def from_validation(exc: Any, source: str | None = None, prefix: str = "") -> Sp
     return SpecError(
         f"{prefix}.{path}" if prefix and path else (prefix or path), value, msg, source
     )
+
+
+def _allowed(model: Any, loc: tuple[Any, ...]) -> str:
+    """ "; one of a, b" when the field at ``loc`` of the pydantic ``model`` is a ``Literal``."""
+    import typing
+
+    field = None
+    for part in loc:
+        fields = getattr(model, "model_fields", None)
+        if not isinstance(part, str) or not fields or part not in fields:
+            return ""
+        field = fields[part]
+        model = field.annotation
+    if field is None:
+        return ""
+    args = [a for a in typing.get_args(field.annotation) if a is not type(None)]
+    if typing.get_origin(field.annotation) is typing.Literal:
+        return "; one of " + ", ".join(map(str, args))
+    return ""
 
 
 def field_path(loc: tuple[Any, ...] | list[Any]) -> str:

@@ -19,7 +19,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from costmodels.cluster import ClusterSpec
-from costmodels.errors import SpecError, from_validation, no_duplicate_keys
+from costmodels.errors import SpecError, did_you_mean, from_validation, no_duplicate_keys
 from costmodels.problem import ProblemKind, SpecField
 from costmodels.workflow import WorkflowSpec
 from planner.registry import Registry, default_registry
@@ -238,7 +238,7 @@ def parse_model(cls: type[M], data: Any, source: str | None = None) -> M:
     try:
         model = cls.model_validate(data)
     except ValidationError as exc:
-        raise from_validation(exc, source) from None
+        raise from_validation(exc, source, model=cls) from None
     where = _lax_number(data, model, "")
     if where is not None:
         kind = "a boolean" if isinstance(where[1], bool) else "a quoted string"
@@ -297,7 +297,11 @@ def _resolve(
         if preset.kind != kind:
             raise SpecError(kind, text, f"preset {text!r} is a {preset.kind}, not a {kind}")
         return preset.data(), f"preset {text}"
-    raise SpecError(kind, text, "no such file or preset (see `rlplan presets`)")
+    reg = registry or default_registry()
+    names = [p.name for p in reg.presets(kind)] + (reg.problems() if kind == "problem" else [])
+    raise SpecError(
+        kind, text, f"no such file or preset{did_you_mean(text, names)} (see `rlplan presets`)"
+    )
 
 
 def load_field(
@@ -354,7 +358,12 @@ def solvable_kind(
     reg = registry or default_registry()
     solvable = ", ".join(reg.problems())
     if name not in {k.name for k in reg.kinds()}:
-        raise SpecError("problem", name, f"unknown problem kind; known: {solvable}", source)
+        raise SpecError(
+            "problem",
+            name,
+            f"unknown problem kind{did_you_mean(name, reg.problems())}; known: {solvable}",
+            source,
+        )
     if not reg.solvers(name):
         raise SpecError(
             "problem",
@@ -397,9 +406,22 @@ def build_problem(
     return desc.build(**loaded)
 
 
+def _inferred_kind(data: dict[str, Any], reg: Registry) -> str | None:
+    """The problem a file without a ``problem:`` key describes, when its fields name exactly one
+    (every required field given, none foreign); None otherwise."""
+    keys = set(data)
+    fits = [
+        k.name
+        for k in reg.solvable()
+        if {f.name for f in k.fields if f.required} <= keys <= {f.name for f in k.fields}
+    ]
+    return fits[0] if len(fits) == 1 else None
+
+
 def load_problem(ref: Any, registry: Registry | None = None) -> Any:
     """A problem from a problem file (``problem: <kind>`` plus its fields), a preset name, or a
-    mapping. Paths inside a problem file are relative to the file."""
+    mapping. Without ``problem:`` the problem is the one whose fields the file gives, when only one
+    has them. Paths inside a problem file are relative to the file."""
     reg = registry or default_registry()
     base = None
     if isinstance(ref, dict):
@@ -412,7 +434,16 @@ def load_problem(ref: Any, registry: Registry | None = None) -> Any:
         raise SpecError(
             "", type(data).__name__, "a problem file is a mapping with a `problem:` key", src
         )
-    desc = solvable_kind(data.get("problem"), src, reg)
+    name = data.get("problem", _inferred_kind(data, reg))
+    if name is None and "problem" not in data:
+        raise SpecError(
+            "problem",
+            None,
+            f"missing: name the problem ({', '.join(reg.problems())}); the fields given "
+            f"({', '.join(sorted(map(str, data))) or 'none'}) do not name exactly one",
+            src,
+        )
+    desc = solvable_kind(name, src, reg)
     extra = sorted(set(data) - {"problem", *(f.name for f in desc.fields)})
     if extra:
         raise SpecError(extra[0], data[extra[0]], f"unknown field for a {desc.name} problem", src)

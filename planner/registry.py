@@ -34,6 +34,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+from costmodels.errors import did_you_mean
 from costmodels.problem import Preset, ProblemKind
 from costmodels.problems import builtin_kinds
 from planner.solvers import SolverEntry, SolverFn, builtin_solvers
@@ -317,7 +318,8 @@ class Registry:
         if (problem, name) not in self._solvers:
             known = ", ".join(s.name for s in self.solvers(problem)) or "none"
             raise UnknownSolverError(
-                f"unknown solver {name!r} for problem {problem!r}; available: {known}"
+                f"unknown solver {name!r} for problem {problem!r}"
+                f"{did_you_mean(name, (s.name for s in self.solvers(problem)))}; available: {known}"
             )
         return self._solvers[(problem, name)]
 

@@ -124,12 +124,21 @@ def _report(outcome: PlanOutcome, output: str, plot: Path | None, quiet: bool) -
             ),
             highlight=False,
         )
-    if not quiet and output != "-":
-        assert outcome.summary is not None
-        out.print(render(outcome.summary))
-        for line in outcome.notes:
-            say(out, line)
-        out.print(f"wrote {output}" + (f" and {plot}" if plot is not None else ""))
+    if output == "-":
+        return
+    wrote = f"wrote {output}" + (f" and {plot}" if plot is not None else "")
+    if quiet:  # the one result line, and what was written
+        say(
+            out,
+            f"{outcome.kind.name} by {result.solver}: {result.objective:.6g} "
+            f"{outcome.kind.units} ({result.status.value}); {wrote}",
+        )
+        return
+    assert outcome.summary is not None
+    out.print(render(outcome.summary))
+    for line in outcome.notes:
+        say(out, line)
+    out.print(wrote)
 
 
 def _complete_problem(incomplete: str) -> list[str]:
@@ -205,7 +214,12 @@ def plan_options(
     output: Annotated[
         str | None, typer.Option("--output", "-o", show_default=False, help=_OUTPUT_HELP)
     ] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no summary table")] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet", "-q", help="one result line and the files written: no table, no progress"
+        ),
+    ] = False,
     export: Annotated[list[str] | None, typer.Option("--export", help=_EXPORT_HELP)] = None,
     plot: Annotated[
         Path | None,

@@ -35,15 +35,19 @@ def on_terminal(what: str, counts: bool) -> Iterator[ProgressFn]:
     if counts:
         columns += [
             BarColumn(),
-            TextColumn("{task.completed}/{task.total} evaluations"),
+            TextColumn("{task.fields[count]}"),
             TextColumn("best {task.fields[best]}"),
         ]
     with Progress(*columns, TimeElapsedColumn(), console=err, transient=True) as bar:
-        task = bar.add_task(f"solving {what}", total=None, best="-")
+        task = bar.add_task(f"solving {what}", total=None, best="-", count="")
 
         def report(used: int, budget: int, best: float) -> None:
             bar.update(
-                task, completed=used, total=budget, best=f"{best:.6g}" if best < math.inf else "-"
+                task,
+                completed=min(used, budget),
+                total=budget,
+                count=_count(used, budget),
+                best=f"{best:.6g}" if best < math.inf else "-",
             )
 
         yield report
@@ -64,7 +68,7 @@ def heartbeat(what: str, counts: bool) -> Iterator[ProgressFn]:
         while not done.wait(every):
             line = f"rlplan: solving {what}: {time.perf_counter() - start:.0f} s"
             if state["used"] is not None:
-                line += f", {state['used']}/{state['budget']} evaluations"
+                line += f", {_count(state['used'], state['budget'])}"
             if math.isfinite(state["best"]):
                 line += f", best {state['best']:.6g}"
             sys.stderr.write(line + "\n")
@@ -77,3 +81,9 @@ def heartbeat(what: str, counts: bool) -> Iterator[ProgressFn]:
     finally:
         done.set()
         thread.join()
+
+
+def _count(used: int, budget: int) -> str:
+    """Evaluations against the budget, never past it: a search that polishes its best plan after
+    the budget is spent (SHA-EA's exact Level 4) has done its budget, not more."""
+    return f"{min(used, budget)}/{budget} evaluations"
