@@ -18,7 +18,7 @@ from costmodels.efficiency import Efficiency
 from costmodels.placement.check import check_placement
 from costmodels.placement.judge import evaluate_placement
 from costmodels.placement.plan import PlacementPlan, TaskGroup, TaskPlacement
-from costmodels.placement.problem import PlacementProblem
+from costmodels.placement.problem import CostParams, PlacementProblem
 from costmodels.placement.space import tasklet_layout
 from costmodels.transformer import BYTES_BF16, stage_params
 from costmodels.workflow import ACTOR_GENERATION, TaskKind
@@ -377,4 +377,15 @@ def test_every_breakdown_shows_the_one_efficiency_set():
     text = placement_summary(
         SolvedPlan(problem, plan, ev.objective, ev.breakdown, "verl", "feasible")
     ).caption
-    assert "efficiency: compute 50% of peak, HBM 80%" in text and "decode model physical" in text
+    # the default judge runs on the measured profiles: the caption names them, not the flat
+    # fractions it did not use
+    assert "kernels: aic-vllm profiles per GPU type" in text and "decode model physical" in text
+    assert "compute 50% of peak" not in text
+    flat = PlacementProblem(
+        cluster,
+        load_workflow("grpo-sync-qwen3-4b"),
+        CostParams(efficiency=Efficiency(kernels="flat", profiles={})),
+    )
+    ev = evaluate_placement(flat, plan)
+    text = placement_summary(SolvedPlan(flat, plan, ev.objective, ev.breakdown, "v", "f")).caption
+    assert "efficiency: compute 50% of peak, HBM 80%" in text

@@ -23,13 +23,21 @@ def _phases(breakdown: dict[str, Any]) -> str:
 
 
 def _efficiency(breakdown: dict[str, Any]) -> str:
-    """The one efficiency/latency set every term was derated with, and the model variant."""
+    """The kernels, engine and latencies every term was derated with, and the model variant: the
+    fitted profiles by name when the judge used them (``costmodels.profiles``), the flat compute
+    and HBM fractions only when it did."""
     e, m = breakdown["efficiency"], breakdown["model"]
+    if e.get("kernels", "flat") == "flat":
+        kernels = f"efficiency: compute {e['compute']:.0%} of peak, HBM {e['hbm']:.0%}"
+    else:
+        own = sorted(e.get("profiles", {}))
+        kernels = f"kernels: {e['kernels']} profiles per GPU type" + (
+            f" (yours for {', '.join(own)})" if own else ""
+        )
     text = (
-        f"efficiency: compute {e['compute']:.0%} of peak, HBM {e['hbm']:.0%}, NVLink hop "
-        f"{e['intra_node_hop_latency_ms'] * 1e3:.1f} us,"
-        f" decode step overhead {e['decode_step_overhead_ms']:.2f} ms + "
-        f"{e['decode_sequence_overhead_us']:.0f} us/seq"
+        f"{kernels}, NVLink hop {e['intra_node_hop_latency_ms'] * 1e3:.1f} us, "
+        f"engine {e.get('engine', 'cuda-graph')}: decode step overhead "
+        f"{e['decode_step_overhead_ms']:.2f} ms + {e['decode_sequence_overhead_us']:.0f} us/seq"
         + (
             f" + {e['decode_layer_overhead_us']:.0f} us/layer"
             if e.get("decode_layer_overhead_us")
@@ -99,7 +107,7 @@ def placement_cost_table(
     rings = "exact" if breakdown["ring_exact"] else "upper bounds (heuristic)"
     return Summary(
         title=f"{source}: {objective:.2f} s per iteration",
-        columns=("task", "time", "comp", "tp", "pp", "dp", "bubble", "decode"),
+        columns=("task", "time", "comp", "TP comm", "PP comm", "DP comm", "bubble", "decode"),
         rows=rows,
         caption=f"seconds; iteration {breakdown['iteration_time_s']:.2f} s = {_phases(breakdown)};"
         f" rings {rings}\n{_efficiency(breakdown)}",

@@ -62,8 +62,11 @@ def plot_rollout(
     c.set_ylabel("step time (s)")
     c.set_xlabel("step (hatched: long round)")
     c.legend(fontsize=8, ncol=4)
+    # a title ending in a colon is a prefix (``rlplan plan --plot``: "rollout by paper: "), as the
+    # other problems' pictures take it; any other title is the whole title
+    what = f"{breakdown['epoch_s'] / max(1, len(steps)):.1f} s per round"
     fig.suptitle(
-        title or f"rollout plan: {breakdown['epoch_s'] / max(1, len(steps)):.1f} s per round"
+        f"{title}{what}" if title.rstrip().endswith(":") else title or f"rollout plan: {what}"
     )
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -58,7 +58,9 @@ def presets_show(name: Annotated[str, typer.Argument(help="preset name")]) -> No
     if p is None:
         fail(f"no preset named {name!r}; see `rlplan presets`")
     data = p.data()
-    sys.stdout.write(p.text(data) if p.text is not None else yaml.safe_dump(data, sort_keys=False))
+    # allow_unicode: the papers' section signs and Greek letters as written, not \xA7 escapes
+    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    sys.stdout.write(p.text(data) if p.text is not None else text)
 
 
 def catalog(

@@ -14,7 +14,7 @@ import typer
 from rich.table import Table
 
 from costmodels.errors import SpecError
-from planner.cli.console import fail, out
+from planner.cli.console import err, fail, out, say
 from planner.io import build_problem
 from planner.outputs import PLOT_SUFFIXES, check_output, write_picture
 
@@ -120,6 +120,7 @@ def simulate_cosched(
                 f"{len(problem.jobs.jobs)} jobs ({problem.jobs.name or trace})",
             ),
         )
+        say(err, f"wrote {plot}")  # stderr: stdout may be --json
     if as_json:
         sys.stdout.write(
             json.dumps(

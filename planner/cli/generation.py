@@ -24,7 +24,7 @@ from costmodels.limits import (
     REQUEST_BYTES,
     check_memory,
 )
-from planner.cli.console import fail, out
+from planner.cli.console import err, fail, out, say
 from planner.efficiency_choice import ENGINE_HELP, PROFILE_HELP, efficiency
 from planner.io import read_text
 from planner.outputs import PLOT_SUFFIXES, check_output, write_picture
@@ -283,6 +283,7 @@ def simulate_generation(
                 result, tmp, f"{model} on {instances} x {gpu}: {len(reqs)} requests"
             ),
         )
+        say(err, f"wrote {plot}")  # stderr: stdout may be --json
     doc = {
         "model": model,
         "gpu": gpu,

@@ -12,7 +12,7 @@ import typer
 from rich.table import Table
 
 from costmodels.errors import SpecError
-from planner.cli.console import err, fail, out
+from planner.cli.console import err, fail, out, say
 from planner.efficiency_choice import ENGINE_HELP, PROFILE_HELP, efficiency_update
 from planner.io import build_problem
 from planner.outputs import PLOT_SUFFIXES, check_output, write_picture
@@ -140,6 +140,7 @@ def simulate_rollout(
             f" (dashed: {results[1][0]}, {results[1][2]:.1f} s/step)" if base else ""
         )
         write_picture(plot, lambda tmp: plot_rollout(runs[0][2], p, b, tmp, title, baseline=base))
+        say(err, f"wrote {plot}")  # stderr: stdout may be --json
     if as_json:
         sys.stdout.write(
             json.dumps(
