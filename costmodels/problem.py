@@ -164,6 +164,9 @@ class ProblemKind:
     #: lifts the restriction), and the frameworks it knows; None: no framework restriction
     with_target: Callable[[Any, str | None], Any] | None = None
     targets: tuple[str, ...] = ()
+    #: why no plan of the problem can exist, when the judge can tell from a physical floor the
+    #: inputs break, with what would do (placement: memory); None when it cannot tell
+    explain_no_plan: Callable[[Any], str | None] | None = None
 
     def spec_field(self, name: str) -> SpecField:
         """The spec field ``name`` (``KeyError`` if the problem has none)."""

@@ -316,13 +316,17 @@ def _solve_watched(
         )
 
 
-def failure_of(result: Result) -> str | None:
-    """Why ``result`` gives the user no plan file (None when it does)."""
+def failure_of(result: Result, kind: ProblemKind | None = None) -> str | None:
+    """Why ``result`` gives the user no plan file (None when it does): the solver's words, and
+    the judge's reason when the inputs admit no plan at all (``ProblemKind.explain_no_plan``), so
+    a search that found nothing does not invite a bigger budget that cannot help."""
     if not result.success:
         detail = "; ".join(result.violations[:5])
+        why = kind.explain_no_plan(result.problem) if kind and kind.explain_no_plan else None
         return (
             f"no feasible plan: {result.solver} ended with status {result.status.value}. "
             f"{result.message} {detail}".strip()
+            + (f" Why: {why}" if why else "")
         )
     if result.objective is None or not math.isfinite(result.objective):
         return (
@@ -348,7 +352,7 @@ def plan(request: PlanRequest, registry: Registry | None = None) -> PlanOutcome:
             **options,
         )
         result.stats["target"] = restriction_cost(request.target, result, free)
-    outcome = PlanOutcome(kind, result, failure=failure_of(result))
+    outcome = PlanOutcome(kind, result, failure=failure_of(result, kind))
     if not outcome.ok:
         return outcome
     outcome.plan_json = result_to_json(result)

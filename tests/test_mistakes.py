@@ -62,3 +62,16 @@ def test_progress_never_counts_past_its_budget():
 
     assert _count(301, 300) == "300/300 evaluations"
     assert _count(0, 40) == "0/40 evaluations"
+
+
+def test_a_search_that_finds_no_plan_says_why_when_the_judge_knows(tmp_path):
+    """PPO on Qwen3-14B cannot fit 4 GPUs whatever the budget: the message says how much memory
+    it needs and how many GPUs of the cluster's types would hold it, not "try a bigger budget"."""
+    workflow = run_cli("presets", "show", "ppo-sync-qwen3-8b").stdout
+    (tmp_path / "ppo.yaml").write_text(workflow.replace("Qwen3-8B", "Qwen3-14B"))
+    r = run_cli(
+        "plan", "placement", "--cluster", "small-4", "--workflow", str(tmp_path / "ppo.yaml"),
+        "-O", "evaluations=20", "-o", str(tmp_path / "p.json"),
+    )  # fmt: skip
+    assert r.returncode == 1
+    assert "model memory alone needs 651.2 GB" in r.stderr and " x L40S" in r.stderr, r.stderr

@@ -9,6 +9,7 @@ from costmodels.placement.canned import canned_placements
 from costmodels.placement.check import check_placement
 from costmodels.placement.frameworks import FRAMEWORKS
 from costmodels.placement.judge import evaluate_placement
+from costmodels.placement.memory import memory_shortfall
 from costmodels.placement.plan import PlacementPlan
 from costmodels.placement.plot import plot_placement
 from costmodels.placement.presets import placement_presets
@@ -112,4 +113,5 @@ KIND = ProblemKind(
     with_efficiency=_with_efficiency,
     with_target=_with_target,
     targets=FRAMEWORKS,
+    explain_no_plan=memory_shortfall,
 )

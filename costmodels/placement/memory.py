@@ -94,3 +94,24 @@ def device_memory(problem: PlacementProblem, plan: PlacementPlan) -> dict[int, d
             problem.topology.devices[d].gpu.memory_gb - problem.params.memory_reserve_gb
         )
     return out
+
+
+def memory_shortfall(problem: PlacementProblem) -> str | None:
+    """Why no placement of ``problem`` can exist, when its tasks' least model memory
+    (:func:`memory_floor_gb`, summed) exceeds the cluster's (C3), with how many GPUs of each of
+    the cluster's types would hold it: ``ceil(need / (memory - reserve))``, working memory still
+    on top. None when the memory floor fits."""
+    need = sum(memory_floor_gb(problem, t) for t in problem.tasks)
+    reserve = problem.params.memory_reserve_gb
+    have = sum(d.gpu.memory_gb - reserve for d in problem.topology.devices)
+    if need <= have + 1e-9:
+        return None
+    types = {d.gpu.name: d.gpu.memory_gb - reserve for d in problem.topology.devices}
+    enough = " or ".join(
+        f"{math.ceil(need / per_gpu)} x {name}" for name, per_gpu in sorted(types.items())
+    )
+    return (
+        f"the tasks' model memory alone needs {need:.1f} GB and the cluster has {have:.1f} GB: "
+        f"no placement fits; at least {enough} would hold the weights, gradients and optimizer "
+        "states (working memory comes on top)"
+    )
