@@ -75,3 +75,14 @@ def test_a_search_that_finds_no_plan_says_why_when_the_judge_knows(tmp_path):
     )  # fmt: skip
     assert r.returncode == 1
     assert "model memory alone needs 651.2 GB" in r.stderr and " x L40S" in r.stderr, r.stderr
+
+
+def test_a_median_response_above_its_cap_is_refused(tmp_path):
+    job = tmp_path / "job.yaml"
+    job.write_text(
+        "name: x\nworkload: {model: Qwen2.5-7B, gpu: H800, gpus: 16, prompts_per_step: 128,\n"
+        "  responses_per_prompt: 8, max_response: 1024, dataset_prompts: 1280,\n"
+        "  lengths: {median: 4000}}\n"
+    )
+    r = run_cli("plan", "rollout", "--job", str(job), "-o", str(tmp_path / "p.json"))
+    assert r.returncode == 2 and "workload.lengths.median: above max_response" in r.stderr

@@ -58,6 +58,13 @@ class JobSpec(BaseModel):
                 wl.training.replica_gpus,
                 f"more than the job's {wl.gpus} GPUs",
             )
+        if wl.lengths.median > wl.max_response:
+            raise SpecError(
+                "workload.lengths.median",
+                wl.lengths.median,
+                f"above max_response ({wl.max_response} tokens): the median response cannot be "
+                "longer than the cap every response is cut at",
+            )
         sandbox = wl.reward.sandbox_worker
         if sandbox.min_timeout_s > sandbox.max_timeout_s:
             raise SpecError(
