@@ -176,8 +176,11 @@ class ClockRecord:
         limit = "" if self.limit is None else f" of {self.limit:g} s"
         work = ""
         if self.done is not None:
+            # a search that polishes its best plan once the budget is spent (SHA-EA's exact
+            # Level 4) has done its budget, not more: the count stops at it
+            done = self.done if self.budget is None else min(self.done, self.budget)
             work = (
-                f" after {self.done}"
+                f" after {done}"
                 + (f" of {self.budget}" if self.budget is not None else "")
                 + (f" {self.unit}" if self.unit else "")
             )
