@@ -33,7 +33,7 @@ def replan_summary(solved: SolvedPlan[ReplanProblem, ReplanPlan]) -> Summary:
             "unchanged: "
             f"{b['current_makespan_s']:.1f} s"
         ),
-        columns=("instance", "config", "requests", "T_j s", "C_mig s", "C_sw s", "total s", ""),
+        columns=("instance", "config", "requests", "T_j s", "C_mig s", "C_sw s", "total s", "kept"),
         rows=rows,
         caption=(
             f"nodes: {', '.join(f'{n} {k}' for k, n in layouts.items())}; {b['kept_instances']} "
