@@ -21,7 +21,7 @@ from planner.outputs import check_output_dir
 from planner.registry import UnknownSolverError, build_registry
 
 
-def bench(  # noqa: C901
+def bench(
     suite: Annotated[
         str,
         typer.Option(
@@ -69,14 +69,62 @@ def bench(  # noqa: C901
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar or tables")] = False,
 ) -> None:
     """Run a benchmark suite: every solver on the same instances, checked rows, CSV/Parquet/JSON,
-    plots and a markdown report in --out."""
+    plots and a markdown report in --out.
+    \f
+    Over 80 lines for its typer option declarations; the checks are in _checked_arguments and
+    _load_suite."""
     # imported here: pandas and matplotlib would cost every `rlplan` command half a second
     from benchmarks.harness import run_specs
     from benchmarks.report import write_report
-    from benchmarks.suites import SUITES, custom, get_suite
 
     if problem and suite == "smoke":
         suite = "custom"
+    out_dir = _checked_arguments(
+        suite, problem, solver, time_limit, seeds, jobs, executor, memory_limit_gb, out_path
+    )
+    s = _load_suite(suite, problem, solver, time_limit, seeds, tuple(plugin or ()))
+    rows = run_specs(
+        s.runs,
+        out_dir,
+        executor=executor,
+        jobs=jobs,
+        ray_address=ray_address,
+        progress=not quiet,
+        retry_errors=retry_errors,
+        memory_limit_gb=memory_limit_gb,
+    )
+    command = (
+        "rlplan " + " ".join(sys.argv[1:])
+        if sys.argv and sys.argv[0].endswith("rlplan")
+        else f"rlplan bench --suite {suite} --out {out_dir}"
+    )
+    summary = write_report(s, rows, out_dir, command)
+    if not quiet:
+        for table in end_tables(summary):
+            out.print(table)
+    out.print(
+        f"{summary['runs']} runs; "
+        + ", ".join(f"{k} {n}" for k, n in summary["statuses"].items())
+        + f"; wrote {out_dir}/report.md",
+        highlight=False,
+    )
+
+
+def _checked_arguments(
+    suite: str,
+    problem: list[str] | None,
+    solver: list[str] | None,
+    time_limit: list[float] | None,
+    seeds: int,
+    jobs: int,
+    executor: str,
+    memory_limit_gb: float | None,
+    out_path: str,
+) -> Path:
+    """Refuse a bad combination or value of the options (exit 2, one line), in the order the
+    command line reads; the output directory when all hold."""
+    from benchmarks.suites import SUITES
+
     if suite != "custom" and suite not in SUITES:
         fail(f"--suite: unknown suite {suite!r}; known: {', '.join(SUITES)}, custom")
     if suite == "custom" and not problem:
@@ -111,7 +159,21 @@ def bench(  # noqa: C901
             import ray  # noqa: F401
         except ImportError:
             fail("--executor ray needs Ray: pip install 'rlplan[ray]'")
-    plugins = tuple(plugin or ())
+    return out_dir
+
+
+def _load_suite(
+    suite: str,
+    problem: list[str] | None,
+    solver: list[str] | None,
+    time_limit: list[float] | None,
+    seeds: int,
+    plugins: tuple[str, ...],
+) -> Any:
+    """The plugins registered, then the named or custom suite; refused (exit 2) when a plugin,
+    a problem or a solver is bad or the suite has no run."""
+    from benchmarks.suites import custom, get_suite
+
     if plugins and os.getcwd() not in sys.path:
         sys.path.insert(
             0, os.getcwd()
@@ -135,31 +197,7 @@ def bench(  # noqa: C901
             f"--problem: no solver to run on {', '.join(problem or [suite])} (only brute force is "
             "registered, or none)"
         )
-    rows = run_specs(
-        s.runs,
-        out_dir,
-        executor=executor,
-        jobs=jobs,
-        ray_address=ray_address,
-        progress=not quiet,
-        retry_errors=retry_errors,
-        memory_limit_gb=memory_limit_gb,
-    )
-    command = (
-        "rlplan " + " ".join(sys.argv[1:])
-        if sys.argv and sys.argv[0].endswith("rlplan")
-        else f"rlplan bench --suite {suite} --out {out_dir}"
-    )
-    summary = write_report(s, rows, out_dir, command)
-    if not quiet:
-        for table in end_tables(summary):
-            out.print(table)
-    out.print(
-        f"{summary['runs']} runs; "
-        + ", ".join(f"{k} {n}" for k, n in summary["statuses"].items())
-        + f"; wrote {out_dir}/report.md",
-        highlight=False,
-    )
+    return s
 
 
 def end_tables(summary: dict[str, Any]) -> list[Any]:

@@ -47,7 +47,7 @@ def _entries(matrix: dict[tuple[int, int], float], names: list[str]) -> list[Dem
     ]
 
 
-def circuits_instance(  # noqa: C901
+def circuits_instance(
     endpoints: int,
     ports: int | None,
     shape: str,
@@ -76,45 +76,16 @@ def circuits_instance(  # noqa: C901
     side = None
     template = "all-pairs"
     if shape == "all-to-all":
-        load = rng.lognormal(0.0, 0.6, n)  # hot experts make some endpoints send/receive more
-        for u in range(n):
-            for v in range(n):
-                if u != v:
-                    m[(u, v)] = unit * load[u] * load[v] * rng.uniform(0.8, 1.2)
+        _all_to_all(rng, n, unit, m)
     elif shape == "all-reduce":
-        ranks_per = rng.integers(1, 5, n)  # uneven ranks per ToR
-        ranks = np.repeat(np.arange(n), ranks_per)
-        rings = max(1, int(rng.integers(1, 4)))
-        for _ in range(rings):
-            order = rng.permutation(ranks)
-            for i, u in enumerate(order):
-                v = order[(i + 1) % len(order)]
-                if u != v:
-                    m[(int(u), int(v))] = m.get((int(u), int(v)), 0.0) + unit
+        _all_reduce(rng, n, unit, m)
     elif shape == "m2n":
-        k = max(1, n // 2)
-        side = ["attn" if i < k else "ffn" for i in range(n)]
+        side = _m2n(rng, n, unit, m)
         template = "bipartite"
-        hot = rng.lognormal(0.0, 0.5, n)
-        for u in range(k):
-            for v in range(k, n):
-                m[(u, v)] = unit * hot[v] * rng.uniform(0.5, 1.5)
-                m[(v, u)] = 0.5 * unit * hot[v] * rng.uniform(0.5, 1.5)
     elif shape == "fan-out":
-        senders = max(1, n // 8)
-        for u in range(senders):
-            for v in range(senders, n):
-                m[(u, v)] = unit * rng.uniform(0.9, 1.1) / senders
+        _fan_out(rng, n, unit, m)
     else:  # sparse
-        count = pairs or 4 * n
-        count = min(count, n * (n - 1))
-        seen: set[tuple[int, int]] = set()
-        while len(seen) < count:
-            u, v = (int(x) for x in rng.integers(0, n, 2))
-            if u != v:
-                seen.add((u, v))
-        for u, v in sorted(seen):
-            m[(u, v)] = unit * rng.lognormal(0.0, 1.0)
+        _sparse(rng, n, unit, m, pairs)
     if ports is None:
         fanout = [0] * n
         for u, v in {tuple(sorted(k)) for k, b in m.items() if b > 0 and k[0] != k[1]}:
@@ -141,6 +112,75 @@ def circuits_instance(  # noqa: C901
     )
     fabric.check()
     return CircuitProblem(fabric, DemandSpec(entries=_entries(m, names)))
+
+
+def _all_to_all(
+    rng: np.random.Generator, n: int, unit: float, m: dict[tuple[int, int], float]
+) -> None:
+    """Every ordered pair, scaled by both endpoints' lognormal load."""
+    load = rng.lognormal(0.0, 0.6, n)  # hot experts make some endpoints send/receive more
+    for u in range(n):
+        for v in range(n):
+            if u != v:
+                m[(u, v)] = unit * load[u] * load[v] * rng.uniform(0.8, 1.2)
+
+
+def _all_reduce(
+    rng: np.random.Generator, n: int, unit: float, m: dict[tuple[int, int], float]
+) -> None:
+    """One to three rings over uneven ranks per ToR; a unit per ring hop between ToRs."""
+    ranks_per = rng.integers(1, 5, n)  # uneven ranks per ToR
+    ranks = np.repeat(np.arange(n), ranks_per)
+    rings = max(1, int(rng.integers(1, 4)))
+    for _ in range(rings):
+        order = rng.permutation(ranks)
+        for i, u in enumerate(order):
+            v = order[(i + 1) % len(order)]
+            if u != v:
+                m[(int(u), int(v))] = m.get((int(u), int(v)), 0.0) + unit
+
+
+def _m2n(
+    rng: np.random.Generator, n: int, unit: float, m: dict[tuple[int, int], float]
+) -> list[str]:
+    """Attention ToRs (the first half) to FFN ToRs and half as much back; each endpoint's side."""
+    k = max(1, n // 2)
+    side = ["attn" if i < k else "ffn" for i in range(n)]
+    hot = rng.lognormal(0.0, 0.5, n)
+    for u in range(k):
+        for v in range(k, n):
+            m[(u, v)] = unit * hot[v] * rng.uniform(0.5, 1.5)
+            m[(v, u)] = 0.5 * unit * hot[v] * rng.uniform(0.5, 1.5)
+    return side
+
+
+def _fan_out(
+    rng: np.random.Generator, n: int, unit: float, m: dict[tuple[int, int], float]
+) -> None:
+    """An eighth of the ToRs each send a share of a unit to every other ToR."""
+    senders = max(1, n // 8)
+    for u in range(senders):
+        for v in range(senders, n):
+            m[(u, v)] = unit * rng.uniform(0.9, 1.1) / senders
+
+
+def _sparse(
+    rng: np.random.Generator,
+    n: int,
+    unit: float,
+    m: dict[tuple[int, int], float],
+    pairs: int | None,
+) -> None:
+    """``pairs`` (default 4n) random distinct pairs with lognormal volumes."""
+    count = pairs or 4 * n
+    count = min(count, n * (n - 1))
+    seen: set[tuple[int, int]] = set()
+    while len(seen) < count:
+        u, v = (int(x) for x in rng.integers(0, n, 2))
+        if u != v:
+            seen.add((u, v))
+    for u, v in sorted(seen):
+        m[(u, v)] = unit * rng.lognormal(0.0, 1.0)
 
 
 #: GPU types the random clusters draw from (all in the shipped catalog)

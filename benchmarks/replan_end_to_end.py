@@ -89,30 +89,60 @@ def _policy_step(
 
 
 def run(out_dir: Path) -> dict:
-    from costmodels.catalog import get_model
-    from costmodels.decode import feasible_tps
-
-    rows, curves, forecast_rows, timing_rows, event_rows = [], {}, [], [], []
+    """Every setting (module doc): the schemes' throughput, the forced-switch timing, the
+    planner's event variants and the forecast error; the remaining-requests curves of each
+    setting's first measured step."""
+    result: dict[str, Any] = {"rows": [], "curves": {}, "forecast": [], "timing": [], "events": []}
     for model, nodes, max_len in SETTINGS:
-        key = f"{model}/{max_len}"
-        tps = feasible_tps(get_model(model), 8, 8)
-        steps = [step_requests(s, max_len) for s in range(HISTORY + MEASURED)]
-        lengths = [np.array([r.output for r in st]) for st in steps]
-        measured = range(HISTORY, HISTORY + MEASURED)
+        _Setting(model, nodes, max_len).run(result)
+    return result
+
+
+class _Setting:
+    """One setting's steps, forecasts and static baselines, shared by its experiments."""
+
+    def __init__(self, model: str, nodes: int, max_len: int) -> None:
+        from costmodels.catalog import get_model
+        from costmodels.decode import feasible_tps
+
+        self.model, self.nodes = model, nodes
+        self.key = f"{model}/{max_len}"
+        self.tps = feasible_tps(get_model(model), 8, 8)
+        self.steps = [step_requests(s, max_len) for s in range(HISTORY + MEASURED)]
+        self.lengths = [np.array([r.output for r in st]) for st in self.steps]
+        self.measured = range(HISTORY, HISTORY + MEASURED)
         # one ARIMA forecast per measured step, from the steps before it (every scheme plans on it)
-        forecasts = {
-            s: lengths_from_quantiles(forecast_quantiles(lengths[s - HISTORY : s]), 4096, max_len)
-            for s in measured
+        self.forecasts = {
+            s: lengths_from_quantiles(
+                forecast_quantiles(self.lengths[s - HISTORY : s]), 4096, max_len
+            )
+            for s in self.measured
         }
         # static baselines, each over the measured steps: veRL-TO as the paper ran it (TP2, its
         # case study's eight TP=2 instances) with verl's chunked dispatch; the oracle static TP
         # (the best total on these very steps) chunked and, kinder, round-robin; veRL-LO (TP8)
-        small = min(t for t in tps if t >= 2)
+        self.small = min(t for t in self.tps if t >= 2)
+        self.step_run = functools.partial(
+            _policy_step, model, nodes, self.steps, self.forecasts, self.tps
+        )
+        self.detail: dict[str, list] = {}
 
+    def run(self, result: dict[str, Any]) -> None:
+        """The setting's experiments in order, their rows appended to ``result``."""
+        self._static_schemes()
+        self._policy_schemes(result["curves"])
+        result["rows"] += self._throughput_rows()
+        result["timing"] += self._timing_rows()
+        result["events"] += self._event_rows()
+        result["forecast"] += self._forecast_rows()
+
+    def _static_schemes(self) -> None:
+        """Every static TP under both dispatches; veRL-TO, the two oracles and veRL-LO."""
+        model, nodes, tps, steps = self.model, self.nodes, self.tps, self.steps
         static = {
             (tp, d): [
                 online.static_run(model, "H800", nodes * 8, tp, steps[s], dispatch=d)
-                for s in measured
+                for s in self.measured
             ]
             for tp in tps
             for d in online.DISPATCH
@@ -121,7 +151,8 @@ def run(out_dir: Path) -> dict:
         best_tp, best_rr = (
             min(tps, key=lambda tp, d=d: total[(tp, d)]) for d in ("chunked", "round-robin")
         )
-        schemes = {
+        small = self.small
+        self.schemes = {
             f"veRL-TO (TP{small}, chunked)": [r.makespan_s for r in static[(small, "chunked")]],
             f"oracle static TP{best_tp} (chunked)": [
                 r.makespan_s for r in static[(best_tp, "chunked")]
@@ -133,10 +164,13 @@ def run(out_dir: Path) -> dict:
                 r.makespan_s for r in static[(max(tps), "chunked")]
             ],
         }
-        baseline, oracle_name = next(iter(schemes)), list(schemes)[1]
-        detail: dict[str, list] = {}
-        step_run = functools.partial(_policy_step, model, nodes, steps, forecasts, tps)
+        self.static, self.best_tp = static, best_tp
+        self.baseline, self.oracle_name = next(iter(self.schemes)), list(self.schemes)[1]
 
+    def _policy_schemes(self, curves: dict[str, Any]) -> None:
+        """The proactive planner and the balancer alone and together (from TP2, from the oracle
+        TP, dispatching round-robin); the curves of the first measured step."""
+        key, small, best_tp = self.key, self.small, self.best_tp
         for name, pro, rea, start, dispatch in (
             ("+proactive", True, False, small, "chunked"),
             ("+reactive", False, True, small, "chunked"),
@@ -145,30 +179,35 @@ def run(out_dir: Path) -> dict:
             ("OrchestrRL, round-robin dispatch", True, True, small, "round-robin"),
         ):
             spans, logs = [], []
-            for s in measured:
-                res, log = step_run(s, pro, rea, start, dispatch=dispatch)
+            for s in self.measured:
+                res, log = self.step_run(s, pro, rea, start, dispatch=dispatch)
                 spans.append(res.makespan_s)
                 logs.append(log)
                 if s == HISTORY:
                     curves.setdefault(key, {})[name] = (res.remaining_curve(), log)
-            schemes[name] = spans
-            detail[name] = logs
+            self.schemes[name] = spans
+            self.detail[name] = logs
         for label, (tp, d) in (
-            (baseline, (small, "chunked")),
-            (oracle_name, (best_tp, "chunked")),
+            (self.baseline, (small, "chunked")),
+            (self.oracle_name, (best_tp, "chunked")),
         ):
-            curves.setdefault(key, {})[label] = (static[(tp, d)][0].remaining_curve(), {})
+            curves.setdefault(key, {})[label] = (self.static[(tp, d)][0].remaining_curve(), {})
+
+    def _throughput_rows(self) -> list[dict[str, Any]]:
+        """Each scheme's samples per second against veRL-TO and the oracle static TP."""
+        schemes, detail = self.schemes, self.detail
         n = PROMPTS * RESPONSES * MEASURED
-        base = n / sum(schemes[baseline])
-        base_oracle = n / sum(schemes[oracle_name])
+        base = n / sum(schemes[self.baseline])
+        base_oracle = n / sum(schemes[self.oracle_name])
+        rows = []
         for name, spans in schemes.items():
             thr = n / sum(spans)
             rows.append(
                 {
-                    "setting": key,
-                    "gpus": nodes * 8,
+                    "setting": self.key,
+                    "gpus": self.nodes * 8,
                     "scheme": name,
-                    "oracle_tp": best_tp,
+                    "oracle_tp": self.best_tp,
                     "samples_per_s": thr,
                     "vs_verl_to": thr / base,
                     "vs_oracle_static": thr / base_oracle,
@@ -177,33 +216,43 @@ def run(out_dir: Path) -> dict:
                         sum(p["applied"] for p in lg["plans"]) for lg in detail.get(name, [])
                     ),
                     "migrations": sum(lg["migrations"] for lg in detail.get(name, [])),
-                    "paper_vs_verl_to": PAPER_ROWS.get(name, {}).get(key),
+                    "paper_vs_verl_to": PAPER_ROWS.get(name, {}).get(self.key),
                 }
             )
-        # when to plan: the best single switch in hindsight per step (the planner forced to look
-        # once, at t, and to apply any predicted gain), against the periodic planner's makespan
-        for s in measured:
+        return rows
+
+    def _timing_rows(self) -> list[dict[str, Any]]:
+        """When to plan: the best single switch in hindsight per step (the planner forced to
+        look once, at t, and to apply any predicted gain), against the periodic planner's
+        makespan."""
+        schemes = self.schemes
+        rows = []
+        for s in self.measured:
             forced = {}
             for t in SWITCH_TIMES:
-                res, _ = step_run(
+                res, _ = self.step_run(
                     s,
                     True,
                     False,
-                    small,
+                    self.small,
                     planner_options={"first_at": t, "epsilon": 0.0, "epsilon_rel": 0.0},
                 )
                 forced[t] = res.makespan_s
             periodic = schemes["+proactive"][s - HISTORY]
             best = min(forced, key=forced.get)
             first = next(
-                (p["time"] for p in detail["+proactive"][s - HISTORY]["plans"] if p["applied"]),
+                (
+                    p["time"]
+                    for p in self.detail["+proactive"][s - HISTORY]["plans"]
+                    if p["applied"]
+                ),
                 None,
             )
-            timing_rows.append(
+            rows.append(
                 {
-                    "setting": key,
+                    "setting": self.key,
                     "step": s,
-                    "static_s": schemes[baseline][s - HISTORY],
+                    "static_s": schemes[self.baseline][s - HISTORY],
                     **{f"switch_at_{t:g}s": v for t, v in forced.items()},
                     "hindsight_best_s": best,
                     "hindsight_best_makespan_s": forced[best],
@@ -212,38 +261,43 @@ def run(out_dir: Path) -> dict:
                     "planner_vs_hindsight": periodic / forced[best],
                 }
             )
-        # which looks pay: OrchestrRL under each event set and acceptance margin, vs the oracle
+        return rows
+
+    def _event_rows(self) -> list[dict[str, Any]]:
+        """Which looks pay: OrchestrRL under each event set and acceptance margin, vs the
+        oracle."""
+        rows = []
         for label, opts in EVENT_VARIANTS.items():
             spans = [
-                step_run(s, True, True, small, planner_options=opts)[0].makespan_s for s in measured
+                self.step_run(s, True, True, self.small, planner_options=opts)[0].makespan_s
+                for s in self.measured
             ]
-            event_rows.append(
+            rows.append(
                 {
-                    "setting": key,
+                    "setting": self.key,
                     "planner": label,
-                    "vs_oracle_static": sum(schemes[oracle_name]) / sum(spans),
+                    "vs_oracle_static": sum(self.schemes[self.oracle_name]) / sum(spans),
                 }
             )
-        # forecast error: ARIMA vs last step, over the measured steps
-        for s in measured:
-            forecast_rows.append(
-                {
-                    "setting": key,
-                    "step": s,
-                    "arima": relative_error(forecasts[s], lengths[s]),
-                    "last_step": relative_error(lengths[s - 1], lengths[s]),
-                }
-            )
-    return {
-        "rows": rows,
-        "curves": curves,
-        "forecast": forecast_rows,
-        "timing": timing_rows,
-        "events": event_rows,
-    }
+        return rows
+
+    def _forecast_rows(self) -> list[dict[str, Any]]:
+        """Forecast error: ARIMA vs last step, over the measured steps."""
+        lengths = self.lengths
+        return [
+            {
+                "setting": self.key,
+                "step": s,
+                "arima": relative_error(self.forecasts[s], lengths[s]),
+                "last_step": relative_error(lengths[s - 1], lengths[s]),
+            }
+            for s in self.measured
+        ]
 
 
 def write(result: dict, out_dir: Path, command: str) -> None:
+    """``end_to_end.csv/json/md``, ``switch_timing.csv``, ``planner_events.csv`` and the
+    remaining-requests figure."""
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = result["rows"]
     keys = [
@@ -281,6 +335,33 @@ def write(result: dict, out_dir: Path, command: str) -> None:
         )
         + "\n"
     )
+    (out_dir / "end_to_end.md").write_text(
+        "# OrchestrRL end to end on the generation simulator\n\nCommand: `"
+        + command
+        + "`\n\n"
+        + (__doc__ or "").split("\n\n", 2)[2]
+        + "\n\n"
+        + "\n".join(_scheme_table(rows))
+        + "\n\nForecast error (mean over measured steps and settings): "
+        + ", ".join(
+            f"{m}: histogram {v['histogram']:.1%}, work {v['work']:.1%}" for m, v in summary.items()
+        )
+        + "\n\n## When to re-plan\n\nA single switch forced at t (the planner looks once and "
+        "applies any predicted gain; t in "
+        + ", ".join(f"{t:g}" for t in SWITCH_TIMES)
+        + " s), the best t in hindsight per step, against the periodic planner "
+        "(+proactive, every 30 s, 10% + 5 s margin). Per-t makespans: `switch_timing.csv`.\n\n"
+        + "\n".join(_timing_table(timing))
+        + "\n\nOrchestrRL's throughput over the oracle static TP (chunked) when the planner also "
+        "looks on events, or accepts at another margin (`planner_events.csv`):\n\n"
+        + "\n".join(_event_table(events))
+        + "\n\n![remaining requests](remaining_requests.png)\n"
+    )
+    _plot_curves(result["curves"], out_dir / "remaining_requests.png")
+
+
+def _timing_table(timing: list[dict[str, Any]]) -> list[str]:
+    """Per step: the static makespan, the best forced switch and the periodic planner's."""
     timing_table = [
         "| setting | step | static TP2 s | best single switch in hindsight | periodic planner: "
         "first switch, makespan | planner / hindsight |",
@@ -296,6 +377,11 @@ def write(result: dict, out_dir: Path, command: str) -> None:
             f"{first}, {r['planner_makespan_s']:.1f} s | "
             f"{r['planner_vs_hindsight']:.3f} |"
         )
+    return timing_table
+
+
+def _event_table(events: list[dict[str, Any]]) -> list[str]:
+    """Per planner variant (rows) and setting (columns): throughput over the oracle static TP."""
     settings_seen = list(dict.fromkeys(r["setting"] for r in events))
     event_table = [
         "| planner (OrchestrRL from TP2) | " + " | ".join(settings_seen) + " |",
@@ -306,6 +392,11 @@ def write(result: dict, out_dir: Path, command: str) -> None:
         event_table.append(
             f"| {label} | " + " | ".join(f"{vals[k]:.3f}" for k in settings_seen) + " |"
         )
+    return event_table
+
+
+def _scheme_table(rows: list[dict[str, Any]]) -> list[str]:
+    """Per setting and scheme: throughput, its ratios, re-plans, migrations and the paper's."""
     table = [
         "| setting | scheme | samples/s | vs veRL-TO (TP2, chunked) | vs oracle static TP "
         "(chunked) | re-plans applied | migrations | paper vs veRL-TO |",
@@ -318,37 +409,20 @@ def write(result: dict, out_dir: Path, command: str) -> None:
             f"| {r['vs_oracle_static']:.3f} | {r['reconfigurations']} | {r['migrations']} "
             f"| {paper} |"
         )
-    (out_dir / "end_to_end.md").write_text(
-        "# OrchestrRL end to end on the generation simulator\n\nCommand: `"
-        + command
-        + "`\n\n"
-        + (__doc__ or "").split("\n\n", 2)[2]
-        + "\n\n"
-        + "\n".join(table)
-        + "\n\nForecast error (mean over measured steps and settings): "
-        + ", ".join(
-            f"{m}: histogram {v['histogram']:.1%}, work {v['work']:.1%}" for m, v in summary.items()
-        )
-        + "\n\n## When to re-plan\n\nA single switch forced at t (the planner looks once and "
-        "applies any predicted gain; t in "
-        + ", ".join(f"{t:g}" for t in SWITCH_TIMES)
-        + " s), the best t in hindsight per step, against the periodic planner "
-        "(+proactive, every 30 s, 10% + 5 s margin). Per-t makespans: `switch_timing.csv`.\n\n"
-        + "\n".join(timing_table)
-        + "\n\nOrchestrRL's throughput over the oracle static TP (chunked) when the planner also "
-        "looks on events, or accepts at another margin (`planner_events.csv`):\n\n"
-        + "\n".join(event_table)
-        + "\n\n![remaining requests](remaining_requests.png)\n"
-    )
+    return table
+
+
+def _plot_curves(curves: dict[str, Any], path: Path) -> None:
+    """Remaining requests over one step per setting and scheme, applied re-plans dotted."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    settings = list(result["curves"])
+    settings = list(curves)
     fig, axes = plt.subplots(1, len(settings), figsize=(5 * len(settings), 3.6))
     for ax, key in zip(np.atleast_1d(axes), settings, strict=True):
-        for name, ((t, left), log) in result["curves"][key].items():
+        for name, ((t, left), log) in curves[key].items():
             ax.plot(t, left, label=name, drawstyle="steps-post")
             for p in log.get("plans", []) if log else []:
                 if p["applied"] and name.startswith("OrchestrRL"):
@@ -357,7 +431,7 @@ def write(result: dict, out_dir: Path, command: str) -> None:
         ax.set_xlabel("time in step (s); dotted: re-plans applied")
         ax.set_ylabel("remaining requests")
         ax.legend(fontsize=7)
-    save_figure(fig, out_dir / "remaining_requests.png", dpi=110)
+    save_figure(fig, path, dpi=110)
 
 
 def main(argv: list[str] | None = None) -> None:

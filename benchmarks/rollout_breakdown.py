@@ -114,6 +114,9 @@ def period_rollout(b: dict[str, Any]) -> float:
 
 
 def run(seeds: range) -> dict[str, Any]:
+    """Every experiment of the module doc, each a list of rows; the Table 2 jobs first (the
+    breakdown, Fig. 11's η, the TP rules), then Tables 3 and 4 and the sandbox timeout on the
+    7B job."""
     out: dict[str, Any] = {
         "table2": [],
         "eta": [],
@@ -125,101 +128,121 @@ def run(seeds: range) -> dict[str, Any]:
     }
     for name in TABLE2:
         wl0 = rollout_problem(name).workload
-        ladder = table2_ladder(wl0)
-        times = {
-            label: mean_over(name, seeds, lambda wl, p=plan: p) for label, plan in ladder.items()
-        }
-        base = times["veRL"]
-        paper = dict(
-            zip(
-                ["+ tail batching", "+ reward", "+ parallelism", "+ trainer"],
-                PAPER_TABLE2[name],
-                strict=True,
-            )
-        )
-        for label, t in times.items():
-            out["table2"].append(
-                {
-                    "job": name,
-                    "step": label,
-                    "step_s": t,
-                    "speedup": base / t,
-                    "paper_speedup": paper.get(label, 1.0),
-                }
-            )
-        # Fig. 11: one factor at a time, rollout time per step normalised to no tail batching
-        plain = mean_over(name, seeds, lambda wl: verl_plan(wl), key=period_rollout)
-        for which in ("responses", "prompts", "both"):
-            for eta in ETAS[1:]:
-                kw = (
-                    {"eta_responses": eta}
-                    if which == "responses"
-                    else {"eta_prompts": eta}
-                    if which == "prompts"
-                    else {"eta_prompts": eta, "eta_responses": eta}
-                )
-                r = mean_over(
-                    name, seeds, lambda wl, kw=kw: _plan(verl_plan(wl), **kw), key=period_rollout
-                )
-                out["eta"].append(
-                    {
-                        "job": name,
-                        "vary": which,
-                        "eta": eta,
-                        "rollout_s": r,
-                        "normalised": r / plain,
-                    }
-                )
-        # parallelism planner (§6.4): fixed TP (same for both round kinds), the §4.2 rule, the
-        # best TP per round kind
-        allowed = rollout_tps(wl0)
-        fixed = {
-            tp: mean_over(name, seeds, lambda wl, tp=tp: with_reward(wl, short_tp=tp, long_tp=tp))
-            for tp in allowed
-        }
-        per_kind = {
-            (s, lg): mean_over(
-                name, seeds, lambda wl, s=s, lg=lg: with_reward(wl, short_tp=s, long_tp=lg)
-            )
-            for s in allowed
-            for lg in allowed
-        }
-        rule, guarded = (
-            mean_over(
-                name,
-                seeds,
-                lambda wl, r=r: with_reward(wl, tp_rule=r, short_tp=wl.tp, long_tp=wl.tp),
-            )
-            for r in ("adaptive", "guarded")
-        )
-        # the artifact's mechanism: a static second TP for long rounds (multi_infer_tp), set
-        # to the next TP up, the paper's direction for long rounds
-        up = [tp for tp in allowed if tp > wl0.tp]
-        second = up[0] if up else wl0.tp
-        best = min(per_kind, key=per_kind.get)
-        out["tp"].append(
-            {
-                "job": name,
-                "configured_tp": wl0.tp,
-                "fixed_configured_s": fixed[wl0.tp],
-                "best_fixed_tp": min(fixed, key=fixed.get),
-                "best_fixed_s": min(fixed.values()),
-                "paper_rule_s": rule,
-                "guarded_rule_s": guarded,
-                "artifact_second_tp": second,
-                "artifact_second_tp_s": per_kind[(wl0.tp, second)],
-                "best_per_kind": f"{best[0]}/{best[1]}",
-                "best_per_kind_s": per_kind[best],
-                **{f"fixed_tp{tp}_s": v for tp, v in fixed.items()},
-            }
-        )
+        out["table2"] += _table2_rows(name, seeds, wl0)
+        out["eta"] += _eta_rows(name, seeds)
+        out["tp"].append(_tp_row(name, seeds, wl0))
     # Tables 3 and 4 (7B/8k, §6.6): stream trainer variants on top of the reward scheduler
     name = "rollout-7b-8k"
+    out["table3"], out["table3_training"] = _table3_rows(name, seeds)
+    out["table4"] = _table4_rows(name, seeds)
+    out["timeout"] = _timeout_rows(name, seeds)
+    return out
 
+
+def _table2_rows(name: str, seeds: range, wl0: Any) -> list[dict[str, Any]]:
+    """Table 2's ladder on job ``name``: each step's time and speedup over veRL."""
+    ladder = table2_ladder(wl0)
+    times = {label: mean_over(name, seeds, lambda wl, p=plan: p) for label, plan in ladder.items()}
+    base = times["veRL"]
+    paper = dict(
+        zip(
+            ["+ tail batching", "+ reward", "+ parallelism", "+ trainer"],
+            PAPER_TABLE2[name],
+            strict=True,
+        )
+    )
+    return [
+        {
+            "job": name,
+            "step": label,
+            "step_s": t,
+            "speedup": base / t,
+            "paper_speedup": paper.get(label, 1.0),
+        }
+        for label, t in times.items()
+    ]
+
+
+def _eta_rows(name: str, seeds: range) -> list[dict[str, Any]]:
+    """Fig. 11: one factor at a time, rollout time per step normalised to no tail batching."""
+    rows = []
+    plain = mean_over(name, seeds, lambda wl: verl_plan(wl), key=period_rollout)
+    for which in ("responses", "prompts", "both"):
+        for eta in ETAS[1:]:
+            kw = (
+                {"eta_responses": eta}
+                if which == "responses"
+                else {"eta_prompts": eta}
+                if which == "prompts"
+                else {"eta_prompts": eta, "eta_responses": eta}
+            )
+            r = mean_over(
+                name, seeds, lambda wl, kw=kw: _plan(verl_plan(wl), **kw), key=period_rollout
+            )
+            rows.append(
+                {
+                    "job": name,
+                    "vary": which,
+                    "eta": eta,
+                    "rollout_s": r,
+                    "normalised": r / plain,
+                }
+            )
+    return rows
+
+
+def _tp_row(name: str, seeds: range, wl0: Any) -> dict[str, Any]:
+    """The parallelism planner (§6.4): fixed TP (same for both round kinds), the §4.2 rule as
+    stated and guarded, the artifact's static second TP, the best TP per round kind."""
+    allowed = rollout_tps(wl0)
+    fixed = {
+        tp: mean_over(name, seeds, lambda wl, tp=tp: with_reward(wl, short_tp=tp, long_tp=tp))
+        for tp in allowed
+    }
+    per_kind = {
+        (s, lg): mean_over(
+            name, seeds, lambda wl, s=s, lg=lg: with_reward(wl, short_tp=s, long_tp=lg)
+        )
+        for s in allowed
+        for lg in allowed
+    }
+    rule, guarded = (
+        mean_over(
+            name,
+            seeds,
+            lambda wl, r=r: with_reward(wl, tp_rule=r, short_tp=wl.tp, long_tp=wl.tp),
+        )
+        for r in ("adaptive", "guarded")
+    )
+    # the artifact's mechanism: a static second TP for long rounds (multi_infer_tp), set
+    # to the next TP up, the paper's direction for long rounds
+    up = [tp for tp in allowed if tp > wl0.tp]
+    second = up[0] if up else wl0.tp
+    best = min(per_kind, key=per_kind.get)
+    return {
+        "job": name,
+        "configured_tp": wl0.tp,
+        "fixed_configured_s": fixed[wl0.tp],
+        "best_fixed_tp": min(fixed, key=fixed.get),
+        "best_fixed_s": min(fixed.values()),
+        "paper_rule_s": rule,
+        "guarded_rule_s": guarded,
+        "artifact_second_tp": second,
+        "artifact_second_tp_s": per_kind[(wl0.tp, second)],
+        "best_per_kind": f"{best[0]}/{best[1]}",
+        "best_per_kind_s": per_kind[best],
+        **{f"fixed_tp{tp}_s": v for tp, v in fixed.items()},
+    }
+
+
+def _table3_rows(name: str, seeds: range) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Table 3: each scale trigger's step and long step; then the long steps again with training
+    3x and 9x cheaper."""
+    table3 = []
     for label, kw in TABLE3_TRIGGERS.items():
         all_steps = mean_over(name, seeds, lambda wl, kw=kw: with_reward(wl, **kw))
         long_steps = long_step(name, seeds, kw)
-        out["table3"].append(
+        table3.append(
             {
                 "trigger": label,
                 "step_s": all_steps,
@@ -230,19 +253,24 @@ def run(seeds: range) -> dict[str, Any]:
     # the fixed triggers' order is a trade between overlap (an early trigger frees GPUs sooner)
     # and starving freed GPUs (fewer prompts are done to train on): it turns on training's size
     # against rollout's, so the same rows are measured with training made 3x and 9x cheaper
-    out["table3_training"] = [
+    training = [
         {"training_cost": "1/1", "trigger": r["trigger"], "long_step_s": r["long_step_s"]}
-        for r in out["table3"]
+        for r in table3
     ]
     for cheaper in (3, 9):
         for label, kw in TABLE3_TRIGGERS.items():
-            out["table3_training"].append(
+            training.append(
                 {
                     "training_cost": f"1/{cheaper}",
                     "trigger": label,
                     "long_step_s": long_step(name, seeds, kw, training_mfu=FITTED_MFU * cheaper),
                 }
             )
+    return table3, training
+
+
+def _table4_rows(name: str, seeds: range) -> list[dict[str, Any]]:
+    """Table 4: streaming against fetch-once capped at 20-50%."""
     variants4 = {
         "stream": {"scale": "adaptive"},
         **{
@@ -250,12 +278,19 @@ def run(seeds: range) -> dict[str, Any]:
             for c in (0.2, 0.3, 0.4, 0.5)
         },
     }
+    rows = []
     for label, kw in variants4.items():
         long_steps = long_step(name, seeds, kw)
-        out["table4"].append(
+        rows.append(
             {"fetch": label, "long_step_s": long_steps, "paper_step_s": PAPER_TABLE4[label]}
         )
-    # §4.3 / Fig. 13c: adaptive vs fixed sandbox timeout on a code-only 7B/8k job, async reward
+    return rows
+
+
+def _timeout_rows(name: str, seeds: range) -> list[dict[str, Any]]:
+    """§4.3 / Fig. 13c: adaptive vs fixed sandbox timeout on a code-only 7B/8k job, async
+    reward."""
+    rows = []
     for lam in (None, 1.25, 1.5, 2.0):
         vals, rewards, cuts, timeouts = [], [], [], []
         for seed in seeds:
@@ -283,7 +318,7 @@ def run(seeds: range) -> dict[str, Any]:
             rewards.append(b["reward_s"])
             cuts.append(b["cut_finishing"])
             timeouts.append(b["timeouts"])
-        out["timeout"].append(
+        rows.append(
             {
                 "timeout": "fixed 30 s" if lam is None else f"adaptive λ={lam:g}",
                 "step_s": float(np.mean(vals)),
@@ -292,7 +327,7 @@ def run(seeds: range) -> dict[str, Any]:
                 "cut_finishing": float(np.mean(cuts)),
             }
         )
-    return out
+    return rows
 
 
 def plot(results: dict[str, Any], path: Path) -> None:

@@ -44,7 +44,7 @@ import io
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -102,72 +102,83 @@ def read_measurements(text: str, source: str) -> dict[str, list[Measurement]]:
         )
     out: dict[str, list[Measurement]] = {}
     for i, row in enumerate(reader, start=2):
-        where = f"row {i}"
-        kind = (row["kind"] or "").strip()
-        if kind not in FIELDS:
-            raise SpecError(f"{where}.kind", kind, "decode, prefill, allreduce or train", source)
-        try:
-            gpu = get_gpu((row["gpu"] or "").strip())
-        except SpecError as exc:
-            raise SpecError(f"{where}.gpu", exc.value, exc.reason, source) from None
-        model = None
-        if kind != "allreduce":
-            try:
-                model = get_model((row["model"] or "").strip())
-            except SpecError as exc:
-                raise SpecError(f"{where}.model", exc.value, exc.reason, source) from None
-        numbers = {
-            "tp": 1.0,
-            "batch": 0.0,
-            "context": 0.0,
-            "bytes": 0.0,
-            "gpus": 0.0,
-            "tokens": 0.0,
-        }
-        for field in FIELDS[kind]:
-            raw = (row.get(field) or "").strip()
-            try:
-                value = float(raw)
-            except ValueError:
-                raise SpecError(
-                    f"{where}.{field}",
-                    raw,
-                    "not a number" if raw else f"a {kind} row needs {field}",
-                    source,
-                ) from None
-            integer = field in ("tp", "batch", "context", "gpus")
-            if not math.isfinite(value) or value <= 0 or (integer and value != int(value)):
-                raise SpecError(
-                    f"{where}.{field}",
-                    raw,
-                    "a positive integer" if integer else f"a positive number of {field}",
-                    source,
-                )
-            if field == "gpus" and value > 1 << 20:
-                raise SpecError(f"{where}.{field}", raw, "at most 1 048 576 GPUs", source)
-            numbers[field] = value
-        tp = int(numbers["tp"])
-        if tp & (tp - 1) or tp > 64:
-            raise SpecError(f"{where}.tp", row["tp"], "a power of two up to 64", source)
-        if kind == "allreduce" and tp == 1:
-            raise SpecError(f"{where}.tp", row["tp"], "an all-reduce spans at least 2 GPUs", source)
-        out.setdefault(gpu.name, []).append(
-            Measurement(
-                kind,
-                model,
-                tp,
-                int(numbers["batch"]),
-                int(numbers["context"]),  # type: ignore[arg-type]
-                numbers["seconds"],
-                f"{source} {where}",
-                numbers["bytes"],
-                int(numbers["gpus"]),
-                numbers["tokens"],
-            )
-        )
+        gpu_name, measurement = _read_row(row, f"row {i}", source)
+        out.setdefault(gpu_name, []).append(measurement)
     if not out:
         raise SpecError("", source, "holds no measurements", source)
     return out
+
+
+def _read_row(row: dict[str, Any], where: str, source: str) -> tuple[str, Measurement]:
+    """One CSV row as its GPU type and measurement; refused in the order kind, GPU, model, each
+    number of the kind, TP."""
+    kind = (row["kind"] or "").strip()
+    if kind not in FIELDS:
+        raise SpecError(f"{where}.kind", kind, "decode, prefill, allreduce or train", source)
+    try:
+        gpu = get_gpu((row["gpu"] or "").strip())
+    except SpecError as exc:
+        raise SpecError(f"{where}.gpu", exc.value, exc.reason, source) from None
+    model = None
+    if kind != "allreduce":
+        try:
+            model = get_model((row["model"] or "").strip())
+        except SpecError as exc:
+            raise SpecError(f"{where}.model", exc.value, exc.reason, source) from None
+    numbers = _row_numbers(row, kind, where, source)
+    tp = int(numbers["tp"])
+    if tp & (tp - 1) or tp > 64:
+        raise SpecError(f"{where}.tp", row["tp"], "a power of two up to 64", source)
+    if kind == "allreduce" and tp == 1:
+        raise SpecError(f"{where}.tp", row["tp"], "an all-reduce spans at least 2 GPUs", source)
+    return gpu.name, Measurement(
+        kind,
+        model,
+        tp,
+        int(numbers["batch"]),
+        int(numbers["context"]),  # type: ignore[arg-type]
+        numbers["seconds"],
+        f"{source} {where}",
+        numbers["bytes"],
+        int(numbers["gpus"]),
+        numbers["tokens"],
+    )
+
+
+def _row_numbers(row: dict[str, Any], kind: str, where: str, source: str) -> dict[str, float]:
+    """The row's numbers its kind needs (each positive and finite, counts integral), over the
+    defaults of those it does not."""
+    numbers = {
+        "tp": 1.0,
+        "batch": 0.0,
+        "context": 0.0,
+        "bytes": 0.0,
+        "gpus": 0.0,
+        "tokens": 0.0,
+    }
+    for field in FIELDS[kind]:
+        raw = (row.get(field) or "").strip()
+        try:
+            value = float(raw)
+        except ValueError:
+            raise SpecError(
+                f"{where}.{field}",
+                raw,
+                "not a number" if raw else f"a {kind} row needs {field}",
+                source,
+            ) from None
+        integer = field in ("tp", "batch", "context", "gpus")
+        if not math.isfinite(value) or value <= 0 or (integer and value != int(value)):
+            raise SpecError(
+                f"{where}.{field}",
+                raw,
+                "a positive integer" if integer else f"a positive number of {field}",
+                source,
+            )
+        if field == "gpus" and value > 1 << 20:
+            raise SpecError(f"{where}.{field}", raw, "at most 1 048 576 GPUs", source)
+        numbers[field] = value
+    return numbers
 
 
 def predict(

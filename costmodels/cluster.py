@@ -111,8 +111,23 @@ class ClusterSpec(BaseModel):
         ),
     )
 
-    def check(self) -> None:  # noqa: C901
-        """Cross-field checks pydantic cannot express; raises SpecError with the field path."""
+    def check(self) -> None:
+        """Cross-field checks pydantic cannot express; raises SpecError with the field path.
+
+        In order: the cluster's size, GPU and node names, each node's GPU type, the profiles,
+        the inter-zone links, then the GPU matrix when given, else a link for every zone pair."""
+        self._check_size()
+        self._check_gpu_types()
+        self._check_profiles()
+        zones = self.zones()
+        links = self._inter_zone_links(zones)
+        if self.network.matrix is not None:
+            self._check_matrix()
+        else:
+            self._check_zone_pairs(zones, links)
+
+    def _check_size(self) -> None:
+        """At most MAX_CLUSTER_GPUS GPUs."""
         total = sum(n.count for n in self.nodes)
         if total > MAX_CLUSTER_GPUS:
             raise SpecError(
@@ -121,6 +136,9 @@ class ClusterSpec(BaseModel):
                 f"rlplan plans clusters of up to {MAX_CLUSTER_GPUS:,} GPUs (its GPU-pair matrices "
                 "grow as the square)",
             )
+
+    def _check_gpu_types(self) -> None:
+        """Custom GPU and node names are unique and every node's GPU type is known."""
         refuse_repeated_names(
             (g.name for g in self.gpus),
             "gpus[{}].name",
@@ -133,6 +151,9 @@ class ClusterSpec(BaseModel):
                 get_gpu(node.gpu, custom)
             except SpecError as exc:
                 raise SpecError(f"nodes[{i}].gpu", node.gpu, exc.reason) from None
+
+    def _check_profiles(self) -> None:
+        """At most one profile per GPU type, each of a type some node has."""
         known = {node.gpu for node in self.nodes}
         profiled: set[str] = set()
         for i, prof in enumerate(self.profiles):
@@ -145,7 +166,10 @@ class ClusterSpec(BaseModel):
                     f"no node has this GPU type (nodes: {', '.join(sorted(known))})",
                 )
             profiled.add(prof.gpu)
-        zones = self.zones()
+
+    def _inter_zone_links(self, zones: set[str]) -> dict[frozenset[str], int]:
+        """Each inter-zone link joins two different zones that have nodes, one link per pair;
+        the index of each pair's link."""
         links: dict[frozenset[str], int] = {}
         for i, link in enumerate(self.network.inter_zone):
             a, b = link.zones
@@ -170,36 +194,40 @@ class ClusterSpec(BaseModel):
                     f"duplicate link for this zone pair (also inter_zone[{links[key]}])",
                 )
             links[key] = i
+        return links
+
+    def _check_matrix(self) -> None:
+        """The bandwidth and latency matrices are n x n, bandwidth > 0 and latency >= 0 off the
+        diagonal."""
         n = self.num_gpus
-        if self.network.matrix is not None:
-            for fname in ("bandwidth_gbps", "latency_ms"):
-                m = getattr(self.network.matrix, fname)
-                if len(m) != n or any(len(row) != n for row in m):
-                    raise SpecError(
-                        f"network.matrix.{fname}",
-                        f"{len(m)} rows",
-                        f"must be {n} x {n} (one row and column per GPU)",
-                    )
-                for r, row in enumerate(m):
-                    for c, v in enumerate(row):
-                        if r == c:
-                            continue
-                        if (fname == "bandwidth_gbps" and v <= 0) or (
-                            fname == "latency_ms" and v < 0
-                        ):
-                            raise SpecError(
-                                f"network.matrix.{fname}[{r}][{c}]",
-                                v,
-                                "bandwidth must be > 0 and latency >= 0",
-                            )
-        else:
-            for a, b in itertools.combinations(sorted(zones), 2):
-                if frozenset((a, b)) not in links:
-                    raise SpecError(
-                        "network.inter_zone",
-                        [a, b],
-                        "no link between these zones; add an inter_zone entry for the pair",
-                    )
+        for fname in ("bandwidth_gbps", "latency_ms"):
+            m = getattr(self.network.matrix, fname)
+            if len(m) != n or any(len(row) != n for row in m):
+                raise SpecError(
+                    f"network.matrix.{fname}",
+                    f"{len(m)} rows",
+                    f"must be {n} x {n} (one row and column per GPU)",
+                )
+            for r, row in enumerate(m):
+                for c, v in enumerate(row):
+                    if r == c:
+                        continue
+                    if (fname == "bandwidth_gbps" and v <= 0) or (fname == "latency_ms" and v < 0):
+                        raise SpecError(
+                            f"network.matrix.{fname}[{r}][{c}]",
+                            v,
+                            "bandwidth must be > 0 and latency >= 0",
+                        )
+
+    def _check_zone_pairs(self, zones: set[str], links: dict[frozenset[str], int]) -> None:
+        """Without a matrix, every pair of zones has an inter-zone link."""
+        for a, b in itertools.combinations(sorted(zones), 2):
+            if frozenset((a, b)) not in links:
+                raise SpecError(
+                    "network.inter_zone",
+                    [a, b],
+                    "no link between these zones; add an inter_zone entry for the pair",
+                )
 
     def custom_gpus(self) -> dict[str, GPUSpec]:
         return {g.name: g for g in self.gpus}

@@ -68,7 +68,7 @@ def _stopped(highspy: Any, status: Any) -> str:
     }.get(status, "other")
 
 
-def solve_highs(  # noqa: C901
+def solve_highs(
     cost: np.ndarray,
     a: Any,
     row_lower: np.ndarray,
@@ -94,6 +94,48 @@ def solve_highs(  # noqa: C901
     branch-and-bound nodes (HiGHS reports it as a solution limit); ``warm_start`` is a full
     primal vector HiGHS may start from."""
     import highspy
+
+    lp = _highs_lp(highspy, cost, a, row_lower, row_upper, col_lower, col_upper, integer)
+    h = highspy.Highs()
+    _set_options(
+        h,
+        time_limit=time_limit,
+        mip_gap=mip_gap,
+        seed=seed,
+        threads=threads,
+        node_limit=node_limit,
+        objective_bound=objective_bound,
+        presolve=presolve,
+        sub_mip_heuristics=sub_mip_heuristics,
+        restarts=restarts,
+    )
+    h.passModel(lp)
+    if warm_start is not None:
+        sol = highspy.HighsSolution()
+        sol.col_value = list(warm_start)
+        sol.value_valid = True
+        h.setSolution(sol)
+    with native_stdout_silenced():
+        h.run()
+    status = h.getModelStatus()
+    info = h.getInfo()
+    stopped = _stopped(highspy, status)
+    if integer is None:  # an LP: its optimum and the column duals, when it has one
+        return _lp_outcome(h, status, info, stopped)
+    return _mip_outcome(h, status, info, stopped, node_limit)
+
+
+def _highs_lp(
+    highspy: Any,
+    cost: np.ndarray,
+    a: Any,
+    row_lower: np.ndarray,
+    row_upper: np.ndarray,
+    col_lower: np.ndarray,
+    col_upper: np.ndarray,
+    integer: Sequence[bool] | np.ndarray | None,
+) -> Any:
+    """The model as a ``HighsLp``: costs, bounds, ``a`` in column-wise storage, integrality."""
     from scipy.sparse import csc_array
 
     m = csc_array(a)
@@ -113,7 +155,23 @@ def solve_highs(  # noqa: C901
             highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
             for i in integer
         ]
-    h = highspy.Highs()
+    return lp
+
+
+def _set_options(
+    h: Any,
+    *,
+    time_limit: float | None,
+    mip_gap: float | None,
+    seed: int | None,
+    threads: int | None,
+    node_limit: int | None,
+    objective_bound: float | None,
+    presolve: bool,
+    sub_mip_heuristics: bool,
+    restarts: bool,
+) -> None:
+    """Output off, then the caller's options (those left None keep HiGHS's defaults)."""
     h.setOptionValue("output_flag", False)
     if seed is not None:
         h.setOptionValue("random_seed", int(seed))
@@ -134,31 +192,30 @@ def solve_highs(  # noqa: C901
         h.setOptionValue("mip_max_nodes", int(node_limit))
     if objective_bound is not None and math.isfinite(objective_bound):
         h.setOptionValue("objective_bound", float(objective_bound))
-    h.passModel(lp)
-    if warm_start is not None:
-        sol = highspy.HighsSolution()
-        sol.col_value = list(warm_start)
-        sol.value_valid = True
-        h.setSolution(sol)
-    with native_stdout_silenced():
-        h.run()
-    status = h.getModelStatus()
-    info = h.getInfo()
-    stopped = _stopped(highspy, status)
-    if integer is None:  # an LP: its optimum and the column duals, when it has one
-        if stopped != "optimal":
-            return HighsOutcome(stopped, h.modelStatusToString(status), None, None, None, 0)
-        solution = h.getSolution()
-        value = float(info.objective_function_value)
-        return HighsOutcome(
-            stopped,
-            h.modelStatusToString(status),
-            np.asarray(solution.col_value),
-            value,
-            value,
-            0,
-            np.asarray(solution.col_dual),
-        )
+
+
+def _lp_outcome(h: Any, status: Any, info: Any, stopped: str) -> HighsOutcome:
+    """An LP's optimum and its column duals, when it has one."""
+    if stopped != "optimal":
+        return HighsOutcome(stopped, h.modelStatusToString(status), None, None, None, 0)
+    solution = h.getSolution()
+    value = float(info.objective_function_value)
+    return HighsOutcome(
+        stopped,
+        h.modelStatusToString(status),
+        np.asarray(solution.col_value),
+        value,
+        value,
+        0,
+        np.asarray(solution.col_dual),
+    )
+
+
+def _mip_outcome(
+    h: Any, status: Any, info: Any, stopped: str, node_limit: int | None
+) -> HighsOutcome:
+    """A MIP's solution when HiGHS holds a feasible one, its dual bound and node count; a run
+    that stopped for another reason at the node cap stopped at ``node_limit``."""
     has_x = info.primal_solution_status == SOLUTION_FEASIBLE
     if stopped == "other" and node_limit is not None and int(info.mip_node_count) >= node_limit:
         stopped = "node_limit"

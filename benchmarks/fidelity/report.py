@@ -339,10 +339,13 @@ def table1() -> dict[str, Any]:
     return {"mfu_shipped": FITTED_MFU, "mfu_refit": fit_mfu("eager"), "rows": rows}
 
 
-def _markdown(summary: dict[str, Any], command: str) -> str:
-    def f(x: Any, fmt: str = ".2f") -> str:
-        return "-" if x is None else format(x, fmt)
+def _f(x: Any, fmt: str = ".2f") -> str:
+    return "-" if x is None else format(x, fmt)
 
+
+def _markdown(summary: dict[str, Any], command: str) -> str:
+    """The report: per judge its per-GPU and per-TP tables, then OrchestrRL §2.1's phases and
+    RollPacker Table 1's steps when the summary has them."""
     lines = [
         f"# Fidelity of the judge\n\nMade by `{command}`. Measured: AIConfigurator's vLLM database "
         "(`costmodels/data/measured/`, see `benchmarks/fidelity/report.py`). Ratio = predicted / "
@@ -355,91 +358,106 @@ def _markdown(summary: dict[str, Any], command: str) -> str:
     for label in (j[0] for j in JUDGES):
         if label not in summary:
             continue
-        lines += [
-            f"## {label}: decode kernels and prefill, per GPU\n",
-            "| GPU | cases | median ratio | RMS log error (target) | fastest TP agrees (tail, "
-            "batch <= 8; target 95%) "
-            "| worst cost of a wrong TP | wrong TPs costing > 5% | prefill median ratio (target "
-            "0.8-1.2) |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|",
-        ]
-        for g in summary[label]["gpus"]:
-            lines.append(
-                f"| {g['gpu']} | {g['cases']} | {f(g['median_ratio'])} | "
-                f"{f(g['rms_log_error'], '.3f')} ({f(g['rms_target'])}) "
-                f"{'met' if g['rms_met'] else 'not met'} | {f(g['fastest_tp_agreement'], '.0%')} "
-                f"({f(g['fastest_tp_tail_agreement'], '.0%')}) "
-                f"| {f(g['tp_regret_worst'], '.3f')}x | {g['fastest_tp_decisive_misses']} of "
-                f"{g['fastest_tp_cases']} "
-                f"| {f(g['prefill_median_ratio'])} {'met' if g['prefill_met'] else 'not met'} |"
-            )
-        lines += [
-            f"\n## {label}: decode kernels per GPU and TP\n",
-            "| GPU | TP | cases | median ratio | RMS log error | worst ratio | all-reduce median "
-            "ratio |",
-            "|---|---:|---:|---:|---:|---:|---:|",
-        ]
-        for r in summary[label]["per_tp"]:
-            lines.append(
-                f"| {r['gpu']} | {r['tp']} | {r['cases']} | {f(r['median_ratio'])} | "
-                f"{f(r['rms_log_error'], '.3f')} | {f(r['worst_ratio'])} "
-                f"| {f(r['allreduce_median_ratio'])} |"
-            )
-        lines.append("")
+        lines += _judge_lines(label, summary[label])
     if "section21" in summary:
-        sec = summary["section21"]
-        names = list(sec["measured"])
-        lines += [
-            "## Whole generation phases: OrchestrRL §2.1 (Qwen2.5-14B, 8 H800, batch 512)\n",
-            "Makespans in seconds of the two snapshots rlplan reconstructs "
-            "(`costmodels/engine_fit.py`), mean of three draws. "
-            "The eager engine's two overheads are fitted to these six times, so its agreement is "
-            "in sample.\n",
-            "| judge | "
-            + " | ".join(names)
-            + " | early TP2<TP4<TP8 | tail TP8<TP4<TP2 | tail TP8/TP2"
-            + " | worst ratio | RMS log error |",
-            "|---|" + "---:|" * len(names) + "---|---|---:|---:|---:|",
-            "| measured | "
-            + " | ".join(f"{sec['measured'][n]:.1f}" for n in names)
-            + f" | yes | yes | {sec['tail_tp8_over_tp2_measured']:.2f} | - | - |",
-        ]
-        for r in sec["judges"]:
-            early = "yes" if r["early_order_tp2_tp4_tp8"] else "no"
-            tail = "yes" if r["tail_order_tp8_tp4_tp2"] else "no"
-            lines.append(
-                f"| {r['judge']} | "
-                + " | ".join(f"{r[n]:.1f}" for n in names)
-                + f" | {early} | {tail}"
-                f" | {r['tail_tp8_over_tp2']:.2f} | {r['worst_ratio']:.2f} | "
-                f"{r['rms_log_error']:.3f} |"
-            )
-        lines.append("")
+        lines += _section21_lines(summary["section21"])
     if "table1" in summary:
-        t1 = summary["table1"]
-        lines += [
-            "## Whole RL steps: RollPacker Table 1 (veRL, Qwen2.5-14B, 16k, 32 H800)\n",
-            "Stage shares of veRL's mean step (`costmodels/rollout/table1.py`). Fitted to these: "
-            "the training MFU "
-            f"({t1['mfu_shipped']}; re-fitted now: {t1['mfu_refit']}), the rule scorer's seconds "
-            "per response and the "
-            "sandbox count, on the eager engine verl ran up to 0.5. Bands of the target: rollout "
-            "60-80%, reward 3-15%, "
-            "training 15-30%.\n",
-            "| engine | task | step s | rollout (measured) | reward (measured) | training "
-            "(measured) | in bands |",
-            "|---|---|---:|---:|---:|---:|---|",
-        ]
-        for r in t1["rows"]:
-            lines.append(
-                f"| {r['engine']} | {r['task']} | {r['step_s']:.1f} | {r['rollout_share']:.0%} "
-                f"({r['rollout_measured']:.0%}) "
-                f"| {r['reward_share']:.1%} ({r['reward_measured']:.0%}) | "
-                f"{r['training_share']:.0%} ({r['training_measured']:.0%}) "
-                f"| {'yes' if r['in_bands'] else 'no'} |"
-            )
-        lines.append("")
+        lines += _table1_lines(summary["table1"])
     return "\n".join(lines) + "\n"
+
+
+def _judge_lines(label: str, judged: dict[str, Any]) -> list[str]:
+    """One judge's tables: decode kernels and prefill per GPU, decode kernels per GPU and TP."""
+    f = _f
+    lines = [
+        f"## {label}: decode kernels and prefill, per GPU\n",
+        "| GPU | cases | median ratio | RMS log error (target) | fastest TP agrees (tail, "
+        "batch <= 8; target 95%) "
+        "| worst cost of a wrong TP | wrong TPs costing > 5% | prefill median ratio (target "
+        "0.8-1.2) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for g in judged["gpus"]:
+        lines.append(
+            f"| {g['gpu']} | {g['cases']} | {f(g['median_ratio'])} | "
+            f"{f(g['rms_log_error'], '.3f')} ({f(g['rms_target'])}) "
+            f"{'met' if g['rms_met'] else 'not met'} | {f(g['fastest_tp_agreement'], '.0%')} "
+            f"({f(g['fastest_tp_tail_agreement'], '.0%')}) "
+            f"| {f(g['tp_regret_worst'], '.3f')}x | {g['fastest_tp_decisive_misses']} of "
+            f"{g['fastest_tp_cases']} "
+            f"| {f(g['prefill_median_ratio'])} {'met' if g['prefill_met'] else 'not met'} |"
+        )
+    lines += [
+        f"\n## {label}: decode kernels per GPU and TP\n",
+        "| GPU | TP | cases | median ratio | RMS log error | worst ratio | all-reduce median "
+        "ratio |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in judged["per_tp"]:
+        lines.append(
+            f"| {r['gpu']} | {r['tp']} | {r['cases']} | {f(r['median_ratio'])} | "
+            f"{f(r['rms_log_error'], '.3f')} | {f(r['worst_ratio'])} "
+            f"| {f(r['allreduce_median_ratio'])} |"
+        )
+    lines.append("")
+    return lines
+
+
+def _section21_lines(sec: dict[str, Any]) -> list[str]:
+    """OrchestrRL §2.1's whole generation phases: measured and each judge's makespans."""
+    names = list(sec["measured"])
+    lines = [
+        "## Whole generation phases: OrchestrRL §2.1 (Qwen2.5-14B, 8 H800, batch 512)\n",
+        "Makespans in seconds of the two snapshots rlplan reconstructs "
+        "(`costmodels/engine_fit.py`), mean of three draws. "
+        "The eager engine's two overheads are fitted to these six times, so its agreement is "
+        "in sample.\n",
+        "| judge | "
+        + " | ".join(names)
+        + " | early TP2<TP4<TP8 | tail TP8<TP4<TP2 | tail TP8/TP2"
+        + " | worst ratio | RMS log error |",
+        "|---|" + "---:|" * len(names) + "---|---|---:|---:|---:|",
+        "| measured | "
+        + " | ".join(f"{sec['measured'][n]:.1f}" for n in names)
+        + f" | yes | yes | {sec['tail_tp8_over_tp2_measured']:.2f} | - | - |",
+    ]
+    for r in sec["judges"]:
+        early = "yes" if r["early_order_tp2_tp4_tp8"] else "no"
+        tail = "yes" if r["tail_order_tp8_tp4_tp2"] else "no"
+        lines.append(
+            f"| {r['judge']} | " + " | ".join(f"{r[n]:.1f}" for n in names) + f" | {early} | {tail}"
+            f" | {r['tail_tp8_over_tp2']:.2f} | {r['worst_ratio']:.2f} | "
+            f"{r['rms_log_error']:.3f} |"
+        )
+    lines.append("")
+    return lines
+
+
+def _table1_lines(t1: dict[str, Any]) -> list[str]:
+    """RollPacker Table 1's whole RL steps: each engine's stage shares against the measured."""
+    lines = [
+        "## Whole RL steps: RollPacker Table 1 (veRL, Qwen2.5-14B, 16k, 32 H800)\n",
+        "Stage shares of veRL's mean step (`costmodels/rollout/table1.py`). Fitted to these: "
+        "the training MFU "
+        f"({t1['mfu_shipped']}; re-fitted now: {t1['mfu_refit']}), the rule scorer's seconds "
+        "per response and the "
+        "sandbox count, on the eager engine verl ran up to 0.5. Bands of the target: rollout "
+        "60-80%, reward 3-15%, "
+        "training 15-30%.\n",
+        "| engine | task | step s | rollout (measured) | reward (measured) | training "
+        "(measured) | in bands |",
+        "|---|---|---:|---:|---:|---:|---|",
+    ]
+    for r in t1["rows"]:
+        lines.append(
+            f"| {r['engine']} | {r['task']} | {r['step_s']:.1f} | {r['rollout_share']:.0%} "
+            f"({r['rollout_measured']:.0%}) "
+            f"| {r['reward_share']:.1%} ({r['reward_measured']:.0%}) | "
+            f"{r['training_share']:.0%} ({r['training_measured']:.0%}) "
+            f"| {'yes' if r['in_bands'] else 'no'} |"
+        )
+    lines.append("")
+    return lines
 
 
 def _plot(decode: list[dict[str, Any]], path: Path) -> None:

@@ -21,6 +21,14 @@ import math
 from pathlib import Path
 from typing import Any
 
+#: bar colour of each phase
+_COLOURS = {
+    "generation": "tab:blue",
+    "inference": "tab:green",
+    "training": "tab:red",
+    "weight sync": "tab:gray",
+}
+
 
 def _seconds(v: float) -> str:
     """Plain seconds: 1141 s, 59.5 s, 0.125 s (never 1.14e+03)."""
@@ -126,21 +134,74 @@ def _outline(
 
 
 def _timeline(ax: Any, problem: Any, breakdown: dict[str, Any]) -> None:
-    phases, tasks = breakdown["phases"], breakdown["tasks"]
+    """One iteration as bars: the phases in their rows (sync: in sequence; async: generation's
+    group beside inference + training), then each task from its phase's start."""
+    tasks = breakdown["tasks"]
+    total = breakdown["iteration_time_s"]
+    asynchronous = problem.workflow.mode != "sync"
+    segments, starts, phase_rows = _phase_segments(breakdown["phases"], asynchronous)
+    names = [t.name for t in problem.tasks]
+    ticks, labels = [], []
+    for row, label in enumerate(phase_rows):
+        ticks.append(len(names) + row)
+        labels.append(label)
+    for label, start, length, row in segments:
+        if length <= 0:
+            continue
+        colour = _COLOURS.get(label, "lightsteelblue")
+        ax.barh(len(names) + row, length, left=start, color=colour, edgecolor="white", height=0.8)
+        if length / total > len(label) / 90:  # only where the text fits inside the bar
+            ax.text(
+                start + length / 2,
+                len(names) + row,
+                f"{label} {_seconds(length)}",
+                ha="center",
+                va="center",
+                fontsize=8,
+                color="white",
+            )
+    phase_of = {t.name: t.kind.value for t in problem.tasks}  # generation, inference or training
+    for i, name in enumerate(reversed(names)):
+        phase = phase_of[name]
+        time_s = tasks[name]["time_s"]
+        ax.barh(
+            i,
+            time_s,
+            left=starts.get(phase, 0.0),
+            color=_COLOURS.get(phase, "tab:purple"),
+            alpha=0.55,
+            height=0.6,
+        )
+        ax.text(starts.get(phase, 0.0) + time_s, i, f" {_seconds(time_s)}", va="center", fontsize=7)
+        ticks.append(i)
+        labels.append(name)
+    ax.set_yticks(ticks, labels, fontsize=8)
+    ax.set_xlim(0, total * 1.12)
+    ax.set_xlabel("seconds into the iteration")
+    mode = (
+        "async: generation overlaps inference + training on other GPUs"
+        if asynchronous
+        else "sync: phases in sequence"
+    )
+    ax.set_title(
+        f"one iteration, {_seconds(total)} ({mode})\ntask bars start at their phase; tasks "
+        "sharing GPUs interleave (HetRL B.4)",
+        fontsize=9,
+    )
+
+
+def _phase_segments(
+    phases: dict[str, Any], asynchronous: bool
+) -> tuple[list[tuple[str, float, float, int]], dict[str, float], list[str]]:
+    """The phases as (label, start, length, row) bars, each phase's start and the rows' labels:
+    async runs generation (and its group's other tasks) beside inference then training, the
+    weight sync after both; sync runs the four in sequence."""
     gen, inf, trn, sync = (
         phases["generation_s"],
         phases["inference_s"],
         phases["training_s"],
         phases["weight_transfer_s"],
     )
-    total = breakdown["iteration_time_s"]
-    colours = {
-        "generation": "tab:blue",
-        "inference": "tab:green",
-        "training": "tab:red",
-        "weight sync": "tab:gray",
-    }
-    asynchronous = problem.workflow.mode != "sync"
     if asynchronous:
         busy = phases.get("generation_group_busy_s", gen)
         segments = [("generation", 0.0, gen, 1)]
@@ -162,54 +223,7 @@ def _timeline(ax: Any, problem: Any, breakdown: dict[str, Any]) -> None:
         ]
         starts = {"generation": 0.0, "inference": gen, "training": gen + inf}
         phase_rows = ["iteration"]
-    names = [t.name for t in problem.tasks]
-    ticks, labels = [], []
-    for row, label in enumerate(phase_rows):
-        ticks.append(len(names) + row)
-        labels.append(label)
-    for label, start, length, row in segments:
-        if length <= 0:
-            continue
-        colour = colours.get(label, "lightsteelblue")
-        ax.barh(len(names) + row, length, left=start, color=colour, edgecolor="white", height=0.8)
-        if length / total > len(label) / 90:  # only where the text fits inside the bar
-            ax.text(
-                start + length / 2,
-                len(names) + row,
-                f"{label} {_seconds(length)}",
-                ha="center",
-                va="center",
-                fontsize=8,
-                color="white",
-            )
-    phase_of = {t.name: t.kind.value for t in problem.tasks}  # generation, inference or training
-    for i, name in enumerate(reversed(names)):
-        phase = phase_of[name]
-        time_s = tasks[name]["time_s"]
-        ax.barh(
-            i,
-            time_s,
-            left=starts.get(phase, 0.0),
-            color=colours.get(phase, "tab:purple"),
-            alpha=0.55,
-            height=0.6,
-        )
-        ax.text(starts.get(phase, 0.0) + time_s, i, f" {_seconds(time_s)}", va="center", fontsize=7)
-        ticks.append(i)
-        labels.append(name)
-    ax.set_yticks(ticks, labels, fontsize=8)
-    ax.set_xlim(0, total * 1.12)
-    ax.set_xlabel("seconds into the iteration")
-    mode = (
-        "async: generation overlaps inference + training on other GPUs"
-        if asynchronous
-        else "sync: phases in sequence"
-    )
-    ax.set_title(
-        f"one iteration, {_seconds(total)} ({mode})\ntask bars start at their phase; tasks "
-        "sharing GPUs interleave (HetRL B.4)",
-        fontsize=9,
-    )
+    return segments, starts, phase_rows
 
 
 def plot_placement(

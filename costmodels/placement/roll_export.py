@@ -46,6 +46,7 @@ from costmodels.workflow import (
     CRITIC_TRAINING,
     REFERENCE_INFERENCE,
     REWARD_INFERENCE,
+    WorkflowSpec,
 )
 
 ROLL_REVISION = "alibaba/ROLL main @ 8eb27cc2 (2026-08-19)"
@@ -142,52 +143,14 @@ def export_roll(problem: PlacementProblem, plan: PlacementPlan) -> dict[str, Any
     notes = balance_notes(plan)
     counts = node_counts(problem, [d.id for d in problem.topology.devices])
     per_node = max(counts.values())
-    if len(set(counts.values())) > 1:
-        notes.append(
-            f"nodes hold different GPU counts {counts}; ROLL maps rank r to node r // "
-            "num_gpus_per_node, so ranks of the smaller nodes' missing GPUs must stay unused"
-        )
-    if len({d.gpu.name for d in problem.topology.devices}) > 1:
-        notes.append(
-            "heterogeneous cluster: ROLL numbers nodes itself (by Ray's GPU node order or "
-            "NODE_RANK), not by this plan's node order, so start the nodes in the order of "
-            "GPU ranks above or the GPU types behind each rank differ from the plan"
-        )
+    notes += _cluster_notes(problem, counts)
     names = {t.name for t in problem.tasks}
     wf = problem.workflow
     ppo = wf.algorithm == "ppo"
     rank_of = roll_ranks(problem, per_node)
     ranks = {t.task: [rank_of[d] for d in t.all_devices()] for t in plan.tasks}
-    config: dict[str, Any] = {
-        "num_gpus_per_node": per_node,
-        "pretrain": wf.model("actor").name,
-        "adv_estimator": "gae" if ppo else "grpo",
-        "enable_reference": True,
-        "use_kl_loss": not ppo,
-        "init_kl_coef": 0.2 if ppo else 0.0,  # PPO: KL in the reward; GRPO: KL loss only
-        "rollout_batch_size": wf.global_batch,
-        "num_return_sequences_in_group": wf.responses_per_prompt,
-        "prompt_length": wf.prompt_length,
-        "response_length": wf.response_length,
-        "ppo_epochs": 1,
-        "async_generation_ratio": 1.0 if wf.mode == "async" else 0.0,
-    }
-    if ppo:
-        config["reward_pretrain"] = wf.model("critic").name
-    for task, (worker, strategy) in ROLL_WORKERS.items():
-        if task not in names:
-            continue
-        t = plan.task(task)
-        dbs = (t.decode_batch or wf.decode_batch_size) if task == ACTOR_GENERATION else None
-        w: dict[str, Any] = {
-            "device_mapping": sorted(ranks[task]),
-            "strategy_args": _strategy(strategy, t.tp, t.pp, dbs),
-        }
-        if strategy == "megatron_train":
-            w["training_args"] = _training_args(problem, t.dp, task, notes)
-        if task == REWARD_INFERENCE:
-            w["model_args"] = {"model_name_or_path": wf.model("reward").name}
-        config[worker] = w
+    config = _pipeline_config(wf, per_node)
+    _add_workers(config, problem, plan, ranks, notes)
     if CRITIC_INFERENCE in names:
         ci, ct = plan.task(CRITIC_INFERENCE), plan.task(CRITIC_TRAINING)
         if set(ranks[CRITIC_INFERENCE]) != set(ranks[CRITIC_TRAINING]) or (ci.tp, ci.pp) != (
@@ -198,22 +161,7 @@ def export_roll(problem: PlacementProblem, plan: PlacementPlan) -> dict[str, Any
                 f"critic_inference TP{ci.tp} PP{ci.pp} on its own GPUs: ROLL's critic worker "
                 f"computes values with its training layout (TP{ct.tp} PP{ct.pp})"
             )
-    violations = roll_rule_violations(
-        set(ranks[ACTOR_TRAINING]),
-        set(ranks[ACTOR_GENERATION]),
-        set(ranks[REFERENCE_INFERENCE]) if REFERENCE_INFERENCE in names else None,
-        set(ranks[CRITIC_TRAINING]) if CRITIC_TRAINING in names else None,
-        plan.task(ACTOR_GENERATION).dp,
-        config["async_generation_ratio"],
-    )
-    actor_dp = plan.task(ACTOR_TRAINING).dp
-    if actor_dp > 1 and wf.global_batch % actor_dp:
-        violations.append(
-            f"rollout_batch_size {wf.global_batch} is not divisible by actor_train's DP "
-            f"{actor_dp} (ROLL's validate_megatron_batch_size)"
-        )
-    rules = [str(v) for v in FrameworkRules("roll").violations(problem, plan)]
-    violations += [v for v in rules if v not in violations]
+    violations = _violations(problem, plan, ranks, config["async_generation_ratio"])
     must_set = {
         "pretrain": f"path of {wf.model('actor').name}",
         **({"reward_pretrain": f"path of {wf.model('critic').name}"} if ppo else {}),
@@ -242,3 +190,99 @@ def export_roll(problem: PlacementProblem, plan: PlacementPlan) -> dict[str, Any
         "rule_violations": violations,
         "not_expressible": notes + violations,
     }
+
+
+def _cluster_notes(problem: PlacementProblem, counts: dict[str, int]) -> list[str]:
+    """What ROLL's rank-to-node mapping cannot express: nodes of different GPU counts, and GPU
+    types whose nodes ROLL may number in another order."""
+    notes = []
+    if len(set(counts.values())) > 1:
+        notes.append(
+            f"nodes hold different GPU counts {counts}; ROLL maps rank r to node r // "
+            "num_gpus_per_node, so ranks of the smaller nodes' missing GPUs must stay unused"
+        )
+    if len({d.gpu.name for d in problem.topology.devices}) > 1:
+        notes.append(
+            "heterogeneous cluster: ROLL numbers nodes itself (by Ray's GPU node order or "
+            "NODE_RANK), not by this plan's node order, so start the nodes in the order of "
+            "GPU ranks above or the GPU types behind each rank differ from the plan"
+        )
+    return notes
+
+
+def _pipeline_config(wf: WorkflowSpec, per_node: int) -> dict[str, Any]:
+    """The pipeline's own keys: model, algorithm, batch and lengths, async ratio."""
+    ppo = wf.algorithm == "ppo"
+    config: dict[str, Any] = {
+        "num_gpus_per_node": per_node,
+        "pretrain": wf.model("actor").name,
+        "adv_estimator": "gae" if ppo else "grpo",
+        "enable_reference": True,
+        "use_kl_loss": not ppo,
+        "init_kl_coef": 0.2 if ppo else 0.0,  # PPO: KL in the reward; GRPO: KL loss only
+        "rollout_batch_size": wf.global_batch,
+        "num_return_sequences_in_group": wf.responses_per_prompt,
+        "prompt_length": wf.prompt_length,
+        "response_length": wf.response_length,
+        "ppo_epochs": 1,
+        "async_generation_ratio": 1.0 if wf.mode == "async" else 0.0,
+    }
+    if ppo:
+        config["reward_pretrain"] = wf.model("critic").name
+    return config
+
+
+def _add_workers(
+    config: dict[str, Any],
+    problem: PlacementProblem,
+    plan: PlacementPlan,
+    ranks: dict[str, list[int]],
+    notes: list[str],
+) -> None:
+    """One worker config per task ROLL runs: its GPU ranks and strategy (training arguments for
+    Megatron training, the model for the reward worker)."""
+    names = {t.name for t in problem.tasks}
+    wf = problem.workflow
+    for task, (worker, strategy) in ROLL_WORKERS.items():
+        if task not in names:
+            continue
+        t = plan.task(task)
+        dbs = (t.decode_batch or wf.decode_batch_size) if task == ACTOR_GENERATION else None
+        w: dict[str, Any] = {
+            "device_mapping": sorted(ranks[task]),
+            "strategy_args": _strategy(strategy, t.tp, t.pp, dbs),
+        }
+        if strategy == "megatron_train":
+            w["training_args"] = _training_args(problem, t.dp, task, notes)
+        if task == REWARD_INFERENCE:
+            w["model_args"] = {"model_name_or_path": wf.model("reward").name}
+        config[worker] = w
+
+
+def _violations(
+    problem: PlacementProblem,
+    plan: PlacementPlan,
+    ranks: dict[str, list[int]],
+    async_ratio: float,
+) -> list[str]:
+    """ROLL's own placement rules, its batch-size check and the framework rules of
+    ``costmodels.placement.frameworks`` (each once)."""
+    names = {t.name for t in problem.tasks}
+    wf = problem.workflow
+    violations = roll_rule_violations(
+        set(ranks[ACTOR_TRAINING]),
+        set(ranks[ACTOR_GENERATION]),
+        set(ranks[REFERENCE_INFERENCE]) if REFERENCE_INFERENCE in names else None,
+        set(ranks[CRITIC_TRAINING]) if CRITIC_TRAINING in names else None,
+        plan.task(ACTOR_GENERATION).dp,
+        async_ratio,
+    )
+    actor_dp = plan.task(ACTOR_TRAINING).dp
+    if actor_dp > 1 and wf.global_batch % actor_dp:
+        violations.append(
+            f"rollout_batch_size {wf.global_batch} is not divisible by actor_train's DP "
+            f"{actor_dp} (ROLL's validate_megatron_batch_size)"
+        )
+    rules = [str(v) for v in FrameworkRules("roll").violations(problem, plan)]
+    violations += [v for v in rules if v not in violations]
+    return violations

@@ -216,46 +216,12 @@ def export_verl(
     notes = balance_notes(plan)
     groups = plan.group_of()
     names = {t.name for t in problem.tasks}
-    train_group = groups[ACTOR_TRAINING]
-    disaggregated = groups[ACTOR_GENERATION] != train_group
-    trainer_devices = plan.groups[train_group].devices
-    nnodes, per_node = pool_notes(problem, trainer_devices, "trainer pool", notes)
-    ov: dict[str, Any] = {"trainer.nnodes": nnodes, "trainer.n_gpus_per_node": per_node}
-    pools: dict[str, dict[str, int]]
-    if disaggregated:
-        module, config = release.one_step_off_module, "one_step_off_ppo_megatron_trainer"
-        if problem.workflow.mode == "sync":
-            notes.append(
-                "generation apart from training: verl's only entry point for that "
-                "(one_step_off_policy) is one-step off-policy, not synchronous"
-            )
-        r_nodes, r_per = pool_notes(
-            problem, plan.groups[groups[ACTOR_GENERATION]].devices, "rollout pool", notes
-        )
-        ov["rollout.nnodes"], ov["rollout.n_gpus_per_node"] = r_nodes, r_per
-        ov["actor_rollout_ref.hybrid_engine"] = False  # one_step_off's trainer asserts it
-        pools = {
-            "trainer_pool": {"nnodes": nnodes, "n_gpus_per_node": per_node},
-            "rollout_pool": {"nnodes": r_nodes, "n_gpus_per_node": r_per},
-        }
-    else:
-        module, config = "verl.trainer.main_ppo", "ppo_megatron_trainer"
-        pools = {"global_pool": {"nnodes": nnodes, "n_gpus_per_node": per_node}}
+    disaggregated = groups[ACTOR_GENERATION] != groups[ACTOR_TRAINING]
+    module, config, ov, pools = _pool_overrides(problem, plan, release, notes)
     ov.update(_workflow_overrides(problem, plan, notes))
     ov.update(_layout_overrides(problem, plan, notes))
     if REWARD_INFERENCE in names:
-        rw, prefix = plan.task(REWARD_INFERENCE), release.reward_prefix
-        ov[f"{prefix}.enable"] = True
-        ov[f"{prefix}.rollout.name"] = "vllm"
-        # TP only: 0.7.0's reward rollout has no PP key, and PP > 1 is a rule violation
-        ov[f"{prefix}.rollout.tensor_model_parallel_size"] = rw.tp
-        if groups[REWARD_INFERENCE] != train_group:
-            rn, rp = pool_notes(
-                problem, plan.groups[groups[REWARD_INFERENCE]].devices, "reward pool", notes
-            )
-            ov[f"{prefix}.enable_resource_pool"] = True
-            ov[f"{prefix}.nnodes"], ov[f"{prefix}.n_gpus_per_node"] = rn, rp
-            pools["reward_pool"] = {"nnodes": rn, "n_gpus_per_node": rp}
+        _reward_overrides(problem, plan, release, ov, pools, notes)
     paths = _model_paths(problem, release)
     ov.update(paths)
     if (
@@ -291,6 +257,66 @@ def export_verl(
         "rule_violations": violations,
         "not_expressible": notes + violations,
     }
+
+
+def _pool_overrides(
+    problem: PlacementProblem, plan: PlacementPlan, release: VerlRelease, notes: list[str]
+) -> tuple[str, str, dict[str, Any], dict[str, dict[str, int]]]:
+    """The entry module, its config name, the pool overrides and the resource pools: one global
+    pool when generation shares training's GPUs, else one_step_off's trainer and rollout
+    pools."""
+    groups = plan.group_of()
+    train_group = groups[ACTOR_TRAINING]
+    disaggregated = groups[ACTOR_GENERATION] != train_group
+    trainer_devices = plan.groups[train_group].devices
+    nnodes, per_node = pool_notes(problem, trainer_devices, "trainer pool", notes)
+    ov: dict[str, Any] = {"trainer.nnodes": nnodes, "trainer.n_gpus_per_node": per_node}
+    pools: dict[str, dict[str, int]]
+    if disaggregated:
+        module, config = release.one_step_off_module, "one_step_off_ppo_megatron_trainer"
+        if problem.workflow.mode == "sync":
+            notes.append(
+                "generation apart from training: verl's only entry point for that "
+                "(one_step_off_policy) is one-step off-policy, not synchronous"
+            )
+        r_nodes, r_per = pool_notes(
+            problem, plan.groups[groups[ACTOR_GENERATION]].devices, "rollout pool", notes
+        )
+        ov["rollout.nnodes"], ov["rollout.n_gpus_per_node"] = r_nodes, r_per
+        ov["actor_rollout_ref.hybrid_engine"] = False  # one_step_off's trainer asserts it
+        pools = {
+            "trainer_pool": {"nnodes": nnodes, "n_gpus_per_node": per_node},
+            "rollout_pool": {"nnodes": r_nodes, "n_gpus_per_node": r_per},
+        }
+    else:
+        module, config = "verl.trainer.main_ppo", "ppo_megatron_trainer"
+        pools = {"global_pool": {"nnodes": nnodes, "n_gpus_per_node": per_node}}
+    return module, config, ov, pools
+
+
+def _reward_overrides(
+    problem: PlacementProblem,
+    plan: PlacementPlan,
+    release: VerlRelease,
+    ov: dict[str, Any],
+    pools: dict[str, dict[str, int]],
+    notes: list[str],
+) -> None:
+    """The reward model's rollout (TP only), in a pool of its own when it is apart from
+    training."""
+    groups = plan.group_of()
+    rw, prefix = plan.task(REWARD_INFERENCE), release.reward_prefix
+    ov[f"{prefix}.enable"] = True
+    ov[f"{prefix}.rollout.name"] = "vllm"
+    # TP only: 0.7.0's reward rollout has no PP key, and PP > 1 is a rule violation
+    ov[f"{prefix}.rollout.tensor_model_parallel_size"] = rw.tp
+    if groups[REWARD_INFERENCE] != groups[ACTOR_TRAINING]:
+        rn, rp = pool_notes(
+            problem, plan.groups[groups[REWARD_INFERENCE]].devices, "reward pool", notes
+        )
+        ov[f"{prefix}.enable_resource_pool"] = True
+        ov[f"{prefix}.nnodes"], ov[f"{prefix}.n_gpus_per_node"] = rn, rp
+        pools["reward_pool"] = {"nnodes": rn, "n_gpus_per_node": rp}
 
 
 def _hydra_value(v: Any) -> str:

@@ -46,6 +46,7 @@ from costmodels.decode import Instance, feasible_tps
 from costmodels.generation.engine import Engine
 from costmodels.generation.policy import Abort, Observation
 from costmodels.generation.requests import Request, balanced_assignment
+from costmodels.generation.result import SimResult
 from costmodels.reconfig import switch_cost
 from costmodels.rollout.parallelism import AdaptiveTP
 from costmodels.rollout.reward import InlineScorer, InlineScoring, RewardTimes
@@ -226,12 +227,7 @@ def run_round(
     are scored (the artifact's race, module doc); the round's result then carries the scores."""
     wl = pool.workload
     attempts = attempts or {}
-    requests, group_of, rid = [], {}, 0
-    for p in prompts:
-        for length in pool.responses(p, responses, attempts.get(p, 0)):
-            requests.append(Request(rid, pool.prompt_length(p), length, group=p))
-            group_of[rid] = p
-            rid += 1
+    requests, group_of = _round_requests(pool, prompts, responses, attempts)
     instances = _instances(wl, tp)
     engine = Engine(instances, requests, balanced_assignment(requests, len(instances)))
     racing = keep_prompts is not None
@@ -254,18 +250,8 @@ def run_round(
         scorer = InlineScorer(pool, wl.gpus, scoring, attempts) if inline else None  # type: ignore[arg-type]
         policies.append(RaceToCompletion(group_of, keep_prompts, kr, tick, scorer))  # type: ignore[arg-type]
     result = engine.run(policies) if policies else engine.run()
-    # (ready s, completed s, tokens) per finished response: ready is when it counts for the race
-    # (its score, scored inline; else its last token)
-    finished: dict[int, list[tuple[float, float, int]]] = {}
     exact = InlineScorer(pool, wl.gpus, scoring, attempts) if inline else None  # type: ignore[arg-type]
-    done = [
-        (rec.completed, req.id, req)
-        for req in requests
-        if (rec := result.records[req.id]).completed is not None
-    ]
-    for t, _, req in sorted(done, key=lambda d: (d[0], d[1])):
-        ready = exact.submit(req.group, t, req.output) if exact else t
-        finished.setdefault(req.group, []).append((ready, t, req.output))
+    finished = _finished(requests, result, exact)
     completion = {p: sorted(v)[kr - 1][0] for p, v in finished.items() if len(v) >= kr}
     if racing:
         kept = sorted(completion, key=lambda p: (completion[p], p))[:keep_prompts]
@@ -278,21 +264,7 @@ def run_round(
     end = max(completion[p] for p in kept)
     kept_set = set(kept)
     kept_responses = [(p, t, out) for p in kept for _, t, out in sorted(finished[p])[:kr]]
-    rewards = None
-    if exact is not None:
-        scores = {(p, j): v[0] for p in kept for j, v in enumerate(sorted(finished[p])[:kr])}
-        rewards = RewardTimes(
-            scores,
-            max(scores.values()),
-            exact.timeouts,
-            exact.cut_finishing,
-            exact.sandbox_busy_s,
-        )
-    released = {a["instance"]: a["time"] for a in result.actions if a["action"] == "Release"}
-    idle = 0.0
-    for i, (inst, timeline) in enumerate(zip(instances, result.timelines, strict=True)):
-        held = min(end, released.get(i, end))  # a freed instance trains from then on: not idle
-        idle += inst.tp * max(0.0, held - _busy_before(timeline, held))
+    rewards = None if exact is None else _reward_times(exact, finished, kept, kr)
     return RoundResult(
         kind or ("short" if racing else "plain"),
         list(prompts),
@@ -300,12 +272,74 @@ def run_round(
         [p for p in prompts if p not in kept_set],
         end,
         result.preemptions,
-        idle,
+        _idle_gpu_s(instances, result, end),
         tp,
         kept_responses,
         scaler.decision if scaler else ScaleDecision(),
         rewards=rewards,
     )
+
+
+def _round_requests(
+    pool: PromptPool, prompts: list[int], responses: int, attempts: dict[int, int]
+) -> tuple[list[Request], dict[int, int]]:
+    """``responses`` requests per prompt, in prompt order (their lengths drawn paired on the
+    prompt's attempt), and the prompt of each request id."""
+    requests, group_of, rid = [], {}, 0
+    for p in prompts:
+        for length in pool.responses(p, responses, attempts.get(p, 0)):
+            requests.append(Request(rid, pool.prompt_length(p), length, group=p))
+            group_of[rid] = p
+            rid += 1
+    return requests, group_of
+
+
+def _finished(
+    requests: list[Request], result: SimResult, exact: InlineScorer | None
+) -> dict[int, list[tuple[float, float, int]]]:
+    """Per prompt, its finished responses as (ready s, completed s, tokens), submitted to the
+    inline scorer in completion order when there is one."""
+    # (ready s, completed s, tokens) per finished response: ready is when it counts for the race
+    # (its score, scored inline; else its last token)
+    finished: dict[int, list[tuple[float, float, int]]] = {}
+    done = [
+        (rec.completed, req.id, req)
+        for req in requests
+        if (rec := result.records[req.id]).completed is not None
+    ]
+    for t, _, req in sorted(done, key=lambda d: (d[0], d[1])):
+        ready = exact.submit(req.group, t, req.output) if exact else t
+        finished.setdefault(req.group, []).append((ready, t, req.output))
+    return finished
+
+
+def _reward_times(
+    exact: InlineScorer,
+    finished: dict[int, list[tuple[float, float, int]]],
+    kept: list[int],
+    kr: int,
+) -> RewardTimes:
+    """When each kept response was scored, the last score, and the scorer's timeouts, cut
+    responses and sandbox time."""
+    scores = {(p, j): v[0] for p in kept for j, v in enumerate(sorted(finished[p])[:kr])}
+    return RewardTimes(
+        scores,
+        max(scores.values()),
+        exact.timeouts,
+        exact.cut_finishing,
+        exact.sandbox_busy_s,
+    )
+
+
+def _idle_gpu_s(instances: list[Instance], result: SimResult, end: float) -> float:
+    """GPU-seconds the round's instances sat idle before ``end`` (a released one only until its
+    release)."""
+    released = {a["instance"]: a["time"] for a in result.actions if a["action"] == "Release"}
+    idle = 0.0
+    for i, (inst, timeline) in enumerate(zip(instances, result.timelines, strict=True)):
+        held = min(end, released.get(i, end))  # a freed instance trains from then on: not idle
+        idle += inst.tp * max(0.0, held - _busy_before(timeline, held))
+    return idle
 
 
 def projected_round_s(pool: PromptPool, r: RoundResult, tp: int) -> float:
@@ -372,59 +406,116 @@ def simulate_epoch(
             f"speculation factors must be >= 1, got η_P={eta_prompts}, η_R={eta_responses}"
         )
     pool = PromptPool(workload, seed)
-    p0, r0 = workload.prompts_per_step, workload.responses_per_prompt
     tp = tp or workload.tp
     long_tp = long_tp or tp
     allowed = allowed_tps or feasible_tps(
         get_model(workload.model), workload.gpus, workload.gpus_per_node
     )
     rule = AdaptiveTP(tp, allowed) if adaptive_tp else None
-    launch_p, launch_r = launch_count(eta_prompts, p0), launch_count(eta_responses, r0)
-    speculative = launch_p > p0 or launch_r > r0
-    fresh = deque(range(pool.size))
-    queue: deque[int] = deque()
-    attempts: dict[int, int] = {}
-    history: list[int] = []
-    out = EpochResult([])
-    current: int | None = None
-    while fresh or queue:
-        # an epoch inside a solve stops at its limit (costmodels.solving), also between rounds
-        checkpoint()
-        if max_rounds is not None and len(out.rounds) >= max_rounds:
-            break
-        long_round = len(queue) >= p0 or (queue and not fresh)
-        use_tp = rule.tp if rule else (long_tp if long_round else tp)
+    epoch = _Epoch(
+        pool, eta_prompts, eta_responses, tp, long_tp, rule, tp_guard, tick, scale, scoring
+    )
+    return epoch.run(max_rounds)
+
+
+class _Epoch:
+    """One epoch's state between rounds: fresh prompts in dataset order, the long-prompt queue,
+    each prompt's attempts, the response lengths seen, the TP in use and the rounds so far."""
+
+    def __init__(
+        self,
+        pool: PromptPool,
+        eta_prompts: float,
+        eta_responses: float,
+        tp: int,
+        long_tp: int,
+        rule: AdaptiveTP | None,
+        tp_guard: bool,
+        tick: float,
+        scale: ScaleRule | None,
+        scoring: InlineScoring | None,
+    ) -> None:
+        self.pool, self.workload = pool, pool.workload
+        self.p0, self.r0 = self.workload.prompts_per_step, self.workload.responses_per_prompt
+        self.tp, self.long_tp, self.rule, self.tp_guard = tp, long_tp, rule, tp_guard
+        self.tick, self.scale, self.scoring = tick, scale, scoring
+        self.launch_p = launch_count(eta_prompts, self.p0)
+        self.launch_r = launch_count(eta_responses, self.r0)
+        self.fresh = deque(range(pool.size))
+        self.queue: deque[int] = deque()
+        self.attempts: dict[int, int] = {}
+        self.history: list[int] = []
+        self.out = EpochResult([])
+        self.current: int | None = None
+
+    def run(self, max_rounds: int | None) -> EpochResult:
+        """Rounds until every prompt is trained (or ``max_rounds``)."""
+        out, rule = self.out, self.rule
+        while self.fresh or self.queue:
+            # an epoch inside a solve stops at its limit (costmodels.solving), also between rounds
+            checkpoint()
+            if max_rounds is not None and len(out.rounds) >= max_rounds:
+                break
+            long_round = len(self.queue) >= self.p0 or (self.queue and not self.fresh)
+            use_tp = rule.tp if rule else (self.long_tp if long_round else self.tp)
+            r = self._round(bool(long_round), use_tp)
+            self._reconfigure(r, use_tp)
+            if rule:
+                self._guard(rule, r, use_tp)
+            self._account(r)
+        return out
+
+    def _round(self, long_round: bool, use_tp: int) -> RoundResult:
+        """The next round at ``use_tp``: a long round of the queue's first P0 prompts, else a
+        short (racing, when speculative) or plain round of fresh ones."""
         at = functools.partial(
-            run_round, pool, tp=use_tp, attempts=attempts, tick=tick, scale=scale, history=history
+            run_round,
+            self.pool,
+            tp=use_tp,
+            attempts=self.attempts,
+            tick=self.tick,
+            scale=self.scale,
+            history=self.history,
         )
+        queue, fresh, p0, r0 = self.queue, self.fresh, self.p0, self.r0
         if long_round:
             prompts = [queue.popleft() for _ in range(min(p0, len(queue)))]
-            r = at(prompts, r0, kind="long")
-        else:
-            prompts = [fresh.popleft() for _ in range(min(launch_p, len(fresh)))]
-            if speculative:
-                race = {"keep_prompts": min(p0, len(prompts)), "keep_responses": r0}
-                r = at(prompts, launch_r, scoring=scoring, **race)
-            else:
-                r = at(prompts, r0)
-        if current is not None and use_tp != current:
+            return at(prompts, r0, kind="long")
+        prompts = [fresh.popleft() for _ in range(min(self.launch_p, len(fresh)))]
+        if self.launch_p > p0 or self.launch_r > r0:
+            race = {"keep_prompts": min(p0, len(prompts)), "keep_responses": r0}
+            return at(prompts, self.launch_r, scoring=self.scoring, **race)
+        return at(prompts, r0)
+
+    def _reconfigure(self, r: RoundResult, use_tp: int) -> None:
+        """A TP change since the last round costs the weight re-sharding."""
+        workload = self.workload
+        if self.current is not None and use_tp != self.current:
             inst = Instance(
                 get_model(workload.model), get_gpu(workload.gpu), use_tp, workload.serving()
             )
-            r.reconfig_s = switch_cost(inst, current, get_gpu(workload.gpu).link_gb_per_s)["cost_s"]
-        current = use_tp
-        if rule:
-            proposed = rule.observe(r.preemptions)
-            if tp_guard and proposed != use_tp:
-                faster = projected_round_s(pool, r, proposed) < projected_round_s(pool, r, use_tp)
-                if not faster:
-                    rule.tp = use_tp
-                    out.tp_vetoes += 1
+            switch = switch_cost(inst, self.current, get_gpu(workload.gpu).link_gb_per_s)
+            r.reconfig_s = switch["cost_s"]
+        self.current = use_tp
+
+    def _guard(self, rule: AdaptiveTP, r: RoundResult, use_tp: int) -> None:
+        """The TP rule observes the round's preemptions; with the latency guard, a change applies
+        only when the round would have run faster at the proposed TP."""
+        proposed = rule.observe(r.preemptions)
+        if self.tp_guard and proposed != use_tp:
+            pool = self.pool
+            faster = projected_round_s(pool, r, proposed) < projected_round_s(pool, r, use_tp)
+            if not faster:
+                rule.tp = use_tp
+                self.out.tp_vetoes += 1
+
+    def _account(self, r: RoundResult) -> None:
+        """Attempts, trained counts, response lengths and the deferred prompts of the round."""
+        out = self.out
         for p in r.launched:
-            attempts[p] = attempts.get(p, 0) + 1
+            self.attempts[p] = self.attempts.get(p, 0) + 1
         for p in r.kept:
             out.trained[p] = out.trained.get(p, 0) + 1
-        history.extend(t for _, _, t in r.responses)
-        queue.extend(r.deferred)
+        self.history.extend(t for _, _, t in r.responses)
+        self.queue.extend(r.deferred)
         out.rounds.append(r)
-    return out

@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterator
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import Field
@@ -54,7 +54,7 @@ from costmodels.solving import (
     SolverOutput,
     Status,
 )
-from formulations.highs import solve_highs
+from formulations.highs import HighsOutcome, solve_highs
 
 
 def _pinnings(
@@ -206,7 +206,7 @@ def _warm_columns(
     return cols
 
 
-def solve_cosched_optimal(  # noqa: C901
+def solve_cosched_optimal(
     problem: CoscheduleProblem,
     *,
     time_limit: float | None = None,
@@ -228,8 +228,6 @@ def solve_cosched_optimal(  # noqa: C901
     generation, the master runs over the columns found (singletons first, then the warm start's
     groups) and returns their best partition, status feasible, with
     :func:`resource_lower_bound` as its bound."""
-    from scipy.sparse import csc_matrix
-
     t0 = time.perf_counter()
     deadline = Deadline(time_limit)
     m = cosched_model(problem)
@@ -242,22 +240,8 @@ def solve_cosched_optimal(  # noqa: C901
     except DeadlineExceeded:
         cut_short = True
     gen_s = time.perf_counter() - t0
-    # the warm start's groups: a column of their own unless a cheaper one holds the same jobs
-    known = {members: (i, c) for i, (members, c, _) in enumerate(columns)}
-    start = []
-    for members, cost, g in warm:
-        if members in known and known[members][1] <= cost + 1e-9:
-            start.append(known[members][0])
-        else:
-            columns.append((members, cost, g))
-            start.append(len(columns) - 1)
+    start = _add_warm_columns(columns, warm)
     names = list(m.order)
-    row = {n: i for i, n in enumerate(names)}
-    r_idx, c_idx = [], []
-    for c, (members, _, _) in enumerate(columns):
-        for n in members:
-            r_idx.append(row[n])
-            c_idx.append(c)
     floor = resource_lower_bound(m, colocate)
     covered = {n for members, _, _ in columns for n in members}
     if covered != set(names):
@@ -272,6 +256,53 @@ def solve_cosched_optimal(  # noqa: C901
         return SolverOutput(
             Status.INFEASIBLE, message=f"no valid group holds job(s) {sorted(set(names) - covered)}"
         )
+    out = _solve_master(names, columns, start, deadline, seed)
+    stats = {
+        "columns": len(columns),
+        "columns_s": gen_s,
+        "highs_status": out.highs_status,
+        "solve_s": time.perf_counter() - t0 - gen_s,
+        "columns_cut_short": cut_short,
+        "space": space,
+        "resource_lower_bound": floor,
+    }
+    return _master_answer(columns, out, stats, floor, cut_short)
+
+
+def _add_warm_columns(
+    columns: list[tuple[tuple[str, ...], float, GroupState]],
+    warm: list[tuple[tuple[str, ...], float, GroupState]],
+) -> list[int]:
+    """Indices of the warm start's groups among ``columns``, appending those that are new."""
+    # the warm start's groups: a column of their own unless a cheaper one holds the same jobs
+    known = {members: (i, c) for i, (members, c, _) in enumerate(columns)}
+    start = []
+    for members, cost, g in warm:
+        if members in known and known[members][1] <= cost + 1e-9:
+            start.append(known[members][0])
+        else:
+            columns.append((members, cost, g))
+            start.append(len(columns) - 1)
+    return start
+
+
+def _solve_master(
+    names: list[str],
+    columns: list[tuple[tuple[str, ...], float, GroupState]],
+    start: list[int],
+    deadline: Deadline,
+    seed: int,
+) -> HighsOutcome:
+    """The set-partitioning master on HiGHS: every job in exactly one chosen group, at least
+    cost, started from the warm start's columns."""
+    from scipy.sparse import csc_matrix
+
+    row = {n: i for i, n in enumerate(names)}
+    r_idx, c_idx = [], []
+    for c, (members, _, _) in enumerate(columns):
+        for n in members:
+            r_idx.append(row[n])
+            c_idx.append(c)
     a = csc_matrix(
         (np.ones(len(r_idx)), (np.array(r_idx), np.array(c_idx))), shape=(len(names), len(columns))
     )
@@ -294,15 +325,17 @@ def solve_cosched_optimal(  # noqa: C901
     )
     if out.stopped == "time_limit":
         deadline.note_bound()
-    stats = {
-        "columns": len(columns),
-        "columns_s": gen_s,
-        "highs_status": out.highs_status,
-        "solve_s": time.perf_counter() - t0 - gen_s,
-        "columns_cut_short": cut_short,
-        "space": space,
-        "resource_lower_bound": floor,
-    }
+    return out
+
+
+def _master_answer(
+    columns: list[tuple[tuple[str, ...], float, GroupState]],
+    out: HighsOutcome,
+    stats: dict[str, Any],
+    floor: float,
+    cut_short: bool,
+) -> SolverOutput:
+    """The chosen groups as the plan; optimal only when every feasible group was a column."""
     if out.stopped == "infeasible":
         return SolverOutput(Status.INFEASIBLE, message="HiGHS: infeasible", stats=stats)
     if out.x is None:

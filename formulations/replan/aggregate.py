@@ -205,106 +205,132 @@ class _Model:
     ) -> tuple[bool | None, list[list[float]]]:
         """Is the model feasible at makespan ``m`` (None: HiGHS's node budget or ``time_limit``
         ran out before it knew); the layout counts when it found a solution."""
-        rows_r: list[int] = []
-        rows_c: list[int] = []
-        rows_v: list[float] = []
-        lo: list[float] = []
-        hi: list[float] = []
-
-        def row(cols: list[int], vals: list[float], low: float, high: float) -> None:
-            i = len(lo)
-            rows_r.extend([i] * len(cols))
-            rows_c.extend(cols)
-            rows_v.extend(vals)
-            lo.append(low)
-            hi.append(high)
-
-        col_hi: list[float] = []
-        integer: list[bool] = []
-
-        def col(upper: float, whole: bool = False) -> int:
-            col_hi.append(upper)
-            integer.append(whole and self.integral)
-            return len(col_hi) - 1
-
-        cls = self.classes
-        u = [
-            [col(len(nodes), True) for _ in lays]
-            for nodes, lays in zip(cls.nodes, cls.layouts, strict=True)
-        ]
-        for c, lays in enumerate(cls.layouts):
-            row(u[c], [1.0] * len(lays), len(cls.nodes[c]), len(cls.nodes[c]))
-        row(
-            [u[c][i] for c, lays in enumerate(cls.layouts) for i in range(len(lays))],
-            [float(g) for lays in cls.layouts for _, g, _ in lays],
-            -math.inf,
-            float(self.problem.budget),
-        )
+        mx = _Matrix(self.integral)
+        u = self._layout_rows(mx)
         cover: list[list[tuple[int, float]]] = [[] for _ in range(self.nb)]
-        for y in range(len(cls.types)):
-            per, tokens, alone, alpha, sigma = self.cost[y]
-            groups = []
-            for tau, k in self._groups(y, m):
-                # k < TOP_COUNTS: exactly k requests of bin τ per instance; k = TOP_COUNTS: at
-                # least that many (their count a column)
-                n = col(math.inf, True)
-                groups.append(n)
-                f = {b: col(self.N[b]) for b in range(tau) if math.isfinite(alone[b])}
-                top = k * per[tau], k * tokens[tau]
-                if k == TOP_COUNTS:
-                    f[tau] = col(self.N[tau])
-                    row([n, f[tau]], [float(k), -1.0], -math.inf, 0.0)
-                    top = 0.0, 0.0
-                else:
-                    cover[tau].append((n, float(k)))
-                for b, fc in f.items():
-                    cover[b].append((fc, 1.0))
-                fb = list(f)
-                row(
-                    list(f.values()) + [n],
-                    [per[b] for b in fb] + [alpha * self.L[tau] + sigma + top[0] - m],
-                    -math.inf,
-                    0.0,
-                )
-                row(
-                    list(f.values()) + [n],
-                    [tokens[b] for b in fb] + [sigma + top[1] - m],
-                    -math.inf,
-                    0.0,
-                )
-            offered = [
-                (u[c][i], -float(key[y]))
-                for c, lays in enumerate(cls.layouts)
-                for i, (key, _, _) in enumerate(lays)
-                if key[y]
-            ]
-            if groups:
-                row(
-                    groups + [c for c, _ in offered],
-                    [1.0] * len(groups) + [v for _, v in offered],
-                    -math.inf,
-                    0.0,
-                )
+        for y in range(len(self.classes.types)):
+            self._type_rows(mx, y, m, u, cover)
         for b in range(self.nb):
             if not cover[b]:
                 return False, []
-            row([c for c, _ in cover[b]], [v for _, v in cover[b]], self.N[b], self.N[b])
-        n_cols = len(col_hi)
-        a = csc_matrix((rows_v, (rows_r, rows_c)), shape=(len(lo), n_cols))
+            mx.row([c for c, _ in cover[b]], [v for _, v in cover[b]], self.N[b], self.N[b])
+        n_cols = len(mx.col_hi)
+        a = csc_matrix((mx.rows_v, (mx.rows_r, mx.rows_c)), shape=(len(mx.lo), n_cols))
         out = solve_highs(
             np.zeros(n_cols),
             a,
-            np.array(lo),
-            np.array(hi),
+            np.array(mx.lo),
+            np.array(mx.hi),
             np.zeros(n_cols),
-            np.array(col_hi),
-            integer if self.integral else None,
+            np.array(mx.col_hi),
+            mx.integer if self.integral else None,
             time_limit=time_limit,
             node_limit=NODES_PER_TEST,
         )
         if out.x is not None:
             return True, [[float(out.x[i]) for i in uc] for uc in u]
         return (False if out.stopped == "infeasible" else None), []
+
+    def _layout_rows(self, mx: _Matrix) -> list[list[int]]:
+        """The layout counts u_cℓ: Σ_ℓ u_cℓ = |c| per class, then (3) Σ_cℓ G_ℓ u_cℓ <= G_total."""
+        cls = self.classes
+        u = [
+            [mx.col(len(nodes), True) for _ in lays]
+            for nodes, lays in zip(cls.nodes, cls.layouts, strict=True)
+        ]
+        for c, lays in enumerate(cls.layouts):
+            mx.row(u[c], [1.0] * len(lays), len(cls.nodes[c]), len(cls.nodes[c]))
+        mx.row(
+            [u[c][i] for c, lays in enumerate(cls.layouts) for i in range(len(lays))],
+            [float(g) for lays in cls.layouts for _, g, _ in lays],
+            -math.inf,
+            float(self.problem.budget),
+        )
+        return u
+
+    def _type_rows(
+        self,
+        mx: _Matrix,
+        y: int,
+        m: float,
+        u: list[list[int]],
+        cover: list[list[tuple[int, float]]],
+    ) -> None:
+        """Type y's groups (τ, k) that fit ``m``: their columns n_yτk and f_yτkb, both forms of
+        (1) per group, then Σ_τk n_yτk <= Σ_cℓ a_ℓy u_cℓ; each group's share of (4) goes to
+        ``cover`` per bin."""
+        per, tokens, alone, alpha, sigma = self.cost[y]
+        groups = []
+        for tau, k in self._groups(y, m):
+            # k < TOP_COUNTS: exactly k requests of bin τ per instance; k = TOP_COUNTS: at
+            # least that many (their count a column)
+            n = mx.col(math.inf, True)
+            groups.append(n)
+            f = {b: mx.col(self.N[b]) for b in range(tau) if math.isfinite(alone[b])}
+            top = k * per[tau], k * tokens[tau]
+            if k == TOP_COUNTS:
+                f[tau] = mx.col(self.N[tau])
+                mx.row([n, f[tau]], [float(k), -1.0], -math.inf, 0.0)
+                top = 0.0, 0.0
+            else:
+                cover[tau].append((n, float(k)))
+            for b, fc in f.items():
+                cover[b].append((fc, 1.0))
+            fb = list(f)
+            mx.row(
+                list(f.values()) + [n],
+                [per[b] for b in fb] + [alpha * self.L[tau] + sigma + top[0] - m],
+                -math.inf,
+                0.0,
+            )
+            mx.row(
+                list(f.values()) + [n],
+                [tokens[b] for b in fb] + [sigma + top[1] - m],
+                -math.inf,
+                0.0,
+            )
+        cls = self.classes
+        offered = [
+            (u[c][i], -float(key[y]))
+            for c, lays in enumerate(cls.layouts)
+            for i, (key, _, _) in enumerate(lays)
+            if key[y]
+        ]
+        if groups:
+            mx.row(
+                groups + [c for c, _ in offered],
+                [1.0] * len(groups) + [v for _, v in offered],
+                -math.inf,
+                0.0,
+            )
+
+
+class _Matrix:
+    """The model at one M as it is built: rows in COO form with their bounds, and the columns'
+    upper bounds and integrality (whole columns are integer only in the integral model)."""
+
+    def __init__(self, integral: bool) -> None:
+        self.integral = integral
+        self.rows_r: list[int] = []
+        self.rows_c: list[int] = []
+        self.rows_v: list[float] = []
+        self.lo: list[float] = []
+        self.hi: list[float] = []
+        self.col_hi: list[float] = []
+        self.integer: list[bool] = []
+
+    def row(self, cols: list[int], vals: list[float], low: float, high: float) -> None:
+        i = len(self.lo)
+        self.rows_r.extend([i] * len(cols))
+        self.rows_c.extend(cols)
+        self.rows_v.extend(vals)
+        self.lo.append(low)
+        self.hi.append(high)
+
+    def col(self, upper: float, whole: bool = False) -> int:
+        self.col_hi.append(upper)
+        self.integer.append(whole and self.integral)
+        return len(self.col_hi) - 1
 
 
 def aggregate_bound(

@@ -68,7 +68,7 @@ from costmodels.replan.plan import NewInstance, ReplanPlan, layout_choice, plan_
 from costmodels.replan.problem import ReplanProblem, instance_cost
 from costmodels.replan.slots import layout_slots, slots
 from costmodels.solving import Deadline, SolverOutput, Status, Termination, note_work
-from formulations.highs import solve_highs
+from formulations.highs import HighsOutcome, solve_highs
 from formulations.replan.aggregate import aggregate_bound
 from formulations.replan.packing import best_packing
 
@@ -387,16 +387,57 @@ def solve_replan_milp(
     column_budget = (
         max_columns if max_columns is not None else (None if by_time else DEFAULT_MAX_COLUMNS)
     )
-    incumbent = None
-    if warm_start is not None:
-        incumbent = warm_start(
-            problem, time_limit=None if not by_time else 0.4 * time_limit, seed=seed
-        )
-        if incumbent.plan is None or check_replan(problem, incumbent.plan):
-            incumbent = None  # a heuristic's plan that breaks a rule, e.g. (2), is no incumbent
+    incumbent = _incumbent(problem, warm_start, time_limit, seed)
     # no plan here (no bin fits, or every packing breaks (2)) leaves the per-slot model to decide
     scale = _at_scale(problem, incumbent, deadline, mip_gap)
     stats = dict(scale.stats)
+    early = _settled_at_scale(problem, scale, mip_gap)
+    if early is not None:
+        return early
+    model = build(problem, floor=scale.bound)
+    a, cost, n_rows, n_cols = _slot_matrix(model)
+    warm = None if scale.plan is None else _warm_values(model, problem, scale.plan, n_cols)
+    build_s = time.perf_counter() - t0
+    skip = _skip_reason(n_cols, column_budget, deadline)
+    stats.update({"columns": n_cols, "rows": n_rows, "build_s": build_s})
+    if skip:
+        # HiGHS's presolve alone would overrun: the packing's plan and the aggregate bound stand
+        stats["highs_status"] = "skipped (budget)" if column_budget else "skipped (time limit)"
+        if scale.plan is None:
+            return SolverOutput(Status.NO_SOLUTION, message=f"{skip}; no plan found", stats=stats)
+        return scale.output(Status.FEASIBLE, f"{skip}; {scale.source}", stats)
+    out = _run_highs(model, a, cost, warm, deadline, mip_gap, seed, threads, node_budget)
+    stats.update(
+        {
+            "nonzeros": int(a.nnz),
+            "solve_s": time.perf_counter() - t0 - build_s,
+            "highs_status": out.highs_status,
+            "nodes": out.nodes,
+        }
+    )
+    return _highs_answer(problem, model, scale, out, stats, mip_gap)
+
+
+def _incumbent(
+    problem: ReplanProblem,
+    warm_start: Callable[..., SolverOutput] | None,
+    time_limit: float | None,
+    seed: int,
+) -> SolverOutput | None:
+    """The warm-start heuristic's answer (with 40% of a time limit), when its plan passes the
+    validator."""
+    if warm_start is None:
+        return None
+    by_time = time_limit is not None
+    incumbent = warm_start(problem, time_limit=None if not by_time else 0.4 * time_limit, seed=seed)
+    if incumbent.plan is None or check_replan(problem, incumbent.plan):
+        return None  # a heuristic's plan that breaks a rule, e.g. (2), is no incumbent
+    return incumbent
+
+
+def _settled_at_scale(problem: ReplanProblem, scale: _Scale, mip_gap: float) -> SolverOutput | None:
+    """The answer without the per-slot model: the packing's plan proved within the gap, or a
+    large model whose gap is already under HANDOVER_GAP (None: build the model)."""
     if scale.objective <= scale.bound * (1.0 + mip_gap):
         return scale.output(Status.OPTIMAL, f"{scale.source}: proved within the gap {mip_gap:g}")
     # the per-slot model's size before it is built: per slot a z and at most an x per bin
@@ -408,7 +449,11 @@ def solve_replan_milp(
             f"{scale.source}; gap under {HANDOVER_GAP:g}, the per-slot model (about {columns} "
             "columns) not started",
         )
-    model = build(problem, floor=scale.bound)
+    return None
+
+
+def _slot_matrix(model: dict[str, Any]) -> tuple[Any, np.ndarray, int, int]:
+    """The built model's constraint matrix, its cost (M alone) and its row and column counts."""
     cols, rows = model["cols"], model["rows"]
     n_cols, n_rows = len(cols.lower), len(rows.lo)
     from scipy.sparse import csc_matrix
@@ -419,32 +464,44 @@ def solve_replan_milp(
     )
     cost = np.zeros(n_cols)
     cost[model["M"]] = 1.0
-    warm = None if scale.plan is None else _warm_values(model, problem, scale.plan, n_cols)
-    build_s = time.perf_counter() - t0
+    return a, cost, n_rows, n_cols
+
+
+def _skip_reason(n_cols: int, column_budget: int | None, deadline: Deadline) -> str:
+    """Why the per-slot model is not handed to HiGHS (over the column budget, or too little time
+    left for its presolve); empty: it is."""
     left = deadline.remaining()
     skip = ""
     if column_budget is not None and n_cols > column_budget:
         skip = f"the per-slot model's {n_cols} columns are over the budget of {column_budget}"
     elif left is not None and left < n_cols * SECONDS_PER_COLUMN:
         skip = f"{left:.2f} s left for the per-slot model's {n_cols} columns"
-    stats.update({"columns": n_cols, "rows": n_rows, "build_s": build_s})
-    if skip:
-        # HiGHS's presolve alone would overrun: the packing's plan and the aggregate bound stand
-        stats["highs_status"] = "skipped (budget)" if column_budget else "skipped (time limit)"
-        if scale.plan is None:
-            return SolverOutput(Status.NO_SOLUTION, message=f"{skip}; no plan found", stats=stats)
-        return scale.output(Status.FEASIBLE, f"{skip}; {scale.source}", stats)
+    return skip
+
+
+def _run_highs(
+    model: dict[str, Any],
+    a: Any,
+    cost: np.ndarray,
+    warm: np.ndarray | None,
+    deadline: Deadline,
+    mip_gap: float,
+    seed: int,
+    threads: int | None,
+    node_budget: int | None,
+) -> HighsOutcome:
+    """HiGHS on the per-slot model, warm-started, until the deadline or the node budget."""
     remaining = deadline.remaining()
     # no restarts and no sub-MIP heuristics: on replan-64 they spent 34 s of root work without
     # improving the warm start or the bound (the packing's plan and the aggregate bound supply both)
     out = solve_highs(
         cost,
         a,
-        np.array(rows.lo, dtype=float),
-        np.array(rows.hi, dtype=float),
-        np.array(cols.lower, dtype=float),
-        np.array(cols.upper, dtype=float),
-        cols.integer,
+        np.array(model["rows"].lo, dtype=float),
+        np.array(model["rows"].hi, dtype=float),
+        np.array(model["cols"].lower, dtype=float),
+        np.array(model["cols"].upper, dtype=float),
+        model["cols"].integer,
         time_limit=None if remaining is None else max(0.05, remaining),
         mip_gap=mip_gap,
         seed=seed,
@@ -457,14 +514,19 @@ def solve_replan_milp(
     if out.stopped == "time_limit":
         deadline.note_bound()
     note_work(out.nodes, node_budget, "nodes")
-    stats.update(
-        {
-            "nonzeros": int(a.nnz),
-            "solve_s": time.perf_counter() - t0 - build_s,
-            "highs_status": out.highs_status,
-            "nodes": out.nodes,
-        }
-    )
+    return out
+
+
+def _highs_answer(
+    problem: ReplanProblem,
+    model: dict[str, Any],
+    scale: _Scale,
+    out: HighsOutcome,
+    stats: dict[str, Any],
+    mip_gap: float,
+) -> SolverOutput:
+    """HiGHS's plan when it beats the packing's, against the better of its bound and the
+    aggregate one."""
     # HiGHS's bound, or the aggregate one (M's lower bound) when the search stopped before it had
     # one
     bound = max(out.dual_bound, scale.bound) if out.dual_bound is not None else scale.bound

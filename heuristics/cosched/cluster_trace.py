@@ -211,77 +211,109 @@ def simulate_trace(
     if not migration_gain > 0:
         raise ValueError(f"migration_gain must be > 0, got {migration_gain}")
     m = cosched_model(problem)
-    specs = {j.name: j for j in problem.jobs.jobs}
     missing = [i for i, j in enumerate(problem.jobs.jobs) if j.duration_s is None]
     if missing:
         raise SpecError(
             f"jobs[{missing[0]}].duration_s", None, "a trace needs every job's running time"
         )
     sched = _scheduler(problem, policy, seed, baseline_slo_check, solve_optimal, optimal_time_limit)
-    arrivals = sorted(problem.jobs.jobs, key=lambda j: (j.arrival_s, j.name))
-    remaining: dict[str, float] = {}  # solo-seconds of work left
-    rate: dict[str, float] = {}
-    results: dict[str, dict[str, Any]] = {}
-    timeline: list[dict[str, float]] = []
-    decisions: list[float] = []
-    snapshot: list[GroupState] = []
-    now, i, most = 0.0, 0, 0
+    replay = _Replay(problem, m, sched, migration_gain)
+    replay.run()
+    unproven = sched.unproven if isinstance(sched, _OptimalPolicy) else 0
+    return TraceResult(
+        policy, replay.timeline, replay.results, replay.decisions, replay.snapshot, unproven
+    )
 
-    def rates() -> None:
+
+class _Replay:
+    """One trace's event loop: jobs arrive in order and leave when their solo-seconds of work
+    are done at the rates their groups' co-execution gives; the pools are recorded at every
+    event."""
+
+    def __init__(
+        self, problem: CoscheduleProblem, m: CoschedModel, sched: Any, migration_gain: float
+    ) -> None:
+        self.m, self.sched, self.migration_gain = m, sched, migration_gain
+        self.specs = {j.name: j for j in problem.jobs.jobs}
+        self.arrivals = sorted(problem.jobs.jobs, key=lambda j: (j.arrival_s, j.name))
+        self.remaining: dict[str, float] = {}  # solo-seconds of work left
+        self.rate: dict[str, float] = {}
+        self.results: dict[str, dict[str, Any]] = {}
+        self.timeline: list[dict[str, float]] = []
+        self.decisions: list[float] = []
+        self.snapshot: list[GroupState] = []
+        self.now, self.i, self.most = 0.0, 0, 0
+
+    def run(self) -> None:
+        """Every event in time order until the last job has left."""
+        remaining, rate = self.remaining, self.rate
+        while self.i < len(self.arrivals) or remaining:
+            # the next departure at the current rates (rates change at every event: no heap)
+            dep = min(
+                ((self.now + remaining[n] / rate[n], n) for n in remaining),
+                default=(float("inf"), ""),
+            )
+            arr = self.arrivals[self.i].arrival_s if self.i < len(self.arrivals) else float("inf")
+            t = min(dep[0], arr)
+            for n in remaining:
+                remaining[n] -= (t - self.now) * rate[n]
+            self.now = t
+            if arr <= dep[0]:
+                self.arrive()
+            else:
+                self.depart(dep[1])
+            self.rates()
+            self.record()
+
+    def arrive(self) -> None:
+        """The next job arrives: the policy places it (timed), and the largest set of jobs
+        present so far is snapshotted."""
+        job = self.arrivals[self.i]
+        self.i += 1
+        t0 = time.perf_counter()
+        self.sched.arrive(job.name)
+        self.decisions.append(time.perf_counter() - t0)
+        self.remaining[job.name] = float(job.duration_s)
+        if len(self.remaining) >= self.most:
+            self.most, self.snapshot = len(self.remaining), [g.copy() for g in self.sched.groups]
+
+    def depart(self, name: str) -> None:
+        """Job ``name`` has done its work: its slowdown against its SLO, then the policy lets it
+        go."""
+        del self.remaining[name]
+        spec = self.specs[name]
+        wall = self.now - spec.arrival_s
+        slowdown = wall / float(spec.duration_s)
+        self.results[name] = {
+            "arrival_s": spec.arrival_s,
+            "departure_s": self.now,
+            "duration_s": spec.duration_s,
+            "slowdown": slowdown,
+            "slo": spec.slo,
+            "meets_slo": slowdown <= spec.slo * (1 + 1e-9),
+        }
+        self.sched.depart(name)
+
+    def rates(self) -> None:
+        """Each job's progress in solo-seconds per second: solo time over its group's period
+        (co-executed groups' periods shortened by the migration gain)."""
+        m, rate = self.m, self.rate
         rate.clear()
-        for g in sched.groups:
-            gain = migration_gain if len(g.members) > 1 and not g.colocated else 1.0
+        for g in self.sched.groups:
+            gain = self.migration_gain if len(g.members) > 1 and not g.colocated else 1.0
             for name, period in coexec_times(m, g).items():
                 rate[name] = m.jobs[name].solo_s / (period / gain)
 
-    def record() -> None:
-        cost, gr, gt = _pools(m, sched.groups)
-        timeline.append(
+    def record(self) -> None:
+        """The pools' cost and GPUs, jobs and groups now."""
+        cost, gr, gt = _pools(self.m, self.sched.groups)
+        self.timeline.append(
             {
-                "time": now,
+                "time": self.now,
                 "cost_per_h": cost,
                 "rollout_gpus": gr,
                 "train_gpus": gt,
-                "jobs": len(remaining),
-                "groups": len(sched.groups),
+                "jobs": len(self.remaining),
+                "groups": len(self.sched.groups),
             }
         )
-
-    while i < len(arrivals) or remaining:
-        # the next departure at the current rates (rates change at every event: no heap)
-        dep = min(
-            ((now + remaining[n] / rate[n], n) for n in remaining), default=(float("inf"), "")
-        )
-        arr = arrivals[i].arrival_s if i < len(arrivals) else float("inf")
-        t = min(dep[0], arr)
-        for n in remaining:
-            remaining[n] -= (t - now) * rate[n]
-        now = t
-        if arr <= dep[0]:
-            job = arrivals[i]
-            i += 1
-            t0 = time.perf_counter()
-            sched.arrive(job.name)
-            decisions.append(time.perf_counter() - t0)
-            remaining[job.name] = float(job.duration_s)
-            if len(remaining) >= most:
-                most, snapshot = len(remaining), [g.copy() for g in sched.groups]
-        else:
-            name = dep[1]
-            del remaining[name]
-            spec = specs[name]
-            wall = now - spec.arrival_s
-            slowdown = wall / float(spec.duration_s)
-            results[name] = {
-                "arrival_s": spec.arrival_s,
-                "departure_s": now,
-                "duration_s": spec.duration_s,
-                "slowdown": slowdown,
-                "slo": spec.slo,
-                "meets_slo": slowdown <= spec.slo * (1 + 1e-9),
-            }
-            sched.depart(name)
-        rates()
-        record()
-    unproven = sched.unproven if isinstance(sched, _OptimalPolicy) else 0
-    return TraceResult(policy, timeline, results, decisions, snapshot, unproven)

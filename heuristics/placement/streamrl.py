@@ -41,7 +41,7 @@ from costmodels.placement.space import (
     placement_keeper,
     task_configs,
 )
-from costmodels.solving import Deadline, SolverOutput, Status
+from costmodels.solving import Deadline, KeepBest, SolverOutput, Status
 from costmodels.workflow import TaskKind
 
 #: largest unit list whose subsets are all tried (2^10 - 2 sides)
@@ -91,7 +91,7 @@ def _shared_configs(problem: PlacementProblem, others: list, gpus: list[str]) ->
     return sorted(shared or ())
 
 
-def solve_streamrl(  # noqa: C901
+def solve_streamrl(
     problem: PlacementProblem,
     *,
     time_limit: float | None = None,
@@ -108,6 +108,8 @@ def solve_streamrl(  # noqa: C901
         ),
     ] = None,
 ) -> SolverOutput:
+    """The sweep (module doc): sides in order, each side's configurations by coordinate descent,
+    until the sides, the ``candidates`` budget or the time limit run out."""
     del seed  # deterministic sweep
     deadline = Deadline(time_limit)
     budget = (
@@ -115,68 +117,9 @@ def solve_streamrl(  # noqa: C901
         if candidates is not None
         else (DEFAULT_CANDIDATES if time_limit is None else None)
     )
-    spent = False
-    ids = [d.id for d in problem.topology.devices]
-    tasks = problem.tasks
-    gen = next(t for t in tasks if t.kind is TaskKind.GENERATION)
-    others = [t for t in tasks if t is not gen]
     keep = placement_keeper(problem)
-    stopped = False
     sides = generation_sides(problem)
-
-    def tune(gen_gpus: list[str], rest: list[str]) -> Iterator[None]:
-        """Coordinate descent over the two sides' configurations; yields after each candidate."""
-        gen_cfgs = [
-            c
-            for c in task_configs(problem, gen, len(gen_gpus), is_heterogeneous(problem, gen_gpus))
-            if c.pp == 1
-        ]
-        shared = _shared_configs(problem, others, rest)
-        if not gen_cfgs or not shared:
-            return
-        groups = [([gen.name], gen_gpus), ([t.name for t in others], rest)]
-
-        def cost(gc: TaskConfig, oc: TaskConfig) -> float:
-            return keep.offer(
-                build_plan(problem, groups, {gen.name: gc, **{t.name: oc for t in others}})
-            )
-
-        best_g, best_o, best = gen_cfgs[0], None, float("inf")
-        for oc in shared:  # the rest's first configuration that fits beside any generation config
-            for gc in gen_cfgs:
-                c = cost(gc, oc)
-                yield
-                if c < best:
-                    best, best_g, best_o = c, gc, oc
-            if best_o is not None:
-                break
-        if best_o is None:
-            return
-        # generation with the rest fixed is swept in the loop above; now the rest, then generation
-        for _ in range(2):
-            for oc in shared:
-                c = cost(best_g, oc)
-                yield
-                if c < best:
-                    best, best_o = c, oc
-            for gc in gen_cfgs:
-                c = cost(gc, best_o)
-                yield
-                if c < best:
-                    best, best_g = c, gc
-
-    for side in sides:
-        gen_gpus = [ids[i] for i in sorted(side)]
-        rest = [ids[i] for i in range(len(ids)) if i not in side]
-        for _ in tune(gen_gpus, rest):
-            if budget is not None and keep.offered >= budget:
-                spent = True
-                break
-            if deadline.expired():
-                stopped = True
-                break
-        if stopped or spent:
-            break
+    stopped, spent = _sweep(problem, keep, sides, budget, deadline)
     if keep.plan is None:
         if stopped:
             return SolverOutput(
@@ -198,3 +141,77 @@ def solve_streamrl(  # noqa: C901
         + (f" (the budget of {budget} candidates ended the sweep)" if spent else ""),
         stats={"candidates": keep.offered, "sides": len(sides)},
     )
+
+
+def _sweep(
+    problem: PlacementProblem,
+    keep: KeepBest,
+    sides: list[frozenset[int]],
+    budget: int | None,
+    deadline: Deadline,
+) -> tuple[bool, bool]:
+    """Tune every side in turn, stopping at the budget of candidates or the deadline; whether
+    the deadline (``stopped``) or the budget (``spent``) ended the sweep."""
+    spent = False
+    ids = [d.id for d in problem.topology.devices]
+    stopped = False
+    for side in sides:
+        gen_gpus = [ids[i] for i in sorted(side)]
+        rest = [ids[i] for i in range(len(ids)) if i not in side]
+        for _ in _tune(problem, keep, gen_gpus, rest):
+            if budget is not None and keep.offered >= budget:
+                spent = True
+                break
+            if deadline.expired():
+                stopped = True
+                break
+        if stopped or spent:
+            break
+    return stopped, spent
+
+
+def _tune(
+    problem: PlacementProblem, keep: KeepBest, gen_gpus: list[str], rest: list[str]
+) -> Iterator[None]:
+    """Coordinate descent over the two sides' configurations; yields after each candidate."""
+    tasks = problem.tasks
+    gen = next(t for t in tasks if t.kind is TaskKind.GENERATION)
+    others = [t for t in tasks if t is not gen]
+    gen_cfgs = [
+        c
+        for c in task_configs(problem, gen, len(gen_gpus), is_heterogeneous(problem, gen_gpus))
+        if c.pp == 1
+    ]
+    shared = _shared_configs(problem, others, rest)
+    if not gen_cfgs or not shared:
+        return
+    groups = [([gen.name], gen_gpus), ([t.name for t in others], rest)]
+
+    def cost(gc: TaskConfig, oc: TaskConfig) -> float:
+        return keep.offer(
+            build_plan(problem, groups, {gen.name: gc, **{t.name: oc for t in others}})
+        )
+
+    best_g, best_o, best = gen_cfgs[0], None, float("inf")
+    for oc in shared:  # the rest's first configuration that fits beside any generation config
+        for gc in gen_cfgs:
+            c = cost(gc, oc)
+            yield
+            if c < best:
+                best, best_g, best_o = c, gc, oc
+        if best_o is not None:
+            break
+    if best_o is None:
+        return
+    # generation with the rest fixed is swept in the loop above; now the rest, then generation
+    for _ in range(2):
+        for oc in shared:
+            c = cost(best_g, oc)
+            yield
+            if c < best:
+                best, best_o = c, oc
+        for gc in gen_cfgs:
+            c = cost(gc, best_o)
+            yield
+            if c < best:
+                best, best_g = c, gc

@@ -84,7 +84,7 @@ class _EpochBudgetSpent(Exception):
     """The search asked for a rollout setting past its epoch budget (a deterministic stop)."""
 
 
-def solve_search(  # noqa: C901
+def solve_search(
     problem: RolloutProblem,
     *,
     time_limit: float | None = None,
@@ -116,97 +116,128 @@ def solve_search(  # noqa: C901
     problem's epoch cache already holds them, so the same job, seed and budget give the same plan
     on any machine and in any process; the time limit (or the default cap) is a safety net."""
     deadline = Deadline(time_limit)
-    trace = Trace(deadline)
-    tried: set[tuple] = set()  # rollout settings this search asked for (simulated or found cached)
     budget = epochs if epochs is not None else (DEFAULT_EPOCHS if time_limit is None else None)
-
-    def objective(pr: RolloutProblem, plan: RolloutPlan) -> float:
-        key = plan.rollout_key()
-        if key not in tried:
-            if budget is not None and len(tried) >= budget:
-                raise _EpochBudgetSpent
-            tried.add(key)
-        return _objective(pr, plan)
-
-    keep = KeepBest(problem, objective, check_rollout, tol=1e-9)
-    wl = problem.workload
-    groups, plans = space_size(wl)
-    passes = seen = 0
-    exhaustive = groups <= exhaustive_below
-
-    def report() -> None:  # (used, budget, best) for the CLI's bar: the whole space is the budget
-        if progress is not None:
-            progress(keep.offered, plans, keep.best)
-
+    search = _Search(problem, deadline, budget, progress)
+    exhaustive = search.groups <= exhaustive_below
     try:
         if exhaustive:
-            seen = offer_all(problem, keep, deadline, trace, budget)
+            search.seen = offer_all(problem, search.keep, deadline, search.trace, budget)
         else:
-            starts = (paper_plan(wl), verl_plan(wl))
-            for start in starts:
-                keep.offer(start)
-            trace.record(keep.best, keep.offered)
-            report()
-            if keep.plan is None:  # the local search moves from a valid plan: there is none
-                why = check_rollout(problem, starts[0])
-                return SolverOutput(
-                    Status.INFEASIBLE,
-                    message=f"neither the paper's nor veRL's settings are valid here: {why[0]}",
-                )
-            rng = random.Random(seed)
-            dims: list[tuple[str, Any]] = [
-                ("eta", eta_options),
-                ("tp", lambda: tp_options(wl)),
-                ("scale", scale_options),
-                ("reward", reward_options),
-                ("fetch", lambda: fetch_options(keep.plan.scale != "off")),
-            ]
-            while True:
-                passes += 1
-                before = keep.best
-                order = dims[:]
-                rng.shuffle(order)
-                for _, options in order:
-                    base = keep.plan.model_dump()
-                    for option in options():
-                        deadline.check()
-                        keep.offer(RolloutPlan(**{**base, **option}))
-                        report()
-                    trace.record(keep.best, keep.offered)
-                if keep.best >= before - 1e-9:
-                    break
+            refused = search.descend(seed)
+            if refused is not None:
+                return refused
     except DeadlineExceeded as exc:
         message = f"stopped: {exc}"
     except _EpochBudgetSpent:
-        message = f"the budget of {budget} rollout settings ended the search after {passes} passes"
+        message = (
+            f"the budget of {budget} rollout settings ended the search after {search.passes} passes"
+        )
     else:
         message = (
             (
                 "the whole space enumerated"
-                if seen == groups
-                else f"the budget ended the enumeration after {seen} of {groups} rollout groups"
+                if search.seen == search.groups
+                else f"the budget ended the enumeration after {search.seen} of {search.groups} "
+                "rollout groups"
             )
             if exhaustive
-            else f"coordinate descent converged after {passes} passes"
+            else f"coordinate descent converged after {search.passes} passes"
         )
-    if keep.plan is None:
-        return SolverOutput(Status.NO_SOLUTION, message=message)
-    complete = exhaustive and message == "the whole space enumerated" and seen == groups
-    status = Status.OPTIMAL if complete else Status.FEASIBLE
-    note_work(len(tried), budget, "rollout settings")
-    return SolverOutput(
-        status,
-        keep.plan,
-        keep.best,
-        message=f"search: {message}; {keep.offered} plans tried",
-        stats={
-            "plans_tried": keep.offered,
-            "rejected": keep.rejected,
-            "epochs_simulated": len(tried),
-            "space_rollout_groups": groups,
-            "space_plans": plans,
-            "passes": passes,
-            "exhaustive": exhaustive,
-            "trace": trace.rows(),
-        },
-    )
+    return search.output(message, exhaustive)
+
+
+class _Search:
+    """One search's state: the epoch budget and the rollout settings asked for, the best plan
+    kept, the anytime trace, the passes made and the rollout groups enumerated."""
+
+    def __init__(
+        self, problem: RolloutProblem, deadline: Deadline, budget: int | None, progress: Any
+    ) -> None:
+        self.problem, self.deadline = problem, deadline
+        self.budget, self.progress = budget, progress
+        self.trace = Trace(deadline)
+        self.tried: set[tuple] = set()  # rollout settings asked for (simulated or found cached)
+        self.keep = KeepBest(problem, self.objective, check_rollout, tol=1e-9)
+        self.wl = problem.workload
+        self.groups, self.plans = space_size(self.wl)
+        self.passes = self.seen = 0
+
+    def objective(self, pr: RolloutProblem, plan: RolloutPlan) -> float:
+        """The plan's objective, counting a rollout setting not asked for before against the
+        budget (past it: :class:`_EpochBudgetSpent`)."""
+        key = plan.rollout_key()
+        if key not in self.tried:
+            if self.budget is not None and len(self.tried) >= self.budget:
+                raise _EpochBudgetSpent
+            self.tried.add(key)
+        return _objective(pr, plan)
+
+    def report(self) -> None:
+        """(used, budget, best) for the CLI's bar: the whole space is the budget."""
+        if self.progress is not None:
+            self.progress(self.keep.offered, self.plans, self.keep.best)
+
+    def descend(self, seed: int) -> SolverOutput | None:
+        """Coordinate descent from the paper's and veRL's plans, passes in an order shuffled by
+        ``seed`` until a pass improves nothing; the refusal when neither start is valid."""
+        keep, wl = self.keep, self.wl
+        starts = (paper_plan(wl), verl_plan(wl))
+        for start in starts:
+            keep.offer(start)
+        self.trace.record(keep.best, keep.offered)
+        self.report()
+        if keep.plan is None:  # the local search moves from a valid plan: there is none
+            why = check_rollout(self.problem, starts[0])
+            return SolverOutput(
+                Status.INFEASIBLE,
+                message=f"neither the paper's nor veRL's settings are valid here: {why[0]}",
+            )
+        rng = random.Random(seed)
+        dims: list[tuple[str, Any]] = [
+            ("eta", eta_options),
+            ("tp", lambda: tp_options(wl)),
+            ("scale", scale_options),
+            ("reward", reward_options),
+            ("fetch", lambda: fetch_options(keep.plan.scale != "off")),
+        ]
+        while True:
+            self.passes += 1
+            before = keep.best
+            order = dims[:]
+            rng.shuffle(order)
+            for _, options in order:
+                base = keep.plan.model_dump()
+                for option in options():
+                    self.deadline.check()
+                    keep.offer(RolloutPlan(**{**base, **option}))
+                    self.report()
+                self.trace.record(keep.best, keep.offered)
+            if keep.best >= before - 1e-9:
+                return None
+
+    def output(self, message: str, exhaustive: bool) -> SolverOutput:
+        """The best plan, optimal when the whole space was enumerated."""
+        keep = self.keep
+        if keep.plan is None:
+            return SolverOutput(Status.NO_SOLUTION, message=message)
+        complete = (
+            exhaustive and message == "the whole space enumerated" and self.seen == self.groups
+        )
+        status = Status.OPTIMAL if complete else Status.FEASIBLE
+        note_work(len(self.tried), self.budget, "rollout settings")
+        return SolverOutput(
+            status,
+            keep.plan,
+            keep.best,
+            message=f"search: {message}; {keep.offered} plans tried",
+            stats={
+                "plans_tried": keep.offered,
+                "rejected": keep.rejected,
+                "epochs_simulated": len(self.tried),
+                "space_rollout_groups": self.groups,
+                "space_plans": self.plans,
+                "passes": self.passes,
+                "exhaustive": exhaustive,
+                "trace": self.trace.rows(),
+            },
+        )
