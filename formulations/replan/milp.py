@@ -72,9 +72,8 @@ from formulations.highs import HighsOutcome, solve_highs
 from formulations.replan.aggregate import aggregate_bound
 from formulations.replan.packing import best_packing
 
-# : HiGHS presolve + root LP time per column measured here (49k columns: ~1.9 s, 97k: ~2.7 s);
-# with less
-#: time per column HiGHS cannot finish its root within the limit
+#: HiGHS presolve + root LP time per column measured here (49k columns: ~1.9 s, 97k: ~2.7 s);
+#: with less time per column HiGHS cannot finish its root within the limit
 SECONDS_PER_COLUMN = 4e-5
 
 
