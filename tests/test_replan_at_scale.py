@@ -19,7 +19,8 @@ from costmodels.replan.slots import layout_slots
 from costmodels.solving import Status
 from formulations.replan.aggregate import aggregate_bound
 from formulations.replan.bruteforce import solve_replan_bruteforce
-from formulations.replan.milp import lower_bound, solve_replan_milp
+from formulations.replan.fluid import lower_bound
+from formulations.replan.milp import solve_replan_milp
 from formulations.replan.packing import makespan, pack
 from heuristics.replan.greedy import keep_choice, solve_greedy
 from search.replan.loads import Loads

@@ -55,7 +55,6 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Annotated, Any
 
 import numpy as np
@@ -64,13 +63,13 @@ from pydantic import Field
 from costmodels.replan.check import check_replan
 from costmodels.replan.judge import evaluate_replan
 from costmodels.replan.layouts import Slot
-from costmodels.replan.plan import NewInstance, ReplanPlan, layout_choice, plan_counts, to_plan
+from costmodels.replan.plan import NewInstance, ReplanPlan, plan_counts
 from costmodels.replan.problem import ReplanProblem, instance_cost
-from costmodels.replan.slots import layout_slots, slots
-from costmodels.solving import Deadline, SolverOutput, Status, Termination, note_work
+from costmodels.replan.slots import slots
+from costmodels.solving import Deadline, SolverOutput, Status, note_work
 from formulations.highs import HighsOutcome, solve_highs
-from formulations.replan.aggregate import aggregate_bound
-from formulations.replan.packing import best_packing
+from formulations.replan.at_scale import Scale, at_scale
+from formulations.replan.fluid import lower_bound
 
 #: HiGHS presolve + root LP time per column measured here (49k columns: ~1.9 s, 97k: ~2.7 s);
 #: with less time per column HiGHS cannot finish its root within the limit
@@ -213,33 +212,6 @@ def _slot_model(
         v1.append(-cfg.migrate[b])
     rows.add(c1, v1, 0.0, inf)
     return {"slot": sl, "x": x, "z": z, "m": m, "S": S, "local": local}
-
-
-def lower_bound(problem: ReplanProblem) -> float:
-    """A bound every plan respects, cheap at any size: the larger of
-
-    * the longest request alone: M >= max_b min_y (α_y L_b + w_yb) over configurations it fits;
-    * the pool's fluid work: T_j >= Σ_b x_jb c_yb with c_yb = w_yb + α_y L_b / B_yb (S_j is at
-      least the tokens over the concurrency), so M G_total >= Σ_j t_j T_j >= Σ_b N_b min_y t_y
-      c_yb."""
-    fluid = 0.0
-    for b, bn in enumerate(problem.bins):
-        per = [c.tp * c.floor[b] for c in problem.configs.values() if c.fits(b)]
-        if per:
-            fluid += bn.count * min(per)
-    return max(_longest_alone(problem), fluid / problem.budget)
-
-
-def _longest_alone(problem: ReplanProblem) -> float:
-    """Every request runs somewhere: M >= max_b min_y (α_y L_b + w_yb) over configurations it
-    fits."""
-    best = 0.0
-    for b, bn in enumerate(problem.bins):
-        # a min over every configuration (a superset of what any node may run) stays a bound
-        options = [c.alpha * bn.upper + c.work[b] for c in problem.configs.values() if c.fits(b)]
-        if options:
-            best = max(best, min(options))
-    return best
 
 
 def _warm_values(
@@ -388,9 +360,9 @@ def solve_replan_milp(
     )
     incumbent = _incumbent(problem, warm_start, time_limit, seed)
     # no plan here (no bin fits, or every packing breaks (2)) leaves the per-slot model to decide
-    scale = _at_scale(problem, incumbent, deadline, mip_gap)
+    scale = at_scale(problem, incumbent, deadline, mip_gap)
     stats = dict(scale.stats)
-    early = _settled_at_scale(problem, scale, mip_gap)
+    early = _settledat_scale(problem, scale, mip_gap)
     if early is not None:
         return early
     model = build(problem, floor=scale.bound)
@@ -434,7 +406,7 @@ def _incumbent(
     return incumbent
 
 
-def _settled_at_scale(problem: ReplanProblem, scale: _Scale, mip_gap: float) -> SolverOutput | None:
+def _settledat_scale(problem: ReplanProblem, scale: Scale, mip_gap: float) -> SolverOutput | None:
     """The answer without the per-slot model: the packing's plan proved within the gap, or a
     large model whose gap is already under HANDOVER_GAP (None: build the model)."""
     if scale.objective <= scale.bound * (1.0 + mip_gap):
@@ -519,7 +491,7 @@ def _run_highs(
 def _highs_answer(
     problem: ReplanProblem,
     model: dict[str, Any],
-    scale: _Scale,
+    scale: Scale,
     out: HighsOutcome,
     stats: dict[str, Any],
     mip_gap: float,
@@ -549,77 +521,3 @@ def _highs_answer(
         message=f"HiGHS: {stats['highs_status']}; {scale.source}",
         stats=stats,
     )
-
-
-@dataclass
-class _Scale:
-    """What the aggregate bound and the packing primal found before the per-slot model runs."""
-
-    plan: ReplanPlan | None
-    objective: float
-    bound: float
-    source: str
-    stats: dict[str, Any]
-
-    def output(
-        self, status: Status, message: str, stats: dict[str, Any] | None = None
-    ) -> SolverOutput:
-        """This plan and bound as the solver's answer."""
-        return SolverOutput(
-            status,
-            self.plan,
-            self.objective,
-            self.bound,
-            message=message,
-            stats=self.stats if stats is None else stats,
-            termination=Termination.OPTIMAL if status is Status.OPTIMAL else None,
-        )
-
-
-def _at_scale(
-    problem: ReplanProblem, incumbent: SolverOutput | None, deadline: Deadline, mip_gap: float
-) -> _Scale:
-    """The bound from the aggregate model and the best plan the packing finds on the incumbent's
-    layout and on the aggregate's (module doc, "At scale"); the incumbent itself when better."""
-    fluid = float(lower_bound(problem))
-    upper = None if incumbent is None else float(incumbent.objective)
-    agg = aggregate_bound(problem, fluid, upper, deadline=deadline)
-    layouts: list[tuple[str, list[int]]] = []
-    if incumbent is not None:
-        mine = layout_choice(problem, incumbent.plan)
-        if None not in mine:
-            layouts.append(("the warm start's layout", mine))  # type: ignore[arg-type]
-    suggested = agg.choice()
-    if suggested is not None and all(suggested != c for _, c in layouts):
-        layouts.append(("the aggregate model's layout", suggested))
-    best: tuple[float, ReplanPlan | None, str] = (
-        (upper, incumbent.plan, "the warm start") if incumbent is not None else (math.inf, None, "")
-    )
-    high = upper if upper is not None else agg.feasible_at * 1.5
-    for name, choice in layouts:
-        if deadline.expired():
-            break
-        chosen = layout_slots(problem, choice)
-        got, x = best_packing(problem, chosen, agg.bound, high, deadline=deadline)
-        if x is not None and got < best[0] - 1e-9:
-            best = (got, to_plan(problem, chosen, x), f"packing on {name}")
-    if math.isfinite(best[0]) and best[0] > agg.bound * (1.0 + mip_gap):
-        # one more test just under the plan: infeasible there proves it within the gap
-        agg.raise_to(best[0] / (1.0 + mip_gap), deadline)
-    bound = max(fluid, agg.bound)
-    if agg.bound > fluid * (1.0 + 1e-9):
-        why = "the aggregate model (instances by type and longest bin)"
-    elif fluid <= _longest_alone(problem):
-        why = "the longest request alone on its best configuration"
-    else:
-        why = "the fluid work over the GPU budget"
-    plan_from = f"plan from {best[2]}" if best[1] is not None else "no plan before HiGHS"
-    source = f"{plan_from}; bound {bound:.6g} from {why}"
-    stats = {
-        "fluid_bound": fluid,
-        "aggregate_bound": agg.bound,
-        "aggregate_tests": agg.iterations,
-        "warm_start": upper,
-        "plan_from": best[2],
-    }
-    return _Scale(best[1], best[0], bound, source, stats)
