@@ -96,16 +96,23 @@ def device_memory(problem: PlacementProblem, plan: PlacementPlan) -> dict[int, d
     return out
 
 
+def memory_need_and_capacity(problem: PlacementProblem) -> tuple[float, float]:
+    """(the tasks' least model memory, the cluster's usable memory), GB: no plan fits when the
+    first exceeds the second (C3)."""
+    need = sum(memory_floor_gb(problem, t) for t in problem.tasks)
+    reserve = problem.params.memory_reserve_gb
+    return need, sum(d.gpu.memory_gb - reserve for d in problem.topology.devices)
+
+
 def memory_shortfall(problem: PlacementProblem) -> str | None:
     """Why no placement of ``problem`` can exist, when its tasks' least model memory
     (:func:`memory_floor_gb`, summed) exceeds the cluster's (C3), with how many GPUs of each of
     the cluster's types would hold it: ``ceil(need / (memory - reserve))``, working memory still
     on top. None when the memory floor fits."""
-    need = sum(memory_floor_gb(problem, t) for t in problem.tasks)
-    reserve = problem.params.memory_reserve_gb
-    have = sum(d.gpu.memory_gb - reserve for d in problem.topology.devices)
+    need, have = memory_need_and_capacity(problem)
     if need <= have + 1e-9:
         return None
+    reserve = problem.params.memory_reserve_gb
     types = {d.gpu.name: d.gpu.memory_gb - reserve for d in problem.topology.devices}
     enough = " or ".join(
         f"{math.ceil(need / per_gpu)} x {name}" for name, per_gpu in sorted(types.items())

@@ -106,7 +106,7 @@ import numpy as np
 from pydantic import Field
 
 from costmodels.placement.judge import evaluate_placement
-from costmodels.placement.memory import memory_floor_gb
+from costmodels.placement.memory import memory_floor_gb, memory_need_and_capacity
 from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.space import best_colocated, build_plan
 from costmodels.solving import (
@@ -161,9 +161,7 @@ class PlacementILP:
 
     def memory_infeasible(self) -> str | None:
         """Why no plan fits, when the tasks' least model memory exceeds the cluster's (C3)."""
-        need = sum(memory_floor_gb(self.problem, t) for t in self.problem.tasks)
-        reserve = self.problem.params.memory_reserve_gb
-        have = sum(d.gpu.memory_gb - reserve for d in self.problem.topology.devices)
+        need, have = memory_need_and_capacity(self.problem)
         if need > have + 1e-9:
             return (
                 f"the tasks' model memory alone needs {need:.1f} GB, the cluster has {have:.1f} GB"

@@ -88,11 +88,6 @@ def plan_command(
             plot=plot,
             watch=None if quiet else watch,
         )
-        if output == "-" and export:
-            fail(
-                f"--export {export[0]}: an export is written beside the plan file "
-                f"(PLAN.{export[0]}.yaml); give -o a file, not - (stdout)"
-            )
         outcome = planning.plan(request)
     except (SpecError, UnknownSolverError, ValueError) as exc:
         fail(exc)
