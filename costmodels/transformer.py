@@ -68,7 +68,14 @@ def layer_forward_flops(m: ModelSpec, seq: int) -> float:
     return float(proj + attn + mlp)
 
 
-def lm_head_forward_flops(m: ModelSpec, seq: int) -> float:
+def layer_forward_flops_mean(m: ModelSpec, seq_mean: float, seq_square_mean: float) -> float:
+    """E[:func:`layer_forward_flops`] over sequence lengths s with E[s] = ``seq_mean`` and
+    E[s^2] = ``seq_square_mean`` (its terms are linear and quadratic in s)."""
+    linear = 2 * attention_params(m) + 2 * mlp_params(m, active=True)
+    return float(linear * seq_mean + 2 * 2 * seq_square_mean * m.hidden)
+
+
+def lm_head_forward_flops(m: ModelSpec, seq: float) -> float:
     return float(2 * seq * m.hidden * m.vocab)
 
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from costmodels.catalog import ModelSpec, get_model
 from costmodels.errors import SpecError, refuse_repeated_names
 from costmodels.limits import MAX_GLOBAL_BATCH, MAX_NUM_SEQS, MAX_RESPONSES_PER_PROMPT, MAX_TOKENS
+from costmodels.response_lengths import ResponseLengths
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
@@ -58,7 +59,16 @@ class WorkflowSpec(BaseModel):
     global_batch: int = Field(gt=0, le=MAX_GLOBAL_BATCH)
     responses_per_prompt: int = Field(gt=0, le=MAX_RESPONSES_PER_PROMPT)
     prompt_length: int = Field(gt=0, le=MAX_TOKENS)
-    response_length: int = Field(gt=0, le=MAX_TOKENS)
+    response_length: int = Field(
+        gt=0, le=MAX_TOKENS, description="longest response, tokens (every response is cut here)"
+    )
+    response_lengths: ResponseLengths = Field(
+        default_factory=ResponseLengths,
+        description=(
+            "how long responses are, cut at response_length; constant (the default) gives every "
+            "response the maximum, as HetRL Appendix B does"
+        ),
+    )
     eta: float = Field(
         default=0.0,
         ge=0,
@@ -98,6 +108,14 @@ class WorkflowSpec(BaseModel):
                 get_model(name, custom)
             except SpecError as exc:
                 raise SpecError(f"models.{role}", name, exc.reason) from None
+        lengths = self.response_lengths
+        if lengths.median is not None and lengths.median > self.response_length:
+            raise SpecError(
+                "response_lengths.median",
+                lengths.median,
+                f"above response_length ({self.response_length} tokens): the median response "
+                "cannot be longer than the cap every response is cut at",
+            )
         if self.algorithm == "ppo" and self.models.critic is None:
             raise SpecError("models.critic", None, "PPO needs a critic model")
         if self.algorithm == "grpo" and self.models.critic is not None:
@@ -130,6 +148,27 @@ class WorkflowSpec(BaseModel):
     def samples(self) -> int:
         """Sequences per iteration: prompts x responses per prompt."""
         return self.global_batch * self.responses_per_prompt
+
+    @property
+    def mean_response_length(self) -> float:
+        """E[min(L, response_length)], tokens (``costmodels.response_lengths``)."""
+        return self._sequence_moments[0] - self.prompt_length
+
+    @property
+    def sequence_moments(self) -> tuple[float, float]:
+        """(E[s], E[s^2]) of a training sequence s = prompt + response, tokens: what a phase that
+        packs sequences (dynamic batch size) costs per sequence; exact for the constant model."""
+        return self._sequence_moments
+
+    @functools.cached_property
+    def _sequence_moments(self) -> tuple[float, float]:
+        if self.response_lengths.is_constant:
+            s = float(self.prompt_length + self.response_length)
+            return s, s * s
+        from costmodels.response_lengths import MEAN_POINTS
+
+        seq = self.prompt_length + self.response_lengths.sample(MEAN_POINTS, self.response_length)
+        return float(seq.mean()), float((seq * seq).mean())
 
     def tasks(self) -> tuple[Task, ...]:
         """The task DAG (derived once per spec)."""

@@ -17,6 +17,7 @@ from costmodels.placement.problem import PlacementProblem
 from costmodels.transformer import (
     BYTES_BF16,
     layer_forward_flops,
+    layer_forward_flops_mean,
     lm_head_forward_flops,
     stage_params,
 )
@@ -93,15 +94,21 @@ class TaskCoster:
         wf, m, tp = self.wf, self.m, self.tp_.tp
         params = self.problem.params
         gen = kind is TaskKind.GENERATION
-        seq = wf.prompt_length + wf.response_length
-        seq_comp = (
-            wf.prompt_length if gen else seq
-        )  # prefill covers the prompt; training the whole sequence
+        # prefill covers the prompt; training and inference the whole sequence, packed (dynamic
+        # batch size, as verl and ROLL run): per sequence, the expected cost over the response
+        # lengths (``costmodels.response_lengths``), exact for the constant model
+        seq_comp: float = wf.prompt_length
+        layer_flops = layer_forward_flops(m, wf.prompt_length)
+        if not gen and wf.response_lengths.is_constant:
+            seq_comp = wf.prompt_length + wf.response_length
+            layer_flops = layer_forward_flops(m, int(seq_comp))
+        elif not gen:
+            seq_comp, square = wf.sequence_moments
+            layer_flops = layer_forward_flops_mean(m, seq_comp, square)
         train = kind is TaskKind.TRAINING
         comp_mult = (4 if wf.recompute else 3) if train else 1
         tp_mult = (6 if wf.recompute else 4) if train else 2
         pp_mult = 2 if train else 1
-        layer_flops = layer_forward_flops(m, seq_comp)
         head_flops = lm_head_forward_flops(m, seq_comp)
         cv_tp = BYTES_BF16 * wf.micro_batch_size * seq_comp * m.hidden * 2 * (tp - 1) / tp / GB
         cv_pp = BYTES_BF16 * wf.micro_batch_size * seq_comp * m.hidden / GB

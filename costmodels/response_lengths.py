@@ -1,0 +1,147 @@
+"""The response-length distribution of an RL job, and what a step's phases read from it.
+
+Real rollouts draw each response's length from a heavy-tailed distribution cut at the job's
+maximum (RollPacker §2.2, OrchestrRL Fig. 3a, RollMux Fig. 11; verl's ``fully_async`` document
+shows the step's generation deciding by its longest response). HetRL Appendix B gives every
+response exactly the maximum; ``constant`` keeps that literal model.
+
+A distribution is one of:
+
+* ``constant``: every response is ``cap`` tokens long (HetRL Appendix B);
+* ``lognormal``: L = min(cap, exp(ln median + sigma Z)), Z ~ N(0, 1), median and sigma in log
+  space (a ``sigma`` of 0 is a constant ``median``);
+* ``histogram``: ``bins`` of ``[length, weight]``, each bin's responses ``length`` tokens long
+  (cut at the cap), weights relative.
+
+**Deterministic samples.** The judge never draws: ``n`` responses of one replica are the
+stratified quantiles L_k = F^-1((k + 1/2) / n), k = 0..n-1, of the capped distribution, so the
+longest of n sits at the 1 - 1/(2n) quantile, where the expected maximum of n draws lies
+(to within the tail's spread), and a replica given more responses waits for a longer one, as a
+real one does. The order they are admitted in is a fixed interleaving (:func:`admission_order`),
+neither shortest nor longest first, as requests arrive at a serving engine.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from costmodels.limits import MAX_TOKENS
+
+_STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+#: quantiles a phase's expected per-sequence cost is averaged over (training, inference): the
+#: quantile rule's error on a smooth cost is O(1/n^2) of its spread
+MEAN_POINTS = 256
+
+
+class ResponseLengths(BaseModel):
+    """How long the responses of one step are (module doc); ``cap`` is the job's maximum."""
+
+    model_config = _STRICT
+
+    distribution: Literal["constant", "lognormal", "histogram"] = Field(
+        default="constant",
+        description="constant (HetRL's every response at the maximum), lognormal or histogram",
+    )
+    median: float | None = Field(
+        default=None, gt=0, le=MAX_TOKENS, description="lognormal: median response, tokens"
+    )
+    sigma: float = Field(default=0.0, ge=0, le=5, description="lognormal: spread of ln(length)")
+    bins: tuple[tuple[float, float], ...] | None = Field(
+        default=None,
+        description="histogram: [length tokens, relative weight] per bin",
+    )
+    source: str = Field(default="", description="where these statistics come from")
+
+    @model_validator(mode="after")
+    def _fields_of_the_kind(self) -> ResponseLengths:
+        kind = self.distribution
+        if kind == "lognormal" and self.median is None:
+            raise ValueError("a lognormal distribution needs its median (tokens)")
+        if kind != "lognormal" and (self.median is not None or self.sigma):
+            raise ValueError(f"median and sigma belong to a lognormal, not to {kind}")
+        if kind == "histogram":
+            if not self.bins:
+                raise ValueError("a histogram needs bins: [[length, weight], ...]")
+            for length, weight in self.bins:
+                if not (0 < length <= MAX_TOKENS) or weight < 0:
+                    raise ValueError(
+                        f"bin [{length:g}, {weight:g}]: need 0 < length <= {MAX_TOKENS:,} "
+                        "and weight >= 0"
+                    )
+            if sum(w for _, w in self.bins) <= 0:
+                raise ValueError("the histogram's weights sum to 0")
+        elif self.bins is not None:
+            raise ValueError(f"bins belong to a histogram, not to {kind}")
+        return self
+
+    @property
+    def is_constant(self) -> bool:
+        return self.distribution == "constant"
+
+    def quantile(self, u: np.ndarray, cap: int) -> np.ndarray:
+        """F^-1(u) of the capped distribution, in tokens (at least 1)."""
+        if self.distribution == "constant":
+            out = np.full(u.shape, float(cap))
+        elif self.distribution == "lognormal":
+            from scipy.special import ndtri
+
+            assert self.median is not None
+            out = self.median * np.exp(self.sigma * ndtri(u))
+        else:
+            assert self.bins is not None
+            bins = sorted(self.bins)
+            lengths = np.array([b[0] for b in bins])
+            cdf = np.cumsum([b[1] for b in bins])
+            cdf = cdf / cdf[-1]
+            out = lengths[np.minimum(np.searchsorted(cdf, u, side="right"), len(lengths) - 1)]
+        return np.clip(np.round(out), 1, cap)
+
+    def sample(self, n: int, cap: int) -> np.ndarray:
+        """The ``n`` stratified quantiles of the module doc, ascending (tokens)."""
+        return _sample(self, n, cap)
+
+    def mean(self, cap: int) -> float:
+        """E[min(L, cap)], tokens."""
+        return float(self.sample(MEAN_POINTS, cap).mean())
+
+    def describe(self, cap: int) -> str:
+        """One line for summaries: the kind, its parameters and the mean it gives."""
+        if self.distribution == "constant":
+            return f"constant {cap} tokens (HetRL's literal model)"
+        q = self.sample(MEAN_POINTS, cap)
+        head = (
+            f"lognormal median {self.median:g}, sigma {self.sigma:g}"
+            if self.distribution == "lognormal"
+            else f"histogram of {len(self.bins or [])} bins"
+        )
+        return f"{head}, cap {cap}: mean {q.mean():.0f}, P99 {np.quantile(q, 0.99):.0f} tokens"
+
+
+@functools.lru_cache(maxsize=4096)
+def _sample(lengths: ResponseLengths, n: int, cap: int) -> np.ndarray:
+    u = (np.arange(n) + 0.5) / n
+    out = lengths.quantile(u, cap)
+    out.setflags(write=False)
+    return out
+
+
+@functools.lru_cache(maxsize=4096)
+def admission_order(n: int) -> tuple[int, ...]:
+    """A fixed interleaving of 0..n-1 (the bit-reversal permutation of the next power of two,
+    restricted to n): every prefix holds short and long responses alike, as a serving engine's
+    queue does, and the result depends on n only."""
+    if n <= 1:
+        return tuple(range(n))
+    bits = math.ceil(math.log2(n))
+    order = []
+    for k in range(1 << bits):
+        r = int(format(k, f"0{bits}b")[::-1], 2)
+        if r < n:
+            order.append(r)
+    return tuple(order)
