@@ -343,6 +343,14 @@ def _f(x: Any, fmt: str = ".2f") -> str:
     return "-" if x is None else format(x, fmt)
 
 
+#: the whole-step section has its own entry (``benchmarks.fidelity.steps``) and file
+STEPS_POINTER = (
+    "\n## Whole RL steps (verl's published Qwen2.5-Math-7B DAPO steps on H20)\n\n"
+    "Per stage, calibration and test rows apart: [steps.md](steps.md), made by "
+    "`python -m benchmarks.fidelity.steps --out benchmarks/results/fidelity`.\n"
+)
+
+
 def _markdown(summary: dict[str, Any], command: str) -> str:
     """The report: per judge its per-GPU and per-TP tables, then OrchestrRL §2.1's phases and
     RollPacker Table 1's steps when the summary has them."""
@@ -363,6 +371,7 @@ def _markdown(summary: dict[str, Any], command: str) -> str:
         lines += _section21_lines(summary["section21"])
     if "table1" in summary:
         lines += _table1_lines(summary["table1"])
+    lines.append(STEPS_POINTER)
     return "\n".join(lines) + "\n"
 
 

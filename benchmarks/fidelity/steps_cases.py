@@ -1,0 +1,260 @@
+"""verl's published RL steps as placement problems and the fixed plans verl ran.
+
+Measured rows: ``benchmarks/fidelity/data/verl_published_steps.csv`` (a copy of the public-source
+table: verl ``docs/advance/one_step_off.md`` rows A1-A4, ``docs/advance/fully_async.md`` rows
+B1-B11, both at volcengine/verl@b178a3cd; configurations read from the recipe scripts
+``recipe/one_step_off_policy/dapo_7b_math_*.sh`` at @503ea75f and
+``recipe/fully_async_policy/shell/dapo_7b_math_fsdp2_*.sh`` at @b25bb7d4f).
+
+What each case assumes (the ``steps.md`` output repeats it):
+
+* **Model**: Qwen2.5-Math-7B is costed as the catalog's Qwen2.5-7B (same architecture: 28
+  layers, hidden 3584, GQA 28/4 heads, FFN 18944).
+* **Cluster**: N H20 in nodes of 8 (NVLink inside a node, the catalog's figure); between nodes
+  :data:`NETWORK`: one 400 Gb/s RDMA NIC per GPU, 5 us, the HGX 8-GPU reference design's
+  8 x ConnectX-7 (verl's documents do not state the network).
+* **Workflow**: GRPO (DAPO: GRPO advantages, no KL, rule-based reward, so no reward model), 512
+  prompts, the row's responses per prompt, ``response_length`` = the row's max response length.
+  rlplan's GRPO always has a reference inference task; verl's ``old_log_prob`` is one forward
+  pass of the actor over the batch, the same cost on the same model, so stages map gen <->
+  actor_generation, old_log_prob <-> reference_inference, update_actor <-> actor_training.
+* **Prompt length**: :data:`PROMPT_TOKENS`. verl packs sequences without padding
+  (``use_remove_padding``, dynamic batch size), so a phase costs the prompt's real tokens, not the
+  2048-token cap ``max_prompt_length``; rlplan's workflow has one ``prompt_length`` for both.
+  DAPO-Math-17k's prompt is a fixed instruction (about 50 tokens) around one competition
+  problem; 256 tokens is our estimate, no published statistic was found (``steps.md`` shows the
+  cap's result too).
+* **Engine**: verl of July 2025 (rows A) ran vLLM with ``enforce_eager: True``
+  (``verl/trainer/config/rollout/rollout.yaml`` @503ea75f): ``--engine eager``; October 2025
+  (rows B) ``enforce_eager: False`` (@b25bb7d4f): ``cuda-graph``, the default. Kernels: the
+  default profile (``aic-vllm``), as ``rlplan plan placement`` judges. ``max_num_seqs`` 1024 at
+  both commits: the workflow's ``decode_batch_size``.
+* **Plans**: colocated rows put every task on all N GPUs; generation TP as the script (2), DP =
+  N/TP. FSDP2 training is TP1 PP1 DP=N (each GPU a data-parallel rank of the whole model:
+  FSDP's compute; rlplan's memory model keeps BF16 weights and FP32 gradients whole per rank and
+  shards only optimizer states, and has no CPU offload). With training and the reference both
+  TP1, a GPU of B1/B3/B5 holds 70-71 GB of models + 27 GB of training activations > 95 GB
+  usable, so the nearest expressible plan runs the reference (old_log_prob) at TP2 on
+  generation's GPU pairs (one 7.6 GB weight shard instead of 15.2 GB; NVLink all-reduces only);
+  A1 (20K cap) would fit at TP1 but keeps the same plan shape as its calibration row B1.
+  Megatron rows use the scripts' TP2 PP2 for training and reference, micro-batch 2.
+* **One-step-off** (A2, A4; the ``*_4_12.sh`` scripts): 2 rollout GPUs per node (generation TP2,
+  DP2) and the other 12 training; FSDP's reference TP1 there (it fits), Megatron's TP2 PP2.
+* **Measured generation**: synchronous rows' ``gen`` (the whole phase, with the engine's wake-up
+  and weight load: ``generate_sequences`` alone is 77% of it in A1/A3); one-step-off rows'
+  ``generate_sequences``, which the step hides behind training.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from costmodels.cluster import ClusterSpec
+from costmodels.efficiency import Efficiency
+from costmodels.placement.plan import PlacementPlan, TaskGroup, TaskPlacement
+from costmodels.placement.problem import CostParams, PlacementProblem
+from costmodels.workflow import (
+    ACTOR_GENERATION,
+    ACTOR_TRAINING,
+    REFERENCE_INFERENCE,
+    WorkflowSpec,
+)
+from planner.efficiency_choice import efficiency_update
+
+DATA = Path(__file__).parent / "data" / "verl_published_steps.csv"
+
+#: between nodes: one 400 Gb/s RDMA NIC per GPU, 5 us (assumed; HGX 8-GPU reference design)
+NETWORK = {"intra_zone": {"bandwidth_gbps": 400.0, "latency_ms": 0.005}}
+#: real prompt tokens of a DAPO-Math-17k prompt (estimate, module doc)
+PROMPT_TOKENS = 256
+#: verl's ``rollout.max_num_seqs`` at @503ea75f and @b25bb7d4f
+MAX_NUM_SEQS = 1024
+MODEL = "Qwen2.5-7B"
+
+#: split of the synchronous and one-step-off rows: calibrate on B1 only, test on the rest
+CALIBRATION = ("B1",)
+
+
+@dataclass(frozen=True)
+class CaseSpec:
+    """How one measured row is costed: None ``plan`` means not modelled (``reason`` says why)."""
+
+    id: str
+    mode: str  # "sync", "one-step-off", "fully-async", "multi-turn"
+    gpus: int = 0
+    responses_per_prompt: int = 0
+    max_response: int = 0
+    engine: str = "cuda-graph"
+    gen_tp: int = 2
+    rollout_gpus: int = 0  # one-step-off: rollout GPUs (the rest train)
+    train: tuple[int, int] = (1, 1)  # (tp, pp); dp fills the training GPUs
+    reference: tuple[int, int] = (2, 1)
+    micro_batch: int = 1
+    reason: str = ""
+    note: str = ""
+
+
+FSDP = {"train": (1, 1), "reference": (2, 1), "micro_batch": 1}
+MEGATRON = {"train": (2, 2), "reference": (2, 2), "micro_batch": 2}
+FULLY_ASYNC = (
+    "fully async (streamed rollout, staleness, partial rollout, several local updates per "
+    "parameter sync): the judge's async mode is one-step-off only"
+)
+
+SPECS: dict[str, CaseSpec] = {
+    s.id: s
+    for s in (
+        CaseSpec("A1", "sync", 16, 12, 20480, "eager", **FSDP),
+        CaseSpec(
+            "A3",
+            "sync",
+            16,
+            16,
+            8192,
+            "eager",
+            **MEGATRON,
+            note="responses per prompt 16 from the colocate script (the 4_12 script: 12)",
+        ),
+        CaseSpec("B1", "sync", 32, 16, 28672, **FSDP),
+        CaseSpec("B3", "sync", 64, 16, 28672, **FSDP),
+        CaseSpec("B5", "sync", 128, 16, 28672, **FSDP),
+        CaseSpec(
+            "A2",
+            "one-step-off",
+            16,
+            12,
+            20480,
+            "eager",
+            rollout_gpus=4,
+            **{**FSDP, "reference": (1, 1)},
+        ),
+        CaseSpec("A4", "one-step-off", 16, 12, 8192, "eager", rollout_gpus=4, **MEGATRON),
+        CaseSpec(
+            "B10",
+            "multi-turn",
+            reason=(
+                "multi-turn tool calls (up to 16 turns, sandbox latency inside gen) with "
+                "Qwen2.5-7B-Instruct: the workflow has no tool latency or turns"
+            ),
+        ),
+        *(
+            CaseSpec(i, "fully-async", reason=FULLY_ASYNC)
+            for i in ("B2", "B4", "B6", "B7", "B8", "B9", "B11")
+        ),
+    )
+}
+
+
+def read_rows(path: Path = DATA) -> dict[str, dict[str, Any]]:
+    """The measured rows by id, with ``step_s`` and ``stages`` (stage name -> seconds) parsed."""
+    out = {}
+    with path.open(newline="") as fh:
+        for row in csv.DictReader(fh):
+            stages = {}
+            for part in row["stage_breakdown_s"].split(";"):
+                m = re.match(r"\s*([\w()]+)\s*=\s*([\d.]+)", part)
+                if m:
+                    stages[m.group(1)] = float(m.group(2))
+            out[row["id"]] = {**row, "step_s": float(row["value"]), "stages": stages}
+    return out
+
+
+def split_of(case_id: str) -> str:
+    """``calibration``, ``test`` or ``not modelled``."""
+    if SPECS[case_id].reason:
+        return "not modelled"
+    return "calibration" if case_id in CALIBRATION else "test"
+
+
+def measured_stages(spec: CaseSpec, row: dict[str, Any]) -> dict[str, float | None]:
+    """The row's step and stages on rlplan's names; one-step-off rows' generation is
+    ``generate_sequences`` (overlapped with training), synchronous rows' the whole ``gen``."""
+    st = row["stages"]
+    gen_key = "generate_sequences" if spec.mode == "one-step-off" else "gen"
+    return {
+        "step": row["step_s"],
+        "generation": st.get(gen_key),
+        "inference": st.get("old_log_prob"),
+        "training": st.get("update_actor"),
+    }
+
+
+def cluster(gpus: int) -> ClusterSpec:
+    nodes = [{"name": f"h20-{k}", "gpu": "H20", "count": 8, "zone": "dc"} for k in range(gpus // 8)]
+    spec = ClusterSpec.model_validate({"nodes": nodes, "network": NETWORK})
+    spec.check()
+    return spec
+
+
+def workflow(spec: CaseSpec, lengths: dict[str, Any], prompt: int = PROMPT_TOKENS) -> WorkflowSpec:
+    wf = WorkflowSpec.model_validate(
+        {
+            "name": f"verl-{spec.id}",
+            "algorithm": "grpo",
+            "mode": "async" if spec.mode == "one-step-off" else "sync",
+            "models": {"actor": MODEL},
+            "global_batch": 512,
+            "responses_per_prompt": spec.responses_per_prompt,
+            "prompt_length": prompt,
+            "response_length": spec.max_response,
+            "response_lengths": lengths,
+            "micro_batch_size": spec.micro_batch,
+            "decode_batch_size": MAX_NUM_SEQS,
+        }
+    )
+    wf.check()
+    return wf
+
+
+def problem(
+    spec: CaseSpec, lengths: dict[str, Any], prompt: int = PROMPT_TOKENS
+) -> PlacementProblem:
+    """The row's placement problem, judged with the default kernels and the row's engine."""
+    eff = Efficiency(**efficiency_update(None, spec.engine))
+    return PlacementProblem(
+        cluster(spec.gpus), workflow(spec, lengths, prompt), CostParams(efficiency=eff)
+    )
+
+
+def _grid(devices: list[str], tp: int, pp: int, task: str) -> TaskPlacement:
+    per = tp * pp
+    dp = len(devices) // per
+    replicas = [
+        [devices[i * per + j * tp : i * per + (j + 1) * tp] for j in range(pp)] for i in range(dp)
+    ]
+    return TaskPlacement(task=task, tp=tp, pp=pp, dp=dp, devices=replicas)
+
+
+def plan(spec: CaseSpec, prob: PlacementProblem) -> PlacementPlan:
+    """The plan verl ran (module doc): colocated on all GPUs, or one-step-off's split with
+    ``rollout_gpus`` spread evenly over the nodes (the 4_12 scripts: 2 per node)."""
+    devices = [d.id for d in prob.topology.devices]
+    if spec.rollout_gpus:
+        per_node = spec.rollout_gpus // (spec.gpus // 8)
+        rollout = [d for d in devices if int(d.split(":")[1]) < per_node]
+        train = [d for d in devices if d not in rollout]
+        groups = [
+            TaskGroup(tasks=[ACTOR_GENERATION], devices=rollout),
+            TaskGroup(tasks=[REFERENCE_INFERENCE, ACTOR_TRAINING], devices=train),
+        ]
+    else:
+        rollout = train = devices
+        groups = [TaskGroup(tasks=[t.name for t in prob.tasks], devices=devices)]
+    tasks = [
+        _grid(rollout, spec.gen_tp, 1, ACTOR_GENERATION),
+        _grid(train, *spec.reference, REFERENCE_INFERENCE),
+        _grid(train, *spec.train, ACTOR_TRAINING),
+    ]
+    return PlacementPlan(groups=groups, tasks=tasks)
+
+
+def modelled() -> list[CaseSpec]:
+    return [s for s in SPECS.values() if not s.reason]
+
+
+def lognormal(median: float, sigma: float, source: str) -> dict[str, Any]:
+    return {"distribution": "lognormal", "median": median, "sigma": sigma, "source": source}

@@ -1,0 +1,124 @@
+"""``steps.md``: the whole-step section of the fidelity report (:mod:`benchmarks.fidelity.steps`)
+as markdown."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchmarks.fidelity.steps_cases import CALIBRATION, NETWORK, PROMPT_TOKENS
+
+COMMAND = "python -m benchmarks.fidelity.steps --out benchmarks/results/fidelity"
+
+
+def _f(x: Any, fmt: str = ".0f") -> str:
+    return "-" if x is None else format(x, fmt)
+
+
+def _ratios(fit: dict[str, Any]) -> str:
+    return ", ".join(f"{v:.2f}" for v in fit["ratios"].values())
+
+
+def _cell(r: dict[str, Any], stage: str) -> str:
+    meas = r["measured"][stage]
+    if "predicted" not in r:
+        return f"{_f(meas)} / -"
+    ratio = r["ratio"][stage]
+    return f"{_f(meas)} / {_f(r['predicted'][stage])} ({_f(ratio, '.2f')})"
+
+
+def markdown(result: dict[str, Any]) -> str:
+    fit, rows, summ = result["fit"], result["rows"], result["summary"]
+    net = NETWORK["intra_zone"]
+    lines = [
+        "# Fidelity of the judge: whole RL steps (verl, Qwen2.5-Math-7B DAPO, H20)",
+        "",
+        f"Made by `{COMMAND}` (`benchmarks/fidelity/steps.py`; problems, plans and assumptions in "
+        "`benchmarks/fidelity/steps_cases.py`). Measured: verl `docs/advance/one_step_off.md` "
+        "(A rows) and `docs/advance/fully_async.md` (B rows) at volcengine/verl@b178a3cd, copied "
+        "to `benchmarks/fidelity/data/verl_published_steps.csv`. Predicted: `evaluate_placement` "
+        "with the default kernels (aic-vllm) and the engine verl ran (A: eager, B: cuda-graph).",
+        "",
+        "Assumed: Qwen2.5-7B for Qwen2.5-Math-7B (same architecture); nodes of 8 H20 on NVLink, "
+        f"{net['bandwidth_gbps']:g} Gb/s per GPU and {net['latency_ms'] * 1000:g} us between "
+        f"nodes; real prompt {PROMPT_TOKENS} tokens (verl removes padding; the cap is 2048); "
+        "GRPO without reward model; verl's old_log_prob costed as rlplan's reference inference; "
+        "FSDP2 training as TP1 DP=N, reference TP2 on generation's pairs (TP1 for both does not "
+        "fit rlplan's memory model at 28K), Megatron as the scripts' TP2 PP2.",
+        "",
+        f"**Split.** Calibration: {', '.join(CALIBRATION)}. Test: every other modelled row. "
+        f"**Fit**: lognormal response lengths, sigma {fit['sigma']:.2f} (fixed: "
+        "`costmodels.generation.request_traces`), median fitted to "
+        f"{'+'.join(fit['rows'])}'s `{fit['stage']}`: **{fit['median']:.0f} tokens**"
+        f"{' (at its bound)' if fit['at_bound'] else ''}. For comparison, fitting the median to "
+        f"B1's whole step instead gives {result['fit_to_step']['median']:.0f} tokens"
+        f"{' (at its bound)' if result['fit_to_step']['at_bound'] else ''} (B1 step ratio "
+        f"{_ratios(result['fit_to_step'])} at best); with the 2048-token prompt cap as the "
+        f"prompt, the training fit gives {result['fit_prompt_cap']['median']:.0f} tokens"
+        f"{' (at its bound)' if result['fit_prompt_cap']['at_bound'] else ''}, B1 training "
+        f"ratio {_ratios(result['fit_prompt_cap'])} at best.",
+        "",
+        "## Per row: measured / predicted seconds (predicted / measured)",
+        "",
+        "| row | mode | GPUs | split | step | gen | old_log_prob | update_actor |",
+        "|---|---|---:|---|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['id']} | {r['mode']} | {r['gpus']} | {r['split']} | "
+            + " | ".join(_cell(r, s) for s in ("step", "generation", "inference", "training"))
+            + " |"
+        )
+    lines += [
+        "",
+        "One-step-off rows (A2, A4): gen is `generate_sequences` (overlapped with training); the "
+        "step is `wait_prev_gen + old_log_prob + update_actor` as measured, "
+        "max(generation, inference + training) as judged.",
+        "",
+        "## Summary (test rows only)",
+        "",
+        "| stage | RMS log error | worst ratio (row) | rows |",
+        "|---|---:|---:|---|",
+    ]
+    for stage, e in summ["errors"].items():
+        lines.append(
+            f"| {stage} | {_f(e['rms_log'], '.2f')} | {_f(e['worst_ratio'], '.2f')} "
+            f"({e.get('worst_row', '-')}) | {', '.join(e['rows'])} |"
+        )
+    sc = summ["scaling_64_to_128"]
+    lines += [
+        "",
+        f"**Check** ({sc['check']}): step(B3)/step(B5) measured "
+        f"{sc['measured_step_ratio_B3_over_B5']:.3f}, predicted "
+        f"{sc['predicted_step_ratio_B3_over_B5']:.3f}: "
+        f"{'holds' if sc['holds'] else 'does NOT hold'}.",
+        "",
+        "## Diagnostics",
+        "",
+        "| row | judge's dbs per replica | verl's batch | gen at verl's batch (s; ratio) | "
+        "mean response (tokens) | peak memory | plan valid |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in rows:
+        d = r.get("diagnostics")
+        if not d:
+            continue
+        gen_meas = r["measured"]["generation"]
+        wide = d["generation_at_verl_batch"]
+        lines.append(
+            f"| {r['id']} | {d['decode_batch']} | {d['verl_batch']} | {wide:.0f}; "
+            f"{_f(wide / gen_meas if gen_meas else None, '.2f')} | {d['mean_response']:.0f} | "
+            f"{d['peak_memory']:.0%} | {'yes' if not d['violations'] else d['violations'][0]} |"
+        )
+    lines += [
+        "",
+        "*gen at verl's batch*: the same plan with `decode_batch` = every sequence of a replica "
+        "up to `max_num_seqs` (what vLLM holds once colocated training has offloaded); not a "
+        "valid rlplan plan (rlplan keeps training's weights, gradients and optimizer resident "
+        "during generation), shown to separate the judge's batch from its decode physics.",
+        "",
+        "## Not modelled",
+        "",
+    ]
+    lines += [f"* {r['id']}: {r['reason']}" for r in rows if r["split"] == "not modelled"]
+    lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,91 @@
+"""The whole-step fidelity section (benchmarks/fidelity/steps.py): its cases build, verl's plans
+are valid rlplan plans, and the calibration never reads a test row."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from benchmarks.fidelity.steps import ERROR_FILE, fit_median, predict, run, stage_error
+from benchmarks.fidelity.steps_cases import (
+    CALIBRATION,
+    SPECS,
+    lognormal,
+    measured_stages,
+    modelled,
+    plan,
+    problem,
+    read_rows,
+    split_of,
+)
+from costmodels.placement.check import check_placement
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return read_rows()
+
+
+def test_rows_parse(rows):
+    assert set(rows) == set(SPECS)
+    b1 = measured_stages(SPECS["B1"], rows["B1"])
+    assert b1 == {"step": 790.10, "generation": 357.41, "inference": 107.71, "training": 269.80}
+    # one-step-off: generation is generate_sequences (overlapped), not the wait
+    assert measured_stages(SPECS["A2"], rows["A2"])["generation"] == 458
+
+
+@pytest.mark.parametrize("spec", modelled(), ids=lambda s: s.id)
+def test_plans_are_valid(spec):
+    for median in (500.0, 4000.0):
+        prob = problem(spec, lognormal(min(median, spec.max_response), 0.9, "test"))
+        pl = plan(spec, prob)
+        assert check_placement(prob, pl) == []
+        assert pl.task("actor_generation").tp == spec.gen_tp
+        assert sum(len(g.devices) for g in pl.groups) == spec.gpus
+
+
+def test_split():
+    assert CALIBRATION == ("B1",)
+    assert [split_of(i) for i in ("B1", "B3", "B5", "A1", "A3", "A2", "A4")] == [
+        "calibration",
+        *["test"] * 6,
+    ]
+    for i in ("B2", "B4", "B6", "B7", "B8", "B9", "B10", "B11"):
+        assert split_of(i) == "not modelled" and SPECS[i].reason
+
+
+def _scaled(row, factor):
+    row = copy.deepcopy(row)
+    row["step_s"] *= factor
+    row["stages"] = {k: v * factor for k, v in row["stages"].items()}
+    return row
+
+
+def test_calibration_does_not_read_test_rows(rows):
+    base = fit_median(rows)
+    perturbed = {
+        i: (r if split_of(i) == "calibration" else _scaled(r, 3.0)) for i, r in rows.items()
+    }
+    assert fit_median(perturbed)["median"] == base["median"]
+    # ... while the calibration row does move it
+    moved = {**rows, "B1": _scaled(rows["B1"], 1.5)}
+    assert fit_median(moved)["median"] > base["median"] * 1.1
+    assert base["rows"] == ["B1"]
+
+
+def test_fit_matches_its_stage(rows):
+    fit = fit_median(rows)
+    pred = predict(SPECS["B1"], fit["median"])
+    assert pred["training"] == pytest.approx(269.80, rel=0.02)
+
+
+def test_errors_are_out_of_sample(rows):
+    result = run(rows)
+    for stage, e in result["summary"]["errors"].items():
+        assert "B1" not in e["rows"], stage
+    assert stage_error([], "step")["rms_log"] is None
+    shipped = json.loads(ERROR_FILE.read_text())
+    assert {"step", "generation", "inference", "training", "source"} <= set(shipped)
+    assert shipped["step"]["rows"] == result["summary"]["errors"]["step"]["rows"]
