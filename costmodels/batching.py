@@ -48,48 +48,43 @@ def occupancy_windows(
     n = len(lengths)
     if n == 0:
         return ()
-    free = [0] * min(slots, n)
-    starts = np.empty(n)
-    for k, length in enumerate(lengths):
-        t = heapq.heappop(free)
-        starts[k] = t
-        heapq.heappush(free, t + length)
-    ends = starts + np.asarray(lengths, dtype=float)
-    # sweep the starts and ends: between two events b and sum of starts in flight are constant
-    times = np.concatenate([starts, ends])
-    delta_b = np.concatenate([np.ones(n), -np.ones(n)])
-    delta_s = np.concatenate([starts, -starts])
-    order = np.lexsort((delta_b, times))  # at one time, ends (-1) before starts
-    times, delta_b, delta_s = times[order], delta_b[order], delta_s[order]
-    b_after = np.cumsum(delta_b)
-    s_after = np.cumsum(delta_s)
+    length = np.asarray(lengths, dtype=float)
+    if slots >= n:
+        starts = np.zeros(n)
+    else:
+        free = [0] * slots
+        start_list = []
+        for k in lengths:
+            t = heapq.heappop(free)
+            start_list.append(t)
+            heapq.heappush(free, t + k)
+        starts = np.asarray(start_list, dtype=float)
+    ends = starts + length
     makespan = float(ends.max())
     # whole rounds at the edges, so every stretch between two boundaries is whole rounds
     edges = np.unique(np.round(np.linspace(0.0, makespan, windows + 1)))
-    windows = len(edges) - 1
-    rounds = np.zeros(windows)
-    batch = np.zeros(windows)
-    context = np.zeros(windows)
-    for i in range(len(times) - 1):
-        t0, t1 = float(times[i]), float(times[i + 1])
-        b = float(b_after[i])
-        if t1 <= t0 or b <= 0:
-            continue
-        s_sum = float(s_after[i])
-        w = min(int(np.searchsorted(edges, t0, side="right")) - 1, windows - 1)
-        while t0 < t1:
-            stop = min(t1, float(edges[w + 1])) if w < windows - 1 else t1
-            d = stop - t0
-            # sum over rounds r in [t0, stop) of sum_k (P + r - s_k + 1/2)
-            first = b * (prompt + 0.5 + t0) - s_sum
-            rounds[w] += d
-            batch[w] += b * d
-            context[w] += d * first + b * d * (d - 1) / 2
-            t0 = stop
-            w += 1
+    # sweep the starts, ends and window edges (no change): between two consecutive events the
+    # occupancy b and the sum of the starts in flight are constant
+    times = np.concatenate([starts, ends, edges])
+    delta_b = np.concatenate([np.ones(n), -np.ones(n), np.zeros(len(edges))])
+    delta_s = np.concatenate([starts, -starts, np.zeros(len(edges))])
+    order = np.argsort(times, kind="stable")
+    times = times[order]
+    b = np.cumsum(delta_b[order])[:-1]
+    s_sum = np.cumsum(delta_s[order])[:-1]
+    t0, d = times[:-1], np.diff(times)
+    keep = (d > 0) & (b > 0)
+    t0, d, b, s_sum = t0[keep], d[keep], b[keep], s_sum[keep]
+    # sum over rounds r in [t0, t0 + d) of sum_k (P + r - s_k + 1/2)
+    context = d * (b * (prompt + 0.5 + t0) - s_sum) + b * d * (d - 1) / 2
+    w = np.minimum(np.searchsorted(edges, t0, side="right") - 1, len(edges) - 2)
+    count = len(edges) - 1
+    rounds = np.bincount(w, weights=d, minlength=count)
+    batch = np.bincount(w, weights=b * d, minlength=count)
+    ctx = np.bincount(w, weights=context, minlength=count)
     return tuple(
-        Window(float(r), float(b), float(c))
-        for r, b, c in zip(rounds, batch, context, strict=True)
+        Window(float(r), float(bs), float(c))
+        for r, bs, c in zip(rounds, batch, ctx, strict=True)
         if r > 0
     )
 

@@ -35,11 +35,21 @@ from search.placement.options import GroupOption
         ("hetrl-multi-country", "grpo-sync-qwen3-4b", 2, False),
         ("small-16", "grpo-sync-qwen3-8b", 3, True),
         ("small-24", "ppo-async-qwen3-14b", 4, True),
+        ("small-16", "grpo-sync-qwen3-8b@lognormal", 5, False),
+        ("small-24", "ppo-async-qwen3-14b@lognormal", 6, True),
     ],
 )
 def test_generation_floor_bounds_every_decode_batch_it_covers(cluster, workflow, seed, calibrated):
-    """Also on fitted kernels and the eager engine's overheads, whose step has other terms."""
-    p = build_problem("placement", {"cluster": cluster, "workflow": workflow})
+    """Also on fitted kernels and the eager engine's overheads, whose step has other terms, and
+    on long-tailed responses under continuous batching (``costmodels.batching``)."""
+    name, _, lengths = workflow.partition("@")
+    wf: object = name
+    if lengths:
+        from costmodels.placement.presets import placement_presets
+
+        wf = {p.name: p for p in placement_presets()}[name].build()
+        wf["response_lengths"] = {"distribution": "lognormal", "median": 380, "sigma": 1.0}
+    p = build_problem("placement", {"cluster": cluster, "workflow": wf})
     if calibrated:
         from costmodels.placement.kind import KIND
         from costmodels.profiles import engine_profiles

@@ -4,12 +4,16 @@ project's one decode-step model, and a lower bound on them for every dbs up to a
 
 from __future__ import annotations
 
+import functools
 import math
+from typing import Any
 
 from costmodels import comm
+from costmodels.batching import Window, occupancy_windows
 from costmodels.decode import decode_step_time
 from costmodels.memory import GB, kv_capacity_sequences
 from costmodels.placement.replica_cost import TaskCoster
+from costmodels.response_lengths import ResponseLengths, admission_order
 from costmodels.transformer import (
     BYTES_BF16,
     attention_params,
@@ -20,6 +24,25 @@ from costmodels.transformer import (
 
 #: segments of the midpoint rule over a decode wave's steps (context grows linearly)
 DECODE_SEGMENTS = 4
+#: windows a continuous-batching schedule of different lengths is costed over
+#: (``costmodels.batching``): the occupancy falls from dbs to 1 through the long tail
+DECODE_WINDOWS = 16
+_DECODE_PARTS = ("decode_s", "memory_s", "compute_s", "comm_s", "pipeline_s", "overhead_s", "steps")
+
+
+@functools.lru_cache(maxsize=4096)
+def replica_lengths(lengths: ResponseLengths, sequences: int, cap: int) -> tuple[int, ...]:
+    """One replica's ``sequences`` response lengths in admission order
+    (``costmodels.response_lengths``: stratified quantiles, a fixed interleaving)."""
+    ascending = lengths.sample(sequences, cap)
+    return tuple(int(ascending[k]) for k in admission_order(sequences))
+
+
+@functools.lru_cache(maxsize=4096)
+def length_sums(lengths: ResponseLengths, sequences: int, cap: int) -> tuple[int, int, int]:
+    """(sum L_k, max L_k, sum L_k^2) of :func:`replica_lengths`, tokens (integers: exact)."""
+    one = replica_lengths(lengths, sequences, cap)
+    return sum(one), max(one), sum(n * n for n in one)
 
 
 class GenerationCoster(TaskCoster):
@@ -76,6 +99,23 @@ class GenerationCoster(TaskCoster):
             "overhead_s": overhead,
         }
 
+    def _rings(
+        self, replica: list[list[int]], width: int
+    ) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        """TP all-reduce and PP hop times of one token round of ``width`` sequences."""
+        m, tp = self.m, self.tp_.tp
+        pp = len(replica)
+        b = math.ceil(width / min(pp, width))
+        hidden_gb = b * m.hidden * BYTES_BF16 / GB
+        # 2 (tp-1) ring steps of volume / tp, each at the ring's slowest edge (D4)
+        ar = tuple(
+            2 * (tp - 1) * self._ring(stage, hidden_gb / tp) if tp > 1 else 0.0 for stage in replica
+        )
+        hops = tuple(
+            comm.best_pair(self.topo, replica[j], replica[j + 1], hidden_gb) for j in range(pp - 1)
+        )
+        return ar, hops
+
     def _decode_physical(
         self, replica: list[list[int]], sequences: int, dbs: int
     ) -> dict[str, float]:
@@ -84,23 +124,15 @@ class GenerationCoster(TaskCoster):
         Memoised per topology on what the result depends on: the stages' GPU types and layers,
         the TP ring and PP hop times, and the workload (DP replicas on identical nodes repeat)."""
         wf, m, tp = self.wf, self.m, self.tp_.tp
-        pp = len(replica)
-        micro = min(pp, dbs)
-        widths = sorted({dbs, sequences % dbs} - {0})
-        rings = {}
-        for width in widths:
-            b = math.ceil(width / min(pp, width))
-            hidden_gb = b * m.hidden * BYTES_BF16 / GB
-            # 2 (tp-1) ring steps of volume / tp, each at the ring's slowest edge (D4)
-            ar = tuple(
-                2 * (tp - 1) * self._ring(stage, hidden_gb / tp) if tp > 1 else 0.0
-                for stage in replica
-            )
-            hops = tuple(
-                comm.best_pair(self.topo, replica[j], replica[j + 1], hidden_gb)
-                for j in range(pp - 1)
-            )
-            rings[width] = (ar, hops)
+        constant = wf.response_lengths.is_constant
+        if constant:
+            widths = sorted({dbs, sequences % dbs} - {0})
+            lengths: tuple[int, ...] = ()
+        else:
+            lengths = self._lengths(sequences)
+            windows = occupancy_windows(lengths, dbs, wf.prompt_length, DECODE_WINDOWS)
+            widths = sorted({math.ceil(w.batch_sum / w.rounds - 1e-9) for w in windows})
+        rings = {width: self._rings(replica, width) for width in widths}
         key = (
             m.name,
             tp,
@@ -111,45 +143,98 @@ class GenerationCoster(TaskCoster):
             tuple(sorted(rings.items())),
             wf.prompt_length,
             wf.response_length,
+            wf.response_lengths,
         )  # one topology per problem: params fixed
         cache = self.topo.memo.setdefault("decode", {})
         hit = cache.get(key)
         if hit is not None:
             return dict(hit)
-        waves = [dbs] * (sequences // dbs) + ([sequences % dbs] if sequences % dbs else [])
-        out = {
-            "decode_s": 0.0,
-            "memory_s": 0.0,
-            "compute_s": 0.0,
-            "comm_s": 0.0,
-            "pipeline_s": 0.0,
-            "overhead_s": 0.0,
-            "steps": 0.0,
-        }
-        seg = wf.response_length / DECODE_SEGMENTS
-        for width in widths:
-            count = waves.count(width)
-            micro_w = min(pp, width)
-            b = math.ceil(width / micro_w)
-            ar, hops = rings[width]
-            for k in range(DECODE_SEGMENTS):
-                ctx = wf.prompt_length + (k + 0.5) * seg
-                # a round depends on the wave's shape, not on how many waves: (S, dbs) pairs that
-                # share a width share their rounds
-                round_key = ("round", key[:4], b, micro_w, ctx, ar, hops)
-                r = cache.get(round_key)
-                if r is None:
-                    r = self._round_time(replica, b, micro_w, ctx, list(ar), list(hops))
-                    if len(cache) < comm.MEMO_ENTRIES:
-                        cache[round_key] = r
-                out["decode_s"] += count * seg * r["round_s"]
-                for name in ("memory_s", "compute_s", "comm_s", "pipeline_s", "overhead_s"):
-                    out[name] += count * seg * r[name]
-            out["steps"] += count * wf.response_length
-        out["micro_batches"] = float(micro)
+        out = dict.fromkeys(_DECODE_PARTS, 0.0)
+        if constant:
+            self._decode_waves(replica, sequences, dbs, rings, key, cache, out)
+        else:
+            self._decode_windows(replica, windows, rings, key, cache, out)
+            out["steps"] = float(sum(lengths))
+        out["micro_batches"] = float(min(len(replica), dbs))
         if len(cache) < comm.MEMO_ENTRIES:
             cache[key] = dict(out)
         return out
+
+    def _lengths(self, sequences: int) -> tuple[int, ...]:
+        """The replica's ``sequences`` response lengths in admission order."""
+        return replica_lengths(self.wf.response_lengths, sequences, self.wf.response_length)
+
+    def _round(
+        self,
+        replica: list[list[int]],
+        key: tuple[Any, ...],
+        cache: dict[Any, Any],
+        b: int,
+        micro: int,
+        ctx: float,
+        ring: tuple[tuple[float, ...], tuple[float, ...]],
+    ) -> dict[str, float]:
+        ar, hops = ring
+        # a round depends on the batch's shape, not on how many rounds: (S, dbs) pairs that
+        # share a width share their rounds
+        round_key = ("round", key[:4], b, micro, ctx, ar, hops)
+        r = cache.get(round_key)
+        if r is None:
+            r = self._round_time(replica, b, micro, ctx, list(ar), list(hops))
+            if len(cache) < comm.MEMO_ENTRIES:
+                cache[round_key] = r
+        return r
+
+    def _decode_waves(
+        self,
+        replica: list[list[int]],
+        sequences: int,
+        dbs: int,
+        rings: dict[int, Any],
+        key: tuple[Any, ...],
+        cache: dict[Any, Any],
+        out: dict[str, float],
+    ) -> None:
+        """Every response ``response_length`` long: waves of dbs, the last one partial, each
+        integrated over its R steps by the midpoint rule on DECODE_SEGMENTS segments."""
+        wf = self.wf
+        pp = len(replica)
+        waves = [dbs] * (sequences // dbs) + ([sequences % dbs] if sequences % dbs else [])
+        seg = wf.response_length / DECODE_SEGMENTS
+        for width in rings:
+            count = waves.count(width)
+            micro_w = min(pp, width)
+            b = math.ceil(width / micro_w)
+            for k in range(DECODE_SEGMENTS):
+                ctx = wf.prompt_length + (k + 0.5) * seg
+                r = self._round(replica, key, cache, b, micro_w, ctx, rings[width])
+                for name in _DECODE_PARTS[:-1]:
+                    out[name] += count * seg * r["round_s" if name == "decode_s" else name]
+            out["steps"] += count * wf.response_length
+
+    def _decode_windows(
+        self,
+        replica: list[list[int]],
+        windows: tuple[Window, ...],
+        rings: dict[int, Any],
+        key: tuple[Any, ...],
+        cache: dict[Any, Any],
+        out: dict[str, float],
+    ) -> None:
+        """Responses of different lengths under continuous batching (``costmodels.batching``):
+        each window's rounds at its mean occupancy rounded up to whole sequences w, on
+        m = min(PP, w) micro-batches of ceil(w/m), with the context per sequence that keeps the
+        window's total context (so the KV read is exact and compute is over-, never
+        under-counted: what :meth:`decode_floor` needs)."""
+        pp = len(replica)
+        for win in windows:
+            width = math.ceil(win.batch_sum / win.rounds - 1e-9)
+            micro_w = min(pp, width)
+            b = math.ceil(width / micro_w)
+            ctx = win.context_sum / (win.rounds * micro_w * b)
+            r = self._round(replica, key, cache, b, micro_w, ctx, rings[width])
+            for name in _DECODE_PARTS[:-1]:
+                out[name] += win.rounds * r["round_s" if name == "decode_s" else name]
 
     def decode_floor(self, replica: list[list[int]], sequences: int, max_dbs: int) -> float:
         """A lower bound on :meth:`_decode_physical` for every dbs <= ``max_dbs``.
@@ -176,8 +261,20 @@ class GenerationCoster(TaskCoster):
         wf, m, tp = self.wf, self.m, self.tp_.tp
         eff = self.problem.params.efficiency
         pp = len(replica)
-        rounds = wf.response_length * math.ceil(sequences / max_dbs)
-        ctx_sum = wf.response_length * wf.prompt_length + wf.response_length**2 / 2
+        if wf.response_lengths.is_constant:
+            tokens = sequences * wf.response_length
+            rounds = wf.response_length * math.ceil(sequences / max_dbs)
+            ctx_total = sequences * (
+                wf.response_length * wf.prompt_length + wf.response_length**2 / 2
+            )
+        else:
+            # continuous batching (``costmodels.batching``): at least the longest response and
+            # at least the tokens over the places; contexts sum_k (L_k P + L_k^2 / 2)
+            tokens, longest, square = length_sums(
+                wf.response_lengths, sequences, wf.response_length
+            )
+            rounds = max(longest, math.ceil(tokens / max_dbs))
+            ctx_total = tokens * wf.prompt_length + square / 2
         chain, worst = 0.0, 0.0
         for j, stage in enumerate(replica):
             last = j == pp - 1
@@ -187,9 +284,7 @@ class GenerationCoster(TaskCoster):
             active = L * (attention_params(m) + mlp_params(m, active=True)) + (
                 m.vocab * m.hidden if last else 0
             )
-            flops_total = (
-                2 * active * sequences * wf.response_length + 4 * sequences * ctx_sum * m.hidden * L
-            )
+            flops_total = 2 * active * tokens + 4 * ctx_total * m.hidden * L
             # t_j adds the TP all-reduces of the step: 2 L_j of 2 (tp-1) ring steps,
             # each at least a hop
             ring = 2 * L * 2 * (tp - 1) * self._ring(stage, 0.0) if tp > 1 else 0.0
@@ -198,14 +293,14 @@ class GenerationCoster(TaskCoster):
             for g in self._gpus(stage):
                 prof = eff.profile_for(g, tp)
                 if prof is None:
-                    stream_s, kv_s = w / eff.hbm_gbs(g), sequences * ctx_sum * kv / eff.hbm_gbs(g)
+                    stream_s, kv_s = w / eff.hbm_gbs(g), ctx_total * kv / eff.hbm_gbs(g)
                     memory, compute = rounds * stream_s + kv_s, flops_total / (tp * eff.flops(g))
                     fixed = ring
                 else:  # the profile's shard leaves out the embedding (a lookup)
                     stream_s = weights_read_gb(m, L, False, last, tp, 1) / (
                         g.hbm_gb_per_s * prof.weight_efficiency[tp]
                     )
-                    kv_s = sequences * ctx_sum * kv / (g.hbm_gb_per_s * prof.kv_efficiency)
+                    kv_s = ctx_total * kv / (g.hbm_gb_per_s * prof.kv_efficiency)
                     memory = rounds * stream_s + kv_s
                     compute = (
                         flops_total / (tp * g.tflops_bf16_dense * 1e12 * prof.gemm_efficiency)
@@ -223,9 +318,16 @@ class GenerationCoster(TaskCoster):
             worst = max(worst, stage_worst)
         overhead = (
             rounds * eff.step_overhead_s(0, m.layers)
-            + sequences * wf.response_length * eff.decode_sequence_overhead_us / 1e6
+            + tokens * eff.decode_sequence_overhead_us / 1e6
         )
         return max(chain, worst) + overhead
+
+    def _in_flight_response(self) -> float:
+        """E[L^2] / (2 E[L]) of the capped response lengths, tokens."""
+        from costmodels.response_lengths import MEAN_POINTS
+
+        q = self.wf.response_lengths.sample(MEAN_POINTS, self.wf.response_length)
+        return float((q * q).mean() / (2 * q.mean()))
 
     def _decode_batch(self, replica: list[list[int]]) -> int:
         """dbs of B.2: the plan's ``decode_batch``, or the workflow's limit capped by the KV cache
@@ -236,6 +338,11 @@ class GenerationCoster(TaskCoster):
             raise ValueError("a generation task without decode_batch needs the plan's memory map")
         wf, m = self.wf, self.m
         seq = wf.prompt_length + wf.response_length
+        if not wf.response_lengths.is_constant:
+            # vLLM admits by the KV blocks a sequence holds now, not by its maximum: at steady
+            # state a sequence in flight holds P + E[L^2] / (2 E[L]) tokens (a sequence seen at
+            # a random round is length-biased, half-way through); preemption is not costed
+            seq = max(1, math.ceil(wf.prompt_length + self._in_flight_response()))
         cap = wf.decode_batch_size
         for j, stage in enumerate(replica):
             for d in stage:

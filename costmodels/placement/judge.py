@@ -40,8 +40,19 @@ Term by term, where we follow Appendix B literally and where we depart (and why)
   on :data:`DECODE_SEGMENTS` segments (exact for the linear memory term). Sequences run in waves of
   dbs, the last one partial. ``decode_model="hetrl"`` keeps the paper's literal term (steps x
   weights / HBM, ``ceil(S_i / dbs)`` full batches, plus our per-step TP/PP latency).
+* **Response lengths** — depart. B.2 gives every response the maximum R. The workflow's
+  ``response_lengths`` (``costmodels.response_lengths``; ``constant``, the default, is B.2's) gives
+  each replica's S_i responses the stratified quantiles of a capped distribution, admitted in a
+  fixed interleaving into dbs places under continuous batching (``costmodels.batching``): a
+  replica generates for max_k (s_k + L_k) rounds, at least its longest response, with the
+  occupancy falling through the tail; the rounds are costed on ``decode_cost.DECODE_WINDOWS``
+  windows at their mean occupancy and context. Training and inference pack sequences (dynamic
+  batch size): per sequence they cost E[flops(P + L)] over the distribution; their memory stays
+  sized for the longest sequence. ``decode_model="hetrl"`` decodes every response to the cap.
 * dbs is the plan's ``decode_batch``, or the workflow's limit capped by how many sequences' KV
   cache fit next to the resident models; the KV of every sequence in flight is working memory.
+  Under a distribution a sequence holds P + E[L^2] / (2 E[L]) tokens on average in flight (vLLM
+  allocates KV blocks as tokens arrive), and dbs counts those; preemption is not costed.
 * **Overlap** (B.4 and Φ) — departs with ``group_aware_overlap`` (default): Φ applies η among
   tasks that share a GPU group, tasks on disjoint groups overlap fully; in async mode generation
   overlaps training only across disjoint GPUs: the period is
@@ -147,7 +158,7 @@ def evaluate_placement(problem: PlacementProblem, plan: PlacementPlan) -> Evalua
     breakdown = {
         "iteration_time_s": total,
         "throughput_samples_per_s": wf.samples / total if total > 0 else math.inf,
-        "throughput_tokens_per_s": wf.samples * (wf.prompt_length + wf.response_length) / total
+        "throughput_tokens_per_s": wf.samples * (wf.prompt_length + wf.mean_response_length) / total
         if total > 0
         else math.inf,
         "phases": phases,
@@ -161,6 +172,12 @@ def evaluate_placement(problem: PlacementProblem, plan: PlacementPlan) -> Evalua
             "decode": params.decode_model,
             "group_aware_overlap": params.group_aware_overlap,
             "share_prompt_prefill": params.share_prompt_prefill,
+            "responses": wf.response_lengths.describe(wf.response_length)
+            + (
+                " (decode model hetrl: every response decoded to the cap)"
+                if params.decode_model == "hetrl" and not wf.response_lengths.is_constant
+                else ""
+            ),
         },
         "ring_exact": exact,
     }

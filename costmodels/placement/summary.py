@@ -46,7 +46,10 @@ def _efficiency(breakdown: dict[str, Any]) -> str:
     )
     if e.get("per_gpu"):
         text += " (per-GPU overrides: " + ", ".join(sorted(e["per_gpu"])) + ")"
-    return text + f"; decode model {m['decode']}"
+    text += f"; decode model {m['decode']}"
+    if "responses" in m:
+        text += f"\nresponses: {m['responses']}"
+    return text
 
 
 def placement_summary(solved: SolvedPlan[PlacementProblem, PlacementPlan]) -> Summary:

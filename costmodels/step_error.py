@@ -1,0 +1,55 @@
+"""How far to trust a predicted RL step: the judge's out-of-sample error on measured whole steps.
+
+``costmodels/data/measured/step_error.json`` is written by ``python -m benchmarks.fidelity.steps``
+(the whole-step section of ``benchmarks/results/fidelity``): for the step and for each stage
+(generation, inference, training), the RMS of ln(predicted / measured) over the measured runs
+held out of every calibration, the worst ratio and the runs it covers. A plan's summary and its
+plan file carry the step's figure as its expected error: exp(RMS) - 1, a typical relative error,
+not a bound.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from importlib import resources
+from typing import Any
+
+STAGES = ("step", "generation", "inference", "training")
+
+
+@functools.lru_cache(maxsize=1)
+def step_error_table() -> dict[str, Any]:
+    """The shipped table (module doc), or an empty one when none is shipped."""
+    path = resources.files("costmodels") / "data" / "measured" / "step_error.json"
+    if not path.is_file():
+        return {}
+    return json.loads(path.read_text())
+
+
+def expected_error(stage: str = "step") -> dict[str, Any] | None:
+    """``{"relative": exp(rms_log) - 1, "rms_log", "worst_ratio", "runs", "source"}`` of one
+    stage, or None when no measurement covers it."""
+    table = step_error_table()
+    entry = table.get(stage)
+    if not entry or entry.get("rms_log") is None:
+        return None
+    return {
+        "relative": math.exp(entry["rms_log"]) - 1,
+        "rms_log": entry["rms_log"],
+        "worst_ratio": entry.get("worst_ratio"),
+        "runs": len(entry.get("rows", [])),
+        "source": table.get("source", ""),
+    }
+
+
+def describe(stage: str = "step") -> str:
+    """One line for a summary: the expected error and what it was measured on."""
+    err = expected_error(stage)
+    if err is None:
+        return "expected error: not measured for whole steps yet"
+    return (
+        f"expected error of the step: ±{err['relative']:.0%} (RMS over {err['runs']} measured "
+        f"runs out of sample; worst ratio {err['worst_ratio']:.2f})"
+    )
