@@ -47,7 +47,15 @@ from benchmarks.fidelity.steps_cases import (
 from costmodels.generation.request_traces import TraceParams
 from costmodels.placement.check import check_placement
 from costmodels.placement.judge import evaluate_placement
-from costmodels.workflow import ACTOR_GENERATION, ACTOR_TRAINING, REFERENCE_INFERENCE
+from costmodels.placement.plan import TaskPlacement
+from costmodels.placement.problem import PlacementProblem
+from costmodels.placement.task_cost import task_cost
+from costmodels.workflow import (
+    ACTOR_GENERATION,
+    ACTOR_TRAINING,
+    REFERENCE_INFERENCE,
+    WorkflowSpec,
+)
 
 STAGES = ("step", "generation", "inference", "training")
 #: the stage the median is fitted to (module doc)
@@ -110,7 +118,22 @@ def predict(spec: CaseSpec, median: float, prompt: int = PROMPT_TOKENS) -> dict[
         ACTOR_GENERATION
     ]["time_s"]
     out["verl_batch"] = min(prob.workflow.decode_batch_size, per_replica)
+    out["longest_response"] = float(
+        prob.workflow.response_lengths.sample(per_replica, spec.max_response).max()
+    )
+    out["one_at_cap"] = one_at_cap(prob, g)
     return out
+
+
+def one_at_cap(prob: PlacementProblem, gen: TaskPlacement) -> float:
+    """Seconds the judge gives one response decoded alone to the cap on one generation replica:
+    generation's floor whenever a step holds one response that runs to the cap."""
+    wf = prob.workflow.model_dump()
+    wf.update(global_batch=1, responses_per_prompt=1, response_lengths={})
+    alone = PlacementProblem(prob.cluster, WorkflowSpec.model_validate(wf), prob.params)
+    task = next(t for t in alone.tasks if t.name == ACTOR_GENERATION)
+    one = gen.model_copy(update={"dp": 1, "devices": gen.devices[:1], "decode_batch": 1})
+    return task_cost(alone, task, one)[0]["time_s"]
 
 
 def calibration_rows(rows: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -183,6 +206,8 @@ def run(rows: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
                     "decode_batch",
                     "verl_batch",
                     "generation_at_verl_batch",
+                    "longest_response",
+                    "one_at_cap",
                     "mean_response",
                     "peak_memory",
                     "violations",

@@ -84,6 +84,11 @@ def markdown(result: dict[str, Any]) -> str:
             f"| {stage} | {_f(e['rms_log'], '.2f')} | {_f(e['worst_ratio'], '.2f')} "
             f"({e.get('worst_row', '-')}) | {', '.join(e['rows'])} |"
         )
+    worst = max(
+        (s for s in summ["errors"] if s != "step" and summ["errors"][s]["rms_log"] is not None),
+        key=lambda s: summ["errors"][s]["rms_log"],
+    )
+    lines += ["", f"Most off stage (RMS log error over test rows): **{worst}**."]
     sc = summ["scaling_64_to_128"]
     lines += [
         "",
@@ -95,8 +100,9 @@ def markdown(result: dict[str, Any]) -> str:
         "## Diagnostics",
         "",
         "| row | judge's dbs per replica | verl's batch | gen at verl's batch (s; ratio) | "
-        "mean response (tokens) | peak memory | plan valid |",
-        "|---|---:|---:|---:|---:|---:|---|",
+        "mean / longest response (tokens) | one response to the cap alone (s) | peak memory "
+        "| plan valid |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in rows:
         d = r.get("diagnostics")
@@ -106,15 +112,21 @@ def markdown(result: dict[str, Any]) -> str:
         wide = d["generation_at_verl_batch"]
         lines.append(
             f"| {r['id']} | {d['decode_batch']} | {d['verl_batch']} | {wide:.0f}; "
-            f"{_f(wide / gen_meas if gen_meas else None, '.2f')} | {d['mean_response']:.0f} | "
-            f"{d['peak_memory']:.0%} | {'yes' if not d['violations'] else d['violations'][0]} |"
+            f"{_f(wide / gen_meas if gen_meas else None, '.2f')} | {d['mean_response']:.0f} / "
+            f"{d['longest_response']:.0f} | {d['one_at_cap']:.0f} | {d['peak_memory']:.0%} | "
+            f"{'yes' if not d['violations'] else d['violations'][0]} |"
         )
     lines += [
         "",
         "*gen at verl's batch*: the same plan with `decode_batch` = every sequence of a replica "
         "up to `max_num_seqs` (what vLLM holds once colocated training has offloaded); not a "
         "valid rlplan plan (rlplan keeps training's weights, gradients and optimizer resident "
-        "during generation), shown to separate the judge's batch from its decode physics.",
+        "during generation), shown to separate the judge's batch from its decode physics. "
+        "*longest*: the longest of a replica's responses (the judge's stratified quantile); "
+        "*one response to the cap alone*: the judge's time for a single response decoded from "
+        "the prompt to the cap on one generation replica, generation's floor whenever a step "
+        "holds a response that runs to the cap (DAPO shapes the reward of overlong responses "
+        "because some do).",
         "",
         "## Not modelled",
         "",
