@@ -13,12 +13,13 @@ A distribution is one of:
 * ``histogram``: ``bins`` of ``[length, weight]``, each bin's responses ``length`` tokens long
   (cut at the cap), weights relative.
 
-**Deterministic samples.** The judge never draws: ``n`` responses of one replica are the
-stratified quantiles L_k = F^-1((k + 1/2) / n), k = 0..n-1, of the capped distribution, so the
-longest of n sits at the 1 - 1/(2n) quantile, where the expected maximum of n draws lies
-(to within the tail's spread), and a replica given more responses waits for a longer one, as a
-real one does. The order they are admitted in is a fixed interleaving (:func:`admission_order`),
-neither shortest nor longest first, as requests arrive at a serving engine.
+**Deterministic samples.** The judge never draws: ``n`` responses are the stratified quantiles
+L_k = F^-1((k + 1/2) / n), k = 0..n-1, of the capped distribution, so the longest of n sits at
+the 1 - 1/(2n) quantile, near the expected maximum of n draws (to within the tail's spread): a
+step of more responses waits for a longer one, as a real one does. The order a replica admits
+them in is a fixed interleaving (:func:`admission_order`), neither shortest nor longest first, as
+requests arrive at a serving engine. The placement judge costs each generation replica as the
+one that drew the step's longest response (``costmodels.placement.decode_cost.replica_lengths``).
 """
 
 from __future__ import annotations
@@ -105,6 +106,10 @@ class ResponseLengths(BaseModel):
     def sample(self, n: int, cap: int) -> np.ndarray:
         """The ``n`` stratified quantiles of the module doc, ascending (tokens)."""
         return _sample(self, n, cap)
+
+    def longest_of(self, n: int, cap: int) -> int:
+        """The longest of ``n`` responses: F^-1(1 - 1/(2n)), the top stratified quantile."""
+        return int(self.quantile(np.array([1 - 0.5 / n]), cap)[0])
 
     def mean(self, cap: int) -> float:
         """E[min(L, cap)], tokens."""

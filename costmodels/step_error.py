@@ -50,6 +50,6 @@ def describe(stage: str = "step") -> str:
     if err is None:
         return "expected error: not measured for whole steps yet"
     return (
-        f"expected error of the step: ±{err['relative']:.0%} (RMS over {err['runs']} measured "
-        f"runs out of sample; worst ratio {err['worst_ratio']:.2f})"
+        f"expected error of the step: ±{err['relative']:.0%} (RMS, {err['runs']} measured runs "
+        f"out of sample; worst {err['worst_ratio']:.2f}x)"
     )

@@ -2,7 +2,7 @@
 
 ``python -m benchmarks.fidelity.steps --out benchmarks/results/fidelity`` writes ``steps.csv``,
 ``steps.json`` and ``steps.md`` there and the test rows' expected error per stage to
-``benchmarks/fidelity/data/step_error.json`` (what the planner prints as a step's expected error).
+``costmodels/data/measured/step_error.json`` (what the planner prints as a step's expected error).
 
 Measured: verl ``docs/advance/one_step_off.md`` and ``docs/advance/fully_async.md``
 (volcengine/verl@b178a3cd), Qwen2.5-Math-7B DAPO on H20 (``steps_cases`` builds the problems and
@@ -68,7 +68,9 @@ SIGMA_SOURCE = (
 MIN_MEDIAN = 32.0
 #: verl's ``max_prompt_length`` in every script: the sensitivity fit's prompt
 PROMPT_CAP = 2048
-ERROR_FILE = Path(__file__).parent / "data" / "step_error.json"
+ERROR_FILE = (
+    Path(__file__).resolve().parents[2] / "costmodels" / "data" / "measured" / "step_error.json"
+)
 
 
 def lengths(median: float, spec: CaseSpec) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from costmodels import step_error
 from costmodels.placement.plan import PlacementPlan
 from costmodels.placement.problem import PlacementProblem
 from costmodels.problem import SolvedPlan, Summary
@@ -93,7 +94,8 @@ def placement_summary(solved: SolvedPlan[PlacementProblem, PlacementPlan]) -> Su
         + "\n"
         + _phases(breakdown)
         + f"; peak memory {mem['peak_utilization']:.0%} on {mem['tightest_device']}\n"
-        + _efficiency(breakdown),
+        + _efficiency(breakdown)
+        + f"\n{step_error.describe()}",
     )
 
 
