@@ -28,9 +28,15 @@ def step_error_table() -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
-def expected_error(stage: str = "step") -> dict[str, Any] | None:
+#: the judges the table measures: the whole-step rows are judged as placements
+MEASURED_JUDGES = ("placement",)
+
+
+def expected_error(stage: str = "step", judge: str = "placement") -> dict[str, Any] | None:
     """``{"relative": exp(rms_log) - 1, "rms_log", "worst_ratio", "runs", "source"}`` of one
-    stage, or None when no measurement covers it."""
+    stage of one problem's judge, or None when no measurement covers it."""
+    if judge not in MEASURED_JUDGES:
+        return None
     table = step_error_table()
     entry = table.get(stage)
     if not entry or entry.get("rms_log") is None:
@@ -44,11 +50,14 @@ def expected_error(stage: str = "step") -> dict[str, Any] | None:
     }
 
 
-def describe(stage: str = "step") -> str:
+def describe(stage: str = "step", judge: str = "placement") -> str:
     """One line for a summary: the expected error and what it was measured on."""
-    err = expected_error(stage)
+    err = expected_error(stage, judge)
     if err is None:
-        return "expected error: not measured for whole steps yet"
+        return (
+            f"expected error: not measured yet for the {judge} judge's {stage} (whole-step "
+            "fidelity covers the placement judge)"
+        )
     return (
         f"expected error of the step: ±{err['relative']:.0%} (RMS, {err['runs']} measured runs "
         f"out of sample; worst {err['worst_ratio']:.2f}x)"

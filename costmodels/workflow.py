@@ -91,6 +91,15 @@ class WorkflowSpec(BaseModel):
         description="max concurrent sequences per serving engine (dbs)",
     )
     recompute: bool = Field(default=True, description="activation recomputation in training")
+    mini_batch: int | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_GLOBAL_BATCH,
+        description=(
+            "prompts per optimizer step (verl's ppo_mini_batch_size): global_batch / mini_batch "
+            "optimizer steps per RL step, each synchronising gradients; none: one (HetRL B.3)"
+        ),
+    )
 
     def check(self) -> None:
         """Cross-field checks; raises SpecError with the field path."""
@@ -108,6 +117,13 @@ class WorkflowSpec(BaseModel):
                 get_model(name, custom)
             except SpecError as exc:
                 raise SpecError(f"models.{role}", name, exc.reason) from None
+        if self.mini_batch is not None and self.global_batch % self.mini_batch:
+            raise SpecError(
+                "mini_batch",
+                self.mini_batch,
+                f"does not divide global_batch ({self.global_batch} prompts): every optimizer "
+                "step takes a whole mini-batch (verl refuses it too)",
+            )
         lengths = self.response_lengths
         if lengths.median is not None and lengths.median > self.response_length:
             raise SpecError(
@@ -148,6 +164,11 @@ class WorkflowSpec(BaseModel):
     def samples(self) -> int:
         """Sequences per iteration: prompts x responses per prompt."""
         return self.global_batch * self.responses_per_prompt
+
+    @property
+    def optimizer_steps(self) -> int:
+        """Optimizer steps per RL step: global_batch / mini_batch (1 without a mini-batch)."""
+        return self.global_batch // self.mini_batch if self.mini_batch else 1
 
     @property
     def mean_response_length(self) -> float:

@@ -140,3 +140,22 @@ def test_the_long_tail_caps_what_more_generation_gpus_buy():
         t16, _ = _phases(lengths, cluster="small-16", global_batch=32)
         gains[lengths is None] = t8["actor_generation"] / t16["actor_generation"]
     assert gains[False] < gains[True]
+
+
+def test_each_optimizer_step_synchronises_gradients():
+    """verl's ppo_mini_batch_size: global_batch / mini_batch optimizer steps, each a DP sync."""
+    name = "grpo-sync-qwen3-4b"  # verl's sweep trains it at DP4 on small-8
+    p = build_problem("placement", {"cluster": "small-8", "workflow": name})
+    wf = _workflow(None, name=name, mini_batch=48)
+    q = build_problem("placement", {"cluster": "small-8", "workflow": wf})
+    assert q.workflow.optimizer_steps == 8
+    plan = _colocated(p)
+    a = evaluate_placement(p, plan).breakdown["tasks"]["actor_training"]
+    b = evaluate_placement(q, plan).breakdown["tasks"]["actor_training"]
+    assert b["dp_s"] == pytest.approx(8 * a["dp_s"]) and a["dp_s"] > 0
+    assert b["comp_s"] == a["comp_s"]
+    with pytest.raises(SpecError, match="mini_batch"):
+        build_problem(
+            "placement",
+            {"cluster": "small-8", "workflow": _workflow(None, name=name, mini_batch=50)},
+        )

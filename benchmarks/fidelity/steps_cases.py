@@ -98,6 +98,8 @@ class CaseSpec:
     note: str = ""
 
 
+#: verl's ``actor_rollout_ref.actor.ppo_mini_batch_size`` in the recipes' scripts (prompts)
+MINI_BATCH = 32
 FSDP = {"train": (1, 1), "reference": (2, 1), "micro_batch": 1}
 MEGATRON = {"train": (2, 2), "reference": (2, 2), "micro_batch": 2}
 FULLY_ASYNC = (
@@ -203,6 +205,9 @@ def workflow(spec: CaseSpec, lengths: dict[str, Any], prompt: int = PROMPT_TOKEN
             "response_length": spec.max_response,
             "response_lengths": lengths,
             "micro_batch_size": spec.micro_batch,
+            # ppo_mini_batch_size 32 prompts in every script (one_step_off.md, fully_async.md):
+            # 16 optimizer steps per RL step
+            "mini_batch": MINI_BATCH,
             "decode_batch_size": MAX_NUM_SEQS,
         }
     )

@@ -31,8 +31,9 @@ comes from. They act at three levels of HetRL §3.2, which is where every solver
   the actor's. The critic computes values and trains in one worker: critic inference and critic
   training share their layout;
 * every task splits its batch and layers evenly (no uneven shares);
-* the training DP divides the samples of an iteration (``utils/config.py`` ``validate_config``:
-  ``train_batch_size * rollout.n`` divisible by ``megatron_dp * ppo_micro_batch_size_per_gpu``).
+* the training DP divides the samples of a mini-batch (``utils/config.py`` ``validate_config``:
+  ``ppo_mini_batch_size * rollout.n`` divisible by ``megatron_dp * ppo_micro_batch_size_per_gpu``;
+  without a ``mini_batch`` the mini-batch is the iteration).
 
 **ROLL** (``roll/pipeline/rlvr/rlvr_config.py``, ``roll/configs/worker_config.py``; rules in
 ``costmodels.placement.roll_export``): ``actor_train`` and ``actor_infer`` are on the same GPUs
@@ -127,8 +128,8 @@ class FrameworkRules:
             return False  # vLLM serving without pipeline parallelism
         if task in (ACTOR_TRAINING, CRITIC_TRAINING):
             wf = problem.workflow
-            if (wf.global_batch * wf.responses_per_prompt) % cfg.dp:
-                return False  # the training DP divides an iteration's samples
+            if ((wf.mini_batch or wf.global_batch) * wf.responses_per_prompt) % cfg.dp:
+                return False  # the training DP divides a mini-batch's samples
             if self.framework == "roll" and task == ACTOR_TRAINING and wf.global_batch % cfg.dp:
                 return False  # ROLL: rollout_batch_size (prompts) divisible by actor_train's DP
         return True
@@ -222,9 +223,10 @@ class FrameworkRules:
             if self.framework == "roll" and task == ACTOR_TRAINING
             else ""
         )
+        per_step = "a mini-batch" if wf.mini_batch else "an iteration"
         return (
-            f"does not divide the {wf.global_batch * wf.responses_per_prompt} samples of an "
-            f"iteration evenly over the training DP{prompts}"
+            f"does not divide the {(wf.mini_batch or wf.global_batch) * wf.responses_per_prompt} "
+            f"samples of {per_step} evenly over the training DP{prompts}"
         )
 
 

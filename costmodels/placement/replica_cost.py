@@ -165,7 +165,8 @@ class TaskCoster:
                 ("decode_s", decode),
             ):
                 totals[name] = max(totals[name], v)
-        dp_s = self._dp_cost() if train else 0.0
+        # every optimizer step synchronises the gradients (verl: one per ppo mini-batch)
+        dp_s = self._dp_cost() * wf.optimizer_steps if train else 0.0
         out: dict[str, Any] = {"time_s": max(per_replica) + dp_s, **totals, "dp_s": dp_s}
         out["replica_times_s"] = per_replica
         out["prefill_times_s"] = prefill

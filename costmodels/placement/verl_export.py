@@ -19,12 +19,13 @@ Read in verl's source at those releases (file names relative to the ``verl`` pac
   rlplan's workflows always place one, so GRPO gets the KL loss and PPO the in-reward KL penalty,
   the usual choice of each. ``data.train_batch_size`` prompts, ``rollout.n`` responses each,
   ``data.max_prompt_length`` / ``max_response_length``.
-* **Batch sizes.** rlplan's cost model trains one optimizer step per iteration (HetRL Appendix
-  B.3), so ``ppo_mini_batch_size`` is the whole batch. ``utils/config.py`` ``validate_config``
-  asserts ``train_batch_size * rollout.n`` divisible by ``megatron_dp *
-  ppo_micro_batch_size_per_gpu``; the Megatron worker divides ``ppo_mini_batch_size * n`` by its
-  DP; ``log_prob_micro_batch_size_per_gpu`` must be set for the rollout and the reference. The
-  micro-batch is the workflow's, lowered to the largest divisor of the per-rank samples.
+* **Batch sizes.** ``ppo_mini_batch_size`` is the workflow's ``mini_batch`` (prompts per
+  optimizer step), or the whole batch: one optimizer step per iteration, HetRL Appendix B.3.
+  ``utils/config.py`` ``validate_config`` asserts ``train_batch_size * rollout.n`` divisible by
+  ``megatron_dp * ppo_micro_batch_size_per_gpu``; the Megatron worker divides
+  ``ppo_mini_batch_size * n`` by its DP; ``log_prob_micro_batch_size_per_gpu`` must be set for
+  the rollout and the reference. The micro-batch is the workflow's, lowered to the largest
+  divisor of the per-rank samples of a mini-batch.
 * **Layouts.** ``actor_rollout_ref.rollout.tensor_model_parallel_size`` and ``.max_num_seqs``;
   vLLM rollout has no pipeline parallelism (``workers/config/rollout.py``,
   ``RolloutConfig.__post_init__`` raises); Megatron's ``<role>.megatron.tensor_model_parallel_size``
@@ -106,12 +107,13 @@ def largest_divisor_at_most(n: int, cap: int) -> int:
 
 
 def _micro_batch(problem: PlacementProblem, dp: int, what: str, notes: list[str]) -> int:
-    """A per-GPU micro-batch that verl's divisibility checks accept for a DP of ``dp``."""
+    """A per-GPU micro-batch that verl's divisibility checks accept for a DP of ``dp``: training
+    ranks split each mini-batch (``ppo_mini_batch_size`` prompts x n)."""
     wf = problem.workflow
-    samples = wf.global_batch * wf.responses_per_prompt
+    samples = (wf.mini_batch or wf.global_batch) * wf.responses_per_prompt
     if samples % dp:
         notes.append(
-            f"{what}: DP{dp} does not divide the {samples} samples of an iteration (verl's "
+            f"{what}: DP{dp} does not divide the {samples} samples of a mini-batch (verl's "
             "validate_config asserts it); plan with --target verl"
         )
         return 1
@@ -141,7 +143,7 @@ def _workflow_overrides(
         "data.max_prompt_length": wf.prompt_length,
         "data.max_response_length": wf.response_length,
         "actor_rollout_ref.rollout.n": wf.responses_per_prompt,
-        "actor_rollout_ref.actor.ppo_mini_batch_size": wf.global_batch,
+        "actor_rollout_ref.actor.ppo_mini_batch_size": wf.mini_batch or wf.global_batch,
         "actor_rollout_ref.actor.ppo_epochs": 1,
     }
     actor = plan.task(ACTOR_TRAINING)
@@ -154,7 +156,7 @@ def _workflow_overrides(
     )
     if CRITIC_TRAINING in names:
         critic = plan.task(CRITIC_TRAINING)
-        ov["critic.ppo_mini_batch_size"] = wf.global_batch
+        ov["critic.ppo_mini_batch_size"] = wf.mini_batch or wf.global_batch
         ov["critic.ppo_epochs"] = 1
         ov["critic.ppo_micro_batch_size_per_gpu"] = _micro_batch(
             problem, critic.dp, "critic_training", notes

@@ -7,6 +7,7 @@ from typing import Any
 
 from costmodels.replan.plan import ReplanPlan, layout_names, plan_counts
 from costmodels.replan.problem import ReplanProblem, instance_cost
+from costmodels.step_error import expected_error
 
 
 def evaluate_replan(problem: ReplanProblem, plan: ReplanPlan) -> tuple[float, dict[str, Any]]:
@@ -41,6 +42,8 @@ def evaluate_replan(problem: ReplanProblem, plan: ReplanPlan) -> tuple[float, di
         "gpus": sum(i.tp for i in plan.instances),
         "layout": layout_names(problem, plan),
         "current_makespan_s": problem.current_makespan_s,
+        # how far to trust the makespan (``costmodels.step_error``): None until measured
+        "expected_error": expected_error("generation", judge="replan"),
         "model": {
             "T_j": "sum_b x_jb w_yb + alpha_y * max(max L_b, sum_b x_jb L_b / B_yb)",
             "bin_tokens": problem.spec.bin_tokens,

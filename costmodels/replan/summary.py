@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from costmodels import step_error
 from costmodels.problem import SolvedPlan, Summary
 from costmodels.replan.plan import ReplanPlan
 from costmodels.replan.problem import ReplanProblem
@@ -40,5 +41,7 @@ def replan_summary(solved: SolvedPlan[ReplanProblem, ReplanPlan]) -> Summary:
             "instances kept, "
             f"{b['switched_instances']} switched, {b['migrated_requests']} requests migrated"
             + (f"; {more} more instances in the plan file" if more > 0 else "")
+            + "\n"
+            + step_error.describe("generation", judge="replan")
         ),
     )

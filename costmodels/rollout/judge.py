@@ -28,6 +28,7 @@ from costmodels.rollout.reward import score
 from costmodels.rollout.rounds import RoundResult
 from costmodels.rollout.stream import train_finish
 from costmodels.rollout.workload import PromptPool, RolloutWorkload
+from costmodels.step_error import expected_error
 
 
 def train_gpu_seconds(workload: RolloutWorkload, tokens: float) -> float:
@@ -135,4 +136,6 @@ def evaluate_rollout(problem: Any, plan: RolloutPlan) -> tuple[float, dict[str, 
         "scaled_rounds": sum(s["scaled_at_s"] is not None for s in steps),
         "lost": len(epoch.lost(wl.dataset_prompts)),
         "repeated": len(epoch.repeated()),
+        # how far to trust the step (``costmodels.step_error``): None until measured
+        "expected_error": expected_error("step", judge="rollout"),
     }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from costmodels import step_error
 from costmodels.problem import SolvedPlan, Summary
 from costmodels.rollout.plan import RolloutPlan
 from costmodels.rollout.problem import RolloutProblem
@@ -86,7 +87,8 @@ def rollout_summary(solved: SolvedPlan[RolloutProblem, RolloutPlan]) -> Summary:
             f"R0={wl.responses_per_prompt}, "
             f"{wl.dataset_prompts} prompts in {breakdown['epoch_s']:.0f} s; every prompt trained "
             "once "
-            f"(lost {breakdown['lost']}, repeated {breakdown['repeated']})"
+            f"(lost {breakdown['lost']}, repeated {breakdown['repeated']})\n"
+            + step_error.describe("step", judge="rollout")
         ),
     )
 
