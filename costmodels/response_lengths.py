@@ -35,6 +35,8 @@ from costmodels.limits import MAX_TOKENS
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
+#: bins a histogram may hold (a 256-token histogram of the longest context is 4 096 bins)
+MAX_BINS = 65_536
 #: quantiles a phase's expected per-sequence cost is averaged over (training, inference): the
 #: quantile rule's error on a smooth cost is O(1/n^2) of its spread
 MEAN_POINTS = 256
@@ -55,6 +57,7 @@ class ResponseLengths(BaseModel):
     sigma: float = Field(default=0.0, ge=0, le=5, description="lognormal: spread of ln(length)")
     bins: tuple[tuple[float, float], ...] | None = Field(
         default=None,
+        max_length=MAX_BINS,
         description="histogram: [length tokens, relative weight] per bin",
     )
     source: str = Field(default="", description="where these statistics come from")

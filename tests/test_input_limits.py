@@ -130,6 +130,37 @@ SIZES_AND_CONTRADICTIONS = [
         ["global_batch"],
     ),
     (
+        "workflow-median-above-cap",
+        _argv_with_preset(
+            "plan placement --workflow w.yaml",
+            preset="grpo-sync-qwen3-4b",
+            mutate=lambda d: d.update(
+                response_lengths={"distribution": "lognormal", "median": 5000, "sigma": 0.5}
+            ),
+        ),
+        ["response_lengths.median", "5000"],
+    ),
+    (
+        "workflow-histogram-too-many-bins",
+        _argv_with_preset(
+            "plan placement --workflow w.yaml",
+            preset="grpo-sync-qwen3-4b",
+            mutate=lambda d: d.update(
+                response_lengths={"distribution": "histogram", "bins": [[1, 1]] * 70_000}
+            ),
+        ),
+        ["response_lengths.bins"],
+    ),
+    (
+        "workflow-mini-batch-not-dividing",
+        _argv_with_preset(
+            "plan placement --workflow w.yaml",
+            preset="grpo-sync-qwen3-4b",
+            mutate=lambda d: d.update(mini_batch=7),
+        ),
+        ["mini_batch", "384"],
+    ),
+    (
         "gpu-absurd-tflops",
         _plan_placement_on_cluster(_custom_gpu(tflops_bf16_dense=1e308)),
         ["tflops_bf16_dense"],
