@@ -50,15 +50,24 @@ def expected_error(stage: str = "step", judge: str = "placement") -> dict[str, A
     }
 
 
+def expected_errors(judge: str = "placement") -> dict[str, dict[str, Any] | None]:
+    """:func:`expected_error` of the step and of every stage (``STAGES``)."""
+    return {stage: expected_error(stage, judge) for stage in STAGES}
+
+
 def describe(stage: str = "step", judge: str = "placement") -> str:
-    """One line for a summary: the expected error and what it was measured on."""
+    """One line for a summary: the expected error, per stage after the step's, and what it was
+    measured on."""
     err = expected_error(stage, judge)
     if err is None:
         return (
             f"expected error: not measured yet for the {judge} judge's {stage} (whole-step "
             "fidelity covers the placement judge)"
         )
-    return (
-        f"expected error of the step: ±{err['relative']:.0%} (RMS, {err['runs']} measured runs "
-        f"out of sample; worst {err['worst_ratio']:.2f}x)"
-    )
+    line = f"expected error: {stage} ±{err['relative']:.0%}"
+    if stage == "step":
+        for other in STAGES[1:]:
+            more = expected_error(other, judge)
+            if more is not None:
+                line += f", {other} ±{more['relative']:.0%}"
+    return line + f" (RMS, {err['runs']} measured runs out of sample)"

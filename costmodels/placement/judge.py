@@ -87,7 +87,7 @@ from costmodels.placement.plan import PlacementPlan
 from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.task_cost import task_cost
 from costmodels.placement.transfer import weight_transfer
-from costmodels.step_error import expected_error
+from costmodels.step_error import expected_errors
 from costmodels.workflow import ACTOR_GENERATION, TaskKind
 
 
@@ -183,6 +183,6 @@ def evaluate_placement(problem: PlacementProblem, plan: PlacementPlan) -> Evalua
         "ring_exact": exact,
         # how far to trust ``iteration_time_s``: the judge's out-of-sample error on measured
         # whole steps (``costmodels.step_error``)
-        "expected_error": expected_error("step"),
+        "expected_error": expected_errors(),
     }
     return Evaluation(total, breakdown)
