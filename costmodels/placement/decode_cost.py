@@ -56,6 +56,16 @@ def length_sums(
     return sum(one), max(one), sum(n * n for n in one)
 
 
+@functools.lru_cache(maxsize=4096)
+def in_flight_response(lengths: ResponseLengths, cap: int) -> float:
+    """E[L^2] / (2 E[L]) of the capped response lengths, tokens: the response a sequence in
+    flight at a random round holds on average (length-biased, half-way through)."""
+    from costmodels.response_lengths import MEAN_POINTS
+
+    q = lengths.sample(MEAN_POINTS, cap)
+    return float((q * q).mean() / (2 * q.mean()))
+
+
 class GenerationCoster(TaskCoster):
     """A generation task's costs: :class:`TaskCoster`'s, with decode (HetRL Appendix B.2's decode
     term, as ``costmodels.placement.judge``'s module doc departs from it)."""
@@ -113,7 +123,21 @@ class GenerationCoster(TaskCoster):
     def _rings(
         self, replica: list[list[int]], width: int
     ) -> tuple[tuple[float, ...], tuple[float, ...]]:
-        """TP all-reduce and PP hop times of one token round of ``width`` sequences."""
+        """TP all-reduce and PP hop times of one token round of ``width`` sequences, memoised
+        per topology on the replica's devices (a long-tailed schedule asks for up to
+        ``DECODE_WINDOWS`` widths per replica)."""
+        cache = self.topo.memo.setdefault("decode_rings", {})
+        key = (self.m.name, self.tp_.tp, tuple(map(tuple, replica)), width)
+        hit = cache.get(key)
+        if hit is None:
+            hit = self._rings_of(replica, width)
+            if len(cache) < comm.MEMO_ENTRIES:
+                cache[key] = hit
+        return hit
+
+    def _rings_of(
+        self, replica: list[list[int]], width: int
+    ) -> tuple[tuple[float, ...], tuple[float, ...]]:
         m, tp = self.m, self.tp_.tp
         pp = len(replica)
         b = math.ceil(width / min(pp, width))
@@ -337,10 +361,7 @@ class GenerationCoster(TaskCoster):
 
     def _in_flight_response(self) -> float:
         """E[L^2] / (2 E[L]) of the capped response lengths, tokens."""
-        from costmodels.response_lengths import MEAN_POINTS
-
-        q = self.wf.response_lengths.sample(MEAN_POINTS, self.wf.response_length)
-        return float((q * q).mean() / (2 * q.mean()))
+        return in_flight_response(self.wf.response_lengths, self.wf.response_length)
 
     def _decode_batch(self, replica: list[list[int]]) -> int:
         """dbs of B.2: the plan's ``decode_batch``, or the workflow's limit capped by the KV cache
