@@ -64,10 +64,12 @@ def describe(stage: str = "step", judge: str = "placement") -> str:
             f"expected error: not measured yet for the {judge} judge's {stage} (whole-step "
             "fidelity covers the placement judge)"
         )
-    line = f"expected error: {stage} ±{err['relative']:.0%}"
+    # short stage names: the line fits an 80-column summary
+    short = {"generation": "gen", "inference": "inference", "training": "train"}
+    line = f"expected error (RMS, {err['runs']} runs): {stage} ±{err['relative']:.0%}"
     if stage == "step":
         for other in STAGES[1:]:
             more = expected_error(other, judge)
             if more is not None:
-                line += f", {other} ±{more['relative']:.0%}"
-    return line + f" (RMS, {err['runs']} measured runs out of sample)"
+                line += f", {short[other]} ±{more['relative']:.0%}"
+    return line
