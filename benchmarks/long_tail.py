@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.publish import command_line, publish_rows, redraw, save_figure
+from costmodels.generation.request_traces import TraceParams
 from costmodels.placement.check import check_placement
 from costmodels.placement.judge import evaluate_placement
 from costmodels.placement.presets import placement_presets
@@ -39,11 +40,13 @@ WORKFLOWS = (
     "ppo-sync-qwen3-4b",
     "ppo-async-qwen3-4b",
 )
+#: the synthetic generator's defaults, calibrated to RollPacker §2.2
+_TRACE = TraceParams()
 #: the marginal of TraceParams()'s response lengths (module doc), cut at the preset's cap
 LONG_TAIL = {
     "distribution": "lognormal",
     "median": 420.0,
-    "sigma": round(math.hypot(0.75, 0.55), 2),  # TraceParams sigma_prompt, sigma_response
+    "sigma": round(math.hypot(_TRACE.sigma_prompt, _TRACE.sigma_response), 2),
     "source": "marginal of request_traces.TraceParams defaults (RollPacker §2.2)",
 }
 #: left out: its ILP takes over 60 s here (2 loaded cores), the brief's limit

@@ -32,9 +32,11 @@ def step_error_table() -> dict[str, Any]:
 MEASURED_JUDGES = ("placement",)
 
 
+@functools.lru_cache(maxsize=64)
 def expected_error(stage: str = "step", judge: str = "placement") -> dict[str, Any] | None:
     """``{"relative": exp(rms_log) - 1, "rms_log", "worst_ratio", "runs", "source"}`` of one
-    stage of one problem's judge, or None when no measurement covers it."""
+    stage of one problem's judge, or None when no measurement covers it. Built once: every
+    judged plan's breakdown shares it (read it, do not change it)."""
     if judge not in MEASURED_JUDGES:
         return None
     table = step_error_table()
@@ -50,8 +52,10 @@ def expected_error(stage: str = "step", judge: str = "placement") -> dict[str, A
     }
 
 
+@functools.lru_cache(maxsize=8)
 def expected_errors(judge: str = "placement") -> dict[str, dict[str, Any] | None]:
-    """:func:`expected_error` of the step and of every stage (``STAGES``)."""
+    """:func:`expected_error` of the step and of every stage (``STAGES``), built once per judge:
+    the placement judge puts it in every breakdown, searches included."""
     return {stage: expected_error(stage, judge) for stage in STAGES}
 
 

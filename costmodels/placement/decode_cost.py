@@ -359,10 +359,6 @@ class GenerationCoster(TaskCoster):
         )
         return max(chain, worst) + overhead
 
-    def _in_flight_response(self) -> float:
-        """E[L^2] / (2 E[L]) of the capped response lengths, tokens."""
-        return in_flight_response(self.wf.response_lengths, self.wf.response_length)
-
     def _decode_batch(self, replica: list[list[int]]) -> int:
         """dbs of B.2: the plan's ``decode_batch``, or the workflow's limit capped by the KV cache
         that fits beside the resident models on each GPU."""
@@ -376,7 +372,8 @@ class GenerationCoster(TaskCoster):
             # vLLM admits by the KV blocks a sequence holds now, not by its maximum: at steady
             # state a sequence in flight holds P + E[L^2] / (2 E[L]) tokens (a sequence seen at
             # a random round is length-biased, half-way through); preemption is not costed
-            seq = max(1, math.ceil(wf.prompt_length + self._in_flight_response()))
+            in_flight = in_flight_response(wf.response_lengths, wf.response_length)
+            seq = max(1, math.ceil(wf.prompt_length + in_flight))
         cap = wf.decode_batch_size
         for j, stage in enumerate(replica):
             for d in stage:
