@@ -89,6 +89,21 @@ def occupancy_windows(
     )
 
 
+@functools.lru_cache(maxsize=8192)
+def streamed_window(lengths: tuple[int, ...], slots: int, prompt: int) -> Window:
+    """The same responses generated at full occupancy, as a rollouter that never runs out of
+    work does (no tail): ceil(sum L / w) rounds with w = min(slots, n), and the same total
+    context sum_k (L_k P + L_k^2 / 2) as the schedule of :func:`occupancy_windows` (every token
+    is generated once, at the same context, whenever it is generated)."""
+    if slots < 1:
+        raise ValueError("slots must be >= 1")
+    tokens = sum(lengths)
+    width = min(slots, len(lengths))
+    rounds = math.ceil(tokens / width) if width else 0
+    context = sum(k * prompt + k * k / 2 for k in lengths)
+    return Window(float(rounds), float(tokens), float(context))
+
+
 def makespan_rounds(lengths: tuple[int, ...], slots: int) -> int:
     """Token rounds until the last of ``lengths`` (admission order) finishes on ``slots``."""
     return int(math.fsum(w.rounds for w in occupancy_windows(lengths, slots, 0, 1)))

@@ -5,7 +5,9 @@
 (generation, inference, training), the RMS of ln(predicted / measured) over the measured runs
 held out of every calibration, the worst ratio and the runs it covers. A plan's summary and its
 plan file carry the step's figure as its expected error: exp(RMS) - 1, a typical relative error,
-not a bound.
+not a bound. Runs are comparable when their generation waits for the step's tail the same way:
+synchronous and one-step-off runs (the table's top level) apart from fully-async ones (its
+``fully-async`` entry, which a fully-async workflow's plans carry).
 """
 
 from __future__ import annotations
@@ -32,14 +34,24 @@ def step_error_table() -> dict[str, Any]:
 MEASURED_JUDGES = ("placement",)
 
 
+#: the table entries of the workflow modes measured apart from the synchronous and one-step-off
+#: runs of the table's top level
+MODE_ENTRIES = ("fully-async",)
+
+
 @functools.lru_cache(maxsize=64)
-def expected_error(stage: str = "step", judge: str = "placement") -> dict[str, Any] | None:
+def expected_error(
+    stage: str = "step", judge: str = "placement", mode: str = "sync"
+) -> dict[str, Any] | None:
     """``{"relative": exp(rms_log) - 1, "rms_log", "worst_ratio", "runs", "source"}`` of one
-    stage of one problem's judge, or None when no measurement covers it. Built once: every
-    judged plan's breakdown shares it (read it, do not change it)."""
+    stage of one problem's judge for a workflow of ``mode`` (module doc), or None when no
+    measurement covers it. Built once: every judged plan's breakdown shares it (read it, do not
+    change it)."""
     if judge not in MEASURED_JUDGES:
         return None
     table = step_error_table()
+    if mode in MODE_ENTRIES:
+        table = table.get(mode, {})
     entry = table.get(stage)
     if not entry or entry.get("rms_log") is None:
         return None
@@ -53,16 +65,18 @@ def expected_error(stage: str = "step", judge: str = "placement") -> dict[str, A
 
 
 @functools.lru_cache(maxsize=8)
-def expected_errors(judge: str = "placement") -> dict[str, dict[str, Any] | None]:
-    """:func:`expected_error` of the step and of every stage (``STAGES``), built once per judge:
-    the placement judge puts it in every breakdown, searches included."""
-    return {stage: expected_error(stage, judge) for stage in STAGES}
+def expected_errors(
+    judge: str = "placement", mode: str = "sync"
+) -> dict[str, dict[str, Any] | None]:
+    """:func:`expected_error` of the step and of every stage (``STAGES``), built once per judge
+    and mode: the placement judge puts it in every breakdown, searches included."""
+    return {stage: expected_error(stage, judge, mode) for stage in STAGES}
 
 
-def describe(stage: str = "step", judge: str = "placement") -> str:
+def describe(stage: str = "step", judge: str = "placement", mode: str = "sync") -> str:
     """One line for a summary: the expected error, per stage after the step's, and what it was
     measured on."""
-    err = expected_error(stage, judge)
+    err = expected_error(stage, judge, mode)
     if err is None:
         return (
             f"expected error: not measured yet for the {judge} judge's {stage} (whole-step "
@@ -73,7 +87,7 @@ def describe(stage: str = "step", judge: str = "placement") -> str:
     line = f"expected error (RMS, {err['runs']} runs): {stage} ±{err['relative']:.0%}"
     if stage == "step":
         for other in STAGES[1:]:
-            more = expected_error(other, judge)
+            more = expected_error(other, judge, mode)
             if more is not None:
                 line += f", {short[other]} ±{more['relative']:.0%}"
     return line

@@ -41,6 +41,48 @@ class RoleModels(BaseModel):
     reward: str | None = None
 
 
+#: most a fully asynchronous rollouter may run ahead of training, in RL steps (verl's
+#: ``staleness_threshold``; its documented runs use 0-1)
+MAX_STALENESS = 16.0
+
+
+class FullyAsync(BaseModel):
+    """verl ``fully_async_policy``'s knobs (``docs/advance/fully_async.md``; AReaL's, named
+    differently): a rollouter streams samples to a trainer on other GPUs without waiting for a
+    step boundary.
+
+    An RL step is ``global_batch`` prompts: ``updates_per_sync`` local updates (verl's
+    ``trigger_parameter_sync_step``) of global_batch / updates_per_sync prompts each (verl's
+    ``require_batches`` x ``ppo_mini_batch_size``), then one weight sync. ``staleness`` is how
+    many steps' samples the rollouter may generate ahead with old weights (verl's
+    ``staleness_threshold``); ``partial_rollout`` lets a sync interrupt responses in flight and
+    resume them under the new weights instead of draining them."""
+
+    model_config = _STRICT
+
+    staleness: float = Field(
+        default=0.1,
+        ge=0,
+        le=MAX_STALENESS,
+        description="RL steps of samples the rollouter may generate ahead (staleness_threshold)",
+    )
+    partial_rollout: bool = Field(
+        default=True, description="a weight sync interrupts responses in flight and resumes them"
+    )
+    updates_per_sync: int = Field(
+        default=1,
+        gt=0,
+        le=MAX_GLOBAL_BATCH,
+        description="local updates per weight sync (trigger_parameter_sync_step)",
+    )
+
+    @property
+    def hides_tail(self) -> bool:
+        """Whether the rollouter keeps generating through a step's long tail: it may run ahead
+        (staleness > 0) and need not drain responses in flight before a sync."""
+        return self.staleness > 0 and self.partial_rollout
+
+
 class WorkflowSpec(BaseModel):
     """One RL post-training job as HetRL §4.1 receives it.
 
@@ -53,7 +95,15 @@ class WorkflowSpec(BaseModel):
     name: str = ""
     description: str = ""
     algorithm: Literal["ppo", "grpo"]
-    mode: Literal["sync", "async"]
+    mode: Literal["sync", "async", "fully-async"] = Field(
+        description=(
+            "sync: generation, inference, training in turn; async: one step off-policy (verl "
+            "one_step_off_policy); fully-async: a streaming rollouter (verl fully_async_policy)"
+        )
+    )
+    fully_async: FullyAsync | None = Field(
+        default=None, description="fully-async's knobs (mode: fully-async only)"
+    )
     models: RoleModels
     custom_models: list[ModelSpec] = Field(default_factory=list)
     global_batch: int = Field(gt=0, le=MAX_GLOBAL_BATCH)
@@ -124,6 +174,7 @@ class WorkflowSpec(BaseModel):
                 f"does not divide global_batch ({self.global_batch} prompts): every optimizer "
                 "step takes a whole mini-batch (verl refuses it too)",
             )
+        self._check_fully_async()
         lengths = self.response_lengths
         if lengths.median is not None and lengths.median > self.response_length:
             raise SpecError(
@@ -140,6 +191,57 @@ class WorkflowSpec(BaseModel):
                 self.models.critic,
                 "GRPO has no critic; remove it or use algorithm: ppo",
             )
+
+    def _check_fully_async(self) -> None:
+        if self.fully_async is not None and self.mode != "fully-async":
+            raise SpecError(
+                "fully_async",
+                self.fully_async.model_dump(),
+                f"only mode: fully-async uses these knobs (mode is {self.mode})",
+            )
+        updates = self.asynchrony.updates_per_sync
+        if self.global_batch % updates:
+            raise SpecError(
+                "fully_async.updates_per_sync",
+                updates,
+                f"does not divide global_batch ({self.global_batch} prompts): every local "
+                "update takes the same number of prompts",
+            )
+        if self.mini_batch is not None and (self.global_batch // updates) % self.mini_batch:
+            raise SpecError(
+                "fully_async.updates_per_sync",
+                updates,
+                f"leaves {self.global_batch // updates} prompts per local update, not a "
+                f"multiple of mini_batch ({self.mini_batch}; verl's require_batches is whole)",
+            )
+
+    @property
+    def overlaps(self) -> bool:
+        """Whether generation runs beside inference and training (async and fully-async)
+        rather than before them (sync)."""
+        return self.mode != "sync"
+
+    @property
+    def asynchrony(self) -> FullyAsync:
+        """fully-async's knobs (their defaults when none are given); inert in other modes."""
+        return self.fully_async or FullyAsync()
+
+    @property
+    def trailing_share(self) -> float:
+        """The share of inference + training that follows a step's last sample instead of
+        overlapping generation: 1 / updates_per_sync when a fully-async rollouter drains
+        before each sync (``costmodels.placement.judge.overlapped_step``), else 0."""
+        if self.mode != "fully-async" or self.asynchrony.hides_tail:
+            return 0.0
+        return 1.0 / self.asynchrony.updates_per_sync
+
+    @property
+    def staleness_hiding_tail(self) -> float | None:
+        """The staleness a fully-async rollouter fills a step's long tail with, or None when
+        generation waits for the tail (sync, async, a draining rollouter)."""
+        if self.mode != "fully-async" or not self.asynchrony.hides_tail:
+            return None
+        return self.asynchrony.staleness
 
     def model(self, role: str) -> ModelSpec:
         """The model a role runs (the reference defaults to the actor's), resolved once."""

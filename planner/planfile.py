@@ -26,13 +26,14 @@ from planner.registry import Registry, default_registry
 from planner.result import Result, relative_gap
 from planner.solve import EXACT_RTOL, check_plan
 
-SCHEMA_VERSION = "1.4"
+SCHEMA_VERSION = "1.5"
 #: versions this rlplan reads: 1.0 lacks ``clock`` (read as a plan whose clock decided nothing:
 #: 1.0 did not record it); 1.0 and 1.1 were judged on the flat kernels (:func:`_judge_of`);
 #: before 1.3 no file records ``termination``; 1.4 adds a placement workflow's ``response_lengths``
-#: (absent: constant, the only model before) and the breakdown's ``expected_error``; anything
-#: else is refused naming both versions
-READABLE_VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4")
+#: (absent: constant, the only model before) and the breakdown's ``expected_error``; 1.5 adds
+#: the ``fully-async`` mode and its ``fully_async`` knobs (absent before: no file used them);
+#: anything else is refused naming both versions
+READABLE_VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4", "1.5")
 
 
 class _PlanFileBase(BaseModel):
@@ -40,7 +41,7 @@ class _PlanFileBase(BaseModel):
         extra="forbid", allow_inf_nan=False
     )  # NaN objectives and bounds are no numbers
 
-    schema_version: Literal["1.0", "1.1", "1.2", "1.3", "1.4"] = SCHEMA_VERSION
+    schema_version: Literal["1.0", "1.1", "1.2", "1.3", "1.4", "1.5"] = SCHEMA_VERSION
     rlplan_version: str = ""
     solver: str
     status: Status

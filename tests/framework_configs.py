@@ -77,15 +77,16 @@ def compose_verl(version: str, config_name: str, overrides: list[str]) -> Any:
     from hydra.core.global_hydra import GlobalHydra
 
     root = verl_root(version)
-    if config_name.startswith("one_step_off"):
-        shipped = root / "verl" / "experimental" / "one_step_off_policy" / "config"
+    recipe = next((r for r in ("one_step_off", "fully_async") if config_name.startswith(r)), None)
+    if recipe:
+        shipped = root / "verl" / "experimental" / f"{recipe}_policy" / "config"
         config_dir = shipped if shipped.is_dir() else DATA / "verl" / f"v{version}"
     else:
         config_dir = root / "verl" / "trainer" / "config"
     assert hydra is not None
     GlobalHydra.instance().clear()
     cwd = os.getcwd()
-    os.chdir(root)  # the one-step-off configs find the trainer's through file://verl/trainer/config
+    os.chdir(root)  # the recipes' configs find the trainer's through file://verl/trainer/config
     try:
         with initialize_config_dir(config_dir=str(config_dir), version_base=None):
             return compose(config_name=config_name, overrides=overrides)

@@ -48,11 +48,9 @@ def test_plans_are_valid(spec):
 
 def test_split():
     assert CALIBRATION == ("B1",)
-    assert [split_of(i) for i in ("B1", "B3", "B5", "A1", "A3", "A2", "A4")] == [
-        "calibration",
-        *["test"] * 6,
-    ]
-    for i in ("B2", "B4", "B6", "B7", "B8", "B9", "B10", "B11"):
+    tests = ("B3", "B5", "A1", "A3", "A2", "A4", "B2", "B4", "B6", "B7", "B8", "B9")
+    assert [split_of(i) for i in ("B1", *tests)] == ["calibration", *["test"] * len(tests)]
+    for i in ("B10", "B11"):  # multi-turn tool calls
         assert split_of(i) == "not modelled" and SPECS[i].reason
 
 
@@ -89,3 +87,24 @@ def test_errors_are_out_of_sample(rows):
     shipped = json.loads(ERROR_FILE.read_text())
     assert {"step", "generation", "inference", "training", "source"} <= set(shipped)
     assert shipped["step"]["rows"] == result["summary"]["errors"]["step"]["rows"]
+    # fully-async runs are pooled apart: their plans carry their own figures
+    fully = result["summary"]["errors_fully_async"]["step"]["rows"]
+    assert fully == ["B2", "B4", "B6", "B7", "B8", "B9"] == shipped["fully-async"]["step"]["rows"]
+    assert not set(fully) & set(shipped["step"]["rows"])
+
+
+def test_fully_async_rows_follow_verls_launch(rows):
+    """The 64 + 64 staleness ablation: rollout on whole nodes, four local updates per sync, and
+    the judge's generation falls as staleness grows (``costmodels.placement.decode_cost``)."""
+    gens = []
+    for i in ("B7", "B8", "B9", "B6"):
+        spec = SPECS[i]
+        prob = problem(spec, lognormal(600.0, 0.93, "test"))
+        wf = prob.workflow
+        assert wf.mode == "fully-async" and wf.asynchrony.updates_per_sync == 4
+        assert wf.asynchrony.staleness == spec.staleness
+        pl = plan(spec, prob)
+        gen_devices = pl.groups[pl.group_of()["actor_generation"]].devices
+        assert gen_devices == [d.id for d in prob.topology.devices][:64]
+        gens.append(predict(spec, 600.0)["generation"])
+    assert gens == sorted(gens, reverse=True) and gens[0] > gens[-1]

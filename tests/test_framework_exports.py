@@ -365,3 +365,35 @@ def test_plan_target_through_the_cli_as_a_user_runs_it(tmp_path):
     assert (v.returncode != 0) == colocated and (
         not colocated or "roll-runnable" in v.stdout + v.stderr
     )
+
+
+@pytest.mark.parametrize("version", list(VERL_RELEASES))
+@pytest.mark.parametrize(
+    "knobs", [{"staleness": 0.5}, {"staleness": 0.0, "partial_rollout": False}]
+)
+def test_verl_export_runs_a_fully_async_plan_with_its_knobs(version, knobs):
+    """A fully-async workflow exports to fully_async_policy: its Megatron config composes, the
+    fields its rollouter and trainer assert are set, and one rlplan step (global_batch prompts)
+    is one weight sync: require_batches x ppo_mini_batch_size x trigger_parameter_sync_step."""
+    wf = {
+        **_workflow("grpo", "fully-async", False),
+        "mini_batch": 4,
+        "fully_async": {**knobs, "updates_per_sync": 2},
+    }
+    problem = build_problem("placement", {"cluster": H800_2x4, "workflow": wf})
+    doc = export_verl(problem, _disaggregated(problem), version)
+    assert doc["config_name"] == "fully_async_ppo_megatron_trainer"
+    assert "fully_async_policy" in doc["entrypoint"] and doc["not_expressible"] == []
+    cfg = compose_verl(version, doc["config_name"], hydra_overrides(doc))
+    a, t = cfg.actor_rollout_ref, cfg.async_training
+    # fully_async_rollouter.py / fully_async_trainer.py asserts (v0.7.0 :73-77, 0.9.1 :350-355)
+    assert cfg.data.train_batch_size == 0 and cfg.data.gen_batch_size == 1
+    assert not a.hybrid_engine and a.rollout.mode == "async" and a.rollout.calculate_log_probs
+    assert t.staleness_threshold == knobs["staleness"]
+    assert t.partial_rollout == knobs.get("partial_rollout", True)
+    assert t.trigger_parameter_sync_step == 2
+    per_sync = a.actor.ppo_mini_batch_size * t.require_batches * t.trigger_parameter_sync_step
+    assert per_sync == problem.workflow.global_batch
+    assert (cfg.rollout.nnodes, cfg.rollout.n_gpus_per_node) == (1, 4)
+    assert (cfg.trainer.nnodes, cfg.trainer.n_gpus_per_node) == (1, 4)
+    assert "rollout.total_rollout_steps" in doc["set_before_running"]

@@ -161,6 +161,33 @@ SIZES_AND_CONTRADICTIONS = [
         ["mini_batch", "384"],
     ),
     (
+        "workflow-fully-async-knobs-in-sync-mode",
+        _argv_with_preset(
+            "plan placement --workflow w.yaml",
+            preset="grpo-sync-qwen3-4b",
+            mutate=lambda d: d.update(fully_async={"staleness": 0.5}),
+        ),
+        ["fully_async", "mode is sync"],
+    ),
+    (
+        "workflow-fully-async-absurd-staleness",
+        _argv_with_preset(
+            "plan placement --workflow w.yaml",
+            preset="grpo-sync-qwen3-4b",
+            mutate=lambda d: d.update(mode="fully-async", fully_async={"staleness": 1e300}),
+        ),
+        ["fully_async.staleness"],
+    ),
+    (
+        "workflow-fully-async-updates-not-dividing",
+        _argv_with_preset(
+            "plan placement --workflow w.yaml",
+            preset="grpo-sync-qwen3-4b",
+            mutate=lambda d: d.update(mode="fully-async", fully_async={"updates_per_sync": 5}),
+        ),
+        ["fully_async.updates_per_sync", "5"],
+    ),
+    (
         "gpu-absurd-tflops",
         _plan_placement_on_cluster(_custom_gpu(tflops_bf16_dense=1e308)),
         ["tflops_bf16_dense"],

@@ -23,7 +23,8 @@ THREE_ZONES = small_cluster(
 )
 # PPO's six tasks on a heterogeneous pair would be 3^6 load-balancing choices too many to enumerate
 PAIR = small_cluster([("a", "H800", 1, "x"), ("b", "H800", 1, "y")], [("x", "y", 10, 5)])
-
+#: a long tail under the 512-token cap (RollPacker §2.2's spread)
+TAIL = {"distribution": "lognormal", "median": 120, "sigma": 0.9}
 
 INSTANCES = {
     "one-zone-grpo-sync": (ONE_ZONE, small_workflow()),
@@ -31,6 +32,25 @@ INSTANCES = {
     "three-zones-grpo-async": (THREE_ZONES, small_workflow(mode="async")),
     "two-zones-grpo-sync": (TWO_ZONES, small_workflow(eta=0.3)),
     "pair-ppo-sync": (PAIR, small_workflow("ppo", decode_batch_size=4)),
+    # verl fully_async_policy on a long tail: a rollouter that drains before each sync (the
+    # trainer's last local update trails generation) and one that hides the tail (staleness);
+    # on one zone their optima differ: co-located (draining), split (streaming)
+    "one-zone-grpo-fully-async-draining": (
+        ONE_ZONE,
+        {
+            **small_workflow(mode="fully-async"),
+            "response_lengths": TAIL,
+            "fully_async": {"staleness": 0, "partial_rollout": False},
+        },
+    ),
+    "one-zone-grpo-fully-async-streaming": (
+        ONE_ZONE,
+        {
+            **small_workflow(mode="fully-async"),
+            "response_lengths": TAIL,
+            "fully_async": {"staleness": 2},
+        },
+    ),
 }
 
 

@@ -46,6 +46,7 @@ from benchmarks.fidelity.steps_cases import (
 )
 from costmodels.generation.request_traces import TraceParams
 from costmodels.placement.check import check_placement
+from costmodels.placement.decode_cost import replica_lengths
 from costmodels.placement.judge import evaluate_placement
 from costmodels.placement.plan import TaskPlacement
 from costmodels.placement.problem import PlacementProblem
@@ -120,8 +121,9 @@ def predict(spec: CaseSpec, median: float, prompt: int = PROMPT_TOKENS) -> dict[
         ACTOR_GENERATION
     ]["time_s"]
     out["verl_batch"] = min(prob.workflow.decode_batch_size, per_replica)
+    wf = prob.workflow
     out["longest_response"] = float(
-        prob.workflow.response_lengths.sample(per_replica, spec.max_response).max()
+        max(replica_lengths(wf.response_lengths, per_replica, wf.response_length, wf.samples))
     )
     out["one_at_cap"] = one_at_cap(prob, g)
     return out
@@ -225,12 +227,20 @@ def run(rows: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     }
 
 
-def stage_error(rows: list[dict[str, Any]], stage: str) -> dict[str, Any]:
-    """RMS of log(predicted/measured) and the worst ratio over the test rows measuring ``stage``."""
+#: rows whose errors are pooled: generation waits for the tail (sync, one-step-off) or need not
+#: (fully-async); ``costmodels.step_error`` gives each workflow mode its group's figures
+ERROR_GROUPS = {"waits": ("sync", "one-step-off"), "fully-async": ("fully-async",)}
+
+
+def stage_error(
+    rows: list[dict[str, Any]], stage: str, modes: tuple[str, ...] = ERROR_GROUPS["waits"]
+) -> dict[str, Any]:
+    """RMS of log(predicted/measured) and the worst ratio over the test rows of ``modes``
+    measuring ``stage``."""
     pairs = [
         (r["id"], r["ratio"][stage])
         for r in rows
-        if r["split"] == "test" and r.get("ratio", {}).get(stage)
+        if r["split"] == "test" and r["mode"] in modes and r.get("ratio", {}).get(stage)
     ]
     if not pairs:
         return {"rms_log": None, "worst_ratio": None, "rows": []}
@@ -249,8 +259,25 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     b3, b5 = by["B3"], by["B5"]
     measured_gain = b3["measured"]["step"] / b5["measured"]["step"]
     predicted_gain = b3["predicted"]["step"] / b5["predicted"]["step"]
+    stale = {r["id"]: r for r in rows if r["mode"] == "fully-async"}
+    order = sorted(STALENESS_ABLATION, key=lambda i: SPECS[i].staleness)
     return {
         "errors": {s: stage_error(rows, s) for s in STAGES},
+        "errors_fully_async": {
+            s: stage_error(rows, s, ERROR_GROUPS["fully-async"]) for s in STAGES
+        },
+        "staleness_ablation": {
+            "rows": order,
+            "staleness": [SPECS[i].staleness for i in order],
+            "measured_step": [stale[i]["measured"]["step"] for i in order],
+            "predicted_step": [stale[i]["predicted"]["step"] for i in order],
+            "predicted_generation": [stale[i]["predicted"]["generation"] for i in order],
+            "check": "the staleness ablation keeps its measured order (step)",
+            "holds": _same_order(
+                [stale[i]["measured"]["step"] for i in order],
+                [stale[i]["predicted"]["step"] for i in order],
+            ),
+        },
         "scaling_64_to_128": {
             "measured_step_ratio_B3_over_B5": measured_gain,
             "predicted_step_ratio_B3_over_B5": predicted_gain,
@@ -261,19 +288,40 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+#: verl fully_async.md's staleness ablation on 64 + 64 GPUs (B7 is its staleness-0 row)
+STALENESS_ABLATION = ("B7", "B8", "B9", "B6")
+
+
+def _same_order(measured: list[float], predicted: list[float]) -> bool:
+    """Whether every pair of rows the measurement orders strictly keeps that order predicted."""
+    n = len(measured)
+    return all(
+        (measured[i] - measured[j]) * (predicted[i] - predicted[j]) > 0
+        for i in range(n)
+        for j in range(i + 1, n)
+        if measured[i] != measured[j]
+    )
+
+
 def error_file(result: dict[str, Any]) -> dict[str, Any]:
-    """``step_error.json``: the expected error per stage the planner prints."""
-    err = result["summary"]["errors"]
-    fit = result["fit"]
-    return {
-        **err,
-        "source": (
+    """``step_error.json``: the expected error per stage the planner prints; synchronous and
+    one-step-off runs at the top level, fully-async runs under ``fully-async``."""
+    summary, fit = result["summary"], result["fit"]
+
+    def source(err: dict[str, Any]) -> str:
+        return (
             "benchmarks/fidelity/steps.py: out-of-sample rows "
             f"{', '.join(err['step']['rows'])} of verl's published Qwen2.5-Math-7B DAPO steps on "
             f"H20 (docs/advance/one_step_off.md, fully_async.md @b178a3cd); lengths lognormal, "
             f"median {fit['median']:.0f} fitted to {'+'.join(fit['rows'])} {fit['stage']}, "
             f"sigma {fit['sigma']:.2f}"
-        ),
+        )
+
+    err, fully = summary["errors"], summary["errors_fully_async"]
+    return {
+        **err,
+        "source": source(err),
+        "fully-async": {**fully, "source": source(fully)},
     }
 
 

@@ -90,7 +90,9 @@ class CaseSpec:
     max_response: int = 0
     engine: str = "cuda-graph"
     gen_tp: int = 2
-    rollout_gpus: int = 0  # one-step-off: rollout GPUs (the rest train)
+    rollout_gpus: int = 0  # one-step-off and fully-async: rollout GPUs (the rest train)
+    staleness: float = 0.0  # fully-async: staleness_threshold
+    partial_rollout: bool = True  # fully-async: partial_rollout
     train: tuple[int, int] = (1, 1)  # (tp, pp); dp fills the training GPUs
     reference: tuple[int, int] = (2, 1)
     micro_batch: int = 1
@@ -102,10 +104,11 @@ class CaseSpec:
 MINI_BATCH = 32
 FSDP = {"train": (1, 1), "reference": (2, 1), "micro_batch": 1}
 MEGATRON = {"train": (2, 2), "reference": (2, 2), "micro_batch": 2}
-FULLY_ASYNC = (
-    "fully async (streamed rollout, staleness, partial rollout, several local updates per "
-    "parameter sync): the judge's async mode is one-step-off only"
-)
+#: fully_async_policy's ``trigger_parameter_sync_step`` in the 7B scripts (4 local updates of
+#: require_batches 4 x 32 prompts per weight sync: the step's 512 prompts)
+UPDATES_PER_SYNC = 4
+#: fully_async_policy's 7B scripts: rollout TP 4, FSDP2 training (module doc)
+FULLY_ASYNC = {**FSDP, "reference": (1, 1), "gen_tp": 4}
 
 SPECS: dict[str, CaseSpec] = {
     s.id: s
@@ -143,9 +146,35 @@ SPECS: dict[str, CaseSpec] = {
                 "Qwen2.5-7B-Instruct: the workflow has no tool latency or turns"
             ),
         ),
-        *(
-            CaseSpec(i, "fully-async", reason=FULLY_ASYNC)
-            for i in ("B2", "B4", "B6", "B7", "B8", "B9", "B11")
+        CaseSpec("B2", "fully-async", 32, 16, 28672, rollout_gpus=16, staleness=0.5, **FULLY_ASYNC),
+        CaseSpec("B4", "fully-async", 64, 16, 28672, rollout_gpus=32, staleness=0.5, **FULLY_ASYNC),
+        CaseSpec(
+            "B6", "fully-async", 128, 16, 28672, rollout_gpus=64, staleness=0.5, **FULLY_ASYNC
+        ),
+        CaseSpec(
+            "B7",
+            "fully-async",
+            128,
+            16,
+            28672,
+            rollout_gpus=64,
+            staleness=0.0,
+            partial_rollout=False,
+            **FULLY_ASYNC,
+        ),
+        CaseSpec(
+            "B8", "fully-async", 128, 16, 28672, rollout_gpus=64, staleness=0.1, **FULLY_ASYNC
+        ),
+        CaseSpec(
+            "B9", "fully-async", 128, 16, 28672, rollout_gpus=64, staleness=0.3, **FULLY_ASYNC
+        ),
+        CaseSpec(
+            "B11",
+            "multi-turn",
+            reason=(
+                "multi-turn tool calls, fully async (up to 16 turns, sandbox latency inside "
+                "generation): the workflow has no tool latency or turns"
+            ),
         ),
     )
 }
@@ -174,8 +203,17 @@ def split_of(case_id: str) -> str:
 
 def measured_stages(spec: CaseSpec, row: dict[str, Any]) -> dict[str, float | None]:
     """The row's step and stages on rlplan's names; one-step-off rows' generation is
-    ``generate_sequences`` (overlapped with training), synchronous rows' the whole ``gen``."""
+    ``generate_sequences`` (overlapped with training), synchronous rows' the whole ``gen``.
+    Fully-async rows publish the trainer's wait, not generation, and run no ``old_log_prob``
+    (the rollout's log-probs are used): step and training only."""
     st = row["stages"]
+    if spec.mode == "fully-async":
+        return {
+            "step": row["step_s"],
+            "generation": None,
+            "inference": None,
+            "training": st.get("update_actor"),
+        }
     gen_key = "generate_sequences" if spec.mode == "one-step-off" else "gen"
     return {
         "step": row["step_s"],
@@ -197,7 +235,18 @@ def workflow(spec: CaseSpec, lengths: dict[str, Any], prompt: int = PROMPT_TOKEN
         {
             "name": f"verl-{spec.id}",
             "algorithm": "grpo",
-            "mode": "async" if spec.mode == "one-step-off" else "sync",
+            "mode": {"one-step-off": "async", "fully-async": "fully-async"}.get(spec.mode, "sync"),
+            **(
+                {
+                    "fully_async": {
+                        "staleness": spec.staleness,
+                        "partial_rollout": spec.partial_rollout,
+                        "updates_per_sync": UPDATES_PER_SYNC,
+                    }
+                }
+                if spec.mode == "fully-async"
+                else {}
+            ),
             "models": {"actor": MODEL},
             "global_batch": 512,
             "responses_per_prompt": spec.responses_per_prompt,
@@ -241,6 +290,8 @@ def plan(spec: CaseSpec, prob: PlacementProblem) -> PlacementPlan:
     if spec.rollout_gpus:
         per_node = spec.rollout_gpus // (spec.gpus // 8)
         rollout = [d for d in devices if int(d.split(":")[1]) < per_node]
+        if spec.mode == "fully-async":  # rollout.nnodes whole nodes, then trainer.nnodes
+            rollout = devices[: spec.rollout_gpus]
         train = [d for d in devices if d not in rollout]
         groups = [
             TaskGroup(tasks=[ACTOR_GENERATION], devices=rollout),

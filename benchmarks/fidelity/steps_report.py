@@ -74,28 +74,52 @@ def markdown(result: dict[str, Any]) -> str:
         "step is `wait_prev_gen + old_log_prob + update_actor` as measured, "
         "max(generation, inference + training) as judged.",
         "",
+        "Fully-async rows (B2-B9; `mode: fully-async`, verl `fully_async_policy`, rollout TP4, "
+        "4 local updates of 128 prompts per weight sync): verl publishes the trainer's wait "
+        "(`gen(wait)`), not generation, and runs no `old_log_prob` (it trains on the rollout's "
+        "log-probs), so only the step and `update_actor` are compared; the predicted "
+        "generation and inference are the judge's (rlplan's GRPO always places a reference "
+        "pass, which the judge's trainer pays and verl's does not).",
+        "",
         "## Summary (test rows only)",
         "",
-        "| stage | RMS log error | worst ratio (row) | rows |",
-        "|---|---:|---:|---|",
+        "| runs | stage | RMS log error | worst ratio (row) | rows |",
+        "|---|---|---:|---:|---|",
     ]
-    for stage, e in summ["errors"].items():
-        lines.append(
-            f"| {stage} | {_f(e['rms_log'], '.2f')} | {_f(e['worst_ratio'], '.2f')} "
-            f"({e.get('worst_row', '-')}) | {', '.join(e['rows'])} |"
-        )
+    for group, errors in (
+        ("sync, one-step-off", summ["errors"]),
+        ("fully-async", summ["errors_fully_async"]),
+    ):
+        for stage, e in errors.items():
+            if e["rms_log"] is None:
+                continue
+            lines.append(
+                f"| {group} | {stage} | {_f(e['rms_log'], '.2f')} | "
+                f"{_f(e['worst_ratio'], '.2f')} ({e.get('worst_row', '-')}) | "
+                f"{', '.join(e['rows'])} |"
+            )
     worst = max(
         (s for s in summ["errors"] if s != "step" and summ["errors"][s]["rms_log"] is not None),
         key=lambda s: summ["errors"][s]["rms_log"],
     )
-    lines += ["", f"Most off stage (RMS log error over test rows): **{worst}**."]
-    sc = summ["scaling_64_to_128"]
+    lines += [
+        "",
+        f"Most off stage (RMS log error over the sync and one-step-off test rows): **{worst}**.",
+    ]
+    sc, ab = summ["scaling_64_to_128"], summ["staleness_ablation"]
     lines += [
         "",
         f"**Check** ({sc['check']}): step(B3)/step(B5) measured "
         f"{sc['measured_step_ratio_B3_over_B5']:.3f}, predicted "
         f"{sc['predicted_step_ratio_B3_over_B5']:.3f}: "
         f"{'holds' if sc['holds'] else 'does NOT hold'}.",
+        "",
+        f"**Check** ({ab['check']}): rows {', '.join(ab['rows'])} at staleness "
+        f"{', '.join(f'{x:g}' for x in ab['staleness'])}: measured "
+        f"{' / '.join(f'{x:.0f}' for x in ab['measured_step'])} s, predicted "
+        f"{' / '.join(f'{x:.0f}' for x in ab['predicted_step'])} s (the judge's generation "
+        f"{' / '.join(f'{x:.0f}' for x in ab['predicted_generation'])} s): "
+        f"{'holds' if ab['holds'] else 'does NOT hold'}.",
         "",
         "## Diagnostics",
         "",
@@ -122,7 +146,8 @@ def markdown(result: dict[str, Any]) -> str:
         "up to `max_num_seqs` (what vLLM holds once colocated training has offloaded); not a "
         "valid rlplan plan (rlplan keeps training's weights, gradients and optimizer resident "
         "during generation), shown to separate the judge's batch from its decode physics. "
-        "*longest*: the longest of a replica's responses (the judge's stratified quantile); "
+        "*longest*: the longest response of the replica the judge costs (its stratified "
+        "quantiles, the longest replaced by the step's); "
         "*one response to the cap alone*: the judge's time for a single response decoded from "
         "the prompt to the cap on one generation replica, generation's floor whenever a step "
         "holds a response that runs to the cap (DAPO shapes the reward of overlong responses "

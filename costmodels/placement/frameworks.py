@@ -89,16 +89,21 @@ class FrameworkRules:
                 # the trainer pool is one group; with generation apart (one_step_off) the reward
                 # model is served standalone (0.9.1 experimental/separation/utils.py asserts
                 # reward_model.nnodes > 0 there)
+                # main_ppo (generation on the trainer's GPUs) is synchronous: an off-policy mode
+                # needs generation on a pool of its own
+                if ACTOR_GENERATION in s and problem.workflow.overlaps:
+                    return False
                 return trainer <= s and not (REWARD_INFERENCE in s and ACTOR_GENERATION not in s)
             if s == {ACTOR_GENERATION}:
-                return problem.workflow.mode == "async"  # one_step_off is off-policy
+                # generation on a pool of its own: one_step_off or fully_async_policy, off-policy
+                return problem.workflow.overlaps
             return s == {REWARD_INFERENCE}  # the reward pool
         # ROLL: reference on actor_train's GPUs; the critic is one worker
         for a, b in ((ACTOR_TRAINING, REFERENCE_INFERENCE), (CRITIC_TRAINING, CRITIC_INFERENCE)):
             if b in names and (a in s) != (b in s):
                 return False
         if ACTOR_GENERATION in s and ACTOR_TRAINING in s:
-            return problem.workflow.mode == "sync"  # co-located: sync/on-policy only
+            return not problem.workflow.overlaps  # co-located: sync/on-policy only
         return True
 
     def admits_grouping(self, problem: PlacementProblem, grouping: Iterable[Iterable[str]]) -> bool:

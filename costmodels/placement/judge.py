@@ -59,6 +59,15 @@ Term by term, where we follow Appendix B literally and where we depart (and why)
   ``max(generation + Φ(inference and training tasks in generation's group), inference + training)``,
   where the paper's ``max(generation, inference + training)`` would hide work that runs on the same
   devices. Off: the paper's global η and literal async max.
+* **Fully asynchronous mode** (``mode: fully-async``; verl ``fully_async_policy``, not in HetRL)
+  — a rollouter streams samples to a trainer on other GPUs; an RL step is ``global_batch`` prompts
+  trained in ``updates_per_sync`` local updates, then one weight sync (``FullyAsync``). When the
+  rollouter may run ahead (staleness s > 0) and resume interrupted responses (partial rollout),
+  it keeps generating through the tail instead of waiting for the step's longest response:
+  generation costs the step's tokens at full occupancy plus whatever of the tail s steps' extra
+  samples cannot fill (``decode_cost.GenerationCoster``). When it drains before each sync (s = 0
+  or no partial rollout), generation waits for the tail and the trainer's last local update and
+  the sync follow the last sample. Both are :func:`overlapped_step`.
 * **Weight transfer** (B.2 C_reshard / C_sync) — departs for C_sync. Synchronous plans whose
   generation shares its group with actor training pay C_reshard (all-gather inside each training
   replica, the slowest). Otherwise the paper charges one best-pair copy whatever the receivers;
@@ -88,7 +97,7 @@ from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.task_cost import task_cost
 from costmodels.placement.transfer import weight_transfer
 from costmodels.step_error import expected_errors
-from costmodels.workflow import ACTOR_GENERATION, TaskKind
+from costmodels.workflow import ACTOR_GENERATION, TaskKind, WorkflowSpec
 
 
 @dataclass(frozen=True)
@@ -104,6 +113,40 @@ def phi(costs: list[float], eta: float) -> float:
     if not costs:
         return 0.0
     return eta * max(costs) + (1 - eta) * sum(costs)
+
+
+def overlapped_step(busy: float, generation: float, trainer: float, trailing: float) -> float:
+    """The step of a mode whose generation overlaps inference and training, before the weight
+    transfer: ``max(busy, trainer, generation + trailing * trainer)``.
+
+    ``busy`` is what generation's GPUs do per step (generation, plus what shares its group under
+    ``group_aware_overlap``; else generation), ``trainer`` inference then training, ``trailing``
+    the workflow's ``trailing_share`` of the trainer that follows the step's last sample (0 for
+    one-step-off and for a fully-async rollouter that hides the tail; 1 / updates_per_sync for
+    one that drains before each sync: the last local update cannot start before the last sample).
+    Every placement solver and bound computes the step through this function."""
+    return max(busy, trainer, generation + trailing * trainer)
+
+
+@dataclass(frozen=True)
+class StepShape:
+    """How a workflow's phases make a step, for the solvers that compose phases themselves
+    (the ILP's bounds and master, SHA-EA's and the ILP's exact combination): sync adds them,
+    the overlapping modes take :func:`overlapped_step` with ``trailing``."""
+
+    overlaps: bool
+    trailing: float = 0.0
+
+    @classmethod
+    def of(cls, wf: WorkflowSpec) -> StepShape:
+        return cls(wf.overlaps, wf.trailing_share)
+
+    def core(self, gen: float, inf: float, trn: float, busy: float) -> float:
+        """The step before the weight transfer, from the generation, inference and training
+        phases and generation's busy time (``busy`` >= ``gen`` is not assumed)."""
+        if not self.overlaps:
+            return gen + inf + trn
+        return overlapped_step(max(busy, gen), gen, inf + trn, self.trailing)
 
 
 def evaluate_placement(problem: PlacementProblem, plan: PlacementPlan) -> Evaluation:
@@ -145,16 +188,16 @@ def evaluate_placement(problem: PlacementProblem, plan: PlacementPlan) -> Evalua
         "weight_transfer": transfer_kind,
         "weight_transfer_parts": transfer_parts,
     }
-    if wf.mode == "sync":
+    if not wf.overlaps:
         total = gen + inf + trn + transfer
     elif params.group_aware_overlap:
         # generation overlaps training only on other GPUs: its group is busy with what shares it
         g = groups[ACTOR_GENERATION]
         busy = gen + stage_cost(TaskKind.INFERENCE, g) + stage_cost(TaskKind.TRAINING, g)
         phases["generation_group_busy_s"] = busy
-        total = max(busy, inf + trn) + transfer
+        total = overlapped_step(busy, gen, inf + trn, wf.trailing_share) + transfer
     else:
-        total = max(gen, inf + trn) + transfer
+        total = overlapped_step(gen, gen, inf + trn, wf.trailing_share) + transfer
     peak = max(((s["model_gb"] + s["working_gb"]) / s["capacity_gb"], d) for d, s in mem.items())
     breakdown = {
         "iteration_time_s": total,
@@ -183,6 +226,6 @@ def evaluate_placement(problem: PlacementProblem, plan: PlacementPlan) -> Evalua
         "ring_exact": exact,
         # how far to trust ``iteration_time_s``: the judge's out-of-sample error on measured
         # whole steps (``costmodels.step_error``)
-        "expected_error": expected_errors(),
+        "expected_error": expected_errors(mode=wf.mode),
     }
     return Evaluation(total, breakdown)

@@ -210,6 +210,17 @@ def _cluster_notes(problem: PlacementProblem, counts: dict[str, int]) -> list[st
     return notes
 
 
+def _async_ratio(wf: WorkflowSpec) -> float:
+    """ROLL's ``async_generation_ratio``: how many steps rollout may run ahead of training
+    (0 synchronous, 1 one step off); a fully-async workflow's staleness. ROLL has no streaming
+    pipeline that drains before each sync, so staleness 0 exports as synchronous."""
+    if wf.mode == "async":
+        return 1.0
+    if wf.mode == "fully-async":
+        return wf.asynchrony.staleness
+    return 0.0
+
+
 def _pipeline_config(wf: WorkflowSpec, per_node: int) -> dict[str, Any]:
     """The pipeline's own keys: model, algorithm, batch and lengths, async ratio."""
     ppo = wf.algorithm == "ppo"
@@ -225,7 +236,7 @@ def _pipeline_config(wf: WorkflowSpec, per_node: int) -> dict[str, Any]:
         "prompt_length": wf.prompt_length,
         "response_length": wf.response_length,
         "ppo_epochs": 1,
-        "async_generation_ratio": 1.0 if wf.mode == "async" else 0.0,
+        "async_generation_ratio": _async_ratio(wf),
     }
     if ppo:
         config["reward_pretrain"] = wf.model("critic").name

@@ -95,7 +95,7 @@ def placement_summary(solved: SolvedPlan[PlacementProblem, PlacementPlan]) -> Su
         + _phases(breakdown)
         + f"; peak memory {mem['peak_utilization']:.0%} on {mem['tightest_device']}\n"
         + _efficiency(breakdown)
-        + f"\n{step_error.describe()}",
+        + f"\n{step_error.describe(mode=problem.workflow.mode)}",
     )
 
 

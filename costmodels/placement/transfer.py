@@ -87,7 +87,7 @@ def weight_transfer(
     groups = plan.group_of()
     together = groups[ACTOR_GENERATION] == groups[ACTOR_TRAINING]
     ag, exact = replica_allgather(problem, train)
-    if problem.workflow.mode == "sync" and together:
+    if not problem.workflow.overlaps and together:
         return "reshard", max(ag), {"allgather_s": max(ag)}, exact
     index = problem.topology.index_of()
     zones = sync_arrivals(

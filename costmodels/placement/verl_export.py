@@ -10,7 +10,10 @@ Read in verl's source at those releases (file names relative to the ``verl`` pac
   Generation apart from training needs the one-step-off-policy entry point
   (0.9.1 ``experimental/one_step_off_policy/main_ppo.py``; 0.7.0 ``recipe/one_step_off_policy``
   in a source checkout, not in the wheel) with ``rollout.nnodes``/``rollout.n_gpus_per_node``, and
-  its trainer asserts ``not actor_rollout_ref.hybrid_engine`` (``ray_trainer.py``). The Megatron
+  its trainer asserts ``not actor_rollout_ref.hybrid_engine`` (``ray_trainer.py``). A fully-async
+  workflow runs ``fully_async_policy`` instead (0.9.1 ``experimental/fully_async_policy/
+  fully_async_main.py``; 0.7.0 ``recipe/fully_async_policy``): the same pools, one prompt at a
+  time into the rollouter, :func:`_fully_async_overrides`. The Megatron
   configs are chosen with ``--config-name ppo_megatron_trainer`` /
   ``one_step_off_ppo_megatron_trainer``: without it Hydra refuses the ``megatron.*`` overrides.
 * **The workflow.** ``algorithm.adv_estimator`` (``grpo``, or ``gae`` for PPO, which builds the
@@ -68,7 +71,17 @@ class VerlRelease:
     one_step_off_note: str
     reward_prefix: str
     reward_model_path: str
+    fully_async_module: str
+    fully_async_note: str
+    #: where the release reads "train on the rollout's log-probs" (no old_log_prob pass)
+    rollout_log_probs_key: str
 
+
+#: 0.9.1's one-step-off and fully-async Megatron configs find the trainer's through a file path
+_FILE_SEARCHPATH_NOTE = (
+    "run from the directory holding verl/trainer/config (a source checkout, or the one above "
+    "the installed verl package): the config's searchpath is file://verl/trainer/config"
+)
 
 #: the releases exports are composed against (newest first; ``--export verl`` is the first)
 VERL_RELEASES = {
@@ -76,9 +89,12 @@ VERL_RELEASES = {
         "0.9.1",
         "PyPI verl 0.9.1 (2026-09)",
         "verl.experimental.one_step_off_policy.main_ppo",
-        "",
+        _FILE_SEARCHPATH_NOTE,
         "reward.reward_model",
         "reward.reward_model.model_path",
+        "verl.experimental.fully_async_policy.fully_async_main",
+        _FILE_SEARCHPATH_NOTE,
+        "actor_rollout_ref.actor.use_rollout_log_probs",
     ),
     "0.7.0": VerlRelease(
         "0.7.0",
@@ -87,6 +103,9 @@ VERL_RELEASES = {
         "run from a verl v0.7.0 source checkout: the recipe is not in the wheel",
         "reward_model",
         "reward_model.model.path",
+        "recipe.fully_async_policy.fully_async_main",
+        "run from a verl v0.7.0 source checkout: the recipe is not in the wheel",
+        "async_training.use_rollout_log_probs",
     ),
 }
 
@@ -222,6 +241,9 @@ def export_verl(
     module, config, ov, pools = _pool_overrides(problem, plan, release, notes)
     ov.update(_workflow_overrides(problem, plan, notes))
     ov.update(_layout_overrides(problem, plan, notes))
+    fully_async = config.startswith("fully_async")
+    if fully_async:
+        ov.update(_fully_async_overrides(problem, release))
     if REWARD_INFERENCE in names:
         _reward_overrides(problem, plan, release, ov, pools, notes)
     paths = _model_paths(problem, release)
@@ -254,8 +276,13 @@ def export_verl(
             **{k: f"path of {v}" for k, v in paths.items()},
             "data.train_files": "your training data",
             "data.val_files": "your validation data",
+            **(
+                {"rollout.total_rollout_steps": "prompts to train on (here 100 steps' worth)"}
+                if fully_async
+                else {}
+            ),
         },
-        "notes": [release.one_step_off_note] if disaggregated and release.one_step_off_note else [],
+        "notes": _release_notes(release, disaggregated, fully_async),
         "rule_violations": violations,
         "not_expressible": notes + violations,
     }
@@ -276,6 +303,8 @@ def _pool_overrides(
     pools: dict[str, dict[str, int]]
     if disaggregated:
         module, config = release.one_step_off_module, "one_step_off_ppo_megatron_trainer"
+        if problem.workflow.mode == "fully-async":
+            module, config = release.fully_async_module, "fully_async_ppo_megatron_trainer"
         if problem.workflow.mode == "sync":
             notes.append(
                 "generation apart from training: verl's only entry point for that "
@@ -293,7 +322,39 @@ def _pool_overrides(
     else:
         module, config = "verl.trainer.main_ppo", "ppo_megatron_trainer"
         pools = {"global_pool": {"nnodes": nnodes, "n_gpus_per_node": per_node}}
+        if problem.workflow.overlaps:
+            notes.append(
+                f"mode {problem.workflow.mode} with generation on training's GPUs: verl's "
+                "off-policy entry points put generation on a pool of its own, so this runs "
+                "synchronously (verl.trainer.main_ppo)"
+            )
     return module, config, ov, pools
+
+
+def _fully_async_overrides(problem: PlacementProblem, release: VerlRelease) -> dict[str, Any]:
+    """fully_async_policy's keys (``fully_async_rollouter.py``/``fully_async_trainer.py`` at both
+    releases): the trainer takes require_batches x ppo_mini_batch_size prompts per local update
+    and syncs every trigger_parameter_sync_step updates, so one rlplan step (global_batch
+    prompts) is one sync; the rollouter takes one prompt at a time (``data.gen_batch_size`` 1,
+    ``data.train_batch_size`` 0, both asserted) and trains on the rollout's log-probs."""
+    wf = problem.workflow
+    knobs = wf.asynchrony
+    per_update = wf.global_batch // knobs.updates_per_sync
+    mini = wf.mini_batch or per_update
+    return {
+        "data.train_batch_size": 0,
+        "data.gen_batch_size": 1,
+        "actor_rollout_ref.actor.ppo_mini_batch_size": mini,
+        "actor_rollout_ref.rollout.mode": "async",
+        "actor_rollout_ref.rollout.calculate_log_probs": True,
+        release.rollout_log_probs_key: True,
+        # prompts over the whole run: 100 steps here (listed under set_before_running)
+        "rollout.total_rollout_steps": 100 * wf.global_batch,
+        "async_training.staleness_threshold": knobs.staleness,
+        "async_training.trigger_parameter_sync_step": knobs.updates_per_sync,
+        "async_training.require_batches": per_update // mini,
+        "async_training.partial_rollout": knobs.partial_rollout,
+    }
 
 
 def _reward_overrides(
@@ -319,6 +380,14 @@ def _reward_overrides(
         ov[f"{prefix}.enable_resource_pool"] = True
         ov[f"{prefix}.nnodes"], ov[f"{prefix}.n_gpus_per_node"] = rn, rp
         pools["reward_pool"] = {"nnodes": rn, "n_gpus_per_node": rp}
+
+
+def _release_notes(release: VerlRelease, disaggregated: bool, fully_async: bool) -> list[str]:
+    """How to run the chosen entry point of ``release``."""
+    if not disaggregated:
+        return []
+    note = release.fully_async_note if fully_async else release.one_step_off_note
+    return [note] if note else []
 
 
 def _hydra_value(v: Any) -> str:

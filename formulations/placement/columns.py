@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 from costmodels.placement.frameworks import rules_of
+from costmodels.placement.judge import StepShape
 from costmodels.placement.space import compositions
 from costmodels.solving import UNLIMITED, Deadline
 from costmodels.workflow import TaskKind
@@ -206,12 +207,11 @@ class ColumnPool:
         return out
 
 
-def option_bound(o: GroupOption, mode: str, phase_lb: tuple[float, float, float]) -> float:
+def option_bound(o: GroupOption, shape: StepShape, phase_lb: tuple[float, float, float]) -> float:
     """The least iteration time of any plan using option ``o`` (phases at least the global
     phase bounds ``phase_lb`` = (generation, inference, training))."""
     g, i, r = max(o.gen, phase_lb[0]), max(o.inf, phase_lb[1]), max(o.trn, phase_lb[2])
-    core = g + i + r if mode == "sync" else max(max(o.busy, g), i + r)
-    return core + o.xfer
+    return shape.core(g, i, r, o.busy) + o.xfer
 
 
 class LeftoverBounds:

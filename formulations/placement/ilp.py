@@ -22,9 +22,9 @@ model itself (``search.placement.group_options``):
   o: its own terms, raised by the tasks it leaves out on the GPUs it leaves, (8).
 
 Variables: x_o in {0,1}; continuous G, I, R >= 0 (generation, inference and training phases;
-G in sync mode); S >= 0 (the arrival-plus-fan-out part of C_sync); q^z_ab in [0,1] (the class
-pair that feeds zone z when generation and actor training are in different groups); M >= 0
-(async).
+G in sync mode and when the trainer trails generation); S >= 0 (the arrival-plus-fan-out part
+of C_sync); q^z_ab in [0,1] (the class pair that feeds zone z when generation and actor training
+are in different groups); M >= 0 (async and fully-async: the overlapping modes).
 
     (1) sum_{o: t in T_o} x_o = 1                      every task placed once (C2)
     (2) sum_o c_o[k] x_o <= N_k                         GPU groups are disjoint (C1)
@@ -49,7 +49,9 @@ pair that feeds zone z when generation and actor training are in different group
         away), and a phase is at least its slowest task. A column whose left-out tasks need more
         least model memory than N - c_o holds, or cannot run there at all, is in no plan: dropped
     objective (sync)  G + I + R + sum xfer_o x_o + S
-    objective (async) M + sum xfer_o x_o + S,  M >= I + R
+    objective (async) M + sum xfer_o x_o + S,  M >= I + R, and M >= G + w (I + R) with the G
+                      rows of (3) when a fully-async rollouter drains before each sync
+                      (w = 1 / updates_per_sync: ``costmodels.placement.judge.overlapped_step``)
 
 C3 (memory) is inside the options: combinations that break it on any GPU are never columns.
 
@@ -105,7 +107,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import Field
 
-from costmodels.placement.judge import evaluate_placement
+from costmodels.placement.judge import StepShape, evaluate_placement
 from costmodels.placement.memory import memory_floor_gb, memory_need_and_capacity
 from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.space import best_colocated, build_plan
@@ -143,7 +145,7 @@ class PlacementILP:
                 "(CostParams.group_aware_overlap=True)"
             )
         self.problem = problem
-        self.mode = problem.workflow.mode
+        self.shape = StepShape.of(problem.workflow)
         self.deadline = deadline
         self.trace = Trace(
             deadline
@@ -175,7 +177,7 @@ class PlacementILP:
             self.trace.record(cost)
 
     def _keep_option(self, o: GroupOption) -> bool:
-        if option_bound(o, self.mode, self.phase_lb) > self.cutoff * (1 + 1e-9):
+        if option_bound(o, self.shape, self.phase_lb) > self.cutoff * (1 + 1e-9):
             return False
         if self.leftover is None:
             return True
@@ -187,7 +189,7 @@ class PlacementILP:
             max(self.phase_lb[1], rest[1]),
             max(self.phase_lb[2], rest[2]),
         )
-        return option_bound(o, self.mode, lb) <= self.cutoff * (1 + 1e-9)
+        return option_bound(o, self.shape, lb) <= self.cutoff * (1 + 1e-9)
 
     def _admit(self, subset: tuple[str, ...], comp: tuple[int, ...]) -> bool:
         """Whether a pair is worth a relaxed column: its tasks each at their single-task bound on
@@ -205,7 +207,7 @@ class PlacementILP:
         if not math.isfinite(self.cutoff):
             return True
         o = GroupOption((), (), {}, *st.phases(self.problem.workflow.eta), 0.0)
-        return option_bound(o, self.mode, self.phase_lb) <= self.cutoff * (1 + 1e-9)
+        return option_bound(o, self.shape, self.phase_lb) <= self.cutoff * (1 + 1e-9)
 
     def _phase_bounds(self) -> tuple[float, float, float]:
         """No plan's phase is faster than its slowest task's bound on its best composition."""
@@ -260,7 +262,7 @@ class PlacementILP:
             )
             master = Master(
                 self.builder,
-                self.mode,
+                self.shape,
                 columns,
                 self.pool.interchangeable(),
                 self.pool.ranks(columns),
@@ -332,7 +334,7 @@ class PlacementILP:
         lists = [self.pool.exact.get(p, []) for p in pairs]
         if any(not lst for lst in lists):
             return
-        best = combine(lists, self.mode, self.builder.plan_sync_time(pairs))
+        best = combine(lists, self.shape, self.builder.plan_sync_time(pairs))
         if best is not None:
             self._offer(*self._score(best[1]))
 

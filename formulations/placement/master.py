@@ -11,6 +11,7 @@ import warnings
 import numpy as np
 from scipy.sparse import csc_array, csr_array
 
+from costmodels.placement.judge import StepShape
 from costmodels.workflow import ACTOR_GENERATION, ACTOR_TRAINING, TaskKind
 from formulations.highs import HighsOutcome, solve_highs
 from formulations.placement.columns import Column
@@ -26,17 +27,18 @@ Row = tuple[dict[int, float], float, float]
 
 
 def _variables(
-    n: int, mode: str, cap: list[int], zone: list[str], routes: dict[tuple[int, int], float]
+    n: int, shape: StepShape, cap: list[int], zone: list[str], routes: dict[tuple[int, int], float]
 ) -> tuple[list[str], dict[str, int], dict[tuple[str, int, int], int]]:
-    """The master's variables: x_o per column, the phase maxima I, R, S and G (sync) or M
-    (async), and q_zab per zone z and route (a, b) into it; their names, the columns of the
-    phase maxima and of the q's."""
-    names: list[str] = [f"x{i}" for i in range(n)] + [
-        "I",
-        "R",
-        "S",
-        "M" if mode == "async" else "G",
-    ]
+    """The master's variables: x_o per column, the phase maxima I, R, S, G (sync, or an
+    overlapping mode whose trainer trails generation) and M (overlapping modes), and q_zab per
+    zone z and route (a, b) into it; their names, the columns of the phase maxima and of the
+    q's."""
+    phases = ["I", "R", "S"]
+    if not shape.overlaps or shape.trailing:
+        phases.append("G")
+    if shape.overlaps:
+        phases.append("M")
+    names: list[str] = [f"x{i}" for i in range(n)] + phases
     col = {name: i for i, name in enumerate(names)}
     qs: dict[tuple[str, int, int], int] = {}
     for z in sorted(set(zone)):
@@ -55,7 +57,7 @@ def _phase_rows(
     opts: list[GroupOption],
     floor: list[tuple[float, float, float]],
     col: dict[str, int],
-    mode: str,
+    shape: StepShape,
 ) -> list[Row]:
     """(3): one row per task and phase, on the options covering the task."""
     rows: list[Row] = []
@@ -78,7 +80,7 @@ def _phase_rows(
                     np.inf,
                 )
             )
-        if mode == "sync":
+        if "G" in col:
             rows.append(
                 (
                     {col["G"]: 1.0, **{i: -floor[i][0] for i in cover if floor[i][0]}},
@@ -86,6 +88,7 @@ def _phase_rows(
                     np.inf,
                 )
             )
+        if not shape.overlaps:
             rows.append(
                 (
                     {
@@ -167,7 +170,7 @@ class Master:
     def __init__(
         self,
         builder: GroupOptions,
-        mode: str,
+        shape: StepShape,
         columns: list[Column],
         symmetry: list[tuple[str, str]] = (),
         ranks: list[int] | None = None,
@@ -184,7 +187,7 @@ class Master:
         cap = builder.cap
         routes = builder.routes()
         zone = builder.zone_of_class()
-        names, col, qs = _variables(n, mode, cap, zone, routes)
+        names, col, qs = _variables(n, shape, cap, zone, routes)
         self.size = len(names)
         rows: list[Row] = []
         for t in builder.tasks:  # (1)
@@ -193,18 +196,23 @@ class Master:
             rows.append(
                 ({i: float(o.comp[k]) for i, o in enumerate(opts) if o.comp[k]}, -np.inf, float(nk))
             )
-        rows += _phase_rows(builder, opts, floor, col, mode)
+        rows += _phase_rows(builder, opts, floor, col, shape)
         rows += _sync_rows(opts, cap, zone, routes, qs, col)
         rows += _symmetry_rows(opts, symmetry, ranks)
         c = np.zeros(self.size)
         for i, o in enumerate(opts):
             c[i] = o.xfer
         c[col["S"]] = 1.0
-        if mode == "sync":
+        if not shape.overlaps:
             c[col["G"]] = c[col["I"]] = c[col["R"]] = 1.0
-        else:
+        else:  # M >= I + R and, when the trainer trails, M >= G + w (I + R): overlapped_step
             c[col["M"]] = 1.0
             rows.append(({col["M"]: 1.0, col["I"]: -1.0, col["R"]: -1.0}, 0.0, np.inf))
+            if shape.trailing:
+                w = shape.trailing
+                rows.append(
+                    ({col["M"]: 1.0, col["G"]: -1.0, col["I"]: -w, col["R"]: -w}, 0.0, np.inf)
+                )
         self.c, self.rows, self.names = c, rows, names
         #: (z, d) of the LP relaxation: its optimum and the reduced costs, once solved
         self.lp: tuple[float, np.ndarray] | None = None

@@ -17,7 +17,7 @@ from typing import Any
 
 from costmodels.placement.check import check_placement
 from costmodels.placement.frameworks import rules_of
-from costmodels.placement.judge import evaluate_placement
+from costmodels.placement.judge import StepShape, evaluate_placement
 from costmodels.placement.plan import PlacementPlan
 from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.space import TaskConfig, build_plan, task_configs
@@ -228,7 +228,9 @@ class PlacementSpace:
             hit = self._remember(
                 key,
                 *self._best(
-                    combine(quick, self.problem.workflow.mode, self._sync_s(grouping, comps))
+                    combine(
+                        quick, StepShape.of(self.problem.workflow), self._sync_s(grouping, comps)
+                    )
                 ),
                 exact=False,
             )
@@ -248,13 +250,13 @@ class PlacementSpace:
         grouping, comps = key
         bound = self.incumbent
         wf = self.problem.workflow
-        eta, mode = wf.eta, wf.mode
+        eta, shape = wf.eta, StepShape.of(wf)
 
         def keep(st: Any) -> bool:
             # a partial combination already slower than the best plan found cannot help; the
             # incumbent only falls, so options kept under an older bound stay valid
             g, i, t = st.phases(eta)
-            return (g + i + t if mode == "sync" else max(g, i + t)) <= bound * (1 + 1e-9)
+            return shape.core(g, i, t, g) <= bound * (1 + 1e-9)
 
         self.exact_solves += 1
         box = self.deadline if work is None else self.deadline.work(work)
@@ -274,7 +276,7 @@ class PlacementSpace:
             self.exact_timed_out[key] = math.inf if work is None else work
             return hit[0], hit[1]
         self.exact_timed_out.pop(key, None)
-        cost, configs = self._best(combine(options, mode, self._sync_s(grouping, comps)))
+        cost, configs = self._best(combine(options, shape, self._sync_s(grouping, comps)))
         if not cost < hit[0]:  # pruned by the incumbent, or no better: the cheap answer stands
             cost, configs = hit[0], hit[1]
         return self._remember(key, cost, configs, exact=True)[:2]

@@ -241,7 +241,7 @@ class TaskCandidates:
         gen = next(i for i, (names, _) in enumerate(groups) if ACTOR_GENERATION in names)
         train = next(i for i, (names, _) in enumerate(groups) if ACTOR_TRAINING in names)
         together = gen == train
-        if together and self.problem.workflow.mode == "sync":
+        if together and not self.problem.workflow.overlaps:
             return 0.0
         return self.sync_time(groups[gen][1], groups[train][1], together)
 

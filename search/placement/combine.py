@@ -3,12 +3,13 @@ reads it), shared by the ILP's incumbents and SHA-EA's exact Level 4 (§3.4, §3
 
 from __future__ import annotations
 
+from costmodels.placement.judge import StepShape
 from search.placement.options import GroupOption
 from search.placement.pareto import pareto_pairs
 
 
 def combine(
-    options_per_group: list[list[GroupOption]], mode: str, sync_s: float
+    options_per_group: list[list[GroupOption]], shape: StepShape, sync_s: float
 ) -> tuple[float, list[GroupOption]] | None:
     """Best choice of one option per group: iteration time (HetRL B.4 as ``cost`` reads it) and
     the options. ``sync_s`` is max_z (A_z + F_z) of C_sync, fixed by the groups' compositions
@@ -29,7 +30,7 @@ def combine(
         states = pareto_pairs(merged)
     best = None
     for (g, i, t, x, b), chosen in states:
-        total = (g + i + t if mode == "sync" else max(b, i + t)) + x + sync_s
+        total = shape.core(g, i, t, b) + x + sync_s
         if best is None or total < best[0]:
             best = (total, chosen)
     return best

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from costmodels.placement.judge import StepShape
 from costmodels.placement.problem import PlacementProblem
 from costmodels.solving import UNLIMITED, Deadline
 from costmodels.workflow import ACTOR_GENERATION, ACTOR_TRAINING
@@ -92,7 +93,7 @@ class GroupOptions(TaskCandidates):
             t, f = tables[i], fits[i]
             ag_min, ag_max = float(t.ag_min[f].min()), float(t.ag_max[f].min())  # type: ignore[union-attr]
         fanout = self.fanout(comp) if has_gen else None
-        if has_gen and has_train and wf.mode == "sync":
+        if has_gen and has_train and not wf.overlaps:
             xfer, fanout = ag_max, None
         else:
             xfer = ag_min
@@ -199,10 +200,11 @@ class GroupOptions(TaskCandidates):
         if any(not lst for lst in lists):
             return self._store(key, [], True)
         wf = self.problem.workflow
+        shape = StepShape.of(wf)
 
         def est(st: Partial) -> float:  # the group's time so far, with its weight transfer
             gen, inf, trn = st.phases(wf.eta)
-            return (gen + inf + trn if wf.mode == "sync" else max(gen, inf + trn)) + st.key[6]
+            return shape.core(gen, inf, trn, gen) + st.key[6]
 
         states = [Partial.empty(len(capacity))]
         col_of = np.arange(len(capacity))

@@ -101,7 +101,7 @@ class Partial:
         *_, agn, agx = self.key
         gen, inf, trn = self.phases(wf.eta)
         has_gen, has_train = ACTOR_GENERATION in subset, ACTOR_TRAINING in subset
-        if has_gen and has_train and wf.mode == "sync":
+        if has_gen and has_train and not wf.overlaps:
             xfer, fan = agx, None  # C_reshard
         elif has_train:
             xfer, fan = agn, (fanout if has_gen else None)
