@@ -167,9 +167,10 @@ class GenerationCoster(TaskCoster):
             lengths = self._lengths(sequences)
             windows = occupancy_windows(lengths, dbs, wf.prompt_length, DECODE_WINDOWS)
             staleness = wf.staleness_hiding_tail
-            if staleness is not None:
-                windows += (streamed_window(lengths, dbs, wf.prompt_length),)
-            widths = sorted({math.ceil(w.batch_sum / w.rounds - 1e-9) for w in windows})
+            streamed = (
+                () if staleness is None else (streamed_window(lengths, dbs, wf.prompt_length),)
+            )
+            widths = sorted({math.ceil(w.batch_sum / w.rounds - 1e-9) for w in windows + streamed})
         rings = {width: self._rings(replica, width) for width in widths}
         key = (
             m.name,
@@ -196,7 +197,7 @@ class GenerationCoster(TaskCoster):
             self._decode_windows(replica, windows, rings, key, cache, out)
             out["steps"] = float(sum(lengths))
         else:
-            self._decode_streamed(replica, windows, staleness, rings, key, cache, out)
+            self._decode_streamed(replica, windows, streamed, staleness, rings, key, cache, out)
             out["steps"] = float(sum(lengths))
         out["micro_batches"] = float(min(len(replica), dbs))
         if len(cache) < comm.MEMO_ENTRIES:
@@ -284,6 +285,7 @@ class GenerationCoster(TaskCoster):
         self,
         replica: list[list[int]],
         windows: tuple[Window, ...],
+        streamed: tuple[Window, ...],
         staleness: float,
         rings: dict[int, Any],
         key: tuple[Any, ...],
@@ -293,11 +295,11 @@ class GenerationCoster(TaskCoster):
         """A fully-async rollouter that runs ahead by ``staleness`` steps and resumes interrupted
         responses (``costmodels.placement.judge``'s module doc; verl ``fully_async_policy``).
 
-        ``windows`` is the replica's schedule (it waits for its longest response: D_full) and, last,
-        the same tokens at full occupancy (D_stream). The tail costs D_full - D_stream; the
-        rollouter fills it with the next steps' samples, of which it may have ``staleness`` steps'
-        worth in flight, generated at full occupancy in staleness * D_stream. What that cannot fill
-        stays exposed:
+        ``windows`` is the replica's schedule (it waits for its longest response: D_full),
+        ``streamed`` the same tokens at full occupancy (D_stream). The tail costs
+        D_full - D_stream; the rollouter fills it with the next steps' samples, of which it may
+        have ``staleness`` steps' worth in flight, generated at full occupancy in
+        staleness * D_stream. What that cannot fill stays exposed:
 
             D(s) = D_stream + f (D_full - D_stream),  f = clip(1 - s D_stream / (D_full - D_stream))
 
@@ -308,8 +310,8 @@ class GenerationCoster(TaskCoster):
         staleness covers the tail."""
         full = dict.fromkeys(_DECODE_PARTS, 0.0)
         stream = dict.fromkeys(_DECODE_PARTS, 0.0)
-        self._decode_windows(replica, windows[:-1], rings, key, cache, full)
-        self._decode_windows(replica, windows[-1:], rings, key, cache, stream)
+        self._decode_windows(replica, windows, rings, key, cache, full)
+        self._decode_windows(replica, streamed, rings, key, cache, stream)
         excess = full["decode_s"] - stream["decode_s"]
         if excess <= 0:  # full occupancy no cheaper than the schedule: nothing to hide
             stream, f = full, 1.0

@@ -188,16 +188,13 @@ def evaluate_placement(problem: PlacementProblem, plan: PlacementPlan) -> Evalua
         "weight_transfer": transfer_kind,
         "weight_transfer_parts": transfer_parts,
     }
-    if not wf.overlaps:
-        total = gen + inf + trn + transfer
-    elif params.group_aware_overlap:
+    busy = gen
+    if wf.overlaps and params.group_aware_overlap:
         # generation overlaps training only on other GPUs: its group is busy with what shares it
         g = groups[ACTOR_GENERATION]
         busy = gen + stage_cost(TaskKind.INFERENCE, g) + stage_cost(TaskKind.TRAINING, g)
         phases["generation_group_busy_s"] = busy
-        total = overlapped_step(busy, gen, inf + trn, wf.trailing_share) + transfer
-    else:
-        total = overlapped_step(gen, gen, inf + trn, wf.trailing_share) + transfer
+    total = StepShape.of(wf).core(gen, inf, trn, busy) + transfer
     peak = max(((s["model_gb"] + s["working_gb"]) / s["capacity_gb"], d) for d, s in mem.items())
     breakdown = {
         "iteration_time_s": total,
