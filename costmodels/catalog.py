@@ -26,6 +26,7 @@ from costmodels.limits import (
     MAX_MODEL_DIMENSION,
     MAX_PARAMS_B,
     MAX_TFLOPS,
+    MIN_RATE,
 )
 
 
@@ -35,11 +36,13 @@ class GPUSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     name: str = Field(min_length=1)
-    tflops_bf16_dense: float = Field(gt=0, le=MAX_TFLOPS, description="dense BF16 peak, TFLOP/s")
+    tflops_bf16_dense: float = Field(
+        ge=MIN_RATE, le=MAX_TFLOPS, description="dense BF16 peak, TFLOP/s"
+    )
     memory_gb: float = Field(gt=0, le=MAX_GPU_MEMORY_GB, description="HBM capacity, GB")
-    hbm_gb_per_s: float = Field(gt=0, le=MAX_HBM_GB_PER_S, description="HBM bandwidth, GB/s")
+    hbm_gb_per_s: float = Field(ge=MIN_RATE, le=MAX_HBM_GB_PER_S, description="HBM bandwidth, GB/s")
     intra_node_gb_per_s: float = Field(
-        gt=0,
+        ge=MIN_RATE,
         le=MAX_LINK_GB_PER_S,
         description=(
             "per-GPU intra-node (NVLink/PCIe) bandwidth, both directions added together, GB/s "
@@ -48,7 +51,7 @@ class GPUSpec(BaseModel):
     )
     intra_node_per_direction_gb_per_s: float | None = Field(
         default=None,
-        gt=0,
+        ge=MIN_RATE,
         le=MAX_LINK_GB_PER_S,
         description=(
             "per-GPU intra-node bandwidth in one direction, GB/s; what a ring step sends over "

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from costmodels.catalog import GPUSpec, get_gpu
 from costmodels.efficiency import INTRA_NODE_HOP_LATENCY_MS
 from costmodels.errors import SpecError, refuse_repeated_names
-from costmodels.limits import MAX_LINK_GBPS
+from costmodels.limits import MAX_LINK_GBPS, MIN_RATE
 from costmodels.profiles import HardwareProfile
 
 #: Latency of an intra-node hop when nothing else is said: the project's one NVLink/PCIe hop
@@ -43,7 +43,7 @@ class LinkSpec(BaseModel):
 
     model_config = _STRICT
 
-    bandwidth_gbps: float = Field(gt=0, le=MAX_LINK_GBPS)
+    bandwidth_gbps: float = Field(ge=MIN_RATE, le=MAX_LINK_GBPS)
     latency_ms: float = Field(ge=0, le=1e6)
 
 

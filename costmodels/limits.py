@@ -1,4 +1,4 @@
-"""Upper bounds on what a user can ask for, and the memory bound sizes are checked against.
+"""Bounds on what a user can ask for, and the memory bound sizes are checked against.
 
 A bound here is not a modelling constant: it keeps absurd input (a typo, a fuzzer, a unit
 mix-up) from turning into a hang, gigabytes of memory or an overflow deep in a solver. Each is
@@ -28,6 +28,11 @@ MAX_HBM_GB_PER_S = 1_000_000.0
 MAX_LINK_GB_PER_S = 200_000.0
 #: a network link: 1.6 Tb/s Ethernet ports ship in 2026; 1 000x that
 MAX_LINK_GBPS = 1_600_000.0
+#: the slowest rate taken for any link, HBM or compute peak, in its field's unit (Gbit/s, GB/s or
+#: TFLOP/s): a thousandth of a unit is a thousand times below the slowest link of HetRL's testbed
+#: (1 Gbit/s to its edge GPUs) and a GTX 480's 1.3 TFLOP/s; below it the step times of a plan
+#: pass 10^300 s and overflow float arithmetic instead of meaning anything
+MIN_RATE = 1e-3
 
 # --- models and workloads ------------------------------------------------------------------
 #: parameters of one model, billions: the largest open models have ~2 T; 100x that

@@ -19,7 +19,13 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from costmodels.cluster import ClusterSpec
-from costmodels.errors import SpecError, did_you_mean, from_validation, no_duplicate_keys
+from costmodels.errors import (
+    DuplicateKeyError,
+    SpecError,
+    did_you_mean,
+    from_validation,
+    no_duplicate_keys,
+)
 from costmodels.problem import ProblemKind, SpecField
 from costmodels.workflow import WorkflowSpec
 from planner.registry import Registry, default_registry
@@ -135,6 +141,14 @@ def parse_document(text: str, source: str, json_only: bool = False) -> Any:
             near = lines[exc.lineno - 1][:60] if 0 < exc.lineno <= len(lines) else "<end of file>"
             raise SpecError(
                 f"line {exc.lineno} column {exc.colno}", near, f"malformed JSON: {exc.msg}", source
+            ) from None
+        except DuplicateKeyError as exc:
+            raise SpecError(
+                exc.key,
+                exc.key,
+                "malformed JSON: duplicate key (one object names it twice, and readers disagree "
+                "on which value counts)",
+                source,
             ) from None
         except ValueError as exc:
             raise SpecError("", None, f"malformed JSON: {exc}", source) from None

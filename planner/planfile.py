@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
@@ -19,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 import planner
 from costmodels.errors import SpecError, field_path
+from costmodels.fingerprint import judge_fingerprint
 from costmodels.problem import ProblemKind
 from costmodels.solving import Status, Termination
 from planner.io import build_problem, read_document
@@ -26,14 +28,16 @@ from planner.registry import Registry, default_registry
 from planner.result import Result, relative_gap
 from planner.solve import EXACT_RTOL, check_plan
 
-SCHEMA_VERSION = "1.5"
+SCHEMA_VERSION = "1.6"
 #: versions this rlplan reads: 1.0 lacks ``clock`` (read as a plan whose clock decided nothing:
 #: 1.0 did not record it); 1.0 and 1.1 were judged on the flat kernels (:func:`_judge_of`);
 #: before 1.3 no file records ``termination``; 1.4 adds a placement workflow's ``response_lengths``
 #: (absent: constant, the only model before) and the breakdown's ``expected_error``; 1.5 adds
 #: the ``fully-async`` mode and its ``fully_async`` knobs (absent before: no file used them);
-#: anything else is refused naming both versions
-READABLE_VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4", "1.5")
+#: 1.6 records the ``judge`` fingerprint (absent before: the judge that wrote the file is then
+#: taken to be another one, see :func:`recheck_report`); anything else is refused naming both
+#: versions
+READABLE_VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6")
 
 
 class _PlanFileBase(BaseModel):
@@ -41,8 +45,16 @@ class _PlanFileBase(BaseModel):
         extra="forbid", allow_inf_nan=False
     )  # NaN objectives and bounds are no numbers
 
-    schema_version: Literal["1.0", "1.1", "1.2", "1.3", "1.4", "1.5"] = SCHEMA_VERSION
+    schema_version: Literal["1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6"] = SCHEMA_VERSION
     rlplan_version: str = ""
+    judge: str = Field(
+        default="",
+        description=(
+            "fingerprint of the cost models (code and measured data) that priced this plan; "
+            "`rlplan validate` holds `objective` to today's judge when it is the same one, and "
+            "otherwise shows today's objective beside the recorded one; absent before schema 1.6"
+        ),
+    )
     solver: str
     status: Status
     objective: float | None = Field(
@@ -151,6 +163,7 @@ def result_to_dict(result: Result, registry: Registry | None = None) -> dict[str
     doc = {
         "schema_version": SCHEMA_VERSION,
         "rlplan_version": planner.__version__,
+        "judge": judge_fingerprint(type(result.problem)),
         "problem": kind.name,
         "solver": result.solver,
         "status": result.status.value,
@@ -316,27 +329,68 @@ def _judge_of(doc: Any, source: str) -> Any:
     return problem
 
 
-def recheck(doc: Any, source: str = "") -> list[str]:
-    """Re-check a plan file against its own inputs: the plan's constraints, and that the recorded
-    objective, bound and gap agree with the cost model. Returns the violations."""
+@dataclass(frozen=True)
+class Recheck:
+    """What ``rlplan validate`` finds in a plan file.
+
+    ``violations`` make the file invalid. ``objective`` is today's judge's objective of the plan
+    (None when the plan violates its constraints or is absent); ``same_judge`` says whether the
+    file was priced by today's judge (its ``judge`` fingerprint matches); ``moved`` holds, for a
+    file priced by another judge whose objective differs from today's, the line that says so."""
+
+    violations: list[str]
+    objective: float | None = None
+    same_judge: bool = True
+    moved: str = ""
+
+
+def _writer(doc: Any) -> str:
+    version = doc.rlplan_version or "an unknown version"
+    judge = f"judge {doc.judge}" if doc.judge else "no judge fingerprint"
+    return f"rlplan {version}, schema {doc.schema_version}, {judge}"
+
+
+def recheck_report(doc: Any, source: str = "") -> Recheck:
+    """Re-check a plan file against its own inputs: the plan's constraints (always today's: a
+    plan that no longer fits its GPUs cannot be deployed), and that the recorded objective, bound
+    and gap agree with the judge that wrote the file.
+
+    That judge is today's when the file's ``judge`` fingerprint is today's
+    (:func:`costmodels.fingerprint.judge_fingerprint`); then a disagreeing objective is a false
+    record. A file written by another judge (another fingerprint, or none: schema 1.5 and older)
+    is re-judged as closely as this rlplan can restore its writer (1.0 and 1.1 on the flat
+    kernels, :func:`_judge_of`); if today's objective still differs, the recorded objective
+    stands as its writer's, the bound and gap are checked against it, and ``moved`` says both
+    objectives. A recalibrated cost model does not make a deployed plan invalid."""
     problem = _judge_of(doc, source)
     if doc.plan is None:
-        return [f"[no-plan] the file holds no plan (status {doc.status.value})"]
+        return Recheck([f"[no-plan] the file holds no plan (status {doc.status.value})"])
     violations, objective, _ = check_plan(problem, doc.plan)
+    same_judge = bool(doc.judge) and doc.judge == judge_fingerprint(type(problem))
     if violations:
-        return violations
+        return Recheck(violations, None, same_judge)
     out = []
     assert objective is not None
+    moved = ""
+    recorded = objective  # the objective the bound and gap are held to
     if doc.objective is None or abs(doc.objective - objective) > EXACT_RTOL * max(
         1.0, abs(objective)
     ):
+        if same_judge or doc.objective is None:
+            out.append(
+                f"[objective] recorded objective {doc.objective!r} but the cost model gives "
+                f"{objective:.9g}"
+            )
+        else:
+            recorded = doc.objective
+            change = (objective - recorded) / abs(recorded) if recorded else math.inf
+            moved = (
+                f"[judge moved] recorded objective {recorded:.6g} is its writer's "
+                f"({_writer(doc)}); today's judge gives {objective:.6g} ({change:+.1%})"
+            )
+    if doc.bound is not None and doc.bound > recorded * (1 + EXACT_RTOL) + 1e-12:
         out.append(
-            f"[objective] recorded objective {doc.objective!r} but the cost model gives "
-            f"{objective:.9g}"
-        )
-    if doc.bound is not None and doc.bound > objective * (1 + EXACT_RTOL) + 1e-12:
-        out.append(
-            f"[bound] recorded bound {doc.bound:.9g} exceeds the plan's objective {objective:.9g}"
+            f"[bound] recorded bound {doc.bound:.9g} exceeds the plan's objective {recorded:.9g}"
         )
     if not doc.status.has_plan:
         out.append(f"[status] status {doc.status.value!r} but the file holds a valid plan")
@@ -347,10 +401,15 @@ def recheck(doc: Any, source: str = "") -> list[str]:
             out.append(
                 f"[status] status 'optimal' but {doc.solver} is a heuristic: it proves nothing"
             )
-    gap = relative_gap(objective, doc.bound)
+    gap = relative_gap(recorded, doc.bound)
     if gap is not None and doc.gap is not None and abs(gap - doc.gap) > 1e-6 + EXACT_RTOL:
         out.append(f"[gap] recorded gap {doc.gap:.9g} but objective and bound give {gap:.9g}")
-    return out
+    return Recheck(out, objective, same_judge, moved)
+
+
+def recheck(doc: Any, source: str = "") -> list[str]:
+    """The violations :func:`recheck_report` finds (empty: the file is valid)."""
+    return recheck_report(doc, source).violations
 
 
 def main() -> None:  # python -m planner.planfile: regenerate the shipped schema

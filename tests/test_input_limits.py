@@ -129,6 +129,32 @@ SIZES_AND_CONTRADICTIONS = [
         ),
         ["global_batch"],
     ),
+    # a denormal rate: step times would pass 10^300 s and overflow (numpy warned, the run died)
+    (
+        "fabric-denormal-link",
+        _argv_with_preset(
+            "plan circuits --demand demand-alltoall-8 --fabric f.yaml",
+            preset="fabric-8",
+            mutate=lambda d: d.update(link_gbps=5e-324),
+        ),
+        ["f.yaml", "link_gbps", "0.001", "5e-324"],
+    ),
+    (
+        "sync-denormal-intra-link",
+        _argv_with_preset(
+            "plan broadcast --sync s.yaml",
+            preset="weight-sync-example",
+            mutate=lambda d: d.update(intra_gbps=5e-324),
+        ),
+        ["s.yaml", "intra_gbps", "0.001"],
+    ),
+    (
+        "cluster-denormal-link",
+        _plan_placement_on_cluster(
+            lambda d: d["network"]["intra_zone"].update(bandwidth_gbps=5e-324)
+        ),
+        ["bandwidth_gbps", "0.001"],
+    ),
     (
         "workflow-median-above-cap",
         _argv_with_preset(
@@ -336,6 +362,7 @@ def test_plan_file_of_the_previous_release_is_migrated(tmp_path):
 
     def old(d):
         d.update(schema_version="1.0", rlplan_version="0.0.9")
+        d.pop("judge")
         d.pop("clock")
         d.pop("termination")
         eff = d["inputs"]["params"].pop("efficiency")
@@ -343,6 +370,7 @@ def test_plan_file_of_the_previous_release_is_migrated(tmp_path):
 
     def v11(d):  # what 1.1 wrote: no kernels, engine or per-layer overhead fields
         d.update(schema_version="1.1")
+        d.pop("judge")
         d.pop("termination")
         for key in ("kernels", "engine", "decode_layer_overhead_us"):
             d["inputs"]["params"]["efficiency"].pop(key)
@@ -351,10 +379,10 @@ def test_plan_file_of_the_previous_release_is_migrated(tmp_path):
     assert proc.returncode == 0, proc.stderr
     proc = run_cli("validate", str(_plan_file(tmp_path, v11, "--profile", "flat")))
     assert proc.returncode == 0, proc.stderr
+    # priced on the fitted kernels but claiming 1.1: the restored writer's judge (flat) disagrees,
+    # so the recorded objective stands as the writer's and today's is shown beside it
     proc = run_cli("validate", str(_plan_file(tmp_path, v11)))
-    assert proc.returncode == 1 and "[objective]" in proc.stdout + proc.stderr, (
-        proc.stdout + proc.stderr
-    )
+    assert proc.returncode == 0 and "[judge moved]" in proc.stdout, proc.stdout + proc.stderr
     proc = run_cli(
         "validate",
         str(_plan_file(tmp_path, lambda d: (old(d), d["inputs"]["params"].update(frobnicate=1)))),

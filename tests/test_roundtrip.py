@@ -79,6 +79,47 @@ def test_placement_round_trip_and_tamper(registry, tmp_path: Path):
     assert "C1-tasklets" in proc.stderr
 
 
+def test_plan_priced_by_another_judge_stays_valid(registry, tmp_path: Path):
+    """A plan whose recorded objective differs from today's judge is invalid only when today's
+    judge wrote it (same fingerprint); priced by another judge (another fingerprint, or a schema
+    1.5 file that records none), it is valid, and both objectives are shown, labelled. Its bound
+    is held to the objective its writer recorded."""
+    problem = build_problem("placement", {"cluster": "small-16", "workflow": "grpo-sync-qwen3-4b"})
+    path = _write(solve(problem, "trivial", registry=registry), tmp_path / "plan.json")
+    doc = json.loads(path.read_text())
+    assert len(doc["judge"]) == 16
+    today = doc["objective"]
+
+    def edited(name, **fields):
+        d = {**doc, **fields}
+        if "judge" in fields and fields["judge"] is None:
+            d.pop("judge")
+        (tmp_path / name).write_text(json.dumps(d))
+        return str(tmp_path / name)
+
+    for name, fields in (
+        ("other.json", {"judge": "0123456789abcdef"}),
+        ("v15.json", {"schema_version": "1.5", "judge": None}),
+    ):
+        f = edited(name, objective=today * 1.25, **fields)
+        proc = run_cli("validate", f)
+        assert proc.returncode == 0, proc.stderr
+        assert "[judge moved]" in proc.stdout and "-20.0%" in proc.stdout, proc.stdout
+        verdict = run_cli_json("validate", "--json", f)
+        assert verdict["valid"] and not verdict["same_judge"]
+        assert verdict["objective_recorded"] == pytest.approx(today * 1.25)
+        assert verdict["objective_today"] == pytest.approx(today)
+    # a bound above the writer's objective is still a false record
+    f = edited("bound.json", objective=today * 1.25, bound=today * 1.5, judge="0123456789abcdef")
+    proc = run_cli("validate", f)
+    assert proc.returncode == 1 and "[bound]" in proc.stderr
+    # the same judge: a disagreeing objective is a false record
+    proc = run_cli("validate", "--json", edited("same.json", objective=today * 1.25))
+    verdict = json.loads(proc.stdout)
+    assert proc.returncode == 1 and not verdict["valid"] and verdict["same_judge"]
+    assert "[objective]" in verdict["violations"][0]
+
+
 def test_memory_tamper_names_c3(registry, tmp_path: Path):
     problem = build_problem("placement", {"cluster": "small-16", "workflow": "grpo-sync-qwen3-4b"})
     path = _write(solve(problem, "trivial", registry=registry), tmp_path / "plan.json")

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from costmodels.catalog import ocs_devices
 from costmodels.errors import SpecError, refuse_repeated_names
-from costmodels.limits import MAX_BYTES, MAX_LINK_GBPS
+from costmodels.limits import MAX_BYTES, MAX_LINK_GBPS, MIN_RATE
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
@@ -63,10 +63,10 @@ class BroadcastSpec(BaseModel):
         gt=0, le=MAX_BYTES / 1e9, description="model weights to disseminate, GB"
     )
     link_gbps: float = Field(
-        gt=0, le=MAX_LINK_GBPS, description="OCS-Core circuit line rate, Gbit/s"
+        ge=MIN_RATE, le=MAX_LINK_GBPS, description="OCS-Core circuit line rate, Gbit/s"
     )
     intra_gbps: float = Field(
-        gt=0, le=MAX_LINK_GBPS, description="per-rank intra-PoD fan-out link rate, Gbit/s"
+        ge=MIN_RATE, le=MAX_LINK_GBPS, description="per-rank intra-PoD fan-out link rate, Gbit/s"
     )
     seeds_per_pod: int = Field(default=1, ge=1)
     chunks: int = Field(default=64, ge=1, description="pipelining chunks of the Phase B trees")

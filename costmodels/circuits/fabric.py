@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from costmodels.catalog import ocs_devices
 from costmodels.csvtable import read_rows
 from costmodels.errors import SpecError, refuse_repeated_names
-from costmodels.limits import MAX_BYTES, MAX_LINK_GBPS
+from costmodels.limits import MAX_BYTES, MAX_LINK_GBPS, MIN_RATE
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
@@ -50,7 +50,9 @@ class FabricSpec(BaseModel):
 
     name: str = ""
     description: str = ""
-    link_gbps: float = Field(gt=0, le=MAX_LINK_GBPS, description="line rate of one circuit, Gbit/s")
+    link_gbps: float = Field(
+        ge=MIN_RATE, le=MAX_LINK_GBPS, description="line rate of one circuit, Gbit/s"
+    )
     endpoints: list[EndpointSpec] = Field(min_length=2, max_length=65536)
     eligible: list[tuple[str, str]] | None = None
     template: Literal["all-pairs", "bipartite", "intra-pod", "cross-pod"] | None = None

@@ -13,7 +13,7 @@ import typer
 from costmodels.errors import SpecError
 from planner.cli.console import err, fail, out
 from planner.cli.render import render
-from planner.planfile import read_plan_file, recheck
+from planner.planfile import json_safe, read_plan_file, recheck_report
 from planner.planning import breakdown_summary
 from planner.registry import default_registry
 
@@ -22,16 +22,27 @@ def validate(
     plan_file: Annotated[Path, typer.Argument(help="a plan JSON written by `rlplan plan`")],
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable verdict")] = False,
 ) -> None:
-    """Re-check a plan file against its own inputs: exit 0 when valid, 1 with the violations."""
+    """Re-check a plan file against its own inputs: exit 0 when valid, 1 with the violations.
+
+    A plan priced by an earlier judge is checked against the objective its writer recorded, and
+    today's objective is printed beside it."""
     try:
         doc = read_plan_file(plan_file)
-        violations = recheck(doc, str(plan_file))
+        report = recheck_report(doc, str(plan_file))
     except SpecError as exc:
         fail(exc)
+    violations = report.violations
     if as_json:
-        out.print_json(
-            json.dumps({"file": str(plan_file), "valid": not violations, "violations": violations})
-        )
+        verdict = {
+            "file": str(plan_file),
+            "valid": not violations,
+            "violations": violations,
+            "objective_recorded": doc.objective,
+            "objective_today": report.objective,
+            "same_judge": report.same_judge,
+            "judge_moved": report.moved,
+        }
+        out.print_json(json.dumps(json_safe(verdict)))
     elif violations:
         err.print(
             f"invalid: {plan_file}: {len(violations)} violation(s)",
@@ -49,6 +60,8 @@ def validate(
             highlight=False,
             soft_wrap=True,
         )
+        if report.moved:
+            out.print(f"  {report.moved}", markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(1 if violations else 0)
 
 
@@ -75,8 +88,6 @@ def evaluate(
             err.print(f"  {v}", markup=False, highlight=False, soft_wrap=True)
         fail(f"{plan_file}: the plan violates {len(violations)} constraint(s)", code=1)
     if as_json:
-        from planner.planfile import json_safe
-
         sys.stdout.write(
             json.dumps(json_safe({"objective": objective, "breakdown": breakdown}), indent=2) + "\n"
         )
