@@ -289,9 +289,11 @@ def _shipped(name: str) -> dict:
 
     import yaml
 
-    return yaml.safe_load(
-        resources.files("costmodels").joinpath("data", "profiles", name).read_text(encoding="utf-8")
-    )
+    # LibYAML's loader when PyYAML was built with it: the fitted profiles are a few hundred kB
+    # and the pure-Python loader spends a quarter second on them in every command
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    text = resources.files("costmodels").joinpath("data", "profiles", name).read_text("utf-8")
+    return yaml.load(text, Loader=loader)  # noqa: S506  (a safe loader, C or Python)
 
 
 @functools.cache

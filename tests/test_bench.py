@@ -54,6 +54,7 @@ def test_smoke_runs_every_problem_and_solver_of_the_registry():
                 assert (kind.name, canned.name, info.name) in runs
 
 
+@pytest.mark.slow
 def test_smoke_writes_a_row_for_every_run(smoke_local):
     suite = get_suite("smoke", (PLUGIN,))
     df = pd.read_csv(smoke_local / "runs.csv")
@@ -76,6 +77,7 @@ def test_smoke_writes_a_row_for_every_run(smoke_local):
     )
 
 
+@pytest.mark.slow
 def test_crash_and_invalid_plans_are_rows_not_skips(smoke_local):
     df = pd.read_csv(smoke_local / "runs.csv")
     crash = df[df["solver"] == "crashing"]
@@ -105,6 +107,7 @@ def test_crash_and_invalid_plans_are_rows_not_skips(smoke_local):
     assert set(honest["status"]) <= {"optimal", "feasible", "no_solution", "infeasible"}
 
 
+@pytest.mark.slow
 def test_exact_solvers_define_best_known_and_ratios(smoke_local):
     df = pd.read_csv(smoke_local / "runs.csv")
     circ = df[(df["kind"] == "circuits") & df["status"].isin(["optimal", "feasible"])]
@@ -115,6 +118,7 @@ def test_exact_solvers_define_best_known_and_ratios(smoke_local):
     assert (circ[circ["solver"].isin(["milp", "cpsat", "bruteforce"])]["ratio"].round(9) == 1).all()
 
 
+@pytest.mark.slow
 def test_rerun_skips_finished_rows(smoke_local):
     before = (smoke_local / "runs.jsonl").read_text().count("\n")
     r = run_cli(
@@ -132,6 +136,7 @@ def test_rerun_skips_finished_rows(smoke_local):
     assert (smoke_local / "runs.jsonl").read_text().count("\n") == before
 
 
+@pytest.mark.slow
 def test_ray_executor_gives_the_same_objectives(tmp_path):
     """Four runs (exact, heuristic, a crash, a killed worker) rather than the whole smoke suite:
     Ray starts one fresh worker per run, which on a loaded 2-core machine costs tens of seconds

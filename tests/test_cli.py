@@ -82,10 +82,12 @@ def test_evaluate_hand_written_plan_and_plan_file(tmp_path):
 
 
 def test_plan_circuits_every_solver_with_plot(tmp_path):
-    for solver in ("greedy", "greedy-reference", "milp", "cpsat", "uniform"):
+    """Every solver's plan written and valid; the picture (the same drawing for every solver)
+    drawn for the first."""
+    for i, solver in enumerate(("greedy", "greedy-reference", "milp", "cpsat", "uniform")):
         out, png = tmp_path / f"{solver}.json", tmp_path / f"{solver}.png"
         argv = shlex.split("plan circuits --fabric fabric-moe-16 --demand demand-moe-16 --solver")
-        r = run_cli(*argv, solver, "-o", str(out), "--plot", str(png))
+        r = run_cli(*argv, solver, "-o", str(out), *(["--plot", str(png)] if i == 0 else []))
         assert r.returncode == 0, r.stderr
         doc = json.loads(out.read_text())
         assert doc["problem"] == "circuits" and doc["plan"]["circuits"][0].keys() == {
@@ -93,7 +95,7 @@ def test_plan_circuits_every_solver_with_plot(tmp_path):
             "b",
             "count",
         }
-        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert i > 0 or png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert run_cli("validate", str(out)).returncode == 0
 
 

@@ -18,6 +18,7 @@ from benchmarks.fidelity.report import (
 )
 
 
+@pytest.mark.slow
 def test_report_covers_every_measured_gpu_and_writes_its_files(tmp_path):
     summary = write_report(tmp_path)
     for judge in ("flat", "calibrated"):

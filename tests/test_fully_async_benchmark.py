@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from benchmarks.fully_async import SETTINGS, run_instance
 
 
+@pytest.mark.slow
 def test_small8_grpo_fully_async_instance() -> None:
     """Three of the five settings (the others take the unit suite's time for the same facts)."""
     settings = tuple(s for s in SETTINGS if s[0] in ("one-step-off", "drain (s=0)", "s=0.5"))

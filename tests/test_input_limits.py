@@ -20,7 +20,6 @@ from tests.hostile_helpers import (
     _check_hostile,
     _cluster_file,
     _demand_csv,
-    _plan_file,
     _plan_placement_on_cluster,
     _preset,
     _replan_tail,
@@ -375,18 +374,29 @@ def test_plan_file_of_the_previous_release_is_migrated(tmp_path):
         for key in ("kernels", "engine", "decode_layer_overhead_us"):
             d["inputs"]["params"]["efficiency"].pop(key)
 
-    proc = run_cli("validate", str(_plan_file(tmp_path, old, "--profile", "flat")))
+    written = {}  # one plan on the flat kernels, one on today's; each edited below
+    for profile in ("flat", "default"):
+        path = tmp_path / f"{profile}.json"
+        extra = ("--profile", "flat") if profile == "flat" else ()
+        assert run_cli("plan", *SMALL, *extra, "-q", "-o", str(path)).returncode == 0
+        written[profile] = path.read_text()
+
+    def edited(profile, mutate, name):
+        data = json.loads(written[profile])
+        mutate(data)
+        (tmp_path / name).write_text(json.dumps(data))
+        return str(tmp_path / name)
+
+    proc = run_cli("validate", edited("flat", old, "v10.json"))
     assert proc.returncode == 0, proc.stderr
-    proc = run_cli("validate", str(_plan_file(tmp_path, v11, "--profile", "flat")))
-    assert proc.returncode == 0, proc.stderr
+    proc = run_cli("validate", edited("flat", v11, "v11.json"))
+    assert proc.returncode == 0 and "[judge moved]" not in proc.stdout, proc.stderr
     # priced on the fitted kernels but claiming 1.1: the restored writer's judge (flat) disagrees,
     # so the recorded objective stands as the writer's and today's is shown beside it
-    proc = run_cli("validate", str(_plan_file(tmp_path, v11)))
+    proc = run_cli("validate", edited("default", v11, "v11-fitted.json"))
     assert proc.returncode == 0 and "[judge moved]" in proc.stdout, proc.stdout + proc.stderr
-    proc = run_cli(
-        "validate",
-        str(_plan_file(tmp_path, lambda d: (old(d), d["inputs"]["params"].update(frobnicate=1)))),
-    )
+    unknown = edited("flat", lambda d: (old(d), d["inputs"]["params"].update(frobnicate=1)), "x")
+    proc = run_cli("validate", unknown)
     assert (
         proc.returncode == 2
         and "frobnicate" in proc.stderr

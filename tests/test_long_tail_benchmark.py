@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from benchmarks.long_tail import run_instance
 from costmodels.placement.check import check_placement
 from costmodels.placement.judge import evaluate_placement
 
 
+@pytest.mark.slow
 def test_small8_grpo_sync_long_tail_instance() -> None:
     kept: dict[str, Any] = {}
     row = run_instance("small-8", "grpo-sync-qwen3-4b", keep=kept)

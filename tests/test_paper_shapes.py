@@ -250,6 +250,7 @@ def test_shipped_eager_engine_is_what_the_fit_gives():
     ) and fresh.sequence_us == pytest.approx(shipped.sequence_us, rel=1e-3)
 
 
+@pytest.mark.slow
 def test_verl_step_splits_as_rollpacker_table1():
     """RollPacker Table 1 (veRL, 14B/16k, 32 H800, verl's eager engine of the time): rollout
     60-80%, reward 3-15%, training 15-30% for math, code and LLM-as-a-judge, and the shipped

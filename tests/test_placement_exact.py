@@ -242,6 +242,7 @@ def test_sha_ea_returns_at_its_time_limit_on_a_large_ppo_instance():
     assert r.wall_time_s < 5 + 60  # a contract on deadlines, not a performance figure
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("workflow", ["grpo-sync-qwen3-8b", "ppo-async-qwen3-4b"])
 def test_sha_ea_is_never_worse_than_any_baseline_on_random_clusters(seed, workflow):

@@ -158,6 +158,8 @@ def test_cli_plan_then_validate(tmp_path: Path):
         "small-16",
         "--workflow",
         "grpo-sync-qwen3-4b",
+        "-O",
+        "evaluations=40",
         "-o",
         str(out),
     )

@@ -6,12 +6,13 @@ data-parallel
 replica of actor generation is outlined in solid black and each replica of actor training in
 dashed red, so tensor/pipeline groups that cross a node or a zone boundary are visible at a glance.
 
-Bottom: the iteration's phases as the cost model composes them (HetRL Appendix B.4). In sync mode
-generation, inference, training and the weight transfer follow one another; in async mode the
+Bottom: the iteration's phases (grey bars) as the cost model composes them (HetRL Appendix
+B.4). In sync mode generation, inference, training and the weight transfer follow one another;
+in async mode the
 generation group's work overlaps inference + training on the other GPUs and the transfer follows
 the longer of the two. Under the phase row, one bar per task from its phase's start: tasks of one
 phase that share a GPU group run interleaved (Φ with η), so their bars overlap and the phase lasts
-less than their sum.
+less than their sum. A task's bar has its group's colour, the colour of its GPUs above.
 
 matplotlib is imported when drawing, not on import."""
 
@@ -21,13 +22,15 @@ import math
 from pathlib import Path
 from typing import Any
 
-#: bar colour of each phase
-_COLOURS = {
-    "generation": "tab:blue",
-    "inference": "tab:green",
-    "training": "tab:red",
-    "weight sync": "tab:gray",
+#: bar colour of each phase row, and its text's: shades of grey, because colour means a task
+#: group in both halves of the figure (the GPU map and the task bars)
+_PHASE_SHADES = {
+    "generation": ("dimgray", "white"),
+    "inference": ("gray", "white"),
+    "training": ("darkgray", "black"),
+    "weight sync": ("silver", "black"),
 }
+_OTHER_SHADE = ("gainsboro", "black")
 
 
 def _seconds(v: float) -> str:
@@ -133,9 +136,12 @@ def _outline(
         )
 
 
-def _timeline(ax: Any, problem: Any, breakdown: dict[str, Any]) -> None:
-    """One iteration as bars: the phases in their rows (sync: in sequence; async: generation's
-    group beside inference + training), then each task from its phase's start."""
+def _timeline(
+    ax: Any, problem: Any, breakdown: dict[str, Any], colour_of_task: dict[str, Any]
+) -> None:
+    """One iteration as bars: the phases in grey rows (sync: in sequence; async: generation's
+    group beside inference + training), then each task from its phase's start, in the colour of
+    its task group (``colour_of_task``)."""
     tasks = breakdown["tasks"]
     total = breakdown["iteration_time_s"]
     asynchronous = problem.workflow.mode != "sync"
@@ -148,7 +154,7 @@ def _timeline(ax: Any, problem: Any, breakdown: dict[str, Any]) -> None:
     for label, start, length, row in segments:
         if length <= 0:
             continue
-        colour = _COLOURS.get(label, "lightsteelblue")
+        colour, text_colour = _PHASE_SHADES.get(label, _OTHER_SHADE)
         ax.barh(len(names) + row, length, left=start, color=colour, edgecolor="white", height=0.8)
         if length / total > len(label) / 90:  # only where the text fits inside the bar
             ax.text(
@@ -158,7 +164,7 @@ def _timeline(ax: Any, problem: Any, breakdown: dict[str, Any]) -> None:
                 ha="center",
                 va="center",
                 fontsize=8,
-                color="white",
+                color=text_colour,
             )
     phase_of = {t.name: t.kind.value for t in problem.tasks}  # generation, inference or training
     for i, name in enumerate(reversed(names)):
@@ -168,8 +174,8 @@ def _timeline(ax: Any, problem: Any, breakdown: dict[str, Any]) -> None:
             i,
             time_s,
             left=starts.get(phase, 0.0),
-            color=_COLOURS.get(phase, "tab:purple"),
-            alpha=0.55,
+            color=colour_of_task.get(name, "lightgray"),
+            alpha=0.85,
             height=0.6,
         )
         ax.text(starts.get(phase, 0.0) + time_s, i, f" {_seconds(time_s)}", va="center", fontsize=7)
@@ -298,6 +304,7 @@ def plot_placement(
         f"({len(problem.cluster.nodes)} nodes, {len(bands)} zone{'s' if len(bands) > 1 else ''})",
         fontsize=10,
     )
-    _timeline(bottom, problem, breakdown)
+    colour_of_task = {t: palette(i % palette.N) for i, g in enumerate(plan.groups) for t in g.tasks}
+    _timeline(bottom, problem, breakdown, colour_of_task)
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -88,7 +88,18 @@ def placement_summary(solved: SolvedPlan[PlacementProblem, PlacementPlan]) -> Su
             f"placement by {solved.solver}: {solved.objective:.2f} s/iteration, "
             f"{breakdown['throughput_samples_per_s']:.1f} samples/s ({solved.status})"
         ),
-        columns=("task", "grp", "TP", "PP", "DP", "GPUs", "time s", "comp", "comm", "decode"),
+        columns=(
+            "task",
+            "grp",
+            "TP",
+            "PP",
+            "DP",
+            "GPUs",
+            "time s",
+            "comp s",
+            "comm s",
+            "decode s",
+        ),
         rows=rows,
         caption="; ".join(groups)
         + "\n"
@@ -112,8 +123,17 @@ def placement_cost_table(
     rings = "exact" if breakdown["ring_exact"] else "upper bounds (heuristic)"
     return Summary(
         title=f"{source}: {objective:.2f} s per iteration",
-        columns=("task", "time", "comp", "TP comm", "PP comm", "DP comm", "bubble", "decode"),
+        columns=(
+            "task",
+            "time s",
+            "comp s",
+            "TP comm s",
+            "PP comm s",
+            "DP comm s",
+            "bubble s",
+            "decode s",
+        ),
         rows=rows,
-        caption=f"seconds; iteration {breakdown['iteration_time_s']:.2f} s = {_phases(breakdown)};"
+        caption=f"iteration {breakdown['iteration_time_s']:.2f} s = {_phases(breakdown)};"
         f" rings {rings}\n{_efficiency(breakdown)}",
     )
