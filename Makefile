@@ -31,17 +31,17 @@ plan: $(STAMP)
 ## notebooks, Ray and machine-load checks)
 test: $(STAMP)
 	@$(COMPILE)
-	$(BIN)/python -m pytest -n $(JOBS) -q -m "not slow"
+	$(BIN)/python -m pytest -n $(JOBS) --dist worksteal -q -m "not slow"
 
 ## test-slow: only the tests marked slow
 test-slow: $(STAMP)
 	@$(COMPILE)
-	$(BIN)/python -m pytest -n $(JOBS) -q -m slow
+	$(BIN)/python -m pytest -n $(JOBS) --dist worksteal -q -m slow
 
 ## test-all: every test, slow ones included (what CI runs: .ci/run)
 test-all: $(STAMP)
 	@$(COMPILE)
-	$(BIN)/python -m pytest -n $(JOBS) -q
+	$(BIN)/python -m pytest -n $(JOBS) --dist worksteal -q
 
 ## lint: ruff, and the import contracts of pyproject.toml (also run by `make test`)
 lint: $(STAMP)

@@ -191,7 +191,7 @@ def test_long_runs_outside_a_terminal_report_progress_on_stderr(tmp_path):
             "--solver",
             "sha-ea",
             "-O",
-            "evaluations=40",
+            "evaluations=20",
             "-o",
             str(tmp_path / "p.json"),
         ],

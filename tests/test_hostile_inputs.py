@@ -162,6 +162,23 @@ def test_relabelled_heuristic_plan_is_invalid(tmp_path):
     assert proc.returncode == 1 and "heuristic" in proc.stderr
 
 
+def test_replan_plan_with_negative_counts_under_kv_balance_is_invalid_not_a_crash(tmp_path):
+    """A negative request count is an assignment violation; with the KV-balance constraint on,
+    the validator must not go on to price the instance (its KV share is undefined)."""
+    path = tmp_path / "r.json"
+    assert (
+        run_cli("plan", "replan", "--state", "replan-tail", "-q", "-o", str(path)).returncode == 0
+    )
+    doc = json.loads(path.read_text())
+    bins = doc["plan"]["instances"][0]["bins"]
+    bins[0][1] = -1
+    doc["inputs"]["state"]["kv_delta"] = 0.1
+    path.write_text(json.dumps(doc))
+    proc = run_cli("validate", str(path))
+    assert proc.returncode == 1 and "negative counts" in proc.stderr, proc.stderr
+    assert "internal error" not in proc.stderr
+
+
 def test_bom_csv_and_json_listings_are_fine(tmp_path):
     demand = tmp_path / "d.csv"
     demand.write_bytes("\ufeffsrc,dst,bytes\nt0,t1,5\n".encode())
@@ -263,6 +280,11 @@ GENERATED += [
     for command in ("validate", "evaluate")
     for kind, build, words in NOT_A_SPEC
 ]
+#: the cross product above over the cluster file and `validate` runs in `make test`; over the
+#: other input kinds (the same reading code, each case a fresh interpreter) in the slow tier
+SLOW_TIER = {
+    case[0] for case in GENERATED if not case[0].startswith(("plan-cluster-", "validate-"))
+}
 GENERATED += [
     (
         "plan-file-of-another-kind",
@@ -364,7 +386,13 @@ GENERATED += [
 ]
 
 
-@pytest.mark.parametrize("case", GENERATED, ids=[c[0] for c in GENERATED])
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(c, id=c[0], marks=[pytest.mark.slow] if c[0] in SLOW_TIER else [])
+        for c in GENERATED
+    ],
+)
 def test_every_input_kind_gets_the_same_treatment(case, tmp_path):
     _check_hostile(case, tmp_path)
 

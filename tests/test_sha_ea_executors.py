@@ -27,6 +27,7 @@ def in_process(problem):
     return solve(problem, "sha-ea", seed=5, evaluations=30, seeds=False)
 
 
+@pytest.mark.slow
 def test_a_process_pool_gives_the_in_process_plan(problem, in_process):
     pooled = solve(problem, "sha-ea", seed=5, evaluations=30, seeds=False, workers=2)
     assert pooled.success and pooled.violations == []

@@ -140,7 +140,7 @@ def test_registry_fails_loudly():
 def test_default_registry_lists_placement_solvers(problem):
     reg = default_registry()
     assert "verl" in [s.name for s in reg.solvers("placement")]
-    r = solve(problem)  # the problem's default solver
+    r = solve(problem, evaluations=20)  # the problem's default solver, on a small budget
     assert r.success and r.solver == reg.default("placement")
 
 

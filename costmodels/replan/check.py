@@ -30,6 +30,8 @@ def check_replan(problem: ReplanProblem, plan: ReplanPlan) -> list[Violation]:
     except KeyError as e:
         return [*out, Violation("bins", f"bin upper bound {e.args[0]} holds no pending request")]
     out += _assignment_violations(problem, x)
+    if (x < 0).any():  # reported above; an instance's time and KV share mean nothing then
+        return out
     for j, i in enumerate(plan.instances):
         out += _instance_violations(problem, j, i, x)
     return out
