@@ -92,8 +92,9 @@ def run_cli_json(*args: object, **kw: Any) -> Any:
 #: the small placement job the CLI tests plan (a few seconds)
 #: its specs: the small-8 cluster preset and GRPO on Qwen3-4B
 SMALL_SPECS = ("--cluster", "small-8", "--workflow", "grpo-sync-qwen3-4b")
-#: `rlplan plan` of it on a work budget: the tests that use it check the command, not the search
-SMALL_PLACEMENT = ("plan", "placement", *SMALL_SPECS, "-O", "evaluations=40")
+#: `rlplan plan` of it by the verl baseline (a second): the tests that use it check the command
+#: (what is printed, written and re-checked), not a search
+SMALL_PLACEMENT = ("plan", "placement", *SMALL_SPECS, "--solver", "verl")
 
 
 def plan_small(out: Path | str, *extra: str, **kw: object) -> subprocess.CompletedProcess[str]:

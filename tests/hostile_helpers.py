@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.conftest import SMALL_SPECS, run_cli
+from tests.conftest import SMALL_PLACEMENT, SMALL_SPECS, run_cli
 
 SMALL = [*SMALL_SPECS, "-O", "evaluations=5"]
 
@@ -42,8 +42,10 @@ def _text(tmp: Path, name: str, text: str | bytes) -> Path:
 
 
 def _plan_file(tmp: Path, mutate, *extra: str) -> Path:
+    """A plan file of the small placement job (by the verl baseline: a second; what is edited is
+    the file, not the search) edited by ``mutate``."""
     path = tmp / "plan.json"
-    assert run_cli("plan", *SMALL, *extra, "-q", "-o", str(path)).returncode == 0
+    assert run_cli("plan", *SMALL_PLACEMENT[1:], *extra, "-q", "-o", str(path)).returncode == 0
     data = json.loads(path.read_text())
     mutate(data)
     bad = tmp / "bad-plan.json"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import run_cli, run_cli_json
+from tests.conftest import SMALL_PLACEMENT, run_cli, run_cli_json
 from tests.hostile_helpers import (
     SMALL,
     _argv_with_file,
@@ -378,7 +378,7 @@ def test_plan_file_of_the_previous_release_is_migrated(tmp_path):
     for profile in ("flat", "default"):
         path = tmp_path / f"{profile}.json"
         extra = ("--profile", "flat") if profile == "flat" else ()
-        assert run_cli("plan", *SMALL, *extra, "-q", "-o", str(path)).returncode == 0
+        assert run_cli(*SMALL_PLACEMENT, *extra, "-q", "-o", str(path)).returncode == 0
         written[profile] = path.read_text()
 
     def edited(profile, mutate, name):

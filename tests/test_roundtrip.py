@@ -159,7 +159,7 @@ def test_cli_plan_then_validate(tmp_path: Path):
         "--workflow",
         "grpo-sync-qwen3-4b",
         "-O",
-        "evaluations=40",
+        "evaluations=10",
         "-o",
         str(out),
     )
