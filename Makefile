@@ -11,9 +11,8 @@ JOBS   ?= 2
 # does starts a fresh interpreter, and where PYTHONDONTWRITEBYTECODE is set (containers, CI
 # images) each of those would otherwise compile ~150 modules from source again (0.6 s a start)
 PACKAGES := costmodels search formulations heuristics planner benchmarks
-COMPILE = $(BIN)/python -m compileall -q $(PACKAGES) > /dev/null
 
-.PHONY: plan test test-all test-slow lint bench schema clean
+.PHONY: plan test test-all test-slow compile lint bench schema clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,26 +20,25 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev,ray]'
 	@touch $(STAMP)
 
+compile: $(STAMP)
+	@$(BIN)/python -m compileall -q $(PACKAGES) > /dev/null
+
 ## plan: solve the shipped default example (HetRL testbed, GRPO sync, Qwen3-8B) into plan.json
-plan: $(STAMP)
-	@$(COMPILE)
+plan: compile
 	$(BIN)/rlplan plan --output plan.json
 	$(BIN)/rlplan validate plan.json
 
 ## test: the unit suite, without the tests marked slow (paper reproductions, benchmark runs,
 ## notebooks, Ray and machine-load checks)
-test: $(STAMP)
-	@$(COMPILE)
+test: compile
 	$(BIN)/python -m pytest -n $(JOBS) --dist worksteal -q -m "not slow"
 
 ## test-slow: only the tests marked slow
-test-slow: $(STAMP)
-	@$(COMPILE)
+test-slow: compile
 	$(BIN)/python -m pytest -n $(JOBS) --dist worksteal -q -m slow
 
 ## test-all: every test, slow ones included (what CI runs: .ci/run)
-test-all: $(STAMP)
-	@$(COMPILE)
+test-all: compile
 	$(BIN)/python -m pytest -n $(JOBS) --dist worksteal -q
 
 ## lint: ruff, and the import contracts of pyproject.toml (also run by `make test`)

@@ -293,7 +293,7 @@ def _shipped(name: str) -> dict:
     # and the pure-Python loader spends a quarter second on them in every command
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     text = resources.files("costmodels").joinpath("data", "profiles", name).read_text("utf-8")
-    return yaml.load(text, Loader=loader)  # noqa: S506  (a safe loader, C or Python)
+    return yaml.load(text, Loader=loader)  # a safe loader either way
 
 
 @functools.cache

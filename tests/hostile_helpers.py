@@ -45,7 +45,7 @@ def _plan_file(tmp: Path, mutate, *extra: str) -> Path:
     """A plan file of the small placement job (by the verl baseline: a second; what is edited is
     the file, not the search) edited by ``mutate``."""
     path = tmp / "plan.json"
-    assert run_cli("plan", *SMALL_PLACEMENT[1:], *extra, "-q", "-o", str(path)).returncode == 0
+    assert run_cli(*SMALL_PLACEMENT, *extra, "-q", "-o", str(path)).returncode == 0
     data = json.loads(path.read_text())
     mutate(data)
     bad = tmp / "bad-plan.json"

@@ -8,11 +8,11 @@ dashed red, so tensor/pipeline groups that cross a node or a zone boundary are v
 
 Bottom: the iteration's phases (grey bars) as the cost model composes them (HetRL Appendix
 B.4). In sync mode generation, inference, training and the weight transfer follow one another;
-in async mode the
-generation group's work overlaps inference + training on the other GPUs and the transfer follows
-the longer of the two. Under the phase row, one bar per task from its phase's start: tasks of one
-phase that share a GPU group run interleaved (Φ with η), so their bars overlap and the phase lasts
-less than their sum. A task's bar has its group's colour, the colour of its GPUs above.
+in async mode the generation group's work overlaps inference + training on the other GPUs and
+the transfer follows the longer of the two. Under the phase row, one bar per task from its
+phase's start: tasks of one phase that share a GPU group run interleaved (Φ with η), so their bars
+overlap and the phase lasts less than their sum. A task's bar has its group's colour, the colour
+of its GPUs above.
 
 matplotlib is imported when drawing, not on import."""
 
