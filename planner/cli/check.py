@@ -60,8 +60,8 @@ def validate(
             highlight=False,
             soft_wrap=True,
         )
-        if report.moved:
-            out.print(f"  {report.moved}", markup=False, highlight=False, soft_wrap=True)
+        if report.moved:  # wrapped at spaces: a long line, and it must fit 80 columns
+            out.print(f"  {report.moved}", markup=False, highlight=False)
     raise typer.Exit(1 if violations else 0)
 
 
