@@ -51,7 +51,7 @@ def placement(plugins: tuple[str, ...] = ()) -> Suite:
         *_once("ea", limit=10.0),
         *_once("ea", limit=60.0),
         *_once("random", limit=10.0),
-        *_once("verl", "streamrl"),
+        *_once("verl", "streamrl", "rlinf", "real"),
     ]
     return Suite(
         "placement",
@@ -62,6 +62,10 @@ def placement(plugins: tuple[str, ...] = ()) -> Suite:
             Comparison("EA / ILP iteration time", "ea", "ilp", "objective"),
             Comparison("verl / SHA-EA iteration time", "verl", "sha-ea", "objective"),
             Comparison("StreamRL / SHA-EA iteration time", "streamrl", "sha-ea", "objective"),
+            Comparison("RLinf / ILP iteration time", "rlinf", "ilp", "objective"),
+            Comparison("ReaL / ILP iteration time", "real", "ilp", "objective"),
+            Comparison("RLinf / SHA-EA iteration time", "rlinf", "sha-ea", "objective"),
+            Comparison("ReaL / SHA-EA iteration time", "real", "sha-ea", "objective"),
         ],
         anytime=("sha-ea", "ea", "ilp"),
     )
@@ -70,16 +74,28 @@ def placement(plugins: tuple[str, ...] = ()) -> Suite:
 def _sha_ea_against_baselines(
     name: str, description: str, instances: list[InstanceRef], plugins: tuple[str, ...]
 ) -> Suite:
-    """SHA-EA, the verl and StreamRL baselines and the plain EA on ``instances``, each once under
-    the same 60 s limit, compared as iteration-time ratios to SHA-EA."""
+    """SHA-EA, the verl and StreamRL baselines, the field's planners (RLinf's auto-placement,
+    ReaL's search) and the plain EA on ``instances``, each once under the same 60 s limit,
+    compared as iteration-time ratios to SHA-EA."""
     return Suite(
         name,
         description,
-        _runs(name, instances, _once("sha-ea", "verl", "streamrl", "ea", limit=60.0), plugins),
+        _runs(
+            name,
+            instances,
+            _once("sha-ea", "verl", "streamrl", "ea", "rlinf", "real", limit=60.0),
+            plugins,
+        ),
         _ratios_to(
             "sha-ea",
             "SHA-EA iteration time",
-            {"verl": "verl", "streamrl": "StreamRL", "ea": "plain EA"},
+            {
+                "verl": "verl",
+                "streamrl": "StreamRL",
+                "ea": "plain EA",
+                "rlinf": "RLinf",
+                "real": "ReaL",
+            },
         ),
         anytime=("sha-ea", "ea"),
     )
@@ -101,7 +117,7 @@ def scenarios(plugins: tuple[str, ...] = ()) -> Suite:
     # the baselines' sweeps grow with the number of node classes (eight zones here): same 60 s cap
     return _sha_ea_against_baselines(
         "scenarios",
-        "HetRL §5.2 testbed scenarios: SHA-EA vs verl / StreamRL baselines",
+        "HetRL §5.2 testbed scenarios: SHA-EA vs verl / StreamRL / RLinf / ReaL",
         instances,
         plugins,
     )
@@ -125,7 +141,8 @@ def scale(plugins: tuple[str, ...] = ()) -> Suite:
     ]
     return _sha_ea_against_baselines(
         "scale",
-        "placement at 128-1 024 GPUs: SHA-EA vs verl / StreamRL / plain EA, 60 s each",
+        "placement at 128-1 024 GPUs: SHA-EA vs verl / StreamRL / RLinf / ReaL / plain EA, 60 s "
+        "each",
         instances,
         plugins,
     )

@@ -90,6 +90,8 @@ def test_cbc_backend_agrees():
         ("random", {"evaluations": 300}),
         ("verl", {}),
         ("streamrl", {}),
+        ("rlinf", {}),
+        ("real", {"evaluations": 600}),
         ("ilp", {}),
     ],
 )
@@ -110,6 +112,7 @@ def test_every_solver_returns_valid_plans_on_the_small_preset(solver, options):
         ("sha-ea", {"evaluations": 150}),
         ("ea", {"evaluations": 300}),
         ("random", {"evaluations": 300}),
+        ("real", {"evaluations": 600}),
     ],
 )
 def test_same_seed_same_plan(solver, options):

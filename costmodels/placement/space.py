@@ -218,18 +218,28 @@ def is_heterogeneous(problem: PlacementProblem, gpus: list[str]) -> bool:
 
 
 def colocated_candidates(
-    problem: PlacementProblem, balances: tuple[str, ...] = BALANCES, max_tp: int = MAX_TP
+    problem: PlacementProblem,
+    balances: tuple[str, ...] = BALANCES,
+    max_tp: int = MAX_TP,
+    gpus: list[str] | None = None,
+    as_many_as_fit: bool = False,
 ) -> Iterator[PlacementPlan]:
-    """verl-style plans inside this space: every task on all GPUs (one group), generation with
-    its own TP (PP = 1), the other tasks sharing one (TP, PP, DP), for every decode batch choice;
-    only the given load-balancing choices and TP up to ``max_tp``."""
-    gpus = [d.id for d in problem.topology.devices]
+    """verl-style plans inside this space: every task on all GPUs (one group; ``gpus``, in
+    cluster order, when given), generation with its own TP (PP = 1), the other tasks sharing one
+    (TP, PP, DP), for every decode batch choice (only "as many as fit" with ``as_many_as_fit``,
+    the engine's default); only the given load-balancing choices and TP up to ``max_tp``."""
+    if gpus is None:
+        gpus = [d.id for d in problem.topology.devices]
     n = len(gpus)
     het = is_heterogeneous(problem, gpus)
     tasks = problem.tasks
 
     def allowed(c: TaskConfig) -> bool:
-        return c.balance in balances and c.tp <= max_tp
+        return (
+            c.balance in balances
+            and c.tp <= max_tp
+            and not (as_many_as_fit and c.decode_batch is not None)
+        )
 
     gen = next(t for t in tasks if t.kind is TaskKind.GENERATION)
     gen_cfgs = [c for c in task_configs(problem, gen, n, het) if c.pp == 1 and allowed(c)]

@@ -39,6 +39,18 @@ def _streamrl():
     return streamrl
 
 
+def _rlinf():
+    from heuristics.placement import rlinf
+
+    return rlinf
+
+
+def _real():
+    from heuristics.placement import real_mcmc
+
+    return real_mcmc
+
+
 def _bruteforce():
     from formulations.placement import bruteforce
 
@@ -88,6 +100,22 @@ SOLVERS = (
             "StreamRL-style baseline: generation on one node set, all other tasks on the rest"
         ),
         time_limit=300.0,
+    ),
+    SolverEntry(
+        "rlinf",
+        lambda: _rlinf().solve_rlinf,
+        description=(
+            "RLinf's auto-placement: colocated or a pipelined rollout/inference/"
+            "training split of one pool, by its own scaled-profile estimate"
+        ),
+    ),
+    SolverEntry(
+        "real",
+        lambda: _real().solve_real_mcmc,
+        description=(
+            "ReaL's execution-plan search: MCMC over node-aligned meshes and "
+            "(TP, PP, DP) per task, scored by the judge"
+        ),
     ),
     SolverEntry(
         "random",
