@@ -305,3 +305,56 @@ def solve_rlinf(
         message=f"none of RLinf's {stats['validated']} best-ranked schedules fits in memory",
         stats=stats,
     )
+
+
+#: RLinf-ranked valid schedules of each pool the SHA-EA seed judges
+TOP_JUDGED = 8
+
+
+def solve_rlinf_pools(
+    problem: PlacementProblem, *, time_limit: float | None = None, top: int = TOP_JUDGED
+) -> SolverOutput:
+    """SHA-EA's seed from what RLinf does better at scale (``heuristics.placement.sha_ea``):
+    one GPU type's pool alone, colocated or split into rollout, inference and training ranges,
+    the other GPUs idle. Pools are visited fastest GPU type first (dense BF16 FLOP/s), so a
+    short time limit profiles the likeliest winner; in each, RLinf's ``top`` best-ranked
+    schedules that fit are judged and the best by the judge is kept. Not a registered solver:
+    the whole-cluster pool is left to the verl seed, which sweeps it."""
+    deadline = Deadline(time_limit)
+    index = problem.topology.index_of()
+
+    def speed(gpus: list[str]) -> float:
+        return problem.topology.devices[index[gpus[0]]].gpu.tflops_bf16_dense
+
+    type_pools = sorted(
+        ((label, gpus) for label, gpus in pools(problem) if label != "whole cluster"),
+        key=lambda lg: (-speed(lg[1]), lg[0]),
+    )
+    best: tuple[float, PlacementPlan, str] | None = None
+    judged = 0
+    for label, gpus in type_pools:
+        if deadline.expired():
+            break
+        prof = profile_pool(problem, label, gpus, deadline)
+        if prof is None:
+            continue
+        kept = 0
+        for _, split in sorted(schedules(problem, prof), key=lambda s: s[0]):
+            if kept >= top or deadline.expired():
+                break
+            plan = deploy(problem, prof, split)
+            if check_placement(problem, plan):
+                continue
+            kept += 1
+            judged += 1
+            cost = evaluate_placement(problem, plan).objective
+            if best is None or cost < best[0]:
+                best = (cost, plan, label)
+    if best is None:
+        return SolverOutput(Status.NO_SOLUTION, message="no single-type pool plan fits")
+    return SolverOutput(
+        Status.FEASIBLE,
+        plan=best[1],
+        objective=best[0],
+        message=f"best of {judged} RLinf-ranked schedules judged (the {best[2]})",
+    )

@@ -79,7 +79,7 @@ DEFAULT_EVALUATIONS = 300
 POLISH = 16
 POLISH_WORK = 4 * EXACT_WORK
 #: share of a caller's time limit the baseline seeds may use
-SEED_SHARE = 0.15
+SEED_SHARE = 0.2
 #: StreamRL candidates the seed sweep costs without a time limit: the standalone baseline's own
 #: default budget, so SHA-EA's default plan is never worse than ``--solver streamrl``'s
 SEED_CANDIDATES = DEFAULT_CANDIDATES
@@ -90,16 +90,25 @@ PROBE_SHARE = 0.1
 def baseline_seeds(
     problem: PlacementProblem, deadline: Deadline, share: float
 ) -> list[tuple[str, float, Any]]:
-    """(name, cost, plan) of the verl and StreamRL baselines: SHA-EA starts from them and never
-    returns worse. Under a caller's time limit they run in ``share`` of it; otherwise on work
-    budgets (verl's whole sweep, StreamRL's first :data:`SEED_CANDIDATES` candidates), so the
-    seeds are the same on any machine."""
+    """(name, cost, plan) of the seeds SHA-EA starts from and never returns worse than: the verl
+    and StreamRL baselines, and one GPU type's pool alone, colocated or split RLinf's way
+    (``heuristics.placement.rlinf.solve_rlinf_pools``: RLinf's auto-placement beat SHA-EA's
+    60 s search at 256-1 024 GPUs with such plans, which leave slower GPUs idle and which the
+    halving does not reach in a short budget; ``benchmarks/results/scale``). Under a caller's
+    time limit they run in ``share`` of it; otherwise on work budgets (verl's whole sweep,
+    StreamRL's first :data:`SEED_CANDIDATES` candidates, every type pool's profile and
+    top-ranked schedules), so the seeds are the same on any machine."""
     from heuristics.placement.colocated import solve_colocated
+    from heuristics.placement.rlinf import solve_rlinf_pools
     from heuristics.placement.streamrl import solve_streamrl
 
     out = []
     limit = deadline.time_limit
-    for name, solver, part in (("verl", solve_colocated, 0.3), ("StreamRL", solve_streamrl, 0.7)):
+    for name, solver, part in (
+        ("verl", solve_colocated, 0.2),
+        ("RLinf pools", solve_rlinf_pools, 0.35),
+        ("StreamRL", solve_streamrl, 0.45),
+    ):
         if deadline.expired():
             break
         if limit is None:
@@ -415,7 +424,13 @@ def solve_sha_ea(
         ),
     ] = 0.05,
     seeds: Annotated[
-        bool, Field(description="start from the verl and StreamRL baselines' plans")
+        bool,
+        Field(
+            description=(
+                "start from the verl and StreamRL baselines' plans and the best single-type "
+                "pool plan"
+            )
+        ),
     ] = True,
     workers: Annotated[
         int | None,
@@ -449,10 +464,10 @@ def solve_sha_ea(
 ) -> SolverOutput:
     """Run SHA-EA.
 
-    Set-up is bounded: the baselines (verl, StreamRL) run in :data:`SEED_SHARE` of the limit and
-    seed the incumbent and the arms of their groupings; each task grouping (symmetry classes
-    only) gets one cheap probe (its fastest-first greedy start), then up to ``type_split_probes``
-    GPU-type splits (:func:`type_splits`, within :data:`PROBE_SHARE`), and the
+    Set-up is bounded: the seeds (verl, RLinf pools, StreamRL; :func:`baseline_seeds`) run in
+    :data:`SEED_SHARE` of the limit and seed the incumbent and the arms of their groupings; each
+    task grouping (symmetry classes only) gets one cheap probe (its fastest-first greedy start),
+    then up to ``type_split_probes`` GPU-type splits (:func:`type_splits`, within :data:`PROBE_SHARE`), and the
     ``task_grouping_arms`` best by their best probe enter the halving. The budget is
     ``evaluations`` distinct plans; with only ``time_limit`` the halving restarts with a doubled
     budget until the limit (arms keep their populations); with neither it is 300, stopped by the
