@@ -467,8 +467,9 @@ def solve_sha_ea(
     Set-up is bounded: the seeds (verl, RLinf pools, StreamRL; :func:`baseline_seeds`) run in
     :data:`SEED_SHARE` of the limit and seed the incumbent and the arms of their groupings; each
     task grouping (symmetry classes only) gets one cheap probe (its fastest-first greedy start),
-    then up to ``type_split_probes`` GPU-type splits (:func:`type_splits`, within :data:`PROBE_SHARE`), and the
-    ``task_grouping_arms`` best by their best probe enter the halving. The budget is
+    then up to ``type_split_probes`` GPU-type splits (:func:`type_splits`, within
+    :data:`PROBE_SHARE`), and the ``task_grouping_arms`` best by their best probe enter the
+    halving. The budget is
     ``evaluations`` distinct plans; with only ``time_limit`` the halving restarts with a doubled
     budget until the limit (arms keep their populations); with neither it is 300, stopped by the
     default cap if the run has one. The result is never worse than the best seed.
