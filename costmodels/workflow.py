@@ -269,8 +269,12 @@ class WorkflowSpec(BaseModel):
 
     @property
     def optimizer_steps(self) -> int:
-        """Optimizer steps per RL step: global_batch / mini_batch (1 without a mini-batch)."""
-        return self.global_batch // self.mini_batch if self.mini_batch else 1
+        """Optimizer steps per RL step: global_batch / mini_batch; without a mini-batch, one per
+        local update: a fully-async trainer's ``updates_per_sync`` (the verl export's
+        ``ppo_mini_batch_size`` is then the local update's prompts), else 1."""
+        if self.mini_batch:
+            return self.global_batch // self.mini_batch
+        return self.asynchrony.updates_per_sync if self.mode == "fully-async" else 1
 
     @property
     def mean_response_length(self) -> float:

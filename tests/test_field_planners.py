@@ -165,3 +165,19 @@ def test_real_is_seeded_and_deterministic():
     assert runs[0].plan == runs[1].plan
     random.seed(0)  # the search never touches the global generator
     assert solve(p, "real", seed=4, evaluations=300).objective == runs[0].objective
+
+
+def test_sha_ea_starts_from_the_single_type_pool_plan():
+    """SHA-EA's third seed (RLinf's lesson at scale): it never returns worse than the best plan
+    that runs one GPU type's pool alone."""
+    from heuristics.placement.rlinf import solve_rlinf_pools
+
+    p = _problem(MIXED)
+    pool = solve_rlinf_pools(p)
+    assert pool.status is Status.FEASIBLE
+    assert check_placement(p, pool.plan) == []
+    used = {g for grp in pool.plan.groups for g in grp.devices}
+    assert len({p.topology.devices[p.topology.index_of()[g]].gpu.name for g in used}) == 1
+    r = solve(p, "sha-ea", seed=0, evaluations=20)
+    assert "RLinf pools" in r.stats["seeds"]
+    assert r.objective <= pool.objective + 1e-9

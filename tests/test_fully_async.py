@@ -115,3 +115,25 @@ def test_defaults_are_verls():
     partial_rollout True; one local update per sync is rlplan's (a step is one sync)."""
     knobs = _spec(mode="fully-async").asynchrony
     assert (knobs.staleness, knobs.partial_rollout, knobs.updates_per_sync) == (0.1, True, 1)
+
+
+def test_each_local_update_is_an_optimizer_step_as_the_export_runs_it():
+    """Without a mini-batch, a fully-async trainer takes updates_per_sync optimizer steps per RL
+    step (the verl export's ppo_mini_batch_size is the local update's prompts), each with its
+    gradient sync; with one, global_batch / mini_batch of them."""
+    one = _problem(staleness=0.5, updates_per_sync=1)
+    four = _problem(staleness=0.5, updates_per_sync=4)
+    assert one.workflow.optimizer_steps == 1 and four.workflow.optimizer_steps == 4
+    devs = [d.id for d in one.topology.devices]
+    names = [t.name for t in one.tasks]
+
+    def dp_s(problem) -> float:
+        # every task data-parallel over two GPUs, so training has a gradient sync
+        plan = build_plan(problem, [(names, devs[:2])], {n: TaskConfig(1, 1, 2) for n in names})
+        return evaluate_placement(problem, plan).breakdown["tasks"]["actor_training"]["dp_s"]
+
+    assert dp_s(one) > 0
+    assert dp_s(four) == pytest.approx(4 * dp_s(one), rel=1e-12)
+    wf = {**small_workflow(mode="fully-async"), "fully_async": {"updates_per_sync": 4}}
+    mini = WorkflowSpec(**{**wf, "mini_batch": wf["global_batch"] // 8})
+    assert mini.optimizer_steps == 8

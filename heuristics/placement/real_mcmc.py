@@ -27,8 +27,11 @@ probability exp(-beta dC); the best plan seen is kept; several chains run with d
 * *Score*: rlplan's judge (``evaluate_placement``) on the whole plan, which prices what ReaL's
   estimator simulates (calls sharing GPUs run one after another, disjoint ones overlap, parameter
   reallocation as the weight transfer), and rlplan's validator: a plan over memory scores three
-  times its judged time, as ReaL's ``oom_penalty`` does, so a chain may pass through it but never
-  keeps it; a plan breaking any other rule (a target framework's) is never taken.
+  times its judged time, as ReaL's ``oom_penalty`` does, and further times its fullest GPU's
+  need over capacity (so a chain that starts over memory is led back under it: ReaL instead
+  prunes each call's candidates by its own memory estimate, which at 1 024 GPUs would cost a
+  memory map per candidate); a chain may pass through such a plan but never keeps it; a plan
+  breaking any other rule (a target framework's) is never taken.
 * *rlplan's space*: tasks on the same GPUs form one group, so two meshes must be equal or
   disjoint. ReaL lets a call run on part of another's mesh (reference inference on half of
   training's GPUs); here a proposal that puts a task on part of another task's mesh moves that
@@ -62,6 +65,7 @@ from pydantic import Field
 
 from costmodels.placement.check import check_placement
 from costmodels.placement.judge import evaluate_placement
+from costmodels.placement.memory import device_memory
 from costmodels.placement.plan import PlacementPlan
 from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.space import TaskConfig, build_plan, task_configs
@@ -217,8 +221,9 @@ class _Chain:
 
     def cost(self, state: tuple[int, ...]) -> tuple[float, PlacementPlan | None]:
         """(score, plan): a valid plan's objective and the plan; a plan over memory only, three
-        times its objective (ReaL's ``oom_penalty``) and None (never kept); inf and None outside
-        rlplan's space or breaking any other rule."""
+        times its objective (ReaL's ``oom_penalty``) times its fullest GPU's need over capacity,
+        and None (never kept); inf and None outside rlplan's space or breaking any other
+        rule."""
         hit = self.memo.get(state)
         if hit is not None:
             return hit
@@ -230,7 +235,12 @@ class _Chain:
             if not broken:
                 out = (evaluate_placement(self.problem, plan).objective, plan)
             elif all(v.constraint == MEMORY for v in broken):
-                out = (OOM_PENALTY * evaluate_placement(self.problem, plan).objective, None)
+                over = max(
+                    (m["model_gb"] + m["working_gb"]) / m["capacity_gb"]
+                    for m in device_memory(self.problem, plan).values()
+                )
+                score = OOM_PENALTY * over * evaluate_placement(self.problem, plan).objective
+                out = (score, None)
         self.memo[state] = out
         return out
 
@@ -318,7 +328,7 @@ def solve_real_mcmc(
     stats["judged"] = chain.judged
     if best[1] is None:
         return SolverOutput(
-            Status.NO_SOLUTION if stopped else Status.INFEASIBLE,
+            Status.NO_SOLUTION,
             message=f"no valid plan among {chain.judged} judged"
             + (" (time limit)" if stopped else ""),
             stats=stats,

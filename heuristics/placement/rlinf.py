@@ -294,8 +294,8 @@ def solve_rlinf(
             plan=plan,
             objective=objective,
             message=(
-                f"RLinf's choice #{tried} on the {prof.label} ({shape}; its estimate "
-                f"{est:.1f} s): the first its estimate ranks that fits in memory"
+                f"RLinf's pick #{tried} by its estimate ({est:.1f} s), the first that fits: "
+                f"{prof.label}, {shape}"
             ),
             stats=stats,
         )
