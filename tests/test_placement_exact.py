@@ -169,7 +169,10 @@ def test_type_splits_give_each_gpu_type_to_one_group_closest_to_the_work_shares_
         assert distance == pytest.approx(
             sum(abs(s / used - w / sum(work)) for s, w in zip(sizes, work, strict=True))
         )
-    assert [d for d, _ in splits] == sorted(d for d, _ in splits)
+    every = [d for d, ind in splits if -1 not in ind.assign]
+    idle = [d for d, ind in splits if -1 in ind.assign]
+    assert every == sorted(every) and idle == sorted(idle)
+    assert [-1 in ind.assign for _, ind in splits] == [False] * 6 + [True] * 2
     assert (
         type_splits(space, tuple((n,) for n in names), random.Random(0), 10) == []
     )  # 6 groups > 3 types

@@ -41,11 +41,12 @@ def type_splits(
     space: PlacementSpace, grouping: tuple[tuple[str, ...], ...], rng: random.Random, count: int
 ) -> list[tuple[float, Individual]]:
     """Level-3 starts that give each GPU type's whole pool to one group, every group at least
-    one type, or leave the slowest types idle: for j = 0, 1, ... slowest types idle, the
-    surjections of the other types onto the k groups (none when k exceeds them); the ``count``
-    whose group sizes are closest to the groups' work shares (:func:`group_work`) first, fewer
-    idle types first on ties, each with that distance (the L1 distance between the groups' shares
-    of the GPUs in use and their work shares).
+    one type: the surjections of the T GPU types onto the k groups (none when k > T), the
+    ``count`` whose group sizes are closest to the groups' work shares (:func:`group_work`)
+    first; then up to ``count`` more that leave the j = 1, 2, ... slowest types idle (the
+    surjections of the others), closest first, fewer idle types first on ties. Each comes with
+    its distance: the L1 distance between the groups' shares of the GPUs in use and their work
+    shares.
 
     Why: on a cluster of a few GPU types the best plans often split by type, and neither the
     proportional sizes nor the fastest-first greedy start reaches them. On small-24 (8 A100,
@@ -59,13 +60,15 @@ def type_splits(
     speed: dict[str, float] = {}
     for t, f in zip(space.gpu_type, space.tflops, strict=True):
         speed[t] = min(speed.get(t, f), f)
-    types = sorted(speed, key=lambda t: (-speed[t], t))  # fastest first
+    types = sorted(speed)  # a split is a group (or -1, idle) per type, in name order
+    by_speed = sorted(types, key=lambda t: (-speed[t], t))
     pool = {t: space.gpu_type.count(t) for t in types}
     work = group_work(space, grouping)
     share = [w / sum(work) for w in work]
     scored: dict[tuple[int, ...], tuple[float, int]] = {}
     for idle in range(len(types)):
-        kept = types[: len(types) - idle]
+        slow = set(by_speed[len(types) - idle :])
+        kept = [t for t in types if t not in slow]
         if k > len(kept):
             break
         gpus = sum(pool[t] for t in kept)
@@ -77,13 +80,19 @@ def type_splits(
             if len(set(m)) < k:
                 continue
             sizes = [0] * k
-            for t, gi in zip(kept, m, strict=True):
+            where = dict(zip(kept, m, strict=True))
+            for t, gi in where.items():
                 sizes[gi] += pool[t]
-            full = (*m, *([-1] * idle))
+            full = tuple(where.get(t, -1) for t in types)
             dist = sum(abs(s / gpus - f) for s, f in zip(sizes, share, strict=True))
             scored.setdefault(full, (dist, idle))
+    # the ``count`` best that use every type, then as many that leave slow types idle: the
+    # idle variants add starts, they never displace the surjections
+    ranked = sorted(scored, key=lambda m: (scored[m], m))
+    chosen = [m for m in ranked if scored[m][1] == 0][:count]
+    chosen += [m for m in ranked if scored[m][1] > 0][:count]
     out = []
-    for m in sorted(scored, key=lambda m: (scored[m], m))[:count]:
+    for m in chosen:
         where = dict(zip(types, m, strict=True))
         configs = {name: 0 for names in grouping for name in names}
         assign = [where[t] for t in space.gpu_type]

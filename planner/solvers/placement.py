@@ -116,6 +116,7 @@ SOLVERS = (
             "ReaL's execution-plan search: MCMC over node-aligned meshes and "
             "(TP, PP, DP) per task, scored by the judge"
         ),
+        time_limit=300.0,
     ),
     SolverEntry(
         "random",
