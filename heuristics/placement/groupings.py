@@ -41,62 +41,40 @@ def type_splits(
     space: PlacementSpace, grouping: tuple[tuple[str, ...], ...], rng: random.Random, count: int
 ) -> list[tuple[float, Individual]]:
     """Level-3 starts that give each GPU type's whole pool to one group, every group at least
-    one type: the surjections of the T GPU types onto the k groups (none when k > T), the
-    ``count`` whose group sizes are closest to the groups' work shares (:func:`group_work`)
-    first; then up to ``count`` more that leave the j = 1, 2, ... slowest types idle (the
-    surjections of the others), closest first, fewer idle types first on ties. Each comes with
-    its distance: the L1 distance between the groups' shares of the GPUs in use and their work
-    shares.
+    one type: surjections of the T GPU types onto the k groups (none when k > T), the ``count``
+    whose group sizes are closest to the groups' work shares (:func:`group_work`) first, each
+    with that distance (the L1 distance between size shares and work shares).
 
     Why: on a cluster of a few GPU types the best plans often split by type, and neither the
     proportional sizes nor the fastest-first greedy start reaches them. On small-24 (8 A100,
     8 L40S, 8 L4) PPO sync the ILP's plan is {critic inference, critic training} on the L40S and
     the other four tasks on the A100 and L4, while the fastest-first start of that grouping does
-    not even fit. Idle types: ReaL's search (``heuristics.placement.real_mcmc``) beat SHA-EA's
-    60 s run on the multi-region-hybrid testbed's PPO async with the actor's tasks on the 24
-    A100, the critic's and the reward's on the 24 L40S and the 16 L4 idle, a split the surjections
-    never offered. Enumerated while k^T <= :data:`TYPE_SPLIT_ENUMERATION`, sampled above."""
+    not even fit. Enumerated while k^T <= :data:`TYPE_SPLIT_ENUMERATION`, sampled above."""
     k = len(grouping)
-    speed: dict[str, float] = {}
-    for t, f in zip(space.gpu_type, space.tflops, strict=True):
-        speed[t] = min(speed.get(t, f), f)
-    types = sorted(speed)  # a split is a group (or -1, idle) per type, in name order
-    by_speed = sorted(types, key=lambda t: (-speed[t], t))
+    types = sorted(set(space.gpu_type))
+    if k > len(types):
+        return []
     pool = {t: space.gpu_type.count(t) for t in types}
+    gpus = len(space.gpu_type)
+    if k ** len(types) <= TYPE_SPLIT_ENUMERATION:
+        maps = itertools.product(range(k), repeat=len(types))
+    else:
+        maps = (tuple(rng.randrange(k) for _ in types) for _ in range(TYPE_SPLIT_ENUMERATION))
     work = group_work(space, grouping)
     share = [w / sum(work) for w in work]
-    scored: dict[tuple[int, ...], tuple[float, int]] = {}
-    for idle in range(len(types)):
-        slow = set(by_speed[len(types) - idle :])
-        kept = [t for t in types if t not in slow]
-        if k > len(kept):
-            break
-        gpus = sum(pool[t] for t in kept)
-        if k ** len(kept) <= TYPE_SPLIT_ENUMERATION:
-            maps = itertools.product(range(k), repeat=len(kept))
-        else:
-            maps = (tuple(rng.randrange(k) for _ in kept) for _ in range(TYPE_SPLIT_ENUMERATION))
-        for m in maps:
-            if len(set(m)) < k:
-                continue
-            sizes = [0] * k
-            where = dict(zip(kept, m, strict=True))
-            for t, gi in where.items():
-                sizes[gi] += pool[t]
-            full = tuple(where.get(t, -1) for t in types)
-            dist = sum(abs(s / gpus - f) for s, f in zip(sizes, share, strict=True))
-            scored.setdefault(full, (dist, idle))
-    # the ``count`` best that use every type, then as many that leave slow types idle: the
-    # idle variants add starts, they never displace the surjections
-    ranked = sorted(scored, key=lambda m: (scored[m], m))
-    chosen = [m for m in ranked if scored[m][1] == 0][:count]
-    chosen += [m for m in ranked if scored[m][1] > 0][:count]
+    scored: dict[tuple[int, ...], float] = {}
+    for m in maps:
+        if len(set(m)) < k:
+            continue
+        sizes = [0] * k
+        for t, gi in zip(types, m, strict=True):
+            sizes[gi] += pool[t]
+        scored.setdefault(m, sum(abs(s / gpus - f) for s, f in zip(sizes, share, strict=True)))
     out = []
-    for m in chosen:
+    for m in sorted(scored, key=lambda m: (scored[m], m))[:count]:
         where = dict(zip(types, m, strict=True))
         configs = {name: 0 for names in grouping for name in names}
-        assign = [where[t] for t in space.gpu_type]
-        out.append((scored[m][0], Individual(grouping, assign, configs)))
+        out.append((scored[m], Individual(grouping, [where[t] for t in space.gpu_type], configs)))
     return out
 
 
