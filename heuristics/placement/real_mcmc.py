@@ -249,14 +249,13 @@ def _start(problem: PlacementProblem, chain: _Chain) -> tuple[int, ...]:
     """Every task on the whole-cluster mesh at its fastest strategy there (module doc), scored
     as the whole colocated plan with the other tasks at their first strategy."""
     whole = len(chain.meshes) - 1  # the run of every node comes last
-    state = []
-    for name in chain.names:
-        on_whole = [k for k, (m, _) in enumerate(chain.cands[name]) if m == whole]
-        state.append(on_whole[0] if on_whole else 0)
-    for i, name in enumerate(chain.names):
-        on_whole = [k for k, (m, _) in enumerate(chain.cands[name]) if m == whole]
+    on_whole = [
+        [k for k, (m, _) in enumerate(chain.cands[name]) if m == whole] for name in chain.names
+    ]
+    state = [ks[0] if ks else 0 for ks in on_whole]
+    for i, ks in enumerate(on_whole):
         best = (chain.cost(tuple(state))[0], state[i])
-        for k in on_whole[1:]:
+        for k in ks[1:]:
             trial = list(state)
             trial[i] = k
             best = min(best, (chain.cost(tuple(trial))[0], k))
