@@ -141,6 +141,14 @@ class WorkflowSpec(BaseModel):
         description="max concurrent sequences per serving engine (dbs)",
     )
     recompute: bool = Field(default=True, description="activation recomputation in training")
+    reference_pass: bool = Field(
+        default=True,
+        description=(
+            "a forward pass over the batch before training (the reference's log-probs for the "
+            "KL term; verl's recompute of the old policy's log-probs costs the same); false: no "
+            "KL and the trainer reads the rollout's log-probs (fully-async only)"
+        ),
+    )
     mini_batch: int | None = Field(
         default=None,
         gt=0,
@@ -175,6 +183,14 @@ class WorkflowSpec(BaseModel):
                 "step takes a whole mini-batch (verl refuses it too)",
             )
         self._check_fully_async()
+        if not self.reference_pass and self.mode != "fully-async":
+            raise SpecError(
+                "reference_pass",
+                False,
+                f"needs mode: fully-async (mode is {self.mode}): synchronous and one-step-off "
+                "trainers recompute the old policy's log-probs, a forward pass over the batch "
+                "(verl, ROLL), so the pass stays",
+            )
         lengths = self.response_lengths
         if lengths.median is not None and lengths.median > self.response_length:
             raise SpecError(
@@ -330,15 +346,18 @@ class Task:
 
 
 def derive_tasks(spec: WorkflowSpec) -> tuple[Task, ...]:
-    """The task DAG of HetRL §3.3 / Appendix B.4 for the spec's algorithm."""
+    """The task DAG of HetRL §3.3 / Appendix B.4 for the spec's algorithm; without a reference
+    pass (``reference_pass: false``, DAPO under verl's fully_async_policy) GRPO trains straight
+    on generation's output."""
     gen = Task(ACTOR_GENERATION, TaskKind.GENERATION, "actor", ())
     inference: list[Task] = []
     if spec.models.reward is not None:
         inference.append(Task(REWARD_INFERENCE, TaskKind.INFERENCE, "reward", (gen.name,)))
-    inference.append(Task(REFERENCE_INFERENCE, TaskKind.INFERENCE, "reference", (gen.name,)))
+    if spec.reference_pass:
+        inference.append(Task(REFERENCE_INFERENCE, TaskKind.INFERENCE, "reference", (gen.name,)))
     if spec.algorithm == "ppo":
         inference.append(Task(CRITIC_INFERENCE, TaskKind.INFERENCE, "critic", (gen.name,)))
-    after = tuple(t.name for t in inference)
+    after = tuple(t.name for t in inference) or (gen.name,)
     training = [Task(ACTOR_TRAINING, TaskKind.TRAINING, "actor", after)]
     if spec.algorithm == "ppo":
         training.append(Task(CRITIC_TRAINING, TaskKind.TRAINING, "critic", after))

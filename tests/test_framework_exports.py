@@ -397,3 +397,23 @@ def test_verl_export_runs_a_fully_async_plan_with_its_knobs(version, knobs):
     assert (cfg.rollout.nnodes, cfg.rollout.n_gpus_per_node) == (1, 4)
     assert (cfg.trainer.nnodes, cfg.trainer.n_gpus_per_node) == (1, 4)
     assert "rollout.total_rollout_steps" in doc["set_before_running"]
+
+
+@pytest.mark.parametrize("version", list(VERL_RELEASES))
+def test_a_fully_async_plan_without_the_reference_pass_exports_no_kl(version):
+    """DAPO under fully_async_policy (``reference_pass: false``): verl builds no reference (no KL
+    loss, no in-reward KL: ``need_reference_policy`` is false), trains on the rollout's
+    log-probs, and the config still composes; ROLL gets ``enable_reference: false``."""
+    wf = {**_workflow("grpo", "fully-async", False), "reference_pass": False}
+    problem = build_problem("placement", {"cluster": H800_2x4, "workflow": wf})
+    assert "reference_inference" not in {t.name for t in problem.tasks}
+    plan = _disaggregated(problem)
+    doc = export_verl(problem, plan, version)
+    assert doc["not_expressible"] == []
+    assert not any(k.startswith("actor_rollout_ref.ref.") for k in doc["overrides"])
+    cfg = compose_verl(version, doc["config_name"], hydra_overrides(doc))
+    assert not cfg.actor_rollout_ref.actor.use_kl_loss and not cfg.algorithm.use_kl_in_reward
+    assert cfg.actor_rollout_ref.rollout.calculate_log_probs
+    roll = export_roll(problem, plan)["document"]
+    assert roll["enable_reference"] is False and roll["use_kl_loss"] is False
+    assert "reference" not in roll

@@ -93,7 +93,7 @@ def predict(spec: CaseSpec, median: float, prompt: int = PROMPT_TOKENS) -> dict[
     out: dict[str, Any] = {
         "step": ev.objective,
         "generation": gen["time_s"],
-        "inference": tasks[REFERENCE_INFERENCE]["time_s"],
+        "inference": tasks[REFERENCE_INFERENCE]["time_s"] if REFERENCE_INFERENCE in tasks else 0.0,
         "training": tasks[ACTOR_TRAINING]["time_s"],
         "weight_transfer": ev.breakdown["phases"]["weight_transfer_s"],
         "violations": [str(v) for v in check_placement(prob, pl)],

@@ -30,16 +30,21 @@ What each case assumes (the ``steps.md`` output repeats it):
   default profile (``aic-vllm``), as ``rlplan plan placement`` judges. ``max_num_seqs`` 1024 at
   both commits: the workflow's ``decode_batch_size``.
 * **Plans**: colocated rows put every task on all N GPUs; generation TP as the script (2), DP =
-  N/TP. FSDP2 training is TP1 PP1 DP=N (each GPU a data-parallel rank of the whole model:
-  FSDP's compute; rlplan's memory model keeps BF16 weights and FP32 gradients whole per rank and
-  shards only optimizer states, and has no CPU offload). With training and the reference both
-  TP1, a GPU of B1/B3/B5 holds 70-71 GB of models + 27 GB of training activations > 95 GB
-  usable, so the nearest expressible plan runs the reference (old_log_prob) at TP2 on
-  generation's GPU pairs (one 7.6 GB weight shard instead of 15.2 GB; NVLink all-reduces only);
-  A1 (20K cap) would fit at TP1 but keeps the same plan shape as its calibration row B1.
-  Megatron rows use the scripts' TP2 PP2 for training and reference, micro-batch 2.
+  N/TP. Every FSDP2 script runs Ulysses sequence parallelism of 4 (``ulysses_sequence_parallel_
+  size=4``): each sequence is split over 4 GPUs, so a data-parallel rank is 4 GPUs and holds a
+  quarter of the mini-batch's sequences per GPU that plain FSDP would. rlplan has no sequence
+  parallelism; its nearest strategy is TP4 (each sequence's compute split over the 4 GPUs of a
+  node's NVLink, all-reduces instead of Ulysses' all-to-alls), used for training and the
+  log-prob pass alike, DP = N/4. This decides how long a mini-batch waits for its slowest rank
+  (``costmodels.placement.straggler``). rlplan's memory model keeps BF16 weights and FP32
+  gradients per TP shard and shards only optimizer states, and has no CPU offload; every plan
+  fits. Megatron rows use the scripts' TP2 PP2 for training and reference, micro-batch 2.
 * **One-step-off** (A2, A4; the ``*_4_12.sh`` scripts): 2 rollout GPUs per node (generation TP2,
-  DP2) and the other 12 training; FSDP's reference TP1 there (it fits), Megatron's TP2 PP2.
+  DP2) and the other 12 training (FSDP: TP4 DP3; Megatron: TP2 PP2).
+* **Fully async** (B2, B4, B6-B9): rollout.nnodes whole nodes (generation TP4), the trainer on
+  the rest. DAPO takes no KL and ``fully_async_policy`` trains on the rollout's log-probs, so
+  the workflow has no reference pass (``reference_pass: false``): the trainer runs
+  update_actor only, as measured.
 * **Measured generation**: synchronous rows' ``gen`` (the whole phase, with the engine's wake-up
   and weight load: ``generate_sequences`` alone is 77% of it in A1/A3); one-step-off rows'
   ``generate_sequences``, which the step hides behind training.
@@ -102,13 +107,14 @@ class CaseSpec:
 
 #: verl's ``actor_rollout_ref.actor.ppo_mini_batch_size`` in the recipes' scripts (prompts)
 MINI_BATCH = 32
-FSDP = {"train": (1, 1), "reference": (2, 1), "micro_batch": 1}
+#: FSDP2 with Ulysses SP=4 (every FSDP script): each sequence split over 4 GPUs, as TP4 (module doc)
+FSDP = {"train": (4, 1), "reference": (4, 1), "micro_batch": 1}
 MEGATRON = {"train": (2, 2), "reference": (2, 2), "micro_batch": 2}
 #: fully_async_policy's ``trigger_parameter_sync_step`` in the 7B scripts (4 local updates of
 #: require_batches 4 x 32 prompts per weight sync: the step's 512 prompts)
 UPDATES_PER_SYNC = 4
 #: fully_async_policy's 7B scripts: rollout TP 4, FSDP2 training (module doc)
-FULLY_ASYNC = {**FSDP, "reference": (1, 1), "gen_tp": 4}
+FULLY_ASYNC = {**FSDP, "gen_tp": 4}
 
 SPECS: dict[str, CaseSpec] = {
     s.id: s
@@ -135,7 +141,7 @@ SPECS: dict[str, CaseSpec] = {
             20480,
             "eager",
             rollout_gpus=4,
-            **{**FSDP, "reference": (1, 1)},
+            **FSDP,
         ),
         CaseSpec("A4", "one-step-off", 16, 12, 8192, "eager", rollout_gpus=4, **MEGATRON),
         CaseSpec(
@@ -258,6 +264,9 @@ def workflow(spec: CaseSpec, lengths: dict[str, Any], prompt: int = PROMPT_TOKEN
             # 16 optimizer steps per RL step
             "mini_batch": MINI_BATCH,
             "decode_batch_size": MAX_NUM_SEQS,
+            # DAPO takes no KL, and fully_async_policy trains on the rollout's log-probs: no
+            # forward pass before training; the other modes recompute old_log_prob
+            "reference_pass": spec.mode != "fully-async",
         }
     )
     wf.check()
@@ -295,14 +304,20 @@ def plan(spec: CaseSpec, prob: PlacementProblem) -> PlacementPlan:
         train = [d for d in devices if d not in rollout]
         groups = [
             TaskGroup(tasks=[ACTOR_GENERATION], devices=rollout),
-            TaskGroup(tasks=[REFERENCE_INFERENCE, ACTOR_TRAINING], devices=train),
+            TaskGroup(
+                tasks=[t.name for t in prob.tasks if t.name != ACTOR_GENERATION], devices=train
+            ),
         ]
     else:
         rollout = train = devices
         groups = [TaskGroup(tasks=[t.name for t in prob.tasks], devices=devices)]
     tasks = [
         _grid(rollout, spec.gen_tp, 1, ACTOR_GENERATION),
-        _grid(train, *spec.reference, REFERENCE_INFERENCE),
+        *(
+            [_grid(train, *spec.reference, REFERENCE_INFERENCE)]
+            if prob.workflow.reference_pass
+            else []
+        ),
         _grid(train, *spec.train, ACTOR_TRAINING),
     ]
     return PlacementPlan(groups=groups, tasks=tasks)

@@ -41,9 +41,10 @@ def markdown(result: dict[str, Any]) -> str:
         "Assumed: Qwen2.5-7B for Qwen2.5-Math-7B (same architecture); nodes of 8 H20 on NVLink, "
         f"{net['bandwidth_gbps']:g} Gb/s per GPU and {net['latency_ms'] * 1000:g} us between "
         f"nodes; real prompt {PROMPT_TOKENS} tokens (verl removes padding; the cap is 2048); "
-        "GRPO without reward model; verl's old_log_prob costed as rlplan's reference inference; "
-        "FSDP2 training as TP1 DP=N, reference TP2 on generation's pairs (TP1 for both does not "
-        "fit rlplan's memory model at 28K), Megatron as the scripts' TP2 PP2.",
+        "GRPO without reward model; verl's old_log_prob costed as rlplan's reference inference "
+        "(fully-async rows run none: `reference_pass: false`); FSDP2 with Ulysses SP=4 as TP4 "
+        "DP=N/4 for training and the log-prob pass (each sequence split over 4 GPUs), Megatron "
+        "as the scripts' TP2 PP2.",
         "",
         f"**Split.** Calibration: {', '.join(CALIBRATION)}. Test: every other modelled row. "
         f"**Fit**: lognormal response lengths, sigma {fit['sigma']:.2f} (fixed: "

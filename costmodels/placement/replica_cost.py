@@ -14,6 +14,7 @@ from costmodels.memory import GB
 from costmodels.placement.layout import batch_shares, layer_split
 from costmodels.placement.plan import TaskPlacement
 from costmodels.placement.problem import PlacementProblem
+from costmodels.placement.straggler import straggler_factor
 from costmodels.transformer import (
     BYTES_BF16,
     layer_forward_flops,
@@ -151,6 +152,11 @@ class TaskCoster:
                     cache[key] = hit
             total, pre, comp_s, tp_s, pp_s, bubble, decode, detail, dbs, exact = hit
             self.exact = self.exact and exact
+            if not gen and not wf.response_lengths.is_constant:
+                # outside the memo: the factor reads the replica count, which its key does not
+                wait = total * (self._straggler(i) - 1.0)
+                total, pre = total + wait, pre + wait
+                totals["straggler_s"] = max(totals.get("straggler_s", 0.0), wait)
             if gen:
                 decode_batches.append(dbs)
             for k, v in detail.items():
@@ -234,6 +240,24 @@ class TaskCoster:
             bubble = 0.0
             total = max(c + t for c, t in zip(comp, tpc, strict=True)) + max(ppc) + decode
         return total, total - decode, max(comp), max(tpc), max(ppc), bubble, decode, detail, dbs
+
+    def _straggler(self, i: int) -> float:
+        """How much longer replica ``i`` takes than its expected share because the pass waits
+        for its slowest rank (``costmodels.placement.straggler``): training synchronises every
+        mini-batch, inference only at the end of its balanced pass."""
+        wf = self.wf
+        train = self.task.kind is TaskKind.TRAINING
+        per_pass = wf.samples // wf.optimizer_steps if train else wf.samples
+        return straggler_factor(
+            self.m,
+            wf.response_lengths,
+            wf.prompt_length,
+            wf.response_length,
+            per_pass * self.shares[i],
+            self.tp_.dp,
+            per_pass,
+            not train,
+        )
 
     def _replica_key(self, i: int, replica: list[list[int]]) -> tuple[Any, ...]:
         """What a replica's cost depends on, up to renaming nodes: on a hierarchical network a

@@ -228,9 +228,10 @@ def _pipeline_config(wf: WorkflowSpec, per_node: int) -> dict[str, Any]:
         "num_gpus_per_node": per_node,
         "pretrain": wf.model("actor").name,
         "adv_estimator": "gae" if ppo else "grpo",
-        "enable_reference": True,
-        "use_kl_loss": not ppo,
-        "init_kl_coef": 0.2 if ppo else 0.0,  # PPO: KL in the reward; GRPO: KL loss only
+        # the reference pass (the default) is the KL term's: PPO's in the reward, GRPO's loss
+        "enable_reference": wf.reference_pass,
+        "use_kl_loss": not ppo and wf.reference_pass,
+        "init_kl_coef": 0.2 if ppo and wf.reference_pass else 0.0,
         "rollout_batch_size": wf.global_batch,
         "num_return_sequences_in_group": wf.responses_per_prompt,
         "prompt_length": wf.prompt_length,

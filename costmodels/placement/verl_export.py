@@ -19,9 +19,10 @@ Read in verl's source at those releases (file names relative to the ``verl`` pac
 * **The workflow.** ``algorithm.adv_estimator`` (``grpo``, or ``gae`` for PPO, which builds the
   critic: ``trainer/ppo/utils.py`` ``need_critic``); the reference exists only when
   ``actor.use_kl_loss`` or ``algorithm.use_kl_in_reward`` is set (``need_reference_policy``):
-  rlplan's workflows always place one, so GRPO gets the KL loss and PPO the in-reward KL penalty,
-  the usual choice of each. ``data.train_batch_size`` prompts, ``rollout.n`` responses each,
-  ``data.max_prompt_length`` / ``max_response_length``.
+  a workflow with its reference pass (the default) gets GRPO's KL loss or PPO's in-reward KL
+  penalty, the usual choice of each; one without (``reference_pass: false``, fully-async only)
+  neither, and trains on the rollout's log-probs. ``data.train_batch_size`` prompts,
+  ``rollout.n`` responses each, ``data.max_prompt_length`` / ``max_response_length``.
 * **Batch sizes.** ``ppo_mini_batch_size`` is the workflow's ``mini_batch`` (prompts per
   optimizer step), or the whole batch: one optimizer step per iteration, HetRL Appendix B.3.
   ``utils/config.py`` ``validate_config`` asserts ``train_batch_size * rollout.n`` divisible by
@@ -155,9 +156,10 @@ def _workflow_overrides(
     ov: dict[str, Any] = {
         "algorithm.adv_estimator": "gae" if ppo else "grpo",
         "critic.enable": ppo,
-        # the reference is placed: verl builds it only when KL is used
-        "actor_rollout_ref.actor.use_kl_loss": not ppo,
-        "algorithm.use_kl_in_reward": ppo,
+        # verl builds the reference only when KL is used: with the reference pass, GRPO's KL
+        # loss or PPO's in-reward penalty; without it (fully-async only), no KL
+        "actor_rollout_ref.actor.use_kl_loss": not ppo and wf.reference_pass,
+        "algorithm.use_kl_in_reward": ppo and wf.reference_pass,
         "data.train_batch_size": wf.global_batch,
         "data.max_prompt_length": wf.prompt_length,
         "data.max_response_length": wf.response_length,
@@ -169,10 +171,11 @@ def _workflow_overrides(
     micro = _micro_batch(problem, actor.dp, "actor_training", notes)
     ov["actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"] = micro
     ov["actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu"] = micro
-    ref = plan.task(REFERENCE_INFERENCE)
-    ov["actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu"] = largest_divisor_at_most(
-        max(1, wf.global_batch * wf.responses_per_prompt // ref.dp), wf.micro_batch_size
-    )
+    if REFERENCE_INFERENCE in names:
+        ref = plan.task(REFERENCE_INFERENCE)
+        ov["actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu"] = largest_divisor_at_most(
+            max(1, wf.global_batch * wf.responses_per_prompt // ref.dp), wf.micro_batch_size
+        )
     if CRITIC_TRAINING in names:
         critic = plan.task(CRITIC_TRAINING)
         ov["critic.ppo_mini_batch_size"] = wf.mini_batch or wf.global_batch
