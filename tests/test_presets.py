@@ -46,6 +46,9 @@ def test_required_presets_exist():
         for mode in ("sync", "async"):
             for size in ("4b", "8b", "14b"):
                 assert f"{alg}-{mode}-qwen3-{size}" in names
+    for tailed in ("grpo-sync-qwen3-8b-tail", "grpo-async-qwen3-8b-tail"):
+        assert tailed in names
+    assert {"dapo-sync-qwen2.5-7b", "dapo-fully-async-qwen2.5-7b"} <= names
 
 
 def test_hetrl_testbed_matches_the_paper():

@@ -18,6 +18,29 @@ def test_shipped_expected_error_is_the_current_judges():
         assert shipped[stage]["rms_log"] == pytest.approx(fresh[stage]["rms_log"], rel=1e-4)
         assert shipped[stage]["rows"] == fresh[stage]["rows"]
     assert shipped["source"] == fresh["source"]
+    # the DAPO workflow presets read the calibration's lengths from the same file
+    assert shipped["fitted_lengths"]["median"] == pytest.approx(
+        fresh["fitted_lengths"]["median"], rel=1e-3
+    )
+    assert shipped["fitted_lengths"]["cap"] == fresh["fitted_lengths"]["cap"]
+
+
+def test_the_dapo_presets_carry_the_fitted_lengths_and_the_recipe():
+    from costmodels.placement.presets import placement_presets
+    from costmodels.workflow import WorkflowSpec
+
+    fit = step_error_table()["fitted_lengths"]
+    presets = {p.name: p for p in placement_presets()}
+    sync = WorkflowSpec.model_validate(presets["dapo-sync-qwen2.5-7b"].build())
+    fully = WorkflowSpec.model_validate(presets["dapo-fully-async-qwen2.5-7b"].build())
+    for wf in (sync, fully):
+        wf.check()
+        assert wf.response_lengths.median == fit["median"]
+        assert wf.response_length == fit["cap"] and wf.prompt_length == fit["prompt_tokens"]
+        assert "fitted to verl's measured B1" in wf.response_lengths.source
+        assert (wf.global_batch, wf.responses_per_prompt, wf.mini_batch) == (512, 16, 32)
+    assert sync.reference_pass and not fully.reference_pass
+    assert fully.asynchrony.updates_per_sync == 4 and fully.asynchrony.staleness == 0.5
 
 
 def test_the_summary_line_fits_80_columns():

@@ -322,6 +322,20 @@ def error_file(result: dict[str, Any]) -> dict[str, Any]:
         **err,
         "source": source(err),
         "fully-async": {**fully, "source": source(fully)},
+        # the calibration's response lengths: the DAPO workflow presets read them
+        # (costmodels.placement.presets)
+        "fitted_lengths": {
+            "distribution": "lognormal",
+            "median": round(fit["median"], 1),
+            "sigma": round(fit["sigma"], 4),
+            "cap": min(SPECS[i].max_response for i in fit["rows"]),
+            "prompt_tokens": fit["prompt_tokens"],
+            "source": (
+                f"median fitted to verl's measured {'+'.join(fit['rows'])} {fit['stage']} "
+                "(Qwen2.5-Math-7B DAPO, H20; benchmarks/fidelity/steps.py); "
+                f"{SIGMA_SOURCE}"
+            ),
+        },
     }
 
 

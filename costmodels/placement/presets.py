@@ -9,6 +9,9 @@
 * Small heterogeneous clusters of 4, 8, 16 and 24 GPUs for exact solving.
 * PPO/GRPO x sync/async workflows on Qwen3-4B/8B/14B with HetRL's hyper-parameters (global batch
   384, 8 responses per prompt, prompt and response length 1024).
+* The same GRPO Qwen3-8B workflows with long-tailed responses (``-tail``: RollPacker §2.2's
+  marginal), and verl's DAPO recipe on Qwen2.5-7B (``dapo-sync``, ``dapo-fully-async``) with the
+  response lengths fitted to its published runs.
 * ``default``: the placement problem ``rlplan plan`` solves when given nothing.
 """
 
@@ -180,6 +183,73 @@ def _workflow(algorithm: str, mode: str, size: str) -> Callable[[], dict[str, An
     return build
 
 
+#: the HetRL workflows that also ship with a long tail (``<name>-tail``)
+TAIL_WORKFLOWS = ("grpo-sync-qwen3-8b", "grpo-async-qwen3-8b")
+#: the marginal of the project's synthetic request traces (``costmodels.generation.
+#: request_traces.TraceParams``, calibrated to RollPacker §2.2, OrchestrRL Fig. 3a and RollMux
+#: Fig. 11): lognormal, median 420 tokens, sigma hypot(0.75, 0.55); what benchmarks.long_tail uses
+RECORDED_TAIL = {
+    "distribution": "lognormal",
+    "median": 420.0,
+    "sigma": 0.93,
+    "source": (
+        "marginal of costmodels.generation.request_traces (RollPacker §2.2, OrchestrRL Fig. 3a, "
+        "RollMux Fig. 11)"
+    ),
+}
+
+
+def _tailed(algorithm: str, mode: str, size: str) -> Callable[[], dict[str, Any]]:
+    """A HetRL workflow with :data:`RECORDED_TAIL` in place of HetRL's constant lengths."""
+
+    def build() -> dict[str, Any]:
+        wf = _workflow(algorithm, mode, size)()
+        wf["name"] += "-tail"
+        wf["description"] += ", responses lognormal (RollPacker §2.2's marginal)"
+        wf["response_lengths"] = dict(RECORDED_TAIL)
+        return wf
+
+    return build
+
+
+def _dapo(mode: str) -> Callable[[], dict[str, Any]]:
+    """verl's DAPO recipe on Qwen2.5-Math-7B as its published runs are configured
+    (``benchmarks/fidelity/steps_cases.py``: 512 prompts x 16 responses, 28K cap, mini-batch 32,
+    max_num_seqs 1024, no KL, rule reward), with the response lengths fitted to those runs
+    (``costmodels/data/measured/step_error.json``, written by ``benchmarks.fidelity.steps``).
+    ``fully-async`` is the recipe's fully_async_policy: staleness 0.5, partial rollout, 4 local
+    updates per sync, the rollout's log-probs."""
+
+    def build() -> dict[str, Any]:
+        from costmodels.step_error import step_error_table
+
+        fit = dict(step_error_table()["fitted_lengths"])
+        cap, prompt = fit.pop("cap"), fit.pop("prompt_tokens")
+        wf: dict[str, Any] = {
+            "name": f"dapo-{mode}-qwen2.5-7b",
+            "description": (
+                f"DAPO ({mode}) on Qwen2.5-7B as verl's published Qwen2.5-Math-7B runs; lengths "
+                "fitted to them"
+            ),
+            "algorithm": "grpo",
+            "mode": mode,
+            "models": {"actor": "Qwen2.5-7B"},
+            "global_batch": 512,
+            "responses_per_prompt": 16,
+            "prompt_length": prompt,
+            "response_length": cap,
+            "response_lengths": fit,
+            "mini_batch": 32,
+            "decode_batch_size": 1024,
+        }
+        if mode == "fully-async":
+            wf["fully_async"] = {"staleness": 0.5, "partial_rollout": True, "updates_per_sync": 4}
+            wf["reference_pass"] = False
+        return wf
+
+    return build
+
+
 def placement_presets() -> tuple[Preset, ...]:
     items = [
         Preset(
@@ -225,6 +295,25 @@ def placement_presets() -> tuple[Preset, ...]:
                 "workflow",
                 f"{algorithm.upper()} {mode} on Qwen3-{size.upper()} (HetRL §5.1)",
                 _workflow(algorithm, mode, size),
+            )
+        )
+    for name in TAIL_WORKFLOWS:
+        algorithm, mode, size = name.split("-")[0], name.split("-")[1], name.split("-")[-1]
+        items.append(
+            Preset(
+                f"{name}-tail",
+                "workflow",
+                f"{algorithm.upper()} {mode} on Qwen3-{size.upper()}, long-tailed responses",
+                _tailed(algorithm, mode, size),
+            )
+        )
+    for mode in ("sync", "fully-async"):
+        items.append(
+            Preset(
+                f"dapo-{mode}-qwen2.5-7b",
+                "workflow",
+                f"verl's DAPO recipe ({mode}) on Qwen2.5-7B, 28K responses, fitted lengths",
+                _dapo(mode),
             )
         )
     items.append(
