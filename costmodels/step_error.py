@@ -7,7 +7,9 @@ held out of every calibration, the worst ratio and the runs it covers. A plan's 
 plan file carry the step's figure as its expected error: exp(RMS) - 1, a typical relative error,
 not a bound. Runs are comparable when their generation waits for the step's tail the same way:
 synchronous and one-step-off runs (the table's top level) apart from fully-async ones (its
-``fully-async`` entry, which a fully-async workflow's plans carry).
+``fully-async`` entry, which a fully-async workflow's plans carry). The rollout judge's step is
+held to RollPacker's measured steps (``benchmarks/fidelity/rollout_steps.py``, its ``rollout``
+entry); the replan judge has no whole-step measurement yet.
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ def step_error_table() -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
-#: the judges the table measures: the whole-step rows are judged as placements
-MEASURED_JUDGES = ("placement",)
+#: the judges the table measures: the placement judge at its top level (verl's runs), the others
+#: under their own name (the rollout judge: RollPacker's, ``benchmarks.fidelity.rollout_steps``)
+MEASURED_JUDGES = ("placement", "rollout")
 
 
 #: the table entries of the workflow modes measured apart from the synchronous and one-step-off
@@ -50,7 +53,9 @@ def expected_error(
     if judge not in MEASURED_JUDGES:
         return None
     table = step_error_table()
-    if mode in MODE_ENTRIES:
+    if judge != "placement":
+        table = table.get(judge, {})
+    elif mode in MODE_ENTRIES:
         table = table.get(mode, {})
     entry = table.get(stage)
     if not entry or entry.get("rms_log") is None:
@@ -80,7 +85,7 @@ def describe(stage: str = "step", judge: str = "placement", mode: str = "sync") 
     if err is None:
         return (
             f"expected error: not measured yet for the {judge} judge's {stage} (whole-step "
-            "fidelity covers the placement judge)"
+            "fidelity covers the placement and rollout judges)"
         )
     # short stage names: the line fits an 80-column summary
     short = {"generation": "gen", "inference": "inference", "training": "train"}

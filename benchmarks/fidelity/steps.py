@@ -69,6 +69,8 @@ SIGMA_SOURCE = (
 MIN_MEDIAN = 32.0
 #: verl's ``max_prompt_length`` in every script: the sensitivity fit's prompt
 PROMPT_CAP = 2048
+#: judges whose whole-step entries other benchmarks write into :data:`ERROR_FILE`
+OTHER_JUDGES = ("rollout",)
 ERROR_FILE = (
     Path(__file__).resolve().parents[2] / "costmodels" / "data" / "measured" / "step_error.json"
 )
@@ -377,7 +379,10 @@ def main() -> None:
     write_csv(result, args.out / "steps.csv")
     (args.out / "steps.json").write_text(json.dumps(result, indent=1) + "\n")
     (args.out / "steps.md").write_text(markdown(result))
-    args.error_file.write_text(json.dumps(error_file(result), indent=1) + "\n")
+    # the other judges' entries (``benchmarks.fidelity.rollout_steps``) stay as they are
+    kept = json.loads(args.error_file.read_text()) if args.error_file.is_file() else {}
+    table = {**error_file(result), **{k: kept[k] for k in OTHER_JUDGES if k in kept}}
+    args.error_file.write_text(json.dumps(table, indent=1) + "\n")
     print(markdown(result))
     took = time.time() - start
     print(f"wrote {args.out}/steps.{{csv,json,md}} and {args.error_file} in {took:.1f} s")
