@@ -51,6 +51,16 @@ INSTANCES = {
             "fully_async": {"staleness": 2},
         },
     ),
+    # DAPO under fully_async_policy: no reference pass, training on the rollout's log-probs
+    "one-zone-grpo-fully-async-no-reference": (
+        ONE_ZONE,
+        {
+            **small_workflow(mode="fully-async"),
+            "response_lengths": TAIL,
+            "fully_async": {"staleness": 0.5},
+            "reference_pass": False,
+        },
+    ),
 }
 
 
