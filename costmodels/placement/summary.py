@@ -118,8 +118,15 @@ def placement_cost_table(
     source: str,
 ) -> Summary:
     """``rlplan evaluate``: every cost component per task, in seconds."""
-    keys = ("time_s", "comp_s", "tp_s", "pp_s", "dp_s", "bubble_s", "decode_s")
-    rows = [(name, *(f"{c[k]:.2f}" for k in keys)) for name, c in breakdown["tasks"].items()]
+    keys: tuple[str, ...] = ("time_s", "comp_s", "tp_s", "pp_s", "dp_s", "bubble_s", "decode_s")
+    # a long-tailed workflow's training and inference wait for their slowest rank
+    # (``costmodels.placement.straggler``); constant lengths have no such column
+    waits = any("straggler_s" in c for c in breakdown["tasks"].values())
+    if waits:
+        keys += ("straggler_s",)
+    rows = [
+        (name, *(f"{c.get(k, 0.0):.2f}" for k in keys)) for name, c in breakdown["tasks"].items()
+    ]
     rings = "exact" if breakdown["ring_exact"] else "upper bounds (heuristic)"
     return Summary(
         title=f"{source}: {objective:.2f} s per iteration",
@@ -132,6 +139,7 @@ def placement_cost_table(
             "DP comm s",
             "bubble s",
             "decode s",
+            *(("straggler s",) if waits else ()),
         ),
         rows=rows,
         caption=f"iteration {breakdown['iteration_time_s']:.2f} s = {_phases(breakdown)};"
