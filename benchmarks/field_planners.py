@@ -78,10 +78,13 @@ def report(rows: list[dict[str, Any]], command: str) -> str:
             f"{title} beats SHA-EA on {worse} of {len(ratios)}."
         )
     bound = [
-        f"{r['cluster']}/{r['workflow']}: {r['sha-ea_clock']}" for r in rows if r["sha-ea_clock"]
+        f"{r['cluster']}/{r['workflow']} {s}: {r[f'{s}_clock']}"
+        for r in rows
+        for s in SOLVERS
+        if r[f"{s}_clock"]
     ]
     lines.append(
-        "- SHA-EA's safety cap bound on: "
+        "- Time caps that bound: "
         + (
             "; ".join(bound)
             if bound
