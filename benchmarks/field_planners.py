@@ -17,11 +17,10 @@ SHA-EA's plan is faster). Every plan is checked by the validator.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import Any
 
-from benchmarks.publish import command_line, publish_rows, redraw, save_figure
+from benchmarks.publish import command_line, instance_args, publish_rows, redraw, save_figure
 from costmodels.placement.check import check_placement
 from planner import solve
 from planner.io import build_problem
@@ -119,14 +118,9 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=Path("benchmarks/results/field-planners"))
-    ap.add_argument("--clusters", nargs="*", default=list(CLUSTERS))
-    ap.add_argument("--workflows", nargs="*", default=list(WORKFLOWS))
-    ap.add_argument(
-        "--replot", action="store_true", help="redraw README and plot from --out's results.json"
+    args = instance_args(
+        __doc__ or "", "benchmarks/results/field-planners", CLUSTERS, WORKFLOWS, argv
     )
-    args = ap.parse_args(argv)
     if args.replot:
         redraw(args.out, "results", report, plot, md="README.md")
         return

@@ -17,12 +17,11 @@ the validator and every ILP result must be proven optimal before it is counted.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import Any
 
 from benchmarks.long_tail import LONG_TAIL, TIME_LIMIT_S, _solve, changes, decisions, strategies
-from benchmarks.publish import command_line, publish_rows, redraw, save_figure
+from benchmarks.publish import command_line, instance_args, publish_rows, redraw, save_figure
 from costmodels.placement.check import check_placement
 from costmodels.placement.judge import evaluate_placement
 from costmodels.placement.presets import placement_presets
@@ -181,14 +180,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=Path("benchmarks/results/fully-async"))
-    ap.add_argument("--clusters", nargs="*", default=list(CLUSTERS))
-    ap.add_argument("--workflows", nargs="*", default=list(WORKFLOWS))
-    ap.add_argument(
-        "--replot", action="store_true", help="redraw README and plot from --out's results.json"
-    )
-    args = ap.parse_args(argv)
+    args = instance_args(__doc__ or "", "benchmarks/results/fully-async", CLUSTERS, WORKFLOWS, argv)
     if args.replot:
         redraw(args.out, "results", report, plot, md="README.md")
         return

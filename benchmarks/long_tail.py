@@ -18,17 +18,14 @@ row saying so), and small-16 / ppo-async-qwen3-4b is left out (``SKIPPED``: over
 
 from __future__ import annotations
 
-import argparse
-import math
 import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.publish import command_line, publish_rows, redraw, save_figure
-from costmodels.generation.request_traces import TraceParams
+from benchmarks.publish import command_line, instance_args, publish_rows, redraw, save_figure
 from costmodels.placement.check import check_placement
 from costmodels.placement.judge import evaluate_placement
-from costmodels.placement.presets import placement_presets
+from costmodels.placement.presets import placement_presets, recorded_tail
 from costmodels.response_lengths import ResponseLengths
 from planner import solve
 from planner.io import build_problem
@@ -40,15 +37,9 @@ WORKFLOWS = (
     "ppo-sync-qwen3-4b",
     "ppo-async-qwen3-4b",
 )
-#: the synthetic generator's defaults, calibrated to RollPacker §2.2
-_TRACE = TraceParams()
-#: the marginal of TraceParams()'s response lengths (module doc), cut at the preset's cap
-LONG_TAIL = {
-    "distribution": "lognormal",
-    "median": 420.0,
-    "sigma": round(math.hypot(_TRACE.sigma_prompt, _TRACE.sigma_response), 2),
-    "source": "marginal of request_traces.TraceParams defaults (RollPacker §2.2)",
-}
+#: the marginal of TraceParams()'s response lengths (module doc), cut at the preset's cap: the
+#: ``-tail`` workflow presets' distribution
+LONG_TAIL = recorded_tail()
 #: left out: its ILP takes over 60 s here (2 loaded cores), the brief's limit
 SKIPPED = {
     ("small-16", "ppo-async-qwen3-4b"): (
@@ -329,14 +320,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=Path("benchmarks/results/long-tail"))
-    ap.add_argument("--clusters", nargs="*", default=list(CLUSTERS))
-    ap.add_argument("--workflows", nargs="*", default=list(WORKFLOWS))
-    ap.add_argument(
-        "--replot", action="store_true", help="redraw README and plot from --out's results.json"
-    )
-    args = ap.parse_args(argv)
+    args = instance_args(__doc__ or "", "benchmarks/results/long-tail", CLUSTERS, WORKFLOWS, argv)
     if args.replot:
         redraw(args.out, "results", report, plot, md="README.md")
         return

@@ -26,12 +26,15 @@ from typing import Any
 
 import numpy as np
 
+# between nodes: 400 Gb/s per GPU, 5 us, the HGX 8-GPU reference design's NICs, as the fidelity
+# cases assume
+from benchmarks.fidelity.steps_cases import NETWORK, grid
 from benchmarks.publish import command_line
 from costmodels.cluster import ClusterSpec
 from costmodels.efficiency import Efficiency
 from costmodels.placement.check import check_placement
 from costmodels.placement.judge import evaluate_placement
-from costmodels.placement.plan import PlacementPlan, TaskGroup, TaskPlacement
+from costmodels.placement.plan import PlacementPlan, TaskGroup
 from costmodels.placement.problem import CostParams, PlacementProblem
 from costmodels.rollout.judge import evaluate_rollout
 from costmodels.rollout.problem import JobSpec, RolloutProblem
@@ -42,8 +45,6 @@ from costmodels.workflow import ACTOR_GENERATION, ACTOR_TRAINING, WorkflowSpec
 MODEL, GPU, GPUS, PER_NODE = "Qwen3-32B", "H100-SXM", 32, 8
 PROMPTS, RESPONSES, CAP, DATASET = 256, 8, 4096, 1024
 GEN_TP, TRAIN_TP = 4, 8
-#: between nodes: 400 Gb/s per GPU, 5 us (an HGX H100 node's 8 x 400G NICs)
-NETWORK = {"intra_zone": {"bandwidth_gbps": 400.0, "latency_ms": 0.005}}
 BIN = 64
 
 
@@ -106,14 +107,9 @@ def placement_job(prompt: int, hist: dict[str, Any]) -> tuple[PlacementProblem, 
     wf.check()
     problem = PlacementProblem(cluster, wf, CostParams(efficiency=Efficiency()))
     devices = [d.id for d in problem.topology.devices]
-
-    def grid(task: str, tp: int) -> TaskPlacement:
-        dp = len(devices) // tp
-        replicas = [[devices[i * tp : (i + 1) * tp]] for i in range(dp)]
-        return TaskPlacement(task=task, tp=tp, pp=1, dp=dp, devices=replicas)
-
     tasks = [
-        grid(t.name, GEN_TP if t.name == ACTOR_GENERATION else TRAIN_TP) for t in problem.tasks
+        grid(devices, GEN_TP if t.name == ACTOR_GENERATION else TRAIN_TP, 1, t.name)
+        for t in problem.tasks
     ]
     plan = PlacementPlan(
         groups=[TaskGroup(tasks=[t.name for t in problem.tasks], devices=devices)], tasks=tasks

@@ -22,6 +22,27 @@ def parse_out_dir(doc: str, default: str, argv: list[str] | None) -> Path:
     return out
 
 
+def instance_args(
+    doc: str,
+    default_out: str,
+    clusters: tuple[str, ...],
+    workflows: tuple[str, ...],
+    argv: list[str] | None,
+) -> argparse.Namespace:
+    """``--out`` (``default_out`` unless given), ``--clusters`` and ``--workflows`` (the script's
+    instances: each cluster x each workflow) and ``--replot`` (redraw the report and plot from
+    ``--out``'s results without re-running) of a script over cluster x workflow instances;
+    ``doc``'s first line describes it in ``--help``."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=Path(default_out))
+    ap.add_argument("--clusters", nargs="*", default=list(clusters))
+    ap.add_argument("--workflows", nargs="*", default=list(workflows))
+    ap.add_argument(
+        "--replot", action="store_true", help="redraw README and plot from --out's results.json"
+    )
+    return ap.parse_args(argv)
+
+
 def command_line(module: str, argv: list[str] | None) -> str:
     """``python -m <module> <args>`` as the script was run (``argv`` when called from Python)."""
     return f"python -m {module} " + " ".join(sys.argv[1:] if argv is None else argv)

@@ -19,14 +19,14 @@ MFU (``costmodels.rl_training.FITTED_MFU``), is fitted to RollPacker Table 1's s
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.fidelity.steps import ERROR_FILE
+from benchmarks.fidelity.steps import ERROR_FILE, ratio_error
+from benchmarks.publish import write_csv
 from benchmarks.rollout_breakdown import (
     PAPER_TABLE3,
     PAPER_TABLE4,
@@ -71,17 +71,7 @@ def run(seeds: range = SEEDS) -> dict[str, Any]:
                 "ratio": predicted / measured,
             }
         )
-    logs = [math.log(r["ratio"]) for r in rows]
-    worst = max(rows, key=lambda r: abs(math.log(r["ratio"])))
-    error = {
-        "step": {
-            "rms_log": math.sqrt(sum(v * v for v in logs) / len(logs)),
-            "worst_ratio": worst["ratio"],
-            "worst_row": worst["id"],
-            "rows": [r["id"] for r in rows],
-        },
-        "source": SOURCE,
-    }
+    error = {"step": ratio_error([(r["id"], r["ratio"]) for r in rows]), "source": SOURCE}
     return {"job": JOB, "seeds": len(seeds), "rows": rows, "error": error}
 
 
@@ -131,10 +121,7 @@ def main() -> None:
     start = time.time()
     result = run()
     args.out.mkdir(parents=True, exist_ok=True)
-    with (args.out / "rollout_steps.csv").open("w", newline="") as fh:
-        w = csv.DictWriter(fh, ["id", "table", "measured_s", "predicted_s", "ratio"])
-        w.writeheader()
-        w.writerows(result["rows"])
+    write_csv(args.out / "rollout_steps.csv", result["rows"])
     (args.out / "rollout_steps.json").write_text(json.dumps(result, indent=1) + "\n")
     command = f"python -m benchmarks.fidelity.rollout_steps --out {args.out}"
     (args.out / "rollout_steps.md").write_text(markdown(result, command))

@@ -239,11 +239,18 @@ def stage_error(
 ) -> dict[str, Any]:
     """RMS of log(predicted/measured) and the worst ratio over the test rows of ``modes``
     measuring ``stage``."""
-    pairs = [
-        (r["id"], r["ratio"][stage])
-        for r in rows
-        if r["split"] == "test" and r["mode"] in modes and r.get("ratio", {}).get(stage)
-    ]
+    return ratio_error(
+        [
+            (r["id"], r["ratio"][stage])
+            for r in rows
+            if r["split"] == "test" and r["mode"] in modes and r.get("ratio", {}).get(stage)
+        ]
+    )
+
+
+def ratio_error(pairs: list[tuple[str, float]]) -> dict[str, Any]:
+    """RMS of log(ratio), the worst ratio and its row over (row id, predicted / measured) pairs:
+    one entry of ``step_error.json``."""
     if not pairs:
         return {"rms_log": None, "worst_ratio": None, "rows": []}
     logs = [math.log(x) for _, x in pairs]

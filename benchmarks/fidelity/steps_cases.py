@@ -283,7 +283,8 @@ def problem(
     )
 
 
-def _grid(devices: list[str], tp: int, pp: int, task: str) -> TaskPlacement:
+def grid(devices: list[str], tp: int, pp: int, task: str) -> TaskPlacement:
+    """``task`` on ``devices`` in consecutive TP x PP replicas (DP fills them)."""
     per = tp * pp
     dp = len(devices) // per
     replicas = [
@@ -312,13 +313,13 @@ def plan(spec: CaseSpec, prob: PlacementProblem) -> PlacementPlan:
         rollout = train = devices
         groups = [TaskGroup(tasks=[t.name for t in prob.tasks], devices=devices)]
     tasks = [
-        _grid(rollout, spec.gen_tp, 1, ACTOR_GENERATION),
+        grid(rollout, spec.gen_tp, 1, ACTOR_GENERATION),
         *(
-            [_grid(train, *spec.reference, REFERENCE_INFERENCE)]
+            [grid(train, *spec.reference, REFERENCE_INFERENCE)]
             if prob.workflow.reference_pass
             else []
         ),
-        _grid(train, *spec.train, ACTOR_TRAINING),
+        grid(train, *spec.train, ACTOR_TRAINING),
     ]
     return PlacementPlan(groups=groups, tasks=tasks)
 

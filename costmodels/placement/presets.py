@@ -183,20 +183,23 @@ def _workflow(algorithm: str, mode: str, size: str) -> Callable[[], dict[str, An
     return build
 
 
-#: the HetRL workflows that also ship with a long tail (``<name>-tail``)
-TAIL_WORKFLOWS = ("grpo-sync-qwen3-8b", "grpo-async-qwen3-8b")
-#: the marginal of the project's synthetic request traces (``costmodels.generation.
-#: request_traces.TraceParams``, calibrated to RollPacker §2.2, OrchestrRL Fig. 3a and RollMux
-#: Fig. 11): lognormal, median 420 tokens, sigma hypot(0.75, 0.55); what benchmarks.long_tail uses
-RECORDED_TAIL = {
-    "distribution": "lognormal",
-    "median": 420.0,
-    "sigma": 0.93,
-    "source": (
-        "marginal of costmodels.generation.request_traces (RollPacker §2.2, OrchestrRL Fig. 3a, "
-        "RollMux Fig. 11)"
-    ),
-}
+#: the HetRL workflows that also ship with a long tail (``<name>-tail``): (algorithm, mode, size)
+TAIL_WORKFLOWS = (("grpo", "sync", "8b"), ("grpo", "async", "8b"))
+
+
+def recorded_tail() -> dict[str, Any]:
+    """The marginal of the project's synthetic request traces (``costmodels.generation.
+    request_traces.TraceParams``' defaults, calibrated to RollPacker §2.2): lognormal, median 420
+    tokens, sigma hypot(sigma_prompt, sigma_response); ``benchmarks.long_tail`` plans with it."""
+    from costmodels.generation.request_traces import TraceParams
+
+    trace = TraceParams()
+    return {
+        "distribution": "lognormal",
+        "median": 420.0,
+        "sigma": round(math.hypot(trace.sigma_prompt, trace.sigma_response), 2),
+        "source": "marginal of request_traces.TraceParams defaults (RollPacker §2.2)",
+    }
 
 
 def _tailed(algorithm: str, mode: str, size: str) -> Callable[[], dict[str, Any]]:
@@ -206,7 +209,7 @@ def _tailed(algorithm: str, mode: str, size: str) -> Callable[[], dict[str, Any]
         wf = _workflow(algorithm, mode, size)()
         wf["name"] += "-tail"
         wf["description"] += ", responses lognormal (RollPacker §2.2's marginal)"
-        wf["response_lengths"] = dict(RECORDED_TAIL)
+        wf["response_lengths"] = recorded_tail()
         return wf
 
     return build
@@ -297,11 +300,10 @@ def placement_presets() -> tuple[Preset, ...]:
                 _workflow(algorithm, mode, size),
             )
         )
-    for name in TAIL_WORKFLOWS:
-        algorithm, mode, size = name.split("-")[0], name.split("-")[1], name.split("-")[-1]
+    for algorithm, mode, size in TAIL_WORKFLOWS:
         items.append(
             Preset(
-                f"{name}-tail",
+                f"{algorithm}-{mode}-qwen3-{size}-tail",
                 "workflow",
                 f"{algorithm.upper()} {mode} on Qwen3-{size.upper()}, long-tailed responses",
                 _tailed(algorithm, mode, size),
