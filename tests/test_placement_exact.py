@@ -151,7 +151,7 @@ def test_sha_ea_widens_a_converged_search_to_the_ilp_optimum_on_ppo():
     assert ours.violations == [] and ours.objective <= ilp.objective * (1 + 1e-9)
 
 
-def test_type_splits_give_each_gpu_type_to_one_group_closest_to_the_work_shares_first():
+def test_type_splits_give_each_gpu_type_to_one_group_or_the_slowest_to_none():
     import random
 
     from heuristics.placement.genome import PlacementSpace
@@ -162,18 +162,27 @@ def test_type_splits_give_each_gpu_type_to_one_group_closest_to_the_work_shares_
     names = [t.name for t in problem.tasks]
     grouping = (tuple(names[:4]), tuple(names[4:]))
     splits = type_splits(space, grouping, random.Random(0), 10)
-    assert len(splits) == 6  # surjections of 3 GPU types onto 2 groups
+    # surjections of 3 GPU types onto 2 groups (6), and of the 2 faster ones with the L4 idle (2)
+    assert len(splits) == 8
     work = group_work(space, grouping)
+    idle_types = set()
     for distance, ind in splits:
-        assert sorted(set(ind.assign)) == [0, 1]
+        assert {0, 1} <= set(ind.assign) <= {-1, 0, 1}
         owner = {}
         for gpu_type, group in zip(space.gpu_type, ind.assign, strict=True):
             assert owner.setdefault(gpu_type, group) == group  # a type's whole pool in one group
+        idle_types |= {t for t, g in owner.items() if g == -1}
         sizes = [ind.assign.count(g) for g in (0, 1)]
         assert distance == pytest.approx(
-            sum(abs(s / 24 - w / sum(work)) for s, w in zip(sizes, work, strict=True))
+            sum(abs(s / sum(sizes) - w / sum(work)) for s, w in zip(sizes, work, strict=True))
         )
-    assert [d for d, _ in splits] == sorted(d for d, _ in splits)
+    assert idle_types == {"L4"}  # only the slowest type is ever left idle
+    # alternating every type in use / the L4 idle, each kind closest to the work shares first
+    kinds = [-1 in ind.assign for _, ind in splits]
+    assert kinds == [False, True, False, True, False, False, False, False]
+    for idle in (False, True):
+        part = [d for (d, _), k in zip(splits, kinds, strict=True) if k is idle]
+        assert part == sorted(part)
     assert (
         type_splits(space, tuple((n,) for n in names), random.Random(0), 10) == []
     )  # 6 groups > 3 types

@@ -41,38 +41,57 @@ def type_splits(
     space: PlacementSpace, grouping: tuple[tuple[str, ...], ...], rng: random.Random, count: int
 ) -> list[tuple[float, Individual]]:
     """Level-3 starts that give each GPU type's whole pool to one group, every group at least
-    one type: surjections of the T GPU types onto the k groups (none when k > T), the ``count``
-    whose group sizes are closest to the groups' work shares (:func:`group_work`) first, each
-    with that distance (the L1 distance between size shares and work shares).
+    one type, and the slowest type's pool to a group or to none: maps of the T GPU types onto
+    the k groups that cover every group (none when k > T), and of the T-1 faster types with the
+    slowest idle (when T > k). Each kind's ``count`` whose group sizes are closest to the groups'
+    work shares (:func:`group_work`), alternating, every type in use first, each with that
+    distance (the L1 distance between the used GPUs' size shares and the work shares).
 
     Why: on a cluster of a few GPU types the best plans often split by type, and neither the
     proportional sizes nor the fastest-first greedy start reaches them. On small-24 (8 A100,
     8 L40S, 8 L4) PPO sync the ILP's plan is {critic inference, critic training} on the L40S and
     the other four tasks on the A100 and L4, while the fastest-first start of that grouping does
-    not even fit. Enumerated while k^T <= :data:`TYPE_SPLIT_ENUMERATION`, sampled above."""
+    not even fit. And the slowest type can cost more than it adds: on the multi-region hybrid
+    testbed (24 A100, 24 L40S, 16 L4) ReaL's chain (``heuristics.placement.real_mcmc``) ran
+    the actor's tasks on the A100, the critic's and the reference on the L40S, left the L4 idle,
+    and beat SHA-EA's PPO plans by 15% (sync) and 2% (async) until these starts existed
+    (``benchmarks/results/field-planners``). Enumerated while the maps number at most
+    :data:`TYPE_SPLIT_ENUMERATION`, sampled above."""
     k = len(grouping)
     types = sorted(set(space.gpu_type))
+    speed = {t: tf for t, tf in zip(space.gpu_type, space.tflops, strict=True)}
+    # the slowest type (ties: by name) may go idle (group k) when the others cover every group
+    slowest = min(types, key=lambda t: (speed[t], t)) if len(types) > k else None
+    choices = [list(range(k + 1)) if t == slowest else list(range(k)) for t in types]
     if k > len(types):
         return []
     pool = {t: space.gpu_type.count(t) for t in types}
-    gpus = len(space.gpu_type)
-    if k ** len(types) <= TYPE_SPLIT_ENUMERATION:
-        maps = itertools.product(range(k), repeat=len(types))
+    if math.prod(map(len, choices)) <= TYPE_SPLIT_ENUMERATION:
+        maps = itertools.product(*choices)
     else:
-        maps = (tuple(rng.randrange(k) for _ in types) for _ in range(TYPE_SPLIT_ENUMERATION))
+        maps = (tuple(rng.choice(c) for c in choices) for _ in range(TYPE_SPLIT_ENUMERATION))
     work = group_work(space, grouping)
     share = [w / sum(work) for w in work]
     scored: dict[tuple[int, ...], float] = {}
     for m in maps:
-        if len(set(m)) < k:
+        if len(set(m) - {k}) < k:
             continue
-        sizes = [0] * k
+        sizes = [0] * (k + 1)
         for t, gi in zip(types, m, strict=True):
             sizes[gi] += pool[t]
-        scored.setdefault(m, sum(abs(s / gpus - f) for s, f in zip(sizes, share, strict=True)))
+        used = sum(sizes[:k])
+        scored.setdefault(m, sum(abs(s / used - f) for s, f in zip(sizes, share, strict=False)))
+    # alternating: closest ``count`` with every type in use, interleaved with the slowest
+    # idle. Sorted together, the idle starts (fewer GPUs, often closer) crowd the others out of
+    # the probe budget: on small-24 PPO the halving then settles 3% worse (713.5 s against
+    # 691.7 s); interleaved, small-24 is unchanged and the hybrid testbed's PPO finds plans
+    # 5-11% faster than ReaL's
+    ranked = sorted(scored, key=lambda m: (k in m, scored[m], m))
+    full = [m for m in ranked if k not in m][:count]
+    idle = [m for m in ranked if k in m][:count]
     out = []
-    for m in sorted(scored, key=lambda m: (scored[m], m))[:count]:
-        where = dict(zip(types, m, strict=True))
+    for m in [m for pair in itertools.zip_longest(full, idle) for m in pair if m is not None]:
+        where = {t: (-1 if gi == k else gi) for t, gi in zip(types, m, strict=True)}
         configs = {name: 0 for names in grouping for name in names}
         out.append((scored[m], Individual(grouping, [where[t] for t in space.gpu_type], configs)))
     return out
