@@ -11,8 +11,9 @@ def builtin_kinds() -> tuple[ProblemKind, ...]:
     from costmodels.broadcast.kind import KIND as BROADCAST
     from costmodels.circuits.kind import KIND as CIRCUITS
     from costmodels.cosched.kind import KIND as COSCHED
+    from costmodels.job.kind import KIND as JOB
     from costmodels.placement.kind import KIND as PLACEMENT
     from costmodels.replan.kind import KIND as REPLAN
     from costmodels.rollout.kind import KIND as ROLLOUT
 
-    return (PLACEMENT, CIRCUITS, BROADCAST, REPLAN, COSCHED, ROLLOUT)
+    return (PLACEMENT, CIRCUITS, BROADCAST, REPLAN, COSCHED, ROLLOUT, JOB)

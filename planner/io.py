@@ -421,15 +421,17 @@ def build_problem(
 
 
 def _inferred_kind(data: dict[str, Any], reg: Registry) -> str | None:
-    """The problem a file without a ``problem:`` key describes, when its fields name exactly one
-    (every required field given, none foreign); None otherwise."""
+    """The problem a file without a ``problem:`` key describes: the first registered problem
+    whose fields it gives (every required field, none foreign); None when none. A problem that
+    takes another's inputs is registered after it (the job plan takes placement's), so a file
+    that names no problem keeps meaning what it meant before."""
     keys = set(data)
     fits = [
         k.name
         for k in reg.solvable()
         if {f.name for f in k.fields if f.required} <= keys <= {f.name for f in k.fields}
     ]
-    return fits[0] if len(fits) == 1 else None
+    return fits[0] if fits else None
 
 
 def load_problem(ref: Any, registry: Registry | None = None) -> Any:
@@ -454,7 +456,7 @@ def load_problem(ref: Any, registry: Registry | None = None) -> Any:
             "problem",
             None,
             f"missing: name the problem ({', '.join(reg.problems())}); the fields given "
-            f"({', '.join(sorted(map(str, data))) or 'none'}) do not name exactly one",
+            f"({', '.join(sorted(map(str, data))) or 'none'}) do not describe one",
             src,
         )
     desc = solvable_kind(name, src, reg)

@@ -9,6 +9,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).parents[1]
 PROBLEM_LAYERS = ("costmodels", "search", "formulations", "heuristics")
+#: problems that compose the others (docs/architecture.md, "The job plan")
+COMPOSERS = ("job",)
 
 
 def _problem_of(module: str) -> str | None:
@@ -53,6 +55,13 @@ def test_the_contracts_name_every_problem():
         "contracts"
     ]
     listed = {m for c in contracts if c["type"] == "independence" for m in c["modules"]}
+    # the job plan's packages compose the problems: a contract keeps every problem from them
+    listed |= {
+        m
+        for c in contracts
+        if c["type"] == "forbidden" and c["name"].startswith("The job plan composes")
+        for m in c["forbidden_modules"]
+    }
     for layer in PROBLEM_LAYERS:
         for pkg in sorted((ROOT / layer).iterdir()):
             if (pkg / "__init__.py").exists() and _problem_of(f"{layer}.{pkg.name}.x") is not None:
@@ -78,6 +87,9 @@ def test_every_layer_lists_the_problems():
                 and _problem_of(module) == kind.name
             ), (kind.name, info.name, module)
             for name, load in info.inject.items():  # across layers, never across problems
+                if kind.name in COMPOSERS:  # the job plan is handed the other problems' solvers
+                    assert all(callable(f) for f in load().values()), (info.name, name)
+                    continue
                 assert _problem_of(load().__module__) == kind.name, (info.name, name)
 
 

@@ -26,6 +26,7 @@ FAST = {
     "replan": ("greedy", {}),
     "cosched": ("rollmux", {}),
     "rollout": ("paper", {}),
+    "job": ("sequential", {"cluster": "small-4", "workflow": "grpo-sync-qwen3-4b"}),
 }
 #: what a plan file records about the machine rather than the plan
 WALL_CLOCK = ("wall_time_s", "trace")

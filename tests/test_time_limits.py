@@ -19,6 +19,7 @@ LARGEST = {
     "replan": {"state": "replan-1024"},
     "cosched": {"jobs": "rollmux-mixed"},
     "rollout": {"job": "rollout-32b-32k"},
+    "job": {"cluster": "h100-64", "workflow": "grpo-sync-qwen3-32b"},
 }
 LIMIT = 5.0  # the 32B rollout job needs one whole epoch (~4 s) to score any plan
 

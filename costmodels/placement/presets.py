@@ -12,6 +12,11 @@
 * The same GRPO Qwen3-8B workflows with long-tailed responses (``-tail``: RollPacker §2.2's
   marginal), and verl's DAPO recipe on Qwen2.5-7B (``dapo-sync``, ``dapo-fully-async``) with the
   response lengths fitted to its published runs.
+* Homogeneous H100 and H800 clusters as people rent them (``h100-32``, ``h100-64``, ``h800-64``:
+  nodes of 8, one 400 Gb/s NIC per GPU, the HGX reference design, as ``benchmarks/fidelity``
+  assumes) and the GRPO jobs people run on them (``grpo-sync-qwen3-32b``,
+  ``grpo-sync-qwen3-8b-verl``, ``grpo-sync-llama3.1-8b``: verl's GSM8K/DAPO-style settings, 256
+  prompts x 8 responses, responses cut at 4K tokens, RollPacker §2.2's long tail).
 * ``default``: the placement problem ``rlplan plan`` solves when given nothing.
 """
 
@@ -215,6 +220,56 @@ def _tailed(algorithm: str, mode: str, size: str) -> Callable[[], dict[str, Any]
     return build
 
 
+#: the HGX 8-GPU reference design's network: one 400 Gb/s RDMA NIC per GPU, 5 us
+HGX_NETWORK = {"intra_zone": {"bandwidth_gbps": 400.0, "latency_ms": 0.005}}
+
+
+def _homogeneous(gpu: str, n: int) -> Callable[[], dict[str, Any]]:
+    def build() -> dict[str, Any]:
+        short = gpu.split("-")[0].lower()
+        return {
+            "name": f"{short}-{n}",
+            "description": f"{n // 8} nodes of 8 {gpu}, 400 Gb/s per GPU (HGX reference design)",
+            "nodes": [
+                {"name": f"{short}-{k}", "gpu": gpu, "count": 8, "zone": "dc"}
+                for k in range(n // 8)
+            ],
+            "network": HGX_NETWORK,
+        }
+
+    return build
+
+
+#: (preset name, actor model) of the GRPO jobs run on rented H100/H800 nodes
+GRPO_JOBS = (
+    ("grpo-sync-qwen3-32b", "Qwen3-32B"),
+    ("grpo-sync-qwen3-8b-verl", "Qwen3-8B"),
+    ("grpo-sync-llama3.1-8b", "Llama-3.1-8B"),
+)
+
+
+def _grpo_job(name: str, model: str) -> Callable[[], dict[str, Any]]:
+    """GRPO as verl's example scripts run it (256 prompts x 8 responses, KL against a reference,
+    rule reward, 4K response cap, mini-batch 64), responses long-tailed as RollPacker §2.2."""
+
+    def build() -> dict[str, Any]:
+        return {
+            "name": name,
+            "description": f"GRPO (sync) on {model}: 256 x 8, 4K cap, long-tailed responses",
+            "algorithm": "grpo",
+            "mode": "sync",
+            "models": {"actor": model, "reference": model},
+            "global_batch": 256,
+            "responses_per_prompt": 8,
+            "prompt_length": 512,
+            "response_length": 4096,
+            "response_lengths": recorded_tail(),
+            "mini_batch": 64,
+        }
+
+    return build
+
+
 def _dapo(mode: str) -> Callable[[], dict[str, Any]]:
     """verl's DAPO recipe on Qwen2.5-Math-7B as its published runs are configured
     (``benchmarks/fidelity/steps_cases.py``: 512 prompts x 16 responses, 28K cap, mini-batch 32,
@@ -316,6 +371,24 @@ def placement_presets() -> tuple[Preset, ...]:
                 "workflow",
                 f"verl's DAPO recipe ({mode}) on Qwen2.5-7B, 28K responses, fitted lengths",
                 _dapo(mode),
+            )
+        )
+    for gpu, n in (("H100-SXM", 32), ("H100-SXM", 64), ("H800", 64)):
+        items.append(
+            Preset(
+                f"{gpu.split('-')[0].lower()}-{n}",
+                "cluster",
+                f"{n} {gpu} in nodes of 8, 400 Gb/s per GPU",
+                _homogeneous(gpu, n),
+            )
+        )
+    for name, model in GRPO_JOBS:
+        items.append(
+            Preset(
+                name,
+                "workflow",
+                f"GRPO sync on {model}: verl's settings, 4K cap, long tail",
+                _grpo_job(name, model),
             )
         )
     items.append(

@@ -56,6 +56,15 @@ class CostParams(BaseModel):
             "responses of one prompt share its prefill (prefix KV), as GRPO/PPO groups do in vLLM"
         ),
     )
+    generation_scale: float = Field(
+        default=1.0,
+        gt=0,
+        le=10,
+        description=(
+            "generation's time multiplied by this: what rollout knobs do to it, as a job plan's "
+            "joint search sets it (costmodels.job); 1: the judge's generation as it is"
+        ),
+    )
 
 
 class FrameworkTarget(BaseModel):

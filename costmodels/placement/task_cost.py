@@ -25,7 +25,11 @@ def task_cost(
     coster = (GenerationCoster if task.kind is TaskKind.GENERATION else TaskCoster)(
         problem, task, tp_, mem
     )
-    return coster.cost(), coster.exact
+    cost = coster.cost()
+    scale = problem.params.generation_scale
+    if task.kind is TaskKind.GENERATION and scale != 1.0:
+        cost = {**cost, "time_s": cost["time_s"] * scale, "generation_scale": scale}
+    return cost, coster.exact
 
 
 def generation_floor(
@@ -38,8 +42,9 @@ def generation_floor(
     non-increasing in dbs, so the time at the largest dbs is the bound."""
     coster = GenerationCoster(problem, task, tp_, mem)
     cost = coster.cost()
+    scale = problem.params.generation_scale  # task_cost's scale: the floor scales with the cost
     if problem.params.decode_model == "hetrl":
-        return cost["time_s"]
+        return cost["time_s"] * scale
     wf = problem.workflow
     worst = 0.0
     for i, replica in enumerate(coster.idx):
@@ -50,7 +55,7 @@ def generation_floor(
             else 0.0
         )
         worst = max(worst, cost["prefill_times_s"][i] + decode)
-    return worst
+    return worst * scale
 
 
 def decode_batches(

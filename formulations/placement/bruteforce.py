@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterator
 from typing import Annotated
 
 from pydantic import Field
 
 from costmodels.combinatorics import set_partitions
 from costmodels.placement.frameworks import rules_of
+from costmodels.placement.plan import PlacementPlan
 from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.space import (
     build_plan,
@@ -82,6 +84,28 @@ def count_plans(problem: PlacementProblem, stop_above: float = math.inf) -> int:
     return total
 
 
+def placements(problem: PlacementProblem) -> Iterator[PlacementPlan]:
+    """Every plan of the space, in enumeration order (task groupings, then per-node GPU
+    compositions, then task configurations), built but not validated."""
+    classes = node_classes(problem)
+    cap = [len(g) for _, g in classes]
+    tasks = {t.name: t for t in problem.tasks}
+    for partition in _partitions(problem):
+        for comps in itertools.product(list(compositions(cap)), repeat=len(partition)):
+            groups = allocate(classes, list(comps))
+            if groups is None:
+                continue
+            choices = []
+            for names, gpus in zip(partition, groups, strict=True):
+                het = is_heterogeneous(problem, gpus)
+                for name in names:
+                    choices.append(
+                        [(name, c) for c in task_configs(problem, tasks[name], len(gpus), het)]
+                    )
+            for combo in itertools.product(*choices):
+                yield build_plan(problem, list(zip(partition, groups, strict=True)), dict(combo))
+
+
 def solve_placement_bruteforce(
     problem: PlacementProblem,
     *,
@@ -98,35 +122,18 @@ def solve_placement_bruteforce(
             Status.NO_SOLUTION,
             message=f"more than {max_plans} plans (max_plans); brute force is for tiny instances",
         )
-    classes = node_classes(problem)
-    cap = [len(g) for _, g in classes]
-    tasks = {t.name: t for t in problem.tasks}
     keep = placement_keeper(problem, tol=1e-12)  # ties keep the first plan in enumeration order
-    for partition in _partitions(problem):
-        for comps in itertools.product(list(compositions(cap)), repeat=len(partition)):
-            groups = allocate(classes, list(comps))
-            if groups is None:
-                continue
-            choices = []
-            for names, gpus in zip(partition, groups, strict=True):
-                het = is_heterogeneous(problem, gpus)
-                for name in names:
-                    choices.append(
-                        [(name, c) for c in task_configs(problem, tasks[name], len(gpus), het)]
-                    )
-            for combo in itertools.product(*choices):
-                if deadline.expired():
-                    status = Status.FEASIBLE if keep.plan is not None else Status.NO_SOLUTION
-                    return SolverOutput(
-                        status,
-                        plan=keep.plan,
-                        objective=keep.best if keep.plan else None,
-                        message=f"time limit after {keep.offered} of {total} plans",
-                        stats={"plans": keep.offered, "valid": keep.offered - keep.rejected},
-                    )
-                keep.offer(
-                    build_plan(problem, list(zip(partition, groups, strict=True)), dict(combo))
-                )
+    for plan in placements(problem):
+        if deadline.expired():
+            status = Status.FEASIBLE if keep.plan is not None else Status.NO_SOLUTION
+            return SolverOutput(
+                status,
+                plan=keep.plan,
+                objective=keep.best if keep.plan else None,
+                message=f"time limit after {keep.offered} of {total} plans",
+                stats={"plans": keep.offered, "valid": keep.offered - keep.rejected},
+            )
+        keep.offer(plan)
     stats = {"plans": keep.offered, "valid": keep.offered - keep.rejected}
     if keep.plan is None:
         return SolverOutput(

@@ -5,7 +5,7 @@ knows nothing of them."""
 
 from __future__ import annotations
 
-from planner.solvers import broadcast, circuits, cosched, placement, replan, rollout
+from planner.solvers import broadcast, circuits, cosched, job, placement, replan, rollout
 from planner.solvers.entry import SolverEntry, SolverFn
 
 
@@ -18,6 +18,7 @@ def builtin_solvers() -> dict[str, tuple[SolverEntry, ...]]:
         "replan": replan.SOLVERS,
         "cosched": cosched.SOLVERS,
         "rollout": rollout.SOLVERS,
+        "job": job.SOLVERS,
     }
 
 

@@ -1,0 +1,142 @@
+"""The rollout problem a job's placement leaves (RollPacker §3-§4 on the placement's generation
+GPUs), and why there is none when there is none.
+
+RollPacker's problem is one synchronous GRPO job's rollout on co-located GPUs
+(``costmodels.rollout.problem``). A job has one to derive when its workflow is GRPO, synchronous
+(one-step-off and fully-async already hide the tail behind training), its responses have a
+length distribution (constant lengths leave no tail to pack) and its generation runs on one GPU
+type without pipeline stages. The derived job:
+
+* generation: the placement's generation GPUs, their type, its TP as the configured TP; GPUs per
+  server the smallest server holding them (a TP group stays in one);
+* batch: ``global_batch`` prompts x ``responses_per_prompt``, cut at ``response_length``; the epoch
+  replayed is :data:`EPOCH_STEPS` steps (the judge's seed 0);
+* lengths: the workflow's distribution as RollPacker's group-aware model. A lognormal's spread
+  sigma is split between prompts and responses in the proportions of RollPacker §2.2's
+  calibration (``costmodels.generation.request_traces.TraceParams``: 0.75 and 0.55), so that
+  sqrt(sigma_p^2 + sigma_r^2) = sigma; a histogram enters as the lognormal of its median and the
+  spread of its log-lengths. No hard-prompt mode, and every prompt ``prompt_length`` long (the
+  workflow states no more);
+* reward: rule-based only (the placement workflow has no sandbox or judge stage);
+* training replica: the actor training task's TP x PP;
+* the judge's engine, kernels and profiles: the placement problem's.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from costmodels.errors import SpecError
+from costmodels.generation.request_traces import TraceParams
+from costmodels.job.problem import JobProblem
+from costmodels.placement.plan import PlacementPlan
+from costmodels.response_lengths import ResponseLengths
+from costmodels.rollout.problem import JobSpec, RolloutProblem
+from costmodels.rollout.replay import rollout_tps
+from costmodels.workflow import ACTOR_GENERATION, ACTOR_TRAINING
+
+#: steps of the epoch the rollout judge replays for a job: enough for tail batching's short and
+#: long rounds to alternate, few enough to keep a job plan within a minute
+EPOCH_STEPS = 4
+_PROMPT_SHARE = TraceParams().sigma_prompt / math.hypot(
+    TraceParams().sigma_prompt, TraceParams().sigma_response
+)
+
+
+def lognormal_of(lengths: ResponseLengths, cap: int) -> tuple[float, float]:
+    """(median, sigma) of the lognormal a distribution enters the rollout job as (module doc)."""
+    if lengths.distribution == "lognormal":
+        return float(lengths.median or 0.0), float(lengths.sigma)
+    values = np.array([min(v, cap) for v, _ in lengths.bins or ()], dtype=float)
+    weights = np.array([c for _, c in lengths.bins or ()], dtype=float)
+    order = np.argsort(values)
+    values, weights = np.maximum(values[order], 1.0), weights[order]
+    cdf = np.cumsum(weights) / weights.sum()
+    median = float(values[np.searchsorted(cdf, 0.5)])
+    logs = np.log(values)
+    mean = float(np.average(logs, weights=weights))
+    sigma = float(np.sqrt(np.average((logs - mean) ** 2, weights=weights)))
+    return median, sigma
+
+
+def no_rollout_reason(problem: JobProblem, plan: PlacementPlan) -> str | None:
+    """Why the job has no rollout knobs to choose under ``plan`` (None when it has)."""
+    wf = problem.workflow
+    if wf.algorithm != "grpo":
+        return "RollPacker's knobs are for GRPO (this job runs PPO)"
+    if wf.mode != "sync":
+        return f"mode {wf.mode} already overlaps generation's tail with training"
+    if wf.response_lengths.is_constant:
+        return "constant response lengths leave no long tail to pack"
+    gen = plan.task(ACTOR_GENERATION)
+    if gen.pp != 1:
+        return f"generation runs {gen.pp} pipeline stages; RollPacker's engine runs TP only"
+    types = {d.gpu.name for d in _gen_devices(problem, plan)}
+    if len(types) != 1:
+        return f"generation spans GPU types {sorted(types)}; RollPacker plans one"
+    return None
+
+
+def _gen_devices(problem: JobProblem, plan: PlacementPlan) -> list:
+    by_id = {d.id: d for d in problem.placement.topology.devices}
+    gen = plan.task(ACTOR_GENERATION)
+    return [by_id[g] for replica in gen.devices for stage in replica for g in stage]
+
+
+def rollout_problem(problem: JobProblem, plan: PlacementPlan) -> tuple[RolloutProblem | None, str]:
+    """The rollout problem ``plan`` leaves (module doc), or None with the reason there is none."""
+    reason = no_rollout_reason(problem, plan)
+    if reason is not None:
+        return None, reason
+    wf = problem.workflow
+    devices = _gen_devices(problem, plan)
+    gen, train = plan.task(ACTOR_GENERATION), plan.task(ACTOR_TRAINING)
+    node_size = {}
+    for d in problem.placement.topology.devices:
+        node_size[d.node] = node_size.get(d.node, 0) + 1
+    per_node = min(node_size[d.node] for d in devices)
+    gpus = len(devices)
+    if gpus > per_node and gpus % per_node:
+        per_node = math.gcd(gpus, per_node)
+    median, sigma = lognormal_of(wf.response_lengths, wf.response_length)
+    eff = problem.placement.params.efficiency
+    workload = {
+        "model": wf.models.actor,
+        "gpu": devices[0].gpu.name,
+        "gpus": gpus,
+        "gpus_per_node": per_node,
+        "tp": gen.tp,
+        "prompts_per_step": wf.global_batch,
+        "responses_per_prompt": wf.responses_per_prompt,
+        "max_response": wf.response_length,
+        "dataset_prompts": EPOCH_STEPS * wf.global_batch,
+        "lengths": {
+            "median": min(median, wf.response_length),
+            "sigma_prompt": sigma * _PROMPT_SHARE,
+            "sigma_response": sigma * math.sqrt(1 - _PROMPT_SHARE**2),
+            "p_hard": 0.0,
+            "prompt_median": wf.prompt_length,
+            "prompt_sigma": 0.0,
+        },
+        "reward": {"rule": 1.0, "sandbox": 0.0, "judge": 0.0},
+        "training": {"replica_gpus": min(gpus, train.tp * train.pp)},
+        "kernels": eff.kernels,
+        "profiles": eff.profiles,
+    }
+    if eff.engine in ("cuda-graph", "eager"):
+        workload["engine"] = eff.engine
+    try:
+        job = JobSpec.model_validate({"workload": workload, "seed": 0})
+        job.check()
+    except (SpecError, ValueError) as exc:
+        return None, f"the derived rollout job is refused: {exc}"
+    if gen.tp not in rollout_tps(job.workload):
+        return None, (
+            f"the rollout engine cannot run generation's TP{gen.tp} with a maximal response"
+        )
+    # one rollout problem per derived job, so its simulated epochs (cached on it) serve the
+    # solver's search, the judge and the validator alike
+    cache: dict[str, RolloutProblem] = problem.__dict__.setdefault("_rollout_problems", {})
+    return cache.setdefault(job.model_dump_json(), RolloutProblem(job)), ""

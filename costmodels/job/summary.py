@@ -1,0 +1,103 @@
+"""What ``rlplan plan job`` prints: every decision with its effect on the step, and the step with
+its expected error (``costmodels.step_error``); and the job plan's framework exports."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from costmodels import step_error
+from costmodels.job.derive import rollout_problem
+from costmodels.job.plan import JobPlan
+from costmodels.job.problem import JobProblem
+from costmodels.placement.roll_export import export_roll as placement_roll
+from costmodels.placement.verl_export import export_verl
+from costmodels.problem import SolvedPlan, Summary
+from costmodels.rollout.summary import export_roll as rollout_roll
+from costmodels.workflow import ACTOR_GENERATION
+
+
+def _groups(problem: JobProblem, plan: JobPlan) -> str:
+    gpu_of = {d.id: d.gpu.name for d in problem.placement.topology.devices}
+    parts = []
+    for g in plan.placement.groups:
+        mix: dict[str, int] = {}
+        for d in g.devices:
+            mix[gpu_of[d]] = mix.get(gpu_of[d], 0) + 1
+        gpus = " + ".join(f"{n} {t}" for t, n in sorted(mix.items()))
+        parts.append(f"{', '.join(g.tasks)} on {gpus}")
+    return "; ".join(parts)
+
+
+def _knobs(knobs: dict[str, Any]) -> str:
+    text = f"η_P {knobs['eta_prompts']:g}, η_R {knobs['eta_responses']:g}, TP{knobs['short_tp']}"
+    if knobs["tp_rule"] != "fixed":
+        text += f" ({knobs['tp_rule']} rule)"
+    elif knobs["long_tp"] != knobs["short_tp"]:
+        text += f", long rounds TP{knobs['long_tp']}"
+    return text
+
+
+def job_summary(solved: SolvedPlan[JobProblem, JobPlan]) -> Summary:
+    problem, plan, b = solved.problem, solved.plan, solved.breakdown
+    ph, r = b["phases"], b["rollout"]
+    gen = plan.placement.task(ACTOR_GENERATION)
+    rows = [
+        ("placement", _groups(problem, plan), f"{b['placement_step_s']:.1f} s placement step"),
+        (
+            "generation",
+            f"TP{gen.tp} PP{gen.pp} DP{gen.dp}",
+            f"{ph['generation_s']:.1f} s",
+        ),
+    ]
+    if r["knobs"] is None:
+        rows.append(("rollout knobs", "none", r["why"]))
+    else:
+        change = r["knobs_rollout_s"] / r["baseline_rollout_s"] - 1
+        effect = f"generation {change:+.1%}" + ("" if r["applied"] else f" if run ({r['why']})")
+        rows.append(("rollout knobs", _knobs(r["knobs"]), effect))
+    rows += [
+        ("inference", "", f"{ph['inference_s']:.1f} s"),
+        ("training", "", f"{ph['training_s']:.1f} s"),
+        ("weight sync", ph["weight_transfer"], f"{ph['weight_transfer_s']:.2f} s"),
+        ("step", "", f"{solved.objective:.1f} s"),
+    ]
+    caption = step_error.describe("step", "placement", problem.workflow.mode)
+    return Summary(
+        title=f"Job plan ({solved.solver}): {solved.status}",
+        columns=("decision", "choice", "effect"),
+        rows=rows,
+        caption=caption,
+    )
+
+
+def job_verl(problem: JobProblem, plan: JobPlan, release: str | None = None) -> dict[str, Any]:
+    """verl's config of the placement (verl's rollout runs no RollPacker knobs)."""
+    out = (
+        export_verl(problem.placement, plan.placement)
+        if release is None
+        else export_verl(problem.placement, plan.placement, release)
+    )
+    if plan.rollout is not None:
+        out.setdefault("not_expressible", []).append(
+            "RollPacker's rollout knobs (" + _knobs(plan.rollout.model_dump()) + ")"
+        )
+    return out
+
+
+def job_roll(problem: JobProblem, plan: JobPlan) -> dict[str, Any]:
+    """ROLL's config of the placement, with RollPacker's knobs merged in where the job has them
+    (the keys only RollPacker's fork reads stay named in ``needs_rollpacker_fork``)."""
+    out = placement_roll(problem.placement, plan.placement)
+    rp, _ = rollout_problem(problem, plan.placement)
+    if plan.rollout is None or rp is None:
+        return out
+    knobs = rollout_roll(rp, plan.rollout)
+    doc = dict(out.get("document", {}))
+    for key, value in knobs.get("document", {}).items():
+        if key not in ("actor_infer",):
+            doc[key] = value
+    out = {**out, "document": doc}
+    for key in ("needs_rollpacker_fork", "comments"):
+        if knobs.get(key):
+            out[key] = [*out.get(key, []), *knobs[key]]
+    return out

@@ -1,0 +1,2 @@
+"""Job plans: every decision of one RL job, composed from the problems' own solvers
+(``costmodels.job``)."""

@@ -1,0 +1,131 @@
+"""The job plan (``costmodels.job``, ``heuristics.job``): the rollout problem a placement leaves,
+the composed step, the validator, and ``rlplan plan job`` as a user runs it."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import yaml
+
+from costmodels.job.canned import CLUSTER, _problem, _workflow
+from costmodels.job.check import check_job
+from costmodels.job.derive import lognormal_of, no_rollout_reason, rollout_problem
+from costmodels.job.judge import evaluate_job
+from costmodels.job.plan import JobPlan
+from costmodels.placement.judge import evaluate_placement
+from costmodels.response_lengths import ResponseLengths
+from costmodels.rollout.plan import RolloutPlan
+from planner import solve
+from planner.io import build_problem
+from tests.conftest import run_cli
+
+
+@pytest.fixture(scope="module")
+def tail_job():
+    problem = _problem(tail=True)
+    return problem, solve(problem, "sequential", seed=0)
+
+
+def test_a_lognormal_enters_the_rollout_job_with_its_spread_split_as_rollpacker_calibrated(
+    tail_job,
+):
+    problem, result = tail_job
+    rp, why = rollout_problem(problem, result.plan.placement)
+    assert rp is not None, why
+    lengths = rp.workload.lengths
+    assert math.hypot(lengths.sigma_prompt, lengths.sigma_response) == pytest.approx(0.9)
+    assert lengths.sigma_prompt / lengths.sigma_response == pytest.approx(0.75 / 0.55)
+    assert lengths.median == 300 and lengths.p_hard == 0
+    wf = problem.workflow
+    assert rp.workload.prompts_per_step == wf.global_batch
+    assert rp.workload.max_response == wf.response_length
+
+
+def test_a_histogram_enters_as_its_median_and_log_spread():
+    hist = ResponseLengths(distribution="histogram", bins=((100, 1), (200, 2), (400, 1)))
+    median, sigma = lognormal_of(hist, 4096)
+    assert median == 200
+    logs = [math.log(100), math.log(200), math.log(200), math.log(400)]
+    mean = sum(logs) / 4
+    assert sigma == pytest.approx(math.sqrt(sum((x - mean) ** 2 for x in logs) / 4))
+
+
+@pytest.mark.parametrize(
+    "change, reason",
+    [
+        ({"algorithm": "ppo", "models": {"actor": "Qwen3-1.7B", "critic": "Qwen3-1.7B"}}, "PPO"),
+        ({"mode": "async"}, "overlaps"),
+        ({"response_lengths": {"distribution": "constant"}}, "constant"),
+    ],
+)
+def test_jobs_without_knobs_say_why(change, reason):
+    wf = {**_workflow(True), **change}
+    problem = build_problem("job", {"cluster": CLUSTER, "workflow": wf})
+    plan = solve(problem.placement, "verl", seed=0).plan
+    assert reason in no_rollout_reason(problem, plan)
+    r = solve(problem, "sequential", seed=0, placement="verl")
+    assert r.plan.rollout is None and reason in r.breakdown["rollout"]["why"]
+    # no knobs: the job's step is the placement judge's, exactly
+    assert r.objective == evaluate_placement(problem.placement, r.plan.placement).objective
+
+
+def test_the_knobs_only_shorten_generation_and_the_step_composes_from_the_placement_judge(
+    tail_job,
+):
+    problem, result = tail_job
+    assert result.violations == []
+    b = result.breakdown
+    effect = b["rollout"]
+    assert effect["applied"] and effect["ratio"] <= 1.0
+    placement = evaluate_placement(problem.placement, result.plan.placement)
+    gen = placement.breakdown["phases"]["generation_s"]
+    assert result.objective == pytest.approx(placement.objective - gen + gen * effect["ratio"])
+    assert result.objective <= placement.objective
+    # the descent starts from veRL's rollout at the placement's TP and keeps that TP for short
+    # rounds
+    assert result.plan.rollout.short_tp == result.plan.placement.task("actor_generation").tp
+
+
+def test_verl_does_not_run_the_knobs_so_they_are_reported_not_counted(tail_job):
+    problem, result = tail_job
+    verl = build_problem(
+        "job", {"cluster": CLUSTER, "workflow": _workflow(True), "target": {"framework": "verl"}}
+    )
+    step, b = evaluate_job(verl, result.plan)
+    assert not b["rollout"]["applied"] and "verl" in b["rollout"]["why"]
+    assert step == pytest.approx(b["placement_step_s"])
+
+
+def test_the_validator_refuses_knobs_a_job_cannot_have_and_a_tp_the_placement_does_not_run(
+    tail_job,
+):
+    problem, result = tail_job
+    tp = result.plan.placement.task("actor_generation").tp
+    other = RolloutPlan(short_tp=tp * 2, long_tp=tp * 2)
+    bad = check_job(problem, JobPlan(placement=result.plan.placement, rollout=other))
+    assert "rollout-tp" in {v.constraint for v in bad}
+    constant = _problem(tail=False)
+    plan = JobPlan(placement=result.plan.placement, rollout=result.plan.rollout)
+    assert [v.constraint for v in check_job(constant, plan)] == ["rollout-scope"]
+
+
+def test_rlplan_plan_job_writes_a_plan_validate_accepts_and_a_roll_export(tmp_path):
+    spec = {"problem": "job", "cluster": CLUSTER, "workflow": _workflow(True)}
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    out = tmp_path / "plan.json"
+    proc = run_cli("plan", str(path), "-o", str(out), "--export", "roll", "--export", "verl")
+    assert proc.returncode == 0, proc.stderr
+    assert "rollout knobs" in proc.stdout and "expected error" in proc.stdout
+    roll = yaml.safe_load(out.with_suffix(".roll.yaml").read_text())
+    assert "max_prompts_ratio" in roll
+    verl = out.with_suffix(".verl.yaml").read_text()
+    assert "RollPacker" in verl  # the knobs verl cannot run are named
+    check = run_cli("validate", str(out))
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_rlplan_plan_job_refuses_a_placement_solver_it_does_not_know():
+    proc = run_cli("plan", "job", "--cluster", "small-4", "-O", "placement=nope")
+    assert proc.returncode == 2 and "placement" in proc.stderr
