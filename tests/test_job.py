@@ -124,6 +124,8 @@ def test_rlplan_plan_job_writes_a_plan_validate_accepts_and_a_roll_export(tmp_pa
     assert "RollPacker" in verl  # the knobs verl cannot run are named
     check = run_cli("validate", str(out))
     assert check.returncode == 0, check.stdout + check.stderr
+    costs = run_cli("evaluate", str(out))
+    assert costs.returncode == 0 and "rollout knobs" in costs.stdout, costs.stderr
 
 
 def test_rlplan_plan_job_refuses_a_placement_solver_it_does_not_know():

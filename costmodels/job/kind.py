@@ -11,7 +11,7 @@ from costmodels.job.check import check_job
 from costmodels.job.judge import evaluate_job
 from costmodels.job.plan import JobPlan
 from costmodels.job.problem import JobProblem
-from costmodels.job.summary import job_roll, job_summary, job_verl
+from costmodels.job.summary import job_cost_table, job_roll, job_summary, job_verl
 from costmodels.placement.kind import KIND as PLACEMENT
 from costmodels.problem import ProblemKind
 
@@ -49,6 +49,7 @@ KIND = ProblemKind(
     units="s/iteration",
     presets=(),
     summary_table=job_summary,
+    evaluate_table=job_cost_table,
     exports={
         "verl": job_verl,
         "verl-0.7": lambda problem, plan: job_verl(problem, plan, "0.7.0"),
