@@ -35,9 +35,10 @@ from costmodels.placement.check import check_placement
 from costmodels.placement.judge import evaluate_placement
 from costmodels.rollout.judge import evaluate_rollout
 from costmodels.rollout.plan import RolloutPlan
-from costmodels.rollout.replay import rollout_tps
-from costmodels.rollout.space import ETAS
+from costmodels.rollout.space import ETAS, verl_plan
+from costmodels.rollout.workload import RolloutWorkload
 from formulations.placement.bruteforce import placements
+from heuristics.job.knobs import tp_settings
 from planner import solve
 from planner.io import build_problem
 
@@ -59,14 +60,11 @@ LARGE = (
 )
 
 
-def knob_settings(tp: int, allowed: list[int]) -> list[RolloutPlan]:
-    """The descent's space (``heuristics.job.knobs``): η_P x η_R x TP settings from ``tp``."""
-    tps = [{"tp_rule": "fixed", "long_tp": t} for t in allowed]
-    if len(allowed) > 1:
-        tps += [{"tp_rule": r, "long_tp": tp} for r in ("adaptive", "guarded")]
+def knob_settings(workload: RolloutWorkload) -> list[RolloutPlan]:
+    """The descent's space (``heuristics.job.knobs``): η_P x η_R x its TP settings."""
     return [
-        RolloutPlan(short_tp=tp, eta_prompts=p, eta_responses=r, **t)
-        for p, r, t in itertools.product(ETAS, ETAS, tps)
+        RolloutPlan(short_tp=workload.tp, eta_prompts=p, eta_responses=r, **t)
+        for p, r, t in itertools.product(ETAS, ETAS, tp_settings(workload))
     ]
 
 
@@ -86,11 +84,10 @@ def joint_enumeration(problem: JobProblem) -> tuple[float, JobPlan, int]:
         if rp is not None:
             key = rp.workload.model_dump_json()
             if key not in ratios:
-                base = RolloutPlan(short_tp=rp.workload.tp, long_tp=rp.workload.tp)
+                base = verl_plan(rp.workload)
                 b = evaluate_rollout(rp, base)[1]["rollout_s"]
                 options = [(b, base)] + [
-                    (evaluate_rollout(rp, k)[1]["rollout_s"], k)
-                    for k in knob_settings(rp.workload.tp, rollout_tps(rp.workload))
+                    (evaluate_rollout(rp, k)[1]["rollout_s"], k) for k in knob_settings(rp.workload)
                 ]
                 s, k = min(options, key=lambda o: o[0])
                 ratios[key] = (s / b, k)

@@ -43,9 +43,7 @@ def rollout_effect(problem: JobProblem, plan: JobPlan) -> dict[str, Any]:
     rp, why = rollout_problem(problem, plan.placement)
     if rp is None or plan.rollout is None:
         return {"knobs": None, "why": why or "no knobs chosen", "ratio": 1.0, "applied": False}
-    base = verl_plan(rp.workload).model_copy(
-        update={"short_tp": rp.workload.tp, "long_tp": rp.workload.tp}
-    )
+    base = verl_plan(rp.workload)  # at the placement's TP: derive admits only a TP it allows
     _, b = evaluate_rollout(rp, base)
     _, k = evaluate_rollout(rp, plan.rollout)
     ratio = k["rollout_s"] / b["rollout_s"] if b["rollout_s"] > 0 else 1.0

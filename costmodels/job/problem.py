@@ -6,7 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from costmodels.cluster import ClusterSpec
 from costmodels.placement.problem import PlacementProblem
+from costmodels.workflow import WorkflowSpec
 
 
 @dataclass(frozen=True, eq=False)
@@ -17,11 +19,11 @@ class JobProblem:
     kind: str = field(default="job", init=False)
 
     @property
-    def workflow(self):  # noqa: ANN201 - the placement problem's WorkflowSpec
+    def workflow(self) -> WorkflowSpec:
         return self.placement.workflow
 
     @property
-    def cluster(self):  # noqa: ANN201 - the placement problem's ClusterSpec
+    def cluster(self) -> ClusterSpec:
         return self.placement.cluster
 
     def to_inputs(self) -> dict[str, Any]:

@@ -21,13 +21,24 @@ from costmodels.rollout.judge import evaluate_rollout
 from costmodels.rollout.plan import RolloutPlan
 from costmodels.rollout.problem import RolloutProblem
 from costmodels.rollout.replay import rollout_tps
-from costmodels.rollout.space import ETAS
+from costmodels.rollout.space import ETAS, verl_plan
+from costmodels.rollout.workload import RolloutWorkload
 from costmodels.solving import Deadline
 
 #: distinct rollout settings (simulated epochs) the descent may try: one whole pass (1 + 3 η_P +
 #: 3 η_R + up to 6 TP settings); a second rarely pays (h100-32, grpo-sync-qwen3-32b: 24 epochs
 #: reach 41.72 s of rollout per step, 12 reach 41.75 s, from veRL's 45.38 s)
 DEFAULT_EPOCHS = 12
+
+
+def tp_settings(workload: RolloutWorkload) -> list[dict[str, Any]]:
+    """The TP settings the descent tries from the workload's TP: a fixed TP for long rounds
+    (each TP the rollout engine allows), or the adaptive and guarded rules from it."""
+    allowed = rollout_tps(workload)
+    out: list[dict[str, Any]] = [{"tp_rule": "fixed", "long_tp": t} for t in allowed]
+    if len(allowed) > 1:
+        out += [{"tp_rule": r, "long_tp": workload.tp} for r in ("adaptive", "guarded")]
+    return out
 
 
 class _Budget(Exception):
@@ -54,16 +65,12 @@ def choose_knobs(
             )
         return seen[key]
 
-    base = RolloutPlan(short_tp=tp, long_tp=tp)
+    base = verl_plan(problem.workload)  # the workload's TP is the placement's (derive)
     best, best_s = base, cost(base)
-    allowed = rollout_tps(problem.workload)
-    tp_settings = [{"tp_rule": "fixed", "long_tp": t} for t in allowed]
-    if len(allowed) > 1:
-        tp_settings += [{"tp_rule": r, "long_tp": tp} for r in ("adaptive", "guarded")]
     groups = [
         [{"eta_prompts": e} for e in ETAS],
         [{"eta_responses": e} for e in ETAS],
-        tp_settings,
+        tp_settings(problem.workload),
     ]
     stopped = False
     try:
