@@ -40,6 +40,7 @@ INSTANCES = {
     "cosched": {"jobs": "rollmux-mixed"},
     "rollout": None,  # the kind's first canned job: a preset's default budget is minutes of epochs
     "job": None,  # its first canned job (a long tail: placement and knobs)
+    "fleet": {"fleet": "fleet-two-small"},
 }
 
 

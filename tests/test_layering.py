@@ -10,7 +10,7 @@ from pathlib import Path
 ROOT = Path(__file__).parents[1]
 PROBLEM_LAYERS = ("costmodels", "search", "formulations", "heuristics")
 #: problems that compose the others (docs/architecture.md, "The job plan")
-COMPOSERS = ("job",)
+COMPOSERS = ("job", "fleet")
 
 
 def _problem_of(module: str) -> str | None:

@@ -27,6 +27,7 @@ FAST = {
     "cosched": ("rollmux", {}),
     "rollout": ("paper", {}),
     "job": ("sequential", {"cluster": "small-4", "workflow": "grpo-sync-qwen3-4b"}),
+    "fleet": ("stages", {"fleet": "fleet-two-small"}),
 }
 #: what a plan file records about the machine rather than the plan
 WALL_CLOCK = ("wall_time_s", "trace")

@@ -20,6 +20,7 @@ LARGEST = {
     "cosched": {"jobs": "rollmux-mixed"},
     "rollout": {"job": "rollout-32b-32k"},
     "job": {"cluster": "h100-64", "workflow": "grpo-sync-qwen3-32b"},
+    "fleet": {"fleet": "fleet-philly-30"},
 }
 LIMIT = 5.0  # the 32B rollout job needs one whole epoch (~4 s) to score any plan
 

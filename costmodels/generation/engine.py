@@ -319,8 +319,9 @@ class Engine:
         self._where[rid] = (instance, state)
         self._touched.add(rid)
 
-    def observe(self, now: float) -> Observation:
-        """What a policy may see: queues, KV use, tokens done; never the true output lengths."""
+    def observe(self, now: float, progress: bool = True) -> Observation:
+        """What a policy may see: queues, KV use, tokens done; never the true output lengths.
+        Without ``progress`` running requests' token counts are not refreshed (``Policy``)."""
         views = [
             InstanceView(
                 st.index,
@@ -336,11 +337,15 @@ class Engine:
             )
             for st in self.states
         ]
-        tokens = {
-            rid: self.requests[rid].output - st.remaining(rid)
-            for st in self.states
-            for rid in st.running
-        }
+        tokens = (
+            {
+                rid: self.requests[rid].output - st.remaining(rid)
+                for st in self.states
+                for rid in st.running
+            }
+            if progress
+            else {}
+        )
         # a request's view changes only when it moved (``_move``), finished or, running, made
         # tokens: only those are looked at, in request order, and the others' views are kept
         look = self._touched
@@ -491,10 +496,11 @@ class Engine:
                 self.advance(st)
             return self.result()
         tick = min(p.tick for p in policies)
+        progress = any(getattr(p, "watches_progress", True) for p in policies)
         if not tick > 0:
             raise ValueError("a policy's tick must be > 0 seconds")
         now = 0.0
-        for action in [a for p in policies for a in p.on_start(self.observe(now))]:
+        for action in [a for p in policies for a in p.on_start(self.observe(now, progress))]:
             self.apply(action, now)
         while not self._finished():
             now += tick
@@ -505,7 +511,7 @@ class Engine:
                 )
             for st in self.states:
                 self.advance(st, now)
-            obs = self.observe(now)
+            obs = self.observe(now, progress)
             for action in [a for p in policies for a in p.on_tick(obs)]:
                 self.apply(action, now)
         return self.result()

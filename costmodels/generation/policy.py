@@ -130,7 +130,12 @@ Action = Dispatch | Migrate | Abort | Reconfigure | Release | Acquire
 
 
 class Policy(Protocol):
-    """Online policy code (it lives in ``heuristics``; the planner passes it in)."""
+    """Online policy code (it lives in ``heuristics``; the planner passes it in).
+
+    A policy may set ``watches_progress = False`` when it never reads a running request's token
+    count: the engine then does not refresh running requests' views every tick (they show the
+    tokens of their last move), which makes an observation cost the requests that moved or
+    finished rather than all that run. Absent, it is true."""
 
     tick: float
 

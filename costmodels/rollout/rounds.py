@@ -115,6 +115,9 @@ class RaceToCompletion:
     up to a tick late; :func:`run_round` then takes the kept set and the round's end from the
     exact completion times."""
 
+    #: it reads a request's tokens only once it is done (``costmodels.generation.policy``)
+    watches_progress = False
+
     def __init__(
         self,
         group_of: dict[int, int],

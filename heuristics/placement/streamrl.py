@@ -158,7 +158,7 @@ def _sweep(
     for side in sides:
         gen_gpus = [ids[i] for i in sorted(side)]
         rest = [ids[i] for i in range(len(ids)) if i not in side]
-        for _ in _tune(problem, keep, gen_gpus, rest):
+        for _ in tune_split(problem, keep, gen_gpus, rest):
             if budget is not None and keep.offered >= budget:
                 spent = True
                 break
@@ -170,7 +170,7 @@ def _sweep(
     return stopped, spent
 
 
-def _tune(
+def tune_split(
     problem: PlacementProblem, keep: KeepBest, gen_gpus: list[str], rest: list[str]
 ) -> Iterator[None]:
     """Coordinate descent over the two sides' configurations; yields after each candidate."""

@@ -5,7 +5,7 @@ knows nothing of them."""
 
 from __future__ import annotations
 
-from planner.solvers import broadcast, circuits, cosched, job, placement, replan, rollout
+from planner.solvers import broadcast, circuits, cosched, fleet, job, placement, replan, rollout
 from planner.solvers.entry import SolverEntry, SolverFn
 
 
@@ -19,6 +19,7 @@ def builtin_solvers() -> dict[str, tuple[SolverEntry, ...]]:
         "cosched": cosched.SOLVERS,
         "rollout": rollout.SOLVERS,
         "job": job.SOLVERS,
+        "fleet": fleet.SOLVERS,
     }
 
 
