@@ -162,3 +162,23 @@ def test_rlplan_plan_fleet_writes_a_plan_that_validates_and_a_verl_export(tmp_pa
     broken.write_text(json.dumps(doc))
     r = run_cli("validate", str(broken))
     assert r.returncode != 0 and "phases:times" in r.stdout + r.stderr
+
+
+def test_a_group_never_trains_a_job_on_fewer_gpus_than_it_asked_for():
+    from costmodels.cosched.check import check_cosched
+    from costmodels.cosched.plan import CoschedulePlan
+
+    spec = two_small_jobs()
+    spec["jobs"][0] = {**spec["jobs"][0], "train_gpus": 16}
+    problem = _fleet(jobs=spec["jobs"])
+    cp = cosched_problem(problem.fleet, {"a": (10.0, 10.0), "b": (10.0, 10.0)})
+    assert {j.name: j.min_train_gpus for j in cp.jobs.jobs} == {"a": 16, "b": 2}
+    one_node = CoschedulePlan.model_validate(
+        {
+            "groups": [
+                {"rollout_nodes": 1, "train_nodes": 1, "jobs": [{"name": "a", "rollout": [0]}]},
+                {"rollout_nodes": 1, "train_nodes": 1, "jobs": [{"name": "b", "rollout": [0]}]},
+            ]
+        }
+    )
+    assert [v.constraint for v in check_cosched(cp, one_node)] == ["train-nodes"]

@@ -70,6 +70,14 @@ def _group_violations(m: CoschedModel, gi: int, group: Group) -> list[Violation]
     if pools:
         return out + pools
     for name in g.members:
+        if g.train_nodes < m.jobs[name].min_train_nodes:
+            out.append(
+                Violation(
+                    "train-nodes",
+                    f"group {gi}: job {name} trains on at least {m.jobs[name].min_train_nodes} "
+                    f"training node(s), the group has {g.train_nodes}",
+                )
+            )
         need = train_state_gb_per_gpu(m, m.jobs[name], g.train_nodes)
         if need > m.gpu_mem_t + 1e-9:
             out.append(

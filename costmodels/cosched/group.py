@@ -30,6 +30,9 @@ A group G = (J_G, N^R_G rollout nodes, N^T_G training nodes, P_j ⊆ rollout nod
   (N^T_G g) <= the GPU's memory, BF16 weights, FP32 gradients, FP32 master weights and two
   moments (the bytes of ``costmodels/memory.py``'s training defaults). A physical floor:
   activations come on top. Jobs without a ``model`` have no parameter count and are not checked.
+  A job may also name ``min_train_gpus``, the fewest training GPUs its training may run on (a
+  planner that knows its memory plan sets it: the fleet plan, ``costmodels.fleet``); the pool
+  then has at least that many, in whole nodes.
 * **Co-located** (veRL, §7.4): a group of one job with no rollout pool; both phases on its n_j
   training nodes: R_j (B_R / B_T) (k_j / n_j) + T_j, with B the GPUs' HBM bandwidth (decode is
   memory-bound).
@@ -64,6 +67,7 @@ class JobModel:
     mem_roll: float  # GB per rollout node
     mem_train: float  # GB per training node at its own n nodes
     params: float = 0.0  # model parameters (0: no model given)
+    min_train_nodes: int = 1  # the fewest training nodes its training may run on
 
     @property
     def solo_s(self) -> float:
@@ -82,6 +86,7 @@ def job_model(job: RLJobSpec, g_rollout: int, g_train: int) -> JobModel:
         job.rollout_host_memory_gb or roll_mem,
         job.train_host_memory_gb or train_mem,
         get_model(job.model).params_b * 1e9 if job.model is not None else 0.0,
+        -(-(job.min_train_gpus or 1) // g_train),
     )
 
 
@@ -309,9 +314,12 @@ def gpu_memory_ok(m: CoschedModel, g: GroupState) -> bool:
 
 
 def train_state_fits(m: CoschedModel, members: list[str], train_nodes: int) -> bool:
-    """Every member's training state on the GPUs of a ``train_nodes``-node pool (module doc)."""
+    """Every member's training state on the GPUs of a ``train_nodes``-node pool (module doc),
+    and the pool no smaller than any member's ``min_train_gpus``."""
     return all(
-        train_state_gb_per_gpu(m, m.jobs[n], train_nodes) <= m.gpu_mem_t + 1e-9 for n in members
+        train_state_gb_per_gpu(m, m.jobs[n], train_nodes) <= m.gpu_mem_t + 1e-9
+        and train_nodes >= m.jobs[n].min_train_nodes
+        for n in members
     )
 
 

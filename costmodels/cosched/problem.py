@@ -62,6 +62,15 @@ class RLJobSpec(BaseModel):
         le=MAX_SECONDS,
         description="running time alone (traces: the job leaves after this much solo work)",
     )
+    min_train_gpus: int | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_SIMULATED_GPUS,
+        description=(
+            "the fewest training GPUs the job's training may run on (absent: any pool its "
+            "training state fits)"
+        ),
+    )
 
 
 class PoolSpec(BaseModel):

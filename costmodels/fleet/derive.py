@@ -13,7 +13,9 @@
   the training pool, §5, and the co-scheduling model has two phases, so it is counted there).
 * **The co-scheduling problem** (:func:`cosched_problem`): those phase times, the job's SLO and
   host memory, the actor as its model (RollMux Table 2's warm state and the training pool's GPU
-  memory rule).
+  memory rule), and its own training GPUs as the fewest it may train on: its placement was
+  planned there, and the co-scheduling model's linear DP scaling below them would hide that
+  the training no longer fits (a 32B job's training and reference on one node of H800 do not).
 * **A job in its group** (:func:`member_problem`): the job problem (``costmodels.job``) on the
   rollout nodes the job is pinned to (``g<group>-r<node>``, filled to ``rollout_gpus``) and all of
   its group's training nodes (``g<group>-t<node>``: training follows the pool, RollMux footnote 2);

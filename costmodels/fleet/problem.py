@@ -107,6 +107,8 @@ class FleetSpec(BaseModel):
                     "train_host_memory_gb": j.train_host_memory_gb,
                     "arrival_s": j.arrival_s,
                     "duration_s": j.duration_s,
+                    # its training was planned on its own GPUs: a group never gives it fewer
+                    "min_train_gpus": j.train_gpus,
                 }
             )
         return JobsSpec.model_validate(
