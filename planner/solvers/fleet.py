@@ -16,12 +16,20 @@ def _plan():
 
 
 def _coschedulers():
-    """Every co-scheduling solver with what the planner injects into it (the optimum's warm
-    start)."""
-    return {
-        e.name: functools.partial(e.load(), **{k: load() for k, load in e.inject.items()})
-        for e in cosched.SOLVERS
-    }
+    """Every co-scheduling solver with what the planner gives it: its injections (the optimum's
+    warm start) and, when the fleet planner passes no time limit, its own default cap (the
+    optimum's 120 s), at most what the fleet's limit leaves."""
+
+    def bound(entry):
+        fn = functools.partial(entry.load(), **{k: load() for k, load in entry.inject.items()})
+
+        def call(problem, *, time_limit=None, seed=0, **options):
+            caps = [t for t in (time_limit, entry.time_limit) if t is not None]
+            return fn(problem, time_limit=min(caps) if caps else None, seed=seed, **options)
+
+        return call
+
+    return {e.name: bound(e) for e in cosched.SOLVERS}
 
 
 SOLVERS = (
