@@ -107,23 +107,27 @@ def solve_fleet(
     if grouped.plan is None:
         return SolverOutput(grouped.status, message=f"co-scheduling ({cosched}): {grouped.message}")
     jobs, knobs = _members(problem, grouped.plan, deadline, rollout_epochs)
-    capped = (
-        " (time limit: jobs without knobs where the limit came first)" if deadline.expired() else ""
-    )
     if isinstance(jobs, str):
         return SolverOutput(Status.INFEASIBLE, message=jobs)
+    capped = " (time limit: some jobs without knobs)" if deadline.expired() else ""
     plan = FleetPlan(phases=phases, cosched=grouped.plan, jobs=jobs)
     objective, _ = evaluate_fleet(problem, plan)
-    types = len({(p.rollout_s, p.train_s) for p in phases.values()})
     return SolverOutput(
         Status.FEASIBLE,
         plan,
         objective,
         message=(
-            f"{len(phases)} jobs ({types} phase profiles) in {len(grouped.plan.groups)} groups "
-            f"by {cosched} ({grouped.message}); knobs for {knobs} rollout problems{capped}"
+            f"{len(phases)} jobs in {len(grouped.plan.groups)} groups by {cosched}; knobs for "
+            f"{knobs} rollout problems{capped}"
         ),
-        stats={"cosched": {"solver": cosched, "status": grouped.status.value}, "knob_types": knobs},
+        stats={
+            "cosched": {
+                "solver": cosched,
+                "status": grouped.status.value,
+                "message": grouped.message,
+            },
+            "knob_types": knobs,
+        },
     )
 
 
