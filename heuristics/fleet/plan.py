@@ -85,7 +85,7 @@ def solve_fleet(
     time_limit: float | None = None,
     seed: int = 0,
     cosched: Annotated[
-        Coscheduler, Field(description="the co-scheduling solver of stage 2 (module doc)")
+        Coscheduler, Field(description="the co-scheduling solver that groups the jobs")
     ] = "rollmux",
     rollout_epochs: Annotated[
         int,
