@@ -116,3 +116,25 @@ def test_speculation_factors_below_one_are_refused():
         simulate_epoch(small_rollout_workload(), eta_prompts=0.9)
     with pytest.raises(ValueError, match="TP"):
         simulate_epoch(small_rollout_workload(), tp=3)
+
+
+def test_the_race_reads_the_same_observations_without_running_token_counts(monkeypatch):
+    """The race declares ``watches_progress = False`` (it reads a request's tokens only once it
+    is done), so the engine skips refreshing running requests each tick: the epoch must come out
+    exactly as with every observation refreshed."""
+    from costmodels.rollout.judge import evaluate_rollout
+    from costmodels.rollout.problem import JobSpec, RolloutProblem
+    from costmodels.rollout.rounds import RaceToCompletion
+    from costmodels.rollout.space import verl_plan
+
+    def judged():
+        job = JobSpec.model_validate({"workload": small_rollout_workload(), "seed": 0})
+        problem = RolloutProblem(job)
+        plan = verl_plan(problem.workload).model_copy(
+            update={"eta_prompts": 1.25, "eta_responses": 1.5}
+        )
+        return evaluate_rollout(problem, plan)
+
+    fast = judged()
+    monkeypatch.setattr(RaceToCompletion, "watches_progress", True)
+    assert judged() == fast
