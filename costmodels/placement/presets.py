@@ -248,16 +248,26 @@ GRPO_JOBS = (
 )
 
 
-def _grpo_job(name: str, model: str) -> Callable[[], dict[str, Any]]:
+#: (preset name, actor model) of the same jobs one step off (verl's ``one_step_off_policy``:
+#: generation of step k+1 overlaps training of step k on separate GPUs)
+GRPO_ASYNC_JOBS = (
+    ("grpo-async-qwen3-32b", "Qwen3-32B"),
+    ("grpo-async-qwen3-8b-verl", "Qwen3-8B"),
+    ("grpo-async-llama3.1-8b", "Llama-3.1-8B"),
+)
+
+
+def _grpo_job(name: str, model: str, mode: str = "sync") -> Callable[[], dict[str, Any]]:
     """GRPO as verl's example scripts run it (256 prompts x 8 responses, KL against a reference,
-    rule reward, 4K response cap, mini-batch 64), responses long-tailed as RollPacker §2.2."""
+    rule reward, 4K response cap, mini-batch 64), responses long-tailed as RollPacker §2.2;
+    ``mode`` sync or async (one step off)."""
 
     def build() -> dict[str, Any]:
         return {
             "name": name,
-            "description": f"GRPO (sync) on {model}: 256 x 8, 4K cap, long-tailed responses",
+            "description": f"GRPO ({mode}) on {model}: 256 x 8, 4K cap, long-tailed responses",
             "algorithm": "grpo",
-            "mode": "sync",
+            "mode": mode,
             "models": {"actor": model, "reference": model},
             "global_batch": 256,
             "responses_per_prompt": 8,
@@ -389,6 +399,15 @@ def placement_presets() -> tuple[Preset, ...]:
                 "workflow",
                 f"GRPO sync on {model}: verl's settings, 4K cap, long tail",
                 _grpo_job(name, model),
+            )
+        )
+    for name, model in GRPO_ASYNC_JOBS:
+        items.append(
+            Preset(
+                name,
+                "workflow",
+                f"GRPO one step off on {model}: verl's settings, 4K cap, long tail",
+                _grpo_job(name, model, "async"),
             )
         )
     items.append(
