@@ -126,6 +126,20 @@ class Canned:
 Evaluate = Callable[[Any, Any], tuple[float, dict[str, Any]]]
 Check = Callable[[Any, Any], list[Violation]]
 SummaryFn = Callable[[SolvedPlan[Any, Any]], Summary]
+
+
+def evaluated_table(
+    summary: SummaryFn,
+) -> Callable[[Any, Any, float, dict[str, Any], str], Summary]:
+    """An ``evaluate_table`` that prints what ``rlplan plan`` prints (``summary``) for a plan
+    file's plan, its solver named as the file and its status ``evaluated``."""
+
+    def table(problem: Any, plan: Any, objective: float, breakdown: dict[str, Any], source: str):
+        return summary(SolvedPlan(problem, plan, objective, breakdown, source, "evaluated"))
+
+    return table
+
+
 PlotFn = Callable[[Any, Any, dict[str, Any], Path, str], None]
 
 

@@ -141,7 +141,7 @@ def test_a_bad_job_is_refused_naming_its_field(job, field):
 def test_the_cosched_problem_carries_the_judges_phases(planned):
     problem, result = planned
     phases = {n: (p.rollout_s, p.train_s) for n, p in result.plan.phases.items()}
-    jobs = {j.name: j for j in cosched_problem(problem.fleet, phases).jobs.jobs}
+    jobs = {j.name: j for j in cosched_problem(problem, phases).jobs.jobs}
     for name, (roll, train) in phases.items():
         assert (jobs[name].t_rollout_s, jobs[name].t_train_s) == (roll, train)
         assert jobs[name].model == problem.workflows[name].models.actor
@@ -171,7 +171,7 @@ def test_a_group_never_trains_a_job_on_fewer_gpus_than_it_asked_for():
     spec = two_small_jobs()
     spec["jobs"][0] = {**spec["jobs"][0], "train_gpus": 16}
     problem = _fleet(jobs=spec["jobs"])
-    cp = cosched_problem(problem.fleet, {"a": (10.0, 10.0), "b": (10.0, 10.0)})
+    cp = cosched_problem(problem, {"a": (10.0, 10.0), "b": (10.0, 10.0)})
     assert {j.name: j.min_train_gpus for j in cp.jobs.jobs} == {"a": 16, "b": 2}
     one_node = CoschedulePlan.model_validate(
         {

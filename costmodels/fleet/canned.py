@@ -24,11 +24,14 @@ def _floor(spec: FleetSpec) -> float:
 
 
 def canned_fleets() -> list[Canned]:
-    return [
-        Canned(
-            f"two-small-jobs-{phases}",
-            lambda phases=phases: FleetProblem(_spec(phases)),
-            lower_bound=_floor(_spec(phases)),
+    out = []
+    for phases in ("worst-case", "expected"):
+        spec = _spec(phases)
+        out.append(
+            Canned(
+                f"two-small-jobs-{phases}",
+                lambda spec=spec: FleetProblem(spec),
+                lower_bound=_floor(spec),
+            )
         )
-        for phases in ("worst-case", "expected")
-    ]
+    return out

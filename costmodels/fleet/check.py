@@ -85,7 +85,7 @@ def check_fleet(fp: FleetProblem, plan: FleetPlan) -> list[Violation]:
     phases = {n: (p.rollout_s, p.train_s) for n, p in plan.phases.items()}
     out = [
         Violation(f"cosched:{v.constraint}", v.message)
-        for v in check_cosched(cosched_problem(fp.fleet, phases), plan.cosched)
+        for v in check_cosched(cosched_problem(fp, phases), plan.cosched)
     ]
     if out:
         return out

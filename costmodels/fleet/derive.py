@@ -68,10 +68,6 @@ def _cluster(spec: FleetSpec, nodes: list[dict[str, Any]]) -> ClusterSpec:
     return cluster
 
 
-def _placement(cluster: ClusterSpec, workflow: Any) -> PlacementProblem:
-    return PLACEMENT.build(cluster, workflow)
-
-
 def solo_cluster(fp: FleetProblem, name: str) -> ClusterSpec:
     spec = fp.fleet
     job = spec.jobs[fp.index[name]]
@@ -91,7 +87,7 @@ def solo_problem(fp: FleetProblem, name: str) -> PlacementProblem:
         wf = fp.workflows[name]
         if fp.fleet.phases == "worst-case":
             wf = wf.model_copy(update={"response_lengths": ResponseLengths()})
-        cache[name] = _placement(solo_cluster(fp, name), wf)
+        cache[name] = PLACEMENT.build(solo_cluster(fp, name), wf)
     return cache[name]
 
 
@@ -116,10 +112,11 @@ def phase_times(fp: FleetProblem, name: str, plan: PlacementPlan) -> tuple[float
 
 
 def cosched_problem(
-    spec: FleetSpec, phases: Mapping[str, tuple[float, float]]
+    fp: FleetProblem, phases: Mapping[str, tuple[float, float]]
 ) -> CoscheduleProblem:
     """The co-scheduling problem of the fleet with these (rollout, training) phase seconds."""
-    return CoscheduleProblem(spec.cosched_jobs(phases))
+    actors = {name: wf.models.actor for name, wf in fp.workflows.items()}
+    return CoscheduleProblem(fp.fleet.cosched_jobs(phases, actors))
 
 
 def member_cluster(fp: FleetProblem, group_index: int, group: Group, name: str) -> ClusterSpec:
@@ -150,7 +147,7 @@ def member_problem(fp: FleetProblem, group_index: int, group: Group, name: str) 
     key = f"{name}|{group_index}|{group.model_dump_json()}"
     if key not in cache:
         cluster = member_cluster(fp, group_index, group, name)
-        jp = JobProblem(_placement(cluster, fp.workflows[name]))
+        jp = JobProblem(PLACEMENT.build(cluster, fp.workflows[name]))
         # members of one job type derive the same rollout problem: one simulation serves them
         jp.__dict__["_rollout_problems"] = fp.__dict__.setdefault("_rollout_problems", {})
         cache[key] = jp

@@ -22,7 +22,7 @@ def evaluate_fleet(fp: FleetProblem, plan: FleetPlan) -> tuple[float, dict[str, 
     """Objective: provisioning cost in $/h; breakdown: the co-scheduling judge's (groups, SLOs,
     GPUs per pool) and per job its phases, its co-executed period and its deployed step."""
     phases = judged_phases(fp, plan)
-    cost, cb = evaluate_cosched(cosched_problem(fp.fleet, phases), plan.cosched)
+    cost, cb = evaluate_cosched(cosched_problem(fp, phases), plan.cosched)
     jobs: dict[str, Any] = {}
     for gi, group in enumerate(plan.cosched.groups):
         for member in group.jobs:

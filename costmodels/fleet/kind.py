@@ -10,8 +10,8 @@ from costmodels.fleet.judge import evaluate_fleet
 from costmodels.fleet.plan import FleetPlan
 from costmodels.fleet.presets import fleet_presets
 from costmodels.fleet.problem import FleetProblem, FleetSpec
-from costmodels.fleet.summary import fleet_cost_table, fleet_summary, fleet_verl
-from costmodels.problem import ProblemKind, SpecField
+from costmodels.fleet.summary import fleet_summary, fleet_verl
+from costmodels.problem import ProblemKind, SpecField, evaluated_table
 
 KIND = ProblemKind(
     name="fleet",
@@ -30,7 +30,7 @@ KIND = ProblemKind(
     units="$/h",
     presets=fleet_presets(),
     summary_table=fleet_summary,
-    evaluate_table=fleet_cost_table,
+    evaluate_table=evaluated_table(fleet_summary),
     exports={"verl": fleet_verl},
     size=lambda problem: len(problem.fleet.jobs),
     size_label="jobs",

@@ -82,22 +82,23 @@ class FleetSpec(BaseModel):
 
     def check(self) -> None:
         refuse_repeated_names((j.name for j in self.jobs), "jobs[{}].name", "duplicate job name")
-        for i in range(len(self.jobs)):
-            self.workflow(i)
+        actors = {j.name: self.workflow(i).models.actor for i, j in enumerate(self.jobs)}
         # the pools' prices and host memory against every job (the co-scheduling rules)
-        self.cosched_jobs({j.name: (1.0, 1.0) for j in self.jobs}).check()
+        self.cosched_jobs({j.name: (1.0, 1.0) for j in self.jobs}, actors).check()
 
-    def cosched_jobs(self, phases: Mapping[str, tuple[float, float]]) -> JobsSpec:
-        """The co-scheduling jobs file of the fleet with these (rollout, training) phase seconds:
-        the actor as each job's model (RollMux Table 2's warm state, the training pool's GPU
-        memory rule)."""
+    def cosched_jobs(
+        self, phases: Mapping[str, tuple[float, float]], actors: Mapping[str, str]
+    ) -> JobsSpec:
+        """The co-scheduling jobs file of the fleet with these (rollout, training) phase seconds,
+        each job's actor (``actors``, by job name) as its model (RollMux Table 2's warm state, the
+        training pool's GPU memory rule)."""
         jobs = []
-        for i, j in enumerate(self.jobs):
+        for j in self.jobs:
             roll, train = phases[j.name]
             jobs.append(
                 {
                     "name": j.name,
-                    "model": self.workflow(i).models.actor,
+                    "model": actors[j.name],
                     "rollout_gpus": j.rollout_gpus,
                     "train_gpus": j.train_gpus,
                     "t_rollout_s": roll,

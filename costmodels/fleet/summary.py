@@ -50,13 +50,6 @@ def fleet_summary(solved: SolvedPlan[FleetProblem, FleetPlan]) -> Summary:
     )
 
 
-def fleet_cost_table(
-    problem: FleetProblem, plan: FleetPlan, objective: float, breakdown: dict[str, Any], source: str
-) -> Summary:
-    """``rlplan evaluate``: the same table as ``rlplan plan fleet`` prints."""
-    return fleet_summary(SolvedPlan(problem, plan, objective, breakdown, source, "evaluated"))
-
-
 def fleet_verl(problem: FleetProblem, plan: FleetPlan) -> dict[str, Any]:
     """Every job's verl config on its group's GPUs, by job name (``costmodels.job.summary``)."""
     docs: dict[str, Any] = {}

@@ -11,9 +11,9 @@ from costmodels.job.check import check_job
 from costmodels.job.judge import evaluate_job
 from costmodels.job.plan import JobPlan
 from costmodels.job.problem import JobProblem
-from costmodels.job.summary import job_cost_table, job_roll, job_summary, job_verl
+from costmodels.job.summary import job_roll, job_summary, job_verl
 from costmodels.placement.kind import KIND as PLACEMENT
-from costmodels.problem import ProblemKind
+from costmodels.problem import ProblemKind, evaluated_table
 
 
 def _build(cluster: Any, workflow: Any, params: Any = None, target: Any = None) -> JobProblem:
@@ -49,7 +49,7 @@ KIND = ProblemKind(
     units="s/iteration",
     presets=(),
     summary_table=job_summary,
-    evaluate_table=job_cost_table,
+    evaluate_table=evaluated_table(job_summary),
     exports={
         "verl": job_verl,
         "verl-0.7": lambda problem, plan: job_verl(problem, plan, "0.7.0"),

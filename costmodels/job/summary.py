@@ -70,13 +70,6 @@ def job_summary(solved: SolvedPlan[JobProblem, JobPlan]) -> Summary:
     )
 
 
-def job_cost_table(
-    problem: JobProblem, plan: JobPlan, objective: float, breakdown: dict[str, Any], source: str
-) -> Summary:
-    """``rlplan evaluate``: the same decisions and effects as ``rlplan plan job`` prints."""
-    return job_summary(SolvedPlan(problem, plan, objective, breakdown, source, "evaluated"))
-
-
 def job_verl(problem: JobProblem, plan: JobPlan, release: str | None = None) -> dict[str, Any]:
     """verl's config of the placement (verl's rollout runs no RollPacker knobs)."""
     out = (

@@ -63,19 +63,22 @@ def split_placement(problem: PlacementProblem, deadline: Deadline) -> PlacementP
 def _phases(fp: FleetProblem, deadline: Deadline) -> tuple[dict[str, JobPhases], str]:
     """Stage 1 (module doc); an empty mapping and the reason when a job fits nowhere."""
     out: dict[str, JobPhases] = {}
-    by_type: dict[tuple[str, int, int], PlacementPlan | None] = {}
+    by_type: dict[tuple[str, int, int], JobPhases | None] = {}
     for job in fp.fleet.jobs:
         key = (fp.workflows[job.name].model_dump_json(), job.rollout_gpus, job.train_gpus)
         if key not in by_type:
-            by_type[key] = split_placement(solo_problem(fp, job.name), deadline)
-        plan = by_type[key]
-        if plan is None:
+            plan = split_placement(solo_problem(fp, job.name), deadline)
+            by_type[key] = None
+            if plan is not None:
+                roll, train = phase_times(fp, job.name, plan)
+                by_type[key] = JobPhases(rollout_s=roll, train_s=train, placement=plan)
+        phases = by_type[key]
+        if phases is None:
             return {}, (
                 f"job {job.name} does not fit its {job.rollout_gpus} rollout and "
                 f"{job.train_gpus} training GPUs alone"
             )
-        roll, train = phase_times(fp, job.name, plan)
-        out[job.name] = JobPhases(rollout_s=roll, train_s=train, placement=plan)
+        out[job.name] = phases
     return out, ""
 
 
@@ -98,7 +101,7 @@ def solve_fleet(
     phases, why = _phases(problem, deadline)
     if not phases:
         return SolverOutput(Status.INFEASIBLE, message=why)
-    cp = cosched_problem(problem.fleet, {n: (p.rollout_s, p.train_s) for n, p in phases.items()})
+    cp = cosched_problem(problem, {n: (p.rollout_s, p.train_s) for n, p in phases.items()})
     grouped = coschedulers[cosched](
         cp,
         time_limit=None if time_limit is None else max(deadline.remaining(), 1e-3),

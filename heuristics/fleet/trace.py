@@ -19,4 +19,4 @@ def simulate_fleet(
     """Replay the fleet under ``policy`` (``heuristics.cosched.cluster_trace.POLICIES``) with the
     plan's judged phases; ``options`` go to :func:`simulate_trace`."""
     phases = {n: (p.rollout_s, p.train_s) for n, p in plan.phases.items()}
-    return simulate_trace(cosched_problem(problem.fleet, phases), policy, **options)
+    return simulate_trace(cosched_problem(problem, phases), policy, **options)
