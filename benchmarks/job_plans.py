@@ -1,9 +1,10 @@
 """Job plans, sequential against joint (``docs/job.md``): on small instances against a joint
 enumeration, on rented-cluster jobs and the HetRL testbed against each other.
 
-* **sequential**: the placement (SHA-EA on its work budget), then the knobs on the rollout problem
+* **sequential**: the placement (SHA-EA on the job budget), then the knobs on the rollout problem
   it leaves: each problem solved alone, the answer typed into the next (``heuristics.job.
-  sequential``).
+  sequential``); its wall time is what ``rlplan plan job`` takes by default. The re-planning
+  advice (``heuristics.job.replan``) is reported beside it.
 * **fixed point**: the placement re-solved with generation scaled by the knobs' effect until it
   repeats (``heuristics.job.fixed_point``; never worse by construction, as it keeps the best).
 * **joint enumeration** (small instances only): every placement of the space
@@ -118,6 +119,12 @@ def row_of(name: str, problem: JobProblem, enumerate_joint: bool) -> dict[str, A
             row["knobs"] = r.breakdown["rollout"]["knobs"] is not None
             row["generation_ratio"] = r.breakdown["rollout"]["ratio"]
             row["why_no_knobs"] = r.breakdown["rollout"]["why"]
+            advice = r.breakdown["replan"]["advice"]
+            row["replan"] = (
+                f"{advice['decision']} ({advice['ratio']:.3f})"
+                if advice
+                else f"n/a ({r.breakdown['replan']['why']})"
+            )
         else:
             row["fixed_point_stop"] = r.message.split(": ", 1)[-1]
     row["fixed_point_over_sequential"] = row["fixed-point_s"] / row["sequential_s"]
@@ -142,8 +149,8 @@ def report(rows: list[dict[str, Any]], command: str) -> str:
         "Wall times are of this machine (2 cores, shared).",
         "",
         "| instance | GPUs | placement only | sequential | fixed point | joint (enumerated) "
-        "| knobs: generation x | wall s (seq / fixed) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| knobs: generation x | re-planning: generation x | wall s (seq / fixed) |",
+        "|---|---:|---:|---:|---:|---:|---:|---|---:|",
     ]
     for r in rows:
         joint = (
@@ -155,7 +162,8 @@ def report(rows: list[dict[str, Any]], command: str) -> str:
         knobs = f"{r['generation_ratio']:.3f}" if r["knobs"] else f"none ({r['why_no_knobs']})"
         lines.append(
             f"| {r['instance']} | {r['gpus']} | {r['placement_s']:.2f} | {r['sequential_s']:.2f} "
-            f"| {r['fixed-point_s']:.2f} | {joint} | {knobs} | {r['sequential_wall_s']:.0f} / "
+            f"| {r['fixed-point_s']:.2f} | {joint} | {knobs} | {r['replan']} "
+            f"| {r['sequential_wall_s']:.0f} / "
             f"{r['fixed-point_wall_s']:.0f} |"
         )
     worse = [r["instance"] for r in rows if r["fixed_point_over_sequential"] > 1 + 1e-9]
@@ -168,6 +176,8 @@ def report(rows: list[dict[str, Any]], command: str) -> str:
         f"- Fixed point's gap to the joint enumeration: at most {max(gaps):.2%}."
         if gaps
         else "- No joint enumeration in this run.",
+        "- `rlplan plan job` (sequential) took at most "
+        f"{max(r['sequential_wall_s'] for r in rows):.0f} s of solving on these instances.",
         "- Where each fixed point stopped: "
         + "; ".join(f"{r['instance']}: {r['fixed_point_stop']}" for r in rows),
     ]

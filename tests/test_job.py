@@ -10,12 +10,18 @@ import yaml
 
 from costmodels.job.canned import CLUSTER, _problem, _workflow
 from costmodels.job.check import check_job
-from costmodels.job.derive import lognormal_of, no_rollout_reason, rollout_problem
+from costmodels.job.derive import (
+    lognormal_of,
+    no_rollout_reason,
+    replan_setting,
+    rollout_problem,
+)
 from costmodels.job.judge import evaluate_job
-from costmodels.job.plan import JobPlan
+from costmodels.job.plan import REPLAN_MARGIN, JobPlan
 from costmodels.placement.judge import evaluate_placement
 from costmodels.response_lengths import ResponseLengths
 from costmodels.rollout.plan import RolloutPlan
+from heuristics.job.replan import advise_replan
 from planner import solve
 from planner.io import build_problem
 from tests.conftest import run_cli
@@ -110,6 +116,43 @@ def test_the_validator_refuses_knobs_a_job_cannot_have_and_a_tp_the_placement_do
     assert [v.constraint for v in check_job(constant, plan)] == ["rollout-scope"]
 
 
+def test_the_replan_advice_is_measured_again_the_same_and_never_credited_to_the_step(tail_job):
+    problem, result = tail_job
+    advice = result.plan.replan
+    setting, why = replan_setting(problem, result.plan.placement)
+    assert setting is not None and advice is not None, why
+    assert advice.start_tp == setting.tp == result.plan.placement.task("actor_generation").tp
+    # the simulator is deterministic: the same pool and steps give the same advice
+    assert advise_replan(problem, result.plan.placement) == (advice, "")
+    assert advice.best_static_s <= advice.static_s
+    assert advice.ratio == pytest.approx(advice.replanned_s / advice.static_s)
+    assert (advice.decision == "re-plan") == (advice.ratio <= 1 - REPLAN_MARGIN)
+    b = result.breakdown["replan"]
+    assert not b["applied"] and b["advice"] == advice.model_dump()
+    # advice only: the step is the same without it
+    without = evaluate_job(problem, result.plan.model_copy(update={"replan": None}))[0]
+    assert result.objective == without
+
+
+def test_the_validator_refuses_replan_advice_edited_by_hand(tail_job):
+    problem, result = tail_job
+    a = result.plan.replan
+    assert a is not None
+
+    def broken(**change):
+        plan = result.plan.model_copy(update={"replan": a.model_copy(update=change)})
+        return {v.constraint for v in check_job(problem, plan)}
+
+    assert broken(start_tp=a.start_tp * 2) == {"replan-tp"}
+    assert broken(ratio=a.ratio * 0.5) >= {"replan-ratio"}
+    assert broken(best_static_s=a.static_s * 2) == {"replan-oracle"}
+    flipped = "keep" if a.decision == "re-plan" else "re-plan"
+    assert broken(decision=flipped) == {"replan-decision"}
+    constant = _problem(tail=False)
+    plan = JobPlan(placement=result.plan.placement, replan=a)
+    assert [v.constraint for v in check_job(constant, plan)] == ["replan-scope"]
+
+
 def test_rlplan_plan_job_writes_a_plan_validate_accepts_and_a_roll_export(tmp_path):
     spec = {"problem": "job", "cluster": CLUSTER, "workflow": _workflow(True)}
     path = tmp_path / "job.yaml"
@@ -118,6 +161,7 @@ def test_rlplan_plan_job_writes_a_plan_validate_accepts_and_a_roll_export(tmp_pa
     proc = run_cli("plan", str(path), "-o", str(out), "--export", "roll", "--export", "verl")
     assert proc.returncode == 0, proc.stderr
     assert "rollout knobs" in proc.stdout and "expected error" in proc.stdout
+    assert "re-planning" in proc.stdout
     roll = yaml.safe_load(out.with_suffix(".roll.yaml").read_text())
     assert "max_prompts_ratio" in roll
     verl = out.with_suffix(".verl.yaml").read_text()

@@ -20,11 +20,17 @@ type without pipeline stages. The derived job:
 * reward: rule-based only (the placement workflow has no sandbox or judge stage);
 * training replica: the actor training task's TP x PP;
 * the judge's engine, kernels and profiles: the placement problem's.
+
+The same placement also leaves a generation pool to re-plan (OrchestrRL §4.1,
+:func:`replan_setting`): the generation GPUs as whole "nodes" of one type at the placement's
+uniform TP, with the same length model (:func:`trace_params`), whatever the algorithm and mode
+(the pool's makespan is generation's time in every mode).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -59,6 +65,76 @@ def lognormal_of(lengths: ResponseLengths, cap: int) -> tuple[float, float]:
     mean = float(np.average(logs, weights=weights))
     sigma = float(np.sqrt(np.average((logs - mean) ** 2, weights=weights)))
     return median, sigma
+
+
+def trace_params(problem: JobProblem) -> TraceParams:
+    """The group-aware length model the job's responses enter the simulators as (module doc):
+    the lognormal's sigma split between prompts and responses, no hard prompts, every prompt
+    ``prompt_length`` long."""
+    wf = problem.workflow
+    median, sigma = lognormal_of(wf.response_lengths, wf.response_length)
+    return TraceParams(
+        median=min(median, wf.response_length),
+        sigma_prompt=sigma * _PROMPT_SHARE,
+        sigma_response=sigma * math.sqrt(1 - _PROMPT_SHARE**2),
+        p_hard=0.0,
+        prompt_median=wf.prompt_length,
+        prompt_sigma=0.0,
+    )
+
+
+@dataclass(frozen=True)
+class ReplanSetting:
+    """The generation pool a job's placement leaves, as OrchestrRL re-plans one (§4.1: one GPU
+    type, whole nodes, TP within a node, no pipeline stages): ``nodes`` x ``gpus_per_node``
+    GPUs of ``gpu`` serving ``model`` at uniform TP ``tp``; a step is ``prompts`` x
+    ``responses`` requests of ``lengths`` cut at ``cap`` tokens."""
+
+    model: str
+    gpu: str
+    nodes: int
+    gpus_per_node: int
+    tp: int
+    prompts: int
+    responses: int
+    cap: int
+    lengths: TraceParams
+
+
+def replan_setting(problem: JobProblem, plan: PlacementPlan) -> tuple[ReplanSetting | None, str]:
+    """The generation pool to re-plan under ``plan`` (:class:`ReplanSetting`), or None with the
+    reason there is none. A "node" is the largest group of generation GPUs per server that
+    divides every server's share (the smallest server's, as for the rollout problem)."""
+    wf = problem.workflow
+    if wf.response_lengths.is_constant:
+        return None, "constant response lengths leave no tail to re-plan around"
+    gen = plan.task(ACTOR_GENERATION)
+    if gen.pp != 1:
+        return None, f"generation runs {gen.pp} pipeline stages; OrchestrRL re-plans TP only"
+    devices = _gen_devices(problem, plan)
+    types = {d.gpu.name for d in devices}
+    if len(types) != 1:
+        return None, f"generation spans GPU types {sorted(types)}; OrchestrRL re-plans one"
+    share: dict[str, int] = {}
+    for d in devices:
+        share[d.node] = share.get(d.node, 0) + 1
+    per_node = math.gcd(*share.values())
+    if gen.tp > per_node or per_node % gen.tp:
+        return None, f"generation's TP{gen.tp} spans servers; OrchestrRL re-plans within one"
+    return (
+        ReplanSetting(
+            model=wf.models.actor,
+            gpu=devices[0].gpu.name,
+            nodes=len(devices) // per_node,
+            gpus_per_node=per_node,
+            tp=gen.tp,
+            prompts=wf.global_batch,
+            responses=wf.responses_per_prompt,
+            cap=wf.response_length,
+            lengths=trace_params(problem),
+        ),
+        "",
+    )
 
 
 def no_rollout_reason(problem: JobProblem, plan: PlacementPlan) -> str | None:
@@ -100,7 +176,7 @@ def rollout_problem(problem: JobProblem, plan: PlacementPlan) -> tuple[RolloutPr
     gpus = len(devices)
     if gpus > per_node and gpus % per_node:
         per_node = math.gcd(gpus, per_node)
-    median, sigma = lognormal_of(wf.response_lengths, wf.response_length)
+    lengths = trace_params(problem)
     eff = problem.placement.params.efficiency
     workload = {
         "model": wf.models.actor,
@@ -113,12 +189,12 @@ def rollout_problem(problem: JobProblem, plan: PlacementPlan) -> tuple[RolloutPr
         "max_response": wf.response_length,
         "dataset_prompts": EPOCH_STEPS * wf.global_batch,
         "lengths": {
-            "median": min(median, wf.response_length),
-            "sigma_prompt": sigma * _PROMPT_SHARE,
-            "sigma_response": sigma * math.sqrt(1 - _PROMPT_SHARE**2),
-            "p_hard": 0.0,
-            "prompt_median": wf.prompt_length,
-            "prompt_sigma": 0.0,
+            "median": lengths.median,
+            "sigma_prompt": lengths.sigma_prompt,
+            "sigma_response": lengths.sigma_response,
+            "p_hard": lengths.p_hard,
+            "prompt_median": lengths.prompt_median,
+            "prompt_sigma": lengths.prompt_sigma,
         },
         "reward": {"rule": 1.0, "sandbox": 0.0, "judge": 0.0},
         "training": {"replica_gpus": min(gpus, train.tp * train.pp)},

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from costmodels.job.derive import rollout_problem
+from costmodels.job.derive import replan_setting, rollout_problem
 from costmodels.job.plan import JobPlan
 from costmodels.job.problem import JobProblem
 from costmodels.placement.judge import evaluate_placement
@@ -59,6 +59,19 @@ def rollout_effect(problem: JobProblem, plan: JobPlan) -> dict[str, Any]:
     }
 
 
+def replan_effect(problem: JobProblem, plan: JobPlan) -> dict[str, Any]:
+    """The re-planning advice as the breakdown reports it: never credited to the step
+    (``costmodels.job.plan.ReplanAdvice``: no framework rlplan exports to runs it)."""
+    if plan.replan is None:
+        _, why = replan_setting(problem, plan.placement)
+        return {"advice": None, "why": why or "no advice taken", "applied": False}
+    return {
+        "advice": plan.replan.model_dump(),
+        "why": "no framework rlplan exports to runs OrchestrRL's planner: advice only",
+        "applied": False,
+    }
+
+
 def evaluate_job(problem: JobProblem, plan: JobPlan) -> tuple[float, dict[str, Any]]:
     """Predicted seconds per RL step of the whole plan (module doc) and its breakdown: the
     placement judge's, the rollout knobs' effect, and the composed phases."""
@@ -73,6 +86,7 @@ def evaluate_job(problem: JobProblem, plan: JobPlan) -> tuple[float, dict[str, A
         "generation_s": scaled,
         "phases": {**ev.breakdown["phases"], "generation_s": scaled},
         "rollout": effect,
+        "replan": replan_effect(problem, plan),
         "placement": ev.breakdown,
         "expected_error": ev.breakdown["expected_error"],
     }

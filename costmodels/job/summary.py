@@ -37,6 +37,16 @@ def _knobs(knobs: dict[str, Any]) -> str:
     return text
 
 
+def _replan_row(effect: dict[str, Any]) -> tuple[str, str, str]:
+    a = effect["advice"]
+    if a is None:
+        return ("re-planning", "n/a", effect["why"])
+    when = "" if a["first_switch_s"] is None else f", first at {a['first_switch_s']:.0f} s"
+    choice = f"{a['decision']} (TP{a['start_tp']} start{when})"
+    effect_text = f"generation {a['ratio'] - 1:+.1%} if run; advice only"
+    return ("re-planning", choice, effect_text)
+
+
 def job_summary(solved: SolvedPlan[JobProblem, JobPlan]) -> Summary:
     problem, plan, b = solved.problem, solved.plan, solved.breakdown
     ph, r = b["phases"], b["rollout"]
@@ -55,6 +65,7 @@ def job_summary(solved: SolvedPlan[JobProblem, JobPlan]) -> Summary:
         change = r["knobs_rollout_s"] / r["baseline_rollout_s"] - 1
         effect = f"generation {change:+.1%}" + ("" if r["applied"] else f" if run ({r['why']})")
         rows.append(("rollout knobs", _knobs(r["knobs"]), effect))
+    rows.append(_replan_row(b["replan"]))
     rows += [
         ("inference", "", f"{ph['inference_s']:.1f} s"),
         ("training", "", f"{ph['training_s']:.1f} s"),

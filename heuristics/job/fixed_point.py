@@ -30,9 +30,14 @@ from costmodels.placement.problem import PlacementProblem
 from costmodels.solving import Deadline, SolverOutput, Status
 from heuristics.job.knobs import DEFAULT_EPOCHS
 from heuristics.job.sequential import (
+    JOB_POLISH,
+    JOB_SEED_CANDIDATES,
     EvaluationsOption,
+    PlacementBudget,
     PlacementOption,
+    PolishOption,
     RolloutEpochsOption,
+    SeedCandidatesOption,
     plan_in_sequence,
 )
 
@@ -52,6 +57,8 @@ def solve_fixed_point(
     seed: int = 0,
     placement: PlacementOption = "sha-ea",
     evaluations: EvaluationsOption = None,
+    polish: PolishOption = JOB_POLISH,
+    seed_candidates: SeedCandidatesOption = JOB_SEED_CANDIDATES,
     rollout_epochs: RolloutEpochsOption = DEFAULT_EPOCHS,
     rounds: Annotated[
         int, Field(ge=1, le=20, description="placement re-solves after the sequential plan")
@@ -59,8 +66,9 @@ def solve_fixed_point(
     placers: Mapping[str, Callable[..., SolverOutput]],
 ) -> SolverOutput:
     deadline = Deadline(time_limit)
+    budget = PlacementBudget(evaluations, polish, seed_candidates)
     first = plan_in_sequence(
-        problem, problem.placement, deadline, seed, placement, evaluations, rollout_epochs, placers
+        problem, problem.placement, deadline, seed, placement, budget, rollout_epochs, placers
     )
     if first.plan is None:
         return first
@@ -80,7 +88,7 @@ def solve_fixed_point(
             deadline,
             seed,
             placement,
-            evaluations,
+            budget,
             rollout_epochs,
             placers,
         )

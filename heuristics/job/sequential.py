@@ -1,11 +1,27 @@
 """A job plan in sequence (``costmodels.job``): the placement first, by any placement solver on
-its own work budget, then the generation knobs on the rollout problem that placement leaves
+a job budget (below), then the generation knobs on the rollout problem that placement leaves
 (:mod:`heuristics.job.knobs`). The placement does not see the knobs: this is what a user does
-today with rlplan's problems one at a time, each answer typed into the next."""
+today with rlplan's problems one at a time, each answer typed into the next.
+
+**The placement's budget.** SHA-EA, the default placement solver, runs on a job budget smaller
+than its own default: :data:`JOB_EVALUATIONS` evaluations, :data:`JOB_POLISH` phenotypes polished
+and :data:`JOB_SEED_CANDIDATES` StreamRL seed candidates, against 300, 16 and 20 000. A job plan
+is asked for in under a minute, and on every job benchmark instance the smaller budget returns
+the same placement step (SHA-EA alone, 2 cores, quiet; job budget against SHA-EA's own):
+
+* HetRL testbed + Qwen3-8B tail: 98.2225 s, in 37 s against 361 s;
+* h100-64 + Qwen3-8B: 23.3335 s, in 8 s against 49 s;
+* h800-64 + Llama-3.1-8B: 23.5635 s, in 8 s against 51 s;
+* h100-32 + Qwen3-32B: 99.4545 s, in 5 s against 10 s.
+
+The job budget drops the polish: it re-solves the best phenotypes' Level 4 exactly, 14 s
+a phenotype on the testbed, and changed none of these steps. ``evaluations``, ``polish`` and
+``seed_candidates`` set the budget back to SHA-EA's own, or anywhere between."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
@@ -17,19 +33,56 @@ from costmodels.job.problem import JobProblem
 from costmodels.placement.problem import PlacementProblem
 from costmodels.solving import Deadline, SolverOutput, Status
 from heuristics.job.knobs import DEFAULT_EPOCHS, choose_knobs
+from heuristics.job.replan import advise_replan
 
 PlacementSolver = Literal["sha-ea", "ilp", "real", "streamrl", "verl", "rlinf", "ea"]
 #: the job solvers' options, typed (``planner.registry`` validates them by these)
 PlacementOption = Annotated[
-    PlacementSolver, Field(description="the placement solver (its default work budget)")
+    PlacementSolver, Field(description="the placement solver (SHA-EA on the job budget)")
 ]
+#: SHA-EA's job budget (module doc)
+JOB_EVALUATIONS = 60
+JOB_POLISH = 0
+JOB_SEED_CANDIDATES = 2000
 EvaluationsOption = Annotated[
     int | None,
-    Field(ge=1, le=10**6, description="SHA-EA's or the EA's evaluations (default theirs)"),
+    Field(
+        ge=1,
+        le=10**6,
+        description=f"SHA-EA (default {JOB_EVALUATIONS}) or EA evaluations (default its own)",
+    ),
+]
+PolishOption = Annotated[
+    int,
+    Field(ge=0, le=1000, description="SHA-EA: best phenotypes re-solved exactly at the end"),
+]
+SeedCandidatesOption = Annotated[
+    int, Field(ge=1, le=10**6, description="SHA-EA: StreamRL candidates its seed sweep costs")
 ]
 RolloutEpochsOption = Annotated[
     int, Field(ge=1, le=10**4, description="simulated epochs the knob descent may try")
 ]
+
+
+@dataclass(frozen=True)
+class PlacementBudget:
+    """The placement solver's work budget in a job plan (module doc)."""
+
+    evaluations: int | None = None
+    polish: int = JOB_POLISH
+    seed_candidates: int = JOB_SEED_CANDIDATES
+
+    def options(self, placement: str) -> dict[str, Any]:
+        """The placement solver's options: SHA-EA's job budget, the EA's evaluations."""
+        if placement == "sha-ea":
+            return {
+                "evaluations": self.evaluations or JOB_EVALUATIONS,
+                "polish": self.polish,
+                "seed_candidates": self.seed_candidates,
+            }
+        if placement == "ea" and self.evaluations is not None:
+            return {"evaluations": self.evaluations}
+        return {}
 
 
 def plan_in_sequence(
@@ -38,7 +91,7 @@ def plan_in_sequence(
     deadline: Deadline,
     seed: int,
     placement: str,
-    evaluations: int | None,
+    budget: PlacementBudget,
     rollout_epochs: int,
     placers: Mapping[str, Callable[..., SolverOutput]],
     progress: Any = None,
@@ -46,9 +99,7 @@ def plan_in_sequence(
     """Place ``placement_problem`` (the job's, or one whose generation is scaled), then choose
     the knobs of the placement found; the plan judged on the job's own problem. ``stats``:
     the placement solver's message, the knobs' worth and the knobs' generation ratio."""
-    options: dict[str, Any] = {}
-    if evaluations is not None and placement in ("sha-ea", "ea"):
-        options["evaluations"] = evaluations
+    options = budget.options(placement)
     if progress is not None and placement == "sha-ea":
         options["progress"] = progress
     # a caller's limit is shared out; without one, the placement solver keeps its own work
@@ -72,14 +123,19 @@ def plan_in_sequence(
         stats["knobs"] = worth
     else:
         stats["knobs"] = {"why": why}
-    plan = JobPlan(placement=placed.plan, rollout=knobs)
+    advice, why = advise_replan(problem, placed.plan)
+    stats["replan"] = advice.model_dump() if advice is not None else {"why": why}
+    plan = JobPlan(placement=placed.plan, rollout=knobs, replan=advice)
     objective, breakdown = evaluate_job(problem, plan)
     stats["ratio"] = breakdown["rollout"]["ratio"]
     return SolverOutput(
         Status.FEASIBLE,
         plan,
         objective,
-        message=f"placement by {placement} ({placed.message}), then the generation knobs",
+        message=(
+            f"placement by {placement} ({placed.message}), then the generation knobs and the "
+            "re-planning advice"
+        ),
         stats=stats,
     )
 
@@ -91,6 +147,8 @@ def solve_sequential(
     seed: int = 0,
     placement: PlacementOption = "sha-ea",
     evaluations: EvaluationsOption = None,
+    polish: PolishOption = JOB_POLISH,
+    seed_candidates: SeedCandidatesOption = JOB_SEED_CANDIDATES,
     rollout_epochs: RolloutEpochsOption = DEFAULT_EPOCHS,
     placers: Mapping[str, Callable[..., SolverOutput]],
     progress: Any = None,
@@ -101,7 +159,7 @@ def solve_sequential(
         Deadline(time_limit),
         seed,
         placement,
-        evaluations,
+        PlacementBudget(evaluations, polish, seed_candidates),
         rollout_epochs,
         placers,
         progress,

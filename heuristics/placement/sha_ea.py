@@ -89,7 +89,10 @@ PROBE_SHARE = 0.1
 
 
 def baseline_seeds(
-    problem: PlacementProblem, deadline: Deadline, share: float
+    problem: PlacementProblem,
+    deadline: Deadline,
+    share: float,
+    streamrl_candidates: int = SEED_CANDIDATES,
 ) -> list[tuple[str, float, Any]]:
     """(name, cost, plan) of the seeds SHA-EA starts from and never returns worse than: the verl
     and StreamRL baselines, and one GPU type's pool alone, colocated or split RLinf's way
@@ -97,7 +100,7 @@ def baseline_seeds(
     60 s search at 256-1 024 GPUs with such plans, which leave slower GPUs idle and which the
     halving does not reach in a short budget; ``benchmarks/results/scale``). Under a caller's
     time limit they run in ``share`` of it; otherwise on work budgets (verl's whole sweep,
-    StreamRL's first :data:`SEED_CANDIDATES` candidates, every type pool's profile and
+    StreamRL's first ``streamrl_candidates`` candidates, every type pool's profile and
     top-ranked schedules), so the seeds are the same on any machine."""
     from heuristics.placement.colocated import solve_colocated
     from heuristics.placement.rlinf import solve_rlinf_pools
@@ -114,7 +117,8 @@ def baseline_seeds(
             break
         if limit is None:
             r = solver(
-                problem, **({"candidates": SEED_CANDIDATES} if solver is solve_streamrl else {})
+                problem,
+                **({"candidates": streamrl_candidates} if solver is solve_streamrl else {}),
             )
         else:
             r = solver(
@@ -461,6 +465,22 @@ def solve_sha_ea(
             )
         ),
     ] = None,
+    seed_candidates: Annotated[
+        int,
+        Field(
+            ge=1,
+            le=10**6,
+            description="StreamRL candidates the seed sweep costs (without a time limit)",
+        ),
+    ] = SEED_CANDIDATES,
+    polish: Annotated[
+        int,
+        Field(
+            ge=0,
+            le=1000,
+            description="best phenotypes re-solved exactly at the end (exact on survivors)",
+        ),
+    ] = POLISH,
     progress: Callable[[int, int, float], None] | None = None,
 ) -> SolverOutput:
     """Run SHA-EA.
@@ -481,7 +501,7 @@ def solve_sha_ea(
     deadline = Deadline(time_limit)
     space = PlacementSpace(problem, deadline)
     space.exact_margin = exact_margin
-    seed_plans = baseline_seeds(problem, deadline, SEED_SHARE) if seeds else []
+    seed_plans = baseline_seeds(problem, deadline, SEED_SHARE, seed_candidates) if seeds else []
     best_seed = min(seed_plans, key=lambda s: s[1], default=None)
     if best_seed is not None:
         space.incumbent = best_seed[1]
@@ -514,7 +534,7 @@ def solve_sha_ea(
             progress(0, budget_total, best_seed[1] if best_seed else math.inf)
         search.probe(search.arm(seed_plans))
         converged = search.halve()
-        polished = ev.polish(POLISH, POLISH_WORK)
+        polished = ev.polish(polish, POLISH_WORK)
     finally:
         ev.close()
     note_work(ev.used, ev.budget, "evaluations")
