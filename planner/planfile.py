@@ -104,7 +104,12 @@ def _inputs_model(kind: ProblemKind) -> type[BaseModel]:
     """``<Title>Inputs``: the problem's fields, as a plan file records them."""
     fields: dict[str, Any] = {}
     for f in kind.fields:
-        fields[f.name] = (f.model, ...) if f.required else (f.model, f.model())
+        if f.required:
+            fields[f.name] = (f.model, ...)
+        elif any(m.is_required() for m in f.model.model_fields.values()):
+            fields[f.name] = (f.model | None, None)  # an optional input with no defaults
+        else:
+            fields[f.name] = (f.model, f.model())
     return create_model(f"{kind.title}Inputs", __config__=ConfigDict(extra="forbid"), **fields)
 
 

@@ -8,6 +8,7 @@ import math
 import pytest
 import yaml
 
+from costmodels.circuits.plan import CircuitPlan
 from costmodels.job.canned import CLUSTER, _problem, _workflow
 from costmodels.job.check import check_job
 from costmodels.job.derive import (
@@ -15,6 +16,7 @@ from costmodels.job.derive import (
     no_rollout_reason,
     replan_setting,
     rollout_problem,
+    weight_sync_circuits,
 )
 from costmodels.job.judge import evaluate_job
 from costmodels.job.plan import REPLAN_MARGIN, JobPlan
@@ -175,3 +177,67 @@ def test_rlplan_plan_job_writes_a_plan_validate_accepts_and_a_roll_export(tmp_pa
 def test_rlplan_plan_job_refuses_a_placement_solver_it_does_not_know():
     proc = run_cli("plan", "job", "--cluster", "small-4", "-O", "placement=nope")
     assert proc.returncode == 2 and "placement" in proc.stderr
+
+
+@pytest.fixture(scope="module")
+def fabric_job():
+    problem = build_problem(
+        "job",
+        {"cluster": "h100-32", "workflow": "grpo-async-qwen3-32b", "fabric": "ocs-h100-32"},
+    )
+    return problem, solve(problem, "sequential", seed=0)
+
+
+def test_on_an_optical_fabric_the_weight_sync_gets_circuits_reported_not_credited(fabric_job):
+    problem, result = fabric_job
+    assert result.violations == [] and result.plan.circuits is not None
+    cp, why = weight_sync_circuits(problem, result.plan.placement)
+    assert cp is not None, why
+    # every generation node pulls the shard it lacks from every training node: W / T bytes each
+    gen = {
+        d.split(":")[0]
+        for r in result.plan.placement.task("actor_generation").devices
+        for s in r
+        for d in s
+    }
+    train = {
+        d.split(":")[0]
+        for r in result.plan.placement.task("actor_training").devices
+        for s in r
+        for d in s
+    }
+    assert {(e.src, e.dst) for e in cp.demand.entries} == {
+        (t, g) for t in train for g in gen if t != g
+    }
+    c = result.breakdown["circuits"]
+    assert c["circuits"] == len(result.plan.circuits.circuits) and not c["applied"]
+    assert c["bottleneck_s"] > 0 and c["uncovered_pairs"] == 0
+    without = evaluate_job(problem, result.plan.model_copy(update={"circuits": None}))[0]
+    assert result.objective == without
+
+
+def test_the_validator_refuses_circuits_beyond_the_ports_or_without_a_fabric(fabric_job):
+    problem, result = fabric_job
+    first = result.plan.circuits.circuits[0]
+    many = CircuitPlan(circuits=[first.model_copy(update={"count": 100})])
+    bad = check_job(problem, result.plan.model_copy(update={"circuits": many}))
+    assert bad and all(v.constraint.startswith("circuits:") for v in bad)
+    bare = build_problem("job", {"cluster": "h100-32", "workflow": "grpo-async-qwen3-32b"})
+    assert [v.constraint for v in check_job(bare, result.plan)] == ["circuits-scope"]
+
+
+def test_a_fabric_whose_endpoints_are_not_the_clusters_nodes_is_refused_in_one_line(tmp_path):
+    fabric = tmp_path / "fabric.yaml"
+    fabric.write_text(
+        yaml.safe_dump(
+            {
+                "link_gbps": 400,
+                "endpoints": [{"name": "h100-0", "ports": 8}, {"name": "tor9", "ports": 8}],
+            }
+        )
+    )
+    out = tmp_path / "plan.json"
+    proc = run_cli("plan", "job", "--cluster", "h100-32", "--fabric", str(fabric), "-o", str(out))
+    assert proc.returncode == 2 and not out.exists()
+    line = proc.stderr.strip().splitlines()
+    assert len(line) == 1 and "tor9" in line[0] and "endpoints[1].name" in line[0], proc.stderr

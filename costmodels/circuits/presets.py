@@ -39,6 +39,19 @@ def fabric_moe_16() -> dict[str, Any]:
     }
 
 
+def ocs_h100_32() -> dict[str, Any]:
+    return {
+        "name": "ocs-h100-32",
+        "description": (
+            "an OCS between the 4 nodes of h100-32: 8 ports a node (one per GPU's 400 Gb/s NIC, "
+            "the HGX reference design), any pair eligible"
+        ),
+        "link_gbps": 400,
+        "endpoints": [{"name": f"h100-{i}", "ports": 8} for i in range(4)],
+        "template": "all-pairs",
+    }
+
+
 def demand_moe_16() -> list[dict[str, Any]]:
     # EP all-to-all with hot experts: ToR i's load factor cycles 1, 1.5, 2, 3 (App. I, Figure 23)
     load = [(1.0, 1.5, 2.0, 3.0)[(i * 3) % 4] for i in range(16)]
@@ -79,6 +92,12 @@ def circuits_presets() -> tuple[Preset, ...]:
             "skewed MoE all-to-all between the 16 ToRs of fabric-moe-16 (1-9 GB per pair)",
             demand_moe_16,
             demand_csv,
+        ),
+        Preset(
+            "ocs-h100-32",
+            "fabric",
+            "OCS between h100-32's 4 nodes, 8 x 400 Gbps ports each (a job's --fabric)",
+            ocs_h100_32,
         ),
         Preset(
             "circuits-example",

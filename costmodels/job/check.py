@@ -3,7 +3,8 @@ the job derives for it (``costmodels.job.derive``), and the parts agree."""
 
 from __future__ import annotations
 
-from costmodels.job.derive import replan_setting, rollout_problem
+from costmodels.circuits.check import check_circuits
+from costmodels.job.derive import replan_setting, rollout_problem, weight_sync_circuits
 from costmodels.job.plan import REPLAN_MARGIN, JobPlan
 from costmodels.job.problem import JobProblem
 from costmodels.placement.check import check_placement
@@ -20,6 +21,15 @@ def check_job(problem: JobProblem, plan: JobPlan) -> list[Violation]:
     if out:
         return out
     out += _check_replan(problem, plan)
+    if plan.circuits is not None:
+        cp, why = weight_sync_circuits(problem, plan.placement)
+        if cp is None:
+            out.append(Violation("circuits-scope", f"circuits given, but {why}"))
+        else:
+            out += [
+                Violation(f"circuits:{v.constraint}", v.message)
+                for v in check_circuits(cp, plan.circuits)
+            ]
     if plan.rollout is None:
         return out
     rp, why = rollout_problem(problem, plan.placement)

@@ -25,6 +25,13 @@ The same placement also leaves a generation pool to re-plan (OrchestrRL §4.1,
 :func:`replan_setting`): the generation GPUs as whole "nodes" of one type at the placement's
 uniform TP, with the same length model (:func:`trace_params`), whatever the algorithm and mode
 (the pool's makespan is generation's time in every mode).
+
+On a cluster with an optical fabric (RFabric, :func:`weight_sync_circuits`) the weight sync is a
+circuit-allocation problem: the training nodes hold the new weights in equal shards (ZeRO/FSDP
+over the training GPUs), and every node running generation pulls from each training node the
+shard it lacks, W / T bytes (W the actor's bf16 weights, T the training nodes). That is RFabric's
+Phase A demand between node endpoints (OrchestrRL App. E.1: shards from their holders); what it
+leaves inside a node is the fan-out over NVLink.
 """
 
 from __future__ import annotations
@@ -34,10 +41,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from costmodels.circuits.fabric import DemandSpec
+from costmodels.circuits.problem import CircuitProblem
 from costmodels.errors import SpecError
 from costmodels.generation.request_traces import TraceParams
 from costmodels.job.problem import JobProblem
+from costmodels.memory import GB
 from costmodels.placement.plan import PlacementPlan
+from costmodels.placement.transfer import full_weights_gb
 from costmodels.response_lengths import ResponseLengths
 from costmodels.rollout.problem import JobSpec, RolloutProblem
 from costmodels.rollout.replay import rollout_tps
@@ -135,6 +146,31 @@ def replan_setting(problem: JobProblem, plan: PlacementPlan) -> tuple[ReplanSett
         ),
         "",
     )
+
+
+def weight_sync_circuits(
+    problem: JobProblem, plan: PlacementPlan
+) -> tuple[CircuitProblem | None, str]:
+    """The circuit-allocation problem of ``plan``'s weight sync on the job's fabric (module doc),
+    or None with the reason there is none."""
+    if problem.fabric is None:
+        return None, "the cluster has no optical fabric (give one with --fabric)"
+    node_of = {d.id: d.node for d in problem.placement.topology.devices}
+
+    def nodes(task: str) -> list[str]:
+        t = plan.task(task)
+        return sorted({node_of[g] for replica in t.devices for stage in replica for g in stage})
+
+    train, gen = nodes(ACTOR_TRAINING), nodes(ACTOR_GENERATION)
+    share = full_weights_gb(problem.placement) * GB / len(train)
+    endpoints = {ep.name for ep in problem.fabric.endpoints}
+    rows = [{"src": t, "dst": g, "bytes": share} for g in gen for t in train if t != g]
+    if not rows:
+        return None, "the weights never leave a node: training and generation share one"
+    missing = sorted({n for r in rows for n in (r["src"], r["dst"])} - endpoints)
+    if missing:
+        return None, f"nodes {missing} are not on the fabric"
+    return CircuitProblem(problem.fabric, DemandSpec(entries=rows)), ""
 
 
 def no_rollout_reason(problem: JobProblem, plan: PlacementPlan) -> str | None:

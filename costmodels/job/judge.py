@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from costmodels.job.derive import replan_setting, rollout_problem
+from costmodels.circuits.judge import evaluate_circuits
+from costmodels.job.derive import replan_setting, rollout_problem, weight_sync_circuits
 from costmodels.job.plan import JobPlan
 from costmodels.job.problem import JobProblem
 from costmodels.placement.judge import evaluate_placement
@@ -72,6 +73,25 @@ def replan_effect(problem: JobProblem, plan: JobPlan) -> dict[str, Any]:
     }
 
 
+def circuits_effect(problem: JobProblem, plan: JobPlan) -> dict[str, Any]:
+    """The weight sync over the plan's OCS circuits (RFabric, Eq. 7's bottleneck pair time),
+    beside the placement judge's weight sync over the cluster's network. Reported, not credited:
+    the placement judge's term is the one held to measured steps, and the two differ in what they
+    model (the fan-out inside nodes is the placement judge's only)."""
+    cp, why = weight_sync_circuits(problem, plan.placement)
+    if cp is None or plan.circuits is None:
+        return {"circuits": None, "why": why or "no circuits chosen", "applied": False}
+    seconds, b = evaluate_circuits(cp, plan.circuits)
+    return {
+        "circuits": len(plan.circuits.circuits),
+        "bottleneck_s": seconds,
+        "uncovered_pairs": b["uncovered_pairs"],
+        "demand_gb": sum(e.bytes for e in cp.demand.entries) / 1e9,
+        "why": "reported beside the placement judge's weight sync, not credited",
+        "applied": False,
+    }
+
+
 def evaluate_job(problem: JobProblem, plan: JobPlan) -> tuple[float, dict[str, Any]]:
     """Predicted seconds per RL step of the whole plan (module doc) and its breakdown: the
     placement judge's, the rollout knobs' effect, and the composed phases."""
@@ -87,6 +107,7 @@ def evaluate_job(problem: JobProblem, plan: JobPlan) -> tuple[float, dict[str, A
         "phases": {**ev.breakdown["phases"], "generation_s": scaled},
         "rollout": effect,
         "replan": replan_effect(problem, plan),
+        "circuits": circuits_effect(problem, plan),
         "placement": ev.breakdown,
         "expected_error": ev.breakdown["expected_error"],
     }

@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from costmodels.circuits.fabric import FabricSpec
+from costmodels.errors import SpecError
 from costmodels.job.canned import canned_jobs
 from costmodels.job.check import check_job
 from costmodels.job.judge import evaluate_job
@@ -13,19 +15,34 @@ from costmodels.job.plan import JobPlan
 from costmodels.job.problem import JobProblem
 from costmodels.job.summary import job_roll, job_summary, job_verl
 from costmodels.placement.kind import KIND as PLACEMENT
-from costmodels.problem import ProblemKind, evaluated_table
+from costmodels.problem import ProblemKind, SpecField, evaluated_table
 
 
-def _build(cluster: Any, workflow: Any, params: Any = None, target: Any = None) -> JobProblem:
-    return JobProblem(PLACEMENT.build(cluster, workflow, params, target))
+def _build(
+    cluster: Any, workflow: Any, params: Any = None, target: Any = None, fabric: Any = None
+) -> JobProblem:
+    return JobProblem(PLACEMENT.build(cluster, workflow, params, target), fabric)
 
 
 def _with_efficiency(problem: JobProblem, update: dict) -> JobProblem:
-    return JobProblem(PLACEMENT.with_efficiency(problem.placement, update))  # type: ignore[misc]
+    placement = PLACEMENT.with_efficiency(problem.placement, update)  # type: ignore[misc]
+    return JobProblem(placement, problem.fabric)
 
 
 def _with_target(problem: JobProblem, framework: str | None) -> JobProblem:
-    return JobProblem(PLACEMENT.with_target(problem.placement, framework))  # type: ignore[misc]
+    placement = PLACEMENT.with_target(problem.placement, framework)  # type: ignore[misc]
+    return JobProblem(placement, problem.fabric)
+
+
+def _fabric_joins_the_cluster(fabric: FabricSpec, loaded: dict[str, Any]) -> None:
+    nodes = {n.name for n in loaded["cluster"].nodes}
+    for i, ep in enumerate(fabric.endpoints):
+        if ep.name not in nodes:
+            raise SpecError(
+                f"endpoints[{i}].name",
+                ep.name,
+                "not a node of the cluster: a job's fabric joins the cluster's nodes",
+            )
 
 
 KIND = ProblemKind(
@@ -33,9 +50,19 @@ KIND = ProblemKind(
     summary="plan one RL job whole: placement, rollout knobs, weight sync, predicted step",
     title="Job",
     # the placement problem's inputs; the default job is GRPO with a long tail
-    fields=tuple(
-        dataclasses.replace(f, default="grpo-sync-qwen3-8b-tail") if f.name == "workflow" else f
-        for f in PLACEMENT.fields
+    fields=(
+        *(
+            dataclasses.replace(f, default="grpo-sync-qwen3-8b-tail") if f.name == "workflow" else f
+            for f in PLACEMENT.fields
+        ),
+        SpecField(
+            "fabric",
+            FabricSpec,
+            "optical circuit fabric file or preset between the cluster's nodes (RFabric)",
+            required=False,
+            depends=("cluster",),
+            check_with=_fabric_joins_the_cluster,
+        ),
     ),
     problem_type=JobProblem,
     build=_build,

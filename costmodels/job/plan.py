@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from costmodels.circuits.plan import CircuitPlan
 from costmodels.placement.plan import PlacementPlan
 from costmodels.rollout.plan import RolloutPlan
 
@@ -59,5 +60,12 @@ class JobPlan(BaseModel):
             "OrchestrRL §4's online re-planning of the generation pool, measured; advice only: "
             "no framework the plan exports to runs it, so the step keeps the static TP. Null "
             "where the pool cannot be re-planned (costmodels.job.derive says why)"
+        ),
+    )
+    circuits: CircuitPlan | None = Field(
+        default=None,
+        description=(
+            "RFabric's OCS circuits for the weight sync between the training and generation "
+            "nodes, on the job's optical fabric; null without a fabric or a demand between nodes"
         ),
     )

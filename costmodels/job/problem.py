@@ -6,7 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from costmodels.circuits.fabric import FabricSpec
 from costmodels.cluster import ClusterSpec
+from costmodels.errors import SpecError
 from costmodels.placement.problem import PlacementProblem
 from costmodels.workflow import WorkflowSpec
 
@@ -16,7 +18,23 @@ class JobProblem:
     """Plan every decision of one RL job on one cluster."""
 
     placement: PlacementProblem
+    #: the optical circuit fabric between the cluster's nodes (RFabric), when it has one: each
+    #: endpoint is a node (named as in the cluster), its ports the node's OCS ports
+    fabric: FabricSpec | None = None
     kind: str = field(default="job", init=False)
+
+    def __post_init__(self) -> None:
+        if self.fabric is None:
+            return
+        nodes = {n.name for n in self.cluster.nodes}
+        for i, ep in enumerate(self.fabric.endpoints):
+            if ep.name not in nodes:
+                raise SpecError(
+                    f"fabric.endpoints[{i}].name",
+                    ep.name,
+                    f"not a node of cluster {self.cluster.name or '(unnamed)'}: a job's fabric "
+                    "joins the cluster's nodes",
+                )
 
     @property
     def workflow(self) -> WorkflowSpec:
@@ -27,8 +45,12 @@ class JobProblem:
         return self.placement.cluster
 
     def to_inputs(self) -> dict[str, Any]:
-        """The placement problem's inputs: a job plan file re-checks against them."""
-        return self.placement.to_inputs()
+        """The placement problem's inputs and the fabric: a job plan file re-checks against
+        them."""
+        out = self.placement.to_inputs()
+        if self.fabric is not None:
+            out["fabric"] = self.fabric.model_dump(mode="json")
+        return out
 
     @property
     def framework(self) -> str | None:

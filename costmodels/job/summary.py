@@ -47,6 +47,15 @@ def _replan_row(effect: dict[str, Any]) -> tuple[str, str, str]:
     return ("re-planning", choice, effect_text)
 
 
+def _circuits_row(effect: dict[str, Any]) -> tuple[str, str, str]:
+    if effect["circuits"] is None:
+        return ("OCS circuits", "none", effect["why"])
+    text = f"{effect['bottleneck_s']:.2f} s over them ({effect['demand_gb']:.0f} GB); not credited"
+    if effect["uncovered_pairs"]:
+        text += f"; {effect['uncovered_pairs']} node pairs without one"
+    return ("OCS circuits", f"{effect['circuits']} node pairs", text)
+
+
 def job_summary(solved: SolvedPlan[JobProblem, JobPlan]) -> Summary:
     problem, plan, b = solved.problem, solved.plan, solved.breakdown
     ph, r = b["phases"], b["rollout"]
@@ -70,6 +79,7 @@ def job_summary(solved: SolvedPlan[JobProblem, JobPlan]) -> Summary:
         ("inference", "", f"{ph['inference_s']:.1f} s"),
         ("training", "", f"{ph['training_s']:.1f} s"),
         ("weight sync", ph["weight_transfer"], f"{ph['weight_transfer_s']:.2f} s"),
+        _circuits_row(b["circuits"]),
         ("step", "", f"{solved.objective:.1f} s"),
     ]
     caption = step_error.describe("step", "placement", problem.workflow.mode)
@@ -92,13 +102,24 @@ def job_verl(problem: JobProblem, plan: JobPlan, release: str | None = None) -> 
         out.setdefault("not_expressible", []).append(
             "RollPacker's rollout knobs (" + _knobs(plan.rollout.model_dump()) + ")"
         )
+    if plan.circuits is not None:
+        out.setdefault("not_expressible", []).append(_CIRCUITS_NOTE)
     return out
+
+
+#: what an export says of the plan's circuits: no RL framework drives an OCS
+_CIRCUITS_NOTE = (
+    "the weight sync's OCS circuits (plan.circuits): set by the fabric's controller, not by "
+    "the framework"
+)
 
 
 def job_roll(problem: JobProblem, plan: JobPlan) -> dict[str, Any]:
     """ROLL's config of the placement, with RollPacker's knobs merged in where the job has them
     (the keys only RollPacker's fork reads stay named in ``needs_rollpacker_fork``)."""
     out = placement_roll(problem.placement, plan.placement)
+    if plan.circuits is not None:
+        out = {**out, "comments": [*out.get("comments", []), _CIRCUITS_NOTE]}
     rp, _ = rollout_problem(problem, plan.placement)
     if plan.rollout is None or rp is None:
         return out

@@ -26,12 +26,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from costmodels.job.derive import rollout_problem
+from costmodels.circuits.plan import plan_from_counts
+from costmodels.job.derive import rollout_problem, weight_sync_circuits
 from costmodels.job.judge import evaluate_job
 from costmodels.job.plan import JobPlan
 from costmodels.job.problem import JobProblem
 from costmodels.placement.problem import PlacementProblem
 from costmodels.solving import Deadline, SolverOutput, Status
+from heuristics.circuits.greedy import allocate_greedy
 from heuristics.job.knobs import DEFAULT_EPOCHS, choose_knobs
 from heuristics.job.replan import advise_replan
 
@@ -125,7 +127,12 @@ def plan_in_sequence(
         stats["knobs"] = {"why": why}
     advice, why = advise_replan(problem, placed.plan)
     stats["replan"] = advice.model_dump() if advice is not None else {"why": why}
-    plan = JobPlan(placement=placed.plan, rollout=knobs, replan=advice)
+    # the weight sync's circuits by RFabric's Algorithm 3 (OrchestrRL App. D): deterministic, and
+    # a single demand period needs no exact model (the circuits problem has them)
+    cp, why = weight_sync_circuits(problem, placed.plan)
+    circuits = plan_from_counts(allocate_greedy(cp)) if cp is not None else None
+    stats["circuits"] = {"why": why} if cp is None else {"circuits": len(circuits.circuits)}
+    plan = JobPlan(placement=placed.plan, rollout=knobs, replan=advice, circuits=circuits)
     objective, breakdown = evaluate_job(problem, plan)
     stats["ratio"] = breakdown["rollout"]["ratio"]
     return SolverOutput(
@@ -133,8 +140,8 @@ def plan_in_sequence(
         plan,
         objective,
         message=(
-            f"placement by {placement} ({placed.message}), then the generation knobs and the "
-            "re-planning advice"
+            f"placement by {placement} ({placed.message}), then the generation knobs, the "
+            "re-planning advice and the weight sync's circuits"
         ),
         stats=stats,
     )
