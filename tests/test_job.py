@@ -241,3 +241,22 @@ def test_a_fabric_whose_endpoints_are_not_the_clusters_nodes_is_refused_in_one_l
     assert proc.returncode == 2 and not out.exists()
     line = proc.stderr.strip().splitlines()
     assert len(line) == 1 and "tor9" in line[0] and "endpoints[1].name" in line[0], proc.stderr
+
+
+def test_the_summary_names_a_static_tp_the_simulator_found_faster():
+    from costmodels.job.summary import _replan_row
+
+    advice = {
+        "decision": "re-plan",
+        "start_tp": 2,
+        "first_switch_s": 30.0,
+        "ratio": 0.74,
+        "best_static_tp": 4,
+        "static_s": 200.0,
+        "best_static_s": 180.0,
+    }
+    name, choice, effect = _replan_row({"advice": advice, "why": ""})
+    assert choice == "re-plan (TP2 start, first at 30 s)"
+    assert "-26.0%" in effect and "static TP4: -10.0%" in effect
+    same = _replan_row({"advice": {**advice, "best_static_tp": 2}, "why": ""})[2]
+    assert "static TP" not in same

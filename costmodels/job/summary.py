@@ -44,6 +44,10 @@ def _replan_row(effect: dict[str, Any]) -> tuple[str, str, str]:
     when = "" if a["first_switch_s"] is None else f", first at {a['first_switch_s']:.0f} s"
     choice = f"{a['decision']} (TP{a['start_tp']} start{when})"
     effect_text = f"generation {a['ratio'] - 1:+.1%} if run; advice only"
+    if a["best_static_tp"] != a["start_tp"] and a["static_s"] > 0:
+        # the simulator found a static TP the placement judge did not: say what it is worth
+        gain = a["best_static_s"] / a["static_s"] - 1
+        effect_text += f"; static TP{a['best_static_tp']}: {gain:+.1%}"
     return ("re-planning", choice, effect_text)
 
 
