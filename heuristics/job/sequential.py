@@ -6,17 +6,11 @@ today with rlplan's problems one at a time, each answer typed into the next.
 **The placement's budget.** SHA-EA, the default placement solver, runs on a job budget smaller
 than its own default: :data:`JOB_EVALUATIONS` evaluations, :data:`JOB_POLISH` phenotypes polished
 and :data:`JOB_SEED_CANDIDATES` StreamRL seed candidates, against 300, 16 and 20 000. A job plan
-is asked for in under a minute, and on every job benchmark instance the smaller budget returns
-the same placement step (SHA-EA alone, 2 cores, quiet; job budget against SHA-EA's own):
-
-* HetRL testbed + Qwen3-8B tail: 98.2225 s, in 37 s against 361 s;
-* h100-64 + Qwen3-8B: 23.3335 s, in 8 s against 49 s;
-* h800-64 + Llama-3.1-8B: 23.5635 s, in 8 s against 51 s;
-* h100-32 + Qwen3-32B: 99.4545 s, in 5 s against 10 s.
-
-The job budget drops the polish: it re-solves the best phenotypes' Level 4 exactly, 14 s
-a phenotype on the testbed, and changed none of these steps. ``evaluations``, ``polish`` and
-``seed_candidates`` set the budget back to SHA-EA's own, or anywhere between."""
+is asked for in under a minute; on every job benchmark instance the smaller budget returned the
+same placement step in a fifth of the time or less (``benchmarks/results/performance-history.md``,
+"the job plan's placement budget"). The job budget drops the polish, the exact Level-4 re-solve of
+the best phenotypes, the costliest part of a short run on 64 GPUs. ``evaluations``, ``polish``
+and ``seed_candidates`` set the budget back to SHA-EA's own, or anywhere between."""
 
 from __future__ import annotations
 
