@@ -122,7 +122,7 @@ def replan_setting(problem: JobProblem, plan: PlacementPlan) -> tuple[ReplanSett
     gen = plan.task(ACTOR_GENERATION)
     if gen.pp != 1:
         return None, f"generation runs {gen.pp} pipeline stages; OrchestrRL re-plans TP only"
-    devices = _gen_devices(problem, plan)
+    devices = _task_devices(problem, plan, ACTOR_GENERATION)
     types = {d.gpu.name for d in devices}
     if len(types) != 1:
         return None, f"generation spans GPU types {sorted(types)}; OrchestrRL re-plans one"
@@ -155,13 +155,10 @@ def weight_sync_circuits(
     or None with the reason there is none."""
     if problem.fabric is None:
         return None, "the cluster has no optical fabric (give one with --fabric)"
-    node_of = {d.id: d.node for d in problem.placement.topology.devices}
-
-    def nodes(task: str) -> list[str]:
-        t = plan.task(task)
-        return sorted({node_of[g] for replica in t.devices for stage in replica for g in stage})
-
-    train, gen = nodes(ACTOR_TRAINING), nodes(ACTOR_GENERATION)
+    train, gen = (
+        sorted({d.node for d in _task_devices(problem, plan, t)})
+        for t in (ACTOR_TRAINING, ACTOR_GENERATION)
+    )
     share = full_weights_gb(problem.placement) * GB / len(train)
     endpoints = {ep.name for ep in problem.fabric.endpoints}
     rows = [{"src": t, "dst": g, "bytes": share} for g in gen for t in train if t != g]
@@ -185,16 +182,16 @@ def no_rollout_reason(problem: JobProblem, plan: PlacementPlan) -> str | None:
     gen = plan.task(ACTOR_GENERATION)
     if gen.pp != 1:
         return f"generation runs {gen.pp} pipeline stages; RollPacker's engine runs TP only"
-    types = {d.gpu.name for d in _gen_devices(problem, plan)}
+    types = {d.gpu.name for d in _task_devices(problem, plan, ACTOR_GENERATION)}
     if len(types) != 1:
         return f"generation spans GPU types {sorted(types)}; RollPacker plans one"
     return None
 
 
-def _gen_devices(problem: JobProblem, plan: PlacementPlan) -> list:
+def _task_devices(problem: JobProblem, plan: PlacementPlan, task: str) -> list:
     by_id = {d.id: d for d in problem.placement.topology.devices}
-    gen = plan.task(ACTOR_GENERATION)
-    return [by_id[g] for replica in gen.devices for stage in replica for g in stage]
+    t = plan.task(task)
+    return [by_id[g] for replica in t.devices for stage in replica for g in stage]
 
 
 def rollout_problem(problem: JobProblem, plan: PlacementPlan) -> tuple[RolloutProblem | None, str]:
@@ -203,7 +200,7 @@ def rollout_problem(problem: JobProblem, plan: PlacementPlan) -> tuple[RolloutPr
     if reason is not None:
         return None, reason
     wf = problem.workflow
-    devices = _gen_devices(problem, plan)
+    devices = _task_devices(problem, plan, ACTOR_GENERATION)
     gen, train = plan.task(ACTOR_GENERATION), plan.task(ACTOR_TRAINING)
     node_size = {}
     for d in problem.placement.topology.devices:

@@ -7,12 +7,11 @@ import dataclasses
 from typing import Any
 
 from costmodels.circuits.fabric import FabricSpec
-from costmodels.errors import SpecError
 from costmodels.job.canned import canned_jobs
 from costmodels.job.check import check_job
 from costmodels.job.judge import evaluate_job
 from costmodels.job.plan import JobPlan
-from costmodels.job.problem import JobProblem
+from costmodels.job.problem import JobProblem, check_fabric_nodes
 from costmodels.job.summary import job_roll, job_summary, job_verl
 from costmodels.placement.kind import KIND as PLACEMENT
 from costmodels.problem import ProblemKind, SpecField, evaluated_table
@@ -35,14 +34,7 @@ def _with_target(problem: JobProblem, framework: str | None) -> JobProblem:
 
 
 def _fabric_joins_the_cluster(fabric: FabricSpec, loaded: dict[str, Any]) -> None:
-    nodes = {n.name for n in loaded["cluster"].nodes}
-    for i, ep in enumerate(fabric.endpoints):
-        if ep.name not in nodes:
-            raise SpecError(
-                f"endpoints[{i}].name",
-                ep.name,
-                "not a node of the cluster: a job's fabric joins the cluster's nodes",
-            )
+    check_fabric_nodes(fabric, loaded["cluster"])
 
 
 KIND = ProblemKind(

@@ -13,6 +13,19 @@ from costmodels.placement.problem import PlacementProblem
 from costmodels.workflow import WorkflowSpec
 
 
+def check_fabric_nodes(fabric: FabricSpec, cluster: ClusterSpec, prefix: str = "") -> None:
+    """A job's fabric joins the cluster's nodes: every endpoint is one (a SpecError naming the
+    first that is not, its field path under ``prefix``)."""
+    nodes = {n.name for n in cluster.nodes}
+    for i, ep in enumerate(fabric.endpoints):
+        if ep.name not in nodes:
+            raise SpecError(
+                f"{prefix}endpoints[{i}].name",
+                ep.name,
+                "not a node of the cluster: a job's fabric joins the cluster's nodes",
+            )
+
+
 @dataclass(frozen=True, eq=False)
 class JobProblem:
     """Plan every decision of one RL job on one cluster."""
@@ -24,17 +37,8 @@ class JobProblem:
     kind: str = field(default="job", init=False)
 
     def __post_init__(self) -> None:
-        if self.fabric is None:
-            return
-        nodes = {n.name for n in self.cluster.nodes}
-        for i, ep in enumerate(self.fabric.endpoints):
-            if ep.name not in nodes:
-                raise SpecError(
-                    f"fabric.endpoints[{i}].name",
-                    ep.name,
-                    f"not a node of cluster {self.cluster.name or '(unnamed)'}: a job's fabric "
-                    "joins the cluster's nodes",
-                )
+        if self.fabric is not None:
+            check_fabric_nodes(self.fabric, self.cluster, "fabric.")
 
     @property
     def workflow(self) -> WorkflowSpec:

@@ -23,11 +23,15 @@ runs OrchestrRL's planner (the paper has no public code), so the plan deploys th
 
 from __future__ import annotations
 
+import functools
+from collections import Counter
+from typing import Any
+
 import numpy as np
 
 from costmodels.decode import ServingParams
 from costmodels.generation.request_traces import synthetic_trace
-from costmodels.job.derive import replan_setting
+from costmodels.job.derive import ReplanSetting, replan_setting
 from costmodels.job.plan import REPLAN_MARGIN, ReplanAdvice
 from costmodels.job.problem import JobProblem
 from costmodels.placement.plan import PlacementPlan
@@ -39,49 +43,53 @@ STEPS = 3
 MARGIN = REPLAN_MARGIN
 
 
+def _run(
+    s: ReplanSetting, params: ServingParams, forecast: np.ndarray, reqs: list, scheme: str
+) -> tuple[Any, dict[str, Any]]:
+    """One step of ``s``'s pool under ``scheme``, dispatched as verl does."""
+    return online.run_scheme(
+        scheme,
+        s.model,
+        s.gpu,
+        s.nodes * s.gpus_per_node,
+        s.tp,
+        reqs,
+        forecast,
+        params,
+        gpus_per_node=s.gpus_per_node,
+        dispatch="chunked",
+    )
+
+
 def advise_replan(problem: JobProblem, placement: PlacementPlan) -> tuple[ReplanAdvice | None, str]:
     """The re-planning advice for ``placement`` (module doc), or None with the reason the pool
     cannot be re-planned."""
-    setting, why = replan_setting(problem, placement)
-    if setting is None:
+    s, why = replan_setting(problem, placement)
+    if s is None:
         return None, why
-    s = setting
     params = ServingParams(efficiency=problem.placement.params.efficiency)
-    forecast = np.array(
-        [r.output for r in synthetic_trace(s.prompts, s.responses, s.cap, STEPS, 0, s.lengths)]
-    )
+    draw = functools.partial(synthetic_trace, s.prompts, s.responses, s.cap, params=s.lengths)
+    forecast = np.array([r.output for r in draw(seed=STEPS)])
     static, replanned, best, firsts = [], [], [], []
-    best_tp: dict[int, float] = {}
+    best_tp: Counter[int] = Counter()
     switches = migrations = 0
     for seed in range(STEPS):
-        reqs = synthetic_trace(s.prompts, s.responses, s.cap, seed, 0, s.lengths)
-
-        def run(scheme: str, reqs=reqs) -> tuple[float, dict]:
-            res, info = online.run_scheme(
-                scheme,
-                s.model,
-                s.gpu,
-                s.nodes * s.gpus_per_node,
-                s.tp,
-                reqs,
-                forecast,
-                params,
-                gpus_per_node=s.gpus_per_node,
-                dispatch="chunked",
-            )
-            return res.makespan_s, info
-
-        static.append(run("none")[0])
-        t, info = run("orchestrrl")
-        replanned.append(t)
+        reqs = draw(seed=seed)
+        # the oracle's sweep runs the start TP too: its makespan is the static one
+        oracle, sweep = _run(s, params, forecast, reqs, "verl-to")
+        spans = sweep["makespans"]
+        static.append(
+            spans[s.tp] if s.tp in spans else _run(s, params, forecast, reqs, "none")[0].makespan_s
+        )
+        best.append(oracle.makespan_s)
+        best_tp[sweep["tp"]] += 1
+        res, info = _run(s, params, forecast, reqs, "orchestrrl")
+        replanned.append(res.makespan_s)
         applied = [p["time"] for p in info["plans"] if p["applied"]]
         switches += len(applied)
         migrations += info["migrations"]
         if applied:
             firsts.append(applied[0])
-        t, info = run("verl-to")
-        best.append(t)
-        best_tp[info["tp"]] = best_tp.get(info["tp"], 0.0) + 1
     ratio = float(np.mean(replanned) / np.mean(static))
     return (
         ReplanAdvice(

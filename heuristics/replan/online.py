@@ -149,7 +149,7 @@ def run_scheme(
             for t in (tps if scheme == "verl-to" else [max(tps)])
         }
         best = min(runs, key=lambda t: runs[t].makespan_s)
-        return runs[best], {"tp": best}
+        return runs[best], {"tp": best, "makespans": {t: r.makespan_s for t, r in runs.items()}}
     if gpus % gpus_per_node:
         raise ValueError(
             f"policies re-plan whole {gpus_per_node}-GPU nodes; {gpus} GPUs is not a multiple"
