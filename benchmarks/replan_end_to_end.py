@@ -10,14 +10,18 @@ Qwen2.5-32B on 24 generation GPUs; 64 prompts x 16 responses per step, group-awa
 lengths drifting 5%/step (``TraceParams(drift=0.05)``); steps 12-15 are measured, steps 0-11 are
 the forecast's history. Throughput = samples per second of generation (the paper's end-to-end
 figure also contains the one-step-asynchronous training, which overlaps generation and is the
-same for every scheme). Every scheme dispatches as verl does (contiguous chunks of the batch,
-a prompt's responses on one instance; ``heuristics.replan.online``). veRL-TO is the paper's:
-static TP2 (its case study: eight TP=2 instances); the oracle static TP is the best static TP on
-the measured steps themselves, chunked and (kinder) round-robin. OrchestrRL and its ablations
-start from TP2 like the paper's, once more from the oracle TP, and once dispatching round-robin
-(OrchestrRL places its own requests, so it need not inherit verl's chunks). Writes
-``end_to_end.csv/json``, ``forecast.json`` and the remaining-
-requests curves of one step (Fig. 11) with the reconfiguration marked.
+same for every scheme). veRL-TO is the paper's: static TP2 (its case study: eight TP=2
+instances) with verl's dispatch (contiguous chunks of the batch, a prompt's responses on one
+instance; ``heuristics.replan.online``). The oracle static TP is the best static TP on the
+measured steps themselves, under each dispatch: chunked, and (kinder) round-robin. Every
+OrchestrRL row is run under both dispatches and held to the best static layout under the same
+one. OrchestrRL as shipped starts each step from the TP its two previous steps, replayed, favour
+(``online.replayed_start``) and accepts a plan only when the engine, simulating the rest of the
+step, says it beats standing still (``heuristics.replan.lookahead``); its ablations start from
+TP2 like the paper's, with and without that check (without: Eq. 1's margin accepts), and swap
+the greedy for Eq. 1's MILP over uniform and mixed layouts. The choices were made on this trace
+(seed 0) and are re-run on two held-out seeds. Writes ``end_to_end.csv/json/md`` and the
+remaining-requests curves of one step (Fig. 11) with the reconfiguration marked.
 """
 
 from __future__ import annotations
@@ -33,8 +37,10 @@ import numpy as np
 from benchmarks.publish import command_line, parse_out_dir, save_figure, write_csv
 from costmodels.generation.request_traces import TraceParams, synthetic_trace
 from costmodels.generation.requests import Request
+from formulations.replan.milp import solve_replan_milp
 from heuristics.replan import online
 from heuristics.replan.forecast import forecast_quantiles, lengths_from_quantiles, relative_error
+from heuristics.replan.greedy import solve_greedy
 
 SETTINGS = [("Qwen2.5-14B", 2, 15360), ("Qwen2.5-14B", 2, 25600), ("Qwen2.5-32B", 3, 15360)]
 HISTORY, MEASURED = 12, 4
@@ -54,9 +60,22 @@ EVENT_VARIANTS = {
     "+ KV pressure": {"events": ("kv",)},
     "+ decode-rate drop": {"events": ("rate",)},
     "+ all four events": {"events": ("forecast", "progress", "kv", "rate")},
-    "margin 5%": {"epsilon_rel": 0.05},
-    "margin 20%": {"epsilon_rel": 0.2},
+    "check: 1 draw": {"check_draws": 1},
+    "check: 5 draws": {"check_draws": 5},
+    "check margin 0%": {"check_margin": 0.0},
+    "check margin 5%": {"check_margin": 0.05},
 }
+#: online decisions at OrchestrRL Figure 20's largest pool: 128 nodes of 8 H800, Qwen2.5-14B,
+#: 16 responses per GPU (1 024 prompts x 16, 15 360-token cap), two steps
+AT_SCALE = {"model": "Qwen2.5-14B", "nodes": 128, "prompts": 1024, "max_len": 15360, "steps": 2}
+#: the planner without the simulated check: Eq. 1's margin accepts (the paper's rule)
+NO_CHECK: dict[str, Any] = {"check_draws": 0}
+#: past steps each measured step's start is replayed on (``online.replayed_start``): one picked
+#: TP4 over TP8 on a 32B round-robin step where TP8 was right (0.999x the best static layout);
+#: two, 1.008x
+REPLAYED = 2
+#: trace seeds the shipped planner is re-run on after its choices were made on seed 0
+HELD_OUT_SEEDS = (1, 2)
 PAPER_ROWS = {
     "OrchestrRL": PAPER,
     "+proactive": {"Qwen2.5-14B/15360": 1.24, "Qwen2.5-14B/25600": 1.19},
@@ -92,23 +111,78 @@ def run(out_dir: Path) -> dict:
     """Every setting (module doc): the schemes' throughput, the forced-switch timing, the
     planner's event variants and the forecast error; the remaining-requests curves of each
     setting's first measured step."""
-    result: dict[str, Any] = {"rows": [], "curves": {}, "forecast": [], "timing": [], "events": []}
+    result: dict[str, Any] = {
+        "rows": [],
+        "curves": {},
+        "forecast": [],
+        "timing": [],
+        "events": [],
+        "starts": [],
+    }
     for model, nodes, max_len in SETTINGS:
         _Setting(model, nodes, max_len).run(result)
+    result["held_out"] = [
+        row
+        for seed in HELD_OUT_SEEDS
+        for model, nodes, max_len in SETTINGS
+        for row in _Setting(model, nodes, max_len, seed).shipped_rows(seed)
+    ]
+    result["at_scale"] = at_scale_decisions()
     return result
+
+
+def at_scale_decisions() -> list[dict[str, Any]]:
+    """The planner's looks at 1 024 GPUs (``AT_SCALE``), with the greedy and with the MILP (its
+    default work budget, uniform layouts) as the solver, each with the simulated check: every
+    look's wall time (state, solve, check) and the steps' makespans, which depend on work
+    budgets only."""
+    from costmodels.catalog import get_model
+    from costmodels.decode import feasible_tps
+
+    cfg = AT_SCALE
+    tps = feasible_tps(get_model(cfg["model"]), 8, 8)
+    forecast = np.array(
+        [r.output for r in synthetic_trace(256, RESPONSES, cfg["max_len"], seed=HISTORY)]
+    )
+    rows = []
+    for name, solver in (
+        ("greedy", None),
+        ("MILP, uniform layouts", functools.partial(solve_replan_milp, warm_start=solve_greedy)),
+    ):
+        looks, spans = [], []
+        for step in range(1, cfg["steps"] + 1):
+            reqs = synthetic_trace(cfg["prompts"], RESPONSES, cfg["max_len"], seed=0, step=step)
+            res, log = online.policy_run(
+                cfg["model"], "H800", cfg["nodes"], 8, 2, reqs, forecast, True, True, tps,
+                solver=solver, dispatch="round-robin",
+            )  # fmt: skip
+            looks += [p["decision_s"] for p in log["plans"]]
+            spans.append(res.makespan_s)
+        rows.append(
+            {
+                "solver": name,
+                "gpus": cfg["nodes"] * 8,
+                "requests_per_step": cfg["prompts"] * RESPONSES,
+                "looks": len(looks),
+                "decision_median_s": float(np.median(looks)),
+                "decision_max_s": max(looks),
+                "step_makespans_s": spans,
+            }
+        )
+    return rows
 
 
 class _Setting:
     """One setting's steps, forecasts and static baselines, shared by its experiments."""
 
-    def __init__(self, model: str, nodes: int, max_len: int) -> None:
+    def __init__(self, model: str, nodes: int, max_len: int, seed: int = 0) -> None:
         from costmodels.catalog import get_model
         from costmodels.decode import feasible_tps
 
         self.model, self.nodes = model, nodes
         self.key = f"{model}/{max_len}"
         self.tps = feasible_tps(get_model(model), 8, 8)
-        self.steps = [step_requests(s, max_len) for s in range(HISTORY + MEASURED)]
+        self.steps = [step_requests(s, max_len, seed) for s in range(HISTORY + MEASURED)]
         self.lengths = [np.array([r.output for r in st]) for st in self.steps]
         self.measured = range(HISTORY, HISTORY + MEASURED)
         # one ARIMA forecast per measured step, from the steps before it (every scheme plans on it)
@@ -131,7 +205,9 @@ class _Setting:
         """The setting's experiments in order, their rows appended to ``result``."""
         self._static_schemes()
         self._policy_schemes(result["curves"])
+        self._ablation_schemes()
         result["rows"] += self._throughput_rows()
+        result["starts"] += self.start_rows
         result["timing"] += self._timing_rows()
         result["events"] += self._event_rows()
         result["forecast"] += self._forecast_rows()
@@ -166,32 +242,129 @@ class _Setting:
         }
         self.static, self.best_tp = static, best_tp
         self.baseline, self.oracle_name = next(iter(self.schemes)), list(self.schemes)[1]
+        # the best static layout under each dispatch: what OrchestrRL must at least match
+        self.best_static = {
+            "chunked": self.oracle_name,
+            "round-robin": f"oracle static TP{best_rr} (round-robin)",
+        }
+        self.dispatch = {name: name.rsplit("(", 1)[1].split(")")[0] for name in self.schemes}
+        self.dispatch[self.baseline] = self.dispatch[list(self.schemes)[-1]] = "chunked"
 
     def _policy_schemes(self, curves: dict[str, Any]) -> None:
-        """The proactive planner and the balancer alone and together (from TP2, from the oracle
-        TP, dispatching round-robin); the curves of the first measured step."""
-        key, small, best_tp = self.key, self.small, self.best_tp
-        for name, pro, rea, start, dispatch in (
-            ("+proactive", True, False, small, "chunked"),
-            ("+reactive", False, True, small, "chunked"),
-            ("OrchestrRL", True, True, small, "chunked"),
-            (f"OrchestrRL from TP{best_tp}", True, True, best_tp, "chunked"),
-            ("OrchestrRL, round-robin dispatch", True, True, small, "round-robin"),
+        """OrchestrRL as shipped under both dispatches (each step's start replayed on the two
+        steps before it, ``online.replayed_start``; the simulated check), its ablations from
+        TP2 as the paper ran them; the curves of the first measured step."""
+        key, small = self.key, self.small
+        self._replay_starts()
+        for name, pro, rea, start, dispatch, opts in (
+            ("OrchestrRL", True, True, "replayed", "chunked", {}),
+            ("OrchestrRL", True, True, "replayed", "round-robin", {}),
+            ("from TP2 (the paper's start)", True, True, small, "chunked", {}),
+            ("from TP2 (the paper's start)", True, True, small, "round-robin", {}),
+            ("from TP2, Eq. 1 acceptance", True, True, small, "chunked", NO_CHECK),
+            ("from TP2, Eq. 1 acceptance", True, True, small, "round-robin", NO_CHECK),
+            ("+proactive", True, False, small, "chunked", {}),
+            ("+reactive", False, True, small, "chunked", {}),
         ):
-            spans, logs = [], []
-            for s in self.measured:
-                res, log = self.step_run(s, pro, rea, start, dispatch=dispatch)
-                spans.append(res.makespan_s)
-                logs.append(log)
-                if s == HISTORY:
-                    curves.setdefault(key, {})[name] = (res.remaining_curve(), log)
-            self.schemes[name] = spans
-            self.detail[name] = logs
+            self._policy_scheme(name, pro, rea, start, dispatch, opts, curves)
         for label, (tp, d) in (
             (self.baseline, (small, "chunked")),
-            (self.oracle_name, (best_tp, "chunked")),
+            (self.oracle_name, (self.best_tp, "chunked")),
         ):
             curves.setdefault(key, {})[label] = (self.static[(tp, d)][0].remaining_curve(), {})
+
+    def _replay_starts(self) -> None:
+        """Each measured step's start under each dispatch (``online.replayed_start`` on the
+        ``REPLAYED`` steps before it, TPs from the smallest multi-GPU one up)."""
+        key, small = self.key, self.small
+        self.start_rows: list[dict[str, Any]] = []
+        self.starts: dict[str, list[int]] = {}
+        starts_tps = [t for t in self.tps if t >= small]
+        for d in online.DISPATCH:
+            chosen = []
+            for s in self.measured:
+                tp, spans = online.replayed_start(
+                    self.model,
+                    "H800",
+                    self.nodes,
+                    8,
+                    self.steps[s - REPLAYED : s],
+                    self.forecasts[s],
+                    self.tps,
+                    dispatch=d,
+                    starts=starts_tps,
+                )
+                chosen.append(tp)
+                self.start_rows.append(
+                    {"setting": key, "dispatch": d, "step": s, "start_tp": tp}
+                    | {f"replayed_tp{t}_s": v for t, v in spans.items()}
+                )
+            self.starts[d] = chosen
+
+    def shipped_rows(self, seed: int) -> list[dict[str, Any]]:
+        """OrchestrRL as shipped against the best static layout under each dispatch, alone (the
+        held-out seeds)."""
+        self._static_schemes()
+        self._replay_starts()
+        rows = []
+        for d in online.DISPATCH:
+            self._policy_scheme("OrchestrRL", True, True, "replayed", d, {})
+            label = "OrchestrRL" if d == "chunked" else "OrchestrRL [round-robin]"
+            best = self.best_static[d]
+            rows.append(
+                {
+                    "seed": seed,
+                    "setting": self.key,
+                    "dispatch": d,
+                    "best_static": best,
+                    "vs_best_static_same_dispatch": sum(self.schemes[best])
+                    / sum(self.schemes[label]),
+                    "starts": self.starts[d],
+                }
+            )
+        return rows
+
+    def _ablation_schemes(self) -> None:
+        """What the MILP and mixed layouts add: OrchestrRL from the same starts with Eq. 1's
+        MILP (warm-started by the greedy, its default work budget) as the planner's solver, over
+        uniform and over mixed layouts, with the simulated check, and without it (Eq. 1's
+        acceptance)."""
+        milp = functools.partial(solve_replan_milp, warm_start=solve_greedy)
+        for d in online.DISPATCH:
+            for name, opts in (
+                ("MILP, uniform layouts", {}),
+                ("MILP, mixed layouts", {"layouts": "mixed"}),
+                ("MILP, uniform, Eq. 1 acceptance", NO_CHECK),
+            ):
+                self._policy_scheme(name, True, True, "replayed", d, opts, solver=milp)
+
+    def _policy_scheme(
+        self,
+        name: str,
+        pro: bool,
+        rea: bool,
+        start: int | str,
+        dispatch: str,
+        opts: dict[str, Any],
+        curves: dict[str, Any] | None = None,
+        solver: Any = None,
+    ) -> None:
+        """One policy scheme over the measured steps (``start`` "replayed": each step's replayed
+        start under ``dispatch``)."""
+        label = name if dispatch == "chunked" else f"{name} [round-robin]"
+        spans, logs = [], []
+        for k, s in enumerate(self.measured):
+            tp = self.starts[dispatch][k] if start == "replayed" else start
+            res, log = self.step_run(
+                s, pro, rea, tp, dispatch=dispatch, planner_options=opts, solver=solver
+            )
+            spans.append(res.makespan_s)
+            logs.append(log)
+            if s == HISTORY and curves is not None and dispatch == "chunked":
+                curves.setdefault(self.key, {})[name] = (res.remaining_curve(), log)
+        self.schemes[label] = spans
+        self.detail[label] = logs
+        self.dispatch[label] = dispatch
 
     def _throughput_rows(self) -> list[dict[str, Any]]:
         """Each scheme's samples per second against veRL-TO and the oracle static TP."""
@@ -202,15 +375,23 @@ class _Setting:
         rows = []
         for name, spans in schemes.items():
             thr = n / sum(spans)
+            d = self.dispatch[name]
+            looks = [p for lg in detail.get(name, []) for p in lg["plans"]]
             rows.append(
                 {
                     "setting": self.key,
                     "gpus": self.nodes * 8,
                     "scheme": name,
+                    "dispatch": d,
                     "oracle_tp": self.best_tp,
                     "samples_per_s": thr,
                     "vs_verl_to": thr / base,
                     "vs_oracle_static": thr / base_oracle,
+                    "vs_best_static_same_dispatch": sum(schemes[self.best_static[d]]) / sum(spans),
+                    "decision_median_s": (
+                        float(np.median([p["decision_s"] for p in looks])) if looks else None
+                    ),
+                    "decision_max_s": max((p["decision_s"] for p in looks), default=None),
                     "step_makespans_s": spans,
                     "reconfigurations": sum(
                         sum(p["applied"] for p in lg["plans"]) for lg in detail.get(name, [])
@@ -235,7 +416,7 @@ class _Setting:
                     True,
                     False,
                     self.small,
-                    planner_options={"first_at": t, "epsilon": 0.0, "epsilon_rel": 0.0},
+                    planner_options={"first_at": t, "epsilon": 0.0, "epsilon_rel": 0.0} | NO_CHECK,
                 )
                 forced[t] = res.makespan_s
             periodic = schemes["+proactive"][s - HISTORY]
@@ -304,10 +485,14 @@ def write(result: dict, out_dir: Path, command: str) -> None:
         "setting",
         "gpus",
         "scheme",
+        "dispatch",
         "oracle_tp",
         "samples_per_s",
         "vs_verl_to",
         "vs_oracle_static",
+        "vs_best_static_same_dispatch",
+        "decision_median_s",
+        "decision_max_s",
         "reconfigurations",
         "migrations",
         "paper_vs_verl_to",
@@ -330,6 +515,9 @@ def write(result: dict, out_dir: Path, command: str) -> None:
                 "forecast_mean": summary,
                 "switch_timing": timing,
                 "planner_events": events,
+                "starts": result["starts"],
+                "held_out": result["held_out"],
+                "at_scale": result["at_scale"],
             },
             indent=2,
         )
@@ -342,6 +530,16 @@ def write(result: dict, out_dir: Path, command: str) -> None:
         + (__doc__ or "").split("\n\n", 2)[2]
         + "\n\n"
         + "\n".join(_scheme_table(rows))
+        + "\n\nEach step's start (``online.replayed_start``, the two steps before it replayed "
+        "from each TP), per dispatch:\n\n"
+        + "\n".join(_start_table(result["starts"]))
+        + "\n\n## Held-out traces\n\nThe planner's choices (the check's draws and margin, "
+        "the replayed start) were made on the trace above (seed 0); OrchestrRL as shipped on "
+        "two other seeds' traces, against the best static layout of that trace and dispatch:"
+        "\n\n"
+        + "\n".join(_held_out_table(result["held_out"]))
+        + "\n\n## Online decisions at 1 024 GPUs\n\n"
+        + _at_scale_text(result["at_scale"])
         + "\n\nForecast error (mean over measured steps and settings): "
         + ", ".join(
             f"{m}: histogram {v['histogram']:.1%}, work {v['work']:.1%}" for m, v in summary.items()
@@ -350,10 +548,11 @@ def write(result: dict, out_dir: Path, command: str) -> None:
         "applies any predicted gain; t in "
         + ", ".join(f"{t:g}" for t in SWITCH_TIMES)
         + " s), the best t in hindsight per step, against the periodic planner "
-        "(+proactive, every 30 s, 10% + 5 s margin). Per-t makespans: `switch_timing.csv`.\n\n"
+        "(+proactive, every 30 s, simulated check). Per-t makespans: `switch_timing.csv`.\n\n"
         + "\n".join(_timing_table(timing))
-        + "\n\nOrchestrRL's throughput over the oracle static TP (chunked) when the planner also "
-        "looks on events, or accepts at another margin (`planner_events.csv`):\n\n"
+        + "\n\nOrchestrRL's throughput over the oracle static TP (chunked) from TP2 when the "
+        "planner also looks on events, or checks with other draws or margins "
+        "(`planner_events.csv`):\n\n"
         + "\n".join(_event_table(events))
         + "\n\n![remaining requests](remaining_requests.png)\n"
     )
@@ -396,20 +595,69 @@ def _event_table(events: list[dict[str, Any]]) -> list[str]:
 
 
 def _scheme_table(rows: list[dict[str, Any]]) -> list[str]:
-    """Per setting and scheme: throughput, its ratios, re-plans, migrations and the paper's."""
+    """Per setting and scheme: throughput, its ratios, re-plans, migrations, the looks' median
+    wall time and the paper's ratio."""
     table = [
-        "| setting | scheme | samples/s | vs veRL-TO (TP2, chunked) | vs oracle static TP "
-        "(chunked) | re-plans applied | migrations | paper vs veRL-TO |",
-        "|---|---|---|---|---|---|---|---|",
+        "| setting | scheme | dispatch | samples/s | vs veRL-TO (TP2, chunked) | vs best static, "
+        "same dispatch | re-plans applied | migrations | look median s | paper vs veRL-TO |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         paper = "" if r["paper_vs_verl_to"] is None else f"{r['paper_vs_verl_to']}x"
+        look = "" if r["decision_median_s"] is None else f"{r['decision_median_s']:.2f}"
         table.append(
-            f"| {r['setting']} | {r['scheme']} | {r['samples_per_s']:.2f} | {r['vs_verl_to']:.3f} "
-            f"| {r['vs_oracle_static']:.3f} | {r['reconfigurations']} | {r['migrations']} "
-            f"| {paper} |"
+            f"| {r['setting']} | {r['scheme'].removesuffix(' [round-robin]')} | {r['dispatch']} "
+            f"| {r['samples_per_s']:.2f} | {r['vs_verl_to']:.3f} "
+            f"| {r['vs_best_static_same_dispatch']:.3f} | {r['reconfigurations']} "
+            f"| {r['migrations']} | {look} | {paper} |"
         )
     return table
+
+
+def _start_table(starts: list[dict[str, Any]]) -> list[str]:
+    """Per setting and dispatch: the start TP of each measured step."""
+    table = ["| setting | dispatch | start TP per measured step |", "|---|---|---|"]
+    seen: dict[tuple[str, str], list[str]] = {}
+    for r in starts:
+        seen.setdefault((r["setting"], r["dispatch"]), []).append(f"TP{r['start_tp']}")
+    for (setting, d), tps in seen.items():
+        table.append(f"| {setting} | {d} | {', '.join(tps)} |")
+    return table
+
+
+def _held_out_table(rows: list[dict[str, Any]]) -> list[str]:
+    """Per seed, setting and dispatch: OrchestrRL over the best static layout."""
+    table = [
+        "| seed | setting | dispatch | best static | OrchestrRL vs it |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rows:
+        table.append(
+            f"| {r['seed']} | {r['setting']} | {r['dispatch']} | "
+            f"{r['best_static'].removeprefix('oracle static ')} | "
+            f"{r['vs_best_static_same_dispatch']:.3f} |"
+        )
+    return table
+
+
+def _at_scale_text(rows: list[dict[str, Any]]) -> str:
+    """The 1 024-GPU looks: setting and one row per solver."""
+    cfg = AT_SCALE
+    head = (
+        f"{cfg['model']} on {cfg['nodes']} nodes of 8 H800, {cfg['prompts']} x {RESPONSES} "
+        f"requests a step ({cfg['max_len']}-token cap), round-robin dispatch, {cfg['steps']} "
+        "steps from TP2; a look's wall time on this machine (state, solve, simulated check). "
+        "The makespans depend on work budgets only.\n\n"
+        "| solver | looks | look median s | look max s | step makespans s |\n|---|---|---|---|---|"
+    )
+    return "\n".join(
+        [head]
+        + [
+            f"| {r['solver']} | {r['looks']} | {r['decision_median_s']:.2f} | "
+            f"{r['decision_max_s']:.2f} | {', '.join(f'{x:.1f}' for x in r['step_makespans_s'])} |"
+            for r in rows
+        ]
+    )
 
 
 def _plot_curves(curves: dict[str, Any], path: Path) -> None:
@@ -443,11 +691,12 @@ def main(argv: list[str] | None = None) -> None:
         out,
         command_line("benchmarks.replan_end_to_end", argv),
     )
+    print(f"{'setting':18s} {'scheme':32s} {'dispatch':8s} vs-static vs-veRL-TO")
     for r in result["rows"]:
         print(
-            f"{r['setting']:22s} {r['scheme']:20s} {r['samples_per_s']:.2f} samples/s  "
-            f"x{r['vs_verl_to']:.3f} vs veRL-TO  x{r['vs_oracle_static']:.3f} vs oracle  reconf "
-            f"{r['reconfigurations']} mig {r['migrations']}"
+            f"{r['setting']:18s} {r['scheme'].removesuffix(' [round-robin]')[:32]:32s} "
+            f"{r['dispatch'][:8]:8s} {r['vs_best_static_same_dispatch']:9.3f} "
+            f"{r['vs_verl_to']:10.3f}"
         )
     print(f"{time.perf_counter() - t0:.0f} s")
 

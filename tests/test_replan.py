@@ -269,6 +269,7 @@ def test_reactive_balancer_never_makes_a_kv_infeasible_move(seed, n, mem):
 
 
 def test_proactive_planner_acts_only_on_a_gain_above_its_cost():
+    """Without the simulated check, Eq. 1's margin decides."""
     from heuristics.replan.policies import ProactivePlanner
 
     planners = []
@@ -286,6 +287,7 @@ def test_proactive_planner_acts_only_on_a_gain_above_its_cost():
                 period=10.0,
                 epsilon=epsilon,
                 tick=5.0,
+                check_draws=0,  # Eq. 1's margin accepts (the check: tests/test_replan_check.py)
             )
             planners.append(p)
             return p

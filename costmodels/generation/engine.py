@@ -112,9 +112,11 @@ class Engine:
         self.block = block_size
         self.per_token = per_token
         self.states = []
+        caps: dict[int, int] = {}  # instances shared between slots share their capacity
         for i, inst in enumerate(instances):
-            cap = inst.kv_capacity_tokens() // block_size
-            self.states.append(InstanceState(i, inst, block_size, cap))
+            if id(inst) not in caps:
+                caps[id(inst)] = inst.kv_capacity_tokens() // block_size
+            self.states.append(InstanceState(i, inst, block_size, caps[id(inst)]))
         self.records = {
             r.id: RequestRecord(r.id, a) for r, a in zip(requests, assignment, strict=True)
         }
@@ -378,11 +380,14 @@ class Engine:
 
     def _take_out(self, rid: int) -> int:
         """Remove a request from wherever it is queued or running; its former instance or -1."""
+        last = self._where.get(rid, (-1, ""))[0]
         self._move(rid, -1, "unassigned")  # until the caller puts it somewhere (or aborts it)
         if rid in self.unassigned:
             self.unassigned.remove(rid)
             return -1
-        for st in self.states:
+        # where it was last recorded first (a pool of a thousand instances is not scanned per
+        # move); the scan stays as the fallback
+        for st in ([self.states[last]] if last >= 0 else []) + self.states:
             if rid in st.running:
                 self._remove_running(st, rid)
                 return st.index

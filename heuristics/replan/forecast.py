@@ -77,3 +77,25 @@ def relative_error(
         "histogram": float(np.abs(h_hat - h).sum() / h.sum()),
         "work": float(abs(forecast.mean() - actual.mean()) / actual.mean()),
     }
+
+
+#: the golden-ratio step of :func:`spread_level`'s low-discrepancy sequence
+GOLDEN = (5**0.5 - 1) / 2
+
+
+def conditional_remaining(
+    sorted_lengths: np.ndarray, generated: int, level: float, floor: int = 1
+) -> int:
+    """The ``level`` quantile of L - g given L > g under the forecast lengths, given sorted
+    (``heuristics.replan.policies``, "Proactive planning")."""
+    tail = sorted_lengths[np.searchsorted(sorted_lengths, generated, side="right") :]
+    if not len(tail):  # outlived the forecast: assume it is close to done
+        return max(floor, int(0.1 * generated))
+    return max(floor, int(tail[min(len(tail) - 1, int(level * len(tail)))]) - generated)
+
+
+def spread_level(rid: int) -> float:
+    """A deterministic level in (0, 1) per request (golden-ratio sequence over ids): over many
+    requests the estimates reproduce the conditional distribution, tail included, without any
+    request's true length."""
+    return (rid * GOLDEN) % 1.0

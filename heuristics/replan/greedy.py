@@ -129,10 +129,13 @@ def keep_choice(problem: ReplanProblem) -> list[int]:
 def mixed_choice(problem: ReplanProblem, big: int, small: int, k: int) -> list[int] | None:
     """k nodes on TP ``big``, the rest on TP ``small``; nodes already running a TP take it first."""
     nodes = range(problem.spec.nodes)
+    on_node: dict[int, set[int]] = {}
+    for inst in problem.spec.instances:  # one pass, not one per node: 128 nodes at 1 024 GPUs
+        on_node.setdefault(inst.node, set()).add(inst.tp)
 
     def current_tp(n: int) -> int | None:
-        tps = {i.tp for i in problem.spec.instances if i.node == n}
-        return tps.pop() if len(tps) == 1 else None
+        tps = on_node.get(n, set())
+        return next(iter(tps)) if len(tps) == 1 else None
 
     order = sorted(nodes, key=lambda n: (current_tp(n) != big, n))
     bigs = set(order[:k])

@@ -107,6 +107,62 @@ def policy_run(
     }
 
 
+def replayed_start(
+    model: str,
+    gpu: str,
+    nodes: int,
+    gpus_per_node: int,
+    past_steps: list[list[Request]],
+    forecast: np.ndarray,
+    tps: list[int],
+    params: ServingParams | None = None,
+    block_size: int = 16,
+    solver: Any = None,
+    dispatch: str = "chunked",
+    planner_options: dict[str, Any] | None = None,
+    starts: list[int] | None = None,
+) -> tuple[int, dict[int, float]]:
+    """The uniform TP a step starts from: the last steps (``past_steps``), whose lengths are all
+    known once they have finished, replayed under OrchestrRL (planner and balancer, as they will
+    run) from every TP of ``starts`` (default: ``tps``, which the planner may choose from); the
+    start with the least total, and every start's replayed total makespan.
+
+    *Why a replay.* Where a step should start is not a property of the start alone: on 14B under
+    chunked dispatch TP2 or TP4 then TP8 beats any layout held throughout, and on 32B under
+    round-robin TP8 throughout wins because its longest responses need TP8 from the first token
+    (``benchmarks/replan_end_to_end.py``). A look at the step's first tick judges a switch against
+    standing still and cannot credit the re-plans still to come, so it picks the best static
+    layout (measured there: 0.98-1.01x of starting at TP2 with the check); simulating each
+    start's whole step on the forecast alone misses the prompt groups' correlation and was as
+    noisy (0.98-1.08x). Lengths drift slowly from step to step (5%/step in the §6 traces), so the
+    last steps' real lengths stand in for the next step's. The replay plans on ``forecast``,
+    never on the lengths it replays. Ties go to the smaller TP (the paper's start)."""
+    spans = {}
+    starts = starts or tps
+    for tp in starts:
+        spans[tp] = sum(
+            policy_run(
+                model,
+                gpu,
+                nodes,
+                gpus_per_node,
+                tp,
+                step,
+                forecast,
+                True,
+                True,
+                tps,
+                params,
+                block_size,
+                solver,
+                dispatch,
+                planner_options,
+            )[0].makespan_s
+            for step in past_steps
+        )
+    return min(starts, key=lambda t: (spans[t], t)), spans
+
+
 def prior_lengths(seed: int = 0) -> np.ndarray:
     """A length forecast with no history: the calibrated synthetic generator (a different seed
     than any step it plans), never the step's own lengths."""

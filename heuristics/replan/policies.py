@@ -50,10 +50,25 @@ balanced on estimated lengths is optimistic, since the realised makespan is the 
 instances of noisy completion times — measured in ``benchmarks/replan_end_to_end.py``). Applying:
 reconfigure / release / acquire to the plan's layout, then move
 requests to match its bin counts per instance (residents stay, the rest migrate).
+
+**The simulated check** (the default; ``check_draws=0`` restores Eq. 1's acceptance above). The
+margin test trusts Eq. 1's plane model of T_j, whose optima exploit its error (a TP2 instance
+left holding a 15 360-token response), so a look weighs its candidates on the engine instead
+(``heuristics.replan.lookahead``): the solver's plan, every uniform TP and the current layout
+re-balanced, each simulated with keeping the pool as it is over ``check_draws`` draws of the
+remaining lengths; the shortest is applied when it beats keeping by ``check_margin`` (2%).
+Measured on the §6 settings (``benchmarks/replan_end_to_end.py``): from TP2 it lifts OrchestrRL
+over the best static layout from 1.039 / 1.025 / 1.033x to 1.077 / 1.057 / 1.045x under chunked
+dispatch; one draw is too few (0.94-1.08x), five no better than three, and margins of 0-5% within
+1.5% of each other. What it cannot fix is the start: a step that starts on TP2 where TP8 is best
+throughout (32B, round-robin) loses its first 30 s, and a look at the first tick, which cannot
+credit the re-plans still to come, switches to the best static layout too early
+(``online.replayed_start`` chooses the start instead).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -73,7 +88,9 @@ from costmodels.generation.policy import (
 from costmodels.replan.judge import current_makespan
 from costmodels.replan.plan import ReplanPlan
 from costmodels.replan.problem import ReplanProblem, ReplanSpec
-from costmodels.solving import SolverOutput
+from costmodels.solving import Deadline, SolverOutput
+from heuristics.replan.forecast import conditional_remaining, spread_level
+from heuristics.replan.lookahead import BUDGET, WhatIf, check
 
 
 @dataclass
@@ -259,25 +276,8 @@ class Orchestrator:
         return [a for a in self.balancer.on_tick(obs) if a.instance in active]
 
 
-GOLDEN = (5**0.5 - 1) / 2
-
-
-def conditional_remaining(
-    sorted_lengths: np.ndarray, generated: int, level: float, floor: int = 1
-) -> int:
-    """The ``level`` quantile of L - g given L > g under the forecast lengths, given sorted (module
-    doc)."""
-    tail = sorted_lengths[np.searchsorted(sorted_lengths, generated, side="right") :]
-    if not len(tail):  # outlived the forecast: assume it is close to done
-        return max(floor, int(0.1 * generated))
-    return max(floor, int(tail[min(len(tail) - 1, int(level * len(tail)))]) - generated)
-
-
-def spread_level(rid: int) -> float:
-    """A deterministic level in (0, 1) per request (golden-ratio sequence over ids): over many
-    requests the estimates reproduce the conditional distribution, tail included, without any
-    request's true length."""
-    return (rid * GOLDEN) % 1.0
+#: draws of the remaining lengths per simulated check (module doc: one is too few, five no better)
+CHECK_DRAWS = 3
 
 
 @dataclass
@@ -302,6 +302,16 @@ class ProactivePlanner:
     progress_step: float = 0.1
     rate_drop: float = 0.25
     first_at: float | None = None  # plan first at this time (None: the events and period decide)
+    # the simulated check (``heuristics.replan.lookahead``): with draws > 0 every look simulates
+    # keeping the pool and each candidate (the solver's plan, every uniform TP and the current
+    # layout re-balanced, each assigned by ``greedy.assign``) on the engine, and applies the best
+    # only when it beats keeping by ``check_margin``; Eq. 1's objective then only proposes
+    check_draws: int = CHECK_DRAWS
+    # the node layouts the solver may choose (``ReplanSpec.layouts``): one TP per node, or any
+    # mix of candidate TPs on aligned slots (the MILP's mixed space)
+    layouts: str = "uniform"
+    check_margin: float = 0.02
+    check_budget: int = BUDGET
     layout: dict[int, int] = field(default_factory=dict)  # active slot -> TP
     log: list[dict[str, Any]] = field(default_factory=list)
     _next: float = 0.0
@@ -391,6 +401,7 @@ class ProactivePlanner:
                 "serving": self.pool.serving.model_dump(),
                 "migration_gbs": self.bandwidth_gbs,
                 "switch_overhead_s": self.switch_overhead_s,
+                "layouts": self.layouts,
                 "instances": instances,
             }
         )
@@ -409,9 +420,21 @@ class ProactivePlanner:
         self._next = obs.time + self.period
         if self.first_at is not None:
             self._next = float("inf")  # one look, at first_at (the hindsight sweep)
+        t0 = time.perf_counter()
         spec, estimate = self.state(obs)
         if not estimate:
             return []
+        actions = self._decide(obs, event, spec, estimate)
+        # wall time of the look (state, solve, check), reported only: the decision itself is
+        # bounded by work (the solver's budget, ``check_budget``)
+        self.log[-1]["decision_s"] = time.perf_counter() - t0
+        return actions
+
+    def _decide(
+        self, obs: Observation, event: str, spec: ReplanSpec, estimate: dict[int, int]
+    ) -> list[Action]:
+        """One look: solve Eq. 1 on the estimates, then accept by the margin or the simulated
+        check (module doc)."""
         problem = ReplanProblem(spec)
         current = current_makespan(problem)
         out = self.solver(problem)
@@ -423,6 +446,8 @@ class ProactivePlanner:
             "applied": False,
         }
         self.log.append(entry)
+        if self.check_draws > 0:
+            return self._checked(obs, problem, out, estimate, entry)
         if (
             out.plan is None
             or out.objective is None
@@ -432,10 +457,64 @@ class ProactivePlanner:
         entry["applied"] = True
         return self.apply(obs, problem, out.plan, estimate)
 
+    def candidates(
+        self, problem: ReplanProblem, out: SolverOutput
+    ) -> list[tuple[str, ReplanPlan, float]]:
+        """Plans the simulated check weighs (field ``check_draws``), best first by Eq. 1: the
+        solver's, every uniform TP and the current layout re-balanced."""
+        from heuristics.replan.greedy import best_of, keep_choice, uniform_choice
+
+        found = []
+        if out.plan is not None and out.objective is not None:
+            found.append(("solver", out.plan, out.objective))
+        choices = [("keep", keep_choice(problem))] + [
+            (f"tp{t}", c) for t in problem.candidate_tps if (c := uniform_choice(problem, t))
+        ]
+        for name, choice in choices:
+            _, plan, obj = best_of(problem, [(name, choice)], Deadline(None))
+            if plan is not None:
+                found.append((name, plan, obj))
+        return sorted(found, key=lambda c: c[2])
+
+    def _checked(
+        self,
+        obs: Observation,
+        problem: ReplanProblem,
+        out: SolverOutput,
+        estimate: dict[int, int],
+        entry: dict[str, Any],
+    ) -> list[Action]:
+        """The simulated check (``heuristics.replan.lookahead``): the candidate whose simulated
+        rest of the step is shortest, if it beats standing still by ``check_margin``."""
+        plans = self.candidates(problem, out)
+        actions = [self.plan_actions(obs, problem, p, estimate)[0] for _, p, _ in plans]
+        what = WhatIf(self.pool.model, self.pool.gpu, self.pool.serving, self._sorted)
+        keep, scores, draws = check(obs, what, actions, self.check_draws, self.check_budget)
+        best = int(np.argmin(scores)) if scores else -1
+        entry.update(
+            {"simulated_keep_s": keep, "simulated_best_s": None, "choice": None, "draws": draws}
+        )
+        if best < 0 or not np.isfinite(scores[best]):
+            return []
+        entry.update({"simulated_best_s": scores[best], "choice": plans[best][0]})
+        if not scores[best] < keep * (1 - self.check_margin):
+            return []
+        entry["applied"] = True
+        acts, self.layout = self.plan_actions(obs, problem, plans[best][1], estimate)
+        return acts
+
     def apply(
         self, obs: Observation, problem: ReplanProblem, plan: ReplanPlan, estimate: dict[int, int]
     ) -> list[Action]:
-        """Actions that take the pool to ``plan``: layout first, then requests (module doc)."""
+        """Actions that take the pool to ``plan`` (:meth:`plan_actions`), now the pool's layout."""
+        actions, self.layout = self.plan_actions(obs, problem, plan, estimate)
+        return actions
+
+    def plan_actions(
+        self, obs: Observation, problem: ReplanProblem, plan: ReplanPlan, estimate: dict[int, int]
+    ) -> tuple[list[Action], dict[int, int]]:
+        """Actions that take the pool to ``plan``, layout first, then requests (module doc); and
+        the layout they leave (active slot -> TP)."""
         actions: list[Action] = []
         new = {self.pool.slot(i.node, i.gpu): i for i in plan.instances}
         views = {v.index: v for v in obs.instances}
@@ -455,7 +534,7 @@ class ProactivePlanner:
                 actions.append(
                     Reconfigure(slot, now.tp, self.bandwidth_gbs, self.switch_overhead_s)
                 )
-        self.layout = {s: i.tp for s, i in new.items()}
+        layout = {s: i.tp for s, i in new.items()}
         # requests: per new instance and bin, residents stay, the rest come from elsewhere
         w = problem.spec.bin_tokens
         where = {
@@ -482,4 +561,4 @@ class ProactivePlanner:
         # anything released and not placed (should not happen) goes to the first new instance
         first = min(new) if new else 0
         actions += [Dispatch(r, first) for r in released_requests if r not in placed]
-        return actions
+        return actions, layout
