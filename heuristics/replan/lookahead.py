@@ -47,9 +47,10 @@ from costmodels.generation.policy import Action, Observation, Release
 from costmodels.generation.requests import Request
 from heuristics.replan.forecast import conditional_remaining, spread_level
 
-#: request-runs a decision may simulate (requests x (candidates + 1) x draws): at the §6 settings
-#: (1 024 requests) three draws of five candidates; at 1 024 GPUs (16 384 requests) one draw of
-#: keep and the best two (measured in ``benchmarks/replan_end_to_end.py``)
+#: request-runs a decision may simulate (requests x (candidates + 1) x draws): the §6 settings
+#: (1 024 requests, six candidates) never reach it at three draws; a look over 16 384 requests
+#: falls to fewer draws, then fewer candidates (at 1 024 GPUs the planner's looks came after most
+#: requests were done and kept three draws, 0.7 s a look: ``benchmarks/replan_end_to_end.py``)
 BUDGET = 50_000
 
 
