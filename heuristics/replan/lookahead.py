@@ -7,8 +7,9 @@ makespan beats standing still.
 *Why.* Eq. 1 judges a plan by a plane model of each instance's completion time T_j over
 estimated lengths. Its optimum exploits that model's error: on Qwen2.5-32B under round-robin
 dispatch a mixed plan looked like 127 s and ran 263-281 s, since a 15 360-token request left on a
-TP2 instance alone takes about 218 s, and the MILP as the online solver did worse than the greedy
-(0.97x against 1.04x the best static layout; ``benchmarks/replan_end_to_end.py``). The engine
+TP2 instance alone takes about 218 s, and the MILP as the online solver accepted by Eq. 1's margin
+fell to 0.93x the best static layout where behind this check it reaches 1.02-1.08x
+(``benchmarks/results/replan/end_to_end.md``). The engine
 that scores the benchmark is the one that checks the plan, so what remains is the length
 estimate's error, not the model's, and a decision that never beats keeping the current layout is
 never taken (the comparison is on common draws: both sides see the same lengths).

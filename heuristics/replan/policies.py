@@ -59,8 +59,8 @@ re-balanced, each simulated with keeping the pool as it is over ``check_draws`` 
 remaining lengths; the shortest is applied when it beats keeping by ``check_margin`` (2%).
 Measured on the §6 settings (``benchmarks/replan_end_to_end.py``): from TP2 it lifts OrchestrRL
 over the best static layout from 1.039 / 1.025 / 1.033x to 1.077 / 1.057 / 1.045x under chunked
-dispatch; one draw is too few (0.94-1.08x), five no better than three, and margins of 0-5% within
-1.5% of each other. What it cannot fix is the start: a step that starts on TP2 where TP8 is best
+dispatch; one draw is too few (0.98-1.04x), five no better than three, and margins of 0-5% within
+0.7% of each other. What it cannot fix is the start: a step that starts on TP2 where TP8 is best
 throughout (32B, round-robin) loses its first 30 s, and a look at the first tick, which cannot
 credit the re-plans still to come, switches to the best static layout too early
 (``online.replayed_start`` chooses the start instead).
