@@ -176,10 +176,12 @@ def _findings(rows: list[dict[str, Any]]) -> list[str]:
         "configuration beside the others' least memory, generation at its decode floor) sits "
         "further below its real options (the bound ratios above). The master then "
         "picks more relaxed pairs, each pick an expansion and another HiGHS solve over more "
-        "columns: master time grows 8-13x on PPO, expansions 1.5-2.6x. A perfect warm start "
-        "buys 1.4-1.7x, which leaves the 20-27 s of building the relaxed pairs and the loose "
-        "bounds. Under 10 s needs tighter relaxed bounds (fewer iterations and expansions) and "
-        "cheaper bound costing (the build alone is over 10 s), not a better incumbent.",
+        "columns: master time grows 1.4-4x on PPO (8-13x before the master's bound ladder, "
+        "``formulations.placement.master.LADDER``), expansions 1.5-2.6x. A perfect warm start "
+        "buys 1.1-1.5x, which leaves the 21-29 s of building the relaxed pairs, the "
+        "expansions (17-60 s) and the loose bounds. Under 10 s needs tighter relaxed bounds "
+        "(fewer iterations and expansions) and cheaper bound costing (the build alone is over "
+        "10 s), not a better incumbent.",
     ]
     return out
 

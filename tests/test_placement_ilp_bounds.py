@@ -235,3 +235,30 @@ def test_kin_pairs_swap_tasks_of_one_kind_and_model():
         assert c == comp and len(subset) == 2
         assert sorted(kinds[n].value for n in subset) == ["inference", "training"]
     assert pool.kin_pairs((ordered("actor_generation"), comp)) == []
+
+
+@pytest.mark.parametrize("workflow", ["grpo-sync-qwen3-8b", "grpo-async-qwen3-8b"])
+def test_the_bound_ladder_leaves_the_optimum_where_it_was(monkeypatch, workflow):
+    """The master's bound ladder (``formulations.placement.master.Master.solve``) only reorders
+    HiGHS's runs: no ladder, the shipped one, and one fed a hint far too high or too low all
+    prove the same optimum (the last rung is the incumbent's cutoff)."""
+    import formulations.placement.master as master
+
+    problem = build_problem("placement", {"cluster": "small-8", "workflow": workflow})
+    shipped = solve_placement_ilp(problem)
+    assert shipped.status is Status.OPTIMAL
+    original = master.Master.solve
+
+    def skewed(factor):
+        def solve(self, backend, time_limit, threads, cutoff=math.inf, hint=None):
+            hint = None if hint is None else hint * factor
+            return original(self, backend, time_limit, threads, cutoff, hint)
+
+        return solve
+
+    for ladder, factor in (((), 1.0), (master.LADDER, 3.0), (master.LADDER, 0.2)):
+        monkeypatch.setattr(master, "LADDER", ladder)
+        monkeypatch.setattr(master.Master, "solve", skewed(factor))
+        other = solve_placement_ilp(problem)
+        assert other.status is Status.OPTIMAL
+        assert other.objective == pytest.approx(shipped.objective, rel=1e-9)

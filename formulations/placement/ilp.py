@@ -160,6 +160,7 @@ class PlacementILP:
         self.lower = 0.0
         self.phase_lb = (0.0, 0.0, 0.0)
         self.leftover: LeftoverBounds | None = None
+        self.last_master: float | None = None  # the last master's optimum (the ladder's hint)
 
     def memory_infeasible(self) -> str | None:
         """Why no plan fits, when the tasks' least model memory exceeds the cluster's (C3)."""
@@ -270,8 +271,11 @@ class PlacementILP:
             )
             remaining = self.deadline.remaining()
             status, x, value, bound = master.solve(
-                backend, remaining, threads, self.cutoff * (1 + 1e-7)
+                backend, remaining, threads, self.cutoff * (1 + 1e-7), hint=self.last_master
             )
+            self.stats["master_solves"] = self.stats.get("master_solves", 0) + master.probes
+            if status == "optimal" and value is not None:
+                self.last_master = value  # the next master's optimum is at least this
             self.stats["master_s"] = self.stats.get("master_s", 0.0) + time.perf_counter() - t0
             if status == "infeasible":
                 # no plan beats the incumbent: it is optimal (or nothing fits at all)

@@ -21,6 +21,12 @@ from search.placement.options import GroupOption
 
 #: relative MIP gap the master is solved to (HiGHS's default 1e-4 would stop short of exact)
 MIP_GAP = 1e-9
+#: the bound ladder's rungs (:meth:`Master.solve`): objective bounds this far above a lower bound
+#: on the master's optimum are tried before the incumbent's cutoff. The slow masters close at the
+#: root, whose cut loop runs ~10 s against a loose cutoff and ~1 s against a near one: on
+#: small-24 PPO sync the master's HiGHS time falls 67 -> 14 s, same optimum and iterations
+#: (benchmarks/results/performance-history.md)
+LADDER = (0.005, 0.01, 0.02, 0.04, 0.08)
 
 
 Row = tuple[dict[int, float], float, float]
@@ -216,21 +222,37 @@ class Master:
         self.c, self.rows, self.names = c, rows, names
         #: (z, d) of the LP relaxation: its optimum and the reduced costs, once solved
         self.lp: tuple[float, np.ndarray] | None = None
+        self.probes = 0  # HiGHS MIP runs of the last solve (the ladder's rungs)
         self.integrality = np.array([1] * n + [0] * (self.size - n))
         self.upper = np.array([1.0] * n + [np.inf] * (self.size - n - len(qs)) + [1.0] * len(qs))
 
     def solve(
-        self, backend: str, time_limit: float | None, threads: int | None, cutoff: float = math.inf
+        self,
+        backend: str,
+        time_limit: float | None,
+        threads: int | None,
+        cutoff: float = math.inf,
+        hint: float | None = None,
     ) -> tuple[str, np.ndarray | None, float | None, float | None]:
         """(status, x, objective, bound): status optimal, feasible (out of time), infeasible or
         unknown. ``cutoff``: plans costing at least this are of no interest; a master with none
-        below it reports infeasible."""
+        below it reports infeasible.
+
+        **Bound ladder.** With ``hint`` (a lower bound on this master's optimum: the previous
+        master's, since expanding relaxed columns only raises it) HiGHS is first run with
+        objective bounds u = max(hint, z) (1 + s) for s in :data:`LADDER` below the cutoff, z
+        the LP optimum, each with reduced-cost fixing against u. The first rung that returns a
+        solution below u holds the master's optimum (every solution at or above u is all it
+        excluded); a rung with none moves to the next. The last rung is the cutoff itself, so
+        the answer is the one without the ladder, and a wrong hint only costs probes. A rung
+        counts only with a solution below its bound: HiGHS may say optimal with one above."""
         if backend == "cbc":
             return self._cbc(time_limit, threads)
         if backend != "highs":
             raise ValueError(f"unknown backend {backend!r}; use highs or cbc")
         a = csc_array(self._matrix())
         keep = np.arange(self.size)
+        self.lp, self.probes = None, 0  # this solve's own LP, never an earlier one's
         if math.isfinite(cutoff):
             # reduced-cost fixing: a column whose LP reduced cost d_j lifts the LP bound z past the
             # cutoff, z + d_j > cutoff, is in no plan below the cutoff; dropping it before the MIP
@@ -246,7 +268,7 @@ class Master:
                 self.lp = (z, dj)
                 slack = 1e-7 * max(1.0, abs(cutoff))
                 keep = np.flatnonzero((self.integrality == 0) | (z + dj <= cutoff + slack))
-        out = self._run(a, keep, threads, time_limit, cutoff)
+        out, keep = self._ladder(a, keep, threads, time_limit, cutoff, hint)
         x = out.x
         if x is not None:
             full = np.zeros(self.size)
@@ -260,6 +282,41 @@ class Master:
         if x is not None:
             return "feasible", x, out.objective, out.dual_bound
         return "unknown", None, None, out.dual_bound
+
+    def _ladder(
+        self,
+        a: csc_array,
+        keep: np.ndarray,
+        threads: int | None,
+        time_limit: float | None,
+        cutoff: float,
+        hint: float | None,
+    ) -> tuple[HighsOutcome, np.ndarray]:
+        """The MIP over the rungs (:meth:`solve`, "Bound ladder"): the first rung's outcome with a
+        solution below its bound, else the cutoff's; and the columns it ran on."""
+        rungs = [cutoff]
+        if hint is not None and math.isfinite(cutoff) and self.lp is not None:
+            base = max(hint, self.lp[0])
+            rungs = [u for u in (base * (1 + s) for s in LADDER) if u < cutoff] + [cutoff]
+        for u in rungs:
+            t0 = time.perf_counter()
+            cols = keep
+            if u < cutoff and self.lp is not None:
+                z, dj = self.lp
+                cols = np.flatnonzero(
+                    (self.integrality == 0) | (z + dj <= u + 1e-7 * max(1.0, abs(u)))
+                )
+            out = self._run(a, cols, threads, time_limit, u)
+            if time_limit is not None:
+                time_limit -= time.perf_counter() - t0
+            self.probes += 1
+            below = out.stopped == "optimal" and out.x is not None and out.objective is not None
+            below = below and out.objective < u
+            closed = out.stopped in ("infeasible", "objective_bound", "optimal")
+            if u < cutoff and closed and not below:
+                continue  # nothing below this rung: the next
+            return out, cols
+        raise AssertionError("the last rung is the cutoff, which always returns")
 
     def _run(
         self,
