@@ -115,17 +115,14 @@ def replayed_start(
     past_steps: list[list[Request]],
     forecast: np.ndarray,
     tps: list[int],
-    params: ServingParams | None = None,
-    block_size: int = 16,
-    solver: Any = None,
-    dispatch: str = "chunked",
-    planner_options: dict[str, Any] | None = None,
     starts: list[int] | None = None,
+    **run: Any,
 ) -> tuple[int, dict[int, float]]:
     """The uniform TP a step starts from: the last steps (``past_steps``), whose lengths are all
     known once they have finished, replayed under OrchestrRL (planner and balancer, as they will
-    run) from every TP of ``starts`` (default: ``tps``, which the planner may choose from); the
-    start with the least total, and every start's replayed total makespan.
+    run, ``run`` passed on to :func:`policy_run`) from every TP of ``starts`` (default: ``tps``,
+    which the planner may choose from); the start with the least total, and every start's
+    replayed total makespan.
 
     *Why a replay.* Where a step should start is not a property of the start alone: on 14B under
     chunked dispatch TP2 or TP4 then TP8 beats any layout held throughout, and on 32B under
@@ -142,21 +139,7 @@ def replayed_start(
     for tp in starts:
         spans[tp] = sum(
             policy_run(
-                model,
-                gpu,
-                nodes,
-                gpus_per_node,
-                tp,
-                step,
-                forecast,
-                True,
-                True,
-                tps,
-                params,
-                block_size,
-                solver,
-                dispatch,
-                planner_options,
+                model, gpu, nodes, gpus_per_node, tp, step, forecast, True, True, tps, **run
             )[0].makespan_s
             for step in past_steps
         )
