@@ -5,14 +5,14 @@ lengths, stage by stage (``docs/judge.md``, "How accurate is the judge").
 The job: GRPO on Qwen3-32B over 32 H100-SXM in 4 nodes of 8 (400 Gb/s per GPU between nodes),
 256 prompts x 8 responses, responses cut at 4 096 tokens, verl's synchronous colocated plan:
 generation TP4 (DP8), training and the log-prob pass TP8 (DP4), cuda-graph vLLM. The rollout judge
-runs it on its generation simulator with its own prompt pool (seed 0) and its training model
-(``costmodels.rl_training``: 12 FLOPs per active parameter per token at the MFU fitted to
-RollPacker Table 1). The placement judge gets the same lengths: the pool's mean prompt and a
-histogram of its responses (64-token bins), and costs training per strategy
-(``costmodels.placement.replica_cost``) at ``Efficiency.compute``. Reward is the rollout judge's
-only (a rule/sandbox/judge mix); the placement workflow has no reward model. Per stage: each
-judge's seconds and their ratio; the step time of each; and what the rollout judge's training
-would be at the placement judge's FLOPs and efficiency.
+runs it on its generation simulator with its own prompt pool (seed 0); its training stage is the
+one training model (``costmodels.rl_training``: the placement judge's passes, per token at the
+pool's lengths, at ``Efficiency.compute``, as for any job that names no efficiency). The placement
+judge gets the same lengths: the pool's mean prompt and the histogram of its responses the
+rollout judge's training reads (``PromptPool.batch_shape``, 64-token bins), on the training
+model's network. Reward is the rollout judge's only (a rule/sandbox/judge mix); the placement
+workflow has no reward model. Per stage: each judge's seconds and their ratio, and the step time
+of each.
 
     python -m benchmarks.one_job --out benchmarks/results/one-job
 """
@@ -26,9 +26,7 @@ from typing import Any
 
 import numpy as np
 
-# between nodes: 400 Gb/s per GPU, 5 us, the HGX 8-GPU reference design's NICs, as the fidelity
-# cases assume
-from benchmarks.fidelity.steps_cases import NETWORK, grid
+from benchmarks.fidelity.steps_cases import grid
 from benchmarks.publish import command_line
 from costmodels.cluster import ClusterSpec
 from costmodels.efficiency import Efficiency
@@ -36,6 +34,7 @@ from costmodels.placement.check import check_placement
 from costmodels.placement.judge import evaluate_placement
 from costmodels.placement.plan import PlacementPlan, TaskGroup
 from costmodels.placement.problem import CostParams, PlacementProblem
+from costmodels.rl_training import INTER_NODE_GB_PER_S, INTER_NODE_LATENCY_MS
 from costmodels.rollout.judge import evaluate_rollout
 from costmodels.rollout.problem import JobSpec, RolloutProblem
 from costmodels.rollout.space import verl_plan
@@ -67,21 +66,10 @@ def rollout_job() -> RolloutProblem:
 
 
 def lengths_of(problem: RolloutProblem) -> tuple[int, dict[str, Any]]:
-    """The rollout pool's mean prompt (tokens) and a histogram of its responses."""
-    wl = problem.job.workload
-    pool = PromptPool(wl, 0)
-    responses = np.array(
-        [x for p in range(DATASET) for x in pool.responses(p, RESPONSES, 0)], dtype=float
-    )
-    prompts = np.array([pool.prompt_length(p) for p in range(DATASET)], dtype=float)
-    binned = np.minimum(CAP, BIN * np.ceil(responses / BIN))
-    values, counts = np.unique(binned, return_counts=True)
-    hist = {
-        "distribution": "histogram",
-        "bins": [[float(v), float(c)] for v, c in zip(values, counts, strict=True)],
-        "source": f"the rollout job's prompt pool (seed 0, {len(responses)} responses)",
-    }
-    return round(float(prompts.mean())), hist
+    """The rollout pool's mean prompt (tokens) and the histogram of its responses the rollout
+    judge's training model reads (``PromptPool.batch_shape``)."""
+    shape = PromptPool(problem.job.workload, problem.seed).batch_shape
+    return shape.prompt, shape.lengths.model_dump()
 
 
 def placement_job(prompt: int, hist: dict[str, Any]) -> tuple[PlacementProblem, PlacementPlan]:
@@ -89,7 +77,15 @@ def placement_job(prompt: int, hist: dict[str, Any]) -> tuple[PlacementProblem, 
         {"name": f"h100-{k}", "gpu": GPU, "count": PER_NODE, "zone": "dc"}
         for k in range(GPUS // PER_NODE)
     ]
-    cluster = ClusterSpec.model_validate({"nodes": nodes, "network": NETWORK})
+    # between nodes: the training model's network (``costmodels.rl_training``), so both judges
+    # cost the same links
+    network = {
+        "intra_zone": {
+            "bandwidth_gbps": INTER_NODE_GB_PER_S * 8,
+            "latency_ms": INTER_NODE_LATENCY_MS,
+        }
+    }
+    cluster = ClusterSpec.model_validate({"nodes": nodes, "network": network})
     cluster.check()
     wf = WorkflowSpec.model_validate(
         {
@@ -186,14 +182,15 @@ def markdown(result: dict[str, Any], command: str) -> str:
     ratio = result["ratio_rollout_over_placement"]
     lines += [
         "",
-        f"Generation agrees to {abs(ratio['generation'] - 1):.0%} on the same lengths. Training "
-        f"does not: the rollout judge's is {ratio['log-prob + training']:.1f}x the placement "
-        "judge's, from its constants (12 FLOPs per parameter per token, two log-prob passes, at "
-        "the MFU fitted to RollPacker Table 1, 0.105; the placement judge: recompute, one "
-        "log-prob pass, per strategy at `Efficiency.compute` 0.5). The placement workflow has no "
-        "reward stage for a rule/sandbox/judge mix. Until one training model serves both, the "
-        "two commands disagree on this job; `docs/judge.md` says which measurements favour "
-        "which.",
+        f"Generation agrees to {abs(ratio['generation'] - 1):.0%} on the same lengths (the "
+        "rollout judge's request-level engine against the placement judge's replica-level "
+        "windows). Log-prob and training agree to "
+        f"{abs(ratio['log-prob + training'] - 1):.1%}: both are the one training model "
+        "(`costmodels/replica_cost.py` per strategy at `Efficiency.compute`; the rollout judge "
+        "adds the optimizer step and the weight sync after the last gradient). The step differs "
+        "by the reward stage: the rollout job scores a rule/sandbox/judge mix "
+        f"({result['rollout_judge']['reward']:.1f} s exposed), and the placement workflow has no "
+        "reward stage.",
     ]
     return "\n".join(lines) + "\n"
 

@@ -413,10 +413,13 @@ def aic_measurements() -> dict[str, list[Measurement]]:
 def fit_training(
     gpu_name: str, rows: list[Measurement], source: str = "", gpus_per_node: int = 8
 ) -> TrainingFit:
-    """The effective training MFU of ``gpu_name`` that best explains its ``train`` rows (module
-    doc): the step is ``compute / mfu + fixed`` (:class:`~costmodels.rl_training.TrainingProfile`),
-    fitted in log space inside [0.001, 1] (bounded scalar minimisation, scipy), with its
-    residual."""
+    """The training efficiency of ``gpu_name`` that best explains its ``train`` rows (module
+    doc): the step is the training model's passes plus its fixed part
+    (:class:`~costmodels.rl_training.TrainingProfile`), a row's passes A / e + B at efficiency e
+    (the GEMMs scale with 1 / e, the TP, PP and DP traffic does not; A and B are read off the model
+    at e = 1 and e = 1/2), fitted in log space inside [0.001, 1] (bounded scalar minimisation,
+    scipy), with its residual. A row gives tokens, not sequences: the model costs them as
+    constant sequences of ``REFERENCE_SEQUENCE`` tokens (``BatchShape.of_tokens``)."""
     from scipy.optimize import minimize_scalar
 
     from costmodels.rl_training import TrainingProfile
@@ -428,10 +431,22 @@ def fit_training(
             "training MFU needs at least "
             f"{MIN_ROWS_PER_PARAMETER}"
         )
-    unit = TrainingProfile(mfu=1.0)
     assert all(r.model is not None for r in rows)
-    compute = np.array([unit.compute_s(r.model.name, gpu_name, r.gpus, r.tokens) for r in rows])  # type: ignore[union-attr]
-    fixed = np.array([unit.fixed_s(r.model.name, gpu_name, r.gpus, gpus_per_node) for r in rows])  # type: ignore[union-attr]
+    at_one, at_half = TrainingProfile(mfu=1.0), TrainingProfile(mfu=0.5)
+    names = [r.model.name for r in rows]  # type: ignore[union-attr]
+    full = np.array(
+        [at_one.compute_s(n, gpu_name, r.gpus, r.tokens) for n, r in zip(names, rows, strict=True)]
+    )
+    half = np.array(
+        [at_half.compute_s(n, gpu_name, r.gpus, r.tokens) for n, r in zip(names, rows, strict=True)]
+    )
+    compute, comm = half - full, 2 * full - half  # A and B of A / e + B
+    fixed = comm + np.array(
+        [
+            at_one.fixed_s(n, gpu_name, r.gpus, gpus_per_node)
+            for n, r in zip(names, rows, strict=True)
+        ]
+    )
     measured = np.log([r.seconds for r in rows])
     if np.any(np.exp(measured) <= fixed):
         worst = rows[int(np.argmax(fixed - np.exp(measured)))]

@@ -125,10 +125,9 @@ class Efficiency(BaseModel):
     training_mfu: dict[str, Annotated[float, Field(gt=0, le=1)]] = Field(
         default_factory=dict,
         description=(
-            "training MFU per GPU type fitted to measured RL training steps (rlplan calibrate, "
-            "train rows): the rollout problem's "
-            "training stage on that GPU type uses it in place of the RollPacker Table 1 fit; "
-            "HetRL's placement keeps its Appendix B terms"
+            "share of dense BF16 peak the training and log-prob passes reach per GPU type, fitted "
+            "to measured RL training steps (rlplan calibrate, train rows); every problem's "
+            "training stage on that GPU type uses it in place of compute"
         ),
     )
 
@@ -151,6 +150,16 @@ class Efficiency(BaseModel):
     def flops(self, gpu: GPUSpec) -> float:
         """Sustained FLOP/s of one GPU."""
         return gpu.tflops_bf16_dense * 1e12 * self.compute_for(gpu)
+
+    def training_compute(self, gpu: GPUSpec) -> float:
+        """The share of peak the training and log-prob passes reach on ``gpu``: its fitted
+        ``training_mfu``, else ``compute``."""
+        fitted = self.training_mfu.get(gpu.name)
+        return fitted if fitted is not None else self.compute_for(gpu)
+
+    def training_flops(self, gpu: GPUSpec) -> float:
+        """Sustained FLOP/s of one GPU in the training and log-prob passes."""
+        return gpu.tflops_bf16_dense * 1e12 * self.training_compute(gpu)
 
     def hbm_gbs(self, gpu: GPUSpec) -> float:
         """Sustained HBM GB/s of one GPU."""

@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-import costmodels.placement.replica_cost as replica_cost
+import costmodels.replica_cost as replica_cost
 from benchmarks.instances import random_cluster
 from costmodels.placement.memory import task_memory
 from costmodels.placement.space import is_heterogeneous, place_task, task_configs

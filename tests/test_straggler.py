@@ -1,4 +1,4 @@
-"""A data-parallel pass waits for its slowest rank (``costmodels.placement.straggler``), and a
+"""A data-parallel pass waits for its slowest rank (``costmodels.straggler``), and a
 fully-async workflow may train on the rollout's log-probs (``reference_pass: false``)."""
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from costmodels.errors import SpecError
 from costmodels.placement.canned import ONE_ZONE, small_workflow
 from costmodels.placement.judge import evaluate_placement
 from costmodels.placement.space import TaskConfig, build_plan
-from costmodels.placement.straggler import (
+from costmodels.response_lengths import ResponseLengths
+from costmodels.straggler import (
     _sequence_flops,
     expected_max_normal,
     straggler_factor,
 )
-from costmodels.response_lengths import ResponseLengths
 from costmodels.workflow import ACTOR_GENERATION, ACTOR_TRAINING, REFERENCE_INFERENCE
 from planner import solve
 from planner.io import build_problem

@@ -36,7 +36,7 @@ What each case assumes (the ``steps.md`` output repeats it):
   parallelism; its nearest strategy is TP4 (each sequence's compute split over the 4 GPUs of a
   node's NVLink, all-reduces instead of Ulysses' all-to-alls), used for training and the
   log-prob pass alike, DP = N/4. This decides how long a mini-batch waits for its slowest rank
-  (``costmodels.placement.straggler``). rlplan's memory model keeps BF16 weights and FP32
+  (``costmodels.straggler``). rlplan's memory model keeps BF16 weights and FP32
   gradients per TP shard and shards only optimizer states, and has no CPU offload; every plan
   fits. Megatron rows use the scripts' TP2 PP2 for training and reference, micro-batch 2.
 * **One-step-off** (A2, A4; the ``*_4_12.sh`` scripts): 2 rollout GPUs per node (generation TP2,

@@ -251,9 +251,7 @@ def job_phases(
         "t_rollout_s": round(
             worst_case_rollout_s(model, "H20", rollout_gpus, responses, max_len), 2
         ),
-        "t_train_s": round(
-            train_seconds(model, "H800", train_gpus, responses * (max_len + 512)), 2
-        ),
+        "t_train_s": round(train_seconds(model, "H800", train_gpus, responses, 512, max_len), 2),
     }
 
 

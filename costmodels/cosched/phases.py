@@ -5,18 +5,35 @@
 * **Worst-case rollout** (§4.2 "conservative planning"): every response at the maximum length,
   simulated on the continuous-batching engine (``costmodels.generation.engine``) with the
   responses dealt round-robin over the instances.
-* **Training**: ``costmodels.rl_training.train_seconds`` (12 x active params x tokens FLOPs at
-  the training MFU fitted to RollPacker Table 1, then the optimizer step and the weight sync),
-  re-exported here.
+* **Training**: the project's one training model (``costmodels.rl_training``: the placement
+  judge's log-prob and training passes on the job's training GPUs, then the optimizer step and
+  the weight sync) at veRL's efficiency as RollPacker Table 1 measured it (RollMux's jobs are
+  veRL jobs on H800), on the phase's own batch: its sequences at their mean length.
 """
 
 from __future__ import annotations
 
 from costmodels.catalog import get_gpu, get_model
 from costmodels.decode import Instance, ServingParams, feasible_tps
-from costmodels.rl_training import TRAIN_FLOPS_PER_PARAM_TOKEN, train_seconds
+from costmodels.rl_training import TABLE1_PROFILE, BatchShape
+from costmodels.rl_training import train_seconds as _train_seconds
 
-__all__ = ["TRAIN_FLOPS_PER_PARAM_TOKEN", "rollout_tp", "train_seconds", "worst_case_rollout_s"]
+
+def train_seconds(
+    model: str,
+    gpu: str,
+    gpus: int,
+    sequences: int,
+    prompt: float,
+    response: float,
+    params: ServingParams | None = None,
+) -> float:
+    """A job's training phase on ``gpus`` GPUs over ``sequences`` sequences of ``prompt`` +
+    ``response`` tokens on average (module doc)."""
+    shape = BatchShape.constant(sequences, round(prompt), round(response))
+    return _train_seconds(
+        model, gpu, gpus, sequences * (prompt + response), params, TABLE1_PROFILE, shape
+    )
 
 
 def rollout_tp(

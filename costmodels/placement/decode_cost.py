@@ -14,7 +14,7 @@ from costmodels import comm
 from costmodels.batching import Window, occupancy_windows, streamed_window
 from costmodels.decode import decode_step_time
 from costmodels.memory import GB, kv_capacity_sequences
-from costmodels.placement.replica_cost import TaskCoster
+from costmodels.replica_cost import TaskCoster
 from costmodels.response_lengths import ResponseLengths, admission_order
 from costmodels.transformer import (
     BYTES_BF16,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 
+from costmodels.layout import batch_shares, layer_split
 from costmodels.memory import GB, tasklet_memory, training_model_gb
-from costmodels.placement.layout import batch_shares, layer_split
 from costmodels.placement.plan import PlacementPlan, TaskPlacement
 from costmodels.placement.problem import PlacementProblem
 from costmodels.transformer import (

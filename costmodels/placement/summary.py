@@ -120,7 +120,7 @@ def placement_cost_table(
     """``rlplan evaluate``: every cost component per task, in seconds."""
     keys: tuple[str, ...] = ("time_s", "comp_s", "tp_s", "pp_s", "dp_s", "bubble_s", "decode_s")
     # a long-tailed workflow's training and inference wait for their slowest rank
-    # (``costmodels.placement.straggler``); constant lengths have no such column
+    # (``costmodels.straggler``); constant lengths have no such column
     waits = any("straggler_s" in c for c in breakdown["tasks"].values())
     if waits:
         keys += ("straggler_s",)

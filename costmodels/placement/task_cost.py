@@ -10,7 +10,7 @@ from typing import Any
 from costmodels.placement.decode_cost import GenerationCoster
 from costmodels.placement.plan import TaskPlacement
 from costmodels.placement.problem import PlacementProblem
-from costmodels.placement.replica_cost import TaskCoster
+from costmodels.replica_cost import TaskCoster
 from costmodels.workflow import Task, TaskKind
 
 

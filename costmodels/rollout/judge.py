@@ -31,9 +31,21 @@ from costmodels.rollout.workload import PromptPool, RolloutWorkload
 from costmodels.step_error import expected_error
 
 
-def train_gpu_seconds(workload: RolloutWorkload, tokens: float) -> float:
-    """GPU-seconds to train on ``tokens`` tokens (TrainingSpec doc)."""
-    return workload.training.profile().compute_s(workload.model, workload.gpu, 1, tokens)
+def train_gpu_seconds(workload: RolloutWorkload, pool: PromptPool, tokens: float) -> float:
+    """GPU-seconds to train on ``tokens`` tokens: the training model's rate per token on the
+    job's GPUs at the epoch's own lengths (TrainingSpec doc, ``costmodels.rl_training``)."""
+    wl = workload
+    seconds = wl.training.profile().compute_s(
+        wl.model,
+        wl.gpu,
+        wl.gpus,
+        tokens,
+        pool.batch_shape,
+        wl.gpus_per_node,
+        wl.training.replica_gpus,
+        wl.serving(),
+    )
+    return seconds * wl.gpus
 
 
 def step_times(
@@ -63,7 +75,8 @@ def step_times(
     streaming = plan.reward == "async" and plan.scale != "off"
     batch_ready = max(rew.end_s, r.time_s)
     ready = rew.group_ready() if streaming else dict.fromkeys(tokens, batch_ready)
-    work = [(ready[p], train_gpu_seconds(workload, tokens[p])) for p in tokens]
+    rate = train_gpu_seconds(workload, pool, 1.0)  # linear in tokens: one rate per step
+    work = [(ready[p], rate * tokens[p]) for p in tokens]
     cap = plan.fetch_cap if plan.fetch == "once" else None
     end, overlapped = train_finish(
         work, gpus=G, freed_gpus=usable, scale_at=r.scale.time, rollout_end=r.time_s, fetch_cap=cap

@@ -1,13 +1,17 @@
 """Shipped rollout jobs: RollPacker Table 2's three settings (§6: P0 = 128, R0 = 8, H800, a
 uniform mix of math, code and judged prompts; rollout TP 1/2/2; training (TP, PP, CP) = (2,1,1),
-(2,2,2), (4,1,4), so a training replica is 2, 8 and 16 GPUs). The epoch is 1 280 prompts: ten
-steps, two periods of four short rounds and a long one at η = 1.25."""
+(2,2,2), (4,1,4), so a training replica is 2, 8 and 16 GPUs, costed as TP inside a node and PP over
+nodes: CP splits each sequence over its GPUs as TP does). The epoch is 1 280 prompts: ten steps,
+two periods of four short rounds and a long one at η = 1.25. Training runs at the efficiency fitted
+to RollPacker Table 1 (``costmodels.rl_training.FITTED_MFU``: veRL's measured stage shares on the
+14B job), the one whole-step measurement of these jobs' trainer."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from costmodels.problem import Preset
+from costmodels.rl_training import FITTED_MFU
 
 TABLE2 = {
     "rollout-7b-8k": ("Qwen2.5-7B", 16, 8192, 1, 2),
@@ -34,7 +38,7 @@ def table2_job(name: str, *, dataset_prompts: int = 1280, seed: int = 0) -> dict
             "responses_per_prompt": 8,
             "max_response": max_response,
             "dataset_prompts": dataset_prompts,
-            "training": {"replica_gpus": replica},
+            "training": {"replica_gpus": replica, "mfu": FITTED_MFU},
         },
     }
 

@@ -35,9 +35,12 @@ from costmodels.generation.request_traces import (
     response_lengths,
 )
 from costmodels.profiles import HardwareProfile
-from costmodels.rl_training import TrainingProfile, flops_per_param_token_field, mfu_field
+from costmodels.response_lengths import ResponseLengths
+from costmodels.rl_training import BatchShape, TrainingProfile, mfu_field
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+#: tokens per bin of the epoch's response histogram (:meth:`PromptPool.batch_shape`)
+SHAPE_BIN = 64
 _DEFAULT = TraceParams()
 
 
@@ -210,20 +213,21 @@ class RewardSpec(BaseModel):
 class TrainingSpec(BaseModel):
     """The training stage on the same GPUs (co-located, as veRL and RollPacker run it).
 
-    Its cost is the project's training model (``costmodels.rl_training``): ``flops_per_param_token``
-    x active params x tokens at ``mfu`` of the GPUs' peak, then the optimizer step and the weight
-    sync to the rollout engine (``update_s``; by default what that model gives for the job).
-    ``replica_gpus`` is one training replica's TP x PP x CP: the stream trainer can only train on
-    a multiple of it."""
+    Its cost is the project's one training model (``costmodels.rl_training``): the placement
+    judge's log-prob and training passes for ``replica_gpus``-GPU replicas (TP inside a node, PP
+    over nodes) on every rollout GPU, at ``mfu`` of the GPUs' dense peak (None: the judge's
+    efficiency for the GPU type), per token at the epoch's own lengths; then the optimizer step and
+    the weight sync to the rollout engine (``update_s``; by default what that model gives for the
+    job). The stream trainer can only train on a multiple of ``replica_gpus``."""
 
     model_config = _STRICT
 
     replica_gpus: int = Field(
         default=2, gt=0, description="GPUs of one training replica (TP x PP x CP)"
     )
-    flops_per_param_token: float = flops_per_param_token_field()
-    mfu: float = mfu_field(
-        "effective share of peak FLOP/s the training stage reaches (fitted to RollPacker Table 1)"
+    mfu: float | None = mfu_field(
+        "share of dense BF16 peak the training and log-prob passes reach (None: the judge's "
+        "efficiency for the GPU type; RollPacker's presets: the Table 1 fit)"
     )
     update_s: float | None = Field(
         default=None,
@@ -236,7 +240,7 @@ class TrainingSpec(BaseModel):
     )
 
     def profile(self) -> TrainingProfile:
-        return TrainingProfile(mfu=self.mfu, flops_per_param_token=self.flops_per_param_token)
+        return TrainingProfile(mfu=self.mfu)
 
 
 class RolloutWorkload(BaseModel):
@@ -358,6 +362,33 @@ class PromptPool:
         """How the prompt's responses are scored: ``rule``, ``sandbox`` or ``judge`` (fixed per
         prompt)."""
         return ("rule", "sandbox", "judge")[int(self._kinds[prompt])]
+
+    @cached_property
+    def batch_shape(self) -> BatchShape:
+        """A step of this epoch as the training model reads it (``costmodels.rl_training``): P0 x
+        R0 sequences, the epoch's mean prompt, and its first attempts' responses as a histogram of
+        :data:`SHAPE_BIN`-token bins (``benchmarks/one_job.py`` gives the placement judge the
+        same)."""
+        wl = self.workload
+        r = wl.responses_per_prompt
+        responses = np.array(
+            [x for p in range(self.size) for x in self.responses(p, r, 0)], dtype=float
+        )
+        binned = np.minimum(wl.max_response, SHAPE_BIN * np.ceil(responses / SHAPE_BIN))
+        values, counts = np.unique(binned, return_counts=True)
+        lengths = ResponseLengths.model_validate(
+            {
+                "distribution": "histogram",
+                "bins": [[float(v), float(c)] for v, c in zip(values, counts, strict=True)],
+                "source": f"the rollout job's prompt pool (seed {self.seed})",
+            }
+        )
+        return BatchShape(
+            wl.prompts_per_step * r,
+            max(1, round(float(self._fixed[1].mean()))),
+            lengths,
+            wl.max_response,
+        )
 
     def responses(self, prompt: int, count: int, attempt: int = 0) -> list[int]:
         """``count`` response lengths for ``prompt`` on its ``attempt``-th run (paired draws)."""

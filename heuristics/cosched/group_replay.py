@@ -30,9 +30,9 @@ tail start when that tail ends (the engine holds those requests until then). Wit
 the next rollout waits for the whole pool. The same length draws feed both runs, so their ratio
 of meta-iteration periods is the throughput gain of migration alone.
 
-Training time: ``costmodels.cosched.phases.train_seconds`` (``costmodels.rl_training``: 12 x
-active params x tokens FLOPs at the fitted training MFU, the optimizer step and the weight sync)
-on the tokens the rollout actually produced, times ``train_scale``.
+Training time: ``costmodels.cosched.phases.train_seconds`` (``costmodels.rl_training``: the
+placement judge's log-prob and training passes, the optimizer step and the weight sync) on the
+sequences the rollout actually produced at their mean length, times ``train_scale``.
 """
 
 from __future__ import annotations
@@ -197,9 +197,8 @@ def replay_group(
             # GPUs a running tail does not hold (its shards there wait for the tail); else all
             start = max(train_end[j.name], min(free_at) if migrate else max(free_at))
             ready = [max(0.0, f - start) + warm for f in free_at]
-            run = run_phase(
-                j.requests(k, seed * 1000 + jn), inst, n, ready, migrate, threshold, tick
-            )
+            requests = j.requests(k, seed * 1000 + jn)
+            run = run_phase(requests, inst, n, ready, migrate, threshold, tick)
             for i in range(n):
                 held = (
                     run.end
@@ -209,8 +208,15 @@ def replay_group(
                 gpu_free[i * tp : (i + 1) * tp] = [start + held] * tp
             roll_end = start + run.end
             t0 = max(roll_end, train_free)
+            count = max(1, len(requests))
             train_s = j.train_scale * train_seconds(
-                j.model, train_gpu, train_gpus, run.tokens, params
+                j.model,
+                train_gpu,
+                train_gpus,
+                count,
+                sum(r.prompt for r in requests) / count,
+                sum(r.output for r in requests) / count,
+                params,
             )
             train_end[j.name] = train_free = t0 + train_s
             phases.append(

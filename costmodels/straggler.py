@@ -1,7 +1,7 @@
 """How long a data-parallel pass over long-tailed sequences waits for its slowest rank.
 
 Training and inference cost a replica's share of the batch at the expected packed sequence
-(``costmodels.placement.replica_cost``). Under a length distribution the ranks of one pass do not
+(``costmodels.replica_cost``). Under a length distribution the ranks of one pass do not
 hold equal work, and the pass ends with the slowest. Two schedules, as verl runs them:
 
 * **Inference** (``compute_log_prob``): verl's ``balance_batch`` partitions the whole batch over

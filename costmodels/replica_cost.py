@@ -2,19 +2,26 @@
 compute, TP all-reduce, PP hops and bubble for every kind, the DP gradient all-reduce for training,
 prefill for generation; memoised on each replica's node-class signature. Generation's decode is
 ``costmodels.placement.decode_cost``'s; the terms are those of ``costmodels.placement.judge``'s
-module doc."""
+module doc.
+
+It sits at the top of ``costmodels`` because it is the one model of an RL step's training and
+log-prob passes: the placement judge costs every task with it, and the rollout and co-scheduling
+problems cost their training stage with it (``costmodels.rl_training``), so one job gets one
+training time whichever problem plans it (``docs/architecture.md``, "One step model"). It reads
+a problem only through :class:`CostContext` and a task's strategy only through
+:class:`Strategy`."""
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Protocol
 
 from costmodels import comm
+from costmodels.cluster import Topology
+from costmodels.cost_params import CostParams
+from costmodels.layout import batch_shares, layer_split
 from costmodels.memory import GB
-from costmodels.placement.layout import batch_shares, layer_split
-from costmodels.placement.plan import TaskPlacement
-from costmodels.placement.problem import PlacementProblem
-from costmodels.placement.straggler import straggler_factor
+from costmodels.straggler import straggler_factor
 from costmodels.transformer import (
     BYTES_BF16,
     layer_forward_flops,
@@ -22,7 +29,39 @@ from costmodels.transformer import (
     lm_head_forward_flops,
     stage_params,
 )
-from costmodels.workflow import Task, TaskKind
+from costmodels.workflow import Task, TaskKind, WorkflowSpec
+
+
+class CostContext(Protocol):
+    """What a coster reads of a problem (``PlacementProblem`` is one)."""
+
+    @property
+    def workflow(self) -> WorkflowSpec: ...
+    @property
+    def topology(self) -> Topology: ...
+    @property
+    def params(self) -> CostParams: ...
+
+
+class Strategy(Protocol):
+    """What a coster reads of a task's placement (``TaskPlacement`` is one): TP, PP, DP, the
+    devices ``[dp][pp][tp]``, and the optional layer split, batch shares and decode batch."""
+
+    @property
+    def tp(self) -> int: ...
+    @property
+    def pp(self) -> int: ...
+    @property
+    def dp(self) -> int: ...
+    @property
+    def devices(self) -> list[list[list[str]]]: ...
+    @property
+    def layers_per_stage(self) -> list[int] | None: ...
+    @property
+    def batch_shares(self) -> list[float] | None: ...
+    @property
+    def decode_batch(self) -> int | None: ...
+
 
 #: memoise replica costs on their node-class signature (:meth:`TaskCoster._replica_key`); tests
 #: switch it off to check that it never changes a value
@@ -61,9 +100,9 @@ class TaskCoster:
 
     def __init__(
         self,
-        problem: PlacementProblem,
+        problem: CostContext,
         task: Task,
-        tp_: TaskPlacement,
+        tp_: Strategy,
         mem: dict[int, dict[str, float]] | None,
     ):
         self.problem, self.task, self.tp_ = problem, task, tp_
@@ -193,6 +232,9 @@ class TaskCoster:
         wf, m, tp, pp = self.wf, self.m, self.tp_.tp, self.tp_.pp
         params = self.problem.params
         eff = params.efficiency
+        # generation's prefill runs on the serving engine's kernels; the other passes are the
+        # trainer's (``Efficiency.training_flops``: equal to ``flops`` unless fitted)
+        rate = eff.flops if gen else eff.training_flops
         detail: dict[str, float] = {}
         samples = wf.samples * self.shares[i]
         # prefill: one forward pass per prompt when the responses of a prompt share it
@@ -210,7 +252,7 @@ class TaskCoster:
         for j, stage in enumerate(replica):
             last = j == pp - 1
             flops = forward * (self.split[j] * layer_flops + (head_flops if last else 0.0))
-            comp.append(max(comp_mult * flops / (eff.flops(g) * tp) for g in self._gpus(stage)))
+            comp.append(max(comp_mult * flops / (rate(g) * tp) for g in self._gpus(stage)))
             t = 0.0
             if tp > 1:
                 t = tp_mult * nm * self.split[j] * self._ring(stage, cv_tp)
@@ -243,7 +285,7 @@ class TaskCoster:
 
     def _straggler(self, i: int) -> float:
         """How much longer replica ``i`` takes than its expected share because the pass waits
-        for its slowest rank (``costmodels.placement.straggler``): training synchronises every
+        for its slowest rank (``costmodels.straggler``): training synchronises every
         mini-batch, inference only at the end of its balanced pass."""
         wf = self.wf
         train = self.task.kind is TaskKind.TRAINING
