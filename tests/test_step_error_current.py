@@ -67,3 +67,20 @@ def test_rollout_plans_carry_their_measured_error_and_replan_says_it_has_none():
     assert describe("step", judge="rollout").startswith("expected error (RMS, 9 runs): step ±")
     assert expected_error("generation", judge="replan") is None
     assert "not measured yet" in describe("generation", judge="replan")
+
+
+def test_a_cosched_plan_says_its_phases_have_no_measured_error():
+    """Every plan file and summary states its step's expected error: a co-scheduling plan's is
+    not measured yet, and its breakdown and summary say so."""
+    from costmodels.cosched.canned import tiny_jobs
+    from costmodels.cosched.judge import evaluate_cosched
+    from costmodels.cosched.summary import cosched_summary
+    from costmodels.problem import SolvedPlan
+    from heuristics.cosched.online import solve_rollmux
+
+    problem = tiny_jobs([(100.0, 80.0, 1.5), (60.0, 120.0, 1.5)])
+    out = solve_rollmux(problem)
+    objective, breakdown = evaluate_cosched(problem, out.plan)
+    assert breakdown["expected_error"] is None
+    summary = cosched_summary(SolvedPlan(problem, out.plan, objective, breakdown, "rollmux", "ok"))
+    assert "not measured yet for the cosched judge" in summary.caption

@@ -15,6 +15,7 @@ from costmodels.cosched.group import (
 )
 from costmodels.cosched.plan import CoschedulePlan
 from costmodels.cosched.problem import CoscheduleProblem
+from costmodels.step_error import expected_error
 
 
 def evaluate_cosched(
@@ -66,4 +67,7 @@ def evaluate_cosched(
         "train_gpus": gpus_t,
         "slo_attainment": met / len(jobs) if jobs else 1.0,
         "group_count": len(groups),
+        # how far to trust the phases (``costmodels.step_error``): None until a co-scheduled
+        # fleet's measured steps are on record
+        "expected_error": expected_error("step", judge="cosched"),
     }

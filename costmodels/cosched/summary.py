@@ -3,6 +3,7 @@ SLO."""
 
 from __future__ import annotations
 
+from costmodels import step_error
 from costmodels.cosched.plan import CoschedulePlan
 from costmodels.cosched.problem import CoscheduleProblem
 from costmodels.problem import SolvedPlan, Summary
@@ -41,5 +42,7 @@ def cosched_summary(solved: SolvedPlan[CoscheduleProblem, CoschedulePlan]) -> Su
             f"{b['rollout_gpus']} rollout + {b['train_gpus']} training GPUs; SLO met by "
             f"{b['slo_attainment']:.0%} of jobs"
             + (f"; {more} more groups in the plan file" if more > 0 else "")
+            + "; "
+            + step_error.describe("step", judge="cosched")
         ),
     )
