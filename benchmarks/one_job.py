@@ -10,9 +10,9 @@ one training model (``costmodels.rl_training``: the placement judge's passes, pe
 pool's lengths, at ``Efficiency.compute``, as for any job that names no efficiency). The placement
 judge gets the same lengths: the pool's mean prompt and the histogram of its responses the
 rollout judge's training reads (``PromptPool.batch_shape``, 64-token bins), on the training
-model's network. Reward is the rollout judge's only (a rule/sandbox/judge mix); the placement
-workflow has no reward model. Per stage: each judge's seconds and their ratio, and the step time
-of each.
+model's network. Reward: math answers checked by rule (verl's GSM8K/DAPO recipes), the rollout
+job's synchronous rule reward and the placement workflow's reward stage with the same figures.
+Per stage: each judge's seconds and their ratio, and the step time of each.
 
     python -m benchmarks.one_job --out benchmarks/results/one-job
 """
@@ -38,12 +38,13 @@ from costmodels.rl_training import INTER_NODE_GB_PER_S, INTER_NODE_LATENCY_MS
 from costmodels.rollout.judge import evaluate_rollout
 from costmodels.rollout.problem import JobSpec, RolloutProblem
 from costmodels.rollout.space import verl_plan
-from costmodels.rollout.workload import PromptPool
+from costmodels.rollout.workload import PromptPool, RuleReward
 from costmodels.workflow import ACTOR_GENERATION, ACTOR_TRAINING, WorkflowSpec
 
 MODEL, GPU, GPUS, PER_NODE = "Qwen3-32B", "H100-SXM", 32, 8
 PROMPTS, RESPONSES, CAP, DATASET = 256, 8, 4096, 1024
 GEN_TP, TRAIN_TP = 4, 8
+RULE = RuleReward()
 BIN = 64
 
 
@@ -59,6 +60,8 @@ def rollout_job() -> RolloutProblem:
         "max_response": CAP,
         "dataset_prompts": DATASET,
         "training": {"replica_gpus": TRAIN_TP},
+        # math answers checked by rule, as verl's GSM8K/DAPO recipes score them
+        "reward": {"rule": 1.0, "sandbox": 0.0, "judge": 0.0},
     }
     job = JobSpec.model_validate({"workload": wl, "seed": 0})
     job.check()
@@ -98,6 +101,13 @@ def placement_job(prompt: int, hist: dict[str, Any]) -> tuple[PlacementProblem, 
             "response_length": CAP,
             "response_lengths": hist,
             "decode_batch_size": 256,
+            # the rollout job's synchronous rule reward (``RuleReward``'s defaults): the same
+            # reward stage in both judges
+            "reward": {
+                "seconds_per_response": RULE.seconds,
+                "workers": RULE.sync_workers,
+                "source": "costmodels.rollout.workload.RuleReward (RollPacker Table 1's fit)",
+            },
         }
     )
     wf.check()
@@ -130,7 +140,7 @@ def run() -> dict[str, Any]:
     }
     placement = {
         "generation": phases["generation_s"],
-        "reward": 0.0,
+        "reward": phases.get("reward_s", 0.0),
         "log-prob + training": phases["inference_s"]
         + phases["training_s"]
         + phases["weight_transfer_s"],
@@ -187,10 +197,10 @@ def markdown(result: dict[str, Any], command: str) -> str:
         "windows). Log-prob and training agree to "
         f"{abs(ratio['log-prob + training'] - 1):.1%}: both are the one training model "
         "(`costmodels/replica_cost.py` per strategy at `Efficiency.compute`; the rollout judge "
-        "adds the optimizer step and the weight sync after the last gradient). The step differs "
-        "by the reward stage: the rollout job scores a rule/sandbox/judge mix "
-        f"({result['rollout_judge']['reward']:.1f} s exposed), and the placement workflow has no "
-        "reward stage.",
+        "adds the optimizer step and the weight sync after the last gradient). Reward is the "
+        "same stage in both (a rule check per response on verl's one scorer, "
+        "`costmodels.workflow.RewardStage`). The step agrees to "
+        f"{abs(ratio['step'] - 1):.1%}: generation's gap is what is left.",
     ]
     return "\n".join(lines) + "\n"
 

@@ -83,6 +83,29 @@ class FullyAsync(BaseModel):
         return self.staleness > 0 and self.partial_rollout
 
 
+class RewardStage(BaseModel):
+    """The step's reward stage when no GPU model scores the responses: rule checks, a sandbox or
+    a remote judge, ``seconds_per_response`` each on ``workers`` concurrent scorers, after
+    generation and before the log-prob pass. Its time, samples x seconds_per_response / workers,
+    is on the trainer's path in every mode (the trainer scores the batch it takes before its first
+    pass) and occupies no GPU. It is the rollout problem's synchronous rule reward
+    (``costmodels.rollout.workload.RuleReward``: 0.014 s on one scorer, fitted to RollPacker
+    Table 1's 5% math reward), so one job gets one reward stage whichever problem plans it; HetRL
+    Appendix B has none (the default)."""
+
+    model_config = _STRICT
+
+    seconds_per_response: float = Field(
+        ge=0, le=3600, description="seconds to score one response on one scorer"
+    )
+    workers: int = Field(default=1, gt=0, le=1_000_000, description="concurrent scorers")
+    source: str = Field(default="", max_length=500, description="where the figures come from")
+
+    def seconds(self, samples: int) -> float:
+        """The stage's seconds for ``samples`` responses."""
+        return samples * self.seconds_per_response / self.workers
+
+
 class WorkflowSpec(BaseModel):
     """One RL post-training job as HetRL §4.1 receives it.
 
@@ -147,6 +170,13 @@ class WorkflowSpec(BaseModel):
             "a forward pass over the batch before training (the reference's log-probs for the "
             "KL term; verl's recompute of the old policy's log-probs costs the same); false: no "
             "KL and the trainer reads the rollout's log-probs (fully-async only)"
+        ),
+    )
+    reward: RewardStage | None = Field(
+        default=None,
+        description=(
+            "a reward stage on CPU or a service between generation and the log-prob pass; none: "
+            "no reward stage (HetRL Appendix B; a PPO/GRPO reward model is a task)"
         ),
     )
     mini_batch: int | None = Field(
@@ -250,6 +280,11 @@ class WorkflowSpec(BaseModel):
         if self.mode != "fully-async" or self.asynchrony.hides_tail:
             return 0.0
         return 1.0 / self.asynchrony.updates_per_sync
+
+    @property
+    def reward_s(self) -> float:
+        """Seconds of the step's reward stage (:class:`RewardStage`; 0 without one)."""
+        return self.reward.seconds(self.samples) if self.reward is not None else 0.0
 
     @property
     def staleness_hiding_tail(self) -> float | None:

@@ -51,6 +51,25 @@ INSTANCES = {
             "fully_async": {"staleness": 2},
         },
     ),
+    # a CPU reward stage on the trainer's path: a constant in sync mode, and in the overlapping
+    # modes it lengthens the trainer against generation
+    "three-zones-grpo-sync-reward": (
+        THREE_ZONES,
+        {**small_workflow(eta=0.5), "reward": {"seconds_per_response": 0.02, "workers": 2}},
+    ),
+    "three-zones-grpo-async-reward": (
+        THREE_ZONES,
+        {**small_workflow(mode="async"), "reward": {"seconds_per_response": 0.5}},
+    ),
+    "one-zone-grpo-fully-async-draining-reward": (
+        ONE_ZONE,
+        {
+            **small_workflow(mode="fully-async"),
+            "response_lengths": TAIL,
+            "fully_async": {"staleness": 0, "partial_rollout": False},
+            "reward": {"seconds_per_response": 0.2},
+        },
+    ),
     # DAPO under fully_async_policy: no reference pass, training on the rollout's log-probs
     "one-zone-grpo-fully-async-no-reference": (
         ONE_ZONE,
@@ -308,3 +327,31 @@ def test_ilp_equals_brute_force_under_a_framework_target(name, framework):
     assert heuristic.success and heuristic.objective >= ilp.objective * (1 - 1e-9)
     free = solve_placement_ilp(build_problem("placement", fields))
     assert ilp.objective >= free.objective * (1 - 1e-9)
+
+
+def test_a_reward_stage_shifts_a_sync_step_and_can_move_an_async_plan():
+    """The reward stage (``costmodels.workflow.RewardStage``) is a constant on the trainer's
+    path: in sync mode every plan pays it, so the optimum moves by exactly samples x seconds /
+    workers; one step off it lengthens the trainer against generation, and a trainer that no
+    longer trails generation stops being worth its own GPUs."""
+
+    def optimum(mode: str, seconds: float):
+        wf = small_workflow(mode=mode) if mode == "async" else small_workflow(eta=0.5)
+        if seconds:
+            wf = {**wf, "reward": {"seconds_per_response": seconds}}
+        problem = build_problem(
+            "placement", {"cluster": INSTANCES["three-zones-grpo-sync"][0], "workflow": wf}
+        )
+        out = solve_placement_bruteforce(problem)
+        return (
+            problem.workflow.reward_s,
+            out.objective,
+            sorted(len(g.tasks) for g in out.plan.groups),
+        )
+
+    _, base, _ = optimum("sync", 0)
+    reward, shifted, _ = optimum("sync", 0.5)
+    assert reward == pytest.approx(32.0) and shifted == pytest.approx(base + reward, rel=1e-9)
+    _, _, split = optimum("async", 0)
+    _, _, together = optimum("async", 0.5)
+    assert split == [1, 2] and together == [3]

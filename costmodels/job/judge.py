@@ -10,10 +10,11 @@ generation TP (``costmodels.rollout.space.verl_plan``):
 
 where rollout_X is the rollout judge's mean rollout seconds per trained step under X (speculative
 rounds included). Why a ratio: the two judges' generation agree to 4% on the same lengths and
-plan (``benchmarks/results/one-job``), their training does not (4.3x), and the placement judge's
-whole step is the one held to measured runs (``costmodels.step_error``). So the knobs are credited
-for what they do to generation only: the stream trainer's overlap with the tail and asynchronous
-reward are not (the placement workflow has no reward stage), a conservative reading.
+plan and their training is one model (1.2%, ``benchmarks/results/one-job``), but only the
+rollout judge has a reward stage, and the placement judge's whole step is the one held to
+measured runs (``costmodels.step_error``). So the knobs are credited for what they do to
+generation only: the stream trainer's overlap with the tail and asynchronous reward are not (the
+placement workflow has no reward stage), a conservative reading.
 
 The knobs count only where the target framework runs them (:data:`RUNS_KNOBS`): the plan records
 them either way, and the breakdown says what they would be worth.

@@ -136,17 +136,21 @@ class StepShape:
 
     overlaps: bool
     trailing: float = 0.0
+    #: the workflow's reward stage, s (``costmodels.workflow.RewardStage``): a constant on the
+    #: trainer's path, before inference and training
+    reward: float = 0.0
 
     @classmethod
     def of(cls, wf: WorkflowSpec) -> StepShape:
-        return cls(wf.overlaps, wf.trailing_share)
+        return cls(wf.overlaps, wf.trailing_share, wf.reward_s)
 
     def core(self, gen: float, inf: float, trn: float, busy: float) -> float:
         """The step before the weight transfer, from the generation, inference and training
-        phases and generation's busy time (``busy`` >= ``gen`` is not assumed)."""
+        phases and generation's busy time (``busy`` >= ``gen`` is not assumed); the reward stage
+        comes before the trainer's passes."""
         if not self.overlaps:
-            return gen + inf + trn
-        return overlapped_step(max(busy, gen), gen, inf + trn, self.trailing)
+            return gen + self.reward + inf + trn
+        return overlapped_step(max(busy, gen), gen, self.reward + inf + trn, self.trailing)
 
 
 def evaluate_placement(problem: PlacementProblem, plan: PlacementPlan) -> Evaluation:
@@ -188,6 +192,8 @@ def evaluate_placement(problem: PlacementProblem, plan: PlacementPlan) -> Evalua
         "weight_transfer": transfer_kind,
         "weight_transfer_parts": transfer_parts,
     }
+    if wf.reward is not None:
+        phases["reward_s"] = wf.reward_s
     busy = gen
     if wf.overlaps and params.group_aware_overlap:
         # generation overlaps training only on other GPUs: its group is busy with what shares it

@@ -13,9 +13,10 @@ from costmodels.problem import SolvedPlan, Summary
 
 def _phases(breakdown: dict[str, Any]) -> str:
     ph = breakdown["phases"]
+    reward = f" + reward {ph['reward_s']:.2f} s" if "reward_s" in ph else ""
     text = (
-        f"generation {ph['generation_s']:.2f} s + inference {ph['inference_s']:.2f} s + training "
-        f"{ph['training_s']:.2f} s"
+        f"generation {ph['generation_s']:.2f} s{reward} + inference {ph['inference_s']:.2f} s + "
+        f"training {ph['training_s']:.2f} s"
         f" + {ph['weight_transfer']} {ph['weight_transfer_s']:.2f} s"
     )
     if "generation_group_busy_s" in ph:

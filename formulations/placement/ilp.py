@@ -48,10 +48,14 @@ are in different groups); M >= 0 (async and fully-async: the overlapping modes).
         N - c_o that o leaves (C1), no faster than alone there (co-located tasks only take memory
         away), and a phase is at least its slowest task. A column whose left-out tasks need more
         least model memory than N - c_o holds, or cannot run there at all, is in no plan: dropped
-    objective (sync)  G + I + R + sum xfer_o x_o + S
-    objective (async) M + sum xfer_o x_o + S,  M >= I + R, and M >= G + w (I + R) with the G
-                      rows of (3) when a fully-async rollouter drains before each sync
+    objective (sync)  G + W + I + R + sum xfer_o x_o + S,  W >= c
+    objective (async) M + sum xfer_o x_o + S,  M >= c + I + R, and M >= G + w (c + I + R) with
+                      the G rows of (3) when a fully-async rollouter drains before each sync
                       (w = 1 / updates_per_sync: ``costmodels.placement.judge.overlapped_step``)
+
+where c is the workflow's reward stage in seconds (``costmodels.workflow.RewardStage``, 0 and W
+absent without one): a constant on the trainer's path, so it moves no decision in sync mode and
+can in the overlapping modes, where it lengthens the trainer against generation.
 
 C3 (memory) is inside the options: combinations that break it on any GPU are never columns.
 

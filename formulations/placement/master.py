@@ -44,6 +44,8 @@ def _variables(
         phases.append("G")
     if shape.overlaps:
         phases.append("M")
+    elif shape.reward:
+        phases.append("W")  # the reward stage's constant, W >= reward
     names: list[str] = [f"x{i}" for i in range(n)] + phases
     col = {name: i for i, name in enumerate(names)}
     qs: dict[tuple[str, int, int], int] = {}
@@ -211,13 +213,18 @@ class Master:
         c[col["S"]] = 1.0
         if not shape.overlaps:
             c[col["G"]] = c[col["I"]] = c[col["R"]] = 1.0
-        else:  # M >= I + R and, when the trainer trails, M >= G + w (I + R): overlapped_step
+            if shape.reward:  # G + reward + I + R
+                c[col["W"]] = 1.0
+                rows.append(({col["W"]: 1.0}, shape.reward, np.inf))
+        else:  # M >= reward + I + R and, when the trainer trails, M >= G + w (reward + I + R):
+            # overlapped_step with the reward stage on the trainer's path
             c[col["M"]] = 1.0
-            rows.append(({col["M"]: 1.0, col["I"]: -1.0, col["R"]: -1.0}, 0.0, np.inf))
+            rd = shape.reward
+            rows.append(({col["M"]: 1.0, col["I"]: -1.0, col["R"]: -1.0}, rd, np.inf))
             if shape.trailing:
                 w = shape.trailing
                 rows.append(
-                    ({col["M"]: 1.0, col["G"]: -1.0, col["I"]: -w, col["R"]: -w}, 0.0, np.inf)
+                    ({col["M"]: 1.0, col["G"]: -1.0, col["I"]: -w, col["R"]: -w}, w * rd, np.inf)
                 )
         self.c, self.rows, self.names = c, rows, names
         #: (z, d) of the LP relaxation: its optimum and the reduced costs, once solved
