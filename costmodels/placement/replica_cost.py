@@ -287,6 +287,25 @@ class TaskCoster:
         class (GPU type, zone, intra-node link) in the same pattern cost the same. Generation
         "as many as fit" also reads each GPU's resident memory, but only through the replica's
         dbs (:meth:`_resident_dbs`), which :meth:`cost` adds to the key."""
+        return (
+            self.task.name,
+            self.m.name,
+            self.tp_.tp,
+            tuple(self.split),
+            self.shares[i],
+            self.tp_.decode_batch,
+            self._pattern(replica),
+        )
+
+    def _pattern(self, replica: list[list[int]]) -> tuple[Any, ...]:
+        """A replica's GPUs as :meth:`_replica_key` tells them apart: per stage, how many GPUs it
+        takes from each (node, node class), nodes numbered in order of first use; memoised per
+        topology on the replica's devices (a function of them and the topology alone)."""
+        cache = self.topo.memo.setdefault("replica_pattern", {})
+        key = tuple(map(tuple, replica))
+        hit = cache.get(key)
+        if hit is not None:
+            return hit
         classes = self.topo.memo.get("node_class")
         if classes is None:
             classes = self.topo.memo["node_class"] = _node_classes(self.topo)
@@ -299,15 +318,10 @@ class TaskCoster:
                 k = (local.setdefault(devices[d].node, len(local)), classes[d])
                 counts[k] = counts.get(k, 0) + 1
             stages.append(tuple(sorted(counts.items())))
-        return (
-            self.task.name,
-            self.m.name,
-            self.tp_.tp,
-            tuple(self.split),
-            self.shares[i],
-            self.tp_.decode_batch,
-            tuple(stages),
-        )
+        out = tuple(stages)
+        if len(cache) < comm.MEMO_ENTRIES:
+            cache[key] = out
+        return out
 
     def _resident_dbs(self, replica: list[list[int]]) -> int | None:
         """The replica's dbs when it is read off the memory map (generation "as many as fit"),
