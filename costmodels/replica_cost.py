@@ -116,6 +116,13 @@ class TaskCoster:
         self.mem = mem
         self.exact = True
 
+    def _context(self) -> int:
+        """The problem's parameters and workflow, numbered per topology for memo keys (by
+        identity; the entry keeps them alive, so an id is never reused for another)."""
+        contexts = self.topo.memo.setdefault("replica_context", {})
+        params, wf = self.problem.params, self.wf
+        return contexts.setdefault((id(params), id(wf)), (params, wf, len(contexts)))[2]
+
     def _ring(self, devices: list[int], volume_gb: float) -> float:
         r = comm.bottleneck_ring(self.topo, devices, volume_gb)
         self.exact = self.exact and r.exact
@@ -123,11 +130,23 @@ class TaskCoster:
 
     def _gpus(self, stage: list[int]) -> list[Any]:
         """Distinct GPU types of a stage (a mixed TP group runs at its slowest member's pace)."""
-        seen: dict[str, Any] = {}
-        for d in stage:
-            g = self.topo.devices[d].gpu
-            seen.setdefault(g.name, g)
-        return list(seen.values())
+        return self._stage_types(stage)[0]
+
+    def _stage_types(self, stage: list[int]) -> tuple[list[Any], tuple[str, ...]]:
+        """A stage's distinct GPU types, in the order its GPUs first show them, and their names;
+        memoised per topology on the stage's devices (every costing reads them per stage)."""
+        cache = self.topo.memo.setdefault("stage_gpus", {})
+        key = tuple(stage)
+        out = cache.get(key)
+        if out is None:
+            seen: dict[str, Any] = {}
+            for d in stage:
+                g = self.topo.devices[d].gpu
+                seen.setdefault(g.name, g)
+            out = (list(seen.values()), tuple(seen))
+            if len(cache) < comm.MEMO_ENTRIES:
+                cache[key] = out
+        return out
 
     def cost(self) -> dict[str, Any]:
         kind = self.task.kind
@@ -175,17 +194,16 @@ class TaskCoster:
             else None
         )
         if cache is not None:
-            # everything else a replica's cost reads: the parameters and workflow (by identity;
-            # the entry keeps them alive, so an id is never reused for another) and the constants
-            contexts = self.topo.memo.setdefault("replica_context", {})
-            entry = contexts.setdefault((id(params), id(wf)), (params, wf, len(contexts)))
-            context = (entry[2], consts)
+            # everything else a replica's cost reads: the parameters and workflow, and the
+            # constants
+            context = (self._context(), consts)
         for i, replica in enumerate(self.idx):
-            key = (context, *self._replica_key(i, replica)) if cache is not None else None
+            dbs = self._resident_dbs(replica)
+            key = (context, *self._replica_key(i, replica), dbs) if cache is not None else None
             hit = cache.get(key) if cache is not None else None
             if hit is None:
                 before, self.exact = self.exact, True
-                hit = (*self._replica(i, replica, consts), self.exact)
+                hit = (*self._replica(i, replica, consts, dbs), self.exact)
                 self.exact = before
                 if cache is not None and len(cache) < REPLICA_MEMO_ENTRIES:
                     cache[key] = hit
@@ -222,10 +240,11 @@ class TaskCoster:
         return out
 
     def _replica(
-        self, i: int, replica: list[list[int]], consts: tuple[Any, ...]
+        self, i: int, replica: list[list[int]], consts: tuple[Any, ...], dbs: int | None = None
     ) -> tuple[Any, ...]:
         """One replica's (time, time without decode, comp, TP, PP, bubble, decode, decode detail,
-        dbs)."""
+        dbs); ``dbs``, when given, is :meth:`_decode_batch`'s for this replica (the only thing
+        it reads of the memory map)."""
         gen, train, literal, comp_mult, tp_mult, pp_mult, layer_flops, head_flops, cv_tp, cv_pp = (
             consts
         )
@@ -243,9 +262,11 @@ class TaskCoster:
         )
         nm = forward / wf.micro_batch_size
         steps = 0.0
-        dbs = 0
-        if gen:
-            dbs = self._decode_batch(replica)
+        if not gen:
+            dbs = 0
+        else:
+            if dbs is None:
+                dbs = self._decode_batch(replica)
             if literal:
                 steps = wf.response_length * math.ceil(samples / dbs) if samples > 0 else 0.0
         comp, tpc, ppc, hbm = [], [], [], []
@@ -306,7 +327,27 @@ class TaskCoster:
         link is fixed by whether its ends share a node (that node's intra-node link) or a zone
         (the zone's link, or the zone pair's), so replicas whose GPUs sit on nodes of the same
         class (GPU type, zone, intra-node link) in the same pattern cost the same. Generation
-        "as many as fit" also reads each GPU's resident memory."""
+        "as many as fit" also reads each GPU's resident memory, but only through the replica's
+        dbs (:meth:`_resident_dbs`), which :meth:`cost` adds to the key."""
+        return (
+            self.task.name,
+            self.m.name,
+            self.tp_.tp,
+            tuple(self.split),
+            self.shares[i],
+            self.tp_.decode_batch,
+            self._pattern(replica),
+        )
+
+    def _pattern(self, replica: list[list[int]]) -> tuple[Any, ...]:
+        """A replica's GPUs as :meth:`_replica_key` tells them apart: per stage, how many GPUs it
+        takes from each (node, node class), nodes numbered in order of first use; memoised per
+        topology on the replica's devices (a function of them and the topology alone)."""
+        cache = self.topo.memo.setdefault("replica_pattern", {})
+        key = tuple(map(tuple, replica))
+        hit = cache.get(key)
+        if hit is not None:
+            return hit
         classes = self.topo.memo.get("node_class")
         if classes is None:
             classes = self.topo.memo["node_class"] = _node_classes(self.topo)
@@ -319,28 +360,24 @@ class TaskCoster:
                 k = (local.setdefault(devices[d].node, len(local)), classes[d])
                 counts[k] = counts.get(k, 0) + 1
             stages.append(tuple(sorted(counts.items())))
-        mem = None
+        out = tuple(stages)
+        if len(cache) < comm.MEMO_ENTRIES:
+            cache[key] = out
+        return out
+
+    def _resident_dbs(self, replica: list[list[int]]) -> int | None:
+        """The replica's dbs when it is read off the memory map (generation "as many as fit"),
+        else None (none, or the plan's ``decode_batch``, already in the key). A replica's cost
+        reads the memory map only through this dbs (:meth:`_replica`), so keying the memo on it
+        in place of the GPUs' resident and usable GB is exact and lets replicas whose residents
+        differ but leave room for as many sequences share an entry."""
         if (
             self.task.kind is TaskKind.GENERATION
             and self.tp_.decode_batch is None
             and self.mem is not None
         ):
-            mem = tuple(
-                x
-                for stage in replica
-                for d in stage
-                for x in (self.mem[d]["model_gb"], self.mem[d]["capacity_gb"])
-            )
-        return (
-            self.task.name,
-            self.m.name,
-            self.tp_.tp,
-            tuple(self.split),
-            self.shares[i],
-            self.tp_.decode_batch,
-            tuple(stages),
-            mem,
-        )
+            return self._decode_batch(replica)
+        return None
 
     def _dp_cost(self) -> float:
         dp, tp = self.tp_.dp, self.tp_.tp

@@ -30,6 +30,10 @@ DECODE_SEGMENTS = 4
 #: (``costmodels.batching``): the occupancy falls from dbs to 1 through the long tail
 DECODE_WINDOWS = 16
 _DECODE_PARTS = ("decode_s", "memory_s", "compute_s", "comm_s", "pipeline_s", "overhead_s", "steps")
+#: the parts a round adds to, each with the round's term it adds (decode_s: the round's time)
+_ROUND_PARTS = tuple(
+    (name, "round_s" if name == "decode_s" else name) for name in _DECODE_PARTS[:-1]
+)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -80,28 +84,41 @@ class GenerationCoster(TaskCoster):
         hops: list[float],
     ) -> dict[str, float]:
         """One token round of ``micro`` micro-batches of ``b`` sequences, each holding
-        ``context`` tokens: every micro-batch passes every stage once (module doc)."""
+        ``context`` tokens: every micro-batch passes every stage once (module doc).
+
+        Each stage's step (its slowest GPU's) is memoised per topology on what it reads: the
+        stage's GPU types, layers and place in the pipeline, the batch, the context and its TP
+        all-reduce time, with the problem's parameters and workflow. A stage recurs in rounds
+        whose other stages, PP hops or micro-batches differ, which the round's memo tells apart."""
         m, tp, eff = self.m, self.tp_.tp, self.problem.params.efficiency
         pp = len(replica)
         stage_t, mem, cmp_, com = [], 0.0, 0.0, 0.0
+        cache = self.topo.memo.setdefault("decode_stage", {})
+        run = self._context()
         for j, stage in enumerate(replica):
-            worst = None
-            for g in self._gpus(stage):
-                r = decode_step_time(
-                    m,
-                    g,
-                    tp=tp,
-                    stage_layers=self.split[j],
-                    first=j == 0,
-                    last=j == pp - 1,
-                    batch=b,
-                    context_tokens=b * context,
-                    efficiency=eff,
-                    allreduce_s=lambda _v, j=j: ar[j],
-                )
-                if worst is None or r["step_s"] > worst["step_s"]:
-                    worst = r
-            assert worst is not None
+            gpus, names = self._stage_types(stage)
+            first, last = j == 0, j == pp - 1
+            key = (run, m.name, tp, names, self.split[j], first, last, b, context, ar[j])
+            worst = cache.get(key)
+            if worst is None:
+                for g in gpus:
+                    r = decode_step_time(
+                        m,
+                        g,
+                        tp=tp,
+                        stage_layers=self.split[j],
+                        first=first,
+                        last=last,
+                        batch=b,
+                        context_tokens=b * context,
+                        efficiency=eff,
+                        allreduce_s=lambda _v, j=j: ar[j],
+                    )
+                    if worst is None or r["step_s"] > worst["step_s"]:
+                        worst = r
+                assert worst is not None
+                if len(cache) < comm.MEMO_ENTRIES:
+                    cache[key] = worst
             stage_t.append(worst["step_s"])
             mem, cmp_, com = (
                 mem + worst["memory_s"],
@@ -121,13 +138,19 @@ class GenerationCoster(TaskCoster):
         }
 
     def _rings(
-        self, replica: list[list[int]], width: int
+        self,
+        replica: list[list[int]],
+        width: int,
+        devices: tuple[tuple[int, ...], ...] | None = None,
     ) -> tuple[tuple[float, ...], tuple[float, ...]]:
         """TP all-reduce and PP hop times of one token round of ``width`` sequences, memoised
         per topology on the replica's devices (a long-tailed schedule asks for up to
-        ``DECODE_WINDOWS`` widths per replica)."""
+        ``DECODE_WINDOWS`` widths per replica); ``devices``, when given, is the replica as
+        tuples, which a caller asking for several widths builds once."""
         cache = self.topo.memo.setdefault("decode_rings", {})
-        key = (self.m.name, self.tp_.tp, tuple(map(tuple, replica)), width)
+        if devices is None:
+            devices = tuple(map(tuple, replica))
+        key = (self.m.name, self.tp_.tp, devices, width)
         hit = cache.get(key)
         if hit is None:
             hit = self._rings_of(replica, width)
@@ -171,11 +194,12 @@ class GenerationCoster(TaskCoster):
                 () if staleness is None else (streamed_window(lengths, dbs, wf.prompt_length),)
             )
             widths = sorted({math.ceil(w.batch_sum / w.rounds - 1e-9) for w in windows + streamed})
-        rings = {width: self._rings(replica, width) for width in widths}
+        devices = tuple(map(tuple, replica))
+        rings = {width: self._rings(replica, width, devices) for width in widths}
         key = (
             m.name,
             tp,
-            tuple(tuple(g.name for g in self._gpus(stage)) for stage in replica),
+            tuple(self._stage_types(stage)[1] for stage in replica),
             tuple(self.split),
             sequences,
             dbs,
@@ -250,11 +274,12 @@ class GenerationCoster(TaskCoster):
             count = waves.count(width)
             micro_w = min(pp, width)
             b = math.ceil(width / micro_w)
+            weight = count * seg  # count * seg * r[...] as written before: the same products
             for k in range(DECODE_SEGMENTS):
                 ctx = wf.prompt_length + (k + 0.5) * seg
                 r = self._round(replica, key, cache, b, micro_w, ctx, rings[width])
-                for name in _DECODE_PARTS[:-1]:
-                    out[name] += count * seg * r["round_s" if name == "decode_s" else name]
+                for name, part in _ROUND_PARTS:
+                    out[name] += weight * r[part]
             out["steps"] += count * wf.response_length
 
     def _decode_windows(
@@ -278,8 +303,8 @@ class GenerationCoster(TaskCoster):
             b = math.ceil(width / micro_w)
             ctx = win.context_sum / (win.rounds * micro_w * b)
             r = self._round(replica, key, cache, b, micro_w, ctx, rings[width])
-            for name in _DECODE_PARTS[:-1]:
-                out[name] += win.rounds * r["round_s" if name == "decode_s" else name]
+            for name, part in _ROUND_PARTS:
+                out[name] += win.rounds * r[part]
 
     def _decode_streamed(
         self,
@@ -424,9 +449,10 @@ class GenerationCoster(TaskCoster):
             in_flight = in_flight_response(wf.response_lengths, wf.response_length)
             seq = max(1, math.ceil(wf.prompt_length + in_flight))
         cap = wf.decode_batch_size
+        mem = self.mem
         for j, stage in enumerate(replica):
-            for d in stage:
-                slot = self.mem[d]
-                free = slot["capacity_gb"] - slot["model_gb"]
-                cap = min(cap, kv_capacity_sequences(free, m, self.split[j], self.tp_.tp, seq))
+            # the sequences that fit are non-decreasing in the free GB (a floor of free / per
+            # sequence), so a stage's fewest are those of its GPU with the least free memory
+            free = min(mem[d]["capacity_gb"] - mem[d]["model_gb"] for d in stage)
+            cap = min(cap, kv_capacity_sequences(free, m, self.split[j], self.tp_.tp, seq))
         return max(cap, 1)

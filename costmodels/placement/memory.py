@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from costmodels.layout import batch_shares, layer_split
-from costmodels.memory import GB, tasklet_memory, training_model_gb
+from costmodels.memory import GB, TaskletMemory, tasklet_memory, training_model_gb
 from costmodels.placement.plan import PlacementPlan, TaskPlacement
 from costmodels.placement.problem import PlacementProblem
 from costmodels.transformer import (
@@ -31,27 +31,32 @@ def task_memory(
     shares = batch_shares(tp_.dp, tp_.batch_shares)
     seq = wf.prompt_length + wf.response_length
     out: dict[int, tuple[float, float]] = {}
+    # a tasklet's memory reads its stage and its replica's micro-batches, nothing else that
+    # varies here: replicas with one batch share (every even split) repeat each stage's
+    seen: dict[tuple[int, float], TaskletMemory] = {}
     for i, replica in enumerate(tp_.devices):
         samples = wf.samples * shares[i]
         nm = samples / wf.micro_batch_size
         for j, stage in enumerate(replica):
-            mem = tasklet_memory(
-                task.kind,
-                m,
-                stage_layers=split[j],
-                first=j == 0,
-                last=j == tp_.pp - 1,
-                tp=tp_.tp,
-                pp=tp_.pp,
-                dp=tp_.dp,
-                seq=seq,
-                mbs=wf.micro_batch_size,
-                micro_batches=nm,
-                recompute=wf.recompute,
-                grad_bytes=problem.params.grad_bytes_per_param,
-                optimizer_bytes=problem.params.optimizer_bytes_per_param,
-                distributed_optimizer=problem.params.distributed_optimizer,
-            )
+            mem = seen.get((j, nm))
+            if mem is None:
+                mem = seen[(j, nm)] = tasklet_memory(
+                    task.kind,
+                    m,
+                    stage_layers=split[j],
+                    first=j == 0,
+                    last=j == tp_.pp - 1,
+                    tp=tp_.tp,
+                    pp=tp_.pp,
+                    dp=tp_.dp,
+                    seq=seq,
+                    mbs=wf.micro_batch_size,
+                    micro_batches=nm,
+                    recompute=wf.recompute,
+                    grad_bytes=problem.params.grad_bytes_per_param,
+                    optimizer_bytes=problem.params.optimizer_bytes_per_param,
+                    distributed_optimizer=problem.params.distributed_optimizer,
+                )
             working = mem.working_gb
             if task.kind is TaskKind.GENERATION and tp_.decode_batch is not None:
                 working *= max(1, min(tp_.decode_batch, math.ceil(samples)))

@@ -149,18 +149,16 @@ def place_task(
     layers = shares = None
     if cfg.balance != "even":
         m = problem.workflow.model(task.role)
+        # each TP group's weight, taken once for both splits below
+        w = [
+            [_weight(problem, task, stage, cfg.balance) for stage in replica] for replica in devices
+        ]
         if cfg.pp > 1:
             # a stage's weight: its weakest TP group over the replicas
-            stage_w = [
-                min(_weight(problem, task, devices[i][j], cfg.balance) for i in range(cfg.dp))
-                for j in range(cfg.pp)
-            ]
+            stage_w = [min(w[i][j] for i in range(cfg.dp)) for j in range(cfg.pp)]
             layers = proportional_split(m.layers, stage_w)
         if cfg.dp > 1:
-            weight = [
-                sum(_weight(problem, task, stage, cfg.balance) for stage in replica)
-                for replica in devices
-            ]
+            weight = [sum(row) for row in w]
             shares = [s / sum(weight) for s in weight]
     return TaskPlacement(
         task=task.name,

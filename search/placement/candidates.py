@@ -15,6 +15,7 @@ import numpy as np
 from costmodels import comm
 from costmodels.placement.frameworks import rules_of
 from costmodels.placement.memory import task_memory
+from costmodels.placement.plan import TaskPlacement
 from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.space import (
     TaskConfig,
@@ -49,6 +50,8 @@ class TaskCandidates:
         self._tables: dict[tuple[Any, tuple[int, ...]], CandidateTable | None] = {}
         self._fan: dict[Any, dict[str, float]] = {}
         self._resolved: dict[Any, float] = {}
+        #: deferred generation candidates' placements, costed again for every resident set
+        self._placements: dict[tuple[str, tuple[int, ...], TaskConfig], TaskPlacement] = {}
         self._routes: dict[tuple[int, int], float] | None = None
         self.evaluations = 0
         self._class_of = {g: k for k, (_, members) in enumerate(self.classes) for g in members}
@@ -177,7 +180,10 @@ class TaskCandidates:
         through each replica's dbs, so they are memoised on them."""
         p, task = self.problem, self.tasks[name]
         mem = self._memory_map(comp, resident)
-        placement = place_task(p, task, self.gpus(comp), cfg)
+        placement = self._placements.get((name, comp, cfg))
+        if placement is None:  # its canonical layout: the same for every resident set
+            placement = place_task(p, task, self.gpus(comp), cfg)
+            self._placements[(name, comp, cfg)] = placement
         key = (what, name, comp, cfg, decode_batches(p, task, placement, mem))
         hit = self._resolved.get(key)
         if hit is None:
