@@ -19,6 +19,7 @@ same responses: comparisons between policies are paired.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal
@@ -363,32 +364,14 @@ class PromptPool:
         prompt)."""
         return ("rule", "sandbox", "judge")[int(self._kinds[prompt])]
 
-    @cached_property
+    @property
     def batch_shape(self) -> BatchShape:
         """A step of this epoch as the training model reads it (``costmodels.rl_training``): P0 x
         R0 sequences, the epoch's mean prompt, and its first attempts' responses as a histogram of
         :data:`SHAPE_BIN`-token bins (``benchmarks/one_job.py`` gives the placement judge the
-        same)."""
-        wl = self.workload
-        r = wl.responses_per_prompt
-        responses = np.array(
-            [x for p in range(self.size) for x in self.responses(p, r, 0)], dtype=float
-        )
-        binned = np.minimum(wl.max_response, SHAPE_BIN * np.ceil(responses / SHAPE_BIN))
-        values, counts = np.unique(binned, return_counts=True)
-        lengths = ResponseLengths.model_validate(
-            {
-                "distribution": "histogram",
-                "bins": [[float(v), float(c)] for v, c in zip(values, counts, strict=True)],
-                "source": f"the rollout job's prompt pool (seed {self.seed})",
-            }
-        )
-        return BatchShape(
-            wl.prompts_per_step * r,
-            max(1, round(float(self._fixed[1].mean()))),
-            lengths,
-            wl.max_response,
-        )
+        same). A function of the workload and the seed alone, so memoised on them: a search
+        judges thousands of plans of one job."""
+        return _batch_shape(self.workload, self.seed)
 
     def responses(self, prompt: int, count: int, attempt: int = 0) -> list[int]:
         """``count`` response lengths for ``prompt`` on its ``attempt``-th run (paired draws)."""
@@ -399,3 +382,28 @@ class PromptPool:
                 rng, self._fixed[0][prompt], count, self._params, self.workload.max_response
             )
         ]
+
+
+@functools.lru_cache(maxsize=64)
+def _batch_shape(workload: RolloutWorkload, seed: int) -> BatchShape:
+    """:attr:`PromptPool.batch_shape` of a fresh pool of ``workload`` and ``seed``."""
+    pool = PromptPool(workload, seed)
+    r = workload.responses_per_prompt
+    responses = np.array(
+        [x for p in range(pool.size) for x in pool.responses(p, r, 0)], dtype=float
+    )
+    binned = np.minimum(workload.max_response, SHAPE_BIN * np.ceil(responses / SHAPE_BIN))
+    values, counts = np.unique(binned, return_counts=True)
+    lengths = ResponseLengths.model_validate(
+        {
+            "distribution": "histogram",
+            "bins": [[float(v), float(c)] for v, c in zip(values, counts, strict=True)],
+            "source": f"the rollout job's prompt pool (seed {seed})",
+        }
+    )
+    return BatchShape(
+        workload.prompts_per_step * r,
+        max(1, round(float(pool._fixed[1].mean()))),
+        lengths,
+        workload.max_response,
+    )
