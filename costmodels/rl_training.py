@@ -44,6 +44,7 @@ from costmodels.cluster import ClusterSpec, Topology, build_topology
 from costmodels.cost_params import CostParams
 from costmodels.decode import ServingParams
 from costmodels.efficiency import Efficiency
+from costmodels.limits import MAX_GLOBAL_BATCH, MAX_RESPONSES_PER_PROMPT
 from costmodels.replica_cost import TaskCoster
 from costmodels.response_lengths import ResponseLengths
 from costmodels.transformer import total_params
@@ -163,17 +164,23 @@ def _context(
         }
     }
     cluster = ClusterSpec.model_validate({"nodes": nodes, "network": network})
+    # one prompt per sequence (prefill sharing is generation's, not costed here), in groups of r
+    # only past a workflow's batch limit (a job of over a million sequences a step, a what-if)
+    r = 1
+    while shape.sequences // r > MAX_GLOBAL_BATCH and r < MAX_RESPONSES_PER_PROMPT:
+        r *= 2
+    prompts = max(1, shape.sequences // r)
     wf = WorkflowSpec.model_validate(
         {
             "algorithm": "grpo",
             "mode": "sync",
             "models": {"actor": model},
-            "global_batch": shape.sequences,
-            "responses_per_prompt": 1,
+            "global_batch": prompts,
+            "responses_per_prompt": r,
             "prompt_length": shape.prompt,
             "response_length": shape.cap,
             "response_lengths": shape.lengths.model_dump(),
-            "mini_batch": shape.sequences // shape.mini_batches if shape.mini_batches > 1 else None,
+            "mini_batch": prompts // shape.mini_batches if shape.mini_batches > 1 else None,
             "reference_pass": reference_pass,
         }
     )
