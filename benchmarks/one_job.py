@@ -28,13 +28,12 @@ import numpy as np
 
 from benchmarks.fidelity.steps_cases import grid
 from benchmarks.publish import command_line
-from costmodels.cluster import ClusterSpec
 from costmodels.efficiency import Efficiency
 from costmodels.placement.check import check_placement
 from costmodels.placement.judge import evaluate_placement
 from costmodels.placement.plan import PlacementPlan, TaskGroup
 from costmodels.placement.problem import CostParams, PlacementProblem
-from costmodels.rl_training import INTER_NODE_GB_PER_S, INTER_NODE_LATENCY_MS
+from costmodels.rl_training import training_cluster
 from costmodels.rollout.judge import evaluate_rollout
 from costmodels.rollout.problem import JobSpec, RolloutProblem
 from costmodels.rollout.space import verl_plan
@@ -76,19 +75,8 @@ def lengths_of(problem: RolloutProblem) -> tuple[int, dict[str, Any]]:
 
 
 def placement_job(prompt: int, hist: dict[str, Any]) -> tuple[PlacementProblem, PlacementPlan]:
-    nodes = [
-        {"name": f"h100-{k}", "gpu": GPU, "count": PER_NODE, "zone": "dc"}
-        for k in range(GPUS // PER_NODE)
-    ]
-    # between nodes: the training model's network (``costmodels.rl_training``), so both judges
-    # cost the same links
-    network = {
-        "intra_zone": {
-            "bandwidth_gbps": INTER_NODE_GB_PER_S * 8,
-            "latency_ms": INTER_NODE_LATENCY_MS,
-        }
-    }
-    cluster = ClusterSpec.model_validate({"nodes": nodes, "network": network})
+    # the training model's nodes and network, so both judges cost the same links
+    cluster = training_cluster(GPU, GPUS, PER_NODE)
     cluster.check()
     wf = WorkflowSpec.model_validate(
         {

@@ -143,6 +143,19 @@ class _Context:
     params: CostParams
 
 
+def training_cluster(gpu: str, gpus: int, gpus_per_node: int = 8) -> ClusterSpec:
+    """The job's GPUs as the training model costs them: nodes of ``gpus_per_node`` (the last one
+    partial) joined by :data:`INTER_NODE_GB_PER_S` per GPU at :data:`INTER_NODE_LATENCY_MS`; a
+    placement of the same job on this cluster gets the same passes (``benchmarks/one_job.py``)."""
+    per = min(gpus_per_node, gpus)
+    nodes = [
+        {"name": f"n{k}", "gpu": gpu, "count": min(per, gpus - k * per), "zone": "dc"}
+        for k in range(math.ceil(gpus / per))
+    ]
+    link = {"bandwidth_gbps": INTER_NODE_GB_PER_S * 8, "latency_ms": INTER_NODE_LATENCY_MS}
+    return ClusterSpec.model_validate({"nodes": nodes, "network": {"intra_zone": link}})
+
+
 def _context(
     model: str,
     gpu: str,
@@ -152,18 +165,7 @@ def _context(
     efficiency: float,
     reference_pass: bool,
 ) -> _Context:
-    per = min(gpus_per_node, gpus)
-    nodes = [
-        {"name": f"n{k}", "gpu": gpu, "count": min(per, gpus - k * per), "zone": "dc"}
-        for k in range(math.ceil(gpus / per))
-    ]
-    network = {
-        "intra_zone": {
-            "bandwidth_gbps": INTER_NODE_GB_PER_S * 8,
-            "latency_ms": INTER_NODE_LATENCY_MS,
-        }
-    }
-    cluster = ClusterSpec.model_validate({"nodes": nodes, "network": network})
+    cluster = training_cluster(gpu, gpus, gpus_per_node)
     # one prompt per sequence (prefill sharing is generation's, not costed here), in groups of r
     # only past a workflow's batch limit (a job of over a million sequences a step, a what-if)
     r = 1

@@ -274,7 +274,7 @@ class GenerationCoster(TaskCoster):
             count = waves.count(width)
             micro_w = min(pp, width)
             b = math.ceil(width / micro_w)
-            weight = count * seg  # count * seg * r[...] as written before: the same products
+            weight = count * seg  # (count * seg) * r: count * seg * r's own order, bit for bit
             for k in range(DECODE_SEGMENTS):
                 ctx = wf.prompt_length + (k + 0.5) * seg
                 r = self._round(replica, key, cache, b, micro_w, ctx, rings[width])
