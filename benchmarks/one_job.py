@@ -28,11 +28,17 @@ import numpy as np
 
 from benchmarks.fidelity.steps_cases import grid
 from benchmarks.publish import command_line
+from costmodels.catalog import get_gpu, get_model
+from costmodels.decode import Instance
 from costmodels.efficiency import Efficiency
+from costmodels.generation.engine import simulate
+from costmodels.generation.requests import Request
 from costmodels.placement.check import check_placement
+from costmodels.placement.decode_cost import replica_lengths
 from costmodels.placement.judge import evaluate_placement
 from costmodels.placement.plan import PlacementPlan, TaskGroup
 from costmodels.placement.problem import CostParams, PlacementProblem
+from costmodels.placement.task_cost import task_cost
 from costmodels.rl_training import training_cluster
 from costmodels.rollout.judge import evaluate_rollout
 from costmodels.rollout.problem import JobSpec, RolloutProblem
@@ -111,6 +117,31 @@ def placement_job(prompt: int, hist: dict[str, Any]) -> tuple[PlacementProblem, 
     return problem, plan
 
 
+def same_lengths(rp: RolloutProblem, pp: PlacementProblem, plan: PlacementPlan) -> dict[str, Any]:
+    """Both generation engines on the same requests: the placement judge's slowest replica's
+    responses (its stratified quantiles with the step's longest) as one rollout instance's
+    prompts of ``responses_per_prompt`` (sharing each prompt's prefill), at the same batch
+    limit. What differs between the judges beyond this is the draw: which responses a step
+    holds and how they fall on the instances."""
+    wf = pp.workflow
+    gen = plan.task(ACTOR_GENERATION)
+    dbs = max(evaluate_placement(pp, plan).breakdown["tasks"][ACTOR_GENERATION]["decode_batch"])
+    per_replica = wf.samples // gen.dp
+    lengths = replica_lengths(wf.response_lengths, per_replica, wf.response_length, wf.samples)
+    serving = rp.job.workload.serving().model_copy(update={"max_num_seqs": dbs})
+    inst = Instance(get_model(MODEL), get_gpu(GPU), GEN_TP, serving)
+    requests = [
+        Request(i, wf.prompt_length, n, group=i // RESPONSES) for i, n in enumerate(lengths)
+    ]
+    task = next(t for t in pp.tasks if t.name == ACTOR_GENERATION)
+    one = gen.model_copy(update={"decode_batch": dbs})
+    return {
+        "decode_batch": dbs,
+        "rollout_engine_s": simulate([inst], requests).makespan_s,
+        "placement_replica_s": task_cost(pp, task, one)[0]["time_s"],
+    }
+
+
 def run() -> dict[str, Any]:
     rp = rollout_job()
     _, rb = evaluate_rollout(rp, verl_plan(rp.job.workload))
@@ -155,6 +186,7 @@ def run() -> dict[str, Any]:
             k: v for k, v in tasks[ACTOR_TRAINING].items() if isinstance(v, float)
         },
         "rollout_steps": len(steps),
+        "same_lengths": same_lengths(rp, pp, plan),
     }
 
 
@@ -178,11 +210,19 @@ def markdown(result: dict[str, Any], command: str) -> str:
         ratio = result["ratio_rollout_over_placement"][k]
         lines.append(f"| {k} | {r:.1f} | {p:.1f} | {'-' if ratio is None else f'{ratio:.2f}'} |")
     ratio = result["ratio_rollout_over_placement"]
+    same = result["same_lengths"]
+    engines = same["rollout_engine_s"] / same["placement_replica_s"]
     lines += [
         "",
-        f"Generation agrees to {abs(ratio['generation'] - 1):.0%} on the same lengths (the "
-        "rollout judge's request-level engine against the placement judge's replica-level "
-        "windows). Log-prob and training agree to "
+        f"Generation agrees to {abs(ratio['generation'] - 1):.1%} on the same length "
+        "distribution. On the same requests (the placement judge's slowest replica's "
+        f"{result['job']['responses']}-response prompts at dbs {same['decode_batch']}) the two "
+        f"engines agree to {abs(engines - 1):.1%} ({same['rollout_engine_s']:.1f} s "
+        f"request-level, {same['placement_replica_s']:.1f} s replica-level windows); the rest "
+        "is the draw: the rollout judge keeps a prompt's responses on one instance (ROLL's and "
+        "verl's dispatch), so its slowest instance holds more than its share of a hard "
+        "prompt's long responses, which the placement judge's independent stratified lengths "
+        "do not. Log-prob and training agree to "
         f"{abs(ratio['log-prob + training'] - 1):.1%}: both are the one training model "
         "(`costmodels/replica_cost.py` per strategy at `Efficiency.compute`; the rollout judge "
         "adds the optimizer step and the weight sync after the last gradient). Reward is the "

@@ -152,6 +152,14 @@ class ServingParams(BaseModel):
     activation_reserve_gb: float = Field(
         default=2.0, ge=0, description="per-GPU memory kept for activations and graphs"
     )
+    share_prompt_prefill: bool = Field(
+        default=False,
+        description=(
+            "requests of one group with the same prompt length share its prefill while one of "
+            "them holds its KV (vLLM prefix caching under n samples per prompt); off unless "
+            "the caller's groups are prompts"
+        ),
+    )
     hop_latency_ms: float = Field(
         default=INTRA_NODE_HOP_LATENCY_MS,
         ge=0,

@@ -44,6 +44,8 @@ def workloads(draw):
     model = get_model(draw(st.sampled_from(["Qwen3-1.7B", "Qwen3-8B", "Qwen2.5-14B"])))
     gpu = get_gpu(draw(st.sampled_from(["L40S", "H800", "A100-40GB"])))
     n_inst = draw(st.integers(1, 3))
+    # responses of one prompt sharing its prefill (vLLM prefix caching), or not
+    share = draw(st.booleans())
     instances = []
     for _ in range(n_inst):
         tp = draw(st.sampled_from([1, 2, 4]))
@@ -52,16 +54,23 @@ def workloads(draw):
             model,
             gpu,
             tp,
-            ServingParams(max_num_seqs=draw(st.integers(1, 64)), memory_utilization=util),
+            ServingParams(
+                max_num_seqs=draw(st.integers(1, 64)),
+                memory_utilization=util,
+                share_prompt_prefill=share,
+            ),
         )
         if inst.kv_capacity_tokens() < 4096:
-            inst = Instance(model, gpu, tp)
+            inst = Instance(model, gpu, tp, ServingParams(share_prompt_prefill=share))
         instances.append(inst)
     n = draw(st.integers(1, 60))
+    # a group of 4 is one prompt (its length shared) or 4 prompts in one group
+    prompts = [draw(st.integers(0, 600)) for _ in range(-(-n // 4))]
+    per_group = draw(st.booleans())
     reqs = [
         Request(
             i,
-            draw(st.integers(0, 600)),
+            prompts[i // 4] if per_group else draw(st.integers(0, 600)),
             draw(st.integers(1, 1500)),
             group=i // 4,
             ready=draw(st.sampled_from([0.0, 0.0, draw(st.floats(0, 20))])),
@@ -443,3 +452,26 @@ def test_policy_sees_no_true_lengths_and_actions_are_logged():
     res = Engine([inst, inst], reqs, [-1] * len(reqs)).run([RoundRobin()])
     assert len(res.actions) == len(reqs) and all(a["action"] == "Dispatch" for a in res.actions)
     assert all(r.completed is not None for r in res.records.values())
+
+
+def test_a_prompts_responses_share_its_prefill_while_one_holds_its_kv():
+    """vLLM prefix caching under n samples per prompt (``ServingParams.share_prompt_prefill``):
+    a group of one prompt is prefilled once; a second group, or sharing off, pays per request."""
+    one = [Request(i, 2000, 10, group=0) for i in range(8)]
+    two = one + [Request(8 + i, 2000, 10, group=1) for i in range(8)]
+    for reqs, prompts in ((one, 1), (two, 2)):
+        for share, paid in ((True, prompts), (False, len(reqs))):
+            inst = Instance(QWEN14, H800, 2, ServingParams(share_prompt_prefill=share))
+            result = simulate([inst], reqs)
+            start, end, batch, _ = result.timelines[0][0]
+            assert batch == len(reqs)
+            assert end - start == pytest.approx(inst.prefill_batch([2000] * paid), rel=1e-12)
+            ref = reference_run([inst], reqs, [0] * len(reqs))
+            assert all(result.records[i].completed == pytest.approx(t) for i, t in ref.items())
+    # a prompt whose responses have all finished is no longer held: its next response pays again
+    late = [Request(0, 2000, 10, group=0), Request(1, 2000, 10, group=0, ready=100.0)]
+    inst = Instance(QWEN14, H800, 2, ServingParams(share_prompt_prefill=True))
+    segments = simulate([inst], late).timelines[0]
+    prefills = [e - s for s, e, _, kv in segments if kv == 2000 or kv == 4000]
+    assert len(prefills) == 2
+    assert all(p == pytest.approx(inst.prefill(2000)) for p in prefills)

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from costmodels.catalog import get_gpu, get_model
 from costmodels.decode import Instance
 from costmodels.generation.engine import simulate
-from costmodels.generation.requests import Request, balanced_assignment
+from costmodels.generation.requests import Request, group_assignment
 from costmodels.rollout.rounds import run_round, simulate_epoch
 from costmodels.rollout.workload import PromptPool
 from tests.conftest import small_rollout_workload
@@ -18,12 +18,13 @@ from tests.conftest import small_rollout_workload
 
 def test_without_speculation_it_is_plain_synchronous_rollout():
     """η = 1 for prompts and responses: every round is the plain synchronous step of P0 prompts
-    in dataset order, timed exactly as the engine times those requests on their own."""
+    in dataset order, timed exactly as the engine times those requests on their own (a prompt's
+    responses on one instance, sharing its prefill)."""
     wl = small_rollout_workload()
     pool = PromptPool(wl, seed=3)
     epoch = simulate_epoch(wl, eta_prompts=1.0, eta_responses=1.0, seed=3)
     assert [r.kind for r in epoch.rounds] == ["plain"] * 5
-    instances = [Instance(get_model(wl.model), get_gpu(wl.gpu), 1) for _ in range(8)]
+    instances = [Instance(get_model(wl.model), get_gpu(wl.gpu), 1, wl.serving()) for _ in range(8)]
     for step, r in enumerate(epoch.rounds):
         prompts = list(range(16 * step, 16 * (step + 1)))
         assert r.kept == prompts and not r.deferred
@@ -33,7 +34,7 @@ def test_without_speculation_it_is_plain_synchronous_rollout():
                 (p, n) for p in prompts for n in pool.responses(p, 4, 0)
             )
         ]
-        plain = simulate(instances, requests, balanced_assignment(requests, len(instances)))
+        plain = simulate(instances, requests, group_assignment(requests, len(instances)))
         assert r.time_s == pytest.approx(plain.makespan_s, rel=1e-12)
         assert r.max_response == max(q.output for q in requests)
 
@@ -73,8 +74,8 @@ def test_a_short_round_keeps_the_first_prompts_to_complete():
         Request(i, pool.prompt_length(p), n, group=p)
         for i, (p, n) in enumerate((p, n) for p in prompts for n in pool.responses(p, 4, 0))
     ]
-    instances = [Instance(get_model(wl.model), get_gpu(wl.gpu), 1) for _ in range(8)]
-    full = simulate(instances, requests, balanced_assignment(requests, len(instances)))
+    instances = [Instance(get_model(wl.model), get_gpu(wl.gpu), 1, wl.serving()) for _ in range(8)]
+    full = simulate(instances, requests, group_assignment(requests, len(instances)))
     done = {p: max(full.records[q.id].completed for q in requests if q.group == p) for p in prompts}
     first = sorted(prompts, key=lambda p: (done[p], p))[:16]
     assert sorted(r.kept) == sorted(first) and set(r.deferred) == set(prompts) - set(first)

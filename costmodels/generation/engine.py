@@ -9,7 +9,13 @@ serving engine does:
 * **Admission** at step boundaries, first come first served, while the batch limit allows and
   the KV cache has the blocks for the request's context plus its next token. An admitted request
   is prefilled (``Instance.prefill_batch`` over the newly admitted requests' contexts: their
-  prompts and, after a preemption, the tokens already generated, which are recomputed).
+  prompts and, after a preemption, the tokens already generated, which are recomputed). With
+  ``ServingParams.share_prompt_prefill`` the responses of one prompt (requests of one ``group``
+  with the same prompt length) share its prefill while one of them holds its KV on the instance:
+  vLLM's prefix caching under parallel sampling (``n`` responses per prompt, as verl and ROLL
+  generate a GRPO group), the same rule the placement judge's prefill follows
+  (``CostParams.share_prompt_prefill``). Only the prefill's compute is shared; every request
+  still holds its own KV blocks (conservative: vLLM shares the prompt's full blocks).
 * **Decode steps**: every running request gains one token per step; a step of b requests holding
   C context tokens costs ``Instance.decode_step(b, C)`` — the project's one decode-step model
   (weights + KV read, compute roofline, TP/EP communication, engine overhead).
@@ -216,10 +222,26 @@ class Engine:
         if not new_ids:
             return
         start = st.clock
-        # a request that arrived with its KV (migrated by transfer) needs no prefill
-        prefill = [c for rid, c in zip(new_ids, new_ctx, strict=True) if rid not in st.kv_ready]
+        share = p.share_prompt_prefill
+        tokens, cached, held = [], [], set()
+        for rid, ctx in zip(new_ids, new_ctx, strict=True):
+            req = self.requests[rid]
+            key = (req.group, req.prompt)
+            if rid in st.kv_ready:  # arrived with its KV (migrated by transfer): no prefill
+                held.add(key)
+                continue
+            if share and (key in held or st.holds_prompt(key)):
+                # its prompt's KV is cached (module doc): only its own generated tokens, if a
+                # preemption discarded them, are recomputed
+                if req.generated:
+                    tokens.append(req.generated)
+                    cached.append(req.prompt)
+            else:
+                tokens.append(ctx)
+                cached.append(0)
+                held.add(key)
         st.kv_ready.difference_update(new_ids)
-        st.clock += st.inst.prefill_batch(prefill) if any(prefill) else 0.0
+        st.clock += st.inst.prefill_batch(tokens, cached) if tokens else 0.0
         st.busy_s += st.clock - start
         for rid in new_ids:
             rec = self.records[rid]
@@ -227,7 +249,7 @@ class Engine:
                 rec.admitted = start
         for rid, ctx in zip(new_ids, new_ctx, strict=True):
             req = self.requests[rid]
-            st.add(rid, ctx, req.output - req.generated)
+            st.add(rid, ctx, req.output - req.generated, (req.group, req.prompt) if share else None)
             self._move(rid, st.index, "running")
         st.timeline.append((start, st.clock, len(st.running), st.context))
 

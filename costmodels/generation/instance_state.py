@@ -51,6 +51,10 @@ class InstanceState:
     kv_ready: set[int] = field(
         default_factory=set
     )  # migrated with their KV: no prefill on admission
+    # running requests per shared prompt (group, prompt tokens): a prompt is cached here while
+    # one of its requests holds its KV (``ServingParams.share_prompt_prefill``)
+    prompt_holders: dict[tuple[int, int], int] = field(default_factory=dict)
+    prompt_of: dict[int, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def context(self) -> int:
@@ -60,7 +64,16 @@ class InstanceState:
     def remaining(self, rid: int) -> int:
         return self.running[rid][1] - self.step
 
-    def add(self, rid: int, context: int, remaining: int) -> None:
+    def holds_prompt(self, prompt: tuple[int, int]) -> bool:
+        """Whether a running request holds the KV of ``prompt`` (group, prompt tokens)."""
+        return prompt in self.prompt_holders
+
+    def add(
+        self, rid: int, context: int, remaining: int, prompt: tuple[int, int] | None = None
+    ) -> None:
+        if prompt is not None:
+            self.prompt_of[rid] = prompt
+            self.prompt_holders[prompt] = self.prompt_holders.get(prompt, 0) + 1
         o, f = context - self.step, self.step + remaining
         self.seq += 1
         self.running[rid] = (o, f, self.seq)
@@ -72,6 +85,13 @@ class InstanceState:
     def remove(self, rid: int) -> int:
         """Take a running request out of the batch; its remaining tokens."""
         o, f, _ = self.running.pop(rid)
+        prompt = self.prompt_of.pop(rid, None)
+        if prompt is not None:
+            left = self.prompt_holders[prompt] - 1
+            if left:
+                self.prompt_holders[prompt] = left
+            else:
+                del self.prompt_holders[prompt]
         self.offset_sum -= o
         self.floor_sum -= o // self.block
         del self.residues[bisect.bisect_left(self.residues, o % self.block)]

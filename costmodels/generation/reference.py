@@ -4,7 +4,8 @@ policies on the generation simulator").
 :func:`reference_run` follows the rules of ``costmodels.generation.engine`` (first come first
 served admission at step boundaries under ``max_num_seqs`` and the KV cache, the running requests'
 next token first; prefill of the admitted; recompute preemption of the most recently admitted
-when the next step needs a block the cache does not have; completion at the true output length),
+when the next step needs a block the cache does not have; completion at the true output length;
+a prompt's prefill shared by its group under ``share_prompt_prefill``),
 written plainly: one decode step at a time, ``Instance.decode_step`` called per step, no closed
 forms, heaps or binary searches, and no code shared with the engine's event core. The tests hold
 the engine's completion times to it; ``benchmarks/generation_speed.py`` times the two. It takes no
@@ -48,8 +49,18 @@ def _reference_instance(
             used += need
             admitted.append(waiting.popleft())
         if admitted:
-            ctxs = [r.prompt + r.generated for r in admitted]
-            t += inst.prefill_batch(ctxs) if any(ctxs) else 0.0
+            tokens, cached = [], []
+            held = {(x.group, x.prompt) for x, _, _ in running}
+            for r in admitted:
+                if inst.params.share_prompt_prefill and (r.group, r.prompt) in held:
+                    if r.generated:  # the prompt's KV is cached: only its own tokens
+                        tokens.append(r.generated)
+                        cached.append(r.prompt)
+                else:
+                    tokens.append(r.prompt + r.generated)
+                    cached.append(0)
+                    held.add((r.group, r.prompt))
+            t += inst.prefill_batch(tokens, cached) if any(tokens) else 0.0
             running.extend([r, r.prompt + r.generated, r.output - r.generated] for r in admitted)
         if not running:
             if pending:

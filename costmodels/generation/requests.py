@@ -77,3 +77,19 @@ def balanced_assignment(requests: list[Request], instances: int) -> list[int]:
     for k, i in enumerate(arrival_order(requests)):
         out[i] = k % instances
     return out
+
+
+def group_assignment(requests: list[Request], instances: int) -> list[int]:
+    """Whole groups round-robin in order of their first arrival: a prompt's responses on one
+    instance, as RL frameworks send them (verl hands each rollout worker a contiguous chunk of
+    prompts and vLLM samples ``n`` per prompt; ROLL sends a prompt with
+    ``num_return_sequences``), so they can share its prefill
+    (``ServingParams.share_prompt_prefill``). Blind to lengths, as :func:`balanced_assignment`."""
+    out = [0] * len(requests)
+    slot: dict[int, int] = {}
+    for i in arrival_order(requests):
+        g = requests[i].group
+        if g not in slot:
+            slot[g] = len(slot) % instances
+        out[i] = slot[g]
+    return out

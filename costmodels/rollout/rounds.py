@@ -45,7 +45,7 @@ from costmodels.catalog import get_gpu, get_model
 from costmodels.decode import Instance, feasible_tps
 from costmodels.generation.engine import Engine
 from costmodels.generation.policy import Abort, Observation
-from costmodels.generation.requests import Request, balanced_assignment
+from costmodels.generation.requests import Request, group_assignment
 from costmodels.generation.result import SimResult
 from costmodels.reconfig import switch_cost
 from costmodels.rollout.parallelism import AdaptiveTP
@@ -232,7 +232,7 @@ def run_round(
     attempts = attempts or {}
     requests, group_of = _round_requests(pool, prompts, responses, attempts)
     instances = _instances(wl, tp)
-    engine = Engine(instances, requests, balanced_assignment(requests, len(instances)))
+    engine = Engine(instances, requests, group_assignment(requests, len(instances)))
     racing = keep_prompts is not None
     kr = (keep_responses if keep_responses is not None else responses) if racing else responses
     policies: list[Any] = []
@@ -354,7 +354,7 @@ def projected_round_s(pool: PromptPool, r: RoundResult, tp: int) -> float:
         Request(i, pool.prompt_length(p), out, group=p) for i, (p, _, out) in enumerate(r.responses)
     ]
     instances = _instances(pool.workload, tp)
-    engine = Engine(instances, requests, balanced_assignment(requests, len(instances)))
+    engine = Engine(instances, requests, group_assignment(requests, len(instances)))
     return engine.run().makespan_s
 
 

@@ -299,7 +299,9 @@ class RolloutWorkload(BaseModel):
 
     def serving(self) -> ServingParams:
         """The rollout engine's serving parameters: the judge's kernels (or ``profiles``) with this
-        engine's overheads."""
+        engine's overheads; a prompt's responses share its prefill (its requests are one group:
+        vLLM's prefix caching under ``n`` samples per prompt, as verl and ROLL generate, and the
+        placement judge's ``CostParams.share_prompt_prefill``)."""
         from costmodels.profiles import engine_profiles
 
         return ServingParams(
@@ -307,7 +309,8 @@ class RolloutWorkload(BaseModel):
                 kernels=self.kernels,
                 profiles=self.profiles,
                 **engine_profiles()[self.engine].efficiency_update(),
-            )
+            ),
+            share_prompt_prefill=True,
         )
 
     def update_s(self) -> float:
