@@ -128,7 +128,24 @@ def predict(spec: CaseSpec, median: float, prompt: int = PROMPT_TOKENS) -> dict[
         max(replica_lengths(wf.response_lengths, per_replica, wf.response_length, wf.samples))
     )
     out["one_at_cap"] = one_at_cap(prob, g)
+    out["generation_mean_rank"] = mean_rank_generation(prob, g, out["decode_batch"])
     return out
+
+
+def mean_rank_generation(prob: PlacementProblem, gen: TaskPlacement, dbs: int) -> float:
+    """Seconds the judge gives a generation replica holding a random share of the step: its
+    stratified quantiles with its own longest (of its share), not the step's. verl's
+    ``generate_sequences`` timing is this figure's measured twin: ``reduce_timing`` averages it
+    over the ranks (``fsdp_workers.py``: "We calculate the average timing across all ranks"),
+    while the driver's ``gen`` waits for the slowest rank, which is the phase the judge costs."""
+    wf = prob.workflow
+    per_replica = wf.samples // gen.dp
+    one = wf.model_dump()
+    one.update(global_batch=per_replica // wf.responses_per_prompt, mini_batch=None)
+    share = PlacementProblem(prob.cluster, WorkflowSpec.model_validate(one), prob.params)
+    task = next(t for t in share.tasks if t.name == ACTOR_GENERATION)
+    replica = gen.model_copy(update={"dp": 1, "devices": gen.devices[:1], "decode_batch": dbs})
+    return task_cost(share, task, replica)[0]["time_s"]
 
 
 def one_at_cap(prob: PlacementProblem, gen: TaskPlacement) -> float:
@@ -204,7 +221,17 @@ def run(rows: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
         if not spec.reason:
             pred = predict(spec, fit["median"])
             entry["predicted"] = {k: pred[k] for k in STAGES}
-            entry["ratio"] = {k: _ratio(pred[k], meas[k]) for k in STAGES}
+            if spec.mode == "one-step-off":
+                # measured: generate_sequences, verl's mean over ranks (mean_rank_generation)
+                entry["predicted"]["generation"] = pred["generation_mean_rank"]
+            sequences = row["stages"].get("generate_sequences")
+            if spec.mode == "sync" and sequences:
+                # the driver's gen (slowest rank, with the engine switch) over the ranks' mean
+                entry["tail_share"] = {
+                    "measured": row["stages"]["gen"] / sequences,
+                    "predicted": pred["generation"] / pred["generation_mean_rank"],
+                }
+            entry["ratio"] = {k: _ratio(entry["predicted"][k], meas[k]) for k in STAGES}
             entry["diagnostics"] = {
                 k: pred[k]
                 for k in (
@@ -214,6 +241,7 @@ def run(rows: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
                     "generation_at_verl_batch",
                     "longest_response",
                     "one_at_cap",
+                    "generation_mean_rank",
                     "mean_response",
                     "peak_memory",
                     "violations",
@@ -292,6 +320,9 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "predicted_step_ratio_B3_over_B5": predicted_gain,
             "check": "colocated 64 -> 128 GPUs gains at most 10% (measured)",
             "holds": predicted_gain <= 1.10,
+        },
+        "tail_share": {
+            r["id"]: r["tail_share"] for r in rows if "tail_share" in r and r["split"] == "test"
         },
         "not_modelled": [r["id"] for r in rows if r["split"] == "not modelled"],
     }
