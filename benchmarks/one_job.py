@@ -9,10 +9,11 @@ runs it on its generation simulator with its own prompt pool (seed 0); its train
 one training model (``costmodels.rl_training``: the placement judge's passes, per token at the
 pool's lengths, at ``Efficiency.compute``, as for any job that names no efficiency). The placement
 judge gets the same lengths: the pool's mean prompt and the histogram of its responses the
-rollout judge's training reads (``PromptPool.batch_shape``, 64-token bins), on the training
-model's network. Reward: math answers checked by rule (verl's GSM8K/DAPO recipes), the rollout
-job's synchronous rule reward and the placement workflow's reward stage with the same figures.
-Per stage: each judge's seconds and their ratio, and the step time of each.
+rollout judge's training reads (``PromptPool.batch_shape``, 64-token bins), with the share of
+their spread a prompt's responses have in common (the pool's sigma_prompt^2 / sigma^2), on the
+training model's network. Reward: math answers checked by rule (verl's GSM8K/DAPO recipes), the
+rollout job's synchronous rule reward and the placement workflow's reward stage with the same
+figures. Per stage: each judge's seconds and their ratio, and the step time of each.
 
     python -m benchmarks.one_job --out benchmarks/results/one-job
 """
@@ -77,7 +78,11 @@ def lengths_of(problem: RolloutProblem) -> tuple[int, dict[str, Any]]:
     """The rollout pool's mean prompt (tokens) and the histogram of its responses the rollout
     judge's training model reads (``PromptPool.batch_shape``)."""
     shape = PromptPool(problem.job.workload, problem.seed).batch_shape
-    return shape.prompt, shape.lengths.model_dump()
+    # the share of ln-length's spread a prompt's responses have in common, from the pool's own
+    # parameters (a prompt's difficulty and its responses' own spread): not fitted
+    lp = problem.job.workload.lengths
+    share = lp.sigma_prompt**2 / (lp.sigma_prompt**2 + lp.sigma_response**2)
+    return shape.prompt, {**shape.lengths.model_dump(), "prompt_share": share}
 
 
 def placement_job(prompt: int, hist: dict[str, Any]) -> tuple[PlacementProblem, PlacementPlan]:
@@ -127,7 +132,9 @@ def same_lengths(rp: RolloutProblem, pp: PlacementProblem, plan: PlacementPlan) 
     gen = plan.task(ACTOR_GENERATION)
     dbs = max(evaluate_placement(pp, plan).breakdown["tasks"][ACTOR_GENERATION]["decode_batch"])
     per_replica = wf.samples // gen.dp
-    lengths = replica_lengths(wf.response_lengths, per_replica, wf.response_length, wf.samples)
+    lengths = replica_lengths(
+        wf.response_lengths, per_replica, wf.response_length, wf.samples, RESPONSES
+    )
     serving = rp.job.workload.serving().model_copy(update={"max_num_seqs": dbs})
     inst = Instance(get_model(MODEL), get_gpu(GPU), GEN_TP, serving)
     requests = [
@@ -219,10 +226,12 @@ def markdown(result: dict[str, Any], command: str) -> str:
         f"{result['job']['responses']}-response prompts at dbs {same['decode_batch']}) the two "
         f"engines agree to {abs(engines - 1):.1%} ({same['rollout_engine_s']:.1f} s "
         f"request-level, {same['placement_replica_s']:.1f} s replica-level windows); the rest "
-        "is the draw: the rollout judge keeps a prompt's responses on one instance (ROLL's and "
-        "verl's dispatch), so its slowest instance holds more than its share of a hard "
-        "prompt's long responses, which the placement judge's independent stratified lengths "
-        "do not. Log-prob and training agree to "
+        "is the draw. Both keep a prompt's responses together (ROLL's and verl's dispatch), so "
+        "the slowest replica holds more than its share of the hard prompts' long responses: "
+        "the rollout judge draws its prompts, the placement judge takes the most loaded of "
+        "its replicas in expectation (`ResponseLengths.prompt_share`, here the pool's own "
+        "sigma_prompt^2 / sigma^2) beside the step's longest response. Log-prob and training "
+        "agree to "
         f"{abs(ratio['log-prob + training'] - 1):.1%}: both are the one training model "
         "(`costmodels/replica_cost.py` per strategy at `Efficiency.compute`; the rollout judge "
         "adds the optimizer step and the weight sync after the last gradient). Reward is the "

@@ -20,6 +20,17 @@ step of more responses waits for a longer one, as a real one does. The order a r
 them in is a fixed interleaving (:func:`admission_order`), neither shortest nor longest first, as
 requests arrive at a serving engine. The placement judge costs each generation replica as the
 one that drew the step's longest response (``costmodels.placement.decode_cost.replica_lengths``).
+
+**Prompts.** A prompt's responses are alike: a hard prompt's are all long (RollPacker §2.2's
+synthetic traces split ln-length's spread into a prompt's and a response's part,
+``costmodels.generation.request_traces``), and RL frameworks keep a prompt's responses on one
+rollout replica (verl hands each rank a chunk of prompts; ROLL sends a prompt with its
+``num_return_sequences``). ``prompt_share`` (rho, 0 by default: every response drawn on its own)
+is the part of a response's normal score its prompt sets. With rho > 0 the replicas of one step
+do not hold equal work, and the phase waits for the most loaded
+(:meth:`ResponseLengths.slowest_replica`): verl's measured ``gen`` (the slowest rank) is 1.28x
+its ``generate_sequences`` (the ranks' mean) where every rank's own longest response already
+reaches the cap (``benchmarks/results/fidelity/steps.md``, row A3).
 """
 
 from __future__ import annotations
@@ -60,6 +71,16 @@ class ResponseLengths(BaseModel):
         max_length=MAX_BINS,
         description="histogram: [length tokens, relative weight] per bin",
     )
+    prompt_share: float = Field(
+        default=0.0,
+        ge=0,
+        lt=1,
+        description=(
+            "share of a response's spread (in normal scores) common to its prompt's responses: "
+            "0 draws each response on its own; above 0 the slowest generation replica holds "
+            "the hardest prompts"
+        ),
+    )
     source: str = Field(default="", description="where these statistics come from")
 
     @model_validator(mode="after")
@@ -82,6 +103,8 @@ class ResponseLengths(BaseModel):
                 raise ValueError("the histogram's weights sum to 0")
         elif self.bins is not None:
             raise ValueError(f"bins belong to a histogram, not to {kind}")
+        if kind == "constant" and self.prompt_share:
+            raise ValueError("prompt_share belongs to a lognormal or a histogram, not to constant")
         return self
 
     @property
@@ -110,6 +133,21 @@ class ResponseLengths(BaseModel):
         """The ``n`` stratified quantiles of the module doc, ascending (tokens)."""
         return _sample(self, n, cap)
 
+    def slowest_replica(self, n: int, per_prompt: int, replicas: int, cap: int) -> np.ndarray:
+        """The ``n`` responses (ascending, tokens) of the most loaded of ``replicas`` replicas
+        that each hold n responses of prompts of ``per_prompt`` (module doc, "Prompts").
+
+        Without a ``prompt_share`` (or with one replica) these are :meth:`sample`'s. With
+        rho = ``prompt_share``, a response's normal score is sqrt(rho) A + sqrt(1 - rho) E with
+        A its prompt's and E its own, both N(0, 1); the replica's g = ceil(n / per_prompt)
+        prompts are the stratified quantiles of A shifted up by z(R) / sqrt(g), the expected
+        largest mean of g prompts over R replicas (:func:`expected_max_normal`), and each
+        prompt's responses the stratified quantiles of E; the length of a score s is
+        F^-1(Phi(s)), capped."""
+        if self.prompt_share == 0 or self.is_constant:
+            return self.sample(n, cap)
+        return _slowest_replica(self, n, max(1, per_prompt), max(1, replicas), cap)
+
     def longest_of(self, n: int, cap: int) -> int:
         """The longest of ``n`` responses: F^-1(1 - 1/(2n)), the top stratified quantile."""
         return int(self.quantile(np.array([1 - 0.5 / n]), cap)[0])
@@ -135,6 +173,36 @@ class ResponseLengths(BaseModel):
 def _sample(lengths: ResponseLengths, n: int, cap: int) -> np.ndarray:
     u = (np.arange(n) + 0.5) / n
     out = lengths.quantile(u, cap)
+    out.setflags(write=False)
+    return out
+
+
+def expected_max_normal(ranks: int) -> float:
+    """Blom's approximation of E[max of ``ranks`` standard normals] (0 for one rank): how far
+    above the mean the largest of ``ranks`` equal parts lies, in their standard deviations
+    (``costmodels.straggler`` for training's ranks, :meth:`ResponseLengths.slowest_replica` for
+    generation's)."""
+    if ranks <= 1:
+        return 0.0
+    from scipy.special import ndtri
+
+    return float(ndtri((ranks - 0.375) / (ranks + 0.25)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _slowest_replica(
+    lengths: ResponseLengths, n: int, per_prompt: int, replicas: int, cap: int
+) -> np.ndarray:
+    from scipy.special import ndtr, ndtri
+
+    g = -(-n // per_prompt)
+    rho = lengths.prompt_share
+    prompts = ndtri((np.arange(g) + 0.5) / g) + expected_max_normal(replicas) / math.sqrt(g)
+    own = ndtri((np.arange(per_prompt) + 0.5) / per_prompt)
+    score = math.sqrt(rho) * prompts[:, None] + math.sqrt(1 - rho) * own[None, :]
+    out = np.sort(lengths.quantile(ndtr(score.ravel()), cap))
+    if len(out) > n:  # a last prompt only partly on this replica: keep n spread over the range
+        out = out[np.round(np.linspace(0, len(out) - 1, n)).astype(int)]
     out.setflags(write=False)
     return out
 

@@ -43,18 +43,10 @@ import functools
 import math
 
 import numpy as np
-from scipy.special import ndtri
 
 from costmodels.catalog import ModelSpec
-from costmodels.response_lengths import MEAN_POINTS, ResponseLengths
+from costmodels.response_lengths import MEAN_POINTS, ResponseLengths, expected_max_normal
 from costmodels.transformer import attention_params, lm_head_forward_flops, mlp_params
-
-
-def expected_max_normal(ranks: int) -> float:
-    """Blom's approximation of E[max of ``ranks`` standard normals] (0 for one rank)."""
-    if ranks <= 1:
-        return 0.0
-    return float(ndtri((ranks - 0.375) / (ranks + 0.25)))
 
 
 def _sequence_flops(m: ModelSpec, seq: np.ndarray) -> np.ndarray:

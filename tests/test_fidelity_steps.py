@@ -113,11 +113,12 @@ def test_fully_async_rows_follow_verls_launch(rows):
 @pytest.mark.parametrize("case", ["A1", "A3", "B1", "B5"])
 def test_the_mean_rank_waits_for_no_longer_than_the_slowest(case):
     """verl's generate_sequences is the ranks' mean (reduce_timing) and its gen the slowest
-    rank; the judge's mean rank (its own longest response) never exceeds its generation (the
-    step's longest), and equals it when a rank's own longest already reaches the cap (A3)."""
+    rank; the judge's mean rank (its own longest response, the average prompts) never exceeds
+    its generation (the step's longest, the most loaded replica's prompts); where a rank's own
+    longest already reaches the cap (A3) the prompts alone set them apart, as measured."""
     pred = predict(SPECS[case], 544.0)
     assert 0 < pred["generation_mean_rank"] <= pred["generation"] * (1 + 1e-12)
     if case == "A3":
-        assert pred["generation_mean_rank"] == pytest.approx(pred["generation"], rel=1e-9)
+        assert pred["generation"] > 1.05 * pred["generation_mean_rank"]
     if case == "B5":  # 64 replicas of 128 responses: the step's longest is far out in the tail
         assert pred["generation_mean_rank"] < 0.5 * pred["generation"]

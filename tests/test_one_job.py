@@ -1,7 +1,7 @@
 """One job, two judges (``benchmarks/one_job.py``): on the same lengths and plan, the rollout and
-placement judges give the same generation (to 10%: two engines, one request-level and one
-replica-level) and the same log-prob and training stage (one training model,
-``costmodels.rl_training``) and reward stage; the step agrees to 3%; on the same requests the two
+placement judges give the same generation (to 5%: one draws its prompts, the other takes the
+expected most loaded replica) and the same log-prob and training stage (one training model,
+``costmodels.rl_training``) and reward stage; the step agrees to 1%; on the same requests the two
 generation engines agree to 1%."""
 
 from __future__ import annotations
@@ -14,12 +14,13 @@ from benchmarks.one_job import run
 def test_the_two_judges_agree_on_generation_and_training():
     result = run()
     ratio = result["ratio_rollout_over_placement"]
-    assert ratio["generation"] == pytest.approx(1.0, abs=0.10)
+    assert ratio["generation"] == pytest.approx(1.0, abs=0.05)
     # the rollout judge's stage adds the optimizer step and the weight sync after the last
     # gradient (under 2% of it here); the passes themselves are the placement judge's
     assert ratio["log-prob + training"] == pytest.approx(1.0, abs=0.02)
     assert ratio["reward"] == pytest.approx(1.0, rel=1e-9) and result["rollout_judge"]["reward"] > 0
-    assert ratio["step"] == pytest.approx(1.0, abs=0.03)
+    # the same job gives the same step to 1% (the one-judge target)
+    assert ratio["step"] == pytest.approx(1.0, abs=0.01)
     # on the same requests the request-level engine and the replica-level windows agree to 1%:
     # the generation gap above is the draw (a prompt's responses on one instance), not physics
     same = result["same_lengths"]

@@ -62,6 +62,9 @@ STAGES = ("step", "generation", "inference", "training")
 #: the stage the median is fitted to (module doc)
 FIT_STAGE = "training"
 SIGMA = math.hypot(TraceParams().sigma_prompt, TraceParams().sigma_response)
+#: the part of that spread a prompt's responses share (``ResponseLengths.prompt_share``): the
+#: same traces' sigma_prompt^2 / sigma^2, not fitted
+PROMPT_SHARE = TraceParams().sigma_prompt ** 2 / SIGMA**2
 SIGMA_SOURCE = (
     "sigma = hypot(sigma_prompt, sigma_response) of costmodels.generation.request_traces "
     "(RollPacker §2.2, OrchestrRL Fig. 3a, RollMux Fig. 11)"
@@ -82,6 +85,7 @@ def lengths(median: float, spec: CaseSpec) -> dict[str, Any]:
         min(median, float(spec.max_response)),
         SIGMA,
         f"median fitted to verl {'+'.join(CALIBRATION)} {FIT_STAGE}; {SIGMA_SOURCE}",
+        PROMPT_SHARE,
     )
 
 
@@ -125,7 +129,15 @@ def predict(spec: CaseSpec, median: float, prompt: int = PROMPT_TOKENS) -> dict[
     out["verl_batch"] = min(prob.workflow.decode_batch_size, per_replica)
     wf = prob.workflow
     out["longest_response"] = float(
-        max(replica_lengths(wf.response_lengths, per_replica, wf.response_length, wf.samples))
+        max(
+            replica_lengths(
+                wf.response_lengths,
+                per_replica,
+                wf.response_length,
+                wf.samples,
+                wf.responses_per_prompt,
+            )
+        )
     )
     out["one_at_cap"] = one_at_cap(prob, g)
     out["generation_mean_rank"] = mean_rank_generation(prob, g, out["decode_batch"])
@@ -368,6 +380,7 @@ def error_file(result: dict[str, Any]) -> dict[str, Any]:
             "distribution": "lognormal",
             "median": round(fit["median"], 1),
             "sigma": round(fit["sigma"], 4),
+            "prompt_share": round(PROMPT_SHARE, 4),
             "cap": min(SPECS[i].max_response for i in fit["rows"]),
             "prompt_tokens": fit["prompt_tokens"],
             "source": (

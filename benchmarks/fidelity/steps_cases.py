@@ -328,5 +328,13 @@ def modelled() -> list[CaseSpec]:
     return [s for s in SPECS.values() if not s.reason]
 
 
-def lognormal(median: float, sigma: float, source: str) -> dict[str, Any]:
-    return {"distribution": "lognormal", "median": median, "sigma": sigma, "source": source}
+def lognormal(
+    median: float, sigma: float, source: str, prompt_share: float = 0.0
+) -> dict[str, Any]:
+    return {
+        "distribution": "lognormal",
+        "median": median,
+        "sigma": sigma,
+        "prompt_share": prompt_share,
+        "source": source,
+    }

@@ -38,25 +38,28 @@ _ROUND_PARTS = tuple(
 
 @functools.lru_cache(maxsize=4096)
 def replica_lengths(
-    lengths: ResponseLengths, sequences: int, cap: int, step: int
+    lengths: ResponseLengths, sequences: int, cap: int, step: int, per_prompt: int = 1
 ) -> tuple[int, ...]:
     """The response lengths, in admission order, of the replica that holds the longest of the
     step's ``step`` responses (``costmodels.response_lengths``): its ``sequences`` stratified
-    quantiles, its longest replaced by the step's. A synchronous phase ends with its slowest
+    quantiles (of the most loaded of step / sequences replicas when a prompt's
+    ``per_prompt`` responses are alike: ``ResponseLengths.slowest_replica``), its longest
+    replaced by the step's. A synchronous phase ends with its slowest
     replica, and the one that drew the step's longest response is it: adding replicas does not
     shorten the longest response the phase waits for (verl ``fully_async.md``: 64 -> 128 GPUs,
     generation 151 -> 178 s)."""
-    ascending = np.array(lengths.sample(sequences, cap))
+    replicas = max(1, round(step / sequences)) if sequences else 1
+    ascending = np.array(lengths.slowest_replica(sequences, per_prompt, replicas, cap))
     ascending[-1] = max(ascending[-1], lengths.longest_of(max(step, sequences), cap))
     return tuple(int(ascending[k]) for k in admission_order(sequences))
 
 
 @functools.lru_cache(maxsize=4096)
 def length_sums(
-    lengths: ResponseLengths, sequences: int, cap: int, step: int
+    lengths: ResponseLengths, sequences: int, cap: int, step: int, per_prompt: int = 1
 ) -> tuple[int, int, int]:
     """(sum L_k, max L_k, sum L_k^2) of :func:`replica_lengths`, tokens (integers: exact)."""
-    one = replica_lengths(lengths, sequences, cap, step)
+    one = replica_lengths(lengths, sequences, cap, step, per_prompt)
     return sum(one), max(one), sum(n * n for n in one)
 
 
@@ -231,7 +234,13 @@ class GenerationCoster(TaskCoster):
     def _lengths(self, sequences: int) -> tuple[int, ...]:
         """The replica's ``sequences`` response lengths in admission order."""
         wf = self.wf
-        return replica_lengths(wf.response_lengths, sequences, wf.response_length, wf.samples)
+        return replica_lengths(
+            wf.response_lengths,
+            sequences,
+            wf.response_length,
+            wf.samples,
+            wf.responses_per_prompt,
+        )
 
     def _round(
         self,
@@ -380,7 +389,11 @@ class GenerationCoster(TaskCoster):
             # continuous batching (``costmodels.batching``): at least the longest response and
             # at least the tokens over the places; contexts sum_k (L_k P + L_k^2 / 2)
             tokens, longest, square = length_sums(
-                wf.response_lengths, sequences, wf.response_length, wf.samples
+                wf.response_lengths,
+                sequences,
+                wf.response_length,
+                wf.samples,
+                wf.responses_per_prompt,
             )
             rounds = math.ceil(tokens / max_dbs)
             if wf.staleness_hiding_tail is None:  # a rollouter that hides the tail need not wait

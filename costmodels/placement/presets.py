@@ -193,17 +193,21 @@ TAIL_WORKFLOWS = (("grpo", "sync", "8b"), ("grpo", "async", "8b"))
 
 
 def recorded_tail() -> dict[str, Any]:
-    """The marginal of the project's synthetic request traces (``costmodels.generation.
-    request_traces.TraceParams``' defaults, calibrated to RollPacker §2.2): lognormal, median 420
-    tokens, sigma hypot(sigma_prompt, sigma_response); ``benchmarks.long_tail`` plans with it."""
+    """The project's synthetic request traces (``costmodels.generation.request_traces.
+    TraceParams``' defaults, calibrated to RollPacker §2.2): lognormal, median 420 tokens, sigma
+    hypot(sigma_prompt, sigma_response), of which a prompt's responses share
+    sigma_prompt^2 / sigma^2 (``ResponseLengths.prompt_share``); ``benchmarks.long_tail`` plans
+    with it."""
     from costmodels.generation.request_traces import TraceParams
 
     trace = TraceParams()
+    sigma2 = trace.sigma_prompt**2 + trace.sigma_response**2
     return {
         "distribution": "lognormal",
         "median": 420.0,
-        "sigma": round(math.hypot(trace.sigma_prompt, trace.sigma_response), 2),
-        "source": "marginal of request_traces.TraceParams defaults (RollPacker §2.2)",
+        "sigma": round(math.sqrt(sigma2), 2),
+        "prompt_share": round(trace.sigma_prompt**2 / sigma2, 2),
+        "source": "request_traces.TraceParams defaults (RollPacker §2.2)",
     }
 
 
