@@ -4,9 +4,10 @@ with HetRL's constant model costs when the tail is real.
 Each instance (cluster x workflow preset) is solved twice with the exact ILP (seed 0): once with
 the preset's ``constant`` response lengths (HetRL Appendix B: every response at the maximum
 ``response_length``) and once with a lognormal of the same cap, median 420 tokens and sigma 0.93:
-the marginal of ``costmodels.generation.request_traces.TraceParams``'s defaults (median 420,
-sqrt(sigma_prompt^2 + sigma_response^2) = sqrt(0.75^2 + 0.55^2) = 0.93, hard prompts left out),
-calibrated there to RollPacker §2.2. Per instance: both optima, both plans' decisions, whether
+``costmodels.generation.request_traces.TraceParams``'s defaults (median 420,
+sqrt(sigma_prompt^2 + sigma_response^2) = sqrt(0.75^2 + 0.55^2) = 0.93, of which a prompt's
+responses share 0.75^2 / 0.93^2 = 0.65, ``prompt_share``; hard prompts left out), calibrated
+there to RollPacker §2.2. Per instance: both optima, both plans' decisions, whether
 they differ, and the regret of planning with the wrong model: the constant-optimal plan judged
 under the long-tail problem over the long-tail optimum (>= 1 since the ILP's plan is optimal).
 Every plan is checked by the validator and every ILP result must be proven optimal before it is
@@ -37,7 +38,7 @@ WORKFLOWS = (
     "ppo-sync-qwen3-4b",
     "ppo-async-qwen3-4b",
 )
-#: the marginal of TraceParams()'s response lengths (module doc), cut at the preset's cap: the
+#: TraceParams()'s response lengths (module doc), cut at the preset's cap: the
 #: ``-tail`` workflow presets' distribution
 LONG_TAIL = recorded_tail()
 #: left out: its ILP takes over 60 s here (2 loaded cores), the brief's limit
@@ -219,9 +220,10 @@ def report(rows: list[dict[str, Any]], command: str) -> str:
         "proven optimal and every plan validated by `check_placement`. *constant*: the preset's "
         f"HetRL model (every response at `response_length` = {caps}). *long tail*: lognormal, "
         f"median {LONG_TAIL['median']:g}, sigma {LONG_TAIL['sigma']:g}, cut at the same cap "
-        f"(mean {means} tokens): "
-        "the marginal of `costmodels.generation.request_traces.TraceParams`'s defaults (sigma = "
-        "sqrt(0.75^2 + 0.55^2), hard prompts left out), calibrated there to RollPacker §2.2. "
+        f"(mean {means} tokens), prompt share {LONG_TAIL['prompt_share']:g}: "
+        "`costmodels.generation.request_traces.TraceParams`'s defaults (sigma = "
+        "sqrt(0.75^2 + 0.55^2), of which a prompt's responses share 0.75^2 / sigma^2; hard "
+        "prompts left out), calibrated there to RollPacker §2.2. "
         "**Regret**: the constant-optimal plan judged under the long-tail problem over the "
         "long-tail optimum (>= 1 by optimality).",
         "",
@@ -274,20 +276,22 @@ def report(rows: list[dict[str, Any]], command: str) -> str:
 #: the README's reading of the published table (written after the run that made it; redraw
 #: with ``--replot`` after editing)
 READING = (
-    "The tail makes every optimum 36-39% faster (mean response 504 of 1024 tokens), but not "
+    "The tail makes every optimum 36-38% faster (mean response 504 of 1024 tokens), but not "
     "evenly: for the same plan, generation (costed by continuous batching for the replica that "
-    "drew the step's longest response, judge module doc) falls by 52-57%, while training and "
-    "inference (costed on the expected packed sequence P + E[L]) fall by only 26-27%, so the "
-    "balance between the phases moves. Synchronous steps run the phases one after another, so "
-    "the balance barely matters: generation's GPUs and TP/DP stay, small-8 GRPO only shifts "
-    "generation's load toward the A100s (0.32 vs 0.18 per replica), small-16 GRPO re-splits the "
-    "inference tasks (PP4 DP4 -> PP2 DP8), and the constant plan costs 0-2% more; the exception "
-    "is small-16 PPO (4.5%), where the tail's optimum splits the six co-located tasks into an "
+    "drew the step's longest response and the most loaded prompts, judge module doc) falls by "
+    "50-56%, while training and inference (costed on the expected packed sequence P + E[L]) "
+    "fall by only 25-27%, so the balance between the phases moves. Synchronous steps run the "
+    "phases one after another, so the balance barely matters: generation's GPUs stay, small-8 "
+    "GRPO takes fewer, deeper generation replicas (TP2 DP4 -> TP2 PP2 DP2: a prompt's "
+    "responses stay on one replica, so fewer replicas wait for fewer unlucky prompts), small-16 "
+    "GRPO re-splits the inference tasks (PP4 DP4 -> PP2 DP8), and the constant plan costs 0-2% "
+    "more; the exception "
+    "is small-16 PPO (4.4%), where the tail's optimum splits the six co-located tasks into an "
     "actor group on the A100s and a critic group on the L40S. Asynchronous workflows are where "
     "the decision changes: their period is max(generation's group, inference + training) over "
     "disjoint GPUs (the judge's group-aware overlap), and the constant model sized generation's "
-    "group for 1024-token decodes, so under the tail that group idles (small-8 GRPO: generation "
-    "112 s against training 222 s) while the long-tail optimum gives it fewer GPUs (4 A100 TP2 "
+    "group for 1024-token decodes, so under the tail that group idles while the long-tail "
+    "optimum gives it fewer GPUs (4 A100 TP2 "
     "-> 2 A100 TP1 on small-8 GRPO, 6 -> 4 A100 on small-16 GRPO, 2 -> 1 A100 on small-8 PPO) "
     "and hands the rest to training and inference: the constant plan is 14-17% slower than the "
     "long-tail optimum. In short, the long tail moves the generation/training split of "
