@@ -61,7 +61,7 @@ INTER_NODE_GB_PER_S = 25.0
 INTER_NODE_LATENCY_MS = 0.005
 #: training efficiency fitted to RollPacker Table 1 (:func:`costmodels.rollout.table1.fit_mfu`;
 #: re-fitted by ``python -m benchmarks.fidelity``, which fails when this drifts from the fit)
-FITTED_MFU = 0.12
+FITTED_MFU = 0.112
 #: a replica's training state must fit in this share of a GPU's memory (the rest: activations,
 #: the rollout engine's weights when co-located), for :func:`training_replica`'s default
 STATE_SHARE = 0.5
