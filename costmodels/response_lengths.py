@@ -166,6 +166,8 @@ class ResponseLengths(BaseModel):
             if self.distribution == "lognormal"
             else f"histogram of {len(self.bins or [])} bins"
         )
+        if self.prompt_share:
+            head += f", prompt share {self.prompt_share:g}"
         return f"{head}, cap {cap}: mean {q.mean():.0f}, P99 {np.quantile(q, 0.99):.0f} tokens"
 
 
