@@ -35,7 +35,7 @@ from costmodels.efficiency import Efficiency
 from costmodels.generation.engine import simulate
 from costmodels.generation.requests import Request
 from costmodels.placement.check import check_placement
-from costmodels.placement.decode_cost import replica_lengths
+from costmodels.placement.decode_cost import workflow_replica_lengths
 from costmodels.placement.judge import evaluate_placement
 from costmodels.placement.plan import PlacementPlan, TaskGroup
 from costmodels.placement.problem import CostParams, PlacementProblem
@@ -122,19 +122,17 @@ def placement_job(prompt: int, hist: dict[str, Any]) -> tuple[PlacementProblem, 
     return problem, plan
 
 
-def same_lengths(rp: RolloutProblem, pp: PlacementProblem, plan: PlacementPlan) -> dict[str, Any]:
+def same_lengths(
+    rp: RolloutProblem, pp: PlacementProblem, plan: PlacementPlan, dbs: int
+) -> dict[str, Any]:
     """Both generation engines on the same requests: the placement judge's slowest replica's
     responses (its stratified quantiles with the step's longest) as one rollout instance's
     prompts of ``responses_per_prompt`` (sharing each prompt's prefill), at the same batch
-    limit. What differs between the judges beyond this is the draw: which responses a step
-    holds and how they fall on the instances."""
+    limit ``dbs`` (the placement judge's). What differs between the judges beyond this is the
+    draw: which responses a step holds and how they fall on the instances."""
     wf = pp.workflow
     gen = plan.task(ACTOR_GENERATION)
-    dbs = max(evaluate_placement(pp, plan).breakdown["tasks"][ACTOR_GENERATION]["decode_batch"])
-    per_replica = wf.samples // gen.dp
-    lengths = replica_lengths(
-        wf.response_lengths, per_replica, wf.response_length, wf.samples, RESPONSES
-    )
+    lengths = workflow_replica_lengths(wf, wf.samples // gen.dp)
     serving = rp.job.workload.serving().model_copy(update={"max_num_seqs": dbs})
     inst = Instance(get_model(MODEL), get_gpu(GPU), GEN_TP, serving)
     requests = [
@@ -193,7 +191,7 @@ def run() -> dict[str, Any]:
             k: v for k, v in tasks[ACTOR_TRAINING].items() if isinstance(v, float)
         },
         "rollout_steps": len(steps),
-        "same_lengths": same_lengths(rp, pp, plan),
+        "same_lengths": same_lengths(rp, pp, plan, max(tasks[ACTOR_GENERATION]["decode_batch"])),
     }
 
 

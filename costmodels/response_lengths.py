@@ -144,7 +144,7 @@ class ResponseLengths(BaseModel):
         largest mean of g prompts over R replicas (:func:`expected_max_normal`), and each
         prompt's responses the stratified quantiles of E; the length of a score s is
         F^-1(Phi(s)), capped."""
-        if self.prompt_share == 0 or self.is_constant:
+        if self.prompt_share == 0:  # always so for constant (the validator refuses a share)
             return self.sample(n, cap)
         return _slowest_replica(self, n, max(1, per_prompt), max(1, replicas), cap)
 

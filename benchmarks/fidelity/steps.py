@@ -46,7 +46,7 @@ from benchmarks.fidelity.steps_cases import (
 )
 from costmodels.generation.request_traces import TraceParams
 from costmodels.placement.check import check_placement
-from costmodels.placement.decode_cost import replica_lengths
+from costmodels.placement.decode_cost import workflow_replica_lengths
 from costmodels.placement.judge import evaluate_placement
 from costmodels.placement.plan import TaskPlacement
 from costmodels.placement.problem import PlacementProblem
@@ -128,17 +128,7 @@ def predict(spec: CaseSpec, median: float, prompt: int = PROMPT_TOKENS) -> dict[
     ]["time_s"]
     out["verl_batch"] = min(prob.workflow.decode_batch_size, per_replica)
     wf = prob.workflow
-    out["longest_response"] = float(
-        max(
-            replica_lengths(
-                wf.response_lengths,
-                per_replica,
-                wf.response_length,
-                wf.samples,
-                wf.responses_per_prompt,
-            )
-        )
-    )
+    out["longest_response"] = float(max(workflow_replica_lengths(wf, per_replica)))
     out["one_at_cap"] = one_at_cap(prob, g)
     out["generation_mean_rank"] = mean_rank_generation(prob, g, out["decode_batch"])
     return out
@@ -152,23 +142,25 @@ def mean_rank_generation(prob: PlacementProblem, gen: TaskPlacement, dbs: int) -
     while the driver's ``gen`` waits for the slowest rank, which is the phase the judge costs."""
     wf = prob.workflow
     per_replica = wf.samples // gen.dp
-    one = wf.model_dump()
-    one.update(global_batch=per_replica // wf.responses_per_prompt, mini_batch=None)
-    share = PlacementProblem(prob.cluster, WorkflowSpec.model_validate(one), prob.params)
-    task = next(t for t in share.tasks if t.name == ACTOR_GENERATION)
-    replica = gen.model_copy(update={"dp": 1, "devices": gen.devices[:1], "decode_batch": dbs})
-    return task_cost(share, task, replica)[0]["time_s"]
+    return _one_replica(
+        prob, gen, dbs, global_batch=per_replica // wf.responses_per_prompt, mini_batch=None
+    )
 
 
 def one_at_cap(prob: PlacementProblem, gen: TaskPlacement) -> float:
     """Seconds the judge gives one response decoded alone to the cap on one generation replica:
     generation's floor whenever a step holds one response that runs to the cap."""
-    wf = prob.workflow.model_dump()
-    wf.update(global_batch=1, responses_per_prompt=1, response_lengths={})
-    alone = PlacementProblem(prob.cluster, WorkflowSpec.model_validate(wf), prob.params)
-    task = next(t for t in alone.tasks if t.name == ACTOR_GENERATION)
-    one = gen.model_copy(update={"dp": 1, "devices": gen.devices[:1], "decode_batch": 1})
-    return task_cost(alone, task, one)[0]["time_s"]
+    return _one_replica(prob, gen, 1, global_batch=1, responses_per_prompt=1, response_lengths={})
+
+
+def _one_replica(prob: PlacementProblem, gen: TaskPlacement, dbs: int, **workflow: Any) -> float:
+    """The judge's seconds for ``gen``'s first replica alone at ``dbs``, on the problem's
+    workflow with ``workflow``'s fields replaced (the step that replica's share makes)."""
+    fields = {**prob.workflow.model_dump(), **workflow}
+    one = PlacementProblem(prob.cluster, WorkflowSpec.model_validate(fields), prob.params)
+    task = next(t for t in one.tasks if t.name == ACTOR_GENERATION)
+    replica = gen.model_copy(update={"dp": 1, "devices": gen.devices[:1], "decode_batch": dbs})
+    return task_cost(one, task, replica)[0]["time_s"]
 
 
 def calibration_rows(rows: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:

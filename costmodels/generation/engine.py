@@ -223,14 +223,15 @@ class Engine:
             return
         start = st.clock
         share = p.share_prompt_prefill
-        tokens, cached, held = [], [], set()
+        tokens, cached, held, keys = [], [], set(), []
         for rid, ctx in zip(new_ids, new_ctx, strict=True):
             req = self.requests[rid]
-            key = (req.group, req.prompt)
+            key = (req.group, req.prompt) if share else None
+            keys.append(key)
             if rid in st.kv_ready:  # arrived with its KV (migrated by transfer): no prefill
                 held.add(key)
                 continue
-            if share and (key in held or st.holds_prompt(key)):
+            if key is not None and (key in held or st.holds_prompt(key)):
                 # its prompt's KV is cached (module doc): only its own generated tokens, if a
                 # preemption discarded them, are recomputed
                 if req.generated:
@@ -247,9 +248,9 @@ class Engine:
             rec = self.records[rid]
             if rec.admitted is None:
                 rec.admitted = start
-        for rid, ctx in zip(new_ids, new_ctx, strict=True):
+        for rid, ctx, key in zip(new_ids, new_ctx, keys, strict=True):
             req = self.requests[rid]
-            st.add(rid, ctx, req.output - req.generated, (req.group, req.prompt) if share else None)
+            st.add(rid, ctx, req.output - req.generated, key)
             self._move(rid, st.index, "running")
         st.timeline.append((start, st.clock, len(st.running), st.context))
 

@@ -23,6 +23,7 @@ from costmodels.transformer import (
     mlp_params,
     weights_read_gb,
 )
+from costmodels.workflow import WorkflowSpec
 
 #: segments of the midpoint rule over a decode wave's steps (context grows linearly)
 DECODE_SEGMENTS = 4
@@ -52,6 +53,13 @@ def replica_lengths(
     ascending = np.array(lengths.slowest_replica(sequences, per_prompt, replicas, cap))
     ascending[-1] = max(ascending[-1], lengths.longest_of(max(step, sequences), cap))
     return tuple(int(ascending[k]) for k in admission_order(sequences))
+
+
+def workflow_replica_lengths(wf: WorkflowSpec, sequences: int) -> tuple[int, ...]:
+    """:func:`replica_lengths` of a replica holding ``sequences`` of the workflow's step."""
+    return replica_lengths(
+        wf.response_lengths, sequences, wf.response_length, wf.samples, wf.responses_per_prompt
+    )
 
 
 @functools.lru_cache(maxsize=4096)
@@ -233,14 +241,7 @@ class GenerationCoster(TaskCoster):
 
     def _lengths(self, sequences: int) -> tuple[int, ...]:
         """The replica's ``sequences`` response lengths in admission order."""
-        wf = self.wf
-        return replica_lengths(
-            wf.response_lengths,
-            sequences,
-            wf.response_length,
-            wf.samples,
-            wf.responses_per_prompt,
-        )
+        return workflow_replica_lengths(self.wf, sequences)
 
     def _round(
         self,
