@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -140,6 +141,16 @@ class GroupOptions(TaskCandidates):
         capacity, lists = self._inputs(subset, comp, deadline)
         if any(not lst for lst in lists):
             return self._store(key, [], keep is None or cache_pruned)
+        # generation's least time per candidate: its own, or its floor alone when deferred (a
+        # bound for every resident set, ``generation_floor``), taken before the GPUs are merged
+        floors = (
+            [
+                self._floor(ACTOR_GENERATION, comp, c) if c.deferred else c.time
+                for c in lists[subset.index(ACTOR_GENERATION)]
+            ]
+            if ACTOR_GENERATION in subset
+            else []
+        )
         # GPUs whose memory rows agree for every candidate (same stage of different replicas,
         # same capacity) are one constraint: merge them to keep dominance checks small
         cols = np.vstack(
@@ -168,11 +179,14 @@ class GroupOptions(TaskCandidates):
         col_of = np.searchsorted(keep_cols, first[np.asarray(inverse).reshape(-1)])
         states = [Partial.empty(len(capacity))]
         for names, lsts in self._merge_steps(subset, lists):
-            merged = [
-                m
-                for m in self._extend_step(states, names, lsts, comp, col_of, capacity, deadline)
-                if keep is None or keep(m)
-            ]
+            if names == (ACTOR_GENERATION,):
+                # the last step (``_merge_steps``): only each combination's fastest generation
+                extended = self._extend_fastest(
+                    states, lsts[0], floors, comp, col_of, capacity, deadline, keep
+                )
+            else:
+                extended = self._extend_step(states, names, lsts, comp, col_of, capacity, deadline)
+            merged = [m for m in extended if keep is None or keep(m)]
             deadline.check()
             states = prune_partials(merged, deadline)
             if not states:
@@ -281,13 +295,54 @@ class GroupOptions(TaskCandidates):
         for st in states:
             deadline.check(work)
             for c in cands:
+                if not _fits(st, c, capacity):  # before costing: memory is not the time's
+                    continue
                 if c.deferred:
                     c = self._resolve(name, comp, c, st, col_of)
-                m = st.add(name, kind, c)
-                if (
-                    m.model + m.working <= capacity + 1e-9
-                ).all():  # ndarray.all: np.all's dispatch costs more here
-                    out.append(m)
+                out.append(st.add(name, kind, c))
+        return out
+
+    def _extend_fastest(
+        self,
+        states: list[Partial],
+        cands: list[Candidate],
+        floors: list[float],
+        comp: tuple[int, ...],
+        col_of: np.ndarray,
+        capacity: np.ndarray,
+        deadline: Deadline,
+        keep: Callable[[Partial], bool] | None,
+    ) -> list[Partial]:
+        """Generation merged last: each combination extended by its fastest fitting candidate
+        only. Generation's candidate moves no term of the option but gen (and busy, which grows
+        with it), so the others are dominated and cannot change the Pareto front :meth:`options`
+        returns. Candidates are tried in order of ``floors`` (a lower bound on each one's time
+        beside any residents) and the search stops once the next floor cannot beat the best so
+        far, or cannot pass ``keep`` (whose bound only grows with generation's time): most deferred
+        candidates are never costed."""
+        kind = self.tasks[ACTOR_GENERATION].kind
+        order = sorted(range(len(cands)), key=lambda i: floors[i])
+        work = len(cands) * len(capacity)
+        out = []
+        for st in states:
+            deadline.check(work)
+            best: Partial | None = None
+            for i in order:
+                c = cands[i]
+                if best is not None and floors[i] >= best.key[0]:
+                    break
+                if keep is not None and not keep(
+                    st.add(ACTOR_GENERATION, kind, replace(c, time=floors[i]))
+                ):
+                    break
+                if not _fits(st, c, capacity):
+                    continue
+                if c.deferred:
+                    c = self._resolve(ACTOR_GENERATION, comp, c, st, col_of)
+                if best is None or c.time < best.key[0]:
+                    best = st.add(ACTOR_GENERATION, kind, c)
+            if best is not None:
+                out.append(best)
         return out
 
     def _inputs(
@@ -337,3 +392,9 @@ class GroupOptions(TaskCandidates):
         if cache:
             self._opts[key] = out
         return out
+
+
+def _fits(st: Partial, c: Candidate, capacity: np.ndarray) -> bool:
+    """Whether candidate ``c`` fits beside combination ``st`` on every GPU (C3: the models add
+    up, the working memory is the largest). ndarray.all: np.all's dispatch costs more here."""
+    return bool((st.model + c.model + np.maximum(st.working, c.working) <= capacity + 1e-9).all())

@@ -1,0 +1,67 @@
+"""Level 4's group options (``search.placement.group_options``): merging generation last, each
+combination's fastest generation candidate only, found in order of the candidates' floors, gives
+the same Pareto front as costing every candidate in every combination."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from costmodels.placement.space import compositions
+from formulations.placement.columns import ColumnPool
+from planner.io import build_problem
+from search.placement.group_options import GroupOptions
+from search.placement.options import Partial
+
+TERMS = ("gen", "inf", "trn", "xfer", "busy")
+
+
+def _every_candidate(self, states, cands, floors, comp, col_of, capacity, deadline, keep):
+    """The reference: every generation candidate costed in every combination."""
+    from costmodels.workflow import ACTOR_GENERATION
+
+    return self._extend(states, ACTOR_GENERATION, cands, comp, col_of, capacity, deadline)
+
+
+def _front(options):
+    return sorted(tuple(round(getattr(o, t), 9) for t in TERMS) for o in options)
+
+
+@pytest.mark.parametrize(
+    "cluster,workflow",
+    [("small-8", "ppo-sync-qwen3-4b"), ("small-16", "grpo-async-qwen3-8b")],
+)
+@pytest.mark.parametrize("pruned", [False, True])
+def test_fastest_generation_per_combination_keeps_the_front(monkeypatch, cluster, workflow, pruned):
+    p = build_problem("placement", {"cluster": cluster, "workflow": workflow})
+    pool = ColumnPool(GroupOptions(p))
+    rng = random.Random(11)
+    pairs = [
+        (s, c)
+        for c in compositions(pool.builder.cap)
+        for s in pool.subsets()
+        if "actor_generation" in s and len(s) > 1
+    ]
+    compared, costed = 0, [0, 0]
+    for subset, comp in rng.sample(pairs, 12):
+        keep = None
+        if pruned:  # a cutoff between the pair's fastest and slowest combinations
+            full = GroupOptions(p).options(subset, comp)
+            if not full:
+                continue
+            cut = sorted(o.gen + o.inf + o.trn for o in full)[len(full) // 2]
+
+            def keep(st: Partial, cut=cut) -> bool:
+                return sum(st.phases(p.workflow.eta)) <= cut
+
+        builders = GroupOptions(p), GroupOptions(p)
+        fast = builders[0].options(subset, comp, keep)
+        with monkeypatch.context() as m:
+            m.setattr(GroupOptions, "_extend_fastest", _every_candidate)
+            slow = builders[1].options(subset, comp, keep)
+        assert _front(fast) == _front(slow), (subset, comp)
+        compared += bool(slow)
+        costed = [costed[i] + builders[i].evaluations for i in (0, 1)]
+    assert compared >= 4
+    assert costed[0] < costed[1]  # and it costs fewer generation candidates
