@@ -65,3 +65,23 @@ def test_fastest_generation_per_combination_keeps_the_front(monkeypatch, cluster
         costed = [costed[i] + builders[i].evaluations for i in (0, 1)]
     assert compared >= 4
     assert costed[0] < costed[1]  # and it costs fewer generation candidates
+
+
+@pytest.mark.parametrize(
+    "cluster,workflow", [("small-8", "ppo-sync-qwen3-4b"), ("small-16", "grpo-async-qwen3-8b")]
+)
+def test_relaxed_columns_need_no_explicit_decode_batch(cluster, workflow):
+    """Every relaxed column is the same when generation's explicit decode batches are costed
+    too: each is slower than its layout's "as many as fit" floor wherever it fits."""
+    p = build_problem("placement", {"cluster": cluster, "workflow": workflow})
+    lean, full = GroupOptions(p), GroupOptions(p)
+    full._bound_candidates = full.candidates  # type: ignore[method-assign]
+    pool = ColumnPool(lean)
+    for comp in compositions(lean.cap):
+        for subset in pool.subsets():
+            a, b = lean.bound_option(subset, comp), full.bound_option(subset, comp)
+            assert (a is None) == (b is None), (subset, comp)
+            if a is not None:
+                for term in TERMS:
+                    assert getattr(a, term) == pytest.approx(getattr(b, term), rel=1e-12)
+    assert lean.evaluations < full.evaluations

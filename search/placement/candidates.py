@@ -105,12 +105,51 @@ class TaskCandidates:
         key = (self.signature(name), comp)
         if key in self._cands:
             return self._cands[key]
+        cands = self._configured(name, comp, deadline, explicit_dbs=True)
+        if name in self._tied:
+            # a tied task's layout is fixed by its partner's: keep the front of each (TP, PP)
+            by_layout: dict[tuple[int, int], list[Candidate]] = {}
+            for c in cands:
+                by_layout.setdefault((c.cfg.tp, c.cfg.pp), []).append(c)
+            self._cands[key] = [c for grp in by_layout.values() for c in pareto_candidates(grp)]
+        else:
+            self._cands[key] = pareto_candidates(cands)
+        return self._cands[key]
+
+    def _bound_candidates(
+        self, name: str, comp: tuple[int, ...], deadline: Deadline = UNLIMITED
+    ) -> list[Candidate]:
+        """The candidates a relaxed column reads (:meth:`GroupOptions.bound_option`): those of
+        :meth:`candidates`, but for generation only its "as many as fit" ones, never costing the
+        explicit decode batches. Each explicit dbs d is slower than its layout's "as many as fit"
+        sibling's floor beside any residents it fits beside: its KV of min(d, S) sequences fits
+        there, so the sibling's dbs there is at least that, and the floor
+        (``decode_cost.GenerationCoster.decode_floor``) bounds every such dbs. Its model memory is
+        the sibling's and its working memory no less, so the least memories the relaxed column
+        couples the tasks with are the same too. Every deferred candidate is on the Pareto front
+        (:func:`~search.placement.pareto.pareto_candidates`), so these are the deferred ones of
+        :meth:`candidates`; generation is most of the relaxed columns' costing."""
+        if self.tasks[name].kind is not TaskKind.GENERATION:
+            return self.candidates(name, comp, deadline)
+        hit = self._cands.get((self.signature(name), comp))
+        if hit is not None:
+            return [c for c in hit if c.deferred]
+        return self._configured(name, comp, deadline, explicit_dbs=False)
+
+    def _configured(
+        self, name: str, comp: tuple[int, ...], deadline: Deadline, explicit_dbs: bool
+    ) -> list[Candidate]:
+        """Every configuration of one task on a composition that fits alone, costed (generation
+        "as many as fit" deferred); without ``explicit_dbs``, generation's explicit decode
+        batches are left out."""
         p, task = self.problem, self.tasks[name]
         gpus = self.gpus(comp)
         capacity = self.capacity(comp)
         pos = {self._index[g]: i for i, g in enumerate(gpus)}
         cands = []
         for cfg in task_configs(p, task, len(gpus), is_heterogeneous(p, gpus)):
+            if not explicit_dbs and cfg.decode_batch is not None:
+                continue
             deadline.check()
             placement = place_task(p, task, gpus, cfg)
             model = np.zeros(len(gpus))
@@ -129,24 +168,16 @@ class TaskCandidates:
                 ag, _ = replica_allgather(p, placement)
                 cand.ag_min, cand.ag_max = min(ag), max(ag)
             cands.append(cand)
-        if name in self._tied:
-            # a tied task's layout is fixed by its partner's: keep the front of each (TP, PP)
-            by_layout: dict[tuple[int, int], list[Candidate]] = {}
-            for c in cands:
-                by_layout.setdefault((c.cfg.tp, c.cfg.pp), []).append(c)
-            self._cands[key] = [c for grp in by_layout.values() for c in pareto_candidates(grp)]
-        else:
-            self._cands[key] = pareto_candidates(cands)
-        return self._cands[key]
+        return cands
 
     def _table(
         self, name: str, comp: tuple[int, ...], deadline: Deadline = UNLIMITED
     ) -> CandidateTable | None:
-        """A task's candidates on a composition as arrays (deferred generation at its floor
-        alone); None when no configuration fits alone."""
+        """A task's :meth:`_bound_candidates` on a composition as arrays (deferred generation at
+        its floor alone); None when no configuration fits alone."""
         key = (self.signature(name), comp)
         if key not in self._tables:
-            cands = self.candidates(name, comp, deadline)
+            cands = self._bound_candidates(name, comp, deadline)
             self._tables[key] = (
                 CandidateTable(
                     cands,
