@@ -245,10 +245,11 @@ class Master:
         unknown. ``cutoff``: plans costing at least this are of no interest; a master with none
         below it reports infeasible.
 
-        **Bound ladder.** With ``hint`` (a lower bound on this master's optimum: the previous
-        master's, since expanding relaxed columns only raises it) HiGHS is first run with
-        objective bounds u = max(hint, z) (1 + s) for s in :data:`LADDER` below the cutoff, z
-        the LP optimum, each with reduced-cost fixing against u. The first rung that returns a
+        **Bound ladder.** Below a finite cutoff HiGHS is first run with objective bounds
+        u = max(hint, z) (1 + s) for s in :data:`LADDER` below the cutoff, z the LP optimum and
+        ``hint`` a lower bound on this master's optimum (the previous master's, since expanding
+        relaxed columns only raises it; z alone on the first master), each with reduced-cost
+        fixing against u. The first rung that returns a
         solution below u holds the master's optimum (every solution at or above u is all it
         excluded); a rung with none moves to the next. The last rung is the cutoff itself, so
         the answer is the one without the ladder, and a wrong hint only costs probes. A rung
@@ -302,8 +303,10 @@ class Master:
         """The MIP over the rungs (:meth:`solve`, "Bound ladder"): the first rung's outcome with a
         solution below its bound, else the cutoff's; and the columns it ran on."""
         rungs = [cutoff]
-        if hint is not None and math.isfinite(cutoff) and self.lp is not None:
-            base = max(hint, self.lp[0])
+        if math.isfinite(cutoff) and self.lp is not None:
+            # the LP optimum alone is a lower bound too: the first master, with no hint and the
+            # co-located plan's loose cutoff, is the slowest without a rung
+            base = self.lp[0] if hint is None else max(hint, self.lp[0])
             rungs = [u for u in (base * (1 + s) for s in LADDER) if u < cutoff] + [cutoff]
         for u in rungs:
             t0 = time.perf_counter()
