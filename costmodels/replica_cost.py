@@ -148,7 +148,10 @@ class TaskCoster:
                 cache[key] = out
         return out
 
-    def cost(self) -> dict[str, Any]:
+    def cost(self, prefill_only: bool = False) -> dict[str, Any]:
+        """The task's time and its components. ``prefill_only`` (generation): every replica's
+        decode left out, its ``decode_batch`` still read, and nothing memoised; what a bound on
+        decode (``costmodels.placement.task_cost.generation_floor``) adds to."""
         kind = self.task.kind
         wf, m, tp = self.wf, self.m, self.tp_.tp
         params = self.problem.params
@@ -190,7 +193,7 @@ class TaskCoster:
         )
         cache = (
             self.topo.memo.setdefault("replica", {})
-            if REPLICA_MEMO and not self.topo.explicit_matrix
+            if REPLICA_MEMO and not self.topo.explicit_matrix and not prefill_only
             else None
         )
         if cache is not None:
@@ -203,7 +206,7 @@ class TaskCoster:
             hit = cache.get(key) if cache is not None else None
             if hit is None:
                 before, self.exact = self.exact, True
-                hit = (*self._replica(i, replica, consts, dbs), self.exact)
+                hit = (*self._replica(i, replica, consts, dbs, prefill_only), self.exact)
                 self.exact = before
                 if cache is not None and len(cache) < REPLICA_MEMO_ENTRIES:
                     cache[key] = hit
@@ -240,7 +243,12 @@ class TaskCoster:
         return out
 
     def _replica(
-        self, i: int, replica: list[list[int]], consts: tuple[Any, ...], dbs: int | None = None
+        self,
+        i: int,
+        replica: list[list[int]],
+        consts: tuple[Any, ...],
+        dbs: int | None = None,
+        prefill_only: bool = False,
     ) -> tuple[Any, ...]:
         """One replica's (time, time without decode, comp, TP, PP, bubble, decode, decode detail,
         dbs); ``dbs``, when given, is :meth:`_decode_batch`'s for this replica (the only thing
@@ -292,7 +300,7 @@ class TaskCoster:
             else:
                 hbm.append(0.0)
         decode = max(hbm) if literal else 0.0
-        if gen and not literal and samples > 0:
+        if gen and not literal and samples > 0 and not prefill_only:
             detail = self._decode_physical(replica, math.ceil(samples - 1e-9), dbs)
             decode = detail["decode_s"]
         if train:

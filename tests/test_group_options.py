@@ -85,3 +85,32 @@ def test_relaxed_columns_need_no_explicit_decode_batch(cluster, workflow):
                 for term in TERMS:
                     assert getattr(a, term) == pytest.approx(getattr(b, term), rel=1e-12)
     assert lean.evaluations < full.evaluations
+
+
+@pytest.mark.parametrize("workflow", ["grpo-sync-qwen3-8b", "ppo-async-qwen3-14b"])
+def test_prefill_alone_is_the_prefill_of_the_whole_cost(workflow):
+    """``cost(prefill_only=True)``, what the generation floor adds its decode bound to, gives
+    every replica the prefill and decode batch the full costing gives."""
+    from costmodels.placement.decode_cost import GenerationCoster
+    from costmodels.placement.memory import task_memory
+    from costmodels.placement.space import is_heterogeneous, place_task, task_configs
+
+    p = build_problem("placement", {"cluster": "small-24", "workflow": workflow})
+    task = next(t for t in p.tasks if t.name == "actor_generation")
+    devs = [d.id for d in p.topology.devices]
+    checked = 0
+    for gpus in (devs[:8], devs[4:16], devs[:24]):
+        for cfg in task_configs(p, task, len(gpus), is_heterogeneous(p, gpus)):
+            if cfg.decode_batch is not None:
+                continue
+            tp_ = place_task(p, task, gpus, cfg)
+            mem = {
+                d: {"capacity_gb": 40.0, "model_gb": model}
+                for d, (model, _) in task_memory(p, task, tp_).items()
+            }
+            alone = GenerationCoster(p, task, tp_, mem).cost(prefill_only=True)
+            full = GenerationCoster(p, task, tp_, mem).cost()
+            assert alone["decode_batch"] == full["decode_batch"]
+            assert alone["prefill_times_s"] == pytest.approx(full["prefill_times_s"], rel=1e-12)
+            checked += 1
+    assert checked > 10

@@ -41,10 +41,10 @@ def generation_floor(
     dbs; prefill does not depend on dbs. Under ``decode_model="hetrl"`` the time is
     non-increasing in dbs, so the time at the largest dbs is the bound."""
     coster = GenerationCoster(problem, task, tp_, mem)
-    cost = coster.cost()
     scale = problem.params.generation_scale  # task_cost's scale: the floor scales with the cost
     if problem.params.decode_model == "hetrl":
-        return cost["time_s"] * scale
+        return coster.cost()["time_s"] * scale
+    cost = coster.cost(prefill_only=True)  # the decode model itself is what the floor replaces
     wf = problem.workflow
     worst = 0.0
     for i, replica in enumerate(coster.idx):

@@ -106,6 +106,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -131,7 +132,7 @@ from search.placement.group_options import GroupOptions
 from search.placement.options import GroupOption, Partial, group_phases
 
 #: after each master, at most this many relaxed pairs it did not pick are expanded too
-EXPAND_MORE = 16
+EXPAND_MORE = 48
 
 
 class PlacementILP:
@@ -208,11 +209,30 @@ class PlacementILP:
         busy = gen + inf + trn if ACTOR_GENERATION in subset else 0.0
         return self._keep_option(GroupOption(subset, comp, {}, gen, inf, trn, 0.0, busy))
 
-    def _keep_partial(self, st: Partial) -> bool:
-        if not math.isfinite(self.cutoff):
-            return True
-        o = GroupOption((), (), {}, *st.phases(self.problem.workflow.eta), 0.0)
-        return option_bound(o, self.shape, self.phase_lb) <= self.cutoff * (1 + 1e-9)
+    def _keep_partial(
+        self, pair: tuple[tuple[str, ...], tuple[int, ...]]
+    ) -> Callable[[Partial], bool]:
+        """The pruning test of ``pair``'s partial combinations while it is expanded: a partial's
+        phases only grow as tasks join, so one whose bound already exceeds the cutoff leads to
+        no option worth a column. The bound takes the phases of the tasks the pair leaves out on
+        the GPUs it leaves (8) besides the whole-cluster ones: the same test :meth:`_keep_option`
+        puts its options to, applied before they are costed. The pair's symmetry class leaves out
+        tasks of the same signatures, so the test holds for every pair the expansion fills."""
+        lb = self.phase_lb
+        if self.leftover is not None:
+            rest = self.leftover.phases(GroupOption(pair[0], pair[1], {}, 0.0, 0.0, 0.0, 0.0))
+            if rest is None:  # the tasks it leaves out do not fit on the GPUs it leaves
+                return lambda st: False
+            lb = (max(lb[0], rest[0]), max(lb[1], rest[1]), max(lb[2], rest[2]))
+        eta = self.problem.workflow.eta
+
+        def keep(st: Partial) -> bool:
+            if not math.isfinite(self.cutoff):
+                return True
+            o = GroupOption((), (), {}, *st.phases(eta), 0.0)
+            return option_bound(o, self.shape, lb) <= self.cutoff * (1 + 1e-9)
+
+        return keep
 
     def _phase_bounds(self) -> tuple[float, float, float]:
         """No plan's phase is faster than its slowest task's bound on its best composition."""
@@ -299,11 +319,11 @@ class PlacementILP:
                 return self._finish("", proven=True)
             t0 = time.perf_counter()
             for c in relaxed:
-                self.pool.expand(c.pair, self._keep_partial)
+                self.pool.expand(c.pair, self._keep_partial(c.pair))
             for c in relaxed:
                 for pair in self.pool.kin_pairs(c.pair):
                     if pair in self.pool.relaxed:
-                        self.pool.expand(pair, self._keep_partial)
+                        self.pool.expand(pair, self._keep_partial(pair))
             self._expand_promising(columns, x, master.lp, value)
             self._incumbent_from([c.pair for c in chosen])
             self.stats["expand_s"] = self.stats.get("expand_s", 0.0) + time.perf_counter() - t0
@@ -334,7 +354,7 @@ class PlacementILP:
             if done >= EXPAND_MORE:
                 break
             if columns[i].pair in self.pool.relaxed:
-                self.pool.expand(columns[i].pair, self._keep_partial)
+                self.pool.expand(columns[i].pair, self._keep_partial(columns[i].pair))
                 done += 1
 
     def _incumbent_from(self, pairs: list[tuple[tuple[str, ...], tuple[int, ...]]]) -> None:
