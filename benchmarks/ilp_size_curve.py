@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.publish import command_line, parse_out_dir, publish_rows, save_figure
+from benchmarks.publish import command_line, dash, parse_out_dir, publish_rows, save_figure
 from costmodels.placement.presets import hetrl_single_region
 from planner.io import build_problem
 from planner.solve import solve
@@ -44,6 +44,21 @@ def _mix(spec: dict[str, Any]) -> str:
     return " + ".join(f"{c} {g}" for g, c in counts.items())
 
 
+def ilp_fields(ilp: Any, wall: float) -> dict[str, Any]:
+    """An ILP run's status, wall time, its split (building the relaxed pairs, HiGHS master
+    solves, expansions) and the relaxed pairs it built."""
+    st = ilp.stats
+    return {
+        "ilp_status": ilp.status,
+        "ilp_termination": ilp.termination,
+        "ilp_wall_s": round(wall, 2),
+        "build_s": round(st.get("build_s", 0.0), 1),
+        "master_s": round(st.get("master_s", 0.0), 1),
+        "expand_s": round(st.get("expand_s", 0.0), 1),
+        "pairs": st.get("pairs"),
+    }
+
+
 def _run(nodes: int) -> dict[str, Any]:
     spec = cluster(nodes)
     problem = build_problem("placement", {"cluster": spec, "workflow": WORKFLOW})
@@ -58,14 +73,8 @@ def _run(nodes: int) -> dict[str, Any]:
     return {
         "gpus": 8 * nodes,
         "mix": _mix(spec),
-        "ilp_status": ilp.status,
-        "ilp_termination": ilp.termination,
-        "ilp_wall_s": round(ilp_wall, 2),
-        "build_s": round(st.get("build_s", 0.0), 1),
-        "master_s": round(st.get("master_s", 0.0), 1),
-        "expand_s": round(st.get("expand_s", 0.0), 1),
+        **ilp_fields(ilp, ilp_wall),
         "iterations": st.get("iterations"),
-        "pairs": st.get("pairs"),
         "ilp_objective": ilp.objective,
         "ilp_bound": bound,
         "ilp_gap": (ilp.objective / bound - 1) if bound and ilp.objective else None,
@@ -76,10 +85,6 @@ def _run(nodes: int) -> dict[str, Any]:
         ),
         "sha_ea_over_bound": sha.objective / bound if bound and sha.objective else None,
     }
-
-
-def _f(x: Any, fmt: str) -> str:
-    return "-" if x is None else format(x, fmt)
 
 
 def report(rows: list[dict[str, Any]], command: str) -> str:
@@ -99,10 +104,10 @@ def report(rows: list[dict[str, Any]], command: str) -> str:
         lines.append(
             f"| {r['gpus']} | {r['mix']} | {r['ilp_status']} ({r['ilp_termination']}) | "
             f"{r['ilp_wall_s']:.1f} | {r['build_s']:.0f} / {r['master_s']:.0f} / "
-            f"{r['expand_s']:.0f} | {_f(r['pairs'], 'd')} | {_f(r['ilp_objective'], '.1f')} | "
-            f"{_f(r['ilp_bound'], '.1f')} | {_f(r['ilp_gap'], '.1%')} | "
-            f"{_f(r['sha_ea_objective'], '.1f')} ({r['sha_ea_wall_s']:.0f}) | "
-            f"{_f(r['sha_ea_over_ilp'], '.3f')} | {_f(r['sha_ea_over_bound'], '.3f')} |"
+            f"{r['expand_s']:.0f} | {dash(r['pairs'], 'd')} | {dash(r['ilp_objective'], '.1f')} | "
+            f"{dash(r['ilp_bound'], '.1f')} | {dash(r['ilp_gap'], '.1%')} | "
+            f"{dash(r['sha_ea_objective'], '.1f')} ({r['sha_ea_wall_s']:.0f}) | "
+            f"{dash(r['sha_ea_over_ilp'], '.3f')} | {dash(r['sha_ea_over_bound'], '.3f')} |"
         )
     proven = [r["gpus"] for r in rows if r["ilp_status"] == "optimal"]
     capped = [r for r in rows if r["ilp_status"] != "optimal"]

@@ -48,6 +48,11 @@ def command_line(module: str, argv: list[str] | None) -> str:
     return f"python -m {module} " + " ".join(sys.argv[1:] if argv is None else argv)
 
 
+def dash(x: Any, fmt: str) -> str:
+    """``x`` formatted for a markdown table, "-" when it is missing."""
+    return "-" if x is None else format(x, fmt)
+
+
 def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
     """One row per dict, columns in order of first appearance (a key a row lacks, or None, is an
     empty cell)."""

@@ -1,0 +1,136 @@
+"""SHA-EA's gap to a proven bound on the 64-GPU HetRL testbed (``docs/placement.md``, "Bounds at
+testbed scale").
+
+The placement ILP proves nothing on the testbed itself: its compositions over eight node classes
+number 9^8 (``ilp_size_curve.md``). The bound comes from the same ILP on the testbed with its
+identical nodes merged (``formulations/placement/node_merge.py``, whose docstring says why every
+plan costs no more there): 3 node classes on the single-region layout. Per scenario, one after
+another on one machine:
+
+* SHA-EA at its default budget (seed 0) on the testbed itself: its step and wall time;
+* the ILP on the merged testbed with a :data:`TIME_LIMIT` cap: its status, wall time and split,
+  and the bound it proved (its optimum when proven), a lower bound on the testbed's optimum;
+* SHA-EA's gap to that bound, step / bound - 1: the most its plan can be above the optimum.
+
+Scenarios: HetRL's four workflows (GRPO and PPO, synchronous and asynchronous, Qwen3-8B) on the
+single-region layout, and GRPO on the multi-region hybrid one, whose two edge nodes are zones of
+their own and stay apart (4 node classes).
+
+    python -m benchmarks.testbed_bound --out benchmarks/results/placement
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.ilp_size_curve import ilp_fields
+from benchmarks.publish import command_line, dash, parse_out_dir, publish_rows, save_figure
+from costmodels.placement.presets import hetrl_multi_region_hybrid, hetrl_single_region
+from formulations.placement.node_merge import merged_node_bound, merged_problem
+from planner.io import build_problem
+from planner.solve import solve
+
+#: the merged ILP's cap per scenario, seconds (the target: a proof within 1% in 10 minutes)
+TIME_LIMIT = 600.0
+SCENARIOS = (
+    ("hetrl-single-region", hetrl_single_region, "grpo-sync-qwen3-8b"),
+    ("hetrl-single-region", hetrl_single_region, "grpo-async-qwen3-8b"),
+    ("hetrl-single-region", hetrl_single_region, "ppo-sync-qwen3-8b"),
+    ("hetrl-single-region", hetrl_single_region, "ppo-async-qwen3-8b"),
+    ("hetrl-multi-region-hybrid", hetrl_multi_region_hybrid, "grpo-sync-qwen3-8b"),
+)
+
+
+def _run(name: str, spec: Any, workflow: str) -> dict[str, Any]:
+    problem = build_problem("placement", {"cluster": spec(), "workflow": workflow})
+    merged = merged_problem(problem)
+    assert merged is not None
+    t0 = time.perf_counter()
+    sha = solve(problem, "sha-ea", seed=0)
+    sha_wall = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    bound, ilp = merged_node_bound(problem, time_limit=TIME_LIMIT)
+    wall = time.perf_counter() - t0
+    assert ilp is not None
+    row = {
+        "cluster": name,
+        "workflow": workflow,
+        "merged_nodes": " + ".join(f"{n.count} {n.gpu}" for n in merged.cluster.nodes),
+        "sha_ea_objective": sha.objective,
+        "sha_ea_wall_s": round(sha_wall, 1),
+        **ilp_fields(ilp, wall),
+        "bound": bound,
+        "sha_ea_gap": (sha.objective / bound - 1) if bound and sha.objective else None,
+    }
+    print(row, flush=True)
+    return row
+
+
+def report(rows: list[dict[str, Any]], command: str) -> str:
+    lines = [
+        "# SHA-EA against a proven bound on the 64-GPU HetRL testbed",
+        "",
+        f"Made by `{command}` (`benchmarks/testbed_bound.py`, whose docstring defines the "
+        f"scenarios). The bound: the placement ILP on the testbed with its identical nodes "
+        f"merged (`formulations/placement/node_merge.py`), capped at {TIME_LIMIT:.0f} s; "
+        "every plan of the testbed costs no more there, so its optimum (or the bound it proved) "
+        "is a lower bound on the testbed's optimum. Gap: SHA-EA's step / bound - 1, the most "
+        "SHA-EA's plan can be above the optimum. Seconds on this machine (2 cores, shared), runs "
+        "one after another.",
+        "",
+        "| cluster | workflow | merged nodes | SHA-EA step s (wall s) | merged ILP | ILP wall s | "
+        "build / master / expand s | pairs | bound s | SHA-EA gap |",
+        "|---|---|---|---:|---|---:|---|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['cluster']} | {r['workflow']} | {r['merged_nodes']} | "
+            f"{dash(r['sha_ea_objective'], '.2f')} ({r['sha_ea_wall_s']:.0f}) | "
+            f"{r['ilp_status']} ({r['ilp_termination']}) | {r['ilp_wall_s']:.0f} | "
+            f"{r['build_s']:.0f} / {r['master_s']:.0f} / {r['expand_s']:.0f} | "
+            f"{dash(r['pairs'], 'd')} | {dash(r['bound'], '.2f')} | "
+            f"{dash(r['sha_ea_gap'], '.2%')} |"
+        )
+    within = [r for r in rows if r["sha_ea_gap"] is not None and r["sha_ea_gap"] <= 0.01]
+    lines += [
+        "",
+        f"Proven within 1% (SHA-EA's plan against the bound): {len(within)} of {len(rows)} "
+        "scenarios. A row without a bound: the cap stopped the merged ILP before its first "
+        "master solve.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def plot(rows: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    labels = [f"{r['workflow'].split('-qwen')[0]}\n{r['cluster'].split('hetrl-')[1]}" for r in rows]
+    gaps = [100 * r["sha_ea_gap"] if r["sha_ea_gap"] is not None else 0.0 for r in rows]
+    bars = ax.bar(range(len(rows)), gaps)
+    for bar, r in zip(bars, rows, strict=True):
+        if r["sha_ea_gap"] is None:
+            ax.annotate(
+                "no bound", (bar.get_x() + bar.get_width() / 2, 0), ha="center", va="bottom"
+            )
+    ax.axhline(1.0, color="red", linestyle="--", linewidth=1, label="1%")
+    ax.set_xticks(range(len(rows)), labels, fontsize=7)
+    ax.set_ylabel("SHA-EA step over the bound (%)")
+    ax.legend(fontsize=7)
+    save_figure(fig, path)
+
+
+def main(argv: list[str] | None = None) -> None:
+    out: Path = parse_out_dir(__doc__ or "", "benchmarks/results/placement", argv)
+    rows = [_run(*scenario) for scenario in SCENARIOS]
+    command = command_line("benchmarks.testbed_bound", argv)
+    publish_rows(out, "testbed_bound", rows, command, report, plot)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,145 @@
+"""The merged-node bound (``formulations.placement.node_merge``): merging identical nodes
+never makes a plan slower, so the ILP's optimum on the merged cluster bounds the original's."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from costmodels.combinatorics import set_partitions
+from costmodels.placement.judge import evaluate_placement
+from costmodels.placement.presets import hetrl_multi_region_hybrid, hetrl_single_region
+from costmodels.placement.space import is_heterogeneous, task_configs
+from costmodels.solving import Status
+from formulations.placement.ilp import solve_placement_ilp
+from formulations.placement.node_merge import (
+    merge_identical_nodes,
+    merged_node_bound,
+    merged_problem,
+)
+from heuristics.placement.genome import PlacementSpace
+from planner.io import build_problem
+
+
+def _problem(spec, workflow):
+    return build_problem("placement", {"cluster": spec, "workflow": workflow})
+
+
+def test_the_testbed_merges_into_one_node_per_gpu_type_and_zone():
+    p = _problem(hetrl_single_region(), "grpo-sync-qwen3-8b")
+    merged = merge_identical_nodes(p.cluster)
+    assert [(n.gpu, n.count) for n in merged.nodes] == [
+        ("A100-40GB", 24),
+        ("L40S", 24),
+        ("L4", 16),
+    ]
+    # the multi-region layout's edge nodes are zones of their own: they stay apart
+    q = _problem(hetrl_multi_region_hybrid(), "grpo-sync-qwen3-8b")
+    assert [(n.zone, n.count) for n in merge_identical_nodes(q.cluster).nodes] == [
+        ("ohio", 24),
+        ("virginia", 24),
+        ("virginia-edge-0", 8),
+        ("virginia-edge-1", 8),
+    ]
+    # nothing to merge: no relaxation
+    assert merge_identical_nodes(_problem("small-24", "grpo-sync-qwen3-8b").cluster) is None
+
+
+def test_nodes_whose_own_link_is_slower_than_the_zone_stay_apart():
+    spec = hetrl_single_region()
+    spec["network"]["intra_node"] = {"bandwidth_gbps": 50.0, "latency_ms": 0.01}
+    assert merge_identical_nodes(_problem(spec, "grpo-sync-qwen3-8b").cluster) is None
+
+
+def _random_plans(p, rng, count):
+    """Plans of every grouping with random GPU groups and random configurations."""
+    space = PlacementSpace(p)
+    parts = list(set_partitions([t.name for t in p.tasks]))
+    n = len(p.topology.devices)
+    tasks = {t.name: t for t in p.tasks}
+    while count:
+        part = rng.choice(parts)
+        if len(part) > n:
+            continue
+        cuts = sorted(rng.sample(range(1, n), len(part) - 1))
+        sizes = tuple(b - a for a, b in zip([0, *cuts], [*cuts, n], strict=True))
+        ind = space.random_individual(rng, tuple(tuple(x) for x in part), sizes)
+        configs = {}
+        for names, gpus in zip(ind.grouping, space.groups(ind), strict=True):
+            for name in names:
+                configs[name] = rng.choice(
+                    task_configs(p, tasks[name], len(gpus), is_heterogeneous(p, gpus))
+                )
+        yield space.decode_with(ind, configs)
+        count -= 1
+
+
+def _on(q, plan, rename):
+    d = plan.model_dump()
+    for g in d["groups"]:
+        g["devices"] = [rename[x] for x in g["devices"]]
+    for t in d["tasks"]:
+        t["devices"] = [[[rename[x] for x in st] for st in r] for r in t["devices"]]
+    return type(plan).model_validate(d)
+
+
+@pytest.mark.parametrize(
+    "cluster,workflow,seed",
+    [
+        (hetrl_single_region, "grpo-sync-qwen3-8b", 0),
+        (hetrl_single_region, "ppo-async-qwen3-8b", 1),
+        (hetrl_multi_region_hybrid, "grpo-async-qwen3-8b", 2),
+        (hetrl_multi_region_hybrid, "ppo-sync-qwen3-8b", 3),
+    ],
+)
+def test_a_plan_costs_no_more_on_the_merged_cluster(cluster, workflow, seed):
+    p = _problem(cluster(), workflow)
+    q = merged_problem(p)
+    rename = {a.id: b.id for a, b in zip(p.topology.devices, q.topology.devices, strict=True)}
+    checked = 0
+    for plan in _random_plans(p, random.Random(seed), 150):
+        before = evaluate_placement(p, plan)
+        after = evaluate_placement(q, _on(q, plan, rename))
+        assert after.objective <= before.objective * (1 + 1e-12), plan
+        checked += 1
+    assert checked == 150
+
+
+def test_the_merged_optimum_bounds_the_proven_one():
+    """The testbed's first three nodes (24 A100): both ILPs prove their optimum."""
+    spec = hetrl_single_region()
+    spec["nodes"] = spec["nodes"][:3]
+    p = _problem(spec, "grpo-sync-qwen3-8b")
+    exact = solve_placement_ilp(p)
+    bound, out = merged_node_bound(p)
+    assert exact.status is Status.OPTIMAL and out.status is Status.OPTIMAL
+    assert bound <= exact.objective * (1 + 1e-12)
+
+
+def test_the_testbed_report_shows_a_row_without_a_bound(tmp_path):
+    from benchmarks.testbed_bound import plot, report
+
+    row = {
+        "cluster": "hetrl-single-region",
+        "workflow": "grpo-sync-qwen3-8b",
+        "merged_nodes": "24 A100-40GB + 24 L40S + 16 L4",
+        "sha_ea_objective": 143.1,
+        "sha_ea_wall_s": 48.0,
+        "ilp_status": "optimal",
+        "ilp_termination": "optimal",
+        "ilp_wall_s": 224.0,
+        "build_s": 197.0,
+        "master_s": 0.5,
+        "expand_s": 19.6,
+        "pairs": 42655,
+        "bound": 142.7,
+        "sha_ea_gap": 143.1 / 142.7 - 1,
+    }
+    capped = {**row, "workflow": "ppo-sync-qwen3-8b", "ilp_status": "no_solution"}
+    capped.update(bound=None, sha_ea_gap=None, pairs=None)
+    text = report([row, capped], "python -m benchmarks.testbed_bound")
+    assert "0.28%" in text and "| - | - |" in text
+    assert "1 of 2 scenarios" in text
+    plot([row, capped], tmp_path / "gap.png")
+    assert (tmp_path / "gap.png").stat().st_size > 0
