@@ -143,3 +143,14 @@ def test_the_testbed_report_shows_a_row_without_a_bound(tmp_path):
     assert "1 of 2 scenarios" in text
     plot([row, capped], tmp_path / "gap.png")
     assert (tmp_path / "gap.png").stat().st_size > 0
+
+
+def test_an_upper_bound_below_every_merged_plan_is_the_bound():
+    """A proof that no merged plan costs less than the caller's upper bound makes it the bound;
+    one above the merged optimum leaves the optimum."""
+    spec = hetrl_single_region()
+    spec["nodes"] = spec["nodes"][:2]
+    p = _problem(spec, "grpo-sync-qwen3-8b")
+    optimum, _ = merged_node_bound(p)
+    assert merged_node_bound(p, upper_bound=optimum * 0.9)[0] == optimum * 0.9
+    assert merged_node_bound(p, upper_bound=optimum * 1.1)[0] == pytest.approx(optimum)

@@ -375,6 +375,8 @@ class PlacementILP:
         self.stats["trace"] = self.trace.rows()
         self.stats["expansions"] = self.pool.expansions
         self.stats["task_evaluations"] = self.builder.evaluations
+        #: no plan below the incumbent, or below the caller's upper_bound when none is
+        self.stats["proven"] = proven
         cost, plan = self.incumbent
         if plan is None:
             if proven and math.isfinite(self.cutoff):  # the caller's upper_bound pruned every plan

@@ -35,7 +35,7 @@ from typing import Any
 from costmodels.catalog import get_gpu
 from costmodels.cluster import DEFAULT_INTRA_NODE_LATENCY_MS, ClusterSpec, NodeSpec
 from costmodels.placement.problem import FrameworkTarget, PlacementProblem
-from costmodels.solving import SolverOutput
+from costmodels.solving import SolverOutput, Status
 
 #: the most GPUs one merged node may hold (``NodeSpec.count``'s limit)
 MAX_NODE_GPUS = 64
@@ -92,15 +92,24 @@ def merged_problem(problem: PlacementProblem) -> PlacementProblem | None:
 
 
 def merged_node_bound(
-    problem: PlacementProblem, time_limit: float | None = None, **ilp: Any
+    problem: PlacementProblem,
+    time_limit: float | None = None,
+    upper_bound: float | None = None,
+    **ilp: Any,
 ) -> tuple[float | None, SolverOutput | None]:
     """A lower bound on ``problem``'s optimum (s/iteration) from the placement ILP on its merged
     cluster, and that ILP's output: its optimum when proven, else the bound it proved within
-    ``time_limit`` (None when it proved none, or nothing merges)."""
+    ``time_limit`` (None when it proved none, or nothing merges). ``upper_bound`` (a plan's cost
+    on the original cluster, say SHA-EA's) prunes the merged ILP from the start; a proof that no
+    merged plan costs less than it makes it the bound."""
     from formulations.placement.ilp import solve_placement_ilp
 
     merged = merged_problem(problem)
     if merged is None:
         return None, None
-    out = solve_placement_ilp(merged, time_limit=time_limit, **ilp)
+    out = solve_placement_ilp(merged, time_limit=time_limit, upper_bound=upper_bound, **ilp)
+    if out.status is Status.OPTIMAL:
+        return out.objective, out
+    if out.stats.get("proven") and upper_bound is not None:
+        return upper_bound, out  # nothing below it: the optimum is at least the upper bound
     return out.bound, out
