@@ -66,11 +66,19 @@ def _run(name: str, spec: Any, workflow: str) -> dict[str, Any]:
         "sha_ea_objective": sha.objective,
         "sha_ea_wall_s": round(sha_wall, 1),
         **ilp_fields(ilp, wall),
+        # called directly, not through planner.solve: say what stopped it from its own stats
+        "ilp_termination": "proof" if ilp.stats.get("proven") else "time_limit",
         "bound": bound,
         "sha_ea_gap": (sha.objective / bound - 1) if bound and sha.objective else None,
     }
     print(row, flush=True)
     return row
+
+
+def _why(row: dict[str, Any]) -> str:
+    """What stopped the merged ILP short of a proof, if anything."""
+    why = row["ilp_termination"]
+    return "" if why in ("proof", None, "None") else f" ({why})"
 
 
 def report(rows: list[dict[str, Any]], command: str) -> str:
@@ -93,7 +101,7 @@ def report(rows: list[dict[str, Any]], command: str) -> str:
         lines.append(
             f"| {r['cluster']} | {r['workflow']} | {r['merged_nodes']} | "
             f"{dash(r['sha_ea_objective'], '.2f')} ({r['sha_ea_wall_s']:.0f}) | "
-            f"{r['ilp_status']} ({r['ilp_termination']}) | {r['ilp_wall_s']:.0f} | "
+            f"{r['ilp_status']}{_why(r)} | {r['ilp_wall_s']:.0f} | "
             f"{r['build_s']:.0f} / {r['master_s']:.0f} / {r['expand_s']:.0f} | "
             f"{dash(r['pairs'], 'd')} | {dash(r['bound'], '.2f')} | "
             f"{dash(r['sha_ea_gap'], '.2%')} |"
