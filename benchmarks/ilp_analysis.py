@@ -182,12 +182,14 @@ def _span(values: list[float], fmt: str = ".0f") -> str:
 def _reading(rows: list[dict[str, Any]]) -> str:
     """The paragraph that reads the table, its figures taken from the rows."""
     by = {(r["instance"], r["judge"]): r for r in rows}
-    ppo = [i for i in dict.fromkeys(r["instance"] for r in rows) if "ppo" in i]
-    cal = [by[(i, "calibrated")] for i in ppo if (i, "calibrated") in by]
-    flat = [by[(i, "flat")] for i in ppo if (i, "flat") in by]
-    warm = [by[(i, "calibrated, perfect incumbent")] for i in ppo]
-    if not (cal and flat and warm):
+    ppo = [
+        i
+        for i in dict.fromkeys(r["instance"] for r in rows)
+        if "ppo" in i and all((i, v) in by for v in VARIANTS)
+    ]
+    if not ppo:
         return ""
+    cal, flat, warm = ([by[(i, v)] for i in ppo] for v in VARIANTS)
     master = [c["master_s"] / max(f["master_s"], 1e-9) for c, f in zip(cal, flat, strict=True)]
     expand = [c["expansions"] / max(f["expansions"], 1) for c, f in zip(cal, flat, strict=True)]
     gain = [c["wall_s"] / max(w["wall_s"], 1e-9) for c, w in zip(cal, warm, strict=True)]

@@ -259,17 +259,26 @@ class LeftoverBounds:
     def phases(self, o: GroupOption) -> tuple[float, float, float] | None:
         """Least (generation, inference, training) phases of any plan using ``o`` from the tasks
         it leaves out; None when they cannot fit on the GPUs it leaves."""
-        key = (o.tasks, o.comp)
+        return self.phases_of(o.tasks, o.comp)
+
+    def phases_of(
+        self, tasks: tuple[str, ...], comp: tuple[int, ...]
+    ) -> tuple[float, float, float] | None:
+        """:meth:`phases` of any option of the pair (``tasks``, ``comp``): what its left-out
+        tasks cost depends on the pair alone."""
+        key = (tasks, comp)
         if key not in self._phases:
-            self._phases[key] = self._leftover(o)
+            self._phases[key] = self._leftover(tasks, comp)
         return self._phases[key]
 
-    def _leftover(self, o: GroupOption) -> tuple[float, float, float] | None:
-        rest = tuple(n - c for n, c in zip(self.cap, o.comp, strict=True))
+    def _leftover(
+        self, tasks: tuple[str, ...], comp: tuple[int, ...]
+    ) -> tuple[float, float, float] | None:
+        rest = tuple(n - c for n, c in zip(self.cap, comp, strict=True))
         out = {TaskKind.GENERATION: 0.0, TaskKind.INFERENCE: 0.0, TaskKind.TRAINING: 0.0}
         need = 0.0
         for name, kind in self.kinds.items():
-            if name in o.tasks:
+            if name in tasks:
                 continue
             v = self.best[name][rest]
             if math.isinf(v):

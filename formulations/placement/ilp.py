@@ -220,7 +220,7 @@ class PlacementILP:
         tasks of the same signatures, so the test holds for every pair the expansion fills."""
         lb = self.phase_lb
         if self.leftover is not None:
-            rest = self.leftover.phases(GroupOption(pair[0], pair[1], {}, 0.0, 0.0, 0.0, 0.0))
+            rest = self.leftover.phases_of(*pair)
             if rest is None:  # the tasks it leaves out do not fit on the GPUs it leaves
                 return lambda st: False
             lb = (max(lb[0], rest[0]), max(lb[1], rest[1]), max(lb[2], rest[2]))

@@ -36,6 +36,7 @@ from costmodels.catalog import get_gpu
 from costmodels.cluster import DEFAULT_INTRA_NODE_LATENCY_MS, ClusterSpec, NodeSpec
 from costmodels.placement.problem import FrameworkTarget, PlacementProblem
 from costmodels.solving import SolverOutput, Status
+from formulations.placement.ilp import solve_placement_ilp
 
 #: the most GPUs one merged node may hold (``NodeSpec.count``'s limit)
 MAX_NODE_GPUS = 64
@@ -102,8 +103,6 @@ def merged_node_bound(
     ``time_limit`` (None when it proved none, or nothing merges). ``upper_bound`` (a plan's cost
     on the original cluster, say SHA-EA's) prunes the merged ILP from the start; a proof that no
     merged plan costs less than it makes it the bound."""
-    from formulations.placement.ilp import solve_placement_ilp
-
     merged = merged_problem(problem)
     if merged is None:
         return None, None

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -331,9 +330,7 @@ class GroupOptions(TaskCandidates):
                 c = cands[i]
                 if best is not None and floors[i] >= best.key[0]:
                     break
-                if keep is not None and not keep(
-                    st.add(ACTOR_GENERATION, kind, replace(c, time=floors[i]))
-                ):
+                if keep is not None and not keep(st.with_generation(floors[i])):
                     break
                 if not _fits(st, c, capacity):
                     continue

@@ -89,6 +89,11 @@ class Partial:
             {**self.configs, name: c.cfg},
         )
 
+    def with_generation(self, time: float) -> Partial:
+        """This combination's phases with generation at ``time``, for a bound test before a
+        generation candidate is costed (its memory is not added: the test reads phases only)."""
+        return Partial((time, *self.key[1:]), self.model, self.working, self.configs)
+
     def phases(self, eta: float) -> tuple[float, float, float]:
         """(generation, Φ_η inference, Φ_η training) of the combination so far."""
         gen, imax, isum, tmax, tsum, *_ = self.key
