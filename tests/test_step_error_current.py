@@ -37,7 +37,7 @@ def test_the_dapo_presets_carry_the_fitted_lengths_and_the_recipe():
         wf.check()
         assert wf.response_lengths.median == fit["median"]
         assert wf.response_length == fit["cap"] and wf.prompt_length == fit["prompt_tokens"]
-        assert "fitted to verl's measured B1" in wf.response_lengths.source
+        assert "fitted to verl's measured B3" in wf.response_lengths.source
         assert (wf.global_batch, wf.responses_per_prompt, wf.mini_batch) == (512, 16, 32)
     assert sync.reference_pass and not fully.reference_pass
     assert fully.asynchrony.updates_per_sync == 4 and fully.asynchrony.staleness == 0.5
