@@ -322,26 +322,36 @@ def build_topology(spec: ClusterSpec) -> Topology:
         np.fill_diagonal(bw, np.inf)
         return Topology(tuple(devices), lat, bw, True)
     inter = {frozenset(link.zones): link for link in spec.network.inter_zone}
-    node_specs = {node.name: node for node in spec.nodes}
+    intra = {node.name: intra_node_link(spec, node) for node in spec.nodes}
+    zone_link = intra_zone_link(spec)
     for a, b in itertools.combinations(range(n), 2):
         da, db = devices[a], devices[b]
         if da.node == db.node:
-            override = node_specs[da.node].intra_node or spec.network.intra_node
-            if override is not None:
-                latency_ms, gbs = override.latency_ms, override.bandwidth_gbps / 8.0
-            else:
-                latency_ms, gbs = DEFAULT_INTRA_NODE_LATENCY_MS, da.gpu.link_gb_per_s
+            latency_ms, gbs = intra[da.node]
         elif da.zone == db.zone:
-            latency_ms, gbs = (
-                spec.network.intra_zone.latency_ms,
-                spec.network.intra_zone.bandwidth_gbps / 8.0,
-            )
+            latency_ms, gbs = zone_link
         else:
             link = inter[frozenset((da.zone, db.zone))]
             latency_ms, gbs = link.latency_ms, link.bandwidth_gbps / 8.0
         lat[a, b] = lat[b, a] = latency_ms / 1e3
         bw[a, b] = bw[b, a] = gbs
     return Topology(tuple(devices), lat, bw, False)
+
+
+def intra_node_link(spec: ClusterSpec, node: NodeSpec) -> tuple[float, float]:
+    """(latency ms, bandwidth GB/s) between two GPUs of ``node``: the node's or the network's
+    override, else the GPU catalog's link (``GPUSpec.link_gb_per_s``) at the NVLink hop."""
+    override = node.intra_node or spec.network.intra_node
+    if override is not None:
+        return override.latency_ms, override.bandwidth_gbps / 8.0
+    gpu = get_gpu(node.gpu, spec.custom_gpus())
+    return DEFAULT_INTRA_NODE_LATENCY_MS, gpu.link_gb_per_s
+
+
+def intra_zone_link(spec: ClusterSpec) -> tuple[float, float]:
+    """(latency ms, bandwidth GB/s) between GPUs of different nodes in one zone."""
+    zone = spec.network.intra_zone
+    return zone.latency_ms, zone.bandwidth_gbps / 8.0
 
 
 def describe(spec: ClusterSpec) -> dict[str, Any]:

@@ -270,11 +270,7 @@ def run(rows: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
         "summary": summary,
         "windows": window_checks(
             out_rows,
-            analyse(
-                rows,
-                read_windows(),
-                sorted(STALENESS_ABLATION, key=lambda i: SPECS[i].staleness),
-            ),
+            analyse(rows, read_windows(), staleness_order()),
         ),
     }
 
@@ -342,7 +338,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     measured_gain = b3["measured"]["step"] / b5["measured"]["step"]
     predicted_gain = b3["predicted"]["step"] / b5["predicted"]["step"]
     stale = {r["id"]: r for r in rows if r["mode"] == "fully-async"}
-    order = sorted(STALENESS_ABLATION, key=lambda i: SPECS[i].staleness)
+    order = staleness_order()
     return {
         "errors": {s: stage_error(rows, s) for s in STAGES},
         "errors_fully_async": {
@@ -375,6 +371,11 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 #: verl fully_async.md's staleness ablation on 64 + 64 GPUs (B7 is its staleness-0 row)
 STALENESS_ABLATION = ("B7", "B8", "B9", "B6")
+
+
+def staleness_order() -> list[str]:
+    """The ablation's rows by staleness."""
+    return sorted(STALENESS_ABLATION, key=lambda i: SPECS[i].staleness)
 
 
 def _same_order(measured: list[float], predicted: list[float]) -> bool:

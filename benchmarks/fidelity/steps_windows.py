@@ -83,8 +83,4 @@ def analyse(
         "gain_64_to_128": [per["B3"][w] / per["B5"][w] for w in range(n)],
         "staleness_rows": order,
         "staleness_steps": [[per[i][w] for i in order] for w in range(n)],
-        "staleness_strictly_falls": [
-            all(a > b for a, b in zip(s, s[1:], strict=False))
-            for s in ([per[i][w] for i in order] for w in range(n))
-        ],
     }

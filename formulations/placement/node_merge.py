@@ -32,23 +32,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from costmodels.catalog import get_gpu
-from costmodels.cluster import DEFAULT_INTRA_NODE_LATENCY_MS, ClusterSpec, NodeSpec
+from costmodels.cluster import ClusterSpec, NodeSpec, intra_node_link, intra_zone_link
 from costmodels.placement.problem import FrameworkTarget, PlacementProblem
 from costmodels.solving import SolverOutput, Status
 from formulations.placement.ilp import solve_placement_ilp
 
 #: the most GPUs one merged node may hold (``NodeSpec.count``'s limit)
 MAX_NODE_GPUS = 64
-
-
-def _intra_link(spec: ClusterSpec, node: NodeSpec) -> tuple[float, float]:
-    """(latency ms, bandwidth GB/s) of a node's intra-node link, as ``build_topology`` reads it."""
-    override = node.intra_node or spec.network.intra_node
-    if override is not None:
-        return override.latency_ms, override.bandwidth_gbps / 8.0
-    custom = {g.name: g for g in spec.gpus}
-    return DEFAULT_INTRA_NODE_LATENCY_MS, get_gpu(node.gpu, custom).link_gb_per_s
 
 
 def merge_identical_nodes(spec: ClusterSpec) -> ClusterSpec | None:
@@ -58,12 +48,11 @@ def merge_identical_nodes(spec: ClusterSpec) -> ClusterSpec | None:
     the other."""
     if spec.network.matrix is not None:
         return None
-    zone = spec.network.intra_zone
-    zone_link = (zone.latency_ms, zone.bandwidth_gbps / 8.0)
+    zone_link = intra_zone_link(spec)
     merged: list[dict[str, Any]] = []
     open_by: dict[tuple[Any, ...], int] = {}
     for node in spec.nodes:
-        lat, gbs = _intra_link(spec, node)
+        lat, gbs = intra_node_link(spec, node)
         key = (
             node.gpu,
             node.zone,
