@@ -19,16 +19,18 @@ import itertools
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from typing import Any
 
 from costmodels.placement.frameworks import rules_of
-from costmodels.placement.judge import StepShape
 from costmodels.placement.space import compositions
 from costmodels.solving import UNLIMITED, Deadline
 from costmodels.workflow import TaskKind
+from formulations.placement.costing import ColumnCosting, KeepSpec, option_bound
 from search.placement.group_options import GroupOptions
-from search.placement.options import GroupOption, Partial
+from search.placement.options import GroupOption
 
 Pair = tuple[tuple[str, ...], tuple[int, ...]]
+__all__ = ["Column", "ColumnPool", "LeftoverBounds", "option_bound"]
 
 
 @dataclass
@@ -38,12 +40,28 @@ class Column:
     relaxed: bool
 
 
+#: relaxed pairs costed per batch (:meth:`ColumnPool._start_relax`)
+RELAX_CHUNK = 4096
+
+
+def _chunks(items: Iterator[Pair], size: int) -> Iterator[list[Pair]]:
+    while chunk := list(itertools.islice(items, size)):
+        yield chunk
+
+
 class ColumnPool:
     """Relaxed and exact columns of every feasible pair; :meth:`expand` makes a pair exact."""
 
-    def __init__(self, builder: GroupOptions, deadline: Deadline = UNLIMITED):
+    def __init__(
+        self,
+        builder: GroupOptions,
+        deadline: Deadline = UNLIMITED,
+        costing: ColumnCosting | None = None,
+    ):
         self.builder = builder
         self.deadline = deadline
+        #: where the columns are costed (``formulations.placement.costing``)
+        self.costing = costing if costing is not None else ColumnCosting(builder)
         self.names = list(builder.tasks)
         self.twins: dict[tuple, list[str]] = {}
         for n in self.names:
@@ -89,12 +107,15 @@ class ColumnPool:
     def rename(o: GroupOption, subset: tuple[str, ...], mapping: dict[str, str]) -> GroupOption:
         return replace(o, tasks=subset, configs={mapping[k]: v for k, v in o.configs.items()})
 
+    def start_relax_singles(self) -> Callable[[], None]:
+        """Start the relaxed column of every single task on every composition that fits it (the
+        master filters every relaxed column by the incumbent as it falls); the returned call
+        waits for them and adds them."""
+        comps = compositions(self.builder.cap)
+        return self._start_relax(((name,), comp) for comp in comps for name in self.names)
+
     def relax_singles(self) -> None:
-        """The relaxed column of every single task on every composition that fits it (the
-        master filters every relaxed column by the incumbent as it falls)."""
-        for comp in compositions(self.builder.cap):
-            for name in self.names:
-                self._relax((name,), comp)
+        self.start_relax_singles()()
 
     def relax_groups(
         self, admit: Callable[[tuple[str, ...], tuple[int, ...]], bool] | None = None
@@ -102,38 +123,73 @@ class ColumnPool:
         """The relaxed columns of co-located tasks (two or more), for the pairs ``admit`` lets
         through: a caller that can rule a pair out from the single-task columns alone saves
         costing it (building them is most of the ILP's set-up on 24 GPUs)."""
-        for comp in compositions(self.builder.cap):
-            for subset in self.subsets():
-                if (
-                    len(subset) > 1
-                    and self.admissible((subset, comp))
-                    and (admit is None or admit(subset, comp))
-                ):
-                    self._relax(subset, comp)
+        self._start_relax(
+            (subset, comp)
+            for comp in compositions(self.builder.cap)
+            for subset in self.subsets()
+            if len(subset) > 1
+            and self.admissible((subset, comp))
+            and (admit is None or admit(subset, comp))
+        )()
 
-    def _relax(self, subset: tuple[str, ...], comp: tuple[int, ...]) -> None:
-        self.deadline.check()
-        canon, mapping = self.canonical(subset)
-        o = self.builder.bound_option(canon, comp, self.deadline)
-        if o is not None:
-            self.relaxed[(subset, comp)] = self.rename(o, subset, mapping)
+    def _start_relax(self, pairs: Iterator[Pair]) -> Callable[[], None]:
+        """Cost each pair's symmetry class once, on its canonical subset, and add the pairs'
+        relaxed columns in ``pairs``' order (renamed). The pairs are drawn :data:`RELAX_CHUNK`
+        at a time, never all at once (a cluster of many classes has more than memory holds,
+        and the time limit stops the build between chunks); the next chunk is started before
+        the last one is waited for, so workers do not idle while this process adds columns.
+        The first chunk starts now, the rest in the returned call."""
+        chunks = _chunks(pairs, RELAX_CHUNK)
 
-    def expand(self, pair: Pair, keep: Callable[[Partial], bool] | None) -> list[GroupOption]:
-        """The exact options of ``pair`` (pruned by ``keep``, whose bound only falls), in place
-        of its relaxed column, and likewise for every pair of its symmetry class (so the pool
-        stays symmetric under renaming interchangeable tasks, which the master's symmetry-breaking
-        rows rely on)."""
-        subset, comp = pair
-        if pair in self.exact:
-            return self.exact[pair]
-        canon, _ = self.canonical(subset)
-        opts = self.builder.options(canon, comp, keep, cache_pruned=True, deadline=self.deadline)
-        for twin in self.orbit[canon]:
-            _, mapping = self.canonical(twin)
-            self.exact[(twin, comp)] = [self.rename(o, twin, mapping) for o in opts]
-            self.relaxed.pop((twin, comp), None)
-        self.expansions += 1
-        return self.exact[pair]
+        def submit(chunk: list[Pair] | None) -> tuple[list[Pair], dict[Pair, int], Any] | None:
+            if chunk is None:
+                return None
+            todo: dict[Pair, int] = {}
+            for subset, comp in chunk:
+                todo.setdefault((self.canonical(subset)[0], comp), len(todo))
+            return chunk, todo, self.costing.submit_relax(list(todo), self.deadline)
+
+        pending = submit(next(chunks, None))
+
+        def finish() -> None:
+            nonlocal pending
+            while pending is not None:
+                self.deadline.check()
+                ahead = submit(next(chunks, None))
+                chunk, todo, gather = pending
+                got = gather()
+                for subset, comp in chunk:
+                    canon, mapping = self.canonical(subset)
+                    o = got[todo[(canon, comp)]]
+                    if o is not None:
+                        self.relaxed[(subset, comp)] = self.rename(o, subset, mapping)
+                pending = ahead
+
+        return finish
+
+    def start_expansions(self, pairs: list[Pair], specs: list[KeepSpec]) -> Callable[[], None]:
+        """Start the exact options of each pair not yet exact (pruned by its spec, whose bound
+        only falls), in place of its relaxed column, and likewise for every pair of its symmetry
+        class (so the pool stays symmetric under renaming interchangeable tasks, which the
+        master's symmetry-breaking rows rely on). The returned call waits for them and adds them
+        in ``pairs``' order. A class's pairs leave out tasks of the same signatures, so the first
+        pair's spec holds for all of them."""
+        todo: dict[Pair, KeepSpec] = {}
+        for (subset, comp), spec in zip(pairs, specs, strict=True):
+            if (subset, comp) not in self.exact:
+                todo.setdefault((self.canonical(subset)[0], comp), spec)
+        keys = list(todo)
+        gather = self.costing.submit_expand(keys, [todo[k] for k in keys], self.deadline)
+
+        def finish() -> None:
+            for (canon, comp), opts in zip(keys, gather(), strict=True):
+                for twin in self.orbit[canon]:
+                    _, mapping = self.canonical(twin)
+                    self.exact[(twin, comp)] = [self.rename(o, twin, mapping) for o in opts]
+                    self.relaxed.pop((twin, comp), None)
+                self.expansions += 1
+
+        return finish
 
     def single_time(self, name: str, comp: tuple[int, ...]) -> float | None:
         """The relaxed single-task column's time of ``name`` on ``comp`` (None: it does not fit
@@ -205,13 +261,6 @@ class ColumnPool:
         ]
         out += [Column(p, o, True) for p, o in self.relaxed.items() if ok(p) and keep(o)]
         return out
-
-
-def option_bound(o: GroupOption, shape: StepShape, phase_lb: tuple[float, float, float]) -> float:
-    """The least iteration time of any plan using option ``o`` (phases at least the global
-    phase bounds ``phase_lb`` = (generation, inference, training))."""
-    g, i, r = max(o.gen, phase_lb[0]), max(o.inf, phase_lb[1]), max(o.trn, phase_lb[2])
-    return shape.core(g, i, r, o.busy) + o.xfer
 
 
 class LeftoverBounds:

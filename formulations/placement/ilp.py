@@ -99,6 +99,14 @@ rounds grow with the columns, so (8) pays twice: it prunes columns and it lifts 
 Under a time limit: the incumbent, and the best lower bound proven so far (the master's optimum or
 HiGHS's dual bound), so the gap is always known. Accepted instances: group-aware overlap (the
 default); the pairs number 2^|tasks| prod_k (N_k + 1), which keeps it to a few nodes per class.
+
+**Where the columns are costed.** Relaxed columns and expansions are pure functions of the pair
+(and of the pruning bound), so ``workers`` processes can cost them
+(:mod:`formulations.placement.costing`: each composition always in the same worker, results
+consumed in the order asked); the path, the columns and the plan are the same with any number
+of workers. The singles are costed while this process builds the co-located incumbent; each
+iteration's expansions (picked, kin and promising pairs) go out as one batch.
+
 What these choices measured when they were made: ``benchmarks/results/performance-history.md``.
 """
 
@@ -106,7 +114,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -125,11 +132,12 @@ from costmodels.solving import (
     Trace,
 )
 from costmodels.workflow import ACTOR_GENERATION, TaskKind
-from formulations.placement.columns import Column, ColumnPool, LeftoverBounds, option_bound
+from formulations.placement.columns import Column, ColumnPool, LeftoverBounds, Pair
+from formulations.placement.costing import KeepSpec, column_costing, option_bound
 from formulations.placement.master import Master
 from search.placement.combine import combine
 from search.placement.group_options import GroupOptions
-from search.placement.options import GroupOption, Partial, group_phases
+from search.placement.options import GroupOption, group_phases
 
 #: after each master, at most this many relaxed pairs it did not pick are expanded too
 EXPAND_MORE = 48
@@ -143,6 +151,7 @@ class PlacementILP:
         problem: PlacementProblem,
         deadline: Deadline = UNLIMITED,
         upper_bound: float | None = None,
+        workers: int | None = 1,
     ):
         if not problem.params.group_aware_overlap:
             raise ValueError(
@@ -150,6 +159,7 @@ class PlacementILP:
                 "(CostParams.group_aware_overlap=True)"
             )
         self.problem = problem
+        self.workers = workers
         self.shape = StepShape.of(problem.workflow)
         self.deadline = deadline
         self.trace = Trace(
@@ -209,30 +219,23 @@ class PlacementILP:
         busy = gen + inf + trn if ACTOR_GENERATION in subset else 0.0
         return self._keep_option(GroupOption(subset, comp, {}, gen, inf, trn, 0.0, busy))
 
-    def _keep_partial(
-        self, pair: tuple[tuple[str, ...], tuple[int, ...]]
-    ) -> Callable[[Partial], bool]:
-        """The pruning test of ``pair``'s partial combinations while it is expanded: a partial's
-        phases only grow as tasks join, so one whose bound already exceeds the cutoff leads to
-        no option worth a column. The bound takes the phases of the tasks the pair leaves out on
-        the GPUs it leaves (8) besides the whole-cluster ones: the same test :meth:`_keep_option`
-        puts its options to, applied before they are costed. The pair's symmetry class leaves out
-        tasks of the same signatures, so the test holds for every pair the expansion fills."""
+    def _keep_spec(self, pair: tuple[tuple[str, ...], tuple[int, ...]]) -> KeepSpec:
+        """The pruning bound of ``pair``'s partial combinations while it is expanded
+        (:func:`~formulations.placement.costing.partial_keep`): a partial's phases only grow as
+        tasks join, so one whose bound already exceeds the cutoff leads to no option worth a
+        column. The bound takes the phases of the tasks the pair leaves out on the GPUs it leaves
+        (8) besides the whole-cluster ones: the same test :meth:`_keep_option` puts its options
+        to, applied before they are costed. The pair's symmetry class leaves out tasks of the
+        same signatures, so the test holds for every pair the expansion fills, and so does its
+        relaxed column (the same terms, renamed), the floor of every term of its options."""
         lb = self.phase_lb
+        floor = self.pool.relaxed.get(pair)
         if self.leftover is not None:
             rest = self.leftover.phases_of(*pair)
             if rest is None:  # the tasks it leaves out do not fit on the GPUs it leaves
-                return lambda st: False
+                return None, self.cutoff, floor
             lb = (max(lb[0], rest[0]), max(lb[1], rest[1]), max(lb[2], rest[2]))
-        eta = self.problem.workflow.eta
-
-        def keep(st: Partial) -> bool:
-            if not math.isfinite(self.cutoff):
-                return True
-            o = GroupOption((), (), {}, *st.phases(eta), 0.0)
-            return option_bound(o, self.shape, lb) <= self.cutoff * (1 + 1e-9)
-
-        return keep
+        return lb, self.cutoff, floor
 
     def _phase_bounds(self) -> tuple[float, float, float]:
         """No plan's phase is faster than its slowest task's bound on its best composition."""
@@ -253,15 +256,27 @@ class PlacementILP:
         return out[0], out[1], out[2]
 
     def solve(self, backend: str, threads: int | None = None) -> SolverOutput:
-        start = time.perf_counter()
+        """Solve, costing columns as :func:`~formulations.placement.costing.column_costing`
+        says for ``workers``; the worker processes end with the solve."""
         why = self.memory_infeasible()
+        if why is None:
+            self.pool.costing = column_costing(self.builder, self.workers)
+        try:
+            return self._solve(backend, threads, why)
+        finally:
+            self.stats["workers"] = self.pool.costing.workers
+            self.pool.costing.close()
+
+    def _solve(self, backend: str, threads: int | None, why: str | None) -> SolverOutput:
+        start = time.perf_counter()
         if why is not None:
             return SolverOutput(
                 Status.INFEASIBLE, message=f"no placement fits: {why}", bound=None, stats=self.stats
             )
+        singles = self.pool.start_relax_singles()  # in workers, beside the co-located plan
         self._offer(*best_colocated(self.problem, self.deadline))
         self.stats["colocated"] = self.incumbent[0] if self.incumbent[1] is not None else None
-        self.pool.relax_singles()
+        singles()
         self.phase_lb = self._phase_bounds()
         self.leftover = LeftoverBounds(
             self.pool, {t.name: memory_floor_gb(self.problem, t) for t in self.problem.tasks}
@@ -318,44 +333,49 @@ class PlacementILP:
                 self._offer(*self._score([c.option for c in chosen]))
                 return self._finish("", proven=True)
             t0 = time.perf_counter()
-            for c in relaxed:
-                self.pool.expand(c.pair, self._keep_partial(c.pair))
-            for c in relaxed:
-                for pair in self.pool.kin_pairs(c.pair):
-                    if pair in self.pool.relaxed:
-                        self.pool.expand(pair, self._keep_partial(pair))
-            self._expand_promising(columns, x, master.lp, value)
+            picked = [c.pair for c in relaxed]
+            picked += [
+                p for c in relaxed for p in self.pool.kin_pairs(c.pair) if p in self.pool.relaxed
+            ]
+            picked += self._promising(columns, x, master.lp, value, picked)
+            self.pool.start_expansions(picked, [self._keep_spec(p) for p in picked])()
             self._incumbent_from([c.pair for c in chosen])
             self.stats["expand_s"] = self.stats.get("expand_s", 0.0) + time.perf_counter() - t0
 
-    def _expand_promising(
+    def _promising(
         self,
         columns: list[Column],
         x: np.ndarray,
         lp: tuple[float, np.ndarray] | None,
         value: float,
-    ) -> None:
-        """Expand up to :data:`EXPAND_MORE` relaxed pairs the master did not pick, least LP
-        reduced cost first, among those the LP does not rule out of a plan costing the master's
-        optimum ``value`` (z + d_j <= value): the pairs the next masters would turn to. A master
-        solve costs far more than an expansion once the incumbent prunes them, so a few
-        expansions that turn out useless buy fewer master solves (small-24 PPO async: 14 -> 4).
-        A count, not a time budget, so the solve stays deterministic."""
+        picked: list[Pair],
+    ) -> list[Pair]:
+        """Up to :data:`EXPAND_MORE` relaxed pairs the master did not pick, least LP reduced cost
+        first, among those the LP does not rule out of a plan costing the master's optimum
+        ``value`` (z + d_j <= value), one per symmetry class and none of ``picked``'s: the pairs
+        the next masters would turn to. A master solve costs far more than an expansion once
+        the incumbent prunes them, so a few expansions that turn out useless buy fewer master
+        solves (small-24 PPO async: 14 -> 4). A count, not a time budget, so the solve stays
+        deterministic."""
         if lp is None:
-            return
+            return []
         z, dj = lp
         rows = sorted(
             (dj[i], i)
             for i, c in enumerate(columns)
             if c.relaxed and x[i] < 0.5 and z + dj[i] <= value
         )
-        done = 0
+        seen = {(self.pool.canonical(p[0])[0], p[1]) for p in picked}
+        out: list[Pair] = []
         for _, i in rows:
-            if done >= EXPAND_MORE:
+            if len(out) >= EXPAND_MORE:
                 break
-            if columns[i].pair in self.pool.relaxed:
-                self.pool.expand(columns[i].pair, self._keep_partial(columns[i].pair))
-                done += 1
+            pair = columns[i].pair
+            key = (self.pool.canonical(pair[0])[0], pair[1])
+            if pair in self.pool.relaxed and key not in seen:
+                seen.add(key)
+                out.append(pair)
+        return out
 
     def _incumbent_from(self, pairs: list[tuple[tuple[str, ...], tuple[int, ...]]]) -> None:
         """The best plan on the groups the master picked, now exact (a cheap anytime incumbent)."""
@@ -374,7 +394,7 @@ class PlacementILP:
     def _finish(self, why: str, proven: bool) -> SolverOutput:
         self.stats["trace"] = self.trace.rows()
         self.stats["expansions"] = self.pool.expansions
-        self.stats["task_evaluations"] = self.builder.evaluations
+        self.stats["task_evaluations"] = self.pool.costing.evaluations
         #: no plan below the incumbent, or below the caller's upper_bound when none is
         self.stats["proven"] = proven
         cost, plan = self.incumbent
@@ -454,12 +474,23 @@ def solve_placement_ilp(
     upper_bound: Annotated[
         float | None, Field(gt=0, description="prune options whose cost exceeds this (s/iteration)")
     ] = None,
+    workers: Annotated[
+        int | None,
+        Field(
+            ge=1,
+            le=64,
+            description=(
+                "processes that cost the columns (1: in process; default: up to 2 on instances "
+                "of 20000 relaxed pairs or more); the same plan and path with any number"
+            ),
+        ),
+    ] = None,
 ) -> SolverOutput:
     """HetRL §3.5 ILP by lazy column expansion on HiGHS (``backend="cbc"`` for CBC). With a time
     limit it returns the incumbent with status feasible and the best proven lower bound; building
     the columns counts against the limit too."""
     del seed  # deterministic
-    model = PlacementILP(problem, Deadline(time_limit), upper_bound)
+    model = PlacementILP(problem, Deadline(time_limit), upper_bound, workers)
     try:
         return model.solve(backend, threads)
     except DeadlineExceeded:
