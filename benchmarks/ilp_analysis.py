@@ -63,14 +63,25 @@ def _run(cluster: str, workflow: str, variant: str) -> dict[str, Any]:
         warm = solve(problem, "sha-ea", seed=0)
         warm_s = time.perf_counter() - t0
     ratios: list[float] = []
-    expand = columns.ColumnPool.expand
+    start = columns.ColumnPool.start_expansions
 
-    def recording(pool: Any, pair: Any, keep: Any) -> Any:
-        relaxed = pool.relaxed.get(pair)
-        out = expand(pool, pair, keep)
-        if relaxed is not None and out and _sum(relaxed) > 0:
-            ratios.append(min(_sum(o) for o in out) / _sum(relaxed))
-        return out
+    def recording(pool: Any, pairs: Any, specs: Any) -> Any:
+        # one pair per symmetry class, as the pool expands them
+        first: dict[Any, Any] = {}
+        for pair in pairs:
+            key = (pool.canonical(pair[0])[0], pair[1])
+            if pair not in pool.exact and key not in first:
+                first[key] = (pair, pool.relaxed.get(pair))
+        finish = start(pool, pairs, specs)
+
+        def done() -> None:
+            finish()
+            for pair, relaxed in first.values():
+                out = pool.exact.get(pair)
+                if relaxed is not None and out and _sum(relaxed) > 0:
+                    ratios.append(min(_sum(o) for o in out) / _sum(relaxed))
+
+        return done
 
     def first_incumbent(p: Any, deadline: Any = None) -> Any:
         cost, plan = best_colocated(p) if deadline is None else best_colocated(p, deadline)
@@ -78,14 +89,14 @@ def _run(cluster: str, workflow: str, variant: str) -> dict[str, Any]:
             return float(warm.objective), warm.plan
         return cost, plan
 
-    columns.ColumnPool.expand = recording  # type: ignore[method-assign]
+    columns.ColumnPool.start_expansions = recording  # type: ignore[method-assign]
     ilp.best_colocated = first_incumbent  # type: ignore[assignment]
     try:
         t0 = time.perf_counter()
         r = solve(problem, "ilp", time_limit=TIME_LIMIT)
         wall = time.perf_counter() - t0
     finally:
-        columns.ColumnPool.expand = expand  # type: ignore[method-assign]
+        columns.ColumnPool.start_expansions = start  # type: ignore[method-assign]
         ilp.best_colocated = best_colocated  # type: ignore[assignment]
     st = r.stats
     build, master, exp = st.get("build_s", 0.0), st.get("master_s", 0.0), st.get("expand_s", 0.0)

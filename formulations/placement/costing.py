@@ -45,7 +45,7 @@ KeepSpec = tuple[tuple[float, float, float] | None, float, GroupOption | None]
 Relaxed = GroupOption | None
 
 #: relaxed pairs (2^|tasks| prod_k (N_k + 1)) from which ``workers=None`` costs in processes
-PROCESS_PAIRS = 20_000
+PROCESS_PAIRS = 4096
 #: workers ``workers=None`` starts at most (a 2-core machine's share; more pay off little at
 #: the sizes the ILP reaches, each worker builds its own caches)
 AUTO_WORKERS = 2

@@ -481,7 +481,7 @@ def solve_placement_ilp(
             le=64,
             description=(
                 "processes that cost the columns (1: in process; default: up to 2 on instances "
-                "of 20000 relaxed pairs or more); the same plan and path with any number"
+                "of 4096 relaxed pairs or more); the same plan and path with any number"
             ),
         ),
     ] = None,
