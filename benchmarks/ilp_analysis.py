@@ -69,7 +69,7 @@ def _run(cluster: str, workflow: str, variant: str) -> dict[str, Any]:
         # one pair per symmetry class, as the pool expands them
         first: dict[Any, Any] = {}
         for pair in pairs:
-            key = (pool.canonical(pair[0])[0], pair[1])
+            key = pool.class_of(pair)
             if pair not in pool.exact and key not in first:
                 first[key] = (pair, pool.relaxed.get(pair))
         finish = start(pool, pairs, specs)

@@ -52,12 +52,8 @@ def test_a_worker_stopped_by_the_limit_stops_the_solve():
 
 
 def test_auto_costs_in_process_below_the_threshold_and_in_workers_above(monkeypatch):
-    small = GroupOptions(
-        build_problem("placement", {"cluster": "small-16", "workflow": "grpo-sync-qwen3-8b"})
-    )
-    big = GroupOptions(
-        build_problem("placement", {"cluster": "small-24", "workflow": "ppo-sync-qwen3-8b"})
-    )
+    small = _builder("small-16", "grpo-sync-qwen3-8b")
+    big = _builder("small-24", "ppo-sync-qwen3-8b")
     monkeypatch.setattr(costing.os, "sched_getaffinity", lambda _: {0, 1, 2, 3}, raising=False)
     a = costing.column_costing(small, None)
     b = costing.column_costing(big, None)
@@ -74,9 +70,7 @@ def test_auto_costs_in_process_below_the_threshold_and_in_workers_above(monkeypa
 
 def test_compositions_spread_over_the_workers():
     """Not by lattice position, which on classes of odd size is the GPU count's parity."""
-    big = GroupOptions(
-        build_problem("placement", {"cluster": "small-24", "workflow": "ppo-sync-qwen3-8b"})
-    )
+    big = _builder("small-24", "ppo-sync-qwen3-8b")
     comps = list(compositions(big.cap))
     pool = costing.ProcessCosting(big, 2)
     try:

@@ -50,7 +50,8 @@ def _chunks(items: Iterator[Pair], size: int) -> Iterator[list[Pair]]:
 
 
 class ColumnPool:
-    """Relaxed and exact columns of every feasible pair; :meth:`expand` makes a pair exact."""
+    """Relaxed and exact columns of every feasible pair; :meth:`start_expansions` makes pairs
+    exact."""
 
     def __init__(
         self,
@@ -103,6 +104,11 @@ class ColumnPool:
             mapping.update(zip(self.twins[sig], members, strict=False))
         return tuple(n for n in self.names if n in mapping), mapping
 
+    def class_of(self, pair: Pair) -> Pair:
+        """The pair costed for ``pair``'s whole symmetry class: its canonical subset on its
+        composition."""
+        return self.canonical(pair[0])[0], pair[1]
+
     @staticmethod
     def rename(o: GroupOption, subset: tuple[str, ...], mapping: dict[str, str]) -> GroupOption:
         return replace(o, tasks=subset, configs={mapping[k]: v for k, v in o.configs.items()})
@@ -145,8 +151,8 @@ class ColumnPool:
             if chunk is None:
                 return None
             todo: dict[Pair, int] = {}
-            for subset, comp in chunk:
-                todo.setdefault((self.canonical(subset)[0], comp), len(todo))
+            for pair in chunk:
+                todo.setdefault(self.class_of(pair), len(todo))
             return chunk, todo, self.costing.submit_relax(list(todo), self.deadline)
 
         pending = submit(next(chunks, None))
@@ -175,9 +181,9 @@ class ColumnPool:
         in ``pairs``' order. A class's pairs leave out tasks of the same signatures, so the first
         pair's spec holds for all of them."""
         todo: dict[Pair, KeepSpec] = {}
-        for (subset, comp), spec in zip(pairs, specs, strict=True):
-            if (subset, comp) not in self.exact:
-                todo.setdefault((self.canonical(subset)[0], comp), spec)
+        for pair, spec in zip(pairs, specs, strict=True):
+            if pair not in self.exact:
+                todo.setdefault(self.class_of(pair), spec)
         keys = list(todo)
         gather = self.costing.submit_expand(keys, [todo[k] for k in keys], self.deadline)
 

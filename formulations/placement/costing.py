@@ -148,19 +148,19 @@ class ProcessCosting(ColumnCosting):
         shares: list[list[int]] = [[] for _ in self._pools]
         for i, (_, comp) in enumerate(pairs):
             shares[self.owner(comp)].append(i)
-        futures: list[tuple[list[int], Future]] = []
+        futures: list[tuple[int, list[int], Future]] = []
         remaining = deadline.remaining()
         for w, idx in enumerate(shares):
             if idx:
                 items = [pairs[i] for i in idx]
                 args = [extra[i] for i in idx] if extra is not None else None
-                futures.append((idx, self._pools[w].submit(fn, w, items, args, remaining)))
+                futures.append((w, idx, self._pools[w].submit(fn, items, args, remaining)))
 
         def gather() -> list[Any]:
             out: list[Any] = [None] * len(pairs)
-            for idx, fut in futures:
+            for w, idx, fut in futures:
                 try:
-                    w, evaluations, results = fut.result()
+                    evaluations, results = fut.result()
                 except DeadlineExceeded:
                     deadline.note_bound()  # the worker's clock is the solve's
                     raise
@@ -229,17 +229,15 @@ def _init_worker(problem: PlacementProblem) -> None:
     _WORKER = ColumnCosting(GroupOptions(problem))
 
 
-def _worker_relax(
-    w: int, pairs: list[Pair], _: Any, remaining: float | None
-) -> tuple[int, int, list[Relaxed]]:
+def _worker_relax(pairs: list[Pair], _: None, remaining: float | None) -> tuple[int, list[Relaxed]]:
     assert _WORKER is not None
     out = _WORKER.submit_relax(pairs, Deadline(remaining))()
-    return w, _WORKER.evaluations, out
+    return _WORKER.evaluations, out
 
 
 def _worker_expand(
-    w: int, pairs: list[Pair], specs: list[KeepSpec], remaining: float | None
-) -> tuple[int, int, list[list[GroupOption]]]:
+    pairs: list[Pair], specs: list[KeepSpec], remaining: float | None
+) -> tuple[int, list[list[GroupOption]]]:
     assert _WORKER is not None
     out = _WORKER.submit_expand(pairs, specs, Deadline(remaining))()
-    return w, _WORKER.evaluations, out
+    return _WORKER.evaluations, out

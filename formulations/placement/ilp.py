@@ -219,7 +219,7 @@ class PlacementILP:
         busy = gen + inf + trn if ACTOR_GENERATION in subset else 0.0
         return self._keep_option(GroupOption(subset, comp, {}, gen, inf, trn, 0.0, busy))
 
-    def _keep_spec(self, pair: tuple[tuple[str, ...], tuple[int, ...]]) -> KeepSpec:
+    def _keep_spec(self, pair: Pair) -> KeepSpec:
         """The pruning bound of ``pair``'s partial combinations while it is expanded
         (:func:`~formulations.placement.costing.partial_keep`): a partial's phases only grow as
         tasks join, so one whose bound already exceeds the cutoff leads to no option worth a
@@ -365,13 +365,13 @@ class PlacementILP:
             for i, c in enumerate(columns)
             if c.relaxed and x[i] < 0.5 and z + dj[i] <= value
         )
-        seen = {(self.pool.canonical(p[0])[0], p[1]) for p in picked}
+        seen = {self.pool.class_of(p) for p in picked}
         out: list[Pair] = []
         for _, i in rows:
             if len(out) >= EXPAND_MORE:
                 break
             pair = columns[i].pair
-            key = (self.pool.canonical(pair[0])[0], pair[1])
+            key = self.pool.class_of(pair)
             if pair in self.pool.relaxed and key not in seen:
                 seen.add(key)
                 out.append(pair)
