@@ -8,8 +8,11 @@ import math
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from costmodels.combinatorics import set_partitions
+from costmodels.placement.decode_cost import pipeline_passes
 from costmodels.placement.judge import StepShape
 from costmodels.placement.memory import memory_floor_gb, task_memory
 from costmodels.placement.space import (
@@ -26,6 +29,24 @@ from formulations.placement.ilp import solve_placement_ilp
 from planner.io import build_problem
 from search.placement.group_options import GroupOptions
 from search.placement.options import GroupOption
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    pp=st.integers(1, 8),
+    max_dbs=st.integers(1, 12),
+    data=st.data(),
+)
+def test_pipeline_passes_bound_every_schedule(pp, max_dbs, data):
+    """Any schedule of rounds with 1..dbs sequences each (dbs <= max_dbs) makes at least
+    pipeline_passes micro-batch passes, sum_r min(PP, w_r), given its tokens and a lower bound
+    on its rounds (the floor's inputs)."""
+    dbs = data.draw(st.integers(1, max_dbs))
+    widths = data.draw(st.lists(st.integers(1, dbs), min_size=1, max_size=40))
+    rounds_lb = data.draw(st.integers(1, len(widths)))
+    tokens = sum(widths)
+    passes = sum(min(pp, w) for w in widths)
+    assert passes >= pipeline_passes(tokens, rounds_lb, max_dbs, pp) - 1e-9
 
 
 @pytest.mark.parametrize(

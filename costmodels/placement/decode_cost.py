@@ -63,6 +63,21 @@ def workflow_replica_lengths(wf: WorkflowSpec, sequences: int) -> tuple[int, ...
 
 
 @functools.lru_cache(maxsize=4096)
+def pipeline_passes(tokens: float, rounds: float, max_dbs: int, pp: int) -> float:
+    """A lower bound on a replica's micro-batch passes per stage, sum_r min(PP, w_r), over
+    every schedule of ``tokens`` sequence-steps in at least ``rounds`` rounds with at most
+    ``max_dbs`` sequences in flight (every dbs <= ``max_dbs``).
+
+    For a fixed round count R the sum is concave in the widths w_r in [1, d], so it is least at
+    a vertex: k rounds full (w = d) and the rest at one sequence, k = (tokens - R) / (d - 1),
+    giving R + k (PP - 1) when d >= PP (the fractional k is below every vertex's value). That
+    grows with R (so R = ``rounds``) and falls with d (so d = ``max_dbs``); when d < PP every
+    round splits its w_r sequences into w_r micro-batches and the sum is the tokens."""
+    if pp <= 1 or max_dbs <= 1:
+        return rounds if pp <= 1 else tokens
+    return min(tokens, rounds + (tokens - rounds) * (pp - 1) / (max_dbs - 1))
+
+
 def length_sums(
     lengths: ResponseLengths, sequences: int, cap: int, step: int, per_prompt: int = 1
 ) -> tuple[int, int, int]:
@@ -366,17 +381,22 @@ class GenerationCoster(TaskCoster):
         experts) and per-token KV k_j:
 
             round >= chain >= sum_j (W_j / h_j + c_j + hop_j)                        (per round)
-            round >= m t_j(b) >= (W_j + w ctx k_j) / h_j + c_j,  (2 a_j w + 4 w ctx H L_j) / (tp
-            F_j) + c_j
+            round >= m t_j(b) >= m (W_j / h_j + c_j) + w ctx k_j / h_j,
+                     m c_j + (2 a_j w + 4 w ctx H L_j) / (tp F_j)
             overhead(b m) >= step_ms + w seq_us
 
         where c_j = 2 L_j 2 (tp-1) ring_j(0) is the TP all-reduces' latency and hop_j the PP hop's;
         summed over the rounds of every wave (sum of widths = S), the max of sums being at most
-        the sum of maxima. A GPU with a fitted profile (``costmodels.profiles``) streams weights at
-        h e_w[tp] and KV at h e_kv, computes at F e_c, and its c_j is its per-layer floor and
-        all-reduce latencies, L_j c0 + (2 L_j + first) a[tp]; its step adds the KV read to both
-        sides of the max. The bound is taken per GPU and the stage's is the largest: a stage
-        waits for its slowest GPU, so any one GPU's bound bounds it."""
+        the sum of maxima. Every micro-batch streams the stage's weights and pays its
+        latencies, so those terms are summed over the passes sum_r m_r, m_r = min(PP, w_r),
+        which :func:`pipeline_passes` bounds below for every dbs <= ``max_dbs`` (a round's
+        widths w_r lie in [1, dbs] and sum to the tokens).
+
+        A GPU with a fitted profile (``costmodels.profiles``) streams weights at h e_w[tp] and KV
+        at h e_kv, computes at F e_c, and its c_j is its per-layer floor and all-reduce latencies,
+        L_j c0 + (2 L_j + first) a[tp]; its step adds the KV read to both sides of the max. The
+        bound is taken per GPU and the stage's is the largest: a stage waits for its slowest GPU,
+        so any one GPU's bound bounds it."""
         wf, m, tp = self.wf, self.m, self.tp_.tp
         eff = self.problem.params.efficiency
         pp = len(replica)
@@ -400,6 +420,7 @@ class GenerationCoster(TaskCoster):
             if wf.staleness_hiding_tail is None:  # a rollouter that hides the tail need not wait
                 rounds = max(rounds, longest)
             ctx_total = tokens * wf.prompt_length + square / 2
+        passes = pipeline_passes(tokens, rounds, max_dbs, pp)
         chain, worst = 0.0, 0.0
         for j, stage in enumerate(replica):
             last = j == pp - 1
@@ -419,14 +440,14 @@ class GenerationCoster(TaskCoster):
                 prof = eff.profile_for(g, tp)
                 if prof is None:
                     stream_s, kv_s = w / eff.hbm_gbs(g), ctx_total * kv / eff.hbm_gbs(g)
-                    memory, compute = rounds * stream_s + kv_s, flops_total / (tp * eff.flops(g))
+                    memory, compute = passes * stream_s + kv_s, flops_total / (tp * eff.flops(g))
                     fixed = ring
                 else:  # the profile's shard leaves out the embedding (a lookup)
                     stream_s = weights_read_gb(m, L, False, last, tp, 1) / (
                         g.hbm_gb_per_s * prof.weight_efficiency[tp]
                     )
                     kv_s = ctx_total * kv / (g.hbm_gb_per_s * prof.kv_efficiency)
-                    memory = rounds * stream_s + kv_s
+                    memory = passes * stream_s + kv_s
                     compute = (
                         flops_total / (tp * g.tflops_bf16_dense * 1e12 * prof.gemm_efficiency)
                         + kv_s
@@ -438,7 +459,7 @@ class GenerationCoster(TaskCoster):
                     )
                     fixed = (L * prof.layer_floor_us + latency) * 1e-6
                 stage_chain = max(stage_chain, stream_s + fixed)
-                stage_worst = max(stage_worst, memory + rounds * fixed, compute + rounds * fixed)
+                stage_worst = max(stage_worst, memory + passes * fixed, compute + passes * fixed)
             chain += rounds * (stage_chain + hop)
             worst = max(worst, stage_worst)
         overhead = (
