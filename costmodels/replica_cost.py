@@ -150,7 +150,7 @@ class TaskCoster:
 
     def cost(self, prefill_only: bool = False) -> dict[str, Any]:
         """The task's time and its components. ``prefill_only`` (generation): every replica's
-        decode left out, its ``decode_batch`` still read, and nothing memoised; what a bound on
+        decode left out, its ``decode_batch`` still read, memoised apart; what a bound on
         decode (``costmodels.placement.task_cost.generation_floor``) adds to."""
         kind = self.task.kind
         wf, m, tp = self.wf, self.m, self.tp_.tp
@@ -193,13 +193,13 @@ class TaskCoster:
         )
         cache = (
             self.topo.memo.setdefault("replica", {})
-            if REPLICA_MEMO and not self.topo.explicit_matrix and not prefill_only
+            if REPLICA_MEMO and not self.topo.explicit_matrix
             else None
         )
         if cache is not None:
-            # everything else a replica's cost reads: the parameters and workflow, and the
-            # constants
-            context = (self._context(), consts)
+            # everything else a replica's cost reads: the parameters and workflow, the
+            # constants, and whether its decode is left out
+            context = (self._context(), consts, prefill_only)
         for i, replica in enumerate(self.idx):
             dbs = self._resident_dbs(replica)
             key = (context, *self._replica_key(i, replica), dbs) if cache is not None else None

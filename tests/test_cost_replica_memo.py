@@ -1,7 +1,8 @@
 """The cost model memoises a task's replicas on their node-class signature (GPU type, zone,
 intra-node link of the nodes they use, and in which pattern): a value it returns must be the
 one costing the replica afresh gives, on every kind of task and network, with the resident
-memory that generation's "as many as fit" reads, and across problems that share a topology."""
+memory that generation's "as many as fit" reads (and the floor on it the placement ILP bounds
+with), and across problems that share a topology."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import costmodels.replica_cost as replica_cost
 from benchmarks.instances import random_cluster
 from costmodels.placement.memory import task_memory
 from costmodels.placement.space import is_heterogeneous, place_task, task_configs
-from costmodels.placement.task_cost import task_cost
+from costmodels.placement.task_cost import generation_floor, task_cost
 from planner.io import build_problem
 
 
@@ -47,6 +48,8 @@ def _costs(memo: bool, cluster, workflow: str, seed: int, monkeypatch) -> list:
                 for d, (mo, _) in task_memory(p, task, tp_).items()
             }
             out.append(task_cost(p, task, tp_, mem))
+            if task.kind.value == "generation" and cfg.decode_batch is None:
+                out.append(generation_floor(p, task, tp_, mem))  # its prefill and decode floor
     return out
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from costmodels import comm
+from costmodels import comm, replica_cost
 from costmodels.batching import Window, occupancy_windows, streamed_window
 from costmodels.decode import decode_step_time
 from costmodels.memory import GB, kv_capacity_sequences
@@ -396,7 +396,32 @@ class GenerationCoster(TaskCoster):
         at h e_kv, computes at F e_c, and its c_j is its per-layer floor and all-reduce latencies,
         L_j c0 + (2 L_j + first) a[tp]; its step adds the KV read to both sides of the max. The
         bound is taken per GPU and the stage's is the largest: a stage waits for its slowest GPU,
-        so any one GPU's bound bounds it."""
+        so any one GPU's bound bounds it.
+
+        Memoised per topology on what it reads, as replica costs are
+        (``costmodels.replica_cost.TaskCoster._replica_key``): the replica's GPU pattern, the
+        model, TP and layer split, the workload and the parameters."""
+        memo = replica_cost.REPLICA_MEMO and not self.topo.explicit_matrix
+        if memo:
+            key = (
+                self._context(),
+                self.m.name,
+                self.tp_.tp,
+                tuple(self.split),
+                self._pattern(replica),
+                sequences,
+                max_dbs,
+            )
+            cache = self.topo.memo.setdefault("decode_floor", {})
+            hit = cache.get(key)
+            if hit is None:
+                hit = self._decode_floor(replica, sequences, max_dbs)
+                if len(cache) < comm.MEMO_ENTRIES:
+                    cache[key] = hit
+            return hit
+        return self._decode_floor(replica, sequences, max_dbs)
+
+    def _decode_floor(self, replica: list[list[int]], sequences: int, max_dbs: int) -> float:
         wf, m, tp = self.wf, self.m, self.tp_.tp
         eff = self.problem.params.efficiency
         pp = len(replica)
