@@ -79,3 +79,26 @@ def test_compositions_spread_over_the_workers():
         assert 0.4 < share < 0.6
     finally:
         pool.close()
+
+
+def _solve_in(queue) -> None:
+    try:
+        out = _run("small-16", "grpo-sync-qwen3-8b", 2)
+        queue.put((out.status.value, out.objective, out.stats["workers"]))
+    except Exception as exc:  # the failure, not a silent child
+        queue.put((repr(exc), None, None))
+
+
+def test_a_pool_worker_costs_in_process():
+    """A process pool's workers are daemonic and may not start processes (``rlplan bench``'s
+    local executor runs every solver in one): there the ILP costs in process, same plan."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_solve_in, args=(queue,), daemon=True)
+    proc.start()
+    status, objective, workers = queue.get(timeout=120)
+    proc.join(timeout=60)
+    assert (status, workers) == ("optimal", 1)
+    assert objective == _run("small-16", "grpo-sync-qwen3-8b", 1).objective

@@ -189,12 +189,14 @@ class ProcessCosting(ColumnCosting):
 def column_costing(builder: GroupOptions, workers: int | None) -> ColumnCosting:
     """The costing for ``workers`` processes (1: in process). ``None`` picks in process below
     :data:`PROCESS_PAIRS` relaxed pairs, where starting workers costs more than it saves, and
-    up to :data:`AUTO_WORKERS` processes, one per usable CPU, above."""
+    up to :data:`AUTO_WORKERS` processes, one per usable CPU, above. A daemonic process (a
+    worker of a process pool: ``rlplan bench``'s local executor) may not start processes, so
+    there the costing is in process whatever ``workers`` says; the result is the same."""
     if workers is None:
         pairs = 2 ** len(builder.tasks) * math.prod(n + 1 for n in builder.cap)
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
         workers = min(AUTO_WORKERS, cpus or 1) if pairs >= PROCESS_PAIRS else 1
-    if workers <= 1:
+    if workers <= 1 or multiprocessing.current_process().daemon:
         return ColumnCosting(builder)
     return ProcessCosting(builder, workers)
 
