@@ -283,17 +283,3 @@ def test_the_bound_ladder_leaves_the_optimum_where_it_was(monkeypatch, workflow)
         other = solve_placement_ilp(problem)
         assert other.status is Status.OPTIMAL
         assert other.objective == pytest.approx(shipped.objective, rel=1e-9)
-
-
-def test_shared_memory_bounds_colocated_inference_above_their_fastest():
-    """Three inference models on four GPUs do not all fit at their fastest (TP 1): the relaxed
-    column's inference phase is above the sum of the fastest and still at most every exact
-    option's (``search.placement.group_options.shared_memory_phase``)."""
-    p = build_problem("placement", {"cluster": "small-24", "workflow": "ppo-sync-qwen3-8b"})
-    b = GroupOptions(p)
-    subset = ("reward_inference", "reference_inference", "critic_inference")
-    relaxed = b.bound_option(subset, (4, 0, 0))
-    fastest = sum(min(c.time for c in b.candidates(n, (4, 0, 0))) for n in subset)
-    exact = min(o.inf for o in b.options(subset, (4, 0, 0)))
-    assert relaxed is not None
-    assert fastest * 1.01 < relaxed.inf <= exact * (1 + 1e-9)

@@ -24,59 +24,10 @@ import numpy as np
 from costmodels.placement.judge import StepShape
 from costmodels.placement.problem import PlacementProblem
 from costmodels.solving import UNLIMITED, Deadline
-from costmodels.workflow import ACTOR_GENERATION, ACTOR_TRAINING, TaskKind
+from costmodels.workflow import ACTOR_GENERATION, ACTOR_TRAINING
 from search.placement.candidates import TaskCandidates
 from search.placement.options import Candidate, CandidateTable, GroupOption, Partial, group_phases
 from search.placement.pareto import pareto_rows, prune_partials, thin_front
-
-
-def shared_memory_phase(
-    kinds: list[TaskKind],
-    kind: TaskKind,
-    times: list[float],
-    tables: list[CandidateTable],
-    fits: list[np.ndarray],
-    budget: float,
-    eta: float,
-) -> float:
-    """A lower bound on Φ_η of a relaxed column's tasks of ``kind`` (inference or training),
-    knowing that all its tasks share the composition's memory.
-
-    With M_u(c) task u's model memory under configuration c summed over the GPUs, C3 summed
-    over the GPUs gives sum_u M_u(c_u) <= B, B = sum_g cap_g - sum_g max_u w̲_u,g (every
-    configuration's working memory is at least the least one, ``budget``). For any λ >= 0 the
-    Lagrangian
-
-        L(λ) = sum_{t of kind} min_c (T_t(c) + λ M_t(c)) + sum_{u other} λ min_c M_u(c) - λ B
-
-    is at most the least sum_t T_t over the configurations that fit together (weak duality of
-    the multiple-choice knapsack). L is concave and piecewise linear, its kinks where a task's
-    best configuration changes, so its maximum is at one of the exchange rates
-    (T_t(b) - T_t(a)) / (M_t(a) - M_t(b)) between two configurations of one task (or at λ = 0,
-    the sum of the fastest, which the caller has). The phase is then at least
-    η max_t T̲_t + (1 - η) max_λ L(λ). Co-located inference tasks whose fastest configurations do
-    not fit together are where it binds (small-24 PPO: three inference models on four GPUs)."""
-    idx = [i for i, k in enumerate(kinds) if k is kind]
-    if len(idx) < 2:
-        return 0.0
-    mem = [t.model[f].sum(axis=1) for t, f in zip(tables, fits, strict=True)]
-    rates = []
-    for i in idx:
-        t, m = tables[i].time[fits[i]], mem[i]
-        dm = m[:, None] - m[None, :]
-        dt = t[None, :] - t[:, None]
-        ok = (dm > 0) & (dt > 0)  # a uses more memory than b and is faster
-        rates.append(dt[ok] / dm[ok])
-    lam = np.unique(np.concatenate(rates))
-    if not len(lam):
-        return 0.0
-    total = -lam * budget
-    for i, (t, f) in enumerate(zip(tables, fits, strict=True)):
-        if i in idx:
-            total = total + (t.time[f][None, :] + lam[:, None] * mem[i][None, :]).min(axis=1)
-        else:
-            total = total + lam * mem[i].min()
-    return eta * max(times[i] for i in idx) + (1 - eta) * float(total.max())
 
 
 class GroupOptions(TaskCandidates):
@@ -104,9 +55,7 @@ class GroupOptions(TaskCandidates):
         task is then bounded by its fastest surviving configuration; generation "as many as fit"
         at its :func:`~costmodels.placement.task_cost.generation_floor` beside the others' least
         models (more residents leave fewer KV slots, which the floor covers), tried fastest alone
-        first and stopped once the next one's floor alone cannot beat the best so far. The
-        inference and training phases are also bounded with the tasks sharing the memory
-        (:func:`shared_memory_phase`)."""
+        first and stopped once the next one's floor alone cannot beat the best so far."""
         tables = [self._table(n, comp, deadline) for n in subset]
         if any(t is None for t in tables):
             return None
@@ -136,19 +85,7 @@ class GroupOptions(TaskCandidates):
         for name, t, f, m in zip(subset, tables, fits, model, strict=True):
             times.append(self._coupled_time(name, comp, t, f, total - m))  # type: ignore[arg-type]
         wf = self.problem.workflow
-        kinds = [self.tasks[n].kind for n in subset]
-        gen, inf, trn = group_phases(kinds, times, wf.eta)
-        if len(subset) > 1:
-            budget = float((capacity - 1e-9).sum() - np.max(working, axis=0).sum())
-            known = [t for t in tables if t is not None]
-            inf = max(
-                inf,
-                shared_memory_phase(kinds, TaskKind.INFERENCE, times, known, fits, budget, wf.eta),
-            )
-            trn = max(
-                trn,
-                shared_memory_phase(kinds, TaskKind.TRAINING, times, known, fits, budget, wf.eta),
-            )
+        gen, inf, trn = group_phases([self.tasks[n].kind for n in subset], times, wf.eta)
         has_gen, has_train = ACTOR_GENERATION in subset, ACTOR_TRAINING in subset
         ag_min = ag_max = 0.0
         if has_train:
