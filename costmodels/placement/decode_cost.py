@@ -62,7 +62,6 @@ def workflow_replica_lengths(wf: WorkflowSpec, sequences: int) -> tuple[int, ...
     )
 
 
-@functools.lru_cache(maxsize=4096)
 def pipeline_passes(tokens: float, rounds: float, max_dbs: int, pp: int) -> float:
     """A lower bound on a replica's micro-batch passes per stage, sum_r min(PP, w_r), over
     every schedule of ``tokens`` sequence-steps in at least ``rounds`` rounds with at most
@@ -73,11 +72,14 @@ def pipeline_passes(tokens: float, rounds: float, max_dbs: int, pp: int) -> floa
     giving R + k (PP - 1) when d >= PP (the fractional k is below every vertex's value). That
     grows with R (so R = ``rounds``) and falls with d (so d = ``max_dbs``); when d < PP every
     round splits its w_r sequences into w_r micro-batches and the sum is the tokens."""
-    if pp <= 1 or max_dbs <= 1:
-        return rounds if pp <= 1 else tokens
+    if pp <= 1:
+        return rounds
+    if max_dbs <= 1:
+        return tokens
     return min(tokens, rounds + (tokens - rounds) * (pp - 1) / (max_dbs - 1))
 
 
+@functools.lru_cache(maxsize=4096)
 def length_sums(
     lengths: ResponseLengths, sequences: int, cap: int, step: int, per_prompt: int = 1
 ) -> tuple[int, int, int]:

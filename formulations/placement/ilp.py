@@ -329,6 +329,8 @@ class PlacementILP:
             picked += [
                 p
                 for p in self._promising(columns, x, master.lp, value, picked)
+                # a pair of every task is a whole plan, the costliest expansion there is: only
+                # when the master picks it (_defer_whole), never on speculation
                 if len(p[0]) < len(self.tasks)
             ]
             self.pool.start_expansions(picked, [self._keep_spec(p) for p in picked])()
