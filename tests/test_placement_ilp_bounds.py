@@ -25,7 +25,7 @@ from costmodels.placement.space import (
 from costmodels.placement.task_cost import generation_floor, task_cost
 from costmodels.solving import Status
 from formulations.placement.columns import ColumnPool, LeftoverBounds, option_bound
-from formulations.placement.ilp import solve_placement_ilp
+from formulations.placement.ilp import PlacementILP, solve_placement_ilp
 from planner.io import build_problem
 from search.placement.group_options import GroupOptions
 from search.placement.options import GroupOption
@@ -283,3 +283,38 @@ def test_the_bound_ladder_leaves_the_optimum_where_it_was(monkeypatch, workflow)
         other = solve_placement_ilp(problem)
         assert other.status is Status.OPTIMAL
         assert other.objective == pytest.approx(shipped.objective, rel=1e-9)
+
+
+def test_a_rung_proven_empty_bounds_a_master_the_limit_stops(monkeypatch):
+    """A rung of the bound ladder that closes with no solution below it proves the master's
+    optimum at least that rung; when the last rung (the cutoff) then stops on the time limit
+    with a weaker dual bound, the master reports the rung's: the ILP's bound under a time limit
+    is never weaker for having climbed the ladder."""
+    import formulations.placement.master as master
+    from formulations.highs import HighsOutcome
+
+    problem = build_problem("placement", {"cluster": "small-8", "workflow": "grpo-sync-qwen3-8b"})
+    optimum = solve_placement_ilp(problem).objective
+    ilp = PlacementILP(problem)
+    pool = ilp.pool
+    pool.relax_singles()
+    pool.relax_groups()
+    columns = pool.columns(lambda o: True)
+    m = master.Master(ilp.builder, ilp.shape, columns, pool.interchangeable(), pool.ranks(columns))
+    original = master.Master._run
+    cutoff = 10 * optimum
+
+    def stopped_at_the_cutoff(self, a, cols, threads, time_limit, bound, relaxation=False):
+        if relaxation or bound < cutoff:
+            return original(self, a, cols, threads, time_limit, bound, relaxation)
+        return HighsOutcome("time_limit", "Time limit reached", None, None, 0.0, 0)
+
+    monkeypatch.setattr(master.Master, "_run", stopped_at_the_cutoff)
+    # rungs below the LP optimum z: both close empty, the higher proves 0.9 z
+    monkeypatch.setattr(master, "LADDER", (-0.5, -0.1))
+    status, x, _, bound = m.solve("highs", None, None, cutoff)
+    assert status == "unknown" and x is None and m.probes == 3
+    assert m.lp is not None and bound == pytest.approx(0.9 * m.lp[0]) and bound > 0.0
+    monkeypatch.setattr(master.Master, "_run", original)
+    _, _, value, _ = m.solve("highs", None, None, cutoff)
+    assert bound <= value

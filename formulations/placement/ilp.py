@@ -139,8 +139,13 @@ from search.placement.combine import combine
 from search.placement.group_options import GroupOptions
 from search.placement.options import GroupOption, group_phases
 
-#: after each master, at most this many relaxed pairs it did not pick are expanded too
-EXPAND_MORE = 48
+#: after each master, at most this many relaxed pairs it did not pick are expanded too. On the
+#: merged 64-GPU testbed a master over ~68 000 columns takes seconds and an expansion under
+#: the incumbent milliseconds: 48 left PPO sync 5.7% short of a proof in 600 s, 500 proves it
+#: in 422 s (44 masters); on small-24 PPO it saves two masters (15.0 -> 12.6 s). Every pair the
+#: LP leaves in reach fits under it there (465 expansions at 400 as at 200).
+#: (benchmarks/results/performance-history.md)
+EXPAND_MORE = 500
 
 
 class PlacementILP:
@@ -353,7 +358,7 @@ class PlacementILP:
         ``value`` (z + d_j <= value), one per symmetry class and none of ``picked``'s: the pairs
         the next masters would turn to. A master solve costs far more than an expansion once
         the incumbent prunes them, so a few expansions that turn out useless buy fewer master
-        solves (small-24 PPO async: 14 -> 4). A count, not a time budget, so the solve stays
+        solves (small-24 PPO async: 14 -> 3 masters). A count, not a time budget, so the solve stays
         deterministic."""
         if lp is None:
             return []

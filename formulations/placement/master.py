@@ -230,6 +230,7 @@ class Master:
         #: (z, d) of the LP relaxation: its optimum and the reduced costs, once solved
         self.lp: tuple[float, np.ndarray] | None = None
         self.probes = 0  # HiGHS MIP runs of the last solve (the ladder's rungs)
+        self.rung_floor: float | None = None
         self.integrality = np.array([1] * n + [0] * (self.size - n))
         self.upper = np.array([1.0] * n + [np.inf] * (self.size - n - len(qs)) + [1.0] * len(qs))
 
@@ -253,7 +254,10 @@ class Master:
         solution below u holds the master's optimum (every solution at or above u is all it
         excluded); a rung with none moves to the next. The last rung is the cutoff itself, so
         the answer is the one without the ladder, and a wrong hint only costs probes. A rung
-        counts only with a solution below its bound: HiGHS may say optimal with one above."""
+        counts only with a solution below its bound: HiGHS may say optimal with one above. A
+        rung that closes with none proves the master's optimum at least its bound, so when the
+        last rung stops on the time limit, the bound returned is the larger of HiGHS's and the
+        highest such rung's."""
         if backend == "cbc":
             return self._cbc(time_limit, threads)
         if backend != "highs":
@@ -261,6 +265,7 @@ class Master:
         a = csc_array(self._matrix())
         keep = np.arange(self.size)
         self.lp, self.probes = None, 0  # this solve's own LP, never an earlier one's
+        self.rung_floor: float | None = None  # the highest rung proven empty (_ladder)
         if math.isfinite(cutoff):
             # reduced-cost fixing: a column whose LP reduced cost d_j lifts the LP bound z past the
             # cutoff, z + d_j > cutoff, is in no plan below the cutoff; dropping it before the MIP
@@ -287,9 +292,10 @@ class Master:
         # infeasible, cut off, or optimal with no solution below the cutoff
         if out.stopped in ("infeasible", "objective_bound", "optimal"):
             return "infeasible", None, None, None
+        bound = max((b for b in (out.dual_bound, self.rung_floor) if b is not None), default=None)
         if x is not None:
-            return "feasible", x, out.objective, out.dual_bound
-        return "unknown", None, None, out.dual_bound
+            return "feasible", x, out.objective, bound
+        return "unknown", None, None, bound
 
     def _ladder(
         self,
@@ -324,7 +330,9 @@ class Master:
             below = below and out.objective < u
             closed = out.stopped in ("infeasible", "objective_bound", "optimal")
             if u < cutoff and closed and not below:
-                continue  # nothing below this rung: the next
+                # nothing below this rung: the master's optimum is at least u
+                self.rung_floor = u
+                continue
             return out, cols
         raise AssertionError("the last rung is the cutoff, which always returns")
 
