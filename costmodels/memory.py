@@ -20,6 +20,7 @@ MoE models hold all experts in memory (their FLOPs use the active experts only).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from costmodels.catalog import ModelSpec
@@ -61,6 +62,7 @@ def logits_gb(m: ModelSpec, seq: int, mbs: int, tp: int) -> float:
     return float(seq) * mbs * m.vocab * BYTES_FP32 / tp / GB
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def tasklet_memory(
     kind: TaskKind,
     m: ModelSpec,
@@ -79,7 +81,9 @@ def tasklet_memory(
     optimizer_bytes: float,
     distributed_optimizer: bool,
 ) -> TaskletMemory:
-    """Model and working memory (GB) of one tasklet l^t_{i,j,k}."""
+    """Model and working memory (GB) of one tasklet l^t_{i,j,k}. Memoised: a search asks for the
+    same stage of the same configuration on every GPU group it places the task on (a pure
+    function of its arguments, and ``TaskletMemory`` is frozen, so sharing it is safe)."""
     p = stage_params(m, stage_layers, first, last) / tp
     if kind is TaskKind.TRAINING:
         model = training_model_gb(p, dp, grad_bytes, optimizer_bytes, distributed_optimizer)

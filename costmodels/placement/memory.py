@@ -3,10 +3,8 @@ working memory, the least any placement of a task holds, and the plan's per-GPU 
 
 from __future__ import annotations
 
-import functools
 import math
 
-from costmodels.catalog import ModelSpec
 from costmodels.layout import batch_shares, layer_split
 from costmodels.memory import GB, TaskletMemory, tasklet_memory, training_model_gb
 from costmodels.placement.plan import PlacementPlan, TaskPlacement
@@ -42,22 +40,22 @@ def task_memory(
         for j, stage in enumerate(replica):
             mem = seen.get((j, nm))
             if mem is None:
-                mem = seen[(j, nm)] = _tasklet(
+                mem = seen[(j, nm)] = tasklet_memory(
                     task.kind,
                     m,
-                    split[j],
-                    j == 0,
-                    j == tp_.pp - 1,
-                    tp_.tp,
-                    tp_.pp,
-                    tp_.dp,
-                    seq,
-                    wf.micro_batch_size,
-                    nm,
-                    wf.recompute,
-                    problem.params.grad_bytes_per_param,
-                    problem.params.optimizer_bytes_per_param,
-                    problem.params.distributed_optimizer,
+                    stage_layers=split[j],
+                    first=j == 0,
+                    last=j == tp_.pp - 1,
+                    tp=tp_.tp,
+                    pp=tp_.pp,
+                    dp=tp_.dp,
+                    seq=seq,
+                    mbs=wf.micro_batch_size,
+                    micro_batches=nm,
+                    recompute=wf.recompute,
+                    grad_bytes=problem.params.grad_bytes_per_param,
+                    optimizer_bytes=problem.params.optimizer_bytes_per_param,
+                    distributed_optimizer=problem.params.distributed_optimizer,
                 )
             working = mem.working_gb
             if task.kind is TaskKind.GENERATION and tp_.decode_batch is not None:
@@ -65,46 +63,6 @@ def task_memory(
             for dev in stage:
                 out[index[dev]] = (mem.model_gb, working)
     return out
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _tasklet(
-    kind: TaskKind,
-    m: ModelSpec,
-    stage_layers: int,
-    first: bool,
-    last: bool,
-    tp: int,
-    pp: int,
-    dp: int,
-    seq: int,
-    mbs: int,
-    micro_batches: float,
-    recompute: bool,
-    grad_bytes: float,
-    optimizer_bytes: float,
-    distributed_optimizer: bool,
-) -> TaskletMemory:
-    """:func:`~costmodels.memory.tasklet_memory`, memoised: a search asks it for the same stage of
-    the same configuration on every composition it places the task on (a pure function of its
-    arguments; ``TaskletMemory`` is frozen, so sharing it is safe)."""
-    return tasklet_memory(
-        kind,
-        m,
-        stage_layers=stage_layers,
-        first=first,
-        last=last,
-        tp=tp,
-        pp=pp,
-        dp=dp,
-        seq=seq,
-        mbs=mbs,
-        micro_batches=micro_batches,
-        recompute=recompute,
-        grad_bytes=grad_bytes,
-        optimizer_bytes=optimizer_bytes,
-        distributed_optimizer=distributed_optimizer,
-    )
 
 
 def memory_floor_gb(problem: PlacementProblem, task: Task) -> float:
