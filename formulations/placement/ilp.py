@@ -142,7 +142,7 @@ from search.placement.options import GroupOption, group_phases
 #: after each master, at most this many relaxed pairs it did not pick are expanded too. On the
 #: merged 64-GPU testbed a master over ~68 000 columns takes seconds and an expansion under
 #: the incumbent milliseconds: 48 left PPO sync 5.7% short of a proof in 600 s, 500 proves it
-#: in 422 s (44 masters); on small-24 PPO it saves two masters (15.0 -> 12.6 s). Every pair the
+#: in 419 s (44 masters); on small-24 PPO it saves two masters (15.0 -> 12.6 s). Every pair the
 #: LP leaves in reach fits under it there (465 expansions at 400 as at 200).
 #: (benchmarks/results/performance-history.md)
 EXPAND_MORE = 500
@@ -331,13 +331,22 @@ class PlacementILP:
             defer = self._defer_whole(picked)
             picked = [p for p in picked if p not in defer]
             picked += [p for q in picked for p in self.pool.kin_pairs(q) if p in self.pool.relaxed]
-            picked += [
+            more = [
                 p
                 for p in self._promising(columns, x, master.lp, value, picked)
                 # a pair of every task is a whole plan, the costliest expansion there is: only
                 # when the master picks it (_defer_whole), never on speculation
                 if len(p[0]) < len(self.tasks)
             ]
+            if picked and more and self._loose():
+                # under the co-located plan's cutoff an expansion keeps most of its options:
+                # the picked pairs first, then the best plan of the exact columns, and the
+                # promising pairs under the cutoff it sets (small-16 PPO async: the first
+                # batch 2.8 -> 0.5 s, same masters)
+                self.pool.start_expansions(picked, [self._keep_spec(p) for p in picked])()
+                self._restricted_incumbent(backend, threads)
+                picked = []
+            picked += more
             self.pool.start_expansions(picked, [self._keep_spec(p) for p in picked])()
             if defer:
                 self._restricted_incumbent(backend, threads)
@@ -411,6 +420,12 @@ class PlacementILP:
         if whole:
             self.deferred_whole = True
         return whole
+
+    def _loose(self) -> bool:
+        """Whether the cutoff is still the co-located plan's (no better plan, and no caller's
+        ``upper_bound`` below it)."""
+        start = self.stats.get("colocated")
+        return self.cutoff >= (math.inf if start is None else start)
 
     def _restricted_incumbent(self, backend: str, threads: int | None) -> None:
         """The best plan of the exact columns alone (the master without its relaxed columns:
