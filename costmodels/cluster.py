@@ -280,6 +280,14 @@ class Topology:
             index = self.memo["index_of"] = {d.id: d.index for d in self.devices}
         return index
 
+    def gpu_of(self) -> dict[str, Any]:
+        """Device id -> its GPU type, built once per topology (``index_of``'s kind of memo;
+        callers must not mutate it)."""
+        gpus = self.memo.get("gpu_of")
+        if gpus is None:
+            gpus = self.memo["gpu_of"] = {d.id: d.gpu for d in self.devices}
+        return gpus
+
     def node_of(self) -> np.ndarray:
         names = {name: i for i, name in enumerate(dict.fromkeys(d.node for d in self.devices))}
         return np.array([names[d.node] for d in self.devices])

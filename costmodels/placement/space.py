@@ -24,7 +24,6 @@ import itertools
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from costmodels.placement.check import check_placement
 from costmodels.placement.frameworks import rules_of
@@ -103,18 +102,9 @@ def task_configs(
     return out
 
 
-def _gpu_of(problem: PlacementProblem) -> dict[str, Any]:
-    """Device id -> its GPU type, built once per topology (place_task asks per TP group)."""
-    topo = problem.topology
-    gpus = topo.memo.get("gpu_of")
-    if gpus is None:
-        gpus = topo.memo["gpu_of"] = {d.id: d.gpu for d in topo.devices}
-    return gpus
-
-
 def _weight(problem: PlacementProblem, task: Task, device_ids: list[str], balance: str) -> float:
     """What a TP group is balanced by: its slowest member's speed, or its smallest memory."""
-    gpu_of = _gpu_of(problem)
+    gpu_of = problem.topology.gpu_of()
     gpus = [gpu_of[d] for d in device_ids]
     if balance == "memory":
         return min(g.memory_gb for g in gpus)

@@ -343,11 +343,11 @@ class PlacementILP:
                 # the picked pairs first, then the best plan of the exact columns, and the
                 # promising pairs under the cutoff it sets (small-16 PPO async: the first
                 # batch 2.8 -> 0.5 s, same masters)
-                self.pool.start_expansions(picked, [self._keep_spec(p) for p in picked])()
+                self._expand(picked)
                 self._restricted_incumbent(backend, threads)
                 picked = []
             picked += more
-            self.pool.start_expansions(picked, [self._keep_spec(p) for p in picked])()
+            self._expand(picked)
             if defer:
                 self._restricted_incumbent(backend, threads)
             else:
@@ -413,19 +413,26 @@ class PlacementILP:
         the master would turn to are expanded first and the master on exact columns alone
         (:meth:`_restricted_incumbent`) gives the cutoff. Deferred once only, so the loop
         still expands a pair per iteration and ends."""
-        start = self.stats.get("colocated")
-        if self.deferred_whole or self.incumbent[0] < (math.inf if start is None else start):
+        if self.deferred_whole or self.incumbent[0] < self._colocated():
             return []
         whole = [p for p in picked if len(p[0]) == len(self.tasks)]
         if whole:
             self.deferred_whole = True
         return whole
 
+    def _colocated(self) -> float:
+        """The co-located plan's cost (inf when none fits)."""
+        start = self.stats.get("colocated")
+        return math.inf if start is None else start
+
     def _loose(self) -> bool:
         """Whether the cutoff is still the co-located plan's (no better plan, and no caller's
         ``upper_bound`` below it)."""
-        start = self.stats.get("colocated")
-        return self.cutoff >= (math.inf if start is None else start)
+        return self.cutoff >= self._colocated()
+
+    def _expand(self, pairs: list[Pair]) -> None:
+        """Make ``pairs`` exact, each pruned by its spec under the cutoff now."""
+        self.pool.start_expansions(pairs, [self._keep_spec(p) for p in pairs])()
 
     def _restricted_incumbent(self, backend: str, threads: int | None) -> None:
         """The best plan of the exact columns alone (the master without its relaxed columns:
