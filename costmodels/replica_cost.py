@@ -115,6 +115,7 @@ class TaskCoster:
         self.shares = batch_shares(tp_.dp, tp_.batch_shares)
         self.mem = mem
         self.exact = True
+        self._dbs: tuple[int, ...] | None = None
 
     def _context(self) -> int:
         """The problem's parameters and workflow, numbered per topology for memo keys (by
@@ -200,9 +201,13 @@ class TaskCoster:
             # everything else a replica's cost reads: the parameters and workflow, the
             # constants, and whether its decode is left out
             context = (self._context(), consts, prefill_only)
+        # prefill alone does not read dbs (it only sets HetRL's literal decode steps): those
+        # entries are keyed without it, so residents that change a replica's dbs share them
+        blind = prefill_only and not literal
         for i, replica in enumerate(self.idx):
-            dbs = self._resident_dbs(replica)
-            key = (context, *self._replica_key(i, replica), dbs) if cache is not None else None
+            dbs = self._resident_dbs(i)
+            keyed = None if blind else dbs
+            key = (context, *self._replica_key(i, replica), keyed) if cache is not None else None
             hit = cache.get(key) if cache is not None else None
             if hit is None:
                 before, self.exact = self.exact, True
@@ -210,7 +215,9 @@ class TaskCoster:
                 self.exact = before
                 if cache is not None and len(cache) < REPLICA_MEMO_ENTRIES:
                     cache[key] = hit
-            total, pre, comp_s, tp_s, pp_s, bubble, decode, detail, dbs, exact = hit
+            total, pre, comp_s, tp_s, pp_s, bubble, decode, detail, hit_dbs, exact = hit
+            if not blind or dbs is None:
+                dbs = hit_dbs
             self.exact = self.exact and exact
             if not gen and not wf.response_lengths.is_constant:
                 # outside the memo: the factor reads the replica count, which its key does not
@@ -373,8 +380,8 @@ class TaskCoster:
             cache[key] = out
         return out
 
-    def _resident_dbs(self, replica: list[list[int]]) -> int | None:
-        """The replica's dbs when it is read off the memory map (generation "as many as fit"),
+    def _resident_dbs(self, i: int) -> int | None:
+        """Replica ``i``'s dbs when it is read off the memory map (generation "as many as fit"),
         else None (none, or the plan's ``decode_batch``, already in the key). A replica's cost
         reads the memory map only through this dbs (:meth:`_replica`), so keying the memo on it
         in place of the GPUs' resident and usable GB is exact and lets replicas whose residents
@@ -384,8 +391,16 @@ class TaskCoster:
             and self.tp_.decode_batch is None
             and self.mem is not None
         ):
-            return self._decode_batch(replica)
+            return self.replica_dbs()[i]
         return None
+
+    def replica_dbs(self) -> tuple[int, ...]:
+        """Every replica's dbs (:meth:`_decode_batch`), read off the memory map once per coster:
+        the search keys its memo on them and then costs the same coster
+        (``search.placement.candidates``), which reads them again."""
+        if self._dbs is None:
+            self._dbs = tuple(self._decode_batch(replica) for replica in self.idx)
+        return self._dbs
 
     def _dp_cost(self) -> float:
         dp, tp = self.tp_.dp, self.tp_.tp

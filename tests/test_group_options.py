@@ -17,7 +17,7 @@ from search.placement.options import Partial
 TERMS = ("gen", "inf", "trn", "xfer", "busy")
 
 
-def _every_candidate(self, states, cands, floors, comp, col_of, capacity, deadline, keep):
+def _every_candidate(self, states, cands, floors, refine, comp, col_of, capacity, deadline, keep):
     """The reference: every generation candidate costed in every combination."""
     from costmodels.workflow import ACTOR_GENERATION
 
@@ -33,7 +33,13 @@ def _front(options):
     [("small-8", "ppo-sync-qwen3-4b"), ("small-16", "grpo-async-qwen3-8b")],
 )
 @pytest.mark.parametrize("pruned", [False, True])
-def test_fastest_generation_per_combination_keeps_the_front(monkeypatch, cluster, workflow, pruned):
+@pytest.mark.parametrize("defer", [False, True])
+def test_fastest_generation_per_combination_keeps_the_front(
+    monkeypatch, cluster, workflow, pruned, defer
+):
+    """The fastest-candidate merge (explicit decode batches costed up front, or deferred to
+    their floors as the ILP's expansions run it) gives the front of costing every candidate
+    in every combination, and costs fewer."""
     p = build_problem("placement", {"cluster": cluster, "workflow": workflow})
     pool = ColumnPool(GroupOptions(p))
     rng = random.Random(11)
@@ -55,7 +61,7 @@ def test_fastest_generation_per_combination_keeps_the_front(monkeypatch, cluster
             def keep(st: Partial, cut=cut) -> bool:
                 return sum(st.phases(p.workflow.eta)) <= cut
 
-        builders = GroupOptions(p), GroupOptions(p)
+        builders = GroupOptions(p, defer_explicit=defer), GroupOptions(p)
         fast = builders[0].options(subset, comp, keep)
         with monkeypatch.context() as m:
             m.setattr(GroupOptions, "_extend_fastest", _every_candidate)

@@ -17,9 +17,11 @@ from costmodels.placement.judge import StepShape
 from costmodels.placement.memory import memory_floor_gb, task_memory
 from costmodels.placement.space import (
     best_colocated,
+    colocated_candidates,
     compositions,
     is_heterogeneous,
     place_task,
+    placement_keeper,
     task_configs,
 )
 from costmodels.placement.task_cost import generation_floor, task_cost
@@ -318,3 +320,24 @@ def test_a_rung_proven_empty_bounds_a_master_the_limit_stops(monkeypatch):
     monkeypatch.setattr(master.Master, "_run", original)
     _, _, value, _ = m.solve("highs", None, None, cutoff)
     assert bound <= value
+
+
+@pytest.mark.parametrize(
+    "cluster,workflow",
+    [
+        ("small-8", "ppo-sync-qwen3-4b"),
+        ("small-16", "grpo-async-qwen3-8b"),
+        ("small-24", "ppo-sync-qwen3-8b"),
+    ],
+)
+def test_the_memory_screen_keeps_the_best_colocated_plan(cluster, workflow):
+    """best_colocated builds and validates only the plans its memory screen lets through; the
+    sweep of every co-located plan through the validator finds the same best one."""
+    p = build_problem("placement", {"cluster": cluster, "workflow": workflow})
+    keep = placement_keeper(p)
+    for plan in colocated_candidates(p):
+        keep.offer(plan)
+    assert keep.rejected > 0  # the screen has something to skip
+    cost, plan = best_colocated(p)
+    assert cost == keep.best
+    assert plan == keep.plan

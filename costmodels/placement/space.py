@@ -22,12 +22,15 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+
+import numpy as np
 
 from costmodels.placement.check import check_placement
 from costmodels.placement.frameworks import rules_of
 from costmodels.placement.judge import evaluate_placement
+from costmodels.placement.memory import task_memory
 from costmodels.placement.plan import PlacementPlan, TaskGroup, TaskPlacement
 from costmodels.placement.problem import PlacementProblem
 from costmodels.solving import UNLIMITED, Deadline, KeepBest
@@ -228,6 +231,19 @@ def colocated_candidates(
     the engine's default); only the given load-balancing choices and TP up to ``max_tp``."""
     if gpus is None:
         gpus = [d.id for d in problem.topology.devices]
+    names = [t.name for t in problem.tasks]
+    for configs in _colocated_configs(problem, balances, max_tp, gpus, as_many_as_fit):
+        yield build_plan(problem, [(names, gpus)], configs)
+
+
+def _colocated_configs(
+    problem: PlacementProblem,
+    balances: tuple[str, ...],
+    max_tp: int,
+    gpus: list[str],
+    as_many_as_fit: bool,
+) -> Iterator[dict[str, TaskConfig]]:
+    """The configurations of :func:`colocated_candidates`' plans, in its order."""
     n = len(gpus)
     het = is_heterogeneous(problem, gpus)
     tasks = problem.tasks
@@ -248,8 +264,44 @@ def colocated_candidates(
         shared = cfgs if shared is None else shared & cfgs
     for gc in gen_cfgs:
         for oc in sorted(shared or ()):
-            configs = {gen.name: gc, **{t.name: oc for t in others}}
-            yield build_plan(problem, [([t.name for t in tasks], gpus)], configs)
+            yield {gen.name: gc, **{t.name: oc for t in others}}
+
+
+def _overflows(
+    problem: PlacementProblem, gpus: list[str]
+) -> Callable[[dict[str, TaskConfig]], bool]:
+    """Whether a co-located plan's configurations surely overflow a GPU's memory (C3, as
+    ``check.check_placement`` sums it: resident models plus the largest working memory), by a
+    margin no summation order can close. Each task's per-GPU memory is computed once per
+    configuration, so a sweep builds and validates only the plans that may fit (small-24 PPO:
+    150 of 3 600)."""
+    tasks = {t.name: t for t in problem.tasks}
+    index = problem.topology.index_of()
+    devs = [index[g] for g in gpus]
+    capacity = np.array(
+        [problem.topology.devices[d].gpu.memory_gb - problem.params.memory_reserve_gb for d in devs]
+    )
+    memo: dict[tuple[str, TaskConfig], tuple[np.ndarray, np.ndarray]] = {}
+
+    def memory(name: str, cfg: TaskConfig) -> tuple[np.ndarray, np.ndarray]:
+        hit = memo.get((name, cfg))
+        if hit is None:
+            per = task_memory(problem, tasks[name], place_task(problem, tasks[name], gpus, cfg))
+            hit = memo[(name, cfg)] = (
+                np.array([per[d][0] for d in devs]),
+                np.array([per[d][1] for d in devs]),
+            )
+        return hit
+
+    def overflows(configs: dict[str, TaskConfig]) -> bool:
+        model, working = np.zeros(len(devs)), np.zeros(len(devs))
+        for name, cfg in configs.items():
+            mo, wo = memory(name, cfg)
+            model += mo
+            np.maximum(working, wo, out=working)
+        return bool(np.any(model + working > capacity + 1e-6))
+
+    return overflows
 
 
 def placement_keeper(problem: PlacementProblem, tol: float = 0.0) -> KeepBest:
@@ -266,8 +318,12 @@ def best_colocated(
     """The best valid plan of :func:`colocated_candidates` (an in-space upper bound that the
     exact ILP prunes with and SHA-EA starts from); (inf, None) when none fits."""
     keep = placement_keeper(problem)
-    for plan in colocated_candidates(problem):
+    gpus = [d.id for d in problem.topology.devices]
+    names = [t.name for t in problem.tasks]
+    overflows = _overflows(problem, gpus)
+    for configs in _colocated_configs(problem, BALANCES, MAX_TP, gpus, False):
         if deadline.expired():
             break
-        keep.offer(plan)
+        if not overflows(configs):  # the validator still judges every plan offered
+            keep.offer(build_plan(problem, [(names, gpus)], configs))
     return keep.best, keep.plan

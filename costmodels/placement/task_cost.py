@@ -25,11 +25,17 @@ def task_cost(
     coster = (GenerationCoster if task.kind is TaskKind.GENERATION else TaskCoster)(
         problem, task, tp_, mem
     )
+    return coster_cost(coster), coster.exact
+
+
+def coster_cost(coster: TaskCoster) -> dict[str, Any]:
+    """:func:`task_cost`'s components from a coster built for it (the search reads a
+    generation coster's dbs before deciding to cost it: ``search.placement.candidates``)."""
     cost = coster.cost()
-    scale = problem.params.generation_scale
-    if task.kind is TaskKind.GENERATION and scale != 1.0:
+    scale = coster.problem.params.generation_scale
+    if coster.task.kind is TaskKind.GENERATION and scale != 1.0:
         cost = {**cost, "time_s": cost["time_s"] * scale, "generation_scale": scale}
-    return cost, coster.exact
+    return cost
 
 
 def generation_floor(
@@ -40,7 +46,12 @@ def generation_floor(
     (dbs <= the dbs ``mem`` allows), and :meth:`GenerationCoster.decode_floor` bounds every such
     dbs; prefill does not depend on dbs. Under ``decode_model="hetrl"`` the time is
     non-increasing in dbs, so the time at the largest dbs is the bound."""
-    coster = GenerationCoster(problem, task, tp_, mem)
+    return coster_floor(GenerationCoster(problem, task, tp_, mem))
+
+
+def coster_floor(coster: GenerationCoster) -> float:
+    """:func:`generation_floor` from a generation coster built for it."""
+    problem = coster.problem
     scale = problem.params.generation_scale  # task_cost's scale: the floor scales with the cost
     if problem.params.decode_model == "hetrl":
         return coster.cost()["time_s"] * scale
@@ -62,5 +73,4 @@ def decode_batches(
     problem: PlacementProblem, task: Task, tp_: TaskPlacement, mem: dict[int, dict[str, float]]
 ) -> tuple[int, ...]:
     """dbs of every replica of a generation task (cheap: memory arithmetic, no costing)."""
-    coster = GenerationCoster(problem, task, tp_, mem)
-    return tuple(coster._decode_batch(replica) for replica in coster.idx)
+    return GenerationCoster(problem, task, tp_, mem).replica_dbs()

@@ -228,7 +228,7 @@ _WORKER: ColumnCosting | None = None
 
 def _init_worker(problem: PlacementProblem) -> None:
     global _WORKER  # one builder per worker process, its caches kept for the whole solve
-    _WORKER = ColumnCosting(GroupOptions(problem))
+    _WORKER = ColumnCosting(GroupOptions(problem, defer_explicit=True))
 
 
 def _worker_relax(pairs: list[Pair], _: None, remaining: float | None) -> tuple[int, list[Relaxed]]:

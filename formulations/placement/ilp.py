@@ -170,7 +170,7 @@ class PlacementILP:
         self.trace = Trace(
             deadline
         )  # anytime curve: the co-located incumbent, then each better plan
-        self.builder = GroupOptions(problem)
+        self.builder = GroupOptions(problem, defer_explicit=True)
         self.classes = self.builder.classes
         self.tasks = self.builder.tasks
         self.pool = ColumnPool(self.builder, deadline)

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from costmodels import comm
+from costmodels.placement.decode_cost import GenerationCoster
 from costmodels.placement.frameworks import rules_of
 from costmodels.placement.memory import task_memory
 from costmodels.placement.plan import TaskPlacement
@@ -24,7 +25,7 @@ from costmodels.placement.space import (
     place_task,
     task_configs,
 )
-from costmodels.placement.task_cost import decode_batches, generation_floor, task_cost
+from costmodels.placement.task_cost import coster_cost, coster_floor, task_cost
 from costmodels.placement.transfer import full_weights_gb, replica_allgather, zone_fanout
 from costmodels.solving import UNLIMITED, Deadline
 from costmodels.workflow import ACTOR_GENERATION, ACTOR_TRAINING, TaskKind
@@ -34,10 +35,23 @@ from search.placement.pareto import pareto_candidates
 
 class TaskCandidates:
     """Cached candidates of one problem's tasks, keyed by (task signature, composition), and the
-    class-level C_sync terms of compositions (:class:`GroupOptions` combines the candidates)."""
+    class-level C_sync terms of compositions (:class:`GroupOptions` combines the candidates).
 
-    def __init__(self, problem: PlacementProblem):
+    With ``defer_explicit`` (the exact ILP's expansions), generation's explicit-dbs candidates
+    are deferred like its "as many as fit" ones: not costed until a merge reaches them.
+    Generation is merged last, each combination by its fastest fitting candidate, tried in order
+    of a lower bound on each one's time (``GroupOptions._extend_fastest``); for an explicit dbs d
+    that bound is ``generation_floor`` with d as the largest dbs (exact prefill, and
+    ``GenerationCoster.decode_floor`` bounds every dbs <= d), so the merge still finds each
+    combination's fastest candidate and the options are the same. On small-24 PPO almost none is
+    reached: costing every one was about a third of the expansions' time. Without a time, they
+    skip the Pareto filter of :meth:`candidates`; the search's quick merge reads their times, so
+    it keeps them costed."""
+
+    def __init__(self, problem: PlacementProblem, defer_explicit: bool = False):
         self.problem = problem
+        #: generation's explicit-dbs candidates deferred like "as many as fit": see the class doc
+        self.defer_explicit = defer_explicit
         self.classes = node_classes(problem)
         self.cap = [len(g) for _, g in self.classes]
         self.tasks = {t.name: t for t in problem.tasks}
@@ -52,6 +66,9 @@ class TaskCandidates:
         self._resolved: dict[Any, float] = {}
         #: deferred generation candidates' placements, costed again for every resident set
         self._placements: dict[tuple[str, tuple[int, ...], TaskConfig], TaskPlacement] = {}
+        #: :meth:`_configured`'s costed configurations per (kind, model, composition, explicit
+        #: dbs): tasks that share them cost alike (PPO's actor and critic training on one model)
+        self._alike: dict[Any, list[tuple[TaskConfig, float, np.ndarray, np.ndarray, bool]]] = {}
         self._routes: dict[tuple[int, int], float] | None = None
         self.evaluations = 0
         self._class_of = {g: k for k, (_, members) in enumerate(self.classes) for g in members}
@@ -133,7 +150,7 @@ class TaskCandidates:
             return self.candidates(name, comp, deadline)
         hit = self._cands.get((self.signature(name), comp))
         if hit is not None:
-            return [c for c in hit if c.deferred]
+            return [c for c in hit if c.deferred and c.cfg.decode_batch is None]
         return self._configured(name, comp, deadline, explicit_dbs=False)
 
     def _configured(
@@ -141,12 +158,45 @@ class TaskCandidates:
     ) -> list[Candidate]:
         """Every configuration of one task on a composition that fits alone, costed (generation
         "as many as fit" deferred); without ``explicit_dbs``, generation's explicit decode
-        batches are left out."""
+        batches are left out. A task's configurations, placements, memory and time read only its
+        kind and model (``costmodels.placement``), so tasks that share both share them unless a
+        framework target tells tasks apart by role; the actor's training adds its all-gather."""
+        p, task = self.problem, self.tasks[name]
+        alike = (
+            (task.kind, p.workflow.model(task.role).name, comp, explicit_dbs)
+            if self._rules is None
+            else None
+        )
+        costed = self._alike.get(alike) if alike is not None else None
+        if costed is None:
+            costed = self._cost_configs(name, comp, deadline, explicit_dbs)
+            if alike is not None:
+                self._alike[alike] = costed
+        cands = []
+        for cfg, time, model, working, deferred in costed:
+            cand = Candidate(cfg, time, model, working, deferred=deferred)
+            if name == ACTOR_TRAINING:
+                ag, _ = replica_allgather(p, place_task(p, task, self.gpus(comp), cfg))
+                cand.ag_min, cand.ag_max = min(ag), max(ag)
+            cands.append(cand)
+        return cands
+
+    def _defers_explicit(self) -> bool:
+        """Whether generation's explicit-dbs candidates are deferred (class doc): only when
+        generation is merged on its own, last, by its fastest candidate, which a framework
+        target's ties between tasks rule out."""
+        return self.defer_explicit and not self._ties
+
+    def _cost_configs(
+        self, name: str, comp: tuple[int, ...], deadline: Deadline, explicit_dbs: bool
+    ) -> list[tuple[TaskConfig, float, np.ndarray, np.ndarray, bool]]:
+        """(configuration, time, model GB, working GB per GPU, deferred) of :meth:`_configured`;
+        a deferred generation configuration's placement is kept for :meth:`_beside`."""
         p, task = self.problem, self.tasks[name]
         gpus = self.gpus(comp)
         capacity = self.capacity(comp)
         pos = {self._index[g]: i for i, g in enumerate(gpus)}
-        cands = []
+        out = []
         for cfg in task_configs(p, task, len(gpus), is_heterogeneous(p, gpus)):
             if not explicit_dbs and cfg.decode_batch is not None:
                 continue
@@ -158,17 +208,16 @@ class TaskCandidates:
                 model[pos[d]], working[pos[d]] = mo, wo
             if np.any(model + working > capacity + 1e-9):
                 continue
-            if task.kind is TaskKind.GENERATION and cfg.decode_batch is None:
-                cands.append(Candidate(cfg, 0.0, model, working, deferred=True))
+            if task.kind is TaskKind.GENERATION and (
+                cfg.decode_batch is None or self._defers_explicit()
+            ):
+                self._placements[(name, comp, cfg)] = placement
+                out.append((cfg, 0.0, model, working, True))
                 continue
             cost, _ = task_cost(p, task, placement)
             self.evaluations += 1
-            cand = Candidate(cfg, cost["time_s"], model, working)
-            if name == ACTOR_TRAINING:
-                ag, _ = replica_allgather(p, placement)
-                cand.ag_min, cand.ag_max = min(ag), max(ag)
-            cands.append(cand)
-        return cands
+            out.append((cfg, cost["time_s"], model, working, False))
+        return out
 
     def _table(
         self, name: str, comp: tuple[int, ...], deadline: Deadline = UNLIMITED
@@ -208,23 +257,26 @@ class TaskCandidates:
         """Generation "as many as fit" under ``cfg`` on ``comp`` with ``resident`` GB of models per
         GPU: its time (``what="time"``, the cost model's) or its floor (``"floor"``,
         :func:`~costmodels.placement.task_cost.generation_floor`). Both depend on the residents only
-        through each replica's dbs, so they are memoised on them."""
+        through each replica's dbs, so they are memoised on them, and first on the residents
+        themselves (a merge meets one resident set in many combinations: no coster to build)."""
+        seen = (what, name, comp, cfg, resident.tobytes())
+        hit = self._resolved.get(seen)
+        if hit is not None:
+            return hit
         p, task = self.problem, self.tasks[name]
         mem = self._memory_map(comp, resident)
         placement = self._placements.get((name, comp, cfg))
         if placement is None:  # its canonical layout: the same for every resident set
             placement = place_task(p, task, self.gpus(comp), cfg)
             self._placements[(name, comp, cfg)] = placement
-        key = (what, name, comp, cfg, decode_batches(p, task, placement, mem))
+        coster = GenerationCoster(p, task, placement, mem)  # its dbs are read once, here
+        key = (what, name, comp, cfg, coster.replica_dbs())
         hit = self._resolved.get(key)
         if hit is None:
             self.evaluations += 1
-            hit = (
-                task_cost(p, task, placement, mem)[0]["time_s"]
-                if what == "time"
-                else generation_floor(p, task, placement, mem)
-            )
+            hit = coster_cost(coster)["time_s"] if what == "time" else coster_floor(coster)
             self._resolved[key] = hit
+        self._resolved[seen] = hit
         return hit
 
     def _memory_map(

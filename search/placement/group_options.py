@@ -15,6 +15,7 @@ as HetRL enumerates intra-model parallelization at Level 4 (§3.4).
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Callable
 from typing import Any
@@ -33,8 +34,8 @@ from search.placement.pareto import pareto_rows, prune_partials, thin_front
 class GroupOptions(TaskCandidates):
     """Cached candidates and options of one problem, keyed by (task or subset, composition)."""
 
-    def __init__(self, problem: PlacementProblem):
-        super().__init__(problem)
+    def __init__(self, problem: PlacementProblem, defer_explicit: bool = False):
+        super().__init__(problem, defer_explicit)
         self._opts: dict[tuple[tuple[str, ...], tuple[int, ...]], list[GroupOption]] = {}
 
     def bound_option(
@@ -140,15 +141,12 @@ class GroupOptions(TaskCandidates):
         capacity, lists = self._inputs(subset, comp, deadline)
         if any(not lst for lst in lists):
             return self._store(key, [], keep is None or cache_pruned)
-        # generation's least time per candidate: its own, or its floor alone when deferred (a
-        # bound for every resident set, ``generation_floor``), taken before the GPUs are merged
-        floors = (
-            [
-                self._floor(ACTOR_GENERATION, comp, c) if c.deferred else c.time
-                for c in lists[subset.index(ACTOR_GENERATION)]
-            ]
+        # generation's least time per candidate (a bound for every resident set), taken before
+        # the GPUs are merged, and how to tighten it when a merge reaches it (:meth:`_gen_floors`)
+        floors, refine = (
+            self._gen_floors(comp, lists[subset.index(ACTOR_GENERATION)])
             if ACTOR_GENERATION in subset
-            else []
+            else ([], lambda i: 0.0)
         )
         # GPUs whose memory rows agree for every candidate (same stage of different replicas,
         # same capacity) are one constraint: merge them to keep dominance checks small
@@ -181,7 +179,7 @@ class GroupOptions(TaskCandidates):
             if names == (ACTOR_GENERATION,):
                 # the last step (``_merge_steps``): only each combination's fastest generation
                 extended = self._extend_fastest(
-                    states, lsts[0], floors, comp, col_of, capacity, deadline, keep
+                    states, lsts[0], floors, refine, comp, col_of, capacity, deadline, keep
                 )
             else:
                 extended = self._extend_step(states, names, lsts, comp, col_of, capacity, deadline)
@@ -206,6 +204,8 @@ class GroupOptions(TaskCandidates):
         are costed only for the ``beam`` configurations whose explicit-dbs sibling is fastest.
         Every option returned is one :meth:`options` would consider, so its cost is achievable; it
         may miss the best one (SHA-EA re-solves survivors exactly)."""
+        if self.defer_explicit:
+            raise ValueError("quick_options ranks by explicit-dbs times: not with defer_explicit")
         key = ("quick", subset, comp, beam)
         if key in self._opts:
             return self._opts[key]
@@ -301,11 +301,53 @@ class GroupOptions(TaskCandidates):
                 out.append(st.add(name, kind, c))
         return out
 
+    def _gen_floors(
+        self, comp: tuple[int, ...], cands: list[Candidate]
+    ) -> tuple[list[float], Callable[[int], float]]:
+        """A lower bound on each generation candidate's time beside any residents, and a call
+        giving candidate i's tighter one. A costed candidate's is its time; an "as many as fit"
+        one's, its ``generation_floor`` alone. A deferred explicit-dbs one's
+        (``TaskCandidates``' ``defer_explicit``) is first its layout's "as many as fit" floor
+        alone, which bounds every explicit dbs of the layout (``TaskCandidates._bound_candidates``
+        states why) and costs nothing more, then its own floor with its dbs as the largest,
+        computed only when a merge reaches it."""
+        floors: list[float] = []
+        alone: dict[tuple[int, int, int, str], float] = {}
+        for c in cands:
+            if c.deferred and c.cfg.decode_batch is None:
+                f = self._floor(ACTOR_GENERATION, comp, c)
+                alone[(c.cfg.tp, c.cfg.pp, c.cfg.dp, c.cfg.balance)] = f
+                floors.append(f)
+            else:
+                floors.append(c.time)
+        own: dict[int, float] = {}
+        for i, c in enumerate(cands):
+            if c.deferred and c.cfg.decode_batch is not None:
+                sibling = alone.get((c.cfg.tp, c.cfg.pp, c.cfg.dp, c.cfg.balance))
+                if sibling is None:  # no sibling among the candidates: its own floor now
+                    own[i] = floors[i] = self._floor(ACTOR_GENERATION, comp, c)
+                else:
+                    floors[i] = sibling
+
+        def refine(i: int) -> float:
+            hit = own.get(i)
+            if hit is None:
+                c = cands[i]
+                hit = own[i] = (
+                    self._floor(ACTOR_GENERATION, comp, c)
+                    if c.deferred and c.cfg.decode_batch is not None
+                    else floors[i]
+                )
+            return hit
+
+        return floors, refine
+
     def _extend_fastest(
         self,
         states: list[Partial],
         cands: list[Candidate],
         floors: list[float],
+        refine: Callable[[int], float],
         comp: tuple[int, ...],
         col_of: np.ndarray,
         capacity: np.ndarray,
@@ -315,10 +357,11 @@ class GroupOptions(TaskCandidates):
         """Generation merged last: each combination extended by its fastest fitting candidate
         only. Generation's candidate moves no term of the option but gen (and busy, which grows
         with it), so the others are dominated and cannot change the Pareto front :meth:`options`
-        returns. Candidates are tried in order of ``floors`` (a lower bound on each one's time
-        beside any residents) and the search stops once the next floor cannot beat the best so
-        far, or cannot pass ``keep`` (whose bound only grows with generation's time): most deferred
-        candidates are never costed."""
+        returns. Candidates are tried in order of a lower bound on each one's time beside any
+        residents (``floors``, tightened by ``refine`` when a candidate that fits is reached:
+        it goes back in line at its tighter bound), and the search stops once the next bound
+        cannot beat the best so far, or cannot pass ``keep`` (whose bound only grows with
+        generation's time): most deferred candidates are never costed."""
         kind = self.tasks[ACTOR_GENERATION].kind
         order = sorted(range(len(cands)), key=lambda i: floors[i])
         work = len(cands) * len(capacity)
@@ -326,14 +369,29 @@ class GroupOptions(TaskCandidates):
         for st in states:
             deadline.check(work)
             best: Partial | None = None
-            for i in order:
+            waiting: list[tuple[float, int]] = []  # (tighter bound, i), a heap
+            k, n = 0, len(order)
+            while k < n or waiting:
+                # the least bound left: the sorted queue's next, or the heap's (the bound taken
+                # only grows, so the stopping tests below hold for every candidate left)
+                if k < n and (not waiting or floors[order[k]] <= waiting[0][0]):
+                    i, bound, tight = order[k], floors[order[k]], False
+                    k += 1
+                else:
+                    bound, i = heapq.heappop(waiting)
+                    tight = True
+                if best is not None and bound >= best.key[0]:
+                    break
+                if keep is not None and not keep(st.with_generation(bound)):
+                    break
                 c = cands[i]
-                if best is not None and floors[i] >= best.key[0]:
-                    break
-                if keep is not None and not keep(st.with_generation(floors[i])):
-                    break
                 if not _fits(st, c, capacity):
                     continue
+                if not tight:
+                    sharper = refine(i)
+                    if sharper > bound:
+                        heapq.heappush(waiting, (sharper, i))
+                        continue
                 if c.deferred:
                     c = self._resolve(ACTOR_GENERATION, comp, c, st, col_of)
                 if best is None or c.time < best.key[0]:
@@ -381,8 +439,18 @@ class GroupOptions(TaskCandidates):
     ) -> Candidate:
         """Cost a deferred generation candidate in a combination: its dbs per replica is what the
         KV cache left beside every resident model of the group allows
-        (``decode_cost.GenerationCoster._decode_batch``)."""
-        time = self._beside("time", name, comp, c.cfg, (st.model + c.model)[col_of])
+        (``decode_cost.GenerationCoster._decode_batch``), or its explicit dbs (a deferred
+        explicit candidate, :class:`~search.placement.candidates.TaskCandidates`' doc: the same
+        for every resident set, so costed once per composition)."""
+        if c.cfg.decode_batch is not None:
+            key = ("explicit", name, comp, c.cfg)
+            time = self._resolved.get(key)
+            if time is None:
+                time = self._resolved[key] = self._beside(
+                    "time", name, comp, c.cfg, c.model[col_of]
+                )
+        else:
+            time = self._beside("time", name, comp, c.cfg, (st.model + c.model)[col_of])
         return Candidate(c.cfg, time, c.model, c.working, c.ag_min, c.ag_max)
 
     def _store(self, key: Any, out: list[GroupOption], cache: bool) -> list[GroupOption]:
