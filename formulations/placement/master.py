@@ -1,5 +1,5 @@
 """The master ILP of HetRL placement (§3.5; ``formulations.placement.ilp``'s module doc states
-(1)-(8)): its rows over a list of columns, solved on HiGHS (highspy) with reduced-cost fixing
+(1)-(9)): its rows over a list of columns, solved on HiGHS (highspy) with reduced-cost fixing
 below a cutoff, or on CBC through PuLP."""
 
 from __future__ import annotations
@@ -67,51 +67,61 @@ def _phase_rows(
     col: dict[str, int],
     shape: StepShape,
 ) -> list[Row]:
-    """(3): one row per task and phase, on the options covering the task."""
-    rows: list[Row] = []
+    """(3): one row per task and phase, on the options covering the task; (9), in the
+    overlapping modes: the same rows on each class's big columns, with the row that picks at
+    most one of them."""
     kinds = {task.kind for task in builder.tasks.values()}
-    for t in builder.tasks:  # (3): one row per task and phase, on the options covering t
+    rows: list[Row] = []
+    for t in builder.tasks:
         cover = [i for i, o in enumerate(opts) if t in o.tasks]
-        if TaskKind.INFERENCE in kinds:
-            rows.append(
-                (
-                    {col["I"]: 1.0, **{i: -floor[i][1] for i in cover if floor[i][1]}},
-                    0.0,
-                    np.inf,
-                )
+        rows += _cover_rows(cover, opts, floor, col, shape, kinds)
+    for k, nk in enumerate(builder.cap if shape.overlaps else ()):
+        big = [i for i, o in enumerate(opts) if 2 * o.comp[k] > nk]
+        if len(big) > 1:
+            rows.append(({i: 1.0 for i in big}, -np.inf, 1.0))
+            rows += _cover_rows(big, opts, floor, col, shape, kinds)
+    return rows
+
+
+def _cover_rows(
+    cover: list[int],
+    opts: list[GroupOption],
+    floor: list[tuple[float, float, float]],
+    col: dict[str, int],
+    shape: StepShape,
+    kinds: set[TaskKind],
+) -> list[Row]:
+    """Each phase at least its term in the one option of ``cover`` a plan uses: a task's cover
+    (3), or a class's big columns (9), of which a plan uses at most one."""
+    rows: list[Row] = []
+    if TaskKind.INFERENCE in kinds:
+        rows.append(
+            ({col["I"]: 1.0, **{i: -floor[i][1] for i in cover if floor[i][1]}}, 0.0, np.inf)
+        )
+    if TaskKind.TRAINING in kinds:
+        rows.append(
+            ({col["R"]: 1.0, **{i: -floor[i][2] for i in cover if floor[i][2]}}, 0.0, np.inf)
+        )
+    if "G" in col:
+        rows.append(
+            ({col["G"]: 1.0, **{i: -floor[i][0] for i in cover if floor[i][0]}}, 0.0, np.inf)
+        )
+    if not shape.overlaps:
+        rows.append(
+            (
+                {
+                    col["G"]: 1.0,
+                    col["I"]: 1.0,
+                    col["R"]: 1.0,
+                    **{i: -sum(floor[i]) for i in cover if sum(floor[i])},
+                },
+                0.0,
+                np.inf,
             )
-        if TaskKind.TRAINING in kinds:
-            rows.append(
-                (
-                    {col["R"]: 1.0, **{i: -floor[i][2] for i in cover if floor[i][2]}},
-                    0.0,
-                    np.inf,
-                )
-            )
-        if "G" in col:
-            rows.append(
-                (
-                    {col["G"]: 1.0, **{i: -floor[i][0] for i in cover if floor[i][0]}},
-                    0.0,
-                    np.inf,
-                )
-            )
-        if not shape.overlaps:
-            rows.append(
-                (
-                    {
-                        col["G"]: 1.0,
-                        col["I"]: 1.0,
-                        col["R"]: 1.0,
-                        **{i: -sum(floor[i]) for i in cover if sum(floor[i])},
-                    },
-                    0.0,
-                    np.inf,
-                )
-            )
-        else:  # M covers generation's busy GPUs, and the inference then training phases
-            whole = {i: max(opts[i].busy, floor[i][0], floor[i][1] + floor[i][2]) for i in cover}
-            rows.append(({col["M"]: 1.0, **{i: -v for i, v in whole.items() if v}}, 0.0, np.inf))
+        )
+    else:  # M covers generation's busy GPUs, and the inference then training phases
+        whole = {i: max(opts[i].busy, floor[i][0], floor[i][1] + floor[i][2]) for i in cover}
+        rows.append(({col["M"]: 1.0, **{i: -v for i, v in whole.items() if v}}, 0.0, np.inf))
     return rows
 
 
@@ -173,7 +183,7 @@ def _symmetry_rows(
 
 
 class Master:
-    """The master ILP (1)-(8) over a list of columns, as sparse rows for HiGHS (highspy) or CBC."""
+    """The master ILP (1)-(9) over a list of columns, as sparse rows for HiGHS (highspy) or CBC."""
 
     def __init__(
         self,
