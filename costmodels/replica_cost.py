@@ -216,7 +216,7 @@ class TaskCoster:
                 if cache is not None and len(cache) < REPLICA_MEMO_ENTRIES:
                     cache[key] = hit
             total, pre, comp_s, tp_s, pp_s, bubble, decode, detail, hit_dbs, exact = hit
-            if not blind or dbs is None:
+            if dbs is None:  # else the replica's own (a blind entry holds another's)
                 dbs = hit_dbs
             self.exact = self.exact and exact
             if not gen and not wf.response_lengths.is_constant:

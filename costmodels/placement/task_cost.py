@@ -67,10 +67,3 @@ def coster_floor(coster: GenerationCoster) -> float:
         )
         worst = max(worst, cost["prefill_times_s"][i] + decode)
     return worst * scale
-
-
-def decode_batches(
-    problem: PlacementProblem, task: Task, tp_: TaskPlacement, mem: dict[int, dict[str, float]]
-) -> tuple[int, ...]:
-    """dbs of every replica of a generation task (cheap: memory arithmetic, no costing)."""
-    return GenerationCoster(problem, task, tp_, mem).replica_dbs()

@@ -32,6 +32,9 @@ from costmodels.workflow import ACTOR_GENERATION, ACTOR_TRAINING, TaskKind
 from search.placement.options import Candidate, CandidateTable
 from search.placement.pareto import pareto_candidates
 
+#: a costed configuration (:meth:`TaskCandidates._cost_configs`)
+Costed = tuple[TaskConfig, float, np.ndarray, np.ndarray, bool, tuple[float, float]]
+
 
 class TaskCandidates:
     """Cached candidates of one problem's tasks, keyed by (task signature, composition), and the
@@ -68,7 +71,7 @@ class TaskCandidates:
         self._placements: dict[tuple[str, tuple[int, ...], TaskConfig], TaskPlacement] = {}
         #: :meth:`_configured`'s costed configurations per (kind, model, composition, explicit
         #: dbs): tasks that share them cost alike (PPO's actor and critic training on one model)
-        self._alike: dict[Any, list[tuple[TaskConfig, float, np.ndarray, np.ndarray, bool]]] = {}
+        self._alike: dict[Any, list[Costed]] = {}
         self._routes: dict[tuple[int, int], float] | None = None
         self.evaluations = 0
         self._class_of = {g: k for k, (_, members) in enumerate(self.classes) for g in members}
@@ -161,25 +164,33 @@ class TaskCandidates:
         batches are left out. A task's configurations, placements, memory and time read only its
         kind and model (``costmodels.placement``), so tasks that share both share them unless a
         framework target tells tasks apart by role; the actor's training adds its all-gather."""
-        p, task = self.problem, self.tasks[name]
-        alike = (
-            (task.kind, p.workflow.model(task.role).name, comp, explicit_dbs)
-            if self._rules is None
-            else None
-        )
+        alike = self._alike_key(name, comp, explicit_dbs)
         costed = self._alike.get(alike) if alike is not None else None
         if costed is None:
-            costed = self._cost_configs(name, comp, deadline, explicit_dbs)
+            # the actor's all-gather is taken with the placement at hand, for every task that
+            # shares the actor's table
+            actor = ACTOR_TRAINING in self.tasks and self._alike_key(
+                ACTOR_TRAINING, comp, explicit_dbs
+            )
+            allgather = name == ACTOR_TRAINING or (alike is not None and alike == actor)
+            costed = self._cost_configs(name, comp, deadline, explicit_dbs, allgather)
             if alike is not None:
                 self._alike[alike] = costed
         cands = []
-        for cfg, time, model, working, deferred in costed:
+        for cfg, time, model, working, deferred, ag in costed:
             cand = Candidate(cfg, time, model, working, deferred=deferred)
             if name == ACTOR_TRAINING:
-                ag, _ = replica_allgather(p, place_task(p, task, self.gpus(comp), cfg))
-                cand.ag_min, cand.ag_max = min(ag), max(ag)
+                cand.ag_min, cand.ag_max = ag
             cands.append(cand)
         return cands
+
+    def _alike_key(self, name: str, comp: tuple[int, ...], explicit_dbs: bool) -> Any:
+        """What :meth:`_configured`'s table of ``name`` is shared by: its kind and model (None
+        under a framework target, which tells tasks apart by role)."""
+        if self._rules is not None:
+            return None
+        task = self.tasks[name]
+        return (task.kind, self.problem.workflow.model(task.role).name, comp, explicit_dbs)
 
     def _defers_explicit(self) -> bool:
         """Whether generation's explicit-dbs candidates are deferred (class doc): only when
@@ -188,10 +199,17 @@ class TaskCandidates:
         return self.defer_explicit and not self._ties
 
     def _cost_configs(
-        self, name: str, comp: tuple[int, ...], deadline: Deadline, explicit_dbs: bool
-    ) -> list[tuple[TaskConfig, float, np.ndarray, np.ndarray, bool]]:
-        """(configuration, time, model GB, working GB per GPU, deferred) of :meth:`_configured`;
-        a deferred generation configuration's placement is kept for :meth:`_beside`."""
+        self,
+        name: str,
+        comp: tuple[int, ...],
+        deadline: Deadline,
+        explicit_dbs: bool,
+        allgather: bool,
+    ) -> list[Costed]:
+        """(configuration, time, model GB, working GB per GPU, deferred, (least, largest)
+        replica all-gather of the actor's weights, or zeros without ``allgather``) of
+        :meth:`_configured`; a deferred generation configuration's placement is kept for
+        :meth:`_beside`."""
         p, task = self.problem, self.tasks[name]
         gpus = self.gpus(comp)
         capacity = self.capacity(comp)
@@ -212,11 +230,12 @@ class TaskCandidates:
                 cfg.decode_batch is None or self._defers_explicit()
             ):
                 self._placements[(name, comp, cfg)] = placement
-                out.append((cfg, 0.0, model, working, True))
+                out.append((cfg, 0.0, model, working, True, (0.0, 0.0)))
                 continue
             cost, _ = task_cost(p, task, placement)
             self.evaluations += 1
-            out.append((cfg, cost["time_s"], model, working, False))
+            ag = replica_allgather(p, placement)[0] if allgather else [0.0]
+            out.append((cfg, cost["time_s"], model, working, False, (min(ag), max(ag))))
         return out
 
     def _table(
@@ -254,12 +273,19 @@ class TaskCandidates:
     def _beside(
         self, what: str, name: str, comp: tuple[int, ...], cfg: TaskConfig, resident: np.ndarray
     ) -> float:
-        """Generation "as many as fit" under ``cfg`` on ``comp`` with ``resident`` GB of models per
-        GPU: its time (``what="time"``, the cost model's) or its floor (``"floor"``,
+        """Generation under ``cfg`` on ``comp`` with ``resident`` GB of models per GPU: its time
+        (``what="time"``, the cost model's) or its floor (``"floor"``,
         :func:`~costmodels.placement.task_cost.generation_floor`). Both depend on the residents only
         through each replica's dbs, so they are memoised on them, and first on the residents
-        themselves (a merge meets one resident set in many combinations: no coster to build)."""
-        seen = (what, name, comp, cfg, resident.tobytes())
+        themselves (a merge meets one resident set in many combinations: no coster to build);
+        an explicit ``decode_batch`` reads no residents at all."""
+        seen = (
+            what,
+            name,
+            comp,
+            cfg,
+            None if cfg.decode_batch is not None else resident.tobytes(),
+        )
         hit = self._resolved.get(seen)
         if hit is not None:
             return hit

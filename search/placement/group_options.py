@@ -440,17 +440,8 @@ class GroupOptions(TaskCandidates):
         """Cost a deferred generation candidate in a combination: its dbs per replica is what the
         KV cache left beside every resident model of the group allows
         (``decode_cost.GenerationCoster._decode_batch``), or its explicit dbs (a deferred
-        explicit candidate, :class:`~search.placement.candidates.TaskCandidates`' doc: the same
-        for every resident set, so costed once per composition)."""
-        if c.cfg.decode_batch is not None:
-            key = ("explicit", name, comp, c.cfg)
-            time = self._resolved.get(key)
-            if time is None:
-                time = self._resolved[key] = self._beside(
-                    "time", name, comp, c.cfg, c.model[col_of]
-                )
-        else:
-            time = self._beside("time", name, comp, c.cfg, (st.model + c.model)[col_of])
+        explicit candidate, :class:`~search.placement.candidates.TaskCandidates`' doc)."""
+        time = self._beside("time", name, comp, c.cfg, (st.model + c.model)[col_of])
         return Candidate(c.cfg, time, c.model, c.working, c.ag_min, c.ag_max)
 
     def _store(self, key: Any, out: list[GroupOption], cache: bool) -> list[GroupOption]:
