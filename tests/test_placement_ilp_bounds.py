@@ -260,6 +260,19 @@ def test_kin_pairs_swap_tasks_of_one_kind_and_model():
     assert pool.kin_pairs((ordered("actor_generation"), comp)) == []
 
 
+def _relaxed_master(problem):
+    """The master over every relaxed column of ``problem`` (no pruning), and those columns."""
+    from formulations.placement.master import Master
+
+    ilp = PlacementILP(problem)
+    pool = ilp.pool
+    pool.relax_singles()
+    pool.relax_groups()
+    columns = pool.columns(lambda o: True)
+    m = Master(ilp.builder, ilp.shape, columns, pool.interchangeable(), pool.ranks(columns))
+    return m, columns
+
+
 @pytest.mark.parametrize("workflow", ["grpo-sync-qwen3-8b", "grpo-async-qwen3-8b"])
 def test_the_bound_ladder_leaves_the_optimum_where_it_was(monkeypatch, workflow):
     """The master's bound ladder (``formulations.placement.master.Master.solve``) only reorders
@@ -297,12 +310,7 @@ def test_a_rung_proven_empty_bounds_a_master_the_limit_stops(monkeypatch):
 
     problem = build_problem("placement", {"cluster": "small-8", "workflow": "grpo-sync-qwen3-8b"})
     optimum = solve_placement_ilp(problem).objective
-    ilp = PlacementILP(problem)
-    pool = ilp.pool
-    pool.relax_singles()
-    pool.relax_groups()
-    columns = pool.columns(lambda o: True)
-    m = master.Master(ilp.builder, ilp.shape, columns, pool.interchangeable(), pool.ranks(columns))
+    m, _ = _relaxed_master(problem)
     original = master.Master._run
     cutoff = 10 * optimum
 
@@ -320,6 +328,35 @@ def test_a_rung_proven_empty_bounds_a_master_the_limit_stops(monkeypatch):
     monkeypatch.setattr(master.Master, "_run", original)
     _, _, value, _ = m.solve("highs", None, None, cutoff)
     assert bound <= value
+
+
+@pytest.mark.parametrize("workflow", ["ppo-sync-qwen3-4b", "grpo-async-qwen3-8b"])
+def test_a_columns_own_bound_holds_wherever_it_is_used(workflow):
+    """The bound ladder drops a column above a rung by its own least objective
+    (``Master.own``): every solution of the master's LP relaxation with that column at 1 costs
+    at least that much, so no solution below the rung is lost."""
+    import numpy as np
+    from scipy.sparse import csc_array
+
+    from formulations.highs import solve_highs
+
+    m, columns = _relaxed_master(
+        build_problem("placement", {"cluster": "small-8", "workflow": workflow})
+    )
+    a = csc_array(m._matrix())
+    lo = np.array([r[1] for r in m.rows])
+    hi = np.array([r[2] for r in m.rows])
+    checked = 0
+    for i in random.Random(0).sample(range(len(columns)), min(40, len(columns))):
+        fixed = np.zeros(m.size)
+        fixed[i] = 1.0
+        out = solve_highs(m.c, a, lo, hi, fixed, m.upper, None, presolve=False)
+        if out.objective is None:  # the column is in no solution of this master
+            continue
+        assert out.objective >= m.own[i] - 1e-6 * max(1.0, m.own[i])
+        checked += 1
+    assert checked >= 10
+    assert (m.own[len(columns) :] == 0).all()
 
 
 @pytest.mark.parametrize(

@@ -346,11 +346,16 @@ class PlacementILP:
                 # when the master picks it (_defer_whole), never on speculation
                 if len(p[0]) < len(self.tasks)
             ]
-            if picked and more and self._loose():
+            if more and self._loose():
                 # under the co-located plan's cutoff an expansion keeps most of its options:
                 # the picked pairs first, then the best plan of the exact columns, and the
                 # promising pairs under the cutoff it sets (small-16 PPO async: the first
-                # batch 2.8 -> 0.5 s, same masters)
+                # batch 2.8 -> 0.5 s, same masters). When the master picked only a whole plan,
+                # which waits, a plan's worth of the most promising pairs (as many as there are
+                # tasks: a plan has no more groups) go first in its place (small-24 PPO sync:
+                # the first batch 4.5 -> 1.4 s, same masters)
+                if not picked:
+                    picked, more = more[: len(self.tasks)], more[len(self.tasks) :]
                 self._expand(picked)
                 self._restricted_incumbent(backend, threads)
                 picked = []

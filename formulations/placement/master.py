@@ -237,6 +237,13 @@ class Master:
                     ({col["M"]: 1.0, col["G"]: -1.0, col["I"]: -w, col["R"]: -w}, w * rd, np.inf)
                 )
         self.c, self.rows, self.names = c, rows, names
+        #: per variable, the least objective of any solution with it at 1: a column's own
+        #: phases at their floors (the rows (3) force them when x_o = 1), its transfer and the
+        #: reward stage; 0 for the continuous variables (:meth:`_ladder` drops columns above a
+        #: rung with it)
+        self.own = np.zeros(self.size)
+        for i, (o, (g, inf, trn)) in enumerate(zip(opts, floor, strict=True)):
+            self.own[i] = shape.core(g, inf, trn, o.busy) + o.xfer
         #: (z, d) of the LP relaxation: its optimum and the reduced costs, once solved
         self.lp: tuple[float, np.ndarray] | None = None
         self.probes = 0  # HiGHS MIP runs of the last solve (the ladder's rungs)
@@ -260,7 +267,8 @@ class Master:
         u = max(hint, z) (1 + s) for s in :data:`LADDER` below the cutoff, z the LP optimum and
         ``hint`` a lower bound on this master's optimum (the previous master's, since expanding
         relaxed columns only raises it; z alone on the first master), each with reduced-cost
-        fixing against u. The first rung that returns a
+        fixing against u and without the columns whose own least objective (:attr:`own`)
+        exceeds u. The first rung that returns a
         solution below u holds the master's optimum (every solution at or above u is all it
         excluded); a rung with none moves to the next. The last rung is the cutoff itself, so
         the answer is the one without the ladder, and a wrong hint only costs probes. A rung
@@ -328,9 +336,15 @@ class Master:
             t0 = time.perf_counter()
             cols = keep
             if u < cutoff and self.lp is not None:
+                # below u: reduced-cost fixing against u, and no column whose own least
+                # objective exceeds u. The LP's reduced costs alone keep every column of its
+                # solution (d_j = 0), however slow: the LP then averages a task's phase over
+                # columns no solution below u may use (testbed PPO async's first master: its
+                # hardest rung keeps 8 077 of 12 671 columns and closes in half the time)
                 z, dj = self.lp
+                slack = 1e-7 * max(1.0, abs(u))
                 cols = np.flatnonzero(
-                    (self.integrality == 0) | (z + dj <= u + 1e-7 * max(1.0, abs(u)))
+                    (self.integrality == 0) | ((z + dj <= u + slack) & (self.own <= u + slack))
                 )
             out = self._run(a, cols, threads, time_limit, u)
             if time_limit is not None:
