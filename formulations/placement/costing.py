@@ -128,6 +128,7 @@ class ProcessCosting(ColumnCosting):
             for _ in range(workers)
         ]
         self._evaluations = [0] * workers
+        self._futures: list[Future] = []
 
     def owner(self, comp: tuple[int, ...]) -> int:
         """The worker of ``comp``: a stable hash spreads the compositions evenly, their position
@@ -156,6 +157,7 @@ class ProcessCosting(ColumnCosting):
                 items = [pairs[i] for i in idx]
                 args = [extra[i] for i in idx] if extra is not None else None
                 futures.append((w, idx, self._pools[w].submit(fn, items, args, remaining)))
+        self._futures = [f for f in self._futures if not f.done()] + [f for _, _, f in futures]
 
         def gather() -> list[Any]:
             out: list[Any] = [None] * len(pairs)
@@ -183,8 +185,12 @@ class ProcessCosting(ColumnCosting):
         return self._scatter(_worker_expand, pairs, specs, deadline)
 
     def close(self) -> None:
+        # idle workers are joined: a pool left to the interpreter's exit may write to its
+        # closed wake-up pipe there ("OSError: Bad file descriptor" on stderr); a solve
+        # stopped mid-batch (an exception, not the deadline) does not wait for the batch
+        idle = all(f.done() for f in self._futures)
         for pool in self._pools:
-            pool.shutdown(wait=False, cancel_futures=True)
+            pool.shutdown(wait=idle, cancel_futures=True)
 
 
 def column_costing(builder: GroupOptions, workers: int | None) -> ColumnCosting:
