@@ -443,16 +443,7 @@ class PlacementILP:
     ) -> list[Pair]:
         """The relaxed pairs of the master's best plan without a pair of every task."""
         apart = [c for c in columns if len(c.pair[0]) < len(self.tasks)]
-        if not apart:
-            return []
-        master = self._master(apart)
-        status, x, _, _ = master.solve(
-            backend, self.deadline.remaining(), threads, self.cutoff * (1 + 1e-7)
-        )
-        self.stats["master_solves"] = self.stats.get("master_solves", 0) + master.probes
-        if status != "optimal" or x is None:
-            return []
-        return [apart[i].pair for i in range(len(apart)) if x[i] > 0.5 and apart[i].relaxed]
+        return [c.pair for c in self._best_plan_of(apart, backend, threads) if c.relaxed]
 
     def _colocated(self) -> float:
         """The co-located plan's cost (inf when none fits)."""
@@ -472,15 +463,25 @@ class PlacementILP:
         """The best plan of the exact columns alone (the master without its relaxed columns:
         an incumbent, as price-and-branch takes one)."""
         exact = [c for c in self.pool.columns(self._keep_option) if not c.relaxed]
-        if not exact:
-            return
-        master = self._master(exact)
+        chosen = self._best_plan_of(exact, backend, threads)
+        if chosen:
+            self._offer(*self._score([c.option for c in chosen]))
+
+    def _best_plan_of(
+        self, columns: list[Column], backend: str, threads: int | None
+    ) -> list[Column]:
+        """The columns of the master's optimum over ``columns`` alone, below the cutoff (none
+        when it has none or is not solved)."""
+        if not columns:
+            return []
+        master = self._master(columns)
         status, x, _, _ = master.solve(
             backend, self.deadline.remaining(), threads, self.cutoff * (1 + 1e-7)
         )
         self.stats["master_solves"] = self.stats.get("master_solves", 0) + master.probes
-        if status == "optimal" and x is not None:
-            self._offer(*self._score([exact[i].option for i in range(len(exact)) if x[i] > 0.5]))
+        if status != "optimal" or x is None:
+            return []
+        return [c for c, v in zip(columns, x, strict=False) if v > 0.5]
 
     def _incumbent_from(self, pairs: list[tuple[tuple[str, ...], tuple[int, ...]]]) -> None:
         """The best plan on the groups the master picked, now exact (a cheap anytime incumbent)."""

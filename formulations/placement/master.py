@@ -14,7 +14,7 @@ from scipy.sparse import csc_array, csr_array
 from costmodels.placement.judge import StepShape
 from costmodels.workflow import ACTOR_GENERATION, ACTOR_TRAINING, TaskKind
 from formulations.highs import HighsOutcome, solve_highs
-from formulations.placement.columns import Column
+from formulations.placement.columns import Column, option_bound
 from formulations.pulp_util import variable_factory
 from search.placement.group_options import GroupOptions
 from search.placement.options import GroupOption
@@ -242,8 +242,7 @@ class Master:
         #: reward stage; 0 for the continuous variables (:meth:`_ladder` drops columns above a
         #: rung with it)
         self.own = np.zeros(self.size)
-        for i, (o, (g, inf, trn)) in enumerate(zip(opts, floor, strict=True)):
-            self.own[i] = shape.core(g, inf, trn, o.busy) + o.xfer
+        self.own[:n] = [option_bound(o, shape, lo) for o, lo in zip(opts, floor, strict=True)]
         #: (z, d) of the LP relaxation: its optimum and the reduced costs, once solved
         self.lp: tuple[float, np.ndarray] | None = None
         self.probes = 0  # HiGHS MIP runs of the last solve (the ladder's rungs)
