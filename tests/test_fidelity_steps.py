@@ -20,6 +20,7 @@ from benchmarks.fidelity.steps_cases import (
     read_rows,
     split_of,
 )
+from benchmarks.fidelity.steps_sensitivity import ENGINE_STEP_MS, assess, fit_engine_step
 from benchmarks.fidelity.steps_windows import drift, duration_s, read_windows, window_steps
 from costmodels.placement.check import check_placement
 
@@ -155,3 +156,23 @@ def test_window_checks_read_what_verl_published(rows):
     assert w["staleness_rows"] == ["B7", "B8", "B9", "B6"]
     assert w["staleness_means_order"] == [True, True, False, False]
     assert set(w["first_window_ratio"]) == set(w["steps"])
+
+
+def test_sensitivity_starts_from_the_shipped_judge_and_fits_on_calibration_only(rows):
+    """The sensitivity's shipped setting is the report's judge (same generation ratios), more
+    CPU time per decode step never makes generation faster, and the engine term's fit reads the
+    calibration row only (its generation matches; a test row's measurement does not move it)."""
+    result = run(rows)
+    by = {r["id"]: r for r in result["rows"]}
+    median = result["fit"]["median"]
+    shipped = assess(median, rows, ENGINE_STEP_MS[0], 1.0)
+    for i, ratio in shipped["calibration_generation"].items():
+        assert ratio == pytest.approx(by[i]["ratio"]["generation"], rel=1e-9)
+    slower = assess(median, rows, ENGINE_STEP_MS[-1], 1.0)
+    assert slower["calibration_generation"]["B3"] > shipped["calibration_generation"]["B3"]
+    fitted = fit_engine_step(median, rows)
+    assert assess(median, rows, fitted, 1.0)["calibration_generation"]["B3"] == pytest.approx(
+        1.0, abs=0.01
+    )
+    moved = {**rows, "B5": {**rows["B5"], "stages": {**rows["B5"]["stages"], "gen": 1.0}}}
+    assert fit_engine_step(median, moved) == pytest.approx(fitted, rel=1e-9)

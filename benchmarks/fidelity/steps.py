@@ -98,9 +98,15 @@ def lengths(median: float, spec: CaseSpec) -> dict[str, Any]:
     )
 
 
-def predict(spec: CaseSpec, median: float, prompt: int = PROMPT_TOKENS) -> dict[str, Any]:
-    """The judge's step and stages for one case, with its plan's validity and diagnostics."""
-    prob = problem(spec, lengths(median, spec), prompt)
+def predict(
+    spec: CaseSpec,
+    median: float,
+    prompt: int = PROMPT_TOKENS,
+    efficiency: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The judge's step and stages for one case, with its plan's validity and diagnostics
+    (``efficiency``: :func:`~benchmarks.fidelity.steps_cases.problem`'s)."""
+    prob = problem(spec, lengths(median, spec), prompt, efficiency)
     pl = plan(spec, prob)
     ev = evaluate_placement(prob, pl)
     tasks = ev.breakdown["tasks"]
@@ -458,8 +464,10 @@ def main() -> None:
     args = parser.parse_args()
     start = time.time()
     from benchmarks.fidelity.steps_report import markdown
+    from benchmarks.fidelity.steps_sensitivity import sensitivity
 
     result = run()
+    result["sensitivity"] = sensitivity(result["fit"]["median"], read_rows())
     args.out.mkdir(parents=True, exist_ok=True)
     write_csv(result, args.out / "steps.csv")
     (args.out / "steps.json").write_text(json.dumps(result, indent=1) + "\n")

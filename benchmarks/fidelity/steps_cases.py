@@ -277,10 +277,14 @@ def workflow(spec: CaseSpec, lengths: dict[str, Any], prompt: int = PROMPT_TOKEN
 
 
 def problem(
-    spec: CaseSpec, lengths: dict[str, Any], prompt: int = PROMPT_TOKENS
+    spec: CaseSpec,
+    lengths: dict[str, Any],
+    prompt: int = PROMPT_TOKENS,
+    efficiency: dict[str, Any] | None = None,
 ) -> PlacementProblem:
-    """The row's placement problem, judged with the default kernels and the row's engine."""
-    eff = Efficiency(**efficiency_update(None, spec.engine))
+    """The row's placement problem, judged with the default kernels and the row's engine
+    (``efficiency``: further :class:`Efficiency` fields, for a sensitivity run)."""
+    eff = Efficiency(**{**efficiency_update(None, spec.engine), **(efficiency or {})})
     return PlacementProblem(
         cluster(spec.gpus), workflow(spec, lengths, prompt), CostParams(efficiency=eff)
     )

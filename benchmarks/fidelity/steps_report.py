@@ -85,6 +85,68 @@ def _windows(result: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _setting_row(label: str, a: dict[str, Any]) -> str:
+    err = a["test_generation"]
+    cal = "; ".join(f"{i} {v:.2f}" for i, v in a["calibration_generation"].items())
+    return (
+        f"| {label} | {cal} | {err['rms_log']:.2f} | {err['worst_ratio']:.2f} "
+        f"({err['worst_row']}) | {a['B5_generation']:.2f} | "
+        f"{a['predicted_gain_64_to_128']:.2f} | "
+        f"{'holds' if a['staleness_order_holds'] else 'does not hold'} |"
+    )
+
+
+def _sensitivity(result: dict[str, Any]) -> list[str]:
+    """The section of ``benchmarks.fidelity.steps_sensitivity`` (absent when not run)."""
+    sens = result.get("sensitivity")
+    if not sens:
+        return []
+    gain = result["summary"]["scaling_64_to_128"]["measured_step_ratio_B3_over_B5"]
+    fit = sens["engine_fit"]
+    lines = [
+        "## Sensitivity: the unmeasured constants under generation",
+        "",
+        "Each setting varies one constant the judge's generation on these rows rests on and no "
+        "measurement fixes, the median held at its fit (`benchmarks/fidelity/"
+        "steps_sensitivity.py`): the cuda-graph engine's CPU time per decode step "
+        "(`engines.yaml`: 0.2 ms, assumed; B rows only, the A rows ran the fitted eager engine), "
+        "and the H20's HBM shares (its profile is the H100's, derived: AIConfigurator has no "
+        "H20 data). Generation ratios are predicted / measured; the error is over the "
+        "synchronous and one-step-off test rows, as in the summary above. The judge itself is "
+        "not changed.",
+        "",
+        "| setting | calibration generation | test generation RMS log error | worst (row) | "
+        f"B5 generation | 64 -> 128 GPU step gain (measured {gain:.2f}) | staleness order |",
+        "|---|---|---:|---:|---:|---:|---|",
+    ]
+    for a in sens["engine"]:
+        shipped = " (shipped)" if a is sens["engine"][0] else ""
+        lines.append(_setting_row(f"engine step {a['engine_step_ms']:g} ms{shipped}", a))
+    for a in sens["hbm"]:
+        lines.append(_setting_row(f"H20 HBM shares x {a['hbm_share']:g}", a))
+    lines.append(
+        _setting_row(f"engine step fitted to B3's generation: {fit['engine_step_ms']:.2f} ms", fit)
+    )
+    lines += [
+        "",
+        f"Fitting the engine term to the calibration row's generation takes "
+        f"{fit['engine_step_ms']:.1f} ms a decode step, "
+        f"{fit['engine_step_ms'] / sens['engine'][0]['engine_step_ms']:.0f} times the assumed "
+        "figure; it leaves the test rows' generation at RMS log error "
+        f"{fit['test_generation']['rms_log']:.2f} and the 64 -> 128 GPU gain at "
+        f"{fit['predicted_gain_64_to_128']:.2f}, and predicts the staleness rows "
+        + " / ".join(f"{x:.0f}" for x in fit["staleness_predicted"])
+        + " s (measured "
+        + " / ".join(f"{x:.0f}" for x in result["summary"]["staleness_ablation"]["measured_step"])
+        + f"). Halving the H20's HBM shares moves B3's "
+        f"generation only to {sens['hbm'][-1]['calibration_generation']['B3']:.2f}: on these "
+        "rows generation is mostly the longest response decoded at small batch, where the "
+        "weight stream is a part of each step, not all of it.",
+        "",
+    ]
+    return lines
+
+
 def markdown(result: dict[str, Any]) -> str:
     fit, rows, summ = result["fit"], result["rows"], result["summary"]
     cal, to_step = "+".join(fit["rows"]), result["fit_to_step"]
@@ -204,6 +266,7 @@ def markdown(result: dict[str, Any]) -> str:
         "independent per-replica lengths do not carry.",
         "",
         *_windows(result),
+        *_sensitivity(result),
         "## Diagnostics",
         "",
         "| row | judge's dbs per replica | verl's batch | gen at verl's batch (s; ratio) | "

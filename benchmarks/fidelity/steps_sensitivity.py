@@ -1,0 +1,141 @@
+"""How far the whole-step fidelity's generation stage moves with the two constants under it that
+no measurement fixes (``steps.md``, "Sensitivity").
+
+The judge's generation on verl's H20 rows is well below the measured one (``steps.md``). Two of
+the constants it rests on are not measured:
+
+* the serving engine's CPU time per decode step with CUDA graphs (``cuda-graph`` in
+  ``costmodels/data/profiles/engines.yaml``: 0.2 ms, "assumed, no whole-step measurement on
+  record"), which the B rows' rollout pays once per token of its longest response;
+* the H20's kernel profile, derived from the H100's (``costmodels.calibration.DERIVED``): the
+  H100's fitted shares of its own HBM bandwidth, ASSUMED, for AIConfigurator ships no H20 data.
+
+Each is varied alone, the response-length median held at its fit (which reads training, and
+training reads neither constant). Each setting gives the calibration row's generation ratio
+(B3), the test rows' generation error, and the two cross-run checks of ``steps.md``. The engine
+term is also fitted to B3's generation (the calibration row, so its ratio is 1 by construction)
+to show what the test rows and the checks do then. Nothing here changes the judge: it measures
+how far each constant would have to move, and what that would buy.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from scipy.optimize import minimize_scalar
+
+from benchmarks.fidelity.steps import (
+    ERROR_GROUPS,
+    _same_order,
+    predict,
+    ratio_error,
+    staleness_order,
+)
+from benchmarks.fidelity.steps_cases import CALIBRATION, SPECS, measured_stages, split_of
+from costmodels.efficiency import DEFAULT_ENGINE
+from costmodels.profiles import HardwareProfile, shipped_profiles
+
+#: the cuda-graph engine's CPU time per decode step tried, ms (the first: the shipped value)
+ENGINE_STEP_MS = (0.2, 1.0, 2.0, 4.0)
+#: the H20's HBM shares tried, as fractions of the derived profile's
+HBM_SHARES = (1.0, 0.75, 0.5)
+#: the search interval of the engine term's fit to the calibration row, ms
+FIT_STEP_MS = (0.0, 50.0)
+#: the GPU whose profile is derived, not measured
+GPU = "H20"
+
+
+def h20_profile(share: float) -> HardwareProfile:
+    """The shipped H20 profile with its weight and KV streams at ``share`` of the derived
+    bandwidth shares."""
+    base = shipped_profiles()[GPU]
+    return base.model_copy(
+        update={
+            "weight_efficiency": {t: e * share for t, e in base.weight_efficiency.items()},
+            "kv_efficiency": base.kv_efficiency * share,
+        }
+    )
+
+
+def row_efficiency(engine: str, step_ms: float | None, hbm_share: float) -> dict[str, Any]:
+    """The :class:`~costmodels.efficiency.Efficiency` fields of one setting for a row run on
+    ``engine``: the step term only where the row ran CUDA graphs (the eager rows' terms are
+    fitted, ``costmodels.engine_fit``)."""
+    update: dict[str, Any] = {}
+    if step_ms is not None and engine == DEFAULT_ENGINE:
+        update["decode_step_overhead_ms"] = step_ms
+    if hbm_share != 1.0:
+        update["profiles"] = {GPU: h20_profile(hbm_share)}
+    return update
+
+
+def _generation(case_id: str, pred: dict[str, Any]) -> float:
+    """The judge's figure verl's generation is held against (``steps.run``): one-step-off rows
+    measure the ranks' mean."""
+    mode = SPECS[case_id].mode
+    return pred["generation_mean_rank"] if mode == "one-step-off" else pred["generation"]
+
+
+def assess(
+    median: float, rows: dict[str, dict[str, Any]], step_ms: float | None, hbm_share: float
+) -> dict[str, Any]:
+    """One setting: the calibration row's generation ratio, the test rows' generation error
+    (synchronous and one-step-off rows, as ``steps.md``'s summary), B5's, and the two checks."""
+    waits = [
+        i
+        for i, s in SPECS.items()
+        if not s.reason and s.mode in ERROR_GROUPS["waits"] and split_of(i) != "not modelled"
+    ]
+    order = staleness_order()
+    preds = {
+        i: predict(SPECS[i], median, efficiency=row_efficiency(SPECS[i].engine, step_ms, hbm_share))
+        for i in [*waits, *order]
+    }
+    ratio = {
+        i: _generation(i, preds[i]) / measured_stages(SPECS[i], rows[i])["generation"]
+        for i in waits
+    }
+    measured = [measured_stages(SPECS[i], rows[i])["step"] for i in order]
+    return {
+        "engine_step_ms": step_ms,
+        "hbm_share": hbm_share,
+        "calibration_generation": {i: ratio[i] for i in CALIBRATION},
+        "test_generation": ratio_error([(i, r) for i, r in ratio.items() if split_of(i) == "test"]),
+        "B5_generation": ratio["B5"],
+        "predicted_gain_64_to_128": preds["B3"]["step"] / preds["B5"]["step"],
+        "staleness_order_holds": _same_order(measured, [preds[i]["step"] for i in order]),
+        "staleness_predicted": [preds[i]["step"] for i in order],
+    }
+
+
+def fit_engine_step(median: float, rows: dict[str, dict[str, Any]]) -> float:
+    """The cuda-graph step term (ms) that makes the calibration rows' generation match (least
+    squares in log ratio); test rows are never read."""
+    cal = [i for i in CALIBRATION if SPECS[i].engine == DEFAULT_ENGINE]
+
+    def loss(step_ms: float) -> float:
+        return sum(
+            math.log(
+                predict(SPECS[i], median, efficiency=row_efficiency(DEFAULT_ENGINE, step_ms, 1.0))[
+                    "generation"
+                ]
+                / measured_stages(SPECS[i], rows[i])["generation"]
+            )
+            ** 2
+            for i in cal
+        )
+
+    res = minimize_scalar(loss, bounds=FIT_STEP_MS, method="bounded", options={"xatol": 1e-3})
+    return float(res.x)
+
+
+def sensitivity(median: float, rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Every setting (module doc), the engine term's fit to the calibration row last."""
+    fitted = fit_engine_step(median, rows)
+    return {
+        "median": median,
+        "engine": [assess(median, rows, ms, 1.0) for ms in ENGINE_STEP_MS],
+        "hbm": [assess(median, rows, None, share) for share in HBM_SHARES[1:]],
+        "engine_fit": assess(median, rows, fitted, 1.0),
+    }
