@@ -25,14 +25,14 @@ from typing import Any
 
 from scipy.optimize import minimize_scalar
 
-from benchmarks.fidelity.steps import (
+from benchmarks.fidelity.steps_cases import CALIBRATION, SPECS, measured_stages, split_of
+from benchmarks.fidelity.steps_predict import (
     ERROR_GROUPS,
-    _same_order,
     predict,
     ratio_error,
+    same_order,
     staleness_order,
 )
-from benchmarks.fidelity.steps_cases import CALIBRATION, SPECS, measured_stages, split_of
 from costmodels.efficiency import DEFAULT_ENGINE
 from costmodels.profiles import HardwareProfile, shipped_profiles
 
@@ -104,7 +104,7 @@ def assess(
         "test_generation": ratio_error([(i, r) for i, r in ratio.items() if split_of(i) == "test"]),
         "B5_generation": ratio["B5"],
         "predicted_gain_64_to_128": preds["B3"]["step"] / preds["B5"]["step"],
-        "staleness_order_holds": _same_order(measured, [preds[i]["step"] for i in order]),
+        "staleness_order_holds": same_order(measured, [preds[i]["step"] for i in order]),
         "staleness_predicted": [preds[i]["step"] for i in order],
     }
 
