@@ -79,11 +79,7 @@ generation's "as many as fit" decode batch for each combination of residents. In
   others' least models, valid for every decode batch its residents could leave; a pair that
   cannot fit has no column). Coupling the co-located tasks' memory is what makes PPO tractable:
   without it a relaxed group of four or five tasks looks as fast as its tasks alone, and the
-  master picks one such group after another, each costing a master solve. A group without
-  generation also bounds its inference + training together (``joint``: each task's
-  configuration in turn, the others at their fastest that fit beside it), because a task's
-  fastest configuration and its smallest one are often not the same: the rows that read the
-  phases' sum, (3)'s G + I + R and M, take the larger;
+  master picks one such group after another, each costing a master solve;
 * the master ILP over relaxed and exact columns is a relaxation: its optimum is a lower bound;
 * each pair the master picks while relaxed is *expanded* into its exact Pareto options, pruned by
   the incumbent, and the master is solved again. Picked pairs that are all exact give a feasible

@@ -113,28 +113,16 @@ def _cover_rows(
                     col["G"]: 1.0,
                     col["I"]: 1.0,
                     col["R"]: 1.0,
-                    **{i: -v for i, v in _serial(cover, opts, floor).items() if v},
+                    **{i: -sum(floor[i]) for i in cover if sum(floor[i])},
                 },
                 0.0,
                 np.inf,
             )
         )
     else:  # M covers generation's busy GPUs, and the inference then training phases
-        whole = {
-            i: max(opts[i].busy, floor[i][0], floor[i][1] + floor[i][2], opts[i].joint)
-            for i in cover
-        }
+        whole = {i: max(opts[i].busy, floor[i][0], floor[i][1] + floor[i][2]) for i in cover}
         rows.append(({col["M"]: 1.0, **{i: -v for i, v in whole.items() if v}}, 0.0, np.inf))
     return rows
-
-
-def _serial(
-    cover: list[int], opts: list[GroupOption], floor: list[tuple[float, float, float]]
-) -> dict[int, float]:
-    """Each column's least generation + inference + training of a plan using it: its floors'
-    sum, or its generation floor and its ``joint`` bound on inference + training together
-    (a relaxed group without generation), whichever is larger."""
-    return {i: max(sum(floor[i]), floor[i][0] + opts[i].joint) for i in cover}
 
 
 def _sync_rows(
