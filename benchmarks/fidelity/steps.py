@@ -55,6 +55,7 @@ from benchmarks.fidelity.steps_predict import (
     SIGMA,
     SIGMA_SOURCE,
     STAGES,
+    compared_generation,
     predict,
     ratio_error,
     same_order,
@@ -134,9 +135,7 @@ def run(rows: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
         if not spec.reason:
             pred = predict(spec, fit["median"])
             entry["predicted"] = {k: pred[k] for k in STAGES}
-            if spec.mode == "one-step-off":
-                # measured: generate_sequences, verl's mean over ranks (mean_rank_generation)
-                entry["predicted"]["generation"] = pred["generation_mean_rank"]
+            entry["predicted"]["generation"] = compared_generation(spec, pred)
             sequences = row["stages"].get("generate_sequences")
             if spec.mode == "sync" and sequences:
                 # the driver's gen (slowest rank, with the engine switch) over the ranks' mean
@@ -320,8 +319,9 @@ def main() -> None:
     from benchmarks.fidelity.steps_report import markdown
     from benchmarks.fidelity.steps_sensitivity import sensitivity
 
-    result = run()
-    result["sensitivity"] = sensitivity(result["fit"]["median"], read_rows())
+    rows = read_rows()
+    result = run(rows)
+    result["sensitivity"] = sensitivity(result["fit"]["median"], rows)
     args.out.mkdir(parents=True, exist_ok=True)
     write_csv(result, args.out / "steps.csv")
     (args.out / "steps.json").write_text(json.dumps(result, indent=1) + "\n")

@@ -106,6 +106,13 @@ def predict(
     return out
 
 
+def compared_generation(spec: CaseSpec, pred: dict[str, Any]) -> float:
+    """The judge's figure verl's generation is held against: one-step-off rows measure
+    ``generate_sequences``, the ranks' mean (:func:`mean_rank_generation`), the others the
+    driver's ``gen``, the slowest rank."""
+    return pred["generation_mean_rank"] if spec.mode == "one-step-off" else pred["generation"]
+
+
 def mean_rank_generation(prob: PlacementProblem, gen: TaskPlacement, dbs: int) -> float:
     """Seconds the judge gives a generation replica holding a random share of the step: its
     stratified quantiles with its own longest (of its share), not the step's. verl's

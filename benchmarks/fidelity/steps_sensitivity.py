@@ -28,6 +28,7 @@ from scipy.optimize import minimize_scalar
 from benchmarks.fidelity.steps_cases import CALIBRATION, SPECS, measured_stages, split_of
 from benchmarks.fidelity.steps_predict import (
     ERROR_GROUPS,
+    compared_generation,
     predict,
     ratio_error,
     same_order,
@@ -70,30 +71,20 @@ def row_efficiency(engine: str, step_ms: float | None, hbm_share: float) -> dict
     return update
 
 
-def _generation(case_id: str, pred: dict[str, Any]) -> float:
-    """The judge's figure verl's generation is held against (``steps.run``): one-step-off rows
-    measure the ranks' mean."""
-    mode = SPECS[case_id].mode
-    return pred["generation_mean_rank"] if mode == "one-step-off" else pred["generation"]
-
-
 def assess(
     median: float, rows: dict[str, dict[str, Any]], step_ms: float | None, hbm_share: float
 ) -> dict[str, Any]:
     """One setting: the calibration row's generation ratio, the test rows' generation error
     (synchronous and one-step-off rows, as ``steps.md``'s summary), B5's, and the two checks."""
-    waits = [
-        i
-        for i, s in SPECS.items()
-        if not s.reason and s.mode in ERROR_GROUPS["waits"] and split_of(i) != "not modelled"
-    ]
+    waits = [i for i, s in SPECS.items() if not s.reason and s.mode in ERROR_GROUPS["waits"]]
     order = staleness_order()
     preds = {
         i: predict(SPECS[i], median, efficiency=row_efficiency(SPECS[i].engine, step_ms, hbm_share))
         for i in [*waits, *order]
     }
     ratio = {
-        i: _generation(i, preds[i]) / measured_stages(SPECS[i], rows[i])["generation"]
+        i: compared_generation(SPECS[i], preds[i])
+        / measured_stages(SPECS[i], rows[i])["generation"]
         for i in waits
     }
     measured = [measured_stages(SPECS[i], rows[i])["step"] for i in order]
