@@ -54,9 +54,11 @@ AUTO_WORKERS = 2
 
 def option_bound(o: GroupOption, shape: StepShape, phase_lb: tuple[float, float, float]) -> float:
     """The least iteration time of any plan using option ``o`` (phases at least the global
-    phase bounds ``phase_lb`` = (generation, inference, training))."""
+    phase bounds ``phase_lb`` = (generation, inference, training)). A relaxed option's
+    ``joint`` bounds its inference + training together: every step formula reads those two
+    through their sum, so training raised to ``joint`` - inference keeps the bound."""
     g, i, r = max(o.gen, phase_lb[0]), max(o.inf, phase_lb[1]), max(o.trn, phase_lb[2])
-    return shape.core(g, i, r, o.busy) + o.xfer
+    return shape.core(g, i, max(r, o.joint - i), o.busy) + o.xfer
 
 
 def partial_keep(shape: StepShape, eta: float, spec: KeepSpec) -> Callable[[Partial], bool]:
@@ -76,7 +78,9 @@ def partial_keep(shape: StepShape, eta: float, spec: KeepSpec) -> Callable[[Part
 
     def keep(st: Partial) -> bool:
         g, i, r = st.phases(eta)
-        o = GroupOption((), (), {}, max(g, f.gen), max(i, f.inf), max(r, f.trn), f.xfer, f.busy)
+        o = GroupOption(
+            (), (), {}, max(g, f.gen), max(i, f.inf), max(r, f.trn), f.xfer, f.busy, None, f.joint
+        )
         return option_bound(o, shape, lb) <= cutoff * (1 + 1e-9)
 
     return keep

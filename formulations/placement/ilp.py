@@ -79,7 +79,14 @@ generation's "as many as fit" decode batch for each combination of residents. In
   others' least models, valid for every decode batch its residents could leave; a pair that
   cannot fit has no column). Coupling the co-located tasks' memory is what makes PPO tractable:
   without it a relaxed group of four or five tasks looks as fast as its tasks alone, and the
-  master picks one such group after another, each costing a master solve;
+  master picks one such group after another, each costing a master solve. A group without
+  generation also bounds its inference + training together (``joint``: each task's
+  configuration in turn, the others at their fastest that fit beside it), because a task's
+  fastest configuration and its smallest one are often not the same. The bound that prunes a
+  pair (``option_bound``) and the overlapping modes' M row take the larger; the synchronous
+  G + I + R row keeps the separate floors, because there the joint coefficient made HiGHS's
+  masters slower than the columns it saved (small-24 PPO sync: master time 3.9 -> 5.4 s,
+  same masters, measured interleaved; ``benchmarks/results/performance-history.md``);
 * the master ILP over relaxed and exact columns is a relaxation: its optimum is a lower bound;
 * each pair the master picks while relaxed is *expanded* into its exact Pareto options, pruned by
   the incumbent, and the master is solved again. Picked pairs that are all exact give a feasible
@@ -346,24 +353,27 @@ class PlacementILP:
                 # when the master picks it (_defer_whole), never on speculation
                 if len(p[0]) < len(self.tasks)
             ]
+            if defer and not picked and self._loose():
+                # the master picked a whole plan alone, which waits: the best plan without
+                # one goes first, its relaxed pairs made exact and the best plan of the exact
+                # columns taken, so the whole plan is expanded under that plan's cutoff, not
+                # the co-located one's (small-16 PPO sync: that expansion 20.7 s -> none of
+                # note, 33 948 -> 4 410 evaluations). It stays first when promising pairs are
+                # in reach too, because those alone can leave the cutoff loose (small-16 PPO
+                # sync with the joint bound: 29 041 evaluations in the whole plan after two)
+                picked = self._apart_from_whole(columns, backend, threads)
             if more and self._loose():
                 # under the co-located plan's cutoff an expansion keeps most of its options:
                 # the picked pairs first, then the best plan of the exact columns, and the
                 # promising pairs under the cutoff it sets (small-16 PPO async: the first
-                # batch 2.8 -> 0.5 s, same masters). When the master picked only a whole plan,
-                # which waits, a plan's worth of the most promising pairs (as many as there are
-                # tasks: a plan has no more groups) go first in its place (small-24 PPO sync:
-                # the first batch 4.5 -> 1.4 s, same masters)
+                # batch 2.8 -> 0.5 s, same masters). With nothing picked, a plan's worth of
+                # the most promising pairs (as many as there are tasks: a plan has no more
+                # groups) go first in its place
                 if not picked:
                     picked, more = more[: len(self.tasks)], more[len(self.tasks) :]
                 self._expand(picked)
                 self._restricted_incumbent(backend, threads)
                 picked = []
-            elif defer and not picked and self._loose():
-                # a whole plan alone, and no other pair in reach: the best plan without one
-                # gives the cutoff the whole plan is expanded under next (small-16 PPO sync:
-                # that expansion 20.7 s -> none of note, 33 948 -> 4 410 evaluations)
-                picked = self._apart_from_whole(columns, backend, threads)
             picked += more
             self._expand(picked)
             if defer:

@@ -120,7 +120,10 @@ def _cover_rows(
             )
         )
     else:  # M covers generation's busy GPUs, and the inference then training phases
-        whole = {i: max(opts[i].busy, floor[i][0], floor[i][1] + floor[i][2]) for i in cover}
+        whole = {
+            i: max(opts[i].busy, floor[i][0], floor[i][1] + floor[i][2], opts[i].joint)
+            for i in cover
+        }
         rows.append(({col["M"]: 1.0, **{i: -v for i, v in whole.items() if v}}, 0.0, np.inf))
     return rows
 

@@ -25,7 +25,7 @@ import numpy as np
 from costmodels.placement.judge import StepShape
 from costmodels.placement.problem import PlacementProblem
 from costmodels.solving import UNLIMITED, Deadline
-from costmodels.workflow import ACTOR_GENERATION, ACTOR_TRAINING
+from costmodels.workflow import ACTOR_GENERATION, ACTOR_TRAINING, TaskKind
 from search.placement.candidates import TaskCandidates
 from search.placement.options import Candidate, CandidateTable, GroupOption, Partial, group_phases
 from search.placement.pareto import pareto_rows, prune_partials, thin_front
@@ -88,6 +88,11 @@ class GroupOptions(TaskCandidates):
         wf = self.problem.workflow
         gen, inf, trn = group_phases([self.tasks[n].kind for n in subset], times, wf.eta)
         has_gen, has_train = ACTOR_GENERATION in subset, ACTOR_TRAINING in subset
+        joint = 0.0
+        if not has_gen and len(subset) > 1:
+            joint = self._joint_bound(subset, tables, fits, model, working, capacity)  # type: ignore[arg-type]
+            if not math.isfinite(joint):
+                return None
         ag_min = ag_max = 0.0
         if has_train:
             i = subset.index(ACTOR_TRAINING)
@@ -99,7 +104,66 @@ class GroupOptions(TaskCandidates):
         else:
             xfer = ag_min
         busy = gen + inf + trn if has_gen else 0.0
-        return GroupOption(subset, comp, {}, gen, inf, trn, xfer, busy, fanout)
+        return GroupOption(subset, comp, {}, gen, inf, trn, xfer, busy, fanout, joint)
+
+    def _joint_bound(
+        self,
+        subset: tuple[str, ...],
+        tables: list[CandidateTable],
+        fits: list[np.ndarray],
+        model: list[np.ndarray],
+        working: list[np.ndarray],
+        capacity: np.ndarray,
+    ) -> float:
+        """A lower bound on inference + training of every option of a group without generation
+        (:meth:`bound_option`'s ``joint``), inf when no option fits.
+
+        The separate bounds take each task's fastest fitting configuration, which may hold the
+        most memory, and each task's least memory from another configuration: on the testbed a
+        trainer group of five tasks is 174.7 s that way and at least 239.4 s with its tasks'
+        configurations coupled (``benchmarks/results/performance-history.md``). Coupled one
+        task u at a time: for each configuration k of u that fits, each other task v takes its
+        fastest configuration that fits (C3) beside k, the others' least models and their least
+        working memory; the phases Φ_η of those times bound every option in which u runs k, the
+        least over k bounds every option, and so does the largest of these over u. Vectorised
+        over (k, v's configurations, GPUs)."""
+        eta = self.problem.workflow.eta
+        inference = np.array([self.tasks[n].kind is not TaskKind.TRAINING for n in subset])
+        total = np.sum(model, axis=0)
+        idx = [np.flatnonzero(f) for f in fits]
+
+        def phases(times: np.ndarray) -> np.ndarray:
+            out = np.zeros(len(times))
+            for kind in (inference, ~inference):
+                if kind.any():
+                    x = times[:, kind]
+                    out += eta * x.max(axis=1) + (1 - eta) * x.sum(axis=1)
+            return out
+
+        bound = 0.0
+        for u, tu in enumerate(tables):
+            mu, wu = tu.model[idx[u]], tu.working[idx[u]]
+            times = np.empty((len(idx[u]), len(subset)))
+            times[:, u] = tu.time[idx[u]]
+            for v, tv in enumerate(tables):
+                if v == u:
+                    continue
+                rest = total - model[u] - model[v]
+                others = [working[w] for w in range(len(subset)) if w not in (u, v)]
+                beside = np.max(others, axis=0) if others else np.zeros_like(rest)
+                need = (
+                    tv.model[idx[v]][None]
+                    + mu[:, None]
+                    + rest
+                    + np.maximum(np.maximum(tv.working[idx[v]][None], wu[:, None]), beside)
+                )
+                fit = (need <= capacity).all(axis=2)
+                times[:, v] = np.where(fit, tv.time[idx[v]][None, :], np.inf).min(axis=1)
+            feasible = np.isfinite(times).all(axis=1)
+            if not feasible.any():
+                return math.inf
+            bound = max(bound, float(phases(times[feasible]).min()))
+        return bound
 
     def _coupled_time(
         self,

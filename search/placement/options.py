@@ -32,7 +32,10 @@ class GroupOption:
     """One way to run a task subset on a composition. ``busy`` is what keeps generation's GPUs
     busy (generation plus the group's inference and training phases; 0 without generation);
     ``xfer`` the group's own weight-transfer share (C_reshard, or the training all-gather of
-    C_sync); ``fanout`` F_z per zone of the group's generation GPUs (C_sync; none for C_reshard)."""
+    C_sync); ``fanout`` F_z per zone of the group's generation GPUs (C_sync; none for C_reshard).
+    ``joint``, on a relaxed option of a group without generation only: a lower bound on the
+    group's inference + training phases together (``GroupOptions.bound_option``), which the
+    separate bounds on each may miss; 0 says nothing."""
 
     tasks: tuple[str, ...]
     comp: tuple[int, ...]
@@ -43,6 +46,7 @@ class GroupOption:
     xfer: float
     busy: float = 0.0
     fanout: dict[str, float] | None = None
+    joint: float = 0.0
 
 
 @dataclass
