@@ -438,7 +438,8 @@ class PlacementILP:
         incumbent is still the co-located plan, once. Under that loose cutoff such a pair's
         expansion enumerates nearly every co-located configuration (small-24 PPO sync: 11 s
         for 74 options, against 0.9 s and none under the next incumbent), so the other pairs
-        the master would turn to are expanded first and the master on exact columns alone
+        it picked, or else the relaxed pairs of its best plan without a whole plan
+        (:meth:`_apart_from_whole`), are expanded first and the master on exact columns alone
         (:meth:`_restricted_incumbent`) gives the cutoff. Deferred once only, so the loop
         still expands a pair per iteration and ends."""
         if self.deferred_whole or self.incumbent[0] < self._colocated():
