@@ -168,6 +168,9 @@ def test_sensitivity_starts_from_the_shipped_judge_and_fits_on_calibration_only(
     shipped = assess(median, rows, ENGINE_STEP_MS[0], 1.0)
     for i, ratio in shipped["calibration_generation"].items():
         assert ratio == pytest.approx(by[i]["ratio"]["generation"], rel=1e-9)
+    assert shipped["test_step"]["rms_log"] == pytest.approx(
+        result["summary"]["errors"]["step"]["rms_log"], rel=1e-9
+    )
     slower = assess(median, rows, ENGINE_STEP_MS[-1], 1.0)
     assert slower["calibration_generation"]["B3"] > shipped["calibration_generation"]["B3"]
     fitted = fit_engine_step(median, rows)

@@ -90,7 +90,7 @@ def _setting_row(label: str, a: dict[str, Any]) -> str:
     cal = "; ".join(f"{i} {v:.2f}" for i, v in a["calibration_generation"].items())
     return (
         f"| {label} | {cal} | {err['rms_log']:.2f} | {err['worst_ratio']:.2f} "
-        f"({err['worst_row']}) | {a['B5_generation']:.2f} | "
+        f"({err['worst_row']}) | {a['test_step']['rms_log']:.2f} | {a['B5_generation']:.2f} | "
         f"{a['predicted_gain_64_to_128']:.2f} | "
         f"{'holds' if a['staleness_order_holds'] else 'does not hold'} |"
     )
@@ -116,8 +116,9 @@ def _sensitivity(result: dict[str, Any]) -> list[str]:
         "not changed.",
         "",
         "| setting | calibration generation | test generation RMS log error | worst (row) | "
+        "test step RMS log error | "
         f"B5 generation | 64 -> 128 GPU step gain (measured {gain:.2f}) | staleness order |",
-        "|---|---|---:|---:|---:|---:|---|",
+        "|---|---|---:|---:|---:|---:|---:|---|",
     ]
     for a in sens["engine"]:
         shipped = " (shipped)" if a is sens["engine"][0] else ""
@@ -133,7 +134,9 @@ def _sensitivity(result: dict[str, Any]) -> list[str]:
         f"{fit['engine_step_ms']:.1f} ms a decode step, "
         f"{fit['engine_step_ms'] / sens['engine'][0]['engine_step_ms']:.0f} times the assumed "
         "figure; it leaves the test rows' generation at RMS log error "
-        f"{fit['test_generation']['rms_log']:.2f} and the 64 -> 128 GPU gain at "
+        f"{fit['test_generation']['rms_log']:.2f}, their step at "
+        f"{fit['test_step']['rms_log']:.2f} (shipped: "
+        f"{sens['engine'][0]['test_step']['rms_log']:.2f}), and the 64 -> 128 GPU gain at "
         f"{fit['predicted_gain_64_to_128']:.2f}, and predicts the staleness rows "
         + " / ".join(f"{x:.0f}" for x in fit["staleness_predicted"])
         + " s (measured "

@@ -74,8 +74,9 @@ def row_efficiency(engine: str, step_ms: float | None, hbm_share: float) -> dict
 def assess(
     median: float, rows: dict[str, dict[str, Any]], step_ms: float | None, hbm_share: float
 ) -> dict[str, Any]:
-    """One setting: the calibration row's generation ratio, the test rows' generation error
-    (synchronous and one-step-off rows, as ``steps.md``'s summary), B5's, and the two checks."""
+    """One setting: the calibration row's generation ratio, the test rows' generation and step
+    errors (synchronous and one-step-off rows, as ``steps.md``'s summary), B5's generation, and
+    the two checks."""
     waits = [i for i, s in SPECS.items() if not s.reason and s.mode in ERROR_GROUPS["waits"]]
     order = staleness_order()
     preds = {
@@ -87,12 +88,14 @@ def assess(
         / measured_stages(SPECS[i], rows[i])["generation"]
         for i in waits
     }
+    step = {i: preds[i]["step"] / measured_stages(SPECS[i], rows[i])["step"] for i in waits}
     measured = [measured_stages(SPECS[i], rows[i])["step"] for i in order]
     return {
         "engine_step_ms": step_ms,
         "hbm_share": hbm_share,
         "calibration_generation": {i: ratio[i] for i in CALIBRATION},
         "test_generation": ratio_error([(i, r) for i, r in ratio.items() if split_of(i) == "test"]),
+        "test_step": ratio_error([(i, r) for i, r in step.items() if split_of(i) == "test"]),
         "B5_generation": ratio["B5"],
         "predicted_gain_64_to_128": preds["B3"]["step"] / preds["B5"]["step"],
         "staleness_order_holds": same_order(measured, [preds[i]["step"] for i in order]),
