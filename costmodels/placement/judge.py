@@ -91,6 +91,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from costmodels.placement.memory import device_memory
 from costmodels.placement.plan import PlacementPlan
 from costmodels.placement.problem import PlacementProblem
@@ -113,6 +115,12 @@ def phi(costs: list[float], eta: float) -> float:
     if not costs:
         return 0.0
     return eta * max(costs) + (1 - eta) * sum(costs)
+
+
+def phi_rows(costs: np.ndarray, eta: float) -> np.ndarray:
+    """:func:`phi` of each row of ``costs`` (rows x tasks, at least one task), for the bounds
+    that weigh many combinations of the same tasks at once."""
+    return eta * costs.max(axis=1) + (1 - eta) * costs.sum(axis=1)
 
 
 def overlapped_step(busy: float, generation: float, trainer: float, trailing: float) -> float:

@@ -79,7 +79,7 @@ def partial_keep(shape: StepShape, eta: float, spec: KeepSpec) -> Callable[[Part
     def keep(st: Partial) -> bool:
         g, i, r = st.phases(eta)
         o = GroupOption(
-            (), (), {}, max(g, f.gen), max(i, f.inf), max(r, f.trn), f.xfer, f.busy, None, f.joint
+            (), (), {}, max(g, f.gen), max(i, f.inf), max(r, f.trn), f.xfer, f.busy, joint=f.joint
         )
         return option_bound(o, shape, lb) <= cutoff * (1 + 1e-9)
 

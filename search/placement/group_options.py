@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from costmodels.placement.judge import StepShape
+from costmodels.placement.judge import StepShape, phi_rows
 from costmodels.placement.problem import PlacementProblem
 from costmodels.solving import UNLIMITED, Deadline
 from costmodels.workflow import ACTOR_GENERATION, ACTOR_TRAINING, TaskKind
@@ -90,7 +90,7 @@ class GroupOptions(TaskCandidates):
         has_gen, has_train = ACTOR_GENERATION in subset, ACTOR_TRAINING in subset
         joint = 0.0
         if not has_gen and len(subset) > 1:
-            joint = self._joint_bound(subset, tables, fits, model, working, capacity)  # type: ignore[arg-type]
+            joint = self._joint_bound(subset, tables, fits, model, working, total, capacity)  # type: ignore[arg-type]
             if not math.isfinite(joint):
                 return None
         ag_min = ag_max = 0.0
@@ -113,6 +113,7 @@ class GroupOptions(TaskCandidates):
         fits: list[np.ndarray],
         model: list[np.ndarray],
         working: list[np.ndarray],
+        total: np.ndarray,
         capacity: np.ndarray,
     ) -> float:
         """A lower bound on inference + training of every option of a group without generation
@@ -129,16 +130,8 @@ class GroupOptions(TaskCandidates):
         over (k, v's configurations, GPUs)."""
         eta = self.problem.workflow.eta
         inference = np.array([self.tasks[n].kind is not TaskKind.TRAINING for n in subset])
-        total = np.sum(model, axis=0)
+        kinds = [k for k in (inference, ~inference) if k.any()]
         idx = [np.flatnonzero(f) for f in fits]
-
-        def phases(times: np.ndarray) -> np.ndarray:
-            out = np.zeros(len(times))
-            for kind in (inference, ~inference):
-                if kind.any():
-                    x = times[:, kind]
-                    out += eta * x.max(axis=1) + (1 - eta) * x.sum(axis=1)
-            return out
 
         bound = 0.0
         for u, tu in enumerate(tables):
@@ -162,7 +155,8 @@ class GroupOptions(TaskCandidates):
             feasible = np.isfinite(times).all(axis=1)
             if not feasible.any():
                 return math.inf
-            bound = max(bound, float(phases(times[feasible]).min()))
+            ok = times[feasible]
+            bound = max(bound, float(sum(phi_rows(ok[:, k], eta) for k in kinds).min()))
         return bound
 
     def _coupled_time(
