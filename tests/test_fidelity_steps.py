@@ -179,3 +179,27 @@ def test_sensitivity_starts_from_the_shipped_judge_and_fits_on_calibration_only(
     )
     moved = {**rows, "B5": {**rows["B5"], "stages": {**rows["B5"]["stages"], "gen": 1.0}}}
     assert fit_engine_step(median, moved) == pytest.approx(fitted, rel=1e-9)
+
+
+def test_the_engine_step_what_if_changes_the_rollout_engine_term_only():
+    """RollPacker's rows under the sensitivity's engine settings
+    (``benchmarks.instances.engine_step_what_if``): at the profile's own term the what-if is the
+    published judge, a larger term decodes slower, and the two workloads hash apart (the judge's
+    caches must not hand one the other's rounds)."""
+    from benchmarks.fidelity.rollout_steps import JOB, ROWS
+    from benchmarks.instances import rollout_problem
+    from benchmarks.rollout_breakdown import long_step
+    from costmodels.profiles import engine_profiles
+
+    kw = ROWS["T3 adaptive"][0]
+    shipped_ms = engine_profiles()["cuda-graph"].step_ms
+    seeds = range(1)
+    published = long_step(JOB, seeds, kw, dataset_prompts=256)
+    same = long_step(JOB, seeds, kw, dataset_prompts=256, engine_step_ms=shipped_ms)
+    slower = long_step(JOB, seeds, kw, dataset_prompts=256, engine_step_ms=shipped_ms + 4.0)
+    assert same == pytest.approx(published, rel=1e-12)
+    assert slower > published
+    base = rollout_problem(JOB, dataset_prompts=256).workload
+    what_if = rollout_problem(JOB, dataset_prompts=256, engine_step_ms=shipped_ms).workload
+    assert hash(base) != hash(what_if)
+    assert what_if.serving().efficiency.decode_step_overhead_ms == shipped_ms

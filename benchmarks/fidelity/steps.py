@@ -49,6 +49,7 @@ from benchmarks.fidelity.steps_cases import (
     split_of,
 )
 from benchmarks.fidelity.steps_predict import (
+    ERROR_FILE,
     ERROR_GROUPS,
     FIT_STAGE,
     PROMPT_SHARE,
@@ -68,9 +69,6 @@ MIN_MEDIAN = 32.0
 PROMPT_CAP = 2048
 #: judges whose whole-step entries other benchmarks write into :data:`ERROR_FILE`
 OTHER_JUDGES = ("rollout",)
-ERROR_FILE = (
-    Path(__file__).resolve().parents[2] / "costmodels" / "data" / "measured" / "step_error.json"
-)
 
 
 def calibration_rows(rows: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -7,6 +7,7 @@ of a set of rows, and the staleness ablation's order. ``steps`` fits and reports
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 from benchmarks.fidelity.steps_cases import (
@@ -39,6 +40,11 @@ SIGMA = math.hypot(TraceParams().sigma_prompt, TraceParams().sigma_response)
 #: the part of that spread a prompt's responses share (``ResponseLengths.prompt_share``): the
 #: same traces' sigma_prompt^2 / sigma^2, not fitted
 PROMPT_SHARE = TraceParams().sigma_prompt ** 2 / SIGMA**2
+#: the expected step error per judge that plans and summaries carry (``steps.py`` and
+#: ``rollout_steps.py`` write their entries)
+ERROR_FILE = (
+    Path(__file__).resolve().parents[2] / "costmodels" / "data" / "measured" / "step_error.json"
+)
 SIGMA_SOURCE = (
     "sigma = hypot(sigma_prompt, sigma_response) of costmodels.generation.request_traces "
     "(RollPacker §2.2, OrchestrRL Fig. 3a, RollMux Fig. 11)"

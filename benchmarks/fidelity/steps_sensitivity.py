@@ -16,6 +16,11 @@ training reads neither constant). Each setting gives the calibration row's gener
 term is also fitted to B3's generation (the calibration row, so its ratio is 1 by construction)
 to show what the test rows and the checks do then. Nothing here changes the judge: it measures
 how far each constant would have to move, and what that would buy.
+
+The engine term is one constant of every cuda-graph rollout, not of the H20's alone, so each
+engine setting is also held against the other whole-step measurements on record: RollPacker's
+Tables 3 and 4 (H800, the rollout judge, :func:`rollpacker_step_error`), where the judge
+over-predicts. A default must serve both: ``docs/judge.md`` settles it on this table.
 """
 
 from __future__ import annotations
@@ -124,12 +129,27 @@ def fit_engine_step(median: float, rows: dict[str, dict[str, Any]]) -> float:
     return float(res.x)
 
 
+def rollpacker_step_error(step_ms: float) -> dict[str, Any]:
+    """The rollout judge's step error on RollPacker's measured steps
+    (``benchmarks.fidelity.rollout_steps``: Tables 3 and 4, H800, the cuda-graph engine) with the
+    engine's CPU time per decode step at ``step_ms``: the other whole-step source the engine term
+    bears on. Its rows are out of sample for every setting here (nothing is fitted to them)."""
+    from benchmarks.fidelity.rollout_steps import run as rollout_rows
+
+    return rollout_rows(engine_step_ms=step_ms)["error"]["step"]
+
+
 def sensitivity(median: float, rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """Every setting (module doc), the engine term's fit to the calibration row last."""
+    """Every setting (module doc), the engine term's fit to the calibration row last; each engine
+    setting also with RollPacker's step error under it (:func:`rollpacker_step_error`)."""
     fitted = fit_engine_step(median, rows)
+    engine = [assess(median, rows, ms, 1.0) for ms in ENGINE_STEP_MS]
+    fit = assess(median, rows, fitted, 1.0)
+    for a in [*engine, fit]:
+        a["rollpacker_step"] = rollpacker_step_error(a["engine_step_ms"])
     return {
         "median": median,
-        "engine": [assess(median, rows, ms, 1.0) for ms in ENGINE_STEP_MS],
+        "engine": engine,
         "hbm": [assess(median, rows, None, share) for share in HBM_SHARES[1:]],
-        "engine_fit": assess(median, rows, fitted, 1.0),
+        "engine_fit": fit,
     }
