@@ -203,3 +203,23 @@ def test_the_engine_step_what_if_changes_the_rollout_engine_term_only():
     what_if = rollout_problem(JOB, dataset_prompts=256, engine_step_ms=shipped_ms).workload
     assert hash(base) != hash(what_if)
     assert what_if.serving().efficiency.decode_step_overhead_ms == shipped_ms
+
+
+def test_a_heavier_tail_refits_a_smaller_median_and_reaches_the_cap(rows):
+    """The sensitivity's spread settings: B3's training holds the fit, so a heavier tail gets a
+    smaller median; it brings B3's longest response to (near) the 28 672-token cap and its
+    generation closer to the measured, and the fit never reads a test row."""
+    from benchmarks.fidelity.steps_predict import SIGMA
+
+    base, heavy = fit_median(rows), fit_median(rows, sigma=1.5)
+    assert heavy["sigma"] == 1.5 and heavy["median"] < base["median"]
+    assert heavy["ratios"]["B3"] == pytest.approx(1.0, abs=0.02)
+    b3 = SPECS["B3"]
+    longest = predict(b3, heavy["median"], sigma=1.5)["longest_response"]
+    assert longest == b3.max_response > predict(b3, base["median"])["longest_response"]
+    shipped = assess(base["median"], rows, None, 1.0)
+    heavier = assess(heavy["median"], rows, None, 1.0, sigma=1.5)
+    assert heavier["sigma"] == 1.5 and shipped["sigma"] == SIGMA
+    assert heavier["calibration_generation"]["B3"] > shipped["calibration_generation"]["B3"]
+    moved = {**rows, "B1": {**rows["B1"], "stages": {**rows["B1"]["stages"], "update_actor": 1.0}}}
+    assert fit_median(moved, sigma=1.5)["median"] == heavy["median"]

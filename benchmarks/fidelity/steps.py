@@ -33,16 +33,11 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import math
 import time
 from pathlib import Path
 from typing import Any
 
-from scipy.optimize import minimize_scalar
-
 from benchmarks.fidelity.steps_cases import (
-    CALIBRATION,
-    PROMPT_TOKENS,
     SPECS,
     measured_stages,
     read_rows,
@@ -51,12 +46,11 @@ from benchmarks.fidelity.steps_cases import (
 from benchmarks.fidelity.steps_predict import (
     ERROR_FILE,
     ERROR_GROUPS,
-    FIT_STAGE,
     PROMPT_SHARE,
-    SIGMA,
     SIGMA_SOURCE,
     STAGES,
     compared_generation,
+    fit_median,
     predict,
     ratio_error,
     same_order,
@@ -64,49 +58,10 @@ from benchmarks.fidelity.steps_predict import (
 )
 from benchmarks.fidelity.steps_windows import analyse, read_windows
 
-MIN_MEDIAN = 32.0
 #: verl's ``max_prompt_length`` in every script: the sensitivity fit's prompt
 PROMPT_CAP = 2048
 #: judges whose whole-step entries other benchmarks write into :data:`ERROR_FILE`
 OTHER_JUDGES = ("rollout",)
-
-
-def calibration_rows(rows: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """The rows the fit may read: :data:`CALIBRATION` only."""
-    return {i: rows[i] for i in CALIBRATION}
-
-
-def fit_median(
-    rows: dict[str, dict[str, Any]], stage: str = FIT_STAGE, prompt: int = PROMPT_TOKENS
-) -> dict[str, Any]:
-    """The lognormal median (tokens) that makes the judge's ``stage`` match the calibration
-    rows (least squares in log ratio over log median); test rows are never read."""
-    cal = calibration_rows(rows)
-    cap = min(SPECS[i].max_response for i in cal)
-
-    def loss(log_median: float) -> float:
-        m = math.exp(log_median)
-        return sum(
-            math.log(predict(SPECS[i], m, prompt)[stage] / measured_stages(SPECS[i], r)[stage]) ** 2
-            for i, r in cal.items()
-        )
-
-    lo, hi = math.log(MIN_MEDIAN), math.log(cap)
-    res = minimize_scalar(loss, bounds=(lo, hi), method="bounded", options={"xatol": 1e-3})
-    median = math.exp(float(res.x))
-    ratios = {
-        i: predict(SPECS[i], median, prompt)[stage] / measured_stages(SPECS[i], r)[stage]
-        for i, r in cal.items()
-    }
-    return {
-        "median": median,
-        "sigma": SIGMA,
-        "stage": stage,
-        "rows": list(cal),
-        "ratios": ratios,
-        "at_bound": bool(min(res.x - lo, hi - res.x) < 0.01),
-        "prompt_tokens": prompt,
-    }
 
 
 def _ratio(pred: float | None, meas: float | None) -> float | None:

@@ -10,12 +10,15 @@ import math
 from pathlib import Path
 from typing import Any
 
+from scipy.optimize import minimize_scalar
+
 from benchmarks.fidelity.steps_cases import (
     CALIBRATION,
     PROMPT_TOKENS,
     SPECS,
     CaseSpec,
     lognormal,
+    measured_stages,
     plan,
     problem,
 )
@@ -51,11 +54,11 @@ SIGMA_SOURCE = (
 )
 
 
-def lengths(median: float, spec: CaseSpec) -> dict[str, Any]:
+def lengths(median: float, spec: CaseSpec, sigma: float = SIGMA) -> dict[str, Any]:
     """The case's lognormal (the median cut at the case's cap, which the workflow requires)."""
     return lognormal(
         min(median, float(spec.max_response)),
-        SIGMA,
+        sigma,
         f"median fitted to verl {'+'.join(CALIBRATION)} {FIT_STAGE}; {SIGMA_SOURCE}",
         PROMPT_SHARE,
     )
@@ -66,10 +69,12 @@ def predict(
     median: float,
     prompt: int = PROMPT_TOKENS,
     efficiency: dict[str, Any] | None = None,
+    sigma: float = SIGMA,
 ) -> dict[str, Any]:
     """The judge's step and stages for one case, with its plan's validity and diagnostics
-    (``efficiency``: :func:`~benchmarks.fidelity.steps_cases.problem`'s)."""
-    prob = problem(spec, lengths(median, spec), prompt, efficiency)
+    (``efficiency``: :func:`~benchmarks.fidelity.steps_cases.problem`'s; ``sigma``: the
+    lengths' spread)."""
+    prob = problem(spec, lengths(median, spec, sigma), prompt, efficiency)
     pl = plan(spec, prob)
     ev = evaluate_placement(prob, pl)
     tasks = ev.breakdown["tasks"]
@@ -110,6 +115,49 @@ def predict(
     out["one_at_cap"] = one_at_cap(prob, g)
     out["generation_mean_rank"] = mean_rank_generation(prob, g, out["decode_batch"])
     return out
+
+
+#: the least median the fit may take, tokens
+MIN_MEDIAN = 32.0
+
+
+def calibration_rows(rows: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The rows the fit may read: :data:`CALIBRATION` only."""
+    return {i: rows[i] for i in CALIBRATION}
+
+
+def fit_median(
+    rows: dict[str, dict[str, Any]],
+    stage: str = FIT_STAGE,
+    prompt: int = PROMPT_TOKENS,
+    sigma: float = SIGMA,
+) -> dict[str, Any]:
+    """The lognormal median (tokens) that makes the judge's ``stage`` match the calibration
+    rows (least squares in log ratio over log median), the spread held at ``sigma``; test rows
+    are never read."""
+    cal = calibration_rows(rows)
+    cap = min(SPECS[i].max_response for i in cal)
+
+    def ratio(i: str, row: dict[str, Any], median: float) -> float:
+        predicted = predict(SPECS[i], median, prompt, sigma=sigma)[stage]
+        return predicted / measured_stages(SPECS[i], row)[stage]
+
+    def loss(log_median: float) -> float:
+        return sum(math.log(ratio(i, r, math.exp(log_median))) ** 2 for i, r in cal.items())
+
+    lo, hi = math.log(MIN_MEDIAN), math.log(cap)
+    res = minimize_scalar(loss, bounds=(lo, hi), method="bounded", options={"xatol": 1e-3})
+    median = math.exp(float(res.x))
+    ratios = {i: ratio(i, r, median) for i, r in cal.items()}
+    return {
+        "median": median,
+        "sigma": sigma,
+        "stage": stage,
+        "rows": list(cal),
+        "ratios": ratios,
+        "at_bound": bool(min(res.x - lo, hi - res.x) < 0.01),
+        "prompt_tokens": prompt,
+    }
 
 
 def compared_generation(spec: CaseSpec, pred: dict[str, Any]) -> float:

@@ -1,17 +1,22 @@
-"""How far the whole-step fidelity's generation stage moves with the two constants under it that
-no measurement fixes (``steps.md``, "Sensitivity").
+"""How far the whole-step fidelity's generation stage moves with the three constants under it
+that no measurement fixes (``steps.md``, "Sensitivity").
 
-The judge's generation on verl's H20 rows is well below the measured one (``steps.md``). Two of
-the constants it rests on are not measured:
+The judge's generation on verl's H20 rows is well below the measured one (``steps.md``). Three
+of the constants it rests on are not measured:
 
 * the serving engine's CPU time per decode step with CUDA graphs (``cuda-graph`` in
-  ``costmodels/data/profiles/engines.yaml``: 0.2 ms, "assumed, no whole-step measurement on
-  record"), which the B rows' rollout pays once per token of its longest response;
+  ``costmodels/data/profiles/engines.yaml``: 0.2 ms, assumed), which the B rows' rollout pays
+  once per token of its longest response;
 * the H20's kernel profile, derived from the H100's (``costmodels.calibration.DERIVED``): the
-  H100's fitted shares of its own HBM bandwidth, ASSUMED, for AIConfigurator ships no H20 data.
+  H100's fitted shares of its own HBM bandwidth, ASSUMED, for AIConfigurator ships no H20 data;
+* the response lengths' spread (lognormal sigma, fixed at the project's trace spread: verl
+  publishes no lengths for these runs), whose tail decides whether a step holds a response that
+  runs to the 28 672-token cap (DAPO shapes overlong rewards because some do); each spread
+  gets its own median, refitted to B3's training as the report's.
 
 Each is varied alone, the response-length median held at its fit (which reads training, and
-training reads neither constant). Each setting gives the calibration row's generation ratio
+training reads neither of the first two constants; a new spread gets its median refitted, for
+training reads the lengths). Each setting gives the calibration row's generation ratio
 (B3), the test rows' generation error, and the two cross-run checks of ``steps.md``. The engine
 term is also fitted to B3's generation (the calibration row, so its ratio is 1 by construction)
 to show what the test rows and the checks do then. Nothing here changes the judge: it measures
@@ -33,7 +38,9 @@ from scipy.optimize import minimize_scalar
 from benchmarks.fidelity.steps_cases import CALIBRATION, SPECS, measured_stages, split_of
 from benchmarks.fidelity.steps_predict import (
     ERROR_GROUPS,
+    SIGMA,
     compared_generation,
+    fit_median,
     predict,
     ratio_error,
     same_order,
@@ -46,6 +53,9 @@ from costmodels.profiles import HardwareProfile, shipped_profiles
 ENGINE_STEP_MS = (0.2, 1.0, 2.0, 4.0)
 #: the H20's HBM shares tried, as fractions of the derived profile's
 HBM_SHARES = (1.0, 0.75, 0.5)
+#: the response lengths' spreads tried beside the shipped one (lognormal sigma;
+#: :data:`~benchmarks.fidelity.steps_predict.SIGMA` is 0.93), each with the median refitted
+SPREADS = (1.2, 1.5)
 #: the search interval of the engine term's fit to the calibration row, ms
 FIT_STEP_MS = (0.0, 50.0)
 #: the GPU whose profile is derived, not measured
@@ -77,7 +87,11 @@ def row_efficiency(engine: str, step_ms: float | None, hbm_share: float) -> dict
 
 
 def assess(
-    median: float, rows: dict[str, dict[str, Any]], step_ms: float | None, hbm_share: float
+    median: float,
+    rows: dict[str, dict[str, Any]],
+    step_ms: float | None,
+    hbm_share: float,
+    sigma: float = SIGMA,
 ) -> dict[str, Any]:
     """One setting: the calibration row's generation ratio, the test rows' generation and step
     errors (synchronous and one-step-off rows, as ``steps.md``'s summary), B5's generation, and
@@ -85,7 +99,12 @@ def assess(
     waits = [i for i, s in SPECS.items() if not s.reason and s.mode in ERROR_GROUPS["waits"]]
     order = staleness_order()
     preds = {
-        i: predict(SPECS[i], median, efficiency=row_efficiency(SPECS[i].engine, step_ms, hbm_share))
+        i: predict(
+            SPECS[i],
+            median,
+            efficiency=row_efficiency(SPECS[i].engine, step_ms, hbm_share),
+            sigma=sigma,
+        )
         for i in [*waits, *order]
     }
     ratio = {
@@ -98,6 +117,8 @@ def assess(
     return {
         "engine_step_ms": step_ms,
         "hbm_share": hbm_share,
+        "sigma": sigma,
+        "median": median,
         "calibration_generation": {i: ratio[i] for i in CALIBRATION},
         "test_generation": ratio_error([(i, r) for i, r in ratio.items() if split_of(i) == "test"]),
         "test_step": ratio_error([(i, r) for i, r in step.items() if split_of(i) == "test"]),
@@ -149,7 +170,12 @@ def sensitivity(median: float, rows: dict[str, dict[str, Any]]) -> dict[str, Any
         a["rollpacker_step"] = rollpacker_step_error(a["engine_step_ms"])
     return {
         "median": median,
+        "sigma": SIGMA,
         "engine": engine,
         "hbm": [assess(median, rows, None, share) for share in HBM_SHARES[1:]],
+        "spread": [
+            assess(fit_median(rows, sigma=sigma)["median"], rows, None, 1.0, sigma)
+            for sigma in SPREADS
+        ],
         "engine_fit": fit,
     }
