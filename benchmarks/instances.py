@@ -24,6 +24,7 @@ import numpy as np
 
 from costmodels.circuits.fabric import DemandEntry, DemandSpec, FabricSpec
 from costmodels.circuits.problem import CircuitProblem
+from costmodels.rollout.workload import RolloutWorkload
 
 DEMAND_SHAPES = ("all-to-all", "all-reduce", "m2n", "fan-out", "sparse")
 
@@ -293,21 +294,20 @@ def rollout_problem(
     return dataclasses.replace(problem, job=problem.job.model_copy(update={"workload": workload}))
 
 
-def engine_step_what_if(workload: Any, step_ms: float) -> Any:
-    """``workload`` whose engine spends ``step_ms`` of CPU time per decode step instead of its
-    profile's ``step_ms`` (``costmodels/data/profiles/engines.yaml``); the field is part of the
-    workload's hash, so the judge's caches keep the two apart. Only benchmarks build one: the
-    engine term is not a user's knob."""
-    from costmodels.rollout.workload import RolloutWorkload
+class EngineStepWhatIf(RolloutWorkload):
+    """A rollout workload whose engine spends ``decode_step_ms`` of CPU time per decode step
+    instead of its profile's ``step_ms`` (``costmodels/data/profiles/engines.yaml``); the field
+    is part of the workload's hash, so the judge's caches keep the two apart. Only benchmarks
+    build one (:func:`engine_step_what_if`): the engine term is not a user's knob."""
 
-    class EngineStepWhatIf(RolloutWorkload):
-        decode_step_ms: float
+    decode_step_ms: float
 
-        def serving(self) -> Any:
-            base = super().serving()
-            eff = base.efficiency.model_copy(
-                update={"decode_step_overhead_ms": self.decode_step_ms}
-            )
-            return base.model_copy(update={"efficiency": eff})
+    def serving(self) -> Any:
+        base = super().serving()
+        eff = base.efficiency.model_copy(update={"decode_step_overhead_ms": self.decode_step_ms})
+        return base.model_copy(update={"efficiency": eff})
 
+
+def engine_step_what_if(workload: RolloutWorkload, step_ms: float) -> EngineStepWhatIf:
+    """``workload`` with its engine's CPU time per decode step at ``step_ms``."""
     return EngineStepWhatIf(**workload.model_dump(), decode_step_ms=step_ms)

@@ -170,7 +170,7 @@ def _spread(sens: dict[str, Any]) -> list[str]:
     return [
         "A heavier length tail (sigma "
         + " and ".join(f"{a['sigma']:g}" for a in spread)
-        + f" against the traces' {sens.get('sigma', 0.93):.2f}, each median refitted to B3's "
+        + f" against the traces' {sens['sigma']:.2f}, each median refitted to B3's "
         "training) brings the step's longest response near or to the 28 672-token cap, far "
         "above the shipped spread's; B3's generation rises to "
         f"{best['calibration_generation']['B3']:.2f} at best "
@@ -181,12 +181,13 @@ def _spread(sens: dict[str, Any]) -> list[str]:
     ]
 
 
-def _pooled(a: dict[str, Any]) -> float:
+def _pooled(a: dict[str, Any]) -> tuple[float, int]:
     """RMS log error of the step over both sources' out-of-sample rows (verl's synchronous and
-    one-step-off test rows, RollPacker's), each row weighing the same."""
+    one-step-off test rows, RollPacker's), each row weighing the same, and the rows' count."""
     parts = [a["test_step"], a["rollpacker_step"]]
     n = [len(p["rows"]) for p in parts]
-    return math.sqrt(sum(k * p["rms_log"] ** 2 for k, p in zip(n, parts, strict=True)) / sum(n))
+    rms = math.sqrt(sum(k * p["rms_log"] ** 2 for k, p in zip(n, parts, strict=True)) / sum(n))
+    return rms, sum(n)
 
 
 def _engine_default(sens: dict[str, Any]) -> list[str]:
@@ -196,9 +197,9 @@ def _engine_default(sens: dict[str, Any]) -> list[str]:
         return []
     settings = [*sens["engine"], fit]
     rp = {a["engine_step_ms"]: a["rollpacker_step"]["rms_log"] for a in sens["engine"]}
-    pooled = {a["engine_step_ms"]: _pooled(a) for a in settings}
+    pooled = {a["engine_step_ms"]: _pooled(a)[0] for a in settings}
     best = min(pooled, key=pooled.__getitem__)
-    rows = len(shipped["test_step"]["rows"]) + len(shipped["rollpacker_step"]["rows"])
+    rows = _pooled(shipped)[1]
     return [
         "**The engine term's default, settled on both sources.** The cuda-graph term is one "
         "constant of every rollout on that engine, and the other whole steps on record, "
