@@ -157,12 +157,19 @@ class ClockRecord:
     safety cap. The façade opens one record per solve; every :class:`Deadline` made inside shares
     it, and the first time one is found expired (or a backend reports its time limit, through
     :meth:`Deadline.note_bound`) the record says so. ``done``/``budget``/``unit`` are the solver's
-    last word on how far its budget got ("9 of 300 plans")."""
+    last word on how far its budget got ("9 of 300 plans").
+
+    A solver may split its limit into time shares (SHA-EA's baseline seeds,
+    ``heuristics.placement.sha_ea.baseline_seeds``): a share that runs out makes the result depend
+    on the clock too, but the limit itself did not stop the solve. ``share`` says so (the record
+    was bound only by deadlines ending before the solve's own, :meth:`Deadline.note_bound`), and
+    :meth:`describe` does not then claim that the limit stopped it."""
 
     limit: float | None = None
     explicit: bool = False  # the caller's time_limit (a budget to use) rather than the default cap
     deadline_at: float | None = None  # perf_counter() past which :func:`checkpoint` stops work
     bound: bool = False
+    share: bool = False  # bound only by time shares ending before the solve's own limit
     at: float | None = None  # seconds into the solve when the clock first stopped work
     done: int | None = None
     budget: int | None = None
@@ -184,7 +191,21 @@ class ClockRecord:
                 + (f" of {self.budget}" if self.budget is not None else "")
                 + (f" {self.unit}" if self.unit else "")
             )
+        if self.share:
+            return (
+                f"a part of the search ran on a share of the {what}{limit} and was cut short"
+                f"{',' if work else ''}{work}: this result depends on machine speed"
+            )
         return f"stopped by the {what}{limit}{work}: this result depends on machine speed"
+
+    def mark(self, elapsed: float | None, share: bool) -> None:
+        """The clock stopped work ``elapsed`` seconds in; ``share``: a deadline ending before the
+        solve's own did (a time share), not the solve's limit. The solve's own limit, once it
+        binds, outranks any share."""
+        if not self.bound:
+            self.bound, self.share, self.at = True, share, elapsed
+        elif self.share and not share:
+            self.share, self.at = False, elapsed
 
 
 _RECORD: contextvars.ContextVar[ClockRecord | None] = contextvars.ContextVar(
@@ -223,9 +244,7 @@ def checkpoint() -> None:
         and record.deadline_at is not None
         and time.perf_counter() > record.deadline_at
     ):
-        if not record.bound:
-            record.bound = True
-            record.at = record.limit
+        record.mark(record.limit, share=False)
         what = "time limit" if record.explicit else "time cap"
         raise DeadlineExceeded(f"{what} of {record.limit:g} s reached inside one evaluation")
 
@@ -323,9 +342,18 @@ class Deadline:
     def note_bound(self) -> None:
         """The clock stopped work here (also for a backend that reports its own time limit)."""
         record = self.record
-        if record is not None and not record.bound:
-            record.bound = True
-            record.at = self.elapsed()
+        if record is not None:
+            record.mark(self.elapsed(), share=self._ends_early(record))
+
+    def _ends_early(self, record: ClockRecord) -> bool:
+        """Whether this deadline ends before the solve's own limit (a time share of it): earlier
+        by more than 1% of the limit (and 50 ms), so that a deadline made a moment after the
+        record, for the whole limit, is the limit."""
+        if self.at is None:
+            return False
+        if record.deadline_at is None or record.limit is None:
+            return True
+        return self.at < record.deadline_at - max(0.05, 0.01 * record.limit)
 
     def check(self, work: int = 1) -> None:
         """Raise :class:`DeadlineExceeded` once the limit has passed (:class:`WorkExceeded` once

@@ -148,8 +148,10 @@ def run_validated(
             **base,
         )
     wall = time.perf_counter() - start
-    if not clock.bound and clock.limit is not None and wall >= clock.limit:
-        clock.bound = True  # ran the whole limit: whatever stopped it, the clock had its say
+    if clock.limit is not None and wall >= clock.limit:
+        clock.mark(
+            wall, share=False
+        )  # ran the whole limit: whatever stopped it, the clock had its say
     if clock.bound:  # the wall clock, not the work budget, ended the search: say so everywhere
         base["clock"] = clock.describe()
         if isinstance(out, SolverOutput):

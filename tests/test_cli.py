@@ -249,3 +249,27 @@ def test_shell_completion_knows_problems_and_each_problems_solvers():
     assert {"greedy", "milp", "cpsat", "help"} <= set(circuits) and "sha-ea" not in circuits
     assert "sha-ea" in complete("rlplan plan --solver ", 3)
     assert "--install-completion" in run_cli("--help").stdout
+
+
+def test_a_long_line_fits_the_terminal_and_stays_whole_when_piped():
+    """``say`` wraps between words at a terminal (a path longer than the width stays whole, to be
+    copied) and leaves a piped line as one line, for grep."""
+    import io
+
+    from rich.console import Console
+
+    from planner.cli.console import say
+
+    line = (
+        "SHA-EA: best of 302 evaluations (budget), 1.45x better than its best seed (StreamRL) "
+        "/tmp/" + "x" * 90 + ".json"
+    )
+    tty = io.StringIO()
+    say(Console(file=tty, force_terminal=True, width=80, color_system=None), line)
+    rows = tty.getvalue().splitlines()
+    assert len(rows) > 1 and all(len(r) <= 80 for r in rows if "xxx" not in r)
+    assert any(r.strip() == "/tmp/" + "x" * 90 + ".json" for r in rows)
+    assert " ".join(r.strip() for r in rows) == line
+    piped = io.StringIO()
+    say(Console(file=piped, force_terminal=False, width=80), line)
+    assert piped.getvalue() == line + "\n"

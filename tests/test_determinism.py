@@ -13,6 +13,7 @@ import json
 import multiprocessing
 import os
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -120,6 +121,27 @@ def test_an_expired_deadline_marks_the_solve_as_clock_bound():
         record.describe() == "stopped by the time cap of 0.001 s after 9 of 300 plans: "
         "this result depends on machine speed"
     )
+
+
+def test_a_time_share_that_runs_out_is_not_reported_as_the_limit_stopping_the_solve():
+    """A solver that splits its limit (SHA-EA's baseline seeds) and sees a share run out: the
+    result depends on the clock, but the limit did not stop it; once the limit itself binds,
+    the record says so instead."""
+    with clock_record(10.0, explicit=True) as record:
+        share = Deadline(10.0).sub(1.0)
+        share.at = share.start  # the share is spent
+        note_work(1200, 1200, "evaluations")
+        assert share.expired()
+        assert record.bound and record.share
+        assert record.describe() == (
+            "a part of the search ran on a share of the time limit of 10 s and was cut short, "
+            "after 1200 of 1200 evaluations: this result depends on machine speed"
+        )
+        whole = Deadline(10.0)
+        whole.at = record.deadline_at = time.perf_counter() - 1.0  # the limit itself passes
+        assert whole.expired()
+    assert record.bound and not record.share
+    assert record.describe().startswith("stopped by the time limit of 10 s after 1200 of 1200")
 
 
 def test_a_deadline_that_never_expires_leaves_the_record_clean():

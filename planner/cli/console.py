@@ -4,6 +4,7 @@ plan)."""
 
 from __future__ import annotations
 
+import textwrap
 from typing import NoReturn
 
 import typer
@@ -27,5 +28,16 @@ def fail(message: str | Exception, code: int = 2) -> NoReturn:
 
 
 def say(console: Console, line: str) -> None:
-    """A plain line (no markup, no highlighting), wrapped by the terminal, not by rich."""
+    """A plain line (no markup, no highlighting). At a terminal it is wrapped between words to
+    the terminal's width, continuation lines indented two spaces, so that the output fits the
+    window (80 columns in the README's examples); a word longer than the width (a path) is kept
+    whole, so it can be copied. Piped or redirected, it stays one line for grep and for scripts."""
+    if console.is_terminal and len(line) > console.width:
+        line = textwrap.fill(
+            line,
+            width=console.width,
+            subsequent_indent="  ",
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
     console.print(line, markup=False, highlight=False, soft_wrap=True)
