@@ -115,6 +115,19 @@ def report(rows: list[dict[str, Any]], command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def scenario_labels(rows: list[dict[str, Any]]) -> list[str]:
+    """A plot's tick label per scenario row: the workflow's kind over the cluster's layout."""
+    return [f"{r['workflow'].split('-qwen')[0]}\n{r['cluster'].split('hetrl-')[1]}" for r in rows]
+
+
+def one_percent_axes(ax: Any, labels: list[str], ylabel: str) -> None:
+    """The 1% line, the scenarios' ticks, the y label and the legend of a testbed gap plot."""
+    ax.axhline(1.0, color="red", linestyle="--", linewidth=1, label="1%")
+    ax.set_xticks(range(len(labels)), labels, fontsize=7)
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=7)
+
+
 def plot(rows: list[dict[str, Any]], path: Path) -> None:
     import matplotlib
 
@@ -122,7 +135,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 3.6))
-    labels = [f"{r['workflow'].split('-qwen')[0]}\n{r['cluster'].split('hetrl-')[1]}" for r in rows]
+    labels = scenario_labels(rows)
     gaps = [100 * r["sha_ea_gap"] if r["sha_ea_gap"] is not None else 0.0 for r in rows]
     bars = ax.bar(range(len(rows)), gaps)
     for bar, r in zip(bars, rows, strict=True):
@@ -130,10 +143,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
             ax.annotate(
                 "no bound", (bar.get_x() + bar.get_width() / 2, 0), ha="center", va="bottom"
             )
-    ax.axhline(1.0, color="red", linestyle="--", linewidth=1, label="1%")
-    ax.set_xticks(range(len(rows)), labels, fontsize=7)
-    ax.set_ylabel("SHA-EA step over the bound (%)")
-    ax.legend(fontsize=7)
+    one_percent_axes(ax, labels, "SHA-EA step over the bound (%)")
     save_figure(fig, path)
 
 

@@ -17,6 +17,7 @@ from formulations.placement.node_merge import (
     merge_identical_nodes,
     merged_node_bound,
     merged_problem,
+    plan_on,
 )
 from heuristics.placement.genome import PlacementSpace
 from planner.io import build_problem
@@ -75,15 +76,6 @@ def _random_plans(p, rng, count):
         count -= 1
 
 
-def _on(q, plan, rename):
-    d = plan.model_dump()
-    for g in d["groups"]:
-        g["devices"] = [rename[x] for x in g["devices"]]
-    for t in d["tasks"]:
-        t["devices"] = [[[rename[x] for x in st] for st in r] for r in t["devices"]]
-    return type(plan).model_validate(d)
-
-
 @pytest.mark.parametrize(
     "cluster,workflow,seed",
     [
@@ -96,11 +88,10 @@ def _on(q, plan, rename):
 def test_a_plan_costs_no_more_on_the_merged_cluster(cluster, workflow, seed):
     p = _problem(cluster(), workflow)
     q = merged_problem(p)
-    rename = {a.id: b.id for a, b in zip(p.topology.devices, q.topology.devices, strict=True)}
     checked = 0
     for plan in _random_plans(p, random.Random(seed), 150):
         before = evaluate_placement(p, plan)
-        after = evaluate_placement(q, _on(q, plan, rename))
+        after = evaluate_placement(q, plan_on(plan, p, q))
         assert after.objective <= before.objective * (1 + 1e-12), plan
         checked += 1
     assert checked == 150
@@ -154,3 +145,54 @@ def test_an_upper_bound_below_every_merged_plan_is_the_bound():
     optimum, _ = merged_node_bound(p)
     assert merged_node_bound(p, upper_bound=optimum * 0.9)[0] == optimum * 0.9
     assert merged_node_bound(p, upper_bound=optimum * 1.1)[0] == pytest.approx(optimum)
+
+
+def test_a_plan_read_on_the_merged_cluster_and_back_is_the_same_plan():
+    p = _problem(hetrl_single_region(), "ppo-async-qwen3-8b")
+    q = merged_problem(p)
+    for plan in _random_plans(p, random.Random(5), 20):
+        there = plan_on(plan, p, q)
+        assert {d for g in there.groups for d in g.devices} <= {d.id for d in q.topology.devices}
+        assert plan_on(there, q, p) == plan
+    with pytest.raises(ValueError, match="differ in size"):
+        plan_on(plan, p, _problem("small-24", "ppo-async-qwen3-8b"))
+
+
+def test_the_relaxation_report_names_the_scenarios_merging_cannot_prove(tmp_path):
+    from benchmarks.testbed_relaxation import plot, report
+
+    row = {
+        "cluster": "hetrl-single-region",
+        "workflow": "grpo-sync-qwen3-8b",
+        "sha_ea_testbed": 143.10,
+        "sha_ea_merged": 142.71,
+        "merged_plan_on_testbed": 143.56,
+        "best_testbed": 143.10,
+        "merged_upper": 142.71,
+        "least_provable_gap": 143.10 / 142.71 - 1,
+        "largest_move": "weight transfer",
+        "largest_move_testbed_s": 0.38,
+        "largest_move_merged_s": 0.38,
+        "published_bound": 142.71,
+        "bound_below_merged_plan": 0.0,
+    }
+    crossing = {
+        **row,
+        "workflow": "ppo-async-qwen3-8b",
+        "sha_ea_testbed": 194.66,
+        "sha_ea_merged": 192.19,
+        "merged_plan_on_testbed": 194.66,
+        "best_testbed": 194.66,
+        "merged_upper": 192.19,
+        "least_provable_gap": 194.66 / 192.19 - 1,
+        "largest_move": "actor_training dp",
+        "largest_move_testbed_s": 2.41,
+        "largest_move_merged_s": 0.10,
+        "published_bound": None,
+        "bound_below_merged_plan": None,
+    }
+    text = report([row, crossing], "python -m benchmarks.testbed_relaxation")
+    assert "| nothing |" in text and "actor_training dp (2.41 -> 0.10)" in text
+    assert "1 of 2 (ppo-async-qwen3-8b (hetrl-single-region))" in text
+    plot([row, crossing], tmp_path / "relax.png")
+    assert (tmp_path / "relax.png").stat().st_size > 0

@@ -33,6 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from costmodels.cluster import ClusterSpec, NodeSpec, intra_node_link, intra_zone_link
+from costmodels.placement.plan import PlacementPlan
 from costmodels.placement.problem import FrameworkTarget, PlacementProblem
 from costmodels.solving import SolverOutput, Status
 from formulations.placement.ilp import solve_placement_ilp
@@ -101,3 +102,21 @@ def merged_node_bound(
     if out.stats.get("proven") and upper_bound is not None:
         return upper_bound, out  # nothing below it: the optimum is at least the upper bound
     return out.bound, out
+
+
+def plan_on(
+    plan: PlacementPlan, source: PlacementProblem, target: PlacementProblem
+) -> PlacementPlan:
+    """``plan``, made for ``source``'s cluster, read on ``target``'s GPU for GPU: GPU i of one is
+    GPU i of the other, as :func:`merge_identical_nodes` keeps them (either way: a merged plan
+    read back on the original cluster is a plan there, and every plan there costs no less)."""
+    src, dst = source.topology.devices, target.topology.devices
+    if len(src) != len(dst):
+        raise ValueError(f"the clusters differ in size: {len(src)} GPUs against {len(dst)}")
+    rename = {a.id: b.id for a, b in zip(src, dst, strict=True)}
+    d = plan.model_dump()
+    for g in d["groups"]:
+        g["devices"] = [rename[x] for x in g["devices"]]
+    for t in d["tasks"]:
+        t["devices"] = [[[rename[x] for x in stage] for stage in r] for r in t["devices"]]
+    return PlacementPlan.model_validate(d)
