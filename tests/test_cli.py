@@ -270,6 +270,9 @@ def test_a_long_line_fits_the_terminal_and_stays_whole_when_piped():
     assert len(rows) > 1 and all(len(r) <= 80 for r in rows if "xxx" not in r)
     assert any(r.strip() == "/tmp/" + "x" * 90 + ".json" for r in rows)
     assert " ".join(r.strip() for r in rows) == line
+    two = io.StringIO()
+    say(Console(file=two, force_terminal=True, width=80, color_system=None), "a\n" + "b " * 50)
+    assert two.getvalue().splitlines()[0] == "a"
     piped = io.StringIO()
     say(Console(file=piped, force_terminal=False, width=80), line)
     assert piped.getvalue() == line + "\n"

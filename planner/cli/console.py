@@ -33,11 +33,14 @@ def say(console: Console, line: str) -> None:
     window (80 columns in the README's examples); a word longer than the width (a path) is kept
     whole, so it can be copied. Piped or redirected, it stays one line for grep and for scripts."""
     if console.is_terminal and len(line) > console.width:
-        line = textwrap.fill(
-            line,
-            width=console.width,
-            subsequent_indent="  ",
-            break_long_words=False,
-            break_on_hyphens=False,
+        line = "\n".join(  # each of its own lines, if it has several
+            textwrap.fill(
+                part,
+                width=console.width,
+                subsequent_indent="  ",
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
+            for part in line.split("\n")
         )
     console.print(line, markup=False, highlight=False, soft_wrap=True)
