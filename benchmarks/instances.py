@@ -16,6 +16,7 @@ drawn from the paper's ranges) with one of the shipped workflows.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from typing import Any
@@ -279,8 +280,6 @@ def rollout_problem(
     problem; ``training_mfu`` replaces the training stage's fitted MFU (a what-if on training's
     size), ``engine_step_ms`` the rollout engine's CPU time per decode step (a what-if on the
     engine term, :class:`EngineStepWhatIf`)."""
-    import dataclasses
-
     from costmodels.rollout.presets import table2_job
     from planner.io import build_problem
 

@@ -33,7 +33,6 @@ from typing import Any
 from benchmarks.publish import command_line, dash, parse_out_dir, publish_rows, save_figure
 from benchmarks.testbed_bound import SCENARIOS, one_percent_axes, scenario_labels
 from costmodels.placement.judge import evaluate_placement
-from costmodels.placement.problem import PlacementProblem
 from formulations.placement.node_merge import merged_problem, plan_on
 from planner.io import build_problem
 from planner.solve import solve
@@ -42,11 +41,12 @@ from planner.solve import solve
 _TERMS = ("dp_s", "tp_s", "pp_s")
 
 
-def _largest_move(p: PlacementProblem, q: PlacementProblem, plan: Any) -> tuple[str, float, float]:
-    """The term of ``plan`` (on ``p``; read on the merged ``q``) that the merge lowers most:
-    (name, seconds on p, seconds on q)."""
-    a = evaluate_placement(p, plan).breakdown
-    b = evaluate_placement(q, plan_on(plan, p, q)).breakdown
+def _largest_move(
+    on_testbed: dict[str, Any], on_merged: dict[str, Any]
+) -> tuple[str, float, float]:
+    """The term of one plan that the merge lowers most, from its judge breakdowns on the testbed
+    and on the merged cluster: (name, seconds on the testbed, seconds merged)."""
+    a, b = on_testbed, on_merged
     moves = [
         ("weight transfer", a["phases"]["weight_transfer_s"], b["phases"]["weight_transfer_s"])
     ]
@@ -79,9 +79,12 @@ def _run(name: str, spec: Any, workflow: str, published: dict[tuple[str, str], f
     best_plan, best = (sha.plan, sha.objective)
     if back_step < best:
         best_plan, best = back, back_step
-    term, before, after = _largest_move(problem, merged, best_plan)
+    # the best plan judged once on each cluster: its step there and the term that moves most
+    there = evaluate_placement(problem, best_plan)
+    merged_eval = evaluate_placement(merged, plan_on(best_plan, problem, merged))
+    term, before, after = _largest_move(there.breakdown, merged_eval.breakdown)
+    best_on_merged = merged_eval.objective
     bound = published.get((name, workflow))
-    best_on_merged = evaluate_placement(merged, plan_on(best_plan, problem, merged)).objective
     # the merged optimum is at most either plan's step there: SHA-EA's on the merged cluster, or
     # the best testbed plan read there (which costs no more than on the testbed)
     upper = min(on_merged.objective, best_on_merged)

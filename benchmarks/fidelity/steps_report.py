@@ -197,9 +197,10 @@ def _engine_default(sens: dict[str, Any]) -> list[str]:
         return []
     settings = [*sens["engine"], fit]
     rp = {a["engine_step_ms"]: a["rollpacker_step"]["rms_log"] for a in sens["engine"]}
-    pooled = {a["engine_step_ms"]: _pooled(a)[0] for a in settings}
+    pooled_rows = {a["engine_step_ms"]: _pooled(a) for a in settings}
+    pooled = {k: rms for k, (rms, _) in pooled_rows.items()}
     best = min(pooled, key=pooled.__getitem__)
-    rows = _pooled(shipped)[1]
+    rows = pooled_rows[shipped["engine_step_ms"]][1]
     return [
         "**The engine term's default, settled on both sources.** The cuda-graph term is one "
         "constant of every rollout on that engine, and the other whole steps on record, "
