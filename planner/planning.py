@@ -36,6 +36,7 @@ from typing import Any
 
 import yaml
 
+from costmodels.errors import SpecError
 from costmodels.problem import ProblemKind, SolvedPlan, Summary
 from planner.efficiency_choice import efficiency_update
 from planner.io import build_problem, load_problem, solvable_kind, write_atomic
@@ -175,6 +176,34 @@ def _check_outputs(request: PlanRequest) -> None:
     if request.plot is not None:
         targets["--plot"] = check_output(request.plot, "--plot", PLOT_SUFFIXES)
     check_distinct(targets)
+    _refuse_overwriting_inputs(request, targets)
+
+
+def _input_files(request: PlanRequest) -> dict[Path, str]:
+    """The existing files the request reads (a problem file, spec files, a profile), each by
+    the option it came from; preset names and mappings are not files."""
+    named: list[tuple[str, Any]] = [("the problem", request.problem)]
+    named.append(("--profile", request.profile))
+    named += [(f"--{name}", value) for name, value in request.fields.items()]
+    out: dict[Path, str] = {}
+    for option, value in named:
+        if isinstance(value, str | Path) and Path(value).is_file():
+            out[Path(value).resolve()] = option
+    return out
+
+
+def _refuse_overwriting_inputs(request: PlanRequest, targets: dict[str, Path]) -> None:
+    """No output may be one of the request's input files (``--workflow job.yaml -o job.yaml``
+    would replace the user's job by the plan)."""
+    inputs = _input_files(request)
+    for option, p in targets.items():
+        source = inputs.get(p.resolve())
+        if source is not None:
+            raise SpecError(
+                option,
+                str(p),
+                f"is the {source} file this plan reads; give the output its own path",
+            )
 
 
 def _check_applies(request: PlanRequest, kind: ProblemKind, reg: Registry) -> None:

@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from costmodels.errors import did_you_mean
 from costmodels.problem import Preset, ProblemKind
 from costmodels.problems import builtin_kinds
+from heuristics.placement.executors import LOCAL_WORKERS
 from planner.solvers import SolverEntry, SolverFn, builtin_solvers
 
 #: keyword parameters the façade owns: never user options
@@ -201,6 +202,14 @@ class SolverInfo:
             raise SolverOptionError(
                 f"solver {self.name!r} option executor='ray' needs Ray, which is not installed: "
                 "pip install 'rlplan[ray]'"
+            )
+        workers = getattr(model, "workers", None) if "workers" in options else None
+        local = options.get("executor", "local") == "local" and not options.get("ray_address")
+        if "executor" in self.options and local and workers is not None and workers > LOCAL_WORKERS:
+            # refused before any work: each local worker is a process with its own caches
+            raise SolverOptionError(
+                f"solver {self.name!r} option workers={workers}: at most {LOCAL_WORKERS} "
+                "local processes; add executor=ray for more"
             )
         return {k: getattr(model, k) for k in options}
 

@@ -82,6 +82,36 @@ CASES = [
         ),
         ["gpus[1].name", "X1"],
     ),
+    (
+        # all of its memory kept for the runtime: nothing fits, refused before any costing
+        "gpu-without-usable-memory",
+        _plan_placement_on_cluster(
+            lambda d: d.update(
+                gpus=[
+                    {
+                        "name": "X1",
+                        "tflops_bf16_dense": 100,
+                        "memory_gb": 1,
+                        "hbm_gb_per_s": 2000,
+                        "intra_node_gb_per_s": 100,
+                    }
+                ],
+                nodes=[{**d["nodes"][0], "gpu": "X1"}],
+            )
+        ),
+        ["cluster.gpus[0].memory_gb", "memory_reserve_gb"],
+    ),
+    (
+        # thousands of local processes would exhaust memory before the first evaluation
+        "sha-ea-local-workers",
+        "plan placement --cluster small-8 --workflow grpo-sync-qwen3-4b -O workers=1000",
+        ["workers=1000", "executor=ray"],
+    ),
+    (
+        "sha-ea-workers-absurd",
+        "plan placement --cluster small-8 --workflow grpo-sync-qwen3-4b -O workers=100000",
+        ["workers=100000"],
+    ),
     ("csv-repeated-column", _demand_csv("src,dst,bytes,bytes\nt0,t1,5,6\n"), ["appears twice"]),
     ("csv-extra-field", _demand_csv("src,dst,bytes\nt0,t1,5,7\n"), ["row 2", "4 fields"]),
     ("csv-unknown-column", _demand_csv("src,dst,bytes,colour\nt0,t1,5,red\n"), ["colour"]),
@@ -437,3 +467,24 @@ def test_ctrl_c_during_a_solve_exits_130_and_writes_nothing(tmp_path):
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr and "interrupted" in stderr
     assert list(tmp_path.iterdir()) == [], "no plan and no temp file"
+
+
+@pytest.mark.parametrize("output", ["job.yaml", "job.json"])
+def test_an_output_that_is_an_input_file_is_refused_and_the_input_kept(output, tmp_path):
+    # -o job.yaml would replace the workflow by the plan; --export verl beside job.json writes
+    # job.verl.yaml, here the workflow file too
+    workflow = tmp_path / ("job.verl.yaml" if output == "job.json" else "job.yaml")
+    shown = run_cli("presets", "show", "grpo-sync-qwen3-4b")
+    assert shown.returncode == 0, shown.stderr
+    workflow.write_text(shown.stdout)
+    before = workflow.read_text()
+    argv = ["plan", "placement", "--cluster", "small-8", "--workflow", str(workflow)]
+    argv += ["--solver", "verl", "-o", str(tmp_path / output)]
+    if output == "job.json":
+        argv += ["--export", "verl"]
+    proc = run_cli(*argv, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "--workflow file" in lines[0], proc.stderr
+    assert workflow.read_text() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == [workflow.name]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from costmodels.cluster import ClusterSpec
+from costmodels.errors import SpecError
 from costmodels.placement.canned import canned_placements
 from costmodels.placement.check import check_placement
 from costmodels.placement.frameworks import FRAMEWORKS
@@ -41,7 +42,26 @@ def _build(
         params = params.model_copy(
             update={"efficiency": eff.model_copy(update={"profiles": merged})}
         )
-    return PlacementProblem(cluster, workflow, params, target or FrameworkTarget())
+    problem = PlacementProblem(cluster, workflow, params, target or FrameworkTarget())
+    _refuse_memoryless_gpus(problem)
+    return problem
+
+
+def _refuse_memoryless_gpus(problem: PlacementProblem) -> None:
+    """A GPU type whose memory is all kept for the runtime holds nothing (C3 reads memory less
+    the reserve): refused with the field to fix, the custom GPU's memory or the reserve."""
+    reserve = problem.params.memory_reserve_gb
+    custom = [g.name for g in problem.cluster.gpus]
+    for gpu in {d.gpu.name: d.gpu for d in problem.topology.devices}.values():
+        if gpu.memory_gb > reserve:
+            continue
+        why = (
+            f"GPU type {gpu.name} must hold more than the {reserve:g} GB per GPU kept for the "
+            "runtime (params memory_reserve_gb)"
+        )
+        if gpu.name in custom:
+            raise SpecError(f"cluster.gpus[{custom.index(gpu.name)}].memory_gb", gpu.memory_gb, why)
+        raise SpecError("params.memory_reserve_gb", reserve, why)
 
 
 def _with_efficiency(problem: PlacementProblem, update: dict) -> PlacementProblem:

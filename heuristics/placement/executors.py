@@ -68,6 +68,10 @@ class EvaluationPool:
             self._close.pop()()
 
 
+#: the most local worker processes a pool starts (the ILP's costing workers have the same cap)
+LOCAL_WORKERS = 64
+
+
 def evaluation_pool(
     space: PlacementSpace,
     workers: int | None = None,
@@ -83,6 +87,12 @@ def evaluation_pool(
         raise ValueError(f"unknown executor {executor!r}; use local or ray")
     if workers is None or workers <= 1:
         return EvaluationPool(map, space.best_configs, 1, "local")
+    if workers > LOCAL_WORKERS:
+        # each local worker is a process holding the problem and its caches: thousands of them
+        # exhaust the machine's memory before the first evaluation (Ray spreads its actors)
+        raise ValueError(
+            f"workers={workers}: at most {LOCAL_WORKERS} local processes; use executor=ray for more"
+        )
     pool = ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(space.problem,))
     return EvaluationPool(pool.map, _worker_eval, workers, "local", [pool.shutdown])
 

@@ -441,9 +441,11 @@ def solve_sha_ea(
         int | None,
         Field(
             ge=1,
+            le=1024,
             description=(
-                "processes (local) or Ray actors evaluating candidates in parallel; default 1 "
-                "locally, one per CPU of the Ray cluster with executor=ray"
+                "processes (local, at most 64) or Ray actors (at most 1024) evaluating "
+                "candidates in parallel; default 1 locally, one per CPU of the Ray cluster "
+                "with executor=ray"
             ),
         ),
     ] = None,
