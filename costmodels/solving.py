@@ -384,6 +384,10 @@ class TracePoint:
 #: no limit: the default of functions that take an optional deadline
 UNLIMITED = Deadline(None)
 
+#: the most local worker processes a solver starts: each holds the problem and its own caches,
+#: so thousands exhaust the machine's memory before any work (Ray spreads its actors instead)
+LOCAL_WORKERS = 64
+
 
 class Trace:
     """An anytime trace, recorded against a :class:`Deadline`'s clock."""

@@ -193,8 +193,8 @@ def _input_files(request: PlanRequest) -> dict[Path, str]:
 
 
 def _refuse_overwriting_inputs(request: PlanRequest, targets: dict[str, Path]) -> None:
-    """No output may be one of the request's input files (``--workflow job.yaml -o job.yaml``
-    would replace the user's job by the plan)."""
+    """No output may be one of the request's input files (``--workflow w.yaml -o w.yaml`` would
+    replace the user's workflow by the plan)."""
     inputs = _input_files(request)
     for option, p in targets.items():
         source = inputs.get(p.resolve())

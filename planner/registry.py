@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from costmodels.errors import did_you_mean
 from costmodels.problem import Preset, ProblemKind
 from costmodels.problems import builtin_kinds
-from heuristics.placement.executors import LOCAL_WORKERS
+from costmodels.solving import LOCAL_WORKERS
 from planner.solvers import SolverEntry, SolverFn, builtin_solvers
 
 #: keyword parameters the façade owns: never user options

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from costmodels.placement.problem import PlacementProblem
+from costmodels.solving import LOCAL_WORKERS
 from heuristics.placement.genome import Individual, PlacementSpace
 
 Executor = Literal["local", "ray"]
@@ -66,10 +67,6 @@ class EvaluationPool:
     def close(self) -> None:
         while self._close:
             self._close.pop()()
-
-
-#: the most local worker processes a pool starts (the ILP's costing workers have the same cap)
-LOCAL_WORKERS = 64
 
 
 def evaluation_pool(
