@@ -182,14 +182,13 @@ def _check_outputs(request: PlanRequest) -> None:
 def _input_files(request: PlanRequest) -> dict[Path, str]:
     """The existing files the request reads (a problem file, spec files, a profile), each by
     the option it came from; preset names and mappings are not files."""
-    named: list[tuple[str, Any]] = [("the problem", request.problem)]
-    named.append(("--profile", request.profile))
-    named += [(f"--{name}", value) for name, value in request.fields.items()]
-    out: dict[Path, str] = {}
-    for option, value in named:
-        if isinstance(value, str | Path) and Path(value).is_file():
-            out[Path(value).resolve()] = option
-    return out
+    named = {"the problem": request.problem, "--profile": request.profile}
+    named |= {f"--{name}": value for name, value in request.fields.items()}
+    return {
+        Path(value).resolve(): option
+        for option, value in named.items()
+        if isinstance(value, str | Path) and Path(value).is_file()
+    }
 
 
 def _refuse_overwriting_inputs(request: PlanRequest, targets: dict[str, Path]) -> None:

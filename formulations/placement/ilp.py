@@ -139,6 +139,7 @@ from costmodels.placement.memory import memory_floor_gb, memory_need_and_capacit
 from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.space import best_colocated, build_plan
 from costmodels.solving import (
+    LOCAL_WORKERS,
     UNLIMITED,
     Deadline,
     DeadlineExceeded,
@@ -595,7 +596,7 @@ def solve_placement_ilp(
         int | None,
         Field(
             ge=1,
-            le=64,
+            le=LOCAL_WORKERS,
             description=(
                 "processes that cost the columns (1: in process; default: up to 2 on instances "
                 "of 4096 relaxed pairs or more); the same plan and path with any number"
