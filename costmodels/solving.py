@@ -249,6 +249,22 @@ def checkpoint() -> None:
         raise DeadlineExceeded(f"{what} of {record.limit:g} s reached inside one evaluation")
 
 
+@contextlib.contextmanager
+def unclocked() -> Iterator[None]:
+    """Run work a solve cannot return without (judging the plan it found, the one evaluation a
+    baseline needs) to its end, even past the limit: :func:`checkpoint` does nothing inside.
+
+    A solver whose search is done must still judge its answer: cut there, the whole solve would
+    end with no plan (the façade's "a single evaluation outlasted the limit") although it has
+    one. The overrun is one bounded evaluation; the clock record is untouched, so a limit that
+    did stop part of the search is still reported."""
+    token = _RECORD.set(None)
+    try:
+        yield
+    finally:
+        _RECORD.reset(token)
+
+
 def note_work(done: int, budget: int | None = None, unit: str = "") -> None:
     """Tell the running solve's record how far the work budget got (shown when the clock binds)."""
     record = _RECORD.get()

@@ -16,6 +16,7 @@ from typing import Any
 
 from costmodels.problem import ProblemKind
 from costmodels.solving import (
+    ClockRecord,
     DeadlineExceeded,
     SolverOutput,
     Status,
@@ -91,6 +92,14 @@ def solve(
     )
 
 
+def _budget_spent(clock: ClockRecord) -> bool:
+    """Whether the solver's work record shows its whole budget done ("60 of 60 evaluations"):
+    a solve that then runs past its limit finishing work no deadline cut (judging its plan)
+    returns what it would return on any machine. Work a deadline did cut marked the record
+    where it was cut (:meth:`costmodels.solving.Deadline.expired`, ``checkpoint``)."""
+    return clock.done is not None and clock.budget is not None and clock.done >= clock.budget
+
+
 def run_validated(
     problem: Any,
     info: SolverInfo,
@@ -148,10 +157,9 @@ def run_validated(
             **base,
         )
     wall = time.perf_counter() - start
-    if clock.limit is not None and wall >= clock.limit:
-        clock.mark(
-            wall, share=False
-        )  # ran the whole limit: whatever stopped it, the clock had its say
+    if clock.limit is not None and wall >= clock.limit and not _budget_spent(clock):
+        # ran the whole limit with its budget unspent: whatever stopped it, the clock had its say
+        clock.mark(wall, share=False)
     if clock.bound:  # the wall clock, not the work budget, ended the search: say so everywhere
         base["clock"] = clock.describe()
         if isinstance(out, SolverOutput):

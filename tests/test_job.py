@@ -260,3 +260,46 @@ def test_the_summary_names_a_static_tp_the_simulator_found_faster():
     assert "-26.0%" in effect and "static TP4: -10.0%" in effect
     same = _replan_row({"advice": {**advice, "best_static_tp": 2}, "why": ""})[2]
     assert "static TP" not in same
+
+
+def test_a_limit_reached_after_the_placement_keeps_the_plan_and_drops_only_the_advice(tail_job):
+    """The clock runs out once the placement is found: the job plan is still returned and
+    judged in full, the knobs stop at their baseline's worth, and the re-planning advice (never
+    credited to the step) says it was not assessed; the record says the clock had its say."""
+    from costmodels.solving import SolverOutput, Status, clock_record
+    from heuristics.job.sequential import solve_sequential
+
+    problem, result = tail_job
+    placed = result.plan.placement
+
+    def given(p, *, time_limit=None, seed=0, **_):
+        return SolverOutput(Status.FEASIBLE, placed, message="given")
+
+    # a limit long past once the placement returns
+    with clock_record(1e-9, explicit=True) as record:
+        out = solve_sequential(problem, time_limit=1e-9, placement="verl", placers={"verl": given})
+    assert out.status is Status.FEASIBLE and out.plan.placement == placed
+    assert out.plan.replan is None and "not assessed" in out.stats["replan"]["why"]
+    assert out.stats["knobs"]["stopped"] == "time limit"
+    assert out.objective == pytest.approx(evaluate_job(problem, out.plan)[0])
+    assert record.bound
+
+
+def test_a_limit_reached_inside_the_advices_simulation_drops_only_the_advice(tail_job, monkeypatch):
+    """The simulator's checkpoint stops the advice mid-way (DeadlineExceeded): the plan stays."""
+    import heuristics.job.sequential as sequential
+    from costmodels.solving import DeadlineExceeded, SolverOutput, Status
+
+    problem, result = tail_job
+
+    def cut(*_):
+        raise DeadlineExceeded("time limit of 1 s reached inside one evaluation")
+
+    monkeypatch.setattr(sequential, "advise_replan", cut)
+    out = sequential.solve_sequential(
+        problem,
+        placement="verl",
+        placers={"verl": lambda p, **_: SolverOutput(Status.FEASIBLE, result.plan.placement)},
+    )
+    assert out.plan is not None and out.plan.replan is None
+    assert out.stats["replan"]["why"].endswith("during its simulation")

@@ -197,3 +197,29 @@ def test_sha_ea_without_a_limit_plans_for_what_fits_its_cap(problem):
     assert (
         r.success and r.stats["budget"] <= 300 and r.wall_time_s < r.stats["default_time_limit"] + 5
     )
+
+
+def test_a_solve_past_its_limit_is_clock_bound_unless_its_whole_budget_was_done(problem):
+    """A solver that ran past its limit: the clock had its say, unless its work record shows
+    the whole budget done (all 5 of 5 evaluations), when what ran late cut nothing (judging the
+    plan): the result is the same on any machine and does not claim the limit stopped it."""
+    import time
+
+    from costmodels.solving import note_work
+
+    plan = colocated_plan(problem, 2, 2, 1)
+
+    def finished_then_late(p, *, time_limit=None, seed=0):
+        note_work(5, 5, "evaluations")
+        time.sleep(0.05)  # past the 0.01 s limit, whatever the machine
+        return SolverOutput(Status.FEASIBLE, plan=plan)
+
+    def late(p, *, time_limit=None, seed=0):
+        note_work(3, 5, "evaluations")
+        time.sleep(0.05)
+        return SolverOutput(Status.FEASIBLE, plan=plan)
+
+    done = solve(problem, "s", time_limit=0.01, registry=_reg(finished_then_late))
+    assert done.deterministic and done.clock == "" and "time limit" not in done.message
+    cut = solve(problem, "s", time_limit=0.01, registry=_reg(late))
+    assert not cut.deterministic and "stopped by the time limit" in cut.clock

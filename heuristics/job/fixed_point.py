@@ -24,7 +24,6 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from costmodels.job.judge import evaluate_job
 from costmodels.job.problem import JobProblem
 from costmodels.placement.problem import PlacementProblem
 from costmodels.solving import Deadline, SolverOutput, Status
@@ -95,7 +94,7 @@ def solve_fixed_point(
         if out.plan is None:
             stop = f"the re-solve found no plan: {out.message}"
             break
-        step, _ = evaluate_job(problem, out.plan)
+        step = float(out.objective)  # judged on the job's own problem (plan_in_sequence)
         history.append({"generation_scale": r, "step_s": step, "ratio": out.stats["ratio"]})
         if step < best_s * (1 - 1e-9):
             best, best_s = out.plan, step

@@ -14,6 +14,7 @@ co-located GPUs; ``rlplan plan rollout`` plans them for a co-located job).
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from costmodels.rollout.check import check_rollout
@@ -23,7 +24,7 @@ from costmodels.rollout.problem import RolloutProblem
 from costmodels.rollout.replay import rollout_tps
 from costmodels.rollout.space import ETAS, verl_plan
 from costmodels.rollout.workload import RolloutWorkload
-from costmodels.solving import Deadline
+from costmodels.solving import Deadline, DeadlineExceeded, unclocked
 
 #: distinct rollout settings (simulated epochs) the descent may try: one whole pass (1 + 3 η_P +
 #: 3 η_R + up to 6 TP settings); a second rarely pays (h100-32, grpo-sync-qwen3-32b: 24 epochs
@@ -53,16 +54,24 @@ def choose_knobs(
     tp = problem.workload.tp
     seen: dict[Any, float] = {}
 
+    def rollout_s(plan: RolloutPlan) -> float:
+        if check_rollout(problem, plan):
+            return float("inf")
+        return evaluate_rollout(problem, plan)[1]["rollout_s"]
+
     def cost(plan: RolloutPlan) -> float:
         key = plan.rollout_key()
         if key not in seen:
-            if seen and (len(seen) >= epochs or deadline.expired()):  # the baseline always
+            if not seen:  # the baseline always, to its end: the plan returned is judged on it
+                with unclocked():
+                    seen[key] = rollout_s(plan)
+            elif len(seen) >= epochs or deadline.expired():
                 raise _Budget
-            seen[key] = (
-                evaluate_rollout(problem, plan)[1]["rollout_s"]
-                if not check_rollout(problem, plan)
-                else float("inf")
-            )
+            else:
+                try:
+                    seen[key] = rollout_s(plan)
+                except DeadlineExceeded:  # the limit struck inside one simulated epoch
+                    raise _Budget from None
         return seen[key]
 
     base = verl_plan(problem.workload)  # the workload's TP is the placement's (derive)
@@ -97,7 +106,8 @@ def choose_knobs(
         key = plan.rollout_key()
         without = seen.get(key)
         if without is None and not deadline.expired():
-            without = evaluate_rollout(problem, plan)[1]["rollout_s"]
+            with contextlib.suppress(DeadlineExceeded):  # its worth then goes unreported
+                without = evaluate_rollout(problem, plan)[1]["rollout_s"]
         worth[f"without {name}"] = without
     worth["epochs"] = len(seen)
     worth["stopped"] = (

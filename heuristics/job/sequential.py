@@ -23,10 +23,11 @@ from pydantic import Field
 from costmodels.circuits.plan import plan_from_counts
 from costmodels.job.derive import rollout_problem, weight_sync_circuits
 from costmodels.job.judge import evaluate_job
-from costmodels.job.plan import JobPlan
+from costmodels.job.plan import JobPlan, ReplanAdvice
 from costmodels.job.problem import JobProblem
+from costmodels.placement.plan import PlacementPlan
 from costmodels.placement.problem import PlacementProblem
-from costmodels.solving import Deadline, SolverOutput, Status
+from costmodels.solving import Deadline, DeadlineExceeded, SolverOutput, Status, unclocked
 from heuristics.circuits.greedy import allocate_greedy
 from heuristics.job.knobs import DEFAULT_EPOCHS, choose_knobs
 from heuristics.job.replan import advise_replan
@@ -119,7 +120,7 @@ def plan_in_sequence(
         stats["knobs"] = worth
     else:
         stats["knobs"] = {"why": why}
-    advice, why = advise_replan(problem, placed.plan)
+    advice, why = _advice(problem, placed.plan, deadline)
     stats["replan"] = advice.model_dump() if advice is not None else {"why": why}
     # the weight sync's circuits by RFabric's Algorithm 3 (OrchestrRL App. D): deterministic, and
     # a single demand period needs no exact model (the circuits problem has them)
@@ -127,7 +128,8 @@ def plan_in_sequence(
     circuits = plan_from_counts(allocate_greedy(cp)) if cp is not None else None
     stats["circuits"] = {"why": why} if cp is None else {"circuits": len(circuits.circuits)}
     plan = JobPlan(placement=placed.plan, rollout=knobs, replan=advice, circuits=circuits)
-    objective, breakdown = evaluate_job(problem, plan)
+    with unclocked():  # the plan found is judged whatever the clock says (costmodels.solving)
+        objective, breakdown = evaluate_job(problem, plan)
     stats["ratio"] = breakdown["rollout"]["ratio"]
     return SolverOutput(
         Status.FEASIBLE,
@@ -139,6 +141,20 @@ def plan_in_sequence(
         ),
         stats=stats,
     )
+
+
+def _advice(
+    problem: JobProblem, placement: PlacementPlan, deadline: Deadline
+) -> tuple[ReplanAdvice | None, str]:
+    """The re-planning advice, or None and why. It is advice, never credited to the step
+    (``heuristics.job.replan``), so a limit that runs out before or while it is simulated leaves
+    the plan without it rather than without a plan."""
+    if deadline.expired():
+        return None, "not assessed: the time limit was reached before its simulation"
+    try:
+        return advise_replan(problem, placement)
+    except DeadlineExceeded:
+        return None, "not assessed: the time limit was reached during its simulation"
 
 
 def solve_sequential(
