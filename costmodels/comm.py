@@ -321,3 +321,66 @@ def route_time(topo: Topology, a: int, b: int, volume_gb: float) -> float:
     if key not in cache:
         cache[key] = _zone_route(topo, da.zone, db.zone, volume_gb)
     return cache[key]
+
+
+def fastest_route(
+    topo: Topology, senders: list[int], receivers: list[int], volume_gb: float
+) -> float:
+    """min over senders s and receivers r of :func:`route_time` (s, r): the first copy's arrival
+    when any sender may serve any receiver (inf with either side empty).
+
+    Exact without visiting every pair. With an explicit per-GPU matrix, by numpy over blocks of
+    the sender-receiver matrix. On a hierarchical network a pair's route depends only on its two
+    nodes (one node: the node's link; one zone: the zone's network; else the zones' route), so
+    one device per node stands for it, and between zones two nodes per zone suffice to find a
+    pair on different nodes: O(senders + receivers + zone pairs) where the pairs are
+    O(senders x receivers), which at a thousand GPUs a side cost 1.7 s an evaluation."""
+    if not senders or not receivers:
+        return math.inf
+    if topo.explicit_matrix:
+        to = np.asarray(receivers)
+        best = math.inf
+        rows = max(1, (1 << 22) // len(to))  # blocks of ~4 M entries
+        for start in range(0, len(senders), rows):
+            frm = np.asarray(senders[start : start + rows])
+            with np.errstate(divide="ignore"):
+                block = (
+                    topo.latency_s[np.ix_(frm, to)]
+                    + volume_gb / topo.bandwidth_gbs[np.ix_(frm, to)]
+                )
+            block[frm[:, None] == to[None, :]] = 0.0
+            best = min(best, float(block.min()))
+        return best
+    if not set(senders).isdisjoint(receivers):
+        return 0.0
+    devices = topo.devices
+    first_s: dict[str, int] = {}
+    first_r: dict[str, int] = {}
+    for s in senders:
+        first_s.setdefault(devices[s].node, s)
+    for r in receivers:
+        first_r.setdefault(devices[r].node, r)
+    best = min(
+        (
+            link_time(topo, s, first_r[node], volume_gb)
+            for node, s in first_s.items()
+            if node in first_r
+        ),
+        default=math.inf,
+    )
+
+    def two_nodes_per_zone(first: dict[str, int]) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for node, d in first.items():
+            nodes = out.setdefault(devices[d].zone, [])
+            if len(nodes) < 2:
+                nodes.append(node)
+        return out
+
+    zones_r = two_nodes_per_zone(first_r)
+    for ns in two_nodes_per_zone(first_s).values():
+        for nr in zones_r.values():
+            pair = next(((a, b) for a in ns for b in nr if a != b), None)
+            if pair is not None:
+                best = min(best, route_time(topo, first_s[pair[0]], first_r[pair[1]], volume_gb))
+    return best

@@ -133,3 +133,69 @@ def test_best_pair_and_link_time():
     assert comm.link_time(topo, 0, 1, 6.0) == pytest.approx(1.5e-6 + 6.0 / 300)
     assert comm.best_pair(topo, [0], [1, 2], 1.0) == pytest.approx(1.5e-6 + 1.0 / 300)
     assert comm.best_pair(topo, [0, 1], [1], 1.0) == 0.0  # same GPU on both sides
+
+
+def pairwise_topology(spec):
+    """The link matrices pair by pair, as the cluster's module doc states them (the reference
+    the block-wise :func:`build_topology` must reproduce exactly)."""
+    from costmodels.cluster import intra_node_link, intra_zone_link
+
+    devices = build_topology(spec).devices
+    n = len(devices)
+    lat, bw = np.zeros((n, n)), np.full((n, n), np.inf)
+    inter = {frozenset(link.zones): link for link in spec.network.inter_zone}
+    nodes = {node.name: node for node in spec.nodes}
+    for a, b in itertools.combinations(range(n), 2):
+        da, db = devices[a], devices[b]
+        if da.node == db.node:
+            ms, gbs = intra_node_link(spec, nodes[da.node])
+        elif da.zone == db.zone:
+            ms, gbs = intra_zone_link(spec)
+        else:
+            link = inter[frozenset((da.zone, db.zone))]
+            ms, gbs = link.latency_ms, link.bandwidth_gbps / 8.0
+        lat[a, b] = lat[b, a] = ms / 1e3
+        bw[a, b] = bw[b, a] = gbs
+    return lat, bw
+
+
+@settings(max_examples=40, deadline=None)
+@given(spec=hierarchical())
+def test_the_topology_is_built_block_by_block_exactly_as_pair_by_pair(spec):
+    spec = load_cluster(spec)
+    topo = build_topology(spec)
+    lat, bw = pairwise_topology(spec)
+    assert np.array_equal(topo.latency_s, lat) and np.array_equal(topo.bandwidth_gbs, bw)
+
+
+@settings(max_examples=60, deadline=None)
+@given(spec=hierarchical(), volume=st.floats(0.0, 5.0), data=st.data())
+def test_the_fastest_route_is_the_best_of_every_pair(spec, volume, data):
+    topo = build_topology(load_cluster(spec))
+    ids = st.lists(st.integers(0, topo.n - 1), min_size=1, max_size=topo.n, unique=True)
+    senders, receivers = data.draw(ids), data.draw(ids)
+    truth = min(comm.route_time(topo, s, r, volume) for s in senders for r in receivers)
+    assert comm.fastest_route(topo, senders, receivers, volume) == pytest.approx(truth, rel=1e-12)
+
+
+def test_the_fastest_route_on_an_explicit_matrix_is_the_best_direct_link():
+    rng = np.random.default_rng(1)
+    n = 9
+    bw = rng.uniform(1, 100, (n, n))
+    lat = rng.uniform(0.1, 10, (n, n))
+    spec = {
+        "nodes": [{"name": "a", "gpu": "L4", "count": n, "zone": "z"}],
+        "network": {
+            "intra_zone": {"bandwidth_gbps": 1, "latency_ms": 1},
+            "matrix": {
+                "bandwidth_gbps": ((bw + bw.T) / 2).tolist(),
+                "latency_ms": ((lat + lat.T) / 2).tolist(),
+            },
+        },
+    }
+    topo = build_topology(load_cluster(spec))
+    senders, receivers = [0, 3, 5], [1, 2, 8]
+    truth = min(comm.link_time(topo, s, r, 2.0) for s in senders for r in receivers)
+    assert comm.fastest_route(topo, senders, receivers, 2.0) == pytest.approx(truth)
+    assert comm.fastest_route(topo, senders, [5, 7], 2.0) == 0.0  # one GPU on both sides
+    assert comm.fastest_route(topo, [], receivers, 2.0) == np.inf

@@ -69,11 +69,7 @@ def sync_arrivals(
     topo = problem.topology
     out = {}
     for z, receivers in gen_zones(problem, gen_devices).items():
-        arrival = (
-            0.0
-            if together
-            else min(comm.route_time(topo, s, r, full) for s in train_devices for r in receivers)
-        )
+        arrival = 0.0 if together else comm.fastest_route(topo, train_devices, receivers, full)
         out[z] = {"arrival_s": arrival, "fanout_s": zone_fanout(problem, receivers)}
     return out
 
