@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import yaml
 
 from costmodels.errors import SpecError
 from costmodels.fleet.check import check_fleet
@@ -182,3 +183,26 @@ def test_a_group_never_trains_a_job_on_fewer_gpus_than_it_asked_for():
         }
     )
     assert [v.constraint for v in check_cosched(cp, one_node)] == ["train-nodes"]
+
+
+def test_a_fleet_asking_for_more_gpus_than_the_bound_is_refused_before_work(tmp_path):
+    """200 jobs of 1 024 + 1 024 GPUs (each job within its own bound): the fleet's total is
+    refused in one line naming the jobs and their sum, exit 2, nothing written."""
+    from costmodels.fleet.problem import MAX_FLEET_GPUS
+
+    jobs = [
+        {
+            "name": f"j{i}",
+            "workflow": "grpo-sync-qwen3-8b",
+            "rollout_gpus": 1024,
+            "train_gpus": 1024,
+        }
+        for i in range(200)
+    ]
+    (tmp_path / "f.yaml").write_text(yaml.safe_dump({"jobs": jobs}))
+    out = tmp_path / "plan.json"
+    r = run_cli("plan", "fleet", "--fleet", str(tmp_path / "f.yaml"), "-o", str(out), timeout=60)
+    assert r.returncode == 2 and not out.exists()
+    line = r.stderr.strip()
+    assert "\n" not in line and "jobs" in line and "409,600 GPUs" in line
+    assert f"{MAX_FLEET_GPUS:,}" in line

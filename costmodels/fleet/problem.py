@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from costmodels.cluster import LinkSpec
 from costmodels.cosched.problem import JobsSpec, PoolSpec
 from costmodels.errors import SpecError, refuse_repeated_names
-from costmodels.limits import MAX_SECONDS
+from costmodels.limits import MAX_SECONDS, MAX_SIMULATED_GPUS
 from costmodels.workflow import WorkflowSpec
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
@@ -27,6 +27,11 @@ _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 #: jobs one fleet plan may hold: each is placed twice (alone, then in its group) and every
 #: distinct job type's knobs are simulated, so a planning call stays within minutes
 MAX_FLEET_JOBS = 500
+#: GPUs all the jobs of one fleet ask for together (each job's rollout and training GPUs, as if
+#: alone): :data:`costmodels.limits.MAX_SIMULATED_GPUS`. Every job is placed at least twice
+#: whatever the time limit, measured at about 2 s a job of 1 024 + 1 024 GPUs with the least
+#: search, so a fleet at this bound still plans in a couple of minutes
+MAX_FLEET_GPUS = MAX_SIMULATED_GPUS
 #: GPUs of one pool one job may ask for: each is a device of the job's placement problems, and
 #: RollMux's jobs ask for 8-32 (Table 3); the HetRL testbed has 64
 MAX_JOB_GPUS = 1024
@@ -81,6 +86,14 @@ class FleetSpec(BaseModel):
     jobs: list[FleetJobSpec] = Field(min_length=1, max_length=MAX_FLEET_JOBS)
 
     def check(self) -> None:
+        asked = sum(j.rollout_gpus + j.train_gpus for j in self.jobs)
+        if asked > MAX_FLEET_GPUS:
+            raise SpecError(
+                "jobs",
+                f"{asked:,} GPUs",
+                f"the jobs' rollout and training GPUs add up past {MAX_FLEET_GPUS:,}; plan the "
+                "fleet in parts",
+            )
         refuse_repeated_names((j.name for j in self.jobs), "jobs[{}].name", "duplicate job name")
         actors = {j.name: self.workflow(i).models.actor for i, j in enumerate(self.jobs)}
         # the pools' prices and host memory against every job (the co-scheduling rules)
