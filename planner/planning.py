@@ -289,6 +289,7 @@ def restriction_cost(target: str, restricted: Result, free: Result) -> dict[str,
         "objective": restricted.objective,
         "unrestricted_objective": free.objective if free.success else None,
         "unrestricted_status": free.status.value,
+        "unrestricted_wall_s": free.wall_time_s,
         "ratio": None,
     }
     if free.success and free.objective and restricted.objective is not None:
@@ -467,7 +468,13 @@ def target_lines(result: Result, units: str) -> list[str]:
     return [
         f"--target {row['framework']}: {100 * (row['ratio'] - 1):+.1f}% against the best plan "
         f"of the whole space ({row['unrestricted_objective']:.6g} {units}, "
-        f"{result.solver} {row['unrestricted_status']}, same seed and budget)"
+        f"{result.solver} {row['unrestricted_status']}, same seed and budget"
+        + (
+            f"; {row['unrestricted_wall_s']:.1f} s more"
+            if row.get("unrestricted_wall_s") is not None
+            else ""
+        )
+        + ")"
     ]
 
 
