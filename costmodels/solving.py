@@ -196,6 +196,13 @@ class ClockRecord:
                 f"a part of the search ran on a share of the {what}{limit} and was cut short"
                 f"{',' if work else ''}{work}: this result depends on machine speed"
             )
+        if self.done is not None and self.budget is not None and self.done >= self.budget:
+            # the budget was done: the clock cut what follows it (a polish, a job's advice)
+            unit = f" {self.unit}" if self.unit else ""
+            return (
+                f"the {what}{limit} was reached after all {self.budget}{unit} and cut the work "
+                "that followed: this result depends on machine speed"
+            )
         return f"stopped by the {what}{limit}{work}: this result depends on machine speed"
 
     def mark(self, elapsed: float | None, share: bool) -> None:

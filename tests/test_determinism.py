@@ -141,7 +141,9 @@ def test_a_time_share_that_runs_out_is_not_reported_as_the_limit_stopping_the_so
         whole.at = record.deadline_at = time.perf_counter() - 1.0  # the limit itself passes
         assert whole.expired()
     assert record.bound and not record.share
-    assert record.describe().startswith("stopped by the time limit of 10 s after 1200 of 1200")
+    assert record.describe().startswith(
+        "the time limit of 10 s was reached after all 1200 evaluations and cut the work"
+    )
 
 
 def test_a_deadline_that_never_expires_leaves_the_record_clean():

@@ -66,7 +66,7 @@ def replan_effect(problem: JobProblem, plan: JobPlan) -> dict[str, Any]:
     (``costmodels.job.plan.ReplanAdvice``: no framework rlplan exports to runs it)."""
     if plan.replan is None:
         _, why = replan_setting(problem, plan.placement)
-        return {"advice": None, "why": why or "no advice taken", "applied": False}
+        return {"advice": None, "why": why or "no advice in the plan", "applied": False}
     return {
         "advice": plan.replan.model_dump(),
         "why": "no framework rlplan exports to runs OrchestrRL's planner: advice only",

@@ -120,8 +120,8 @@ def plan_in_sequence(
         stats["knobs"] = worth
     else:
         stats["knobs"] = {"why": why}
-    advice, why = _advice(problem, placed.plan, deadline)
-    stats["replan"] = advice.model_dump() if advice is not None else {"why": why}
+    advice, unadvised = _advice(problem, placed.plan, deadline)
+    stats["replan"] = advice.model_dump() if advice is not None else {"why": unadvised}
     # the weight sync's circuits by RFabric's Algorithm 3 (OrchestrRL App. D): deterministic, and
     # a single demand period needs no exact model (the circuits problem has them)
     cp, why = weight_sync_circuits(problem, placed.plan)
@@ -136,8 +136,15 @@ def plan_in_sequence(
         plan,
         objective,
         message=(
-            f"placement by {placement} ({placed.message}), then the generation knobs, the "
-            "re-planning advice and the weight sync's circuits"
+            f"placement by {placement} ({placed.message}), then the generation knobs"
+            + (
+                " (stopped by the time limit)"
+                if stats["knobs"].get("stopped") == "time limit"
+                else ""
+            )
+            + ", the re-planning advice"
+            + (f" ({unadvised})" if unadvised.startswith("not assessed") else "")
+            + " and the weight sync's circuits"
         ),
         stats=stats,
     )
