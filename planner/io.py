@@ -255,20 +255,30 @@ def parse_model(cls: type[M], data: Any, source: str | None = None) -> M:
         raise from_validation(exc, source, model=cls) from None
     where = _lax_number(data, model, "")
     if where is not None:
-        kind = "a boolean" if isinstance(where[1], bool) else "a quoted string"
-        raise SpecError(where[0], where[1], f"{kind} where a number is expected", source)
+        given = where[1]
+        kind = (
+            "a boolean"
+            if isinstance(given, bool)
+            else "a quoted string"
+            if isinstance(given, str)
+            else "a number"
+        )
+        wanted = "true or false" if isinstance(where[2], bool) else "a number"
+        raise SpecError(where[0], given, f"{kind} where {wanted} is expected", source)
     return model
 
 
-def _lax_number(data: Any, value: Any, path: str) -> tuple[str, Any] | None:
-    """The first place where the input holds true/false or a string but the validated model
-    holds a number (pydantic's lax mode reads ``count: true`` as 1 and ``nodes: '1'`` as 1): walk
-    both side by side. Strict mode is not used because it would also refuse an integer where a
-    float goes."""
+def _lax_number(data: Any, value: Any, path: str) -> tuple[str, Any, Any] | None:
+    """The first place where pydantic's lax mode changed a scalar's type, as (path, the input,
+    the validated value): true/false or a string where the model holds a number (``count: true``
+    read as 1, ``nodes: '1'`` as 1), or anything but true/false where it holds a boolean
+    (``recompute: 0``, ``'no'`` or ``'off'`` read as False: a spec takes YAML's booleans only).
+    Walks both side by side, so every spec model is covered without marking its fields. Strict
+    mode is not used because it would also refuse an integer where a float goes."""
+    if isinstance(value, bool):
+        return None if isinstance(data, bool) else (path, data, value)
     if isinstance(data, bool | str):
-        return (
-            (path, data) if isinstance(value, int | float) and not isinstance(value, bool) else None
-        )
+        return (path, data, value) if isinstance(value, int | float) else None
     if isinstance(data, dict):
         for key, item in data.items():
             if isinstance(value, BaseModel):

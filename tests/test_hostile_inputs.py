@@ -25,6 +25,7 @@ from tests.hostile_helpers import (
     SMALL,
     _argv_with_file,
     _argv_with_plan_file,
+    _argv_with_preset,
     _bomb,
     _check_hostile,
     _cluster_file,
@@ -63,6 +64,25 @@ CASES = [
         "bool-count",
         _plan_placement_on_cluster(lambda d: d["nodes"][0].update(count=True)),
         ["nodes[0].count", "boolean"],
+    ),
+    (
+        # pydantic's lax mode would read 'no' (or 0, 'off', 'yes') as a boolean
+        "workflow-quoted-boolean",
+        _argv_with_preset(
+            "plan placement --cluster small-8 --workflow w.yaml",
+            preset="grpo-sync-qwen3-4b",
+            mutate=lambda d: d.update(recompute="no"),
+        ),
+        ["w.yaml", "recompute", "true or false", "'no'"],
+    ),
+    (
+        "workflow-number-boolean",
+        _argv_with_preset(
+            "plan placement --cluster small-8 --workflow w.yaml",
+            preset="grpo-sync-qwen3-4b",
+            mutate=lambda d: d.update(reference_pass=0),
+        ),
+        ["w.yaml", "reference_pass", "true or false", "(got 0)"],
     ),
     (
         "dup-custom-gpu",

@@ -242,3 +242,29 @@ def test_parse_model_reports_the_first_error_path():
         )
     with pytest.raises(SpecError):
         parse_model(WorkflowSpec, {"algorithm": "grpo"}, "w.yaml")
+
+
+@pytest.mark.parametrize("given", [0, 1, 1.0, "0", "off", "no", "yes", "true"])
+def test_a_boolean_field_takes_true_or_false_only(given):
+    """pydantic's lax mode reads 0, 'off' or 'yes' as a boolean; a spec takes YAML's true/false
+    only, at any depth (a field, a nested model's field, a field of a model in a list)."""
+    from costmodels.cosched.plan import CoschedulePlan
+    from planner.presets import get_preset
+
+    workflow = get_preset("dapo-fully-async-qwen2.5-7b").data()
+    group = {"rollout_nodes": 1, "train_nodes": 1, "jobs": [{"name": "a"}]}
+    cases = [
+        (WorkflowSpec, {**workflow, "recompute": given}, "recompute"),
+        (
+            WorkflowSpec,
+            {**workflow, "fully_async": {**workflow["fully_async"], "partial_rollout": given}},
+            "fully_async.partial_rollout",
+        ),
+        (CoschedulePlan, {"groups": [group, {**group, "colocated": given}]}, "groups[1].colocated"),
+    ]
+    for cls, data, field in cases:
+        with pytest.raises(SpecError, match="where true or false is expected") as exc:
+            parse_model(cls, data, "x.yaml")
+        assert (exc.value.field, exc.value.value) == (field, given)
+    # YAML's own booleans (true/false; PyYAML's YAML 1.1 also reads unquoted yes/no/on/off)
+    assert parse_model(WorkflowSpec, {**workflow, "recompute": False}).recompute is False
