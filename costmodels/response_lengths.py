@@ -10,8 +10,10 @@ A distribution is one of:
 * ``constant``: every response is ``cap`` tokens long (HetRL Appendix B);
 * ``lognormal``: L = min(cap, exp(ln median + sigma Z)), Z ~ N(0, 1), median and sigma in log
   space (a ``sigma`` of 0 is a constant ``median``);
-* ``histogram``: ``bins`` of ``[length, weight]``, each bin's responses ``length`` tokens long
-  (cut at the cap), weights relative.
+* ``histogram``: ``bins`` of ``[length, weight]``, each bin's responses ``length`` tokens long,
+  weights relative. A bin above the cap is accepted on purpose and its responses are cut at the
+  cap, as a lognormal's tail is: the engine stops a response there, so a histogram measured under
+  a larger cap describes the same prompts under a smaller one.
 
 **Deterministic samples.** The judge never draws: ``n`` responses are the stratified quantiles
 L_k = F^-1((k + 1/2) / n), k = 0..n-1, of the capped distribution, so the longest of n sits at
@@ -25,7 +27,8 @@ one that drew the step's longest response (``costmodels.placement.decode_cost.re
 synthetic traces split ln-length's spread into a prompt's and a response's part,
 ``costmodels.generation.request_traces``), and RL frameworks keep a prompt's responses on one
 rollout replica (verl hands each rank a chunk of prompts; ROLL sends a prompt with its
-``num_return_sequences``). ``prompt_share`` (rho, 0 by default: every response drawn on its own)
+``num_return_sequences``). ``prompt_share`` (rho, 0 to 1, 0 by default: every response drawn on
+its own; 1: a prompt's responses all equally long, the limit the model reaches continuously)
 is the part of a response's normal score its prompt sets. With rho > 0 the replicas of one step
 do not hold equal work, and the phase waits for the most loaded
 (:meth:`ResponseLengths.slowest_replica`): verl's measured ``gen`` (the slowest rank) is 1.28x
@@ -69,16 +72,19 @@ class ResponseLengths(BaseModel):
     bins: tuple[tuple[float, float], ...] | None = Field(
         default=None,
         max_length=MAX_BINS,
-        description="histogram: [length tokens, relative weight] per bin",
+        description=(
+            "histogram: [length tokens, relative weight] per bin; a length above the workflow's "
+            "response_length is cut to it"
+        ),
     )
     prompt_share: float = Field(
         default=0.0,
         ge=0,
-        lt=1,
+        le=1,
         description=(
-            "share of a response's spread (in normal scores) common to its prompt's responses: "
-            "0 draws each response on its own; above 0 the slowest generation replica holds "
-            "the hardest prompts"
+            "share of a response's spread (in normal scores) common to its prompt's responses, "
+            "0 to 1: 0 draws each response on its own; above 0 the slowest generation replica "
+            "holds the hardest prompts; 1 makes a prompt's responses equally long"
         ),
     )
     source: str = Field(default="", description="where these statistics come from")

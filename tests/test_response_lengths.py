@@ -159,3 +159,28 @@ def test_each_optimizer_step_synchronises_gradients():
             "placement",
             {"cluster": "small-8", "workflow": _workflow(None, name=name, mini_batch=50)},
         )
+
+
+def test_histogram_bins_above_the_cap_are_cut_to_it():
+    """A bin longer than response_length is accepted on purpose (module doc): its responses stop
+    at the cap, so the step costs what the same bin at the cap costs."""
+    cap = _workflow(None)["response_length"]
+    above = {"distribution": "histogram", "bins": [[cap // 4, 3], [2 * cap, 1]]}
+    at_cap = {"distribution": "histogram", "bins": [[cap // 4, 3], [cap, 1]]}
+    t_above, p = _phases(above, cluster="small-8", global_batch=32)
+    t_at_cap, _ = _phases(at_cap, cluster="small-8", global_batch=32)
+    assert p.workflow.response_lengths.sample(8, cap).tolist() == [cap // 4] * 6 + [cap] * 2
+    assert t_above == t_at_cap
+
+
+def test_prompt_share_takes_0_to_1_as_the_docs_say():
+    """1 is the model's continuous limit (a prompt's responses equally long), not a degenerate
+    case: the slowest replica's lengths approach it from below."""
+    fields = {"distribution": "lognormal", "median": 400, "sigma": 0.9}
+    one = ResponseLengths(**fields, prompt_share=1).slowest_replica(64, 8, 4, 4096)
+    near = ResponseLengths(**fields, prompt_share=0.999).slowest_replica(64, 8, 4, 4096)
+    assert one.mean() == pytest.approx(near.mean(), rel=1e-3)
+    assert len(set(one.tolist())) <= 64 // 8  # each prompt's 8 responses equally long
+    wf = _workflow({**fields, "prompt_share": 1.01})
+    with pytest.raises(SpecError, match=r"response_lengths\.prompt_share.*1\.01"):
+        build_problem("placement", {"cluster": "small-8", "workflow": wf})
