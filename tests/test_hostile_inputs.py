@@ -128,6 +128,13 @@ CASES = [
         ["workers=1000", "executor=ray"],
     ),
     (
+        # the last value would win silently: refused before any work, nothing written
+        "option-given-twice",
+        "plan placement --cluster small-8 --workflow grpo-sync-qwen3-4b -O evaluations=10 "
+        "-O evaluations=20",
+        ["-O: evaluations given twice", "evaluations=10", "evaluations=20"],
+    ),
+    (
         "sha-ea-workers-absurd",
         "plan placement --cluster small-8 --workflow grpo-sync-qwen3-4b -O workers=100000",
         ["workers=100000"],

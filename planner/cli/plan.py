@@ -25,11 +25,18 @@ from planner.registry import UnknownSolverError, default_registry
 
 
 def _parse_options(pairs: list[str]) -> dict[str, Any]:
+    """``-O key=value`` pairs as the solver's options, each value read as YAML (``10`` a number,
+    ``true`` a boolean). A key given twice is refused, not "the last one wins": a command line
+    edited in a hurry (or built by a script) would otherwise run with a value nobody checked."""
     options: dict[str, Any] = {}
+    given: dict[str, str] = {}
     for pair in pairs:
         if "=" not in pair:
             fail(f"--option expects key=value, got {pair!r}")
         key, raw = pair.split("=", 1)
+        if key in given:
+            fail(f"-O: {key} given twice ({key}={given[key]} and {key}={raw}); give it once")
+        given[key] = raw
         try:
             options[key] = yaml.safe_load(raw)
         except yaml.YAMLError:
