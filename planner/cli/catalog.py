@@ -58,9 +58,22 @@ def presets_show(name: Annotated[str, typer.Argument(help="preset name")]) -> No
     if p is None:
         fail(f"no preset named {name!r}; see `rlplan presets`")
     data = p.data()
-    # allow_unicode: the papers' section signs and Greek letters as written, not \xA7 escapes
-    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
-    sys.stdout.write(p.text(data) if p.text is not None else text)
+    sys.stdout.write(p.text(data) if p.text is not None else _yaml_within(data))
+
+
+def _yaml_within(data: object, columns: int = 80) -> str:
+    """``data`` as YAML whose lines fit ``columns`` (an 80-column terminal, an editor's ruler):
+    PyYAML breaks a long string at a space only once a line has passed its ``width``, so a line
+    can overshoot by a word; a narrower width is tried until none does. Folding a plain or quoted
+    scalar at spaces reads back as the same string. A single word longer than the room (a path)
+    is never broken, so the narrowest try is kept then."""
+    text = ""
+    for width in range(columns, columns // 2, -4):
+        # allow_unicode: the papers' section signs and Greek letters as written, not \xA7 escapes
+        text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=width)
+        if max(map(len, text.splitlines()), default=0) <= columns:
+            break
+    return text
 
 
 def catalog(

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from costmodels.errors import SpecError
-from planner.cli.console import err, fail, out
+from planner.cli.console import err, fail, out, say, say_violations
 from planner.cli.render import render
 from planner.planfile import json_safe, read_plan_file, recheck_report
 from planner.planning import breakdown_summary
@@ -44,21 +44,13 @@ def validate(
         }
         out.print_json(json.dumps(json_safe(verdict)))
     elif violations:
-        err.print(
-            f"invalid: {plan_file}: {len(violations)} violation(s)",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
-        )
-        for v in violations:
-            err.print(f"  {v}", markup=False, highlight=False, soft_wrap=True)
+        say(err, f"invalid: {plan_file}: {len(violations)} violation(s)")
+        say_violations(err, violations)
     else:
-        out.print(
+        say(
+            out,
             f"valid: {plan_file} ({doc.problem} plan by {doc.solver}, objective "
             f"{doc.objective:.6g})",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
         )
         if report.moved:  # wrapped at spaces: a long line, and it must fit 80 columns
             out.print(f"  {report.moved}", markup=False, highlight=False)
@@ -84,8 +76,7 @@ def evaluate(
         fail(exc)
     violations, objective, breakdown = check_plan(problem, plan)
     if violations:
-        for v in violations:
-            err.print(f"  {v}", markup=False, highlight=False, soft_wrap=True)
+        say_violations(err, violations)
         fail(f"{plan_file}: the plan violates {len(violations)} constraint(s)", code=1)
     if as_json:
         sys.stdout.write(

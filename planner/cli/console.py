@@ -27,9 +27,9 @@ def fail(message: str | Exception, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
-def say(console: Console, line: str) -> None:
+def say(console: Console, line: str, indent: str = "  ") -> None:
     """A plain line (no markup, no highlighting). At a terminal it is wrapped between words to
-    the terminal's width, continuation lines indented two spaces, so that the output fits the
+    the terminal's width, continuation lines indented by ``indent``, so that the output fits the
     window (80 columns in the README's examples); a word longer than the width (a path) is kept
     whole, so it can be copied. Piped or redirected, it stays one line for grep and for scripts."""
     if console.is_terminal and len(line) > console.width:
@@ -37,10 +37,18 @@ def say(console: Console, line: str) -> None:
             textwrap.fill(
                 part,
                 width=console.width,
-                subsequent_indent="  ",
+                subsequent_indent=indent,
                 break_long_words=False,
                 break_on_hyphens=False,
             )
             for part in line.split("\n")
         )
     console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def say_violations(console: Console, violations: list[str]) -> None:
+    """A plan's violations, one a line under the message that counts them; each can run to 250
+    characters (a task's shape against a framework's rules), so at a terminal it is wrapped as
+    :func:`say` wraps, its continuation indented past its first line's."""
+    for v in violations:
+        say(console, f"  {v}", indent="    ")

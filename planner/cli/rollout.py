@@ -12,7 +12,7 @@ import typer
 from rich.table import Table
 
 from costmodels.errors import SpecError
-from planner.cli.console import err, fail, out, say
+from planner.cli.console import err, fail, out, say, say_violations
 from planner.efficiency_choice import ENGINE_HELP, PROFILE_HELP, efficiency_update
 from planner.io import build_problem
 from planner.outputs import PLOT_SUFFIXES, check_output, write_picture
@@ -123,8 +123,7 @@ def simulate_rollout(
     for label, p, prob in runs:
         violations = check_plan(prob, p)[0]
         if violations and not run_invalid:
-            for v in violations:
-                err.print(f"  {v}", markup=False, highlight=False, soft_wrap=True)
+            say_violations(err, violations)
             fail(
                 f"{label}: the plan violates {len(violations)} constraint(s); --run-invalid "
                 "replays it anyway",
