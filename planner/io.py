@@ -26,6 +26,7 @@ from costmodels.errors import (
     from_validation,
     no_duplicate_keys,
 )
+from costmodels.lax_input import refuse_lax
 from costmodels.problem import ProblemKind, SpecField
 from costmodels.workflow import WorkflowSpec
 from planner.registry import Registry, default_registry
@@ -253,49 +254,8 @@ def parse_model(cls: type[M], data: Any, source: str | None = None) -> M:
         model = cls.model_validate(data)
     except ValidationError as exc:
         raise from_validation(exc, source, model=cls) from None
-    where = _lax_number(data, model, "")
-    if where is not None:
-        given = where[1]
-        kind = (
-            "a boolean"
-            if isinstance(given, bool)
-            else "a quoted string"
-            if isinstance(given, str)
-            else "a number"
-        )
-        wanted = "true or false" if isinstance(where[2], bool) else "a number"
-        raise SpecError(where[0], given, f"{kind} where {wanted} is expected", source)
+    refuse_lax(data, model, source)
     return model
-
-
-def _lax_number(data: Any, value: Any, path: str) -> tuple[str, Any, Any] | None:
-    """The first place where pydantic's lax mode changed a scalar's type, as (path, the input,
-    the validated value): true/false or a string where the model holds a number (``count: true``
-    read as 1, ``nodes: '1'`` as 1), or anything but true/false where it holds a boolean
-    (``recompute: 0``, ``'no'`` or ``'off'`` read as False: a spec takes YAML's booleans only).
-    Walks both side by side, so every spec model is covered without marking its fields. Strict
-    mode is not used because it would also refuse an integer where a float goes."""
-    if isinstance(value, bool):
-        return None if isinstance(data, bool) else (path, data, value)
-    if isinstance(data, bool | str):
-        return (path, data, value) if isinstance(value, int | float) else None
-    if isinstance(data, dict):
-        for key, item in data.items():
-            if isinstance(value, BaseModel):
-                child = getattr(value, str(key), None)
-            elif isinstance(value, dict):
-                child = value.get(key)
-            else:
-                continue
-            found = _lax_number(item, child, f"{path}.{key}" if path else str(key))
-            if found:
-                return found
-    elif isinstance(data, list) and isinstance(value, list | tuple):
-        for i, (item, child) in enumerate(zip(data, value, strict=False)):
-            found = _lax_number(item, child, f"{path}[{i}]")
-            if found:
-                return found
-    return None
 
 
 def _resolve(

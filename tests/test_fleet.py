@@ -206,3 +206,24 @@ def test_a_fleet_asking_for_more_gpus_than_the_bound_is_refused_before_work(tmp_
     line = r.stderr.strip()
     assert "\n" not in line and "jobs" in line and "409,600 GPUs" in line
     assert f"{MAX_FLEET_GPUS:,}" in line
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "words"),
+    [("reference_pass", "no", "true or false"), ("global_batch", "16", "a number")],
+)
+def test_an_inline_workflow_in_a_fleet_is_read_as_strictly_as_a_workflow_file(
+    tmp_path, field, value, words
+):
+    """Pydantic's lax mode would read 'no' as False and '16' as 16: refused, naming the job's
+    workflow field and the value, as a workflow file's would be."""
+    from costmodels.fleet.presets import two_small_jobs
+
+    fleet = two_small_jobs()
+    fleet["jobs"][1]["workflow"][field] = value
+    (tmp_path / "f.yaml").write_text(yaml.safe_dump(fleet))
+    out = tmp_path / "plan.json"
+    r = run_cli("plan", "fleet", "--fleet", str(tmp_path / "f.yaml"), "-o", str(out), timeout=60)
+    assert r.returncode == 2 and not out.exists(), r.stderr
+    line = r.stderr.strip()
+    assert f"jobs[1].workflow.{field}" in line and repr(value) in line and words in line

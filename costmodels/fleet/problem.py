@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from costmodels.cluster import LinkSpec
 from costmodels.cosched.problem import JobsSpec, PoolSpec
 from costmodels.errors import SpecError, refuse_repeated_names
+from costmodels.lax_input import refuse_lax
 from costmodels.limits import MAX_SECONDS, MAX_SIMULATED_GPUS
 from costmodels.workflow import WorkflowSpec
 
@@ -150,6 +151,7 @@ class FleetSpec(BaseModel):
             data = known[data].data()
         try:
             wf = WorkflowSpec.model_validate(data)
+            refuse_lax(data, wf)  # as a workflow file is (planner.io.parse_model)
             wf.check()
         except ValidationError as exc:
             err = exc.errors()[0]
