@@ -13,7 +13,8 @@ A distribution is one of:
 * ``histogram``: ``bins`` of ``[length, weight]``, each bin's responses ``length`` tokens long,
   weights relative. A bin above the cap is accepted on purpose and its responses are cut at the
   cap, as a lognormal's tail is: the engine stops a response there, so a histogram measured under
-  a larger cap describes the same prompts under a smaller one.
+  a larger cap describes the same prompts under a smaller one. Its median bin must be within
+  the cap, as a lognormal's median must (``WorkflowSpec.check``).
 
 **Deterministic samples.** The judge never draws: ``n`` responses are the stratified quantiles
 L_k = F^-1((k + 1/2) / n), k = 0..n-1, of the capped distribution, so the longest of n sits at
@@ -116,6 +117,22 @@ class ResponseLengths(BaseModel):
     @property
     def is_constant(self) -> bool:
         return self.distribution == "constant"
+
+    def uncapped_median(self) -> float | None:
+        """The median length before the cap (tokens): a lognormal's ``median``, a histogram's
+        weighted median bin (the length :meth:`quantile` gives at u = 0.5); None for
+        ``constant``, which is the cap itself."""
+        if self.distribution == "lognormal":
+            return self.median
+        if self.distribution != "histogram" or not self.bins:
+            return None
+        bins = sorted(self.bins)
+        total, seen = sum(w for _, w in bins), 0.0
+        for length, weight in bins:
+            seen += weight
+            if seen / total > 0.5:
+                return float(length)
+        return float(bins[-1][0])
 
     def quantile(self, u: np.ndarray, cap: int) -> np.ndarray:
         """F^-1(u) of the capped distribution, in tokens (at least 1)."""

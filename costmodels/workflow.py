@@ -222,10 +222,14 @@ class WorkflowSpec(BaseModel):
                 "(verl, ROLL), so the pass stays",
             )
         lengths = self.response_lengths
-        if lengths.median is not None and lengths.median > self.response_length:
+        median = lengths.uncapped_median()
+        if median is not None and median > self.response_length:
+            # bins above the cap are cut to it on purpose (a histogram measured under a larger
+            # cap), but half the responses past it is a unit or field mix-up, as for a lognormal
+            histogram = lengths.distribution == "histogram"
             raise SpecError(
-                "response_lengths.median",
-                lengths.median,
+                "response_lengths.bins" if histogram else "response_lengths.median",
+                f"median {median:g}" if histogram else median,
                 f"above response_length ({self.response_length} tokens): the median response "
                 "cannot be longer than the cap every response is cut at",
             )

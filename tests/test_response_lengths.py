@@ -184,3 +184,19 @@ def test_prompt_share_takes_0_to_1_as_the_docs_say():
     wf = _workflow({**fields, "prompt_share": 1.01})
     with pytest.raises(SpecError, match=r"response_lengths\.prompt_share.*1\.01"):
         build_problem("placement", {"cluster": "small-8", "workflow": wf})
+
+
+def test_a_histogram_whose_median_is_past_the_cap_is_refused_as_a_lognormals_is():
+    """Bins above the cap are cut to it on purpose, but half the responses past the cap is a
+    mix-up: refused naming the bins and their median, as a lognormal's median is."""
+    cap = _workflow(None)["response_length"]
+    hist = ResponseLengths(distribution="histogram", bins=((cap // 4, 1), (2 * cap, 3)))
+    assert hist.uncapped_median() == 2 * cap
+    with pytest.raises(SpecError, match=rf"response_lengths\.bins.*median {2 * cap}"):
+        build_problem(
+            "placement",
+            {"cluster": "small-8", "workflow": _workflow(hist.model_dump(exclude_none=True))},
+        )
+    even = ResponseLengths(distribution="histogram", bins=((100, 1), (200, 1), (400, 2)))
+    assert even.uncapped_median() == 400  # the length quantile(0.5) gives
+    assert even.quantile(np.array([0.5]), 4096)[0] == 400
