@@ -160,9 +160,12 @@ class FrameworkRules:
         groups = [g.tasks for g in plan.groups]
         for g in groups:
             if not self.admits_subset(problem, g):
-                out.append(
-                    Violation(tag, f"tasks {g} cannot share a GPU group: {self._why(problem)}")
+                what = (
+                    f"task {g[0]} cannot have a GPU group of its own"
+                    if len(g) == 1
+                    else f"tasks {', '.join(g)} cannot share a GPU group"
                 )
+                out.append(Violation(tag, f"{what}: {self._why(problem)}"))
         index = problem.topology.index_of()
         for gi, g in enumerate(plan.groups):
             counts: dict[str, int] = {}
