@@ -417,3 +417,22 @@ def test_a_fully_async_plan_without_the_reference_pass_exports_no_kl(version):
     roll = export_roll(problem, plan)["document"]
     assert roll["enable_reference"] is False and roll["use_kl_loss"] is False
     assert "reference" not in roll
+
+
+def test_an_uneven_split_does_not_hide_a_shape_verl_cannot_serve():
+    """A reward model pipelined (PP2) and split unevenly breaks two of verl's rules: both are
+    listed, so the export never writes the PP away silently."""
+    from costmodels.placement.frameworks import FrameworkRules
+
+    problem = _problem(H800_2x4, "ppo", "sync", reward=True)
+    devs = [d.id for d in problem.topology.devices]
+    configs = {t.name: TaskConfig(2, 1, 4) for t in problem.tasks}
+    configs["reward_inference"] = TaskConfig(1, 2, 4)
+    plan = build_plan(problem, [([t.name for t in problem.tasks], devs)], configs)
+    tasks = [
+        t.model_copy(update={"batch_shares": [0.4, 0.2, 0.2, 0.2]}) if t.task == "reward_inference" else t
+        for t in plan.tasks
+    ]
+    uneven = plan.model_copy(update={"tasks": tasks})
+    said = " ".join(v.message for v in FrameworkRules("verl").violations(problem, uneven))
+    assert "reward_inference: uneven batch" in said and "not servable" in said

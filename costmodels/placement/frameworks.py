@@ -188,7 +188,9 @@ class FrameworkRules:
                 out.append(
                     Violation(tag, f"{t.task}: uneven batch or layer split (splits are even)")
                 )
-            elif not self.admits_config(problem, t.task, t):
+            # an uneven split must not hide what else the task's shape breaks (a served task's
+            # PP, a DP that divides no mini-batch): the export lists every rule
+            if not self.admits_config(problem, t.task, t):
                 out.append(
                     Violation(
                         tag,
