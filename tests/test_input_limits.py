@@ -93,6 +93,36 @@ SIZES_AND_CONTRADICTIONS = [
         "estimate generation --lengths uniform:n=1000000000",
         ["lengths.n", "memory limit"],
     ),
+    (
+        "estimate-histogram-csv-over-memory",
+        _argv_with_file(
+            "estimate generation --lengths h.csv",
+            text="remaining,count,context\n100,99999999999,50\n",
+        ),
+        ["h.csv", "count", "99,999,999,999", "memory limit"],
+    ),
+    (
+        "estimate-histogram-csv-fractional-count",
+        _argv_with_file(
+            "estimate generation --lengths h.csv", text="remaining,count,context\n100,1.5,50\n"
+        ),
+        ["h.csv", "count", "1.5", "whole number"],
+    ),
+    (
+        "estimate-lengths-key-twice",
+        "estimate generation --lengths uniform:low=256,high=4096,n=512,n=3",
+        ["lengths.n", "n given twice", "n=3"],
+    ),
+    (
+        "gen-synthetic-key-twice",
+        "simulate generation --lengths synthetic:prompts=4,n=2,max=512,max=1024",
+        ["lengths.max", "max given twice", "max=1024"],
+    ),
+    (
+        "estimate-lognormal-negative-sigma",
+        "estimate generation --lengths lognormal:median=300,sigma=-1,n=5",
+        ["lengths.sigma", "-1"],
+    ),
     ("estimate-billion-gpus", "estimate generation --gpus 1000000000", ["--gpus", "1000000000"]),
     (
         "gen-max-num-seqs-huge",

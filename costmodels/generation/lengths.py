@@ -42,16 +42,8 @@ def bin_lengths(lengths: np.ndarray, contexts: np.ndarray, bin_tokens: int) -> L
     )
 
 
-def parse_distribution(text: str, seed: int = 0, bin_tokens: int = 256) -> LengthHistogram:
-    """A histogram from ``NAME:key=value,...`` (see module doc)."""
-    name, _, rest = text.partition(":")
-    if name not in DISTRIBUTIONS:
-        raise SpecError(
-            "lengths",
-            text,
-            f"unknown distribution {name!r}; known: {', '.join(DISTRIBUTIONS)} (or a histogram "
-            "CSV file)",
-        )
+def _distribution_args(name: str, rest: str) -> dict[str, float]:
+    """The ``key=value`` arguments of distribution ``name``, each a finite number given once."""
     args: dict[str, float] = {}
     for part in filter(None, rest.split(",")):
         key, eq, value = part.partition("=")
@@ -59,6 +51,10 @@ def parse_distribution(text: str, seed: int = 0, bin_tokens: int = 256) -> Lengt
             raise SpecError(
                 f"lengths.{key}", part, f"{name} takes {', '.join(sorted(DISTRIBUTIONS[name]))}"
             )
+        # a key given twice is refused rather than "the last one wins", which would silently
+        # drop what the user typed first (the same rule as a trace generator's arguments)
+        if key in args:
+            raise SpecError(f"lengths.{key}", part, f"{key} given twice")
         try:
             args[key] = float(value)
         except ValueError:
@@ -69,6 +65,20 @@ def parse_distribution(text: str, seed: int = 0, bin_tokens: int = 256) -> Lengt
     for key, value in args.items():
         if key not in ("n", "sigma") and not 0 <= value <= MAX_TOKENS:
             raise SpecError(f"lengths.{key}", value, f"a token count in 0..{MAX_TOKENS:,}")
+    return args
+
+
+def parse_distribution(text: str, seed: int = 0, bin_tokens: int = 256) -> LengthHistogram:
+    """A histogram from ``NAME:key=value,...`` (see module doc)."""
+    name, _, rest = text.partition(":")
+    if name not in DISTRIBUTIONS:
+        raise SpecError(
+            "lengths",
+            text,
+            f"unknown distribution {name!r}; known: {', '.join(DISTRIBUTIONS)} (or a histogram "
+            "CSV file)",
+        )
+    args = _distribution_args(name, rest)
     if args.get("sigma", 0) > 10:
         raise SpecError(
             "lengths.sigma",
@@ -88,8 +98,10 @@ def parse_distribution(text: str, seed: int = 0, bin_tokens: int = 256) -> Lengt
         lengths = rng.uniform(low, high, n)
     elif name == "lognormal":
         median, sigma = args.get("median", 2048), args.get("sigma", 0.7)
-        if median <= 0 or sigma < 0:
-            raise SpecError("lengths.median", median, "need median > 0 and sigma >= 0")
+        if median <= 0:
+            raise SpecError("lengths.median", median, "must be > 0")
+        if sigma < 0:
+            raise SpecError("lengths.sigma", sigma, "must be >= 0")
         lengths = np.minimum(rng.lognormal(math.log(median), sigma, n), args.get("max", 32768))
     else:
         length = args.get("length", 1024)
@@ -105,15 +117,22 @@ def parse_histogram_csv(text: str, source: str) -> LengthHistogram:
     upper, counts, ctx = [], [], []
     for i, row in enumerate(rows):
         try:
-            u, c, x = (
-                int(float(row["remaining"])),
-                int(float(row["count"])),
-                int(float(row.get("context") or 0)),
-            )
+            values = [
+                float(row["remaining"]),
+                float(row["count"]),
+                float(row.get("context") or 0),
+            ]
         except (TypeError, ValueError):
             raise SpecError(
                 f"row {i + 2}", dict(row), "remaining, count and context must be numbers", source
             ) from None
+        for column, value in zip(("remaining", "count", "context"), values, strict=True):
+            # a fraction would be cut to an integer silently (1.5 requests read as 1)
+            if not math.isfinite(value) or value != int(value):
+                raise SpecError(
+                    f"row {i + 2}.{column}", row.get(column), "must be a whole number", source
+                )
+        u, c, x = (int(v) for v in values)
         if u <= 0 or c < 0 or x < 0:
             raise SpecError(
                 f"row {i + 2}", dict(row), "need remaining > 0, count >= 0, context >= 0", source
@@ -123,4 +142,10 @@ def parse_histogram_csv(text: str, source: str) -> LengthHistogram:
         ctx.append(x)
     if not upper or sum(counts) == 0:
         raise SpecError("", source, "the histogram holds no requests", source)
+    # every counted request becomes one object, as a distribution's n does: size the total first
+    total = sum(counts)
+    try:
+        check_memory("count", f"{total} in total", total, REQUEST_BYTES, "requests")
+    except SpecError as exc:
+        raise exc.with_source(source) from None
     return LengthHistogram(upper=upper, counts=counts, context=ctx)

@@ -174,6 +174,7 @@ def simulation_requests(lengths: str, seed: int, read_text: Callable[[Path], str
         return read_trace(read_text(path), str(path))
     if lengths.startswith("synthetic"):
         args = {"prompts": 64, "n": 16, "max": 16384, "step": 0}
+        given: set[str] = set()
         for part in filter(None, lengths.partition(":")[2].split(",")):
             key, _, value = part.partition("=")
             smallest = 0 if key == "step" else 1
@@ -183,6 +184,10 @@ def simulation_requests(lengths: str, seed: int, read_text: Callable[[Path], str
                     part,
                     "synthetic takes prompts, n, max (integers > 0) and step (>= 0)",
                 )
+            # a key given twice is refused, not "the last one wins" (as a distribution's keys)
+            if key in given:
+                raise SpecError(f"lengths.{key}", part, f"{key} given twice")
+            given.add(key)
             args[key] = int(value)
         if args["max"] > MAX_TOKENS:
             raise SpecError("lengths.max", args["max"], f"at most {MAX_TOKENS:,} tokens")
