@@ -139,6 +139,21 @@ def test_a_bad_job_is_refused_naming_its_field(job, field):
     assert field in err.value.field
 
 
+def test_an_unknown_workflow_points_to_a_command_that_lists_workflows():
+    import re
+    import shlex
+
+    spec = two_small_jobs()
+    spec["jobs"][0] = {**spec["jobs"][0], "workflow": "nosuch"}
+    with pytest.raises(SpecError) as err:
+        FleetSpec.model_validate(spec).check()
+    hint = re.search(r"\(rlplan ([^)]*)\)", err.value.reason)
+    assert hint, err.value.reason
+    proc = run_cli(*shlex.split(hint.group(1)))
+    assert proc.returncode == 0, proc.stderr
+    assert "grpo-sync-qwen3-4b" in proc.stdout
+
+
 def test_the_cosched_problem_carries_the_judges_phases(planned):
     problem, result = planned
     phases = {n: (p.rollout_s, p.train_s) for n, p in result.plan.phases.items()}

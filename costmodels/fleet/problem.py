@@ -56,7 +56,7 @@ class FleetJobSpec(BaseModel):
 
     name: str = Field(min_length=1)
     workflow: str | dict[str, Any] = Field(
-        description="a workflow preset's name (rlplan presets list) or a workflow inline"
+        description="a workflow preset's name (rlplan presets --kind workflow) or a workflow inline"
     )
     rollout_gpus: int = Field(gt=0, le=MAX_JOB_GPUS, description="GPUs of the rollout pool")
     train_gpus: int = Field(gt=0, le=MAX_JOB_GPUS, description="GPUs of the training pool")
@@ -147,7 +147,9 @@ class FleetSpec(BaseModel):
         if isinstance(data, str):
             known = {p.name: p for p in placement_presets() if p.kind == "workflow"}
             if data not in known:
-                raise SpecError(where, data, "not a workflow preset (rlplan presets list)")
+                raise SpecError(
+                    where, data, "not a workflow preset (rlplan presets --kind workflow)"
+                )
             data = known[data].data()
         try:
             wf = WorkflowSpec.model_validate(data)
