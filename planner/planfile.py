@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 import planner
 from costmodels.errors import SpecError, field_path
 from costmodels.fingerprint import judge_fingerprint
+from costmodels.lax_input import refuse_lax
 from costmodels.problem import ProblemKind
 from costmodels.solving import Status, Termination
 from planner.io import build_problem, read_document
@@ -275,7 +276,7 @@ def read_plan_file(path: Path) -> Any:
             )
     data = _migrate(data)
     try:
-        return plan_file_adapter().validate_python(data)
+        doc = plan_file_adapter().validate_python(data)
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = err["loc"]
@@ -291,6 +292,10 @@ def read_plan_file(path: Path) -> Any:
                 f"this rlplan writes {SCHEMA_VERSION}: re-plan)"
             )
         raise SpecError(field_path(loc), value, msg, str(path)) from None
+    # read as strictly as a spec file: '2' or true where a number goes, 'no' where true/false
+    # goes (costmodels.lax_input); rlplan writes neither, so such a value was edited in
+    refuse_lax(data, doc, str(path))
+    return doc
 
 
 def load_plan_and_problem(path: Path) -> tuple[Any, Any]:

@@ -179,6 +179,18 @@ CASES = [
         ["objective", "finite"],
     ),
     (
+        "plan-quoted-tp",
+        _argv_with_plan_file("validate", mutate=lambda d: d["plan"]["tasks"][0].update(tp="2")),
+        ["plan.tasks[0].tp", "quoted string"],
+    ),
+    (
+        "plan-boolean-batch",
+        _argv_with_plan_file(
+            "evaluate", mutate=lambda d: d["inputs"]["workflow"].update(global_batch=True)
+        ),
+        ["inputs.workflow.global_batch", "boolean"],
+    ),
+    (
         "plan-nan-bound",
         _argv_with_plan_file("validate", mutate=lambda d: d.update(bound=float("nan"))),
         ["bound"],
