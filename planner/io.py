@@ -133,7 +133,48 @@ _StrictLoader.add_implicit_resolver(
 
 
 def parse_document(text: str, source: str, json_only: bool = False) -> Any:
-    """YAML or JSON text to data (JSON is YAML, but its own parser gives better messages)."""
+    """YAML or JSON text to data (JSON is YAML, but its own parser gives better messages).
+    A string holding a control character other than tab and newline is refused, however it was
+    written (a raw byte, YAML's "\x1b" or JSON's "\u001b"): names and descriptions reach the
+    terminal, where an escape sequence would rewrite what the user reads."""
+    data = _parse_document(text, source, json_only)
+    found = _control_character(data)
+    if found is not None:
+        where, value = found
+        raise SpecError(
+            where, value, "a control character (other than tab and newline) in a string", source
+        )
+    return data
+
+
+def _control_character(data: Any) -> tuple[str, str] | None:
+    """(field path, the string) of the first key or string value holding a control character
+    other than tab and newline (Unicode category Cc: C0, DEL and C1), iteratively."""
+    stack: list[tuple[Any, str]] = [(data, "")]
+    seen: set[int] = set()
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            if _CONTROL.search(item):
+                return path, item
+        elif isinstance(item, dict | list) and id(item) not in seen:
+            seen.add(id(item))
+            if isinstance(item, dict):
+                for key, value in item.items():
+                    where = f"{path}.{key}" if path else str(key)
+                    if isinstance(key, str) and _CONTROL.search(key):
+                        return where, key
+                    stack.append((value, where))
+            else:
+                stack.extend((value, f"{path}[{i}]") for i, value in enumerate(item))
+    return None
+
+
+#: control characters but tab and newline (C0, DEL, C1)
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _parse_document(text: str, source: str, json_only: bool = False) -> Any:
     if json_only or source.lower().endswith(".json"):
         try:
             return json.loads(text, object_pairs_hook=no_duplicate_keys)
@@ -157,7 +198,7 @@ def parse_document(text: str, source: str, json_only: bool = False) -> Any:
             raise SpecError("", None, "malformed JSON: nested too deeply", source) from None
     if len(text) > MAX_YAML_BYTES:
         if text.lstrip()[:1] in ("{", "["):
-            return parse_document(text, source, json_only=True)
+            return _parse_document(text, source, json_only=True)
         raise SpecError(
             "",
             f"{len(text) / 2**20:.1f} MiB",

@@ -61,6 +61,16 @@ CASES = [
     ("dup-yaml-key", _cluster_file("c.yaml", "nodes: []\nnodes: []\n"), ["duplicate key", "nodes"]),
     ("dup-json-key", _cluster_file("c.json", '{"nodes": [], "nodes": 1}'), ["duplicate key"]),
     (
+        "escape-in-a-name",
+        _plan_placement_on_cluster(lambda d: d["nodes"][0].update(name="a\x1b[2Jb")),
+        ["nodes[0].name", "control character"],
+    ),
+    (
+        "c1-control-in-json",
+        _cluster_file("c.json", '{"nodes": [{"name": "a\\u009bb", "gpu": "L4", "count": 1}]}'),
+        ["nodes[0].name", "control character"],
+    ),
+    (
         "bool-count",
         _plan_placement_on_cluster(lambda d: d["nodes"][0].update(count=True)),
         ["nodes[0].count", "boolean"],
