@@ -59,6 +59,11 @@ MAX_SIMULATED_GPUS = 65_536
 #: is quadratic in jobs (3 000 jobs plan in 8 s on one core), so 10 000 stays near a minute
 MAX_JOBS = 10_000
 
+#: ranks (endpoints) of one weight-sync broadcast, all PoDs together: 16x MAX_SIMULATED_GPUS,
+#: past the largest GPU clusters built; its two-level schedule, cost and check take ~6 s and
+#: ~0.7 GB at 2^20 ranks (measured: 8 PoDs of 131 072 ranks)
+MAX_BROADCAST_RANKS = 1 << 20
+
 #: a duration, arrival or phase time: 10^10 s is over 300 years
 MAX_SECONDS = 1e10
 
@@ -71,6 +76,15 @@ DEFAULT_MEMORY_LIMIT_GB = 8.0
 REQUEST_BYTES = 2048
 #: bytes one serving instance holds (engine state, queues, per-step records), measured: ~40 kB
 INSTANCE_BYTES = 65_536
+#: bytes one broadcast rank holds through a plan, its cost and its check (the check's set of
+#: shards each generation rank received dominates), measured with tracemalloc on the
+#: weight-sync example's 8 PoDs at 2 000, 8 000 and 32 000 ranks each: 620 B a rank at all three
+#: (RSS 680 B a rank at 2^20 ranks)
+BROADCAST_RANK_BYTES = 1024
+#: bytes one transfer of a naive one-to-all broadcast holds (its pending entry and Edge of a
+#: wave; a transfer is a generation rank x a shard), measured with tracemalloc on the
+#: weight-sync example at 3 072 and 12 288 transfers: 730-750 B
+BROADCAST_TRANSFER_BYTES = 1024
 #: bytes one co-scheduled job holds (its profile, group state and trace record), measured ~3 kB
 JOB_BYTES = 8192
 

@@ -370,6 +370,24 @@ SIZES_AND_CONTRADICTIONS = [
         ["colour", "unknown field"],
     ),
     (
+        "broadcast-ranks-over-the-bound",
+        _argv_with_preset(
+            "plan broadcast -q -o p.json --sync s.yaml",
+            preset="weight-sync-example",
+            mutate=lambda d: [p.update(ranks=1_000_000) for p in d["pods"]],
+        ),
+        ["s.yaml", "pods.ranks", "8,000,000", "1,048,576"],
+    ),
+    (
+        "broadcast-ranks-over-memory-limit",
+        _argv_with_preset(
+            "--memory-limit-gb 0.1 plan broadcast -q -o p.json --sync s.yaml",
+            preset="weight-sync-example",
+            mutate=lambda d: [p.update(ranks=20_000) for p in d["pods"]],
+        ),
+        ["s.yaml", "pods.ranks", "160,000", "0.1 GB", "--memory-limit-gb"],
+    ),
+    (
         "jsonl-duplicate-key",
         _argv_with_file(
             "simulate generation --lengths t.jsonl",

@@ -156,6 +156,21 @@ def test_two_level_beats_naive_and_both_validate():
     assert naive.breakdown["inter_pod_gb"] == pytest.approx(16 * 32)  # one copy per generation rank
 
 
+def test_the_naive_schedule_stops_at_its_time_limit_and_is_sized_before_work(monkeypatch):
+    from heuristics.broadcast.schedule import solve_naive
+
+    # 4 PoDs x 512 ranks x 4 shards: its quadratic wave builder runs far past 0.2 s
+    pods = [{**pod, "ranks": 512} for pod in FOUR_POD_SYNC["pods"]]
+    big = sync(pods=pods)
+    out = solve_naive(big, time_limit=0.2)
+    assert out.status is Status.NO_SOLUTION and out.plan is None
+    assert "time limit of 0.2 s" in out.message
+    # 8 192 transfers of 1 kB each pass 4 MB (the spec's 2 560 ranks of 1 kB fit)
+    monkeypatch.setenv("RLPLAN_MEMORY_LIMIT_GB", "0.004")
+    out = solve_naive(big)
+    assert out.status is Status.NO_SOLUTION and "memory limit of 0.004 GB" in out.message
+
+
 def test_relay_needs_no_more_waves_than_direct_seeding():
     p = sync()
     assert (

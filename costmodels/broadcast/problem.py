@@ -26,7 +26,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from costmodels.catalog import ocs_devices
 from costmodels.errors import SpecError, refuse_repeated_names
-from costmodels.limits import MAX_BYTES, MAX_LINK_GBPS, MIN_RATE
+from costmodels.limits import (
+    BROADCAST_RANK_BYTES,
+    MAX_BROADCAST_RANKS,
+    MAX_BYTES,
+    MAX_LINK_GBPS,
+    MIN_RATE,
+    check_memory,
+)
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
@@ -75,6 +82,15 @@ class BroadcastSpec(BaseModel):
 
     def check(self) -> None:
         refuse_repeated_names((p.name for p in self.pods), "pods[{}].name", "duplicate PoD name")
+        # every rank becomes endpoints, sets and lines of the plan's check: sized before work
+        total = sum(p.ranks for p in self.pods)
+        if total > MAX_BROADCAST_RANKS:
+            raise SpecError(
+                "pods.ranks",
+                f"{total:,} in total",
+                f"at most {MAX_BROADCAST_RANKS:,} ranks over all PoDs",
+            )
+        check_memory("pods.ranks", f"{total:,} in total", total, BROADCAST_RANK_BYTES, "ranks")
         for i, p in enumerate(self.pods):
             if p.holders > p.ranks:
                 raise SpecError(

@@ -24,17 +24,36 @@ from pydantic import Field
 
 from costmodels.broadcast.plan import BroadcastPlan, Edge, FanoutTree, Wave
 from costmodels.broadcast.problem import BroadcastProblem, pod_of
+from costmodels.limits import BROADCAST_TRANSFER_BYTES, memory_limit_bytes
 from costmodels.solving import SolverOutput, Status
 
 
-def _waves(problem: BroadcastProblem, pending: list[tuple[int, str]], relay: bool) -> list[Wave]:
-    """Schedule ``pending`` (shard, destination) transfers in budget-feasible waves."""
+class _OutOfTime(Exception):
+    """The wave builder passed its deadline; ``done`` transfers of ``total`` were scheduled."""
+
+    def __init__(self, done: int, total: int) -> None:
+        super().__init__(f"{done:,} of {total:,} transfers scheduled")
+        self.done, self.total = done, total
+
+
+def _waves(
+    problem: BroadcastProblem,
+    pending: list[tuple[int, str]],
+    relay: bool,
+    deadline: float = float("inf"),
+) -> list[Wave]:
+    """Schedule ``pending`` (shard, destination) transfers in budget-feasible waves; raise
+    :class:`_OutOfTime` past ``deadline`` (a ``time.perf_counter()`` reading)."""
     s = problem.spec
     budget = {p.name: p.budget for p in s.pods}
     holders_of: dict[int, list[str]] = {i: [h] for i, h in enumerate(s.holders())}
     waves: list[Wave] = []
     todo = list(pending)
     while todo:
+        # each wave rescans what is left, so the naive schedule (every rank x every shard) grows
+        # quadratically: a time limit must stop it rather than be ignored
+        if time.perf_counter() > deadline:
+            raise _OutOfTime(len(pending) - len(todo), len(pending))
         left = dict(budget)
         chosen: list[list] = []  # [src, dst, shard, circuits]
         waiting = []
@@ -73,6 +92,17 @@ def _waves(problem: BroadcastProblem, pending: list[tuple[int, str]], relay: boo
     return waves
 
 
+def _deadline(t0: float, time_limit: float | None) -> float:
+    return t0 + time_limit if time_limit is not None else float("inf")
+
+
+def _out_of_time(name: str, exc: _OutOfTime, time_limit: float | None) -> SolverOutput:
+    return SolverOutput(
+        Status.NO_SOLUTION,
+        message=f"{name}: time limit of {time_limit:g} s reached with {exc}",
+    )
+
+
 def _finish(problem: BroadcastProblem, plan: BroadcastPlan, t0: float, name: str) -> SolverOutput:
     return SolverOutput(
         Status.FEASIBLE,
@@ -104,7 +134,11 @@ def solve_two_level(
             if p.ranks > 1:
                 trees.append(FanoutTree(seed=seed_ep, shards=shards))
     pending.sort()  # shard-major: every PoD's copy of shard 0 first, so relays can start early
-    plan = BroadcastPlan(phase_a=_waves(problem, pending, relay), phase_b=trees)
+    try:
+        waves = _waves(problem, pending, relay, _deadline(t0, time_limit))
+    except _OutOfTime as exc:
+        return _out_of_time("two-level", exc, time_limit)
+    plan = BroadcastPlan(phase_a=waves, phase_b=trees)
     return _finish(problem, plan, t0, "two-level")
 
 
@@ -114,6 +148,17 @@ def solve_naive(
     """Naive one-to-all (App. E): each holder sends its shard to every generation rank directly."""
     t0 = time.perf_counter()
     s = problem.spec
+    # every rank fetches every shard itself: sized before the list of transfers is built
+    transfers = sum(p.ranks for p in s.pods if p.role == "gen") * len(s.holders())
+    need, limit = transfers * BROADCAST_TRANSFER_BYTES, memory_limit_bytes()
+    if need > limit:
+        return SolverOutput(
+            Status.NO_SOLUTION,
+            message=(
+                f"naive one-to-all: {transfers:,} transfers need about {need / 1e9:,.1f} GB, "
+                f"above the memory limit of {limit / 1e9:g} GB (raise it with --memory-limit-gb)"
+            ),
+        )
     pending = [
         (i, f"{p.name}/{r}")
         for p in s.pods
@@ -121,5 +166,9 @@ def solve_naive(
         for r in range(p.ranks)
         for i in range(len(s.holders()))
     ]
-    plan = BroadcastPlan(phase_a=_waves(problem, pending, relay=False))
+    try:
+        waves = _waves(problem, pending, False, _deadline(t0, time_limit))
+    except _OutOfTime as exc:
+        return _out_of_time("naive one-to-all", exc, time_limit)
+    plan = BroadcastPlan(phase_a=waves)
     return _finish(problem, plan, t0, "naive one-to-all")
