@@ -340,3 +340,21 @@ def test_the_paper_baselines_break_only_slos_and_skip_no_saturated_group(seed):
     for baseline in PAPER_BASELINES:
         broken = {v.constraint for v in check_cosched(problem, baseline(problem, seed=seed).plan)}
         assert broken <= {"SLO"}, (baseline.__name__, broken)
+
+
+@pytest.mark.parametrize("solver", ["rollmux", "greedy-slo", "optimal"])
+def test_a_limit_that_runs_out_leaves_the_later_jobs_alone_in_a_valid_plan(solver):
+    """Past the time limit the jobs still to come get groups of their own: a plan that keeps
+    every SLO, judged in full, and a result that says the clock decided it (a limit of a
+    microsecond has passed before the first arrival on any machine)."""
+    from planner import solve
+    from planner.io import build_problem
+
+    problem = build_problem("cosched", {"jobs": "rollmux-mixed"})
+    r = solve(problem, solver, time_limit=1e-6)
+    assert r.success and not r.violations, r.message
+    assert not r.deterministic and "depends on machine speed" in r.clock
+    jobs = len(problem.jobs.jobs)
+    assert len(r.plan.groups) == jobs  # every job alone
+    if solver != "optimal":
+        assert f"the last {jobs} jobs run alone" in r.message

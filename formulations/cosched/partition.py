@@ -192,10 +192,13 @@ def resource_lower_bound(m: CoschedModel, colocate: bool = True) -> float:
 
 
 def _warm_columns(
-    m: CoschedModel, problem: CoscheduleProblem, warm_start: Callable[..., SolverOutput]
+    m: CoschedModel,
+    problem: CoscheduleProblem,
+    warm_start: Callable[..., SolverOutput],
+    deadline: Deadline,
 ) -> list[tuple[tuple[str, ...], float, GroupState]]:
     """The warm start's groups as columns (each at its own configuration's cost)."""
-    out = warm_start(problem)
+    out = warm_start(problem, time_limit=deadline.remaining())  # within the solve's limit
     if out.plan is None:
         return []
     cols = []
@@ -232,7 +235,7 @@ def solve_cosched_optimal(
     deadline = Deadline(time_limit)
     m = cosched_model(problem)
     colocate = space == "free"
-    warm = _warm_columns(m, problem, warm_start) if warm_start is not None else []
+    warm = _warm_columns(m, problem, warm_start, deadline) if warm_start is not None else []
     columns: list[tuple[tuple[str, ...], float, GroupState]] = []
     cut_short = False
     try:
