@@ -47,6 +47,9 @@ from costmodels.solving import Deadline, SolverOutput, Status, unclocked
 from heuristics.job.knobs import DEFAULT_EPOCHS, choose_knobs
 from heuristics.placement.streamrl import tune_split
 
+#: the share of a time limit the grouping stage always gets, however long the phases took
+GROUPING_SHARE = 0.1
+
 Coscheduler = Literal["rollmux", "optimal", "greedy-slo", "random-slo", "solo", "colocated"]
 
 
@@ -104,7 +107,11 @@ def solve_fleet(
     cp = cosched_problem(problem, {n: (p.rollout_s, p.train_s) for n, p in phases.items()})
     grouped = coschedulers[cosched](
         cp,
-        time_limit=None if time_limit is None else max(deadline.remaining(), 1e-3),
+        # at least a tenth of the limit: past it an online rule leaves the jobs still to come
+        # alone (heuristics.cosched.online), and grouping them is the point of a fleet plan
+        time_limit=None
+        if time_limit is None
+        else max(deadline.remaining(), GROUPING_SHARE * time_limit),
         seed=seed,
     )
     if grouped.plan is None:
