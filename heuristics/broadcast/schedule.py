@@ -25,7 +25,7 @@ from pydantic import Field
 from costmodels.broadcast.plan import BroadcastPlan, Edge, FanoutTree, Wave
 from costmodels.broadcast.problem import BroadcastProblem, pod_of
 from costmodels.limits import BROADCAST_TRANSFER_BYTES, memory_limit_bytes
-from costmodels.solving import SolverOutput, Status
+from costmodels.solving import UNLIMITED, Deadline, SolverOutput, Status
 
 
 class _OutOfTime(Exception):
@@ -40,10 +40,10 @@ def _waves(
     problem: BroadcastProblem,
     pending: list[tuple[int, str]],
     relay: bool,
-    deadline: float = float("inf"),
+    deadline: Deadline = UNLIMITED,
 ) -> list[Wave]:
     """Schedule ``pending`` (shard, destination) transfers in budget-feasible waves; raise
-    :class:`_OutOfTime` past ``deadline`` (a ``time.perf_counter()`` reading)."""
+    :class:`_OutOfTime` past ``deadline`` (the caller's limit, else the default cap)."""
     s = problem.spec
     budget = {p.name: p.budget for p in s.pods}
     holders_of: dict[int, list[str]] = {i: [h] for i, h in enumerate(s.holders())}
@@ -52,7 +52,7 @@ def _waves(
     while todo:
         # each wave rescans what is left, so the naive schedule (every rank x every shard) grows
         # quadratically: a time limit must stop it rather than be ignored
-        if time.perf_counter() > deadline:
+        if deadline.expired():
             raise _OutOfTime(len(pending) - len(todo), len(pending))
         left = dict(budget)
         chosen: list[list] = []  # [src, dst, shard, circuits]
@@ -92,14 +92,10 @@ def _waves(
     return waves
 
 
-def _deadline(t0: float, time_limit: float | None) -> float:
-    return t0 + time_limit if time_limit is not None else float("inf")
-
-
-def _out_of_time(name: str, exc: _OutOfTime, time_limit: float | None) -> SolverOutput:
+def _out_of_time(name: str, exc: _OutOfTime) -> SolverOutput:
     return SolverOutput(
         Status.NO_SOLUTION,
-        message=f"{name}: time limit of {time_limit:g} s reached with {exc}",
+        message=f"{name}: time limit reached with {exc}",
     )
 
 
@@ -135,9 +131,9 @@ def solve_two_level(
                 trees.append(FanoutTree(seed=seed_ep, shards=shards))
     pending.sort()  # shard-major: every PoD's copy of shard 0 first, so relays can start early
     try:
-        waves = _waves(problem, pending, relay, _deadline(t0, time_limit))
+        waves = _waves(problem, pending, relay, Deadline(time_limit))
     except _OutOfTime as exc:
-        return _out_of_time("two-level", exc, time_limit)
+        return _out_of_time("two-level", exc)
     plan = BroadcastPlan(phase_a=waves, phase_b=trees)
     return _finish(problem, plan, t0, "two-level")
 
@@ -167,8 +163,8 @@ def solve_naive(
         for i in range(len(s.holders()))
     ]
     try:
-        waves = _waves(problem, pending, False, _deadline(t0, time_limit))
+        waves = _waves(problem, pending, False, Deadline(time_limit))
     except _OutOfTime as exc:
-        return _out_of_time("naive one-to-all", exc, time_limit)
+        return _out_of_time("naive one-to-all", exc)
     plan = BroadcastPlan(phase_a=waves)
     return _finish(problem, plan, t0, "naive one-to-all")
