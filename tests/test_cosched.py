@@ -270,14 +270,17 @@ def test_the_two_references_bracket_algorithm_1(seed):
 
 def test_a_time_capped_optimum_returns_a_plan_and_a_bound():
     """Cut short (a work-free cap of a few milliseconds), the optimum still returns at least the
-    warm start's plan, with a valid lower bound, never no_solution."""
+    plan its warm start reached within the limit (Algorithm 1, its later jobs alone once the
+    limit passed: never dearer than every job alone), with a valid lower bound, never
+    no_solution."""
     from formulations.cosched.partition import resource_lower_bound, solve_cosched_optimal
+    from heuristics.cosched.online import solve_solo
 
     problem = _random_jobs(7, 12)
     out = solve_cosched_optimal(problem, time_limit=1e-3, warm_start=solve_rollmux)
     assert out.status in (Status.FEASIBLE, Status.OPTIMAL) and out.plan is not None
     assert check_cosched(problem, out.plan) == []
-    assert out.objective <= solve_rollmux(problem).objective + 1e-9
+    assert out.objective <= solve_solo(problem).objective + 1e-9
     best = solve_cosched_optimal(problem)
     floor = resource_lower_bound(cosched_model(problem))
     assert out.bound is not None and floor - 1e-9 <= out.bound <= best.objective + 1e-9

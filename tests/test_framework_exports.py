@@ -430,7 +430,9 @@ def test_an_uneven_split_does_not_hide_a_shape_verl_cannot_serve():
     configs["reward_inference"] = TaskConfig(1, 2, 4)
     plan = build_plan(problem, [([t.name for t in problem.tasks], devs)], configs)
     tasks = [
-        t.model_copy(update={"batch_shares": [0.4, 0.2, 0.2, 0.2]}) if t.task == "reward_inference" else t
+        t.model_copy(update={"batch_shares": [0.4, 0.2, 0.2, 0.2]})
+        if t.task == "reward_inference"
+        else t
         for t in plan.tasks
     ]
     uneven = plan.model_copy(update={"tasks": tasks})

@@ -226,10 +226,11 @@ def solve_cosched_optimal(
     """Set partitioning over feasible groups on HiGHS (module doc). Its work is fixed by the
     instance (every feasible group, then the master to optimality), so it needs no budget: the
     time limit (or the façade's default cap) is a safety net. ``warm_start`` (RollMux's Algorithm 1
-    when the planner injects it) adds its groups as columns and starts HiGHS from its plan, so a
-    run the limit cuts short still returns at least that plan. When the limit binds during column
-    generation, the master runs over the columns found (singletons first, then the warm start's
-    groups) and returns their best partition, status feasible, with
+    when the planner injects it, run within the same limit) adds its groups as columns and starts
+    HiGHS from its plan, so a run the limit cuts short still returns at least the plan Algorithm 1
+    reached by then (``heuristics.cosched.online``: later jobs alone). When the limit binds during
+    column generation, the master runs over the columns found (singletons first, then the warm
+    start's groups) and returns their best partition, status feasible, with
     :func:`resource_lower_bound` as its bound."""
     t0 = time.perf_counter()
     deadline = Deadline(time_limit)
