@@ -162,8 +162,11 @@ def _checked_arguments(
     ):  # Path("") is ".": an empty --out would write the report into the current directory
         fail("--out: empty path; give the directory for the report")
     out_dir = Path(out_path)
+    from benchmarks.harness import check_rows
+
     try:
         check_output_dir(out_dir, "--out")
+        check_rows(out_dir / "runs.jsonl")  # a resumed run reads them
     except SpecError as exc:
         fail(str(exc))
     if executor == "ray":

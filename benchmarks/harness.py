@@ -359,6 +359,44 @@ def load_rows(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+#: a row's numbers: None (no plan, no bound) or a finite number, never a string or a boolean
+_ROW_NUMBERS = ("objective", "bound", "gap", "wall_time_s")
+
+
+def check_rows(path: Path) -> None:
+    """Refuse a ``runs.jsonl`` a resumed run would misread (an edited or foreign file): every
+    row an object with a ``key``, a known ``status`` and its numbers None or finite; raises
+    :class:`SpecError` naming the line, the field and the value."""
+    import math
+
+    from costmodels.errors import SpecError
+    from costmodels.solving import Status
+
+    known = {s.value for s in Status}
+    for n, row in enumerate(load_rows(path), start=1):
+        where = f"row {n}"
+        if not isinstance(row, dict):
+            raise SpecError(where, type(row).__name__, "a run is a JSON object", str(path))
+        if not isinstance(row.get("key"), str):
+            raise SpecError(f"{where}.key", row.get("key"), "every run has its key", str(path))
+        if row.get("status") not in known:
+            raise SpecError(
+                f"{where}.status",
+                row.get("status"),
+                f"one of {', '.join(sorted(known))}",
+                str(path),
+            )
+        for name in _ROW_NUMBERS:
+            value = row.get(name)
+            ok = value is None or (
+                isinstance(value, int | float)
+                and not isinstance(value, bool)
+                and math.isfinite(value)
+            )
+            if not ok:
+                raise SpecError(f"{where}.{name}", value, "a finite number or null", str(path))
+
+
 def run_specs(
     specs: Iterable[RunSpec],
     out: Path,

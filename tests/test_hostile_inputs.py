@@ -35,6 +35,15 @@ from tests.hostile_helpers import (
     _text,
 )
 
+
+def _bench_out_with(tmp, runs: str) -> str:
+    """A bench output directory whose ``runs.jsonl`` holds ``runs`` (a resumed run reads it)."""
+    out = tmp / "b"
+    out.mkdir()
+    _text(out, "runs.jsonl", runs)
+    return str(out)
+
+
 # (id, what to run: a command line as a shell would split it, an argv or a builder(tmp) -> argv,
 # words the one-line message must contain)
 CASES = [
@@ -224,6 +233,17 @@ CASES = [
         ["--time-limit"],
     ),
     ("bench-out-is-file", _argv_with_file("bench --out f.txt", text="x"), ["--out"]),
+    (
+        "bench-out-with-an-edited-row",
+        lambda t: [
+            "bench",
+            "--problem",
+            "small-8",
+            "--out",
+            _bench_out_with(t, '{"key": "k", "status": "feasible", "objective": "abc"}\n'),
+        ],
+        ["runs.jsonl", "row 1.objective", "abc"],
+    ),
     (
         "bench-memory-absurd",
         lambda t: [
