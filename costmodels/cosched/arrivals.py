@@ -46,6 +46,7 @@ from typing import Any
 
 from costmodels.catalog import reference_table
 from costmodels.errors import SpecError
+from costmodels.key_values import parse_key_values, split_generator
 from costmodels.limits import MAX_JOBS
 
 #: the longest trace a generator draws: Philly spans 83 days (~2 000 h); 100 years is absurd
@@ -92,34 +93,14 @@ GENERATORS: dict[str, dict[str, float | str]] = {
 
 def parse_generator(text: str) -> tuple[str, dict[str, Any]]:  # noqa: C901
     """``NAME:key=value,...`` into the generator's name and its arguments (defaults filled in)."""
-    name, _, rest = text.partition(":")
+    name, rest = split_generator(text)
     if name not in GENERATORS:
         raise SpecError(
             "trace", text, f"not a file or preset, and not a generator ({', '.join(GENERATORS)})"
         )
-    args = dict(GENERATORS[name])
-    given: set[str] = set()
-    for part in filter(None, rest.split(",")):
-        key, eq, value = part.partition("=")
-        if not eq or key not in args:
-            raise SpecError(f"trace.{key}", part, f"{name} takes {', '.join(args)}")
-        if key in given:
-            raise SpecError(f"trace.{key}", part, "given twice")
-        given.add(key)
-        default = args[key]
-        if isinstance(default, str):
-            args[key] = value
-            continue
-        try:
-            args[key] = int(value) if isinstance(default, int) else float(value)
-        except ValueError:
-            raise SpecError(
-                f"trace.{key}",
-                value,
-                "not an integer" if isinstance(default, int) else "not a number",
-            ) from None
-        if not math.isfinite(args[key]):
-            raise SpecError(f"trace.{key}", value, "must be a finite number")
+    defaults = GENERATORS[name]
+    kinds = {key: type(value) for key, value in defaults.items()}
+    args = {**defaults, **parse_key_values(rest, kinds, field="trace", name=name)}
     for key in ("jobs", "hours", "mean_hours", "sigma", "max_group_size", "gpus"):
         if key in args and not args[key] > 0:
             raise SpecError(f"trace.{key}", args[key], "must be > 0")

@@ -20,12 +20,15 @@ import numpy as np
 from costmodels.csvtable import read_rows
 from costmodels.decode import LengthHistogram
 from costmodels.errors import SpecError
+from costmodels.key_values import Kind, parse_key_values, split_generator
 from costmodels.limits import MAX_TOKENS, REQUEST_BYTES, check_memory
 
-DISTRIBUTIONS = {
-    "uniform": {"low", "high", "n", "context"},
-    "lognormal": {"median", "sigma", "n", "context", "max"},
-    "constant": {"length", "n", "context"},
+#: each distribution's arguments and their kinds (``costmodels.key_values``): token counts are
+#: numbers (a lognormal's median need not be whole), ``n`` counts requests
+DISTRIBUTIONS: dict[str, dict[str, Kind]] = {
+    "uniform": {"low": float, "high": float, "n": int, "context": float},
+    "lognormal": {"median": float, "sigma": float, "n": int, "context": float, "max": float},
+    "constant": {"length": float, "n": int, "context": float},
 }
 
 
@@ -43,34 +46,18 @@ def bin_lengths(lengths: np.ndarray, contexts: np.ndarray, bin_tokens: int) -> L
 
 
 def _distribution_args(name: str, rest: str) -> dict[str, float]:
-    """The ``key=value`` arguments of distribution ``name``, each a finite number given once."""
-    args: dict[str, float] = {}
-    for part in filter(None, rest.split(",")):
-        key, eq, value = part.partition("=")
-        if not eq or key not in DISTRIBUTIONS[name]:
-            raise SpecError(
-                f"lengths.{key}", part, f"{name} takes {', '.join(sorted(DISTRIBUTIONS[name]))}"
-            )
-        # a key given twice is refused rather than "the last one wins", which would silently
-        # drop what the user typed first (the same rule as a trace generator's arguments)
-        if key in args:
-            raise SpecError(f"lengths.{key}", part, f"{key} given twice")
-        try:
-            args[key] = float(value)
-        except ValueError:
-            raise SpecError(f"lengths.{key}", value, "not a number") from None
-    if not all(math.isfinite(v) for v in args.values()):
-        bad = next(k for k, v in args.items() if not math.isfinite(v))
-        raise SpecError(f"lengths.{bad}", args[bad], "must be a finite number")
+    """The ``key=value`` arguments of distribution ``name`` (``costmodels.key_values``: each
+    given once, ``n`` an integer, every value a finite number), token counts in range."""
+    args = parse_key_values(rest, DISTRIBUTIONS[name], field="lengths", name=name)
     for key, value in args.items():
         if key not in ("n", "sigma") and not 0 <= value <= MAX_TOKENS:
             raise SpecError(f"lengths.{key}", value, f"a token count in 0..{MAX_TOKENS:,}")
-    return args
+    return args  # type: ignore[return-value]  # every kind here is a number
 
 
 def parse_distribution(text: str, seed: int = 0, bin_tokens: int = 256) -> LengthHistogram:
     """A histogram from ``NAME:key=value,...`` (see module doc)."""
-    name, _, rest = text.partition(":")
+    name, rest = split_generator(text)
     if name not in DISTRIBUTIONS:
         raise SpecError(
             "lengths",

@@ -15,6 +15,7 @@ import typer
 from rich.table import Table
 
 from costmodels.errors import SpecError
+from costmodels.key_values import parse_key_values
 from costmodels.limits import (
     INSTANCE_BYTES,
     MAX_BLOCK_SIZE,
@@ -162,6 +163,10 @@ def parse_instances(text: str, model: Any) -> list[tuple[int, int]]:
     return out
 
 
+#: ``synthetic:prompts=P,n=N,max=M,step=S``'s arguments when not given
+SYNTHETIC_DEFAULTS = {"prompts": 64, "n": 16, "max": 16384, "step": 0}
+
+
 def simulation_requests(lengths: str, seed: int, read_text: Callable[[Path], str]) -> list[Any]:
     """A trace file (Vidur CSV, plain CSV, RollPacker JSONL), ``synthetic:prompts=P,n=N,max=M``,
     or a named distribution (its histogram's bins: context as prompt, upper bound as output)."""
@@ -173,22 +178,20 @@ def simulation_requests(lengths: str, seed: int, read_text: Callable[[Path], str
     if path.exists():
         return read_trace(read_text(path), str(path))
     if lengths.startswith("synthetic"):
-        args = {"prompts": 64, "n": 16, "max": 16384, "step": 0}
-        given: set[str] = set()
-        for part in filter(None, lengths.partition(":")[2].split(",")):
-            key, _, value = part.partition("=")
-            smallest = 0 if key == "step" else 1
-            if key not in args or not value.isdigit() or int(value) < smallest:
+        given = parse_key_values(
+            lengths.partition(":")[2],
+            dict.fromkeys(SYNTHETIC_DEFAULTS, int),
+            field="lengths",
+            name="synthetic",
+        )
+        args = {**SYNTHETIC_DEFAULTS, **given}
+        for key, value in given.items():
+            if value < (0 if key == "step" else 1):
                 raise SpecError(
                     f"lengths.{key}",
-                    part,
+                    value,
                     "synthetic takes prompts, n, max (integers > 0) and step (>= 0)",
                 )
-            # a key given twice is refused, not "the last one wins" (as a distribution's keys)
-            if key in given:
-                raise SpecError(f"lengths.{key}", part, f"{key} given twice")
-            given.add(key)
-            args[key] = int(value)
         if args["max"] > MAX_TOKENS:
             raise SpecError("lengths.max", args["max"], f"at most {MAX_TOKENS:,} tokens")
         check_memory(
