@@ -57,6 +57,13 @@ def check_output_dir(path: str | Path, option: str) -> Path:
         probe = probe.parent if str(probe.parent) else Path(".")
     if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
         raise SpecError(option, text, f"cannot write in {str(probe)!r}")
+    if probe != p:
+        # os.access answers yes to root everywhere, /proc and read-only mounts included: make
+        # (and at once remove) a directory where the output's first missing part would go
+        try:
+            os.rmdir(tempfile.mkdtemp(prefix=".rlplan-probe-", dir=probe))
+        except OSError as exc:
+            raise SpecError(option, text, f"cannot create a directory in {str(probe)!r}") from exc
     return p
 
 

@@ -471,7 +471,17 @@ GENERATED += [
         ),
         ["j.yaml", "max_response"],
     ),
+    (
+        "rollout-dataset-below-one-step",
+        _argv_with_file(
+            "plan rollout --job j.yaml",
+            text="workload: {model: Qwen2.5-7B, gpu: H800, gpus: 8, dataset_prompts: 100}\n",
+        ),
+        ["j.yaml", "workload.dataset_prompts", "prompts_per_step (128)", "(got 100)"],
+    ),
     ("bench-out-empty", "bench --out ''", ["--out"]),
+    # os.access says yes to root in /proc: the probe makes a directory there
+    ("bench-out-in-proc", "bench --out /proc/rlplan-nope", ["--out", "cannot create", "/proc"]),
     ("bench-jobs-zero", lambda t: ["bench", "--jobs", "0", "--out", str(t / "b")], ["--jobs"]),
     (
         "bench-unknown-suite",

@@ -146,7 +146,9 @@ SIZES_AND_CONTRADICTIONS = [
     ),
     (
         "rollout-step-too-big",
-        _rollout_7b_job("simulate", prompts_per_step=65536, responses_per_prompt=1024),
+        _rollout_7b_job(
+            "simulate", prompts_per_step=65536, responses_per_prompt=1024, dataset_prompts=65536
+        ),
         ["workload.prompts_per_step", "memory limit"],
     ),
     (

@@ -25,7 +25,7 @@ from functools import cached_property
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from costmodels.decode import ServingParams
 from costmodels.efficiency import Efficiency
@@ -293,6 +293,16 @@ class RolloutWorkload(BaseModel):
             "shipped ones"
         ),
     )
+
+    @field_validator("dataset_prompts")
+    @classmethod
+    def _one_step_of_prompts(cls, v: int, info: ValidationInfo) -> int:
+        # an epoch of fewer prompts than one step trains nothing (RollPacker §3: a step takes
+        # P0 prompts from the dataset): a spec error, not a plan the solvers fail to find
+        p0 = info.data.get("prompts_per_step")
+        if p0 is not None and v < p0:
+            raise ValueError(f"must hold at least one step's prompts_per_step ({p0})")
+        return v
 
     def __hash__(self) -> int:  # the frozen model's own hash cannot take the profiles' dicts
         return hash(self.model_dump_json())
