@@ -489,3 +489,17 @@ def test_the_mixed_preset_optimum_is_a_mix():
     assert best.status is Status.OPTIMAL and uniform.status is Status.OPTIMAL
     assert sorted(i.tp for i in best.plan.instances) == [2, 4]
     assert uniform.objective / best.objective > 1.3
+
+
+@pytest.mark.parametrize("solver", [solve_verl_to, solve_verl_lo])
+def test_verl_layouts_below_one_node_of_budget_say_so(solver):
+    """veRL's layouts turn whole nodes to one TP: under ``replan-mixed``'s 6-GPU budget on an
+    8-GPU node they have no instance, and the refusal names the budget, not the bins."""
+    from costmodels.replan.presets import replan_mixed
+
+    state = replan_mixed()
+    spec = ReplanSpec.model_validate({k: v for k, v in state.items() if k != "name"})
+    spec.check()
+    out = solver(ReplanProblem(spec))
+    assert out.status is Status.INFEASIBLE
+    assert "whole nodes" in out.message and "GPU budget is 6" in out.message

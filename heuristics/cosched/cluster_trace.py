@@ -243,6 +243,8 @@ class _Replay:
         self.decisions: list[float] = []
         self.snapshot: list[GroupState] = []
         self.now, self.i, self.most = 0.0, 0, 0
+        # each group's co-execution times by its state (rates)
+        self._periods: dict[tuple, dict[str, float]] = {}
 
     def run(self) -> None:
         """Every event in time order until the last job has left."""
@@ -299,10 +301,22 @@ class _Replay:
         (co-executed groups' periods shortened by the migration gain)."""
         m, rate = self.m, self.rate
         rate.clear()
+        # an event changes one or two groups: the others' periods (a max-plus eigenvalue each,
+        # costmodels.cosched.group) are kept from the last event, so a trace is not quadratic in
+        # them; only the groups present now are kept
+        periods, known = {}, self._periods
         for g in self.sched.groups:
+            key = (
+                g.train_nodes,
+                g.rollout_nodes,
+                g.colocated,
+                tuple((name, g.pins[name]) for name in g.members),
+            )
+            times = periods[key] = known.get(key) or coexec_times(m, g)
             gain = self.migration_gain if len(g.members) > 1 and not g.colocated else 1.0
-            for name, period in coexec_times(m, g).items():
+            for name, period in times.items():
                 rate[name] = m.jobs[name].solo_s / (period / gain)
+        self._periods = periods
 
     def record(self) -> None:
         """The pools' cost and GPUs, jobs and groups now."""

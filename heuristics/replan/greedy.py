@@ -220,13 +220,30 @@ def candidate_choices(problem: ReplanProblem) -> list[tuple[str, list[int]]]:
     return out
 
 
+def _whole_node_reason(problem: ReplanProblem) -> str | None:
+    """Why a whole-node layout (veRL's) has no instance, when the budget is the cause."""
+    if problem.budget < problem.gpus_per_node:
+        return (
+            f"its layouts turn whole nodes to one TP, {problem.gpus_per_node} GPUs each, and "
+            f"the GPU budget is {problem.budget}"
+        )
+    return None
+
+
 def _output(
-    problem: ReplanProblem, plan: ReplanPlan | None, t0: float, message: str, **stats
+    problem: ReplanProblem,
+    plan: ReplanPlan | None,
+    t0: float,
+    message: str,
+    *,
+    whole_nodes: bool = False,
+    **stats,
 ) -> SolverOutput:
     if plan is None:
-        return SolverOutput(
-            Status.INFEASIBLE, message="some bin fits no instance of any candidate configuration"
+        why = (_whole_node_reason(problem) if whole_nodes else None) or (
+            "some bin fits no instance of any candidate configuration"
         )
+        return SolverOutput(Status.INFEASIBLE, message=why)
     obj, _ = evaluate_replan(problem, plan)
     return SolverOutput(
         Status.FEASIBLE,
@@ -289,7 +306,7 @@ def solve_verl_to(
         if (c := uniform_choice(problem, t)) is not None
     ]
     name, plan, _ = best_of(problem, choices, deadline)
-    return _output(problem, plan, t0, f"verl-to: {name}", layout=name)
+    return _output(problem, plan, t0, f"verl-to: {name}", whole_nodes=True, layout=name)
 
 
 def solve_verl_lo(
@@ -300,7 +317,7 @@ def solve_verl_lo(
     t = max(problem.candidate_tps)
     choice = uniform_choice(problem, t)
     name, plan, _ = best_of(problem, [(f"tp{t}", choice)] if choice else [], _deadline(time_limit))
-    return _output(problem, plan, t0, f"verl-lo: {name}", layout=name)
+    return _output(problem, plan, t0, f"verl-lo: {name}", whole_nodes=True, layout=name)
 
 
 def solve_keep(
