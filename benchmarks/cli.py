@@ -33,8 +33,8 @@ def bench(
         str,
         typer.Option(
             help=(
-                "smoke, placement, circuits, scenarios, broadcast, replan, cosched; or custom "
-                "with --problem"
+                "smoke, placement, circuits, scenarios, scale, broadcast, replan, cosched, "
+                "rollout; or custom with --problem"
             )
         ),
     ] = "smoke",

@@ -55,7 +55,9 @@ class Termination(StrEnum):
         return {
             "optimal": "proved optimal",
             "infeasible": "proved infeasible",
-            "time_limit": "stopped by the time limit",
+            # the limit stopped the search, or a share of it or the work after the budget was
+            # cut (ClockRecord.describe says which)
+            "time_limit": "cut by the time limit",
             "work_budget": "work budget spent",
             "converged": "search finished",
             "error": "error",

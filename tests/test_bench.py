@@ -261,3 +261,16 @@ def test_custom_suite_over_user_files(tmp_path):
     df = pd.read_csv(out / "runs.csv")
     assert len(df) == 4 and set(df["solver"]) == {"greedy", "cpsat"} and set(df["seed"]) == {0, 1}
     assert (df["ratio"] >= 1 - 1e-9).all() and df["instance"].iloc[0] == str(problem)
+
+
+def test_bench_help_names_every_suite():
+    """``--suite``'s help is a literal (the CLI does not import the suites to start): it names
+    each one the harness runs."""
+    import typing
+
+    from benchmarks.cli import bench
+    from benchmarks.suites import SUITES
+
+    hints = typing.get_type_hints(bench, include_extras=True)
+    help_text = hints["suite"].__metadata__[0].help
+    assert all(name in help_text for name in SUITES)
