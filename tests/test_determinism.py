@@ -170,11 +170,11 @@ def test_a_capped_solve_says_so_in_its_result_and_plan_file():
         )
 
 
-def _replan_64_balanced(delta: float) -> dict:
-    """``replan-64`` with KV balance (2) held within ``delta``."""
-    from costmodels.replan.presets import replan_64
+def _replan_mixed_balanced(delta: float) -> dict:
+    """``replan-mixed`` with KV balance (2) held within ``delta``."""
+    from costmodels.replan.presets import replan_mixed
 
-    return {**{k: v for k, v in replan_64().items() if k != "name"}, "kv_delta": delta}
+    return {**{k: v for k, v in replan_mixed().items() if k != "name"}, "kv_delta": delta}
 
 
 @pytest.mark.parametrize(
@@ -197,7 +197,7 @@ def _replan_64_balanced(delta: float) -> dict:
         # KV balance (2) within 0.1: the packing's plans break it, so HiGHS spends its nodes
         (
             "replan",
-            {"state": _replan_64_balanced(0.1)},
+            {"state": _replan_mixed_balanced(0.1)},
             "milp",
             Termination.WORK_BUDGET,
             Status.FEASIBLE,
