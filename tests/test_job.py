@@ -285,6 +285,20 @@ def test_a_limit_reached_after_the_placement_keeps_the_plan_and_drops_only_the_a
     assert record.bound
 
 
+def test_the_advices_simulation_stops_at_the_limit(tail_job):
+    """The advice's schemes advance the simulator a few events at a time: its checkpoints count
+    events over every call, so a limit already past stops the advice within its first
+    thousand events, with the solve's record marked."""
+    from costmodels.solving import DeadlineExceeded, clock_record
+    from heuristics.job.replan import advise_replan
+
+    problem, result = tail_job
+    with clock_record(1e-9, explicit=True) as record:
+        with pytest.raises(DeadlineExceeded):
+            advise_replan(problem, result.plan.placement)
+    assert record.bound
+
+
 def test_a_limit_reached_inside_the_advices_simulation_drops_only_the_advice(tail_job, monkeypatch):
     """The simulator's checkpoint stops the advice mid-way (DeadlineExceeded): the plan stays."""
     import heuristics.job.sequential as sequential

@@ -136,6 +136,9 @@ class Engine:
         # observation: an observation looks at those and the running ones only
         self._where: dict[int, tuple[int, str]] = {}
         self._touched: set[int] = set(self.requests)
+        # events over every advance(): a scheme that advances instances a few events at a time
+        # (a re-planning step, costmodels.generation.policies) still reaches its checkpoints
+        self._events = 0
         self._order = {rid: k for k, rid in enumerate(self.requests)}
         # per instance: requests in ready order, not yet queued; unassigned ones wait for Dispatch
         self.pending: list[deque[int]] = [deque() for _ in instances]
@@ -302,11 +305,10 @@ class Engine:
         """Run the instance to ``until`` (the step in flight then finishes) or to idle."""
         if not st.active:
             return
-        events = 0
         while True:
-            events += 1
-            if not events & 1023:  # a long epoch stops at its solve's limit (costmodels.solving)
-                checkpoint()
+            self._events += 1
+            if not self._events & 1023:  # a long epoch stops at its solve's limit
+                checkpoint()  # (costmodels.solving)
             self._release_arrivals(st)
             self._admit(st)
             if not st.running:

@@ -35,6 +35,7 @@ from costmodels.job.derive import ReplanSetting, replan_setting
 from costmodels.job.plan import REPLAN_MARGIN, ReplanAdvice
 from costmodels.job.problem import JobProblem
 from costmodels.placement.plan import PlacementPlan
+from costmodels.solving import checkpoint
 from heuristics.replan import online
 
 #: steps drawn from the job's length distribution and simulated under each scheme
@@ -74,6 +75,7 @@ def advise_replan(problem: JobProblem, placement: PlacementPlan) -> tuple[Replan
     best_tp: Counter[int] = Counter()
     switches = migrations = 0
     for seed in range(STEPS):
+        checkpoint()  # each step is three simulated schemes: the limit is checked between them
         reqs = draw(seed=seed)
         # the oracle's sweep runs the start TP too: its makespan is the static one
         oracle, sweep = _run(s, params, forecast, reqs, "verl-to")
@@ -83,6 +85,7 @@ def advise_replan(problem: JobProblem, placement: PlacementPlan) -> tuple[Replan
         )
         best.append(oracle.makespan_s)
         best_tp[sweep["tp"]] += 1
+        checkpoint()
         res, info = _run(s, params, forecast, reqs, "orchestrrl")
         replanned.append(res.makespan_s)
         applied = [p["time"] for p in info["plans"] if p["applied"]]
