@@ -399,6 +399,42 @@ def test_verl_export_runs_a_fully_async_plan_with_its_knobs(version, knobs):
     assert "rollout.total_rollout_steps" in doc["set_before_running"]
 
 
+@pytest.mark.parametrize(
+    ("staleness", "ratio", "note"),
+    [(0.5, 1.0, "at least one step"), (0.0, 0.0, "synchronously"), (2.0, 2.0, None)],
+)
+def test_roll_runs_a_fully_async_plan_at_a_ratio_it_accepts(staleness, ratio, note):
+    """ROLL's async pipeline asserts async_generation_ratio >= 1 (rlvr_config.py:222): a
+    staleness below one step exports one step ahead and says so; staleness 0 runs synchronously
+    (ROLL has no stream off-policy mode); a whole one is the ratio. The export still loads
+    strictly and breaks none of ROLL's rules."""
+    wf = {**_workflow("grpo", "fully-async", False), "fully_async": {"staleness": staleness}}
+    problem = build_problem("placement", {"cluster": H800_2x4, "workflow": wf})
+    doc = export_roll(problem, _disaggregated(problem))
+    config = doc["document"]
+    assert config["async_generation_ratio"] == ratio
+    assert roll_rule_errors(config) == [] and strict_roll_errors(config, roll_fields()) == []
+    said = [n for n in doc["not_expressible"] if f"staleness {staleness:g}" in n]
+    assert (note is None and said == []) or (note is not None and note in said[0])
+
+
+@pytest.mark.parametrize("mini_batch", [None, 12, 24])
+def test_roll_takes_one_optimizer_step_per_mini_batch(mini_batch):
+    """ROLL steps its optimizer once per per_device_train_batch_size x
+    gradient_accumulation_steps x DP samples: the export sets them to one mini-batch's samples,
+    so ROLL runs the optimizer steps the judge prices (WorkflowSpec.optimizer_steps), as the verl
+    export's ppo_mini_batch_size does."""
+    wf = {**_workflow("grpo", "sync", False), "mini_batch": mini_batch}
+    problem = build_problem("placement", {"cluster": H800_2x4, "workflow": wf})
+    plan = _disaggregated(problem)
+    args = export_roll(problem, plan)["document"]["actor_train"]["training_args"]
+    dp = plan.task("actor_training").dp
+    per_step = args["per_device_train_batch_size"] * args["gradient_accumulation_steps"] * dp
+    w = problem.workflow
+    assert per_step == w.samples // w.optimizer_steps
+    assert w.optimizer_steps == (1 if mini_batch is None else w.global_batch // mini_batch)
+
+
 @pytest.mark.parametrize("version", list(VERL_RELEASES))
 def test_a_fully_async_plan_without_the_reference_pass_exports_no_kl(version):
     """DAPO under fully_async_policy (``reference_pass: false``): verl builds no reference (no KL

@@ -11,12 +11,15 @@ ROLL's source, ``tests/data/roll``). Revision: :data:`ROLL_REVISION`.
   ``enable_reference`` (``base_config.py`` ``PPOConfig.__post_init__`` turns the reference on
   for either); ``rollout_batch_size`` prompts of ``num_return_sequences_in_group`` responses;
   ``prompt_length`` and ``response_length`` (``sequence_length`` is derived);
-  ``async_generation_ratio`` 1 for an async workflow, 0 otherwise (``async_pipeline`` is a
-  read-only property of it; the async RLVR pipeline asserts a ratio >= 1).
+  ``async_generation_ratio`` 1 for an async workflow, a fully-async one's staleness (at least
+  1), 0 otherwise (``async_pipeline`` is a read-only property of it; the async RLVR pipeline
+  asserts a ratio >= 1).
 * **Batches.** ``base_config.py`` validates ``rollout_batch_size`` divisible by actor_train's
   Megatron DP (``utils/config_utils.py`` ``validate_megatron_batch_size``); each training worker
-  takes ``per_device_train_batch_size`` x ``gradient_accumulation_steps`` samples per DP rank, so
-  one optimizer step covers the iteration (HetRL Appendix B.3's one update per iteration).
+  takes ``per_device_train_batch_size`` x ``gradient_accumulation_steps`` samples per DP rank and
+  optimizer step, set so that a step covers one mini-batch (``mini_batch`` prompts' samples; the
+  whole iteration without one, HetRL Appendix B.3's one update per iteration), the optimizer
+  steps the judge prices.
 * **Placement.** Each worker's ``device_mapping`` is a list of global GPU ranks (rank = node rank
   x ``num_gpus_per_node`` + local index); ``WorkerConfig.__post_init__`` sets vLLM's
   ``num_gpus_per_worker`` to TP x PP and Megatron's to 1, and ``world_size`` to
@@ -126,11 +129,14 @@ def _strategy(strategy: str, tp: int, pp: int, dbs: int | None) -> dict[str, Any
 
 
 def _training_args(problem: PlacementProblem, dp: int, what: str, notes: list[str]) -> dict:
-    """Micro-batch and accumulation so one optimizer step takes the iteration's samples."""
+    """Micro-batch and accumulation so that one optimizer step takes one mini-batch's samples:
+    ROLL splits the iteration's samples into batches of per_device_train_batch_size x
+    gradient_accumulation_steps x DP, one optimizer step each, so the run takes the judge's
+    ``WorkflowSpec.optimizer_steps`` (``mini_batch``; verl's ``ppo_mini_batch_size``)."""
     wf = problem.workflow
-    samples = wf.global_batch * wf.responses_per_prompt
+    samples = wf.samples // wf.optimizer_steps
     if samples % dp:
-        notes.append(f"{what}: DP{dp} does not divide the {samples} samples of an iteration")
+        notes.append(f"{what}: DP{dp} does not divide the {samples} samples of an optimizer step")
     per_rank = max(1, samples // dp)
     micro = largest_divisor_at_most(per_rank, wf.micro_batch_size)
     return {"per_device_train_batch_size": micro, "gradient_accumulation_steps": per_rank // micro}
@@ -143,7 +149,7 @@ def export_roll(problem: PlacementProblem, plan: PlacementPlan) -> dict[str, Any
     notes = balance_notes(plan)
     counts = node_counts(problem, [d.id for d in problem.topology.devices])
     per_node = max(counts.values())
-    notes += _cluster_notes(problem, counts)
+    notes += _cluster_notes(problem, counts) + _async_notes(problem.workflow)
     names = {t.name for t in problem.tasks}
     wf = problem.workflow
     ppo = wf.algorithm == "ppo"
@@ -212,13 +218,28 @@ def _cluster_notes(problem: PlacementProblem, counts: dict[str, int]) -> list[st
 
 def _async_ratio(wf: WorkflowSpec) -> float:
     """ROLL's ``async_generation_ratio``: how many steps rollout may run ahead of training
-    (0 synchronous, 1 one step off); a fully-async workflow's staleness. ROLL has no streaming
-    pipeline that drains before each sync, so staleness 0 exports as synchronous."""
+    (0 synchronous, 1 one step off); a fully-async workflow's staleness, at least 1, because
+    ROLL's async pipeline asserts a ratio >= 1 (``RLVRConfig.__post_init__``; the export notes
+    the rounding, :func:`_async_notes`). ROLL has no streaming pipeline that drains before each
+    sync, so staleness 0 exports as synchronous."""
     if wf.mode == "async":
         return 1.0
-    if wf.mode == "fully-async":
-        return wf.asynchrony.staleness
+    if wf.mode == "fully-async" and wf.asynchrony.staleness > 0:
+        return max(1.0, wf.asynchrony.staleness)
     return 0.0
+
+
+def _async_notes(wf: WorkflowSpec) -> list[str]:
+    """What ROLL's async ratio cannot say of the workflow's asynchrony."""
+    staleness = wf.asynchrony.staleness if wf.mode == "fully-async" else None
+    if staleness is not None and 0 < staleness < 1:
+        return [
+            f"staleness {staleness:g}: ROLL's async pipeline runs rollout at least one step "
+            "ahead (async_generation_ratio >= 1), so the export runs it one step ahead"
+        ]
+    if staleness == 0:
+        return ["staleness 0 (verl's stream off-policy mode): ROLL runs it synchronously"]
+    return []
 
 
 def _pipeline_config(wf: WorkflowSpec, per_node: int) -> dict[str, Any]:
