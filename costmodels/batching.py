@@ -37,7 +37,10 @@ class Window:
     context_sum: float
 
 
-@functools.lru_cache(maxsize=8192)
+# a solve reads 100-200 of these (SHA-EA on h100-64, 60 evaluations); each holds a replica's
+# lengths, so the bound keeps a long-lived caller (a scheduler planning every step) to a few
+# solves' worth of memory
+@functools.lru_cache(maxsize=1024)
 def occupancy_windows(
     lengths: tuple[int, ...], slots: int, prompt: int, windows: int
 ) -> tuple[Window, ...]:
@@ -89,7 +92,7 @@ def occupancy_windows(
     )
 
 
-@functools.lru_cache(maxsize=8192)
+@functools.lru_cache(maxsize=1024)  # as occupancy_windows
 def streamed_window(lengths: tuple[int, ...], slots: int, prompt: int) -> Window:
     """The same responses generated at full occupancy, as a rollouter that never runs out of
     work does (no tail): ceil(sum L / w) rounds with w = min(slots, n), and the same total

@@ -214,7 +214,7 @@ def expected_max_normal(ranks: int) -> float:
     return float(ndtri((ranks - 0.375) / (ranks + 0.25)))
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=512)  # arrays of a replica's size: costmodels.placement.decode_cost
 def _slowest_replica(
     lengths: ResponseLengths, n: int, per_prompt: int, replicas: int, cap: int
 ) -> np.ndarray:
@@ -232,7 +232,7 @@ def _slowest_replica(
     return out
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=512)  # as _slowest_replica
 def admission_order(n: int) -> tuple[int, ...]:
     """A fixed interleaving of 0..n-1 (the bit-reversal permutation of the next power of two,
     restricted to n): every prefix holds short and long responses alike, as a serving engine's

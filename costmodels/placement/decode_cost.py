@@ -37,7 +37,9 @@ _ROUND_PARTS = tuple(
 )
 
 
-@functools.lru_cache(maxsize=4096)
+# 25-50 a solve (h100-64, 60 SHA-EA evaluations), each a replica's lengths: bounded as
+# costmodels.batching.occupancy_windows
+@functools.lru_cache(maxsize=512)
 def replica_lengths(
     lengths: ResponseLengths, sequences: int, cap: int, step: int, per_prompt: int = 1
 ) -> tuple[int, ...]:
