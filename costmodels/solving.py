@@ -185,8 +185,9 @@ class ClockRecord:
         limit = "" if self.limit is None else f" of {self.limit:g} s"
         work = ""
         if self.done is not None:
-            # a search that polishes its best plan once the budget is spent (SHA-EA's exact
-            # Level 4) has done its budget, not more: the count stops at it
+            # a search that evaluates in batches may end a batch past its budget (SHA-EA: 63
+            # evaluations on a budget of 60); "63 of 60" would read as a typo, so the count
+            # stops at the budget here and the past-budget sentence below gives both
             done = self.done if self.budget is None else min(self.done, self.budget)
             work = (
                 f" after {done}"
@@ -201,9 +202,10 @@ class ClockRecord:
         if self.done is not None and self.budget is not None and self.done >= self.budget:
             # the budget was done: the clock cut what follows it (a polish, a job's advice)
             unit = f" {self.unit}" if self.unit else ""
+            over = f" ({self.done} with the last batch)" if self.done > self.budget else ""
             return (
-                f"the {what}{limit} was reached after all {self.budget}{unit} and cut the work "
-                "that followed: this result depends on machine speed"
+                f"the {what}{limit} was reached after all {self.budget}{unit}{over} and cut the "
+                "work that followed: this result depends on machine speed"
             )
         return f"stopped by the {what}{limit}{work}: this result depends on machine speed"
 
