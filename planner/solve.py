@@ -222,6 +222,13 @@ def _judged(
         return result
     if not out.status.has_plan:
         result.status = Status.FEASIBLE
+    if out.status is Status.OPTIMAL and not info.exact:
+        # a proof is the registry's word (SolverInfo.exact), not the solver's: a heuristic's
+        # "optimal" (a plugin's, say) would make bench count it as a best-known objective
+        result.status = Status.FEASIBLE
+        if result.termination is Termination.OPTIMAL:
+            result.termination = Termination.CONVERGED
+        result.message += " [not registered as exact: its claim of optimality dropped]"
     result.objective = objective
     result.breakdown = breakdown
     if (

@@ -51,6 +51,19 @@ def test_optimal_with_bound_reports_gap(problem):
     assert r.bound is None and "bound dropped" in r.message
 
 
+def test_only_a_solver_registered_exact_can_return_optimal(problem):
+    """A proof is the registry's word: a heuristic (a plugin's, say) that calls its plan optimal
+    is reported feasible, its search finished, and says why; its valid bound is kept."""
+    plan = colocated_plan(problem, 2, 2, 1)
+
+    def boasting(p, *, time_limit=None, seed=0):
+        return SolverOutput(Status.OPTIMAL, plan=plan, bound=1.0)
+
+    r = solve(problem, "s", registry=_reg(boasting))
+    assert r.status is Status.FEASIBLE and r.termination.value == "converged"
+    assert "claim of optimality dropped" in r.message and r.bound == 1.0
+
+
 def test_crash_becomes_error(problem):
     def crash(p, *, time_limit=None, seed=0):
         raise RuntimeError("boom")
