@@ -68,8 +68,9 @@ class PlanRequest:
     ``solver``/``time_limit``/``seed``/``options``: as :func:`planner.solve`; ``executor`` and
     ``ray_address`` set a distributed solver's options of those names. ``profile``/``engine``: the
     judge's kernels and serving engine (:mod:`planner.efficiency_choice`). ``target``: plan only
-    what this framework runs. ``output``: the plan file (None: write none); ``exports`` are
-    written beside it as ``<output stem>.<format>.yaml``; ``plot``: a PNG of the plan.
+    what this framework runs. ``output``: the plan file (None: write none); ``exports``: a tuple
+    of export format names (``("verl",)``; a bare string is refused, not read as its letters),
+    each written beside it as ``<output stem>.<format>.yaml``; ``plot``: a PNG of the plan.
     ``watch``: a progress display around the solve (:data:`Watch`)."""
 
     problem: Any = None
@@ -87,6 +88,13 @@ class PlanRequest:
     exports: tuple[str, ...] = ()
     plot: str | Path | None = None
     watch: Watch | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.exports, str):
+            raise PlanRequestError(
+                f"exports: a tuple of format names, got the string {self.exports!r}; "
+                f"write exports=({self.exports!r},)"
+            )
 
 
 @dataclass
@@ -232,11 +240,15 @@ def _check_products(request: PlanRequest, kind: ProblemKind, reg: Registry) -> N
     """The exports and the picture exist for this problem's plans."""
     for fmt in request.exports:
         if fmt not in kind.exports:
-            supported = (
-                ", ".join(f"{e} ({k.name})" for k in reg.solvable() for e in k.exports) or "none"
-            )
+            # one line near 80 columns: this problem's formats only (`--help` lists them all)
+            if kind.exports:
+                raise PlanRequestError(
+                    f"--export {fmt}: not available for {kind.name} plans; "
+                    f"use {', '.join(kind.exports)}"
+                )
+            having = ", ".join(k.name for k in reg.solvable() if k.exports) or "none"
             raise PlanRequestError(
-                f"--export {fmt}: not available for {kind.name} plans; exports: {supported}"
+                f"--export {fmt}: {kind.name} plans have no exports ({having} do)"
             )
     if request.plot is not None and kind.plot is None:
         raise PlanRequestError(

@@ -45,8 +45,10 @@ FACADE_PARAMS = ("time_limit", "seed", "progress")
 PLUGINS_ENV = "RLPLAN_PLUGINS"
 
 
-class UnknownSolverError(LookupError):
-    pass
+class UnknownSolverError(LookupError, ValueError):
+    """A solver name the registry does not have for a problem (or a problem with no solvers yet).
+    Bad input, so a ``ValueError`` like every other (docs/python.md); a ``LookupError`` too, as a
+    failed registry look-up."""
 
 
 class SolverOptionError(ValueError):

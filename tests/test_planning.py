@@ -127,3 +127,47 @@ def test_calls_from_several_threads_each_get_the_plan_they_would_get_alone(tmp_p
         together = list(pool.map(one, enumerate(problems)))
     alone = [one((100 + i, p)) for i, p in enumerate(problems)]
     assert together == alone
+
+
+def test_an_unknown_solver_is_a_value_error(tmp_path, monkeypatch):
+    """A scheduler's ``except ValueError`` catches every bad input (docs/python.md), an unknown
+    solver included, from ``planner.plan`` and ``planner.solve`` alike; it stays a
+    ``LookupError`` for callers that catch that. The command names ``--solver``."""
+    from planner import solve
+    from planner.io import build_problem
+
+    monkeypatch.chdir(tmp_path)
+    circuits = build_problem("circuits", default_registry().kind("circuits").defaults())
+    for call in (
+        lambda: plan(PlanRequest("placement", solver="nope")),
+        lambda: solve(circuits, solver="nope"),
+    ):
+        with pytest.raises(ValueError, match="nope") as raised:
+            call()
+        assert isinstance(raised.value, UnknownSolverError)
+        assert isinstance(raised.value, LookupError)
+    cli = run_cli("plan", "placement", "--solver", "nope", cwd=tmp_path)
+    assert cli.returncode == 2, cli.stderr
+    assert cli.stderr.startswith("error: --solver: unknown solver 'nope'"), cli.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_exports_as_a_bare_string_is_refused():
+    """``exports="verl"`` would be read as the formats v, e, r, l: refused, naming exports."""
+    with pytest.raises(PlanRequestError, match=r"exports: .*'verl'"):
+        PlanRequest("placement", exports="verl")
+
+
+@pytest.mark.parametrize(
+    ("problem", "words"),
+    [("placement", "use verl, verl-0.7, roll"), ("circuits", "circuits plans have no exports")],
+)
+def test_an_unknown_export_is_one_short_line(problem, words, tmp_path):
+    """The error names the format and this problem's formats, not every problem's: one line
+    near 80 columns."""
+    with pytest.raises(PlanRequestError, match=words) as raised:
+        plan(PlanRequest(problem, output=tmp_path / "p.json", exports=("foo",)))
+    message = str(raised.value)
+    assert message.startswith("--export foo: ") and "\n" not in message
+    assert len("error: " + message) <= 90, message
+    assert list(tmp_path.iterdir()) == []

@@ -96,7 +96,9 @@ def plan_command(
             watch=None if quiet else watch,
         )
         outcome = planning.plan(request)
-    except (SpecError, UnknownSolverError, ValueError) as exc:
+    except UnknownSolverError as exc:
+        fail(f"--solver: {exc}")
+    except (SpecError, ValueError) as exc:
         fail(exc)
     if not outcome.ok:
         fail(str(outcome.failure), code=1)
