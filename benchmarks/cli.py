@@ -18,7 +18,7 @@ import typer
 from costmodels.errors import SpecError
 from planner.cli.console import fail, out
 from planner.outputs import check_output_dir
-from planner.registry import UnknownSolverError, build_registry
+from planner.registry import PluginError, UnknownSolverError, build_registry
 
 #: the least address space a run is given: each imports numpy, SciPy and the solvers (0.18 GB
 #: of address space at the end of the smallest placement solve, measured), and HiGHS's and Ray's
@@ -194,9 +194,10 @@ def _load_suite(
             0, os.getcwd()
         )  # plugins import from the current directory, as with `python -m`
     try:
-        build_registry(plugins)  # a bad plugin is a usage error, before any run starts
-    except (ImportError, AttributeError, ValueError) as exc:
-        fail(f"--plugin: {exc}")
+        # a bad plugin is a usage error, before any run starts
+        build_registry(plugins, origin="--plugin")
+    except PluginError as exc:
+        fail(str(exc))
     try:
         s = (
             custom(problem, solver, time_limit, seeds, plugins)

@@ -28,6 +28,7 @@ import importlib.util
 import inspect
 import math
 import os
+import reprlib
 import typing
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -49,6 +50,18 @@ class UnknownSolverError(LookupError, ValueError):
     """A solver name the registry does not have for a problem (or a problem with no solvers yet).
     Bad input, so a ``ValueError`` like every other (docs/python.md); a ``LookupError`` too, as a
     failed registry look-up."""
+
+
+class PluginError(ValueError):
+    """A user's plugin that could not be loaded, is not a function, or whose
+    ``register(registry)`` failed (an import error, a solver the registry refuses, a duplicate
+    name, any exception of its own): bad input, named by where it was given (``--plugin``,
+    ``RLPLAN_PLUGINS``, an entry point) and its ``module:function``, so the CLI says it in one
+    line and exits 2 (docs/architecture.md, "Interfaces people use")."""
+
+    def __init__(self, origin: str, ref: str, reason: str) -> None:
+        self.origin, self.ref, self.reason = origin, ref, reason
+        super().__init__(f"{origin} {ref}: {reason}")
 
 
 class SolverOptionError(ValueError):
@@ -344,30 +357,61 @@ class Registry:
         return [k.name for k in self.solvable()]
 
 
-def _plugin_refs(plugins: tuple[str, ...]) -> list[str]:
-    env = [r.strip() for r in os.environ.get(PLUGINS_ENV, "").split(",") if r.strip()]
-    return [*env, *plugins]
+def _env_refs() -> list[str]:
+    return [r.strip() for r in os.environ.get(PLUGINS_ENV, "").split(",") if r.strip()]
 
 
-def build_registry(plugins: tuple[str, ...] = (), *, external: bool = True) -> Registry:
+def _why(exc: BaseException) -> str:
+    """An exception as the reason a plugin failed: its message, with its class unless the
+    message is the registry's own (a ValueError or TypeError raised by :meth:`Registry.register`
+    already says what is wrong)."""
+    text = " ".join(str(exc).split()) or "(no message)"
+    if isinstance(exc, ModuleNotFoundError | ValueError | TypeError):
+        return text
+    return f"{type(exc).__name__}: {text}"
+
+
+def _run_plugin(reg: Registry, origin: str, ref: str, load: Callable[[], Any]) -> None:
+    """Load one plugin and call it with ``reg``; whatever fails is a :class:`PluginError` naming
+    ``origin`` and ``ref`` (the plugin is the user's code: its failure is bad input)."""
+    if ":" not in ref:
+        raise PluginError(origin, ref, "expected module:function")
+    try:
+        func = load()
+    except Exception as exc:  # noqa: BLE001 - an import runs the user's module
+        raise PluginError(origin, ref, f"cannot load it: {_why(exc)}") from exc
+    if not callable(func):
+        got = reprlib.repr(func)
+        raise PluginError(origin, ref, f"not a function register(registry) (got {got})")
+    try:
+        func(reg)
+    except Exception as exc:  # noqa: BLE001 - register() is the user's code
+        raise PluginError(origin, ref, _why(exc)) from exc
+
+
+def build_registry(
+    plugins: tuple[str, ...] = (), *, external: bool = True, origin: str = "plugin"
+) -> Registry:
     """A fresh registry: the built-in problems with their solvers, then (with ``external``) the
     ``rlplan.plugins`` and legacy ``rlplan.solvers`` entry points and ``$RLPLAN_PLUGINS``, then
-    each of ``plugins`` (``module:function``, called with the registry)."""
+    each of ``plugins`` (``module:function``, called with the registry). A plugin that fails
+    raises :class:`PluginError`, named ``origin`` (``--plugin`` for ``rlplan bench``),
+    ``RLPLAN_PLUGINS`` or its entry point's group."""
     from importlib.metadata import entry_points
 
     reg = Registry()
     solvers = builtin_solvers()
     for kind in builtin_kinds():
         reg.add_problem(kind, solvers[kind.name])
-    if not external:
-        for ref in plugins:
-            resolve(ref)(reg)
-        return reg
-    for group in ("rlplan.plugins", "rlplan.solvers"):
-        for ep in entry_points(group=group):
-            ep.load()(reg)
-    for ref in _plugin_refs(plugins):
-        resolve(ref)(reg)
+    named: list[tuple[str, str]] = []
+    if external:
+        for group in ("rlplan.plugins", "rlplan.solvers"):
+            for ep in entry_points(group=group):
+                _run_plugin(reg, f"entry point {group}", ep.value, ep.load)
+        named += [(PLUGINS_ENV, ref) for ref in _env_refs()]
+    named += [(origin, ref) for ref in plugins]
+    for where, ref in named:
+        _run_plugin(reg, where, ref, functools.partial(resolve, ref))
     return reg
 
 

@@ -101,6 +101,7 @@ def main(argv: list[str] | None = None) -> None:
 
         from costmodels.errors import SpecError, from_validation
         from costmodels.solving import protect_stdout
+        from planner.registry import PluginError
 
         # this process is ours: native solver noise must not reach a plan on `-o -`
         protect_stdout()
@@ -124,7 +125,7 @@ def main(argv: list[str] | None = None) -> None:
             code = 2
         except typer.Abort:
             raise KeyboardInterrupt from None
-        except SpecError as exc:
+        except (SpecError, PluginError) as exc:  # a user's plugin is bad input too
             _say(str(exc))
             code = 2
         except ValidationError as exc:  # a model built from user input outside the spec loaders
