@@ -359,42 +359,130 @@ def load_rows(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-#: a row's numbers: None (no plan, no bound) or a finite number, never a string or a boolean
-_ROW_NUMBERS = ("objective", "bound", "gap", "wall_time_s")
+def _number(value: Any, *, least: float | None = None, above: float | None = None) -> bool:
+    """A finite JSON number (not a boolean), at least ``least`` / above ``above``."""
+    import math
+
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and (least is None or value >= least)
+        and (above is None or value > above)
+    )
+
+
+def _json_object_text(value: Any) -> bool:
+    try:
+        return isinstance(value, str) and isinstance(json.loads(value), dict)
+    except ValueError:
+        return False
+
+
+def _trace_point(point: Any) -> bool:
+    """``[t, evaluations, best]`` (``costmodels.solving.Trace.rows``): the anytime plot reads the
+    first entry as the time and the last as the best objective."""
+    return (
+        isinstance(point, list)
+        and len(point) >= 2
+        and _number(point[0], least=0)
+        and (point[-1] is None or _number(point[-1]))
+    )
+
+
+def _row_checks() -> dict[str, tuple[Any, str]]:
+    """Each field a row may have (:data:`ROW_FIELDS`, as :func:`_base_row`, :func:`execute_run`
+    and :func:`_crashed_row` write it): (the test of its value, what it must be)."""
+    from costmodels.solving import Status, Termination
+
+    statuses = sorted(s.value for s in Status)
+    terminations = sorted(t.value for t in Termination)
+    text = (lambda v: isinstance(v, str), "a string")
+    number_or_null = (lambda v: v is None or _number(v), "a finite number or null")
+    return {
+        "key": text,
+        "suite": text,
+        "instance_id": (lambda v: v is None or isinstance(v, str), "a string or null"),
+        "instance": text,
+        "kind": text,
+        "size": (lambda v: v is None or _number(v, least=0), "a number >= 0 or null"),
+        "solver": text,
+        "exact": (lambda v: v is None or isinstance(v, bool), "true, false or null"),
+        "options": (_json_object_text, "a JSON object as text (the solver's options)"),
+        "seed": (
+            lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
+            "an integer >= 0",
+        ),
+        "time_limit": (
+            lambda v: v is None or _number(v, above=0),
+            "a number of seconds > 0 or null (no limit)",
+        ),
+        "status": (lambda v: v in statuses, f"one of {', '.join(statuses)}"),
+        "termination": (
+            lambda v: v is None or v in terminations,
+            f"one of {', '.join(terminations)} or null",
+        ),
+        "objective": number_or_null,
+        "primary": number_or_null,
+        "bound": number_or_null,
+        "gap": number_or_null,
+        "wall_time_s": number_or_null,
+        "peak_rss_mb": (lambda v: v is None or _number(v, least=0), "a number >= 0 or null"),
+        "message": text,
+        "violations": (
+            lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
+            "an integer >= 0",
+        ),
+        "extra": (lambda v: v is None or isinstance(v, dict), "a JSON object or null"),
+        "trace": (
+            lambda v: v is None or (isinstance(v, list) and all(map(_trace_point, v))),
+            "null or a list of [t, evaluations, best] points",
+        ),
+    }
 
 
 def check_rows(path: Path) -> None:
-    """Refuse a ``runs.jsonl`` a resumed run would misread (an edited or foreign file): every
-    row an object with a ``key``, a known ``status`` and its numbers None or finite; raises
-    :class:`SpecError` naming the line, the field and the value."""
-    import math
-
+    """Refuse a ``runs.jsonl`` a resumed run would misread (an edited or foreign file), before
+    anything is written: every row an object with each field the harness writes
+    (:data:`ROW_FIELDS`) and no other, each of the type and values the harness writes
+    (:func:`_row_checks`); an extra column a number (or a string) in every row, and the
+    traceback a string. Raises :class:`SpecError` naming the file, the row, the field and the
+    value."""
     from costmodels.errors import SpecError
-    from costmodels.solving import Status
 
-    known = {s.value for s in Status}
+    checks = _row_checks()
+    extra_kinds: dict[str, str] = {}  # an extra column's kind (number, text) as first seen
     for n, row in enumerate(load_rows(path), start=1):
         where = f"row {n}"
         if not isinstance(row, dict):
             raise SpecError(where, type(row).__name__, "a run is a JSON object", str(path))
-        if not isinstance(row.get("key"), str):
-            raise SpecError(f"{where}.key", row.get("key"), "every run has its key", str(path))
-        if row.get("status") not in known:
-            raise SpecError(
-                f"{where}.status",
-                row.get("status"),
-                f"one of {', '.join(sorted(known))}",
-                str(path),
-            )
-        for name in _ROW_NUMBERS:
-            value = row.get(name)
-            ok = value is None or (
-                isinstance(value, int | float)
-                and not isinstance(value, bool)
-                and math.isfinite(value)
-            )
-            if not ok:
-                raise SpecError(f"{where}.{name}", value, "a finite number or null", str(path))
+        for name, value in row.items():
+            if name not in checks:
+                raise SpecError(
+                    f"{where}.{name}", value, "not a field rlplan bench writes", str(path)
+                )
+            test, expected = checks[name]
+            if not test(value):
+                raise SpecError(f"{where}.{name}", value, expected, str(path))
+        missing = [name for name in ROW_FIELDS if name not in row]
+        if missing:
+            raise SpecError(f"{where}.{missing[0]}", None, "missing; every run has it", str(path))
+        for name, value in (row.get("extra") or {}).items():
+            field = f"{where}.extra.{name}"
+            if name == "traceback":
+                if not isinstance(value, str):
+                    raise SpecError(field, value, "a string", str(path))
+                continue
+            if value is None:
+                continue
+            kind = "number" if _number(value) else "text" if isinstance(value, str) else None
+            if kind is None:
+                raise SpecError(field, value, "a finite number, a string or null", str(path))
+            first = extra_kinds.setdefault(name, kind)
+            if kind != first:
+                raise SpecError(
+                    field, value, f"a {first}, as in the rows above (one column)", str(path)
+                )
 
 
 def run_specs(

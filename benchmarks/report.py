@@ -328,8 +328,11 @@ def write_report(suite: Any, rows: list[dict[str, Any]], out: Path, command: str
     flat = df.copy()
     if not flat.empty:
         flat["trace"] = flat["trace"].apply(lambda t: json.dumps(t) if t is not None else None)
+    # the Parquet bytes first: a column Arrow cannot store then fails before runs.csv is
+    # rewritten, not after (the outputs of one run stay together)
+    parquet = flat.to_parquet(index=False)
     flat.to_csv(out / "runs.csv", index=False)
-    flat.to_parquet(out / "runs.parquet", index=False)
+    (out / "runs.parquet").write_bytes(parquet)
     table = solver_table(df) if not df.empty else pd.DataFrame()
     comps = comparison_table(df, suite.comparisons) if not df.empty else pd.DataFrame()
     plots = {}
