@@ -30,14 +30,15 @@ MAX_RUN_MEMORY_GB = 1e6
 
 def bench(
     suite: Annotated[
-        str,
+        str | None,
         typer.Option(
+            show_default=False,
             help=(
-                "smoke, placement, circuits, scenarios, scale, broadcast, replan, cosched, "
-                "rollout; or custom with --problem"
-            )
+                "smoke (the default), placement, circuits, scenarios, scale, broadcast, "
+                "replan, cosched, rollout; custom (the default with --problem)"
+            ),
         ),
-    ] = "smoke",
+    ] = None,
     problem: Annotated[
         list[str] | None,
         typer.Option("--problem", help="custom suite: a problem file or preset (repeatable)"),
@@ -84,9 +85,7 @@ def bench(
     from benchmarks.harness import run_specs
     from benchmarks.report import write_report
 
-    if problem and suite == "smoke":
-        suite = "custom"
-    out_dir = _checked_arguments(
+    suite, out_dir = _checked_arguments(
         suite, problem, solver, time_limit, seeds, jobs, executor, memory_limit_gb, out_path
     )
     s = _load_suite(suite, problem, solver, time_limit, seeds, tuple(plugin or ()))
@@ -117,8 +116,25 @@ def bench(
     )
 
 
+def _suite(suite: str | None, problem: list[str] | None) -> str:
+    """The suite to run: the one named, or without ``--suite`` smoke (custom with
+    ``--problem``); a named suite given with ``--problem`` contradicts itself (exit 2)."""
+    from benchmarks.suites import SUITES
+
+    if suite is None:
+        return "custom" if problem else "smoke"
+    if suite != "custom" and suite not in SUITES:
+        fail(f"--suite: unknown suite {suite!r}; known: {', '.join(SUITES)}, custom")
+    if suite != "custom" and problem:
+        fail(
+            f"--suite {suite} and --problem: a named suite runs its own problems; give "
+            "--problem alone for a custom suite"
+        )
+    return suite
+
+
 def _checked_arguments(
-    suite: str,
+    suite: str | None,
     problem: list[str] | None,
     solver: list[str] | None,
     time_limit: list[float] | None,
@@ -127,13 +143,11 @@ def _checked_arguments(
     executor: str,
     memory_limit_gb: float | None,
     out_path: str,
-) -> Path:
+) -> tuple[str, Path]:
     """Refuse a bad combination or value of the options (exit 2, one line), in the order the
-    command line reads; the output directory when all hold."""
-    from benchmarks.suites import SUITES
-
-    if suite != "custom" and suite not in SUITES:
-        fail(f"--suite: unknown suite {suite!r}; known: {', '.join(SUITES)}, custom")
+    command line reads; the suite (without ``--suite``: smoke, or custom with ``--problem``)
+    and the output directory when all hold."""
+    suite = _suite(suite, problem)
     if suite == "custom" and not problem:
         fail("--suite custom needs at least one --problem FILE")
     if suite != "custom" and (solver or time_limit):
@@ -174,7 +188,7 @@ def _checked_arguments(
             import ray  # noqa: F401
         except ImportError:
             fail("--executor ray needs Ray: pip install 'rlplan[ray]'")
-    return out_dir
+    return suite, out_dir
 
 
 def _load_suite(

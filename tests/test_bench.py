@@ -189,6 +189,22 @@ def test_bad_suite_and_plugin_are_usage_errors(tmp_path):
     assert r.returncode == 2 and "no_such_module" in r.stderr and not (tmp_path / "y").exists()
 
 
+@pytest.mark.parametrize("suite", ["smoke", "circuits"])
+def test_a_named_suite_with_problem_is_refused(tmp_path, suite):
+    """``--suite smoke --problem p.yaml`` contradicts itself: refused naming both options, not
+    run as the custom suite with the explicit ``--suite`` dropped."""
+    problem = tmp_path / "mine.yaml"
+    problem.write_text("problem: circuits\nfabric: fabric-moe-16\ndemand: demand-moe-16\n")
+    out = tmp_path / "out"
+    r = run_cli("bench", "--suite", suite, "--problem", str(problem), "--out", str(out), "-q")
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.splitlines() == [
+        f"error: --suite {suite} and --problem: a named suite runs its own problems; give "
+        "--problem alone for a custom suite"
+    ]
+    assert not out.exists()
+
+
 def test_instance_ids_are_stable_content_hashes():
     a = circuits_instance(8, 4, "sparse", seed=3)
     assert instance_id(a) == instance_id(circuits_instance(8, 4, "sparse", seed=3))
