@@ -102,6 +102,11 @@ def tidy(rows: list[dict[str, Any]]) -> pd.DataFrame:
 
 
 def solver_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Per (problem, solver, options, time limit): the runs, counted by status (``ok`` = with a
+    plan, optimal or feasible; ``optimal`` of those; then each status without a plan, so that
+    ok + infeasible + no_solution + invalid + error = runs), the ratios to the best known and
+    the times and memory."""
+
     def summarise(g: pd.DataFrame) -> pd.Series:
         r = g["ratio"].dropna()
         return pd.Series(
@@ -109,6 +114,8 @@ def solver_table(df: pd.DataFrame) -> pd.DataFrame:
                 "runs": len(g),
                 "ok": int(g["status"].isin(OK).sum()),
                 "optimal": int((g["status"] == "optimal").sum()),
+                # proved that no plan exists
+                "infeasible": int((g["status"] == "infeasible").sum()),
                 "no_solution": int((g["status"] == "no_solution").sum()),
                 "invalid": int((g["status"] == "invalid").sum()),
                 "error": int((g["status"] == "error").sum()),

@@ -290,3 +290,41 @@ def test_bench_help_names_every_suite():
     hints = typing.get_type_hints(bench, include_extras=True)
     help_text = hints["suite"].__metadata__[0].help
     assert all(name in help_text for name in SUITES)
+
+
+def test_the_per_solver_counts_add_up_to_the_runs():
+    """Every run is counted in one column of the per-solver table: ok (optimal or feasible) or
+    the status it ended with (an infeasible run was counted in none)."""
+    from benchmarks.report import solver_table, tidy
+    from costmodels.solving import Status
+
+    def row(i: int, status: Status) -> dict:
+        planned = status.has_plan
+        return {
+            "key": f"k{i}",
+            "instance_id": "i",
+            "instance": "i",
+            "kind": "circuits",
+            "size": 4,
+            "solver": "s",
+            "exact": True,
+            "options": "{}",
+            "seed": i,
+            "time_limit": None,
+            "status": status.value,
+            "termination": None,
+            "objective": 1.0 if planned else None,
+            "primary": 0.0 if planned else None,
+            "wall_time_s": 0.1,
+            "peak_rss_mb": 50.0,
+            "extra": {},
+            "trace": None,
+        }
+
+    statuses = [*Status, Status.INFEASIBLE]
+    table = solver_table(tidy([row(i, s) for i, s in enumerate(statuses)]))
+    (counts,) = table.to_dict(orient="records")
+    unplanned = [s.value for s in Status if not s.has_plan]
+    assert counts["runs"] == len(statuses)
+    assert counts["ok"] + sum(counts[s] for s in unplanned) == counts["runs"]
+    assert counts["infeasible"] == 2 and counts["optimal"] == 1
