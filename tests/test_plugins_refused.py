@@ -50,6 +50,9 @@ CASES = [
 @pytest.fixture
 def plugin_dir(tmp_path):
     (tmp_path / "badplugins.py").write_text(PLUGINS)
+    (tmp_path / "mine.yaml").write_text(
+        "problem: circuits\nfabric: fabric-moe-16\ndemand: demand-moe-16\n"
+    )
     return tmp_path
 
 
@@ -75,8 +78,8 @@ def _one_line(stderr: str) -> str:
 def test_bench_plugin_failures_name_the_option_and_the_plugin(plugin_dir, function, words):
     ref = f"badplugins:{function}"
     r = _rlplan(
-        *("bench", "--suite", "custom", "--problem", "placement-example"),
-        *("--solver", "verl", "--out", "out", "--plugin", ref, "-q"),
+        *("bench", "--problem", "mine.yaml", "--solver", "greedy"),
+        *("--out", "out", "--plugin", ref, "-q"),
         cwd=plugin_dir,
     )
     assert r.returncode == 2, r.stderr
