@@ -29,7 +29,12 @@ from costmodels.solving import SolverOutput, Status  # noqa: E402
 from heuristics.circuits.materialize import Materializer  # noqa: E402
 from planner.io import build_problem, load_cluster, load_problem, load_workflow  # noqa: E402
 from planner.planning import PlanOutcome, PlanRequest, plan  # noqa: E402
-from planner.registry import Registry, UnknownSolverError, default_registry  # noqa: E402
+from planner.registry import (  # noqa: E402
+    PluginError,
+    Registry,
+    UnknownSolverError,
+    default_registry,
+)
 from planner.result import Result  # noqa: E402
 from planner.solve import solve  # noqa: E402
 
@@ -56,6 +61,7 @@ __all__ = [
     "SpecError",
     "Status",
     "UnknownSolverError",
+    "PluginError",
     "WorkflowSpec",
     "build_problem",
     "default_registry",
