@@ -151,3 +151,12 @@ def test_resuming_into_an_edited_row_is_refused_before_writing(finished, tmp_pat
     assert len(lines) == 1 and lines[0].startswith(f"error: {runs}: row 1.{field}: "), r.stderr
     assert lines[0].endswith(f"(got {value!r})"), r.stderr
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # nothing rewritten
+
+
+def test_every_published_run_file_resumes():
+    """The published results' runs.jsonl pass the resume check (a rerun of their command into
+    their directory resumes), including those written before a row had its termination."""
+    published = sorted((Path(__file__).parents[1] / "benchmarks/results").rglob("runs.jsonl"))
+    assert published
+    for path in published:
+        check_rows(path)
