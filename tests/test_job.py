@@ -293,9 +293,8 @@ def test_the_advices_simulation_stops_at_the_limit(tail_job):
     from heuristics.job.replan import advise_replan
 
     problem, result = tail_job
-    with clock_record(1e-9, explicit=True) as record:
-        with pytest.raises(DeadlineExceeded):
-            advise_replan(problem, result.plan.placement)
+    with clock_record(1e-9, explicit=True) as record, pytest.raises(DeadlineExceeded):
+        advise_replan(problem, result.plan.placement)
     assert record.bound
 
 
