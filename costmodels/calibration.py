@@ -50,6 +50,7 @@ import numpy as np
 
 from costmodels.catalog import GPUSpec, ModelSpec, get_gpu, get_model
 from costmodels.errors import SpecError
+from costmodels.limits import MAX_BYTES, MAX_GLOBAL_BATCH, MAX_NUM_SEQS, MAX_SECONDS, MAX_TOKENS
 from costmodels.profiles import AllReduceTerm, HardwareProfile
 from costmodels.rl_training import TrainingFit
 
@@ -90,23 +91,38 @@ class Measurement:
 def read_measurements(text: str, source: str) -> dict[str, list[Measurement]]:
     """Measurements by GPU type from CSV text (module doc); a bad row is a SpecError naming the
     file, the row, the field and the value."""
-    lines = [ln for ln in text.splitlines() if not ln.lstrip().startswith("#")]
-    reader = csv.DictReader(io.StringIO("\n".join(lines)))
-    missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
-    if missing:
-        raise SpecError(
-            "header",
-            ",".join(reader.fieldnames or []),
-            f"needs columns {','.join(COLUMNS)} (missing {missing[0]})",
-            source,
-        )
+    # comment lines are blanked, not dropped, so a row's number is its line in the file
+    lines = ["" if ln.lstrip().startswith("#") else ln for ln in text.splitlines()]
+    skipped = next((i for i, ln in enumerate(lines) if ln.strip()), len(lines))
+    reader = csv.DictReader(io.StringIO("\n".join(lines[skipped:])))
+    header = [h.strip() for h in reader.fieldnames or []]
+    problem = _header_problem(header)
+    if problem:
+        raise SpecError("header", ",".join(header), problem, source)
+    reader.fieldnames = header
     out: dict[str, list[Measurement]] = {}
-    for i, row in enumerate(reader, start=2):
-        gpu_name, measurement = _read_row(row, f"row {i}", source)
+    for row in reader:
+        where = f"row {reader.line_num + skipped}"
+        if None in row:  # DictReader's key for values past the header's columns
+            raise SpecError(where, ",".join(row[None])[:60], "more fields than the header", source)
+        gpu_name, measurement = _read_row(row, where, source)
         out.setdefault(gpu_name, []).append(measurement)
     if not out:
         raise SpecError("", source, "holds no measurements", source)
     return out
+
+
+def _header_problem(header: list[str]) -> str | None:
+    """What is wrong with a measurements CSV's header: a column twice, one no row kind reads,
+    or one every row needs missing (None when it is fine)."""
+    known = (*COLUMNS, "model", *sorted({f for fs in FIELDS.values() for f in fs} - {*COLUMNS}))
+    for h in header:
+        if header.count(h) > 1:
+            return f"column {h!r} appears twice"
+        if h not in known:
+            return f"unknown column {h!r}; known: {', '.join(known)}"
+    missing = [c for c in COLUMNS if c not in header]
+    return f"needs columns {','.join(COLUMNS)} (missing {missing[0]})" if missing else None
 
 
 def _read_row(row: dict[str, Any], where: str, source: str) -> tuple[str, Measurement]:
@@ -131,6 +147,13 @@ def _read_row(row: dict[str, Any], where: str, source: str) -> tuple[str, Measur
         raise SpecError(f"{where}.tp", row["tp"], "a power of two up to 64", source)
     if kind == "allreduce" and tp == 1:
         raise SpecError(f"{where}.tp", row["tp"], "an all-reduce spans at least 2 GPUs", source)
+    if model is not None and kind in ("decode", "prefill") and model.query_heads % tp:
+        raise SpecError(
+            f"{where}.tp",
+            row["tp"],
+            f"TP must divide {model.name}'s {model.query_heads} attention heads",
+            source,
+        )
     return gpu.name, Measurement(
         kind,
         model,
@@ -143,6 +166,19 @@ def _read_row(row: dict[str, Any], where: str, source: str) -> tuple[str, Measur
         int(numbers["gpus"]),
         numbers["tokens"],
     )
+
+
+#: the least time a measured row can take, s: no GPU kernel or collective completes faster
+#: than its launch (a few µs; 0.1 µs leaves room)
+MIN_MEASURED_S = 1e-7
+#: the most each number of a row can be (costmodels.limits), and how a refusal says it
+_ROW_LIMITS = {
+    "seconds": (MAX_SECONDS, f"at most {MAX_SECONDS:g} s"),
+    "context": (MAX_TOKENS, f"at most {MAX_TOKENS:,} tokens"),
+    "batch": (MAX_NUM_SEQS, f"at most {MAX_NUM_SEQS:,} sequences"),
+    "tokens": (float(MAX_TOKENS) * MAX_GLOBAL_BATCH, "at most 2^44 tokens"),
+    "bytes": (MAX_BYTES, f"at most {MAX_BYTES:g} bytes"),
+}
 
 
 def _row_numbers(row: dict[str, Any], kind: str, where: str, source: str) -> dict[str, float]:
@@ -177,6 +213,12 @@ def _row_numbers(row: dict[str, Any], kind: str, where: str, source: str) -> dic
             )
         if field == "gpus" and value > 1 << 20:
             raise SpecError(f"{where}.{field}", raw, "at most 1 048 576 GPUs", source)
+        high = _ROW_LIMITS.get(field)
+        if high is not None and not value <= high[0]:
+            raise SpecError(f"{where}.{field}", raw, high[1], source)
+        if field == "seconds" and value < MIN_MEASURED_S:
+            # below any kernel launch: a unit slip (ns for s) that would pin the fit at a bound
+            raise SpecError(f"{where}.{field}", raw, "at least 1e-7 s (a kernel launch)", source)
         numbers[field] = value
     return numbers
 

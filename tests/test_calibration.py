@@ -96,12 +96,41 @@ CSV = "kind,gpu,model,tp,batch,context,seconds\n"
         ("decode,H100-SXM,Qwen3-8B,2,eight,1024,0.01", "row 2.batch", "eight"),
         ("decode,H100-SXM,Qwen3-8B,2,8,1024,nan", "row 2.seconds", "nan"),
         ("decode,H100-SXM,GPT-9,2,8,1024,0.01", "row 2.model", "GPT-9"),
+        # impossible values a fit would take (a unit slip, a typo): refused, not fitted
+        ("decode,H100-SXM,Qwen3-8B,2,8,1024,1e30", "row 2.seconds", "1e30"),
+        ("decode,H100-SXM,Qwen3-8B,2,8,1024,1e-30", "row 2.seconds", "1e-30"),
+        ("decode,H100-SXM,Qwen3-8B,2,8,1000000000000,0.01", "row 2.context", "1000000000000"),
+        ("decode,H100-SXM,Qwen3-8B,2,100000000,1024,0.01", "row 2.batch", "100000000"),
+        ("decode,H100-SXM,Qwen3-8B,64,8,1024,0.01", "row 2.tp", "attention heads"),
+        ("decode,H100-SXM,Qwen3-8B,2,8,1024,0.01,7", "row 2", "more fields"),
     ],
 )
 def test_bad_measurement_rows_are_named(row, field, value):
     with pytest.raises(SpecError) as exc:
         read_measurements(CSV + row + "\n", "m.csv")
     assert exc.value.source == "m.csv" and exc.value.field == field and value in str(exc.value)
+
+
+@pytest.mark.parametrize(
+    ("header", "words"),
+    [
+        ("kind,gpu,model,tp,batch,context,seconds,extra", ["unknown column 'extra'"]),
+        ("kind,gpu,model,tp,batch,seconds,seconds", ["'seconds' appears twice"]),
+        ("kind,gpu,model,tp,batch,context", ["missing seconds"]),
+    ],
+)
+def test_a_bad_measurements_header_is_named(header, words):
+    with pytest.raises(SpecError) as exc:
+        read_measurements(header + "\ndecode,H100-SXM,Qwen3-8B,2,8,1024,0.01\n", "m.csv")
+    assert exc.value.field == "header" and all(w in str(exc.value) for w in words)
+
+
+def test_a_bad_row_is_named_by_its_line_in_the_file_comments_included():
+    text = "# measured on\n# our cluster\n" + CSV + "# a note\n"
+    text += "decode,H100-SXM,Qwen3-8B,2,8,1024,0.01\ndecode,H100-SXM,Qwen3-8B,2,8,1024,-1\n"
+    with pytest.raises(SpecError) as exc:
+        read_measurements(text, "m.csv")
+    assert exc.value.field == "row 6.seconds"
 
 
 def test_calibrate_cli_writes_profiles_and_refuses_bad_input(tmp_path):
