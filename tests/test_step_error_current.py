@@ -84,3 +84,21 @@ def test_a_cosched_plan_says_its_phases_have_no_measured_error():
     assert breakdown["expected_error"] is None
     summary = cosched_summary(SolvedPlan(problem, out.plan, objective, breakdown, "rollmux", "ok"))
     assert "not measured yet for the cosched judge" in summary.caption
+
+
+def test_evaluate_states_a_placement_plans_expected_error():
+    """``rlplan evaluate``'s cost table carries the same expected-error line as the plan's own
+    summary."""
+    from costmodels.placement.summary import placement_cost_table, placement_summary
+    from costmodels.problem import SolvedPlan
+    from heuristics.placement.colocated import colocated_plan
+    from planner.io import build_problem
+    from planner.solve import check_plan
+
+    problem = build_problem("placement", {"cluster": "small-8", "workflow": "grpo-sync-qwen3-4b"})
+    plan = colocated_plan(problem, 2, 2, 1)
+    _, objective, breakdown = check_plan(problem, plan)
+    line = describe(mode=problem.workflow.mode)
+    table = placement_cost_table(problem, plan, objective, breakdown, "p.json")
+    summary = placement_summary(SolvedPlan(problem, plan, objective, breakdown, "verl", "ok"))
+    assert line.startswith("expected error") and line in table.caption and line in summary.caption

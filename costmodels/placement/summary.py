@@ -144,5 +144,7 @@ def placement_cost_table(
         ),
         rows=rows,
         caption=f"iteration {breakdown['iteration_time_s']:.2f} s = {_phases(breakdown)};"
-        f" rings {rings}\n{_efficiency(breakdown)}",
+        f" rings {rings}\n{_efficiency(breakdown)}"
+        # the same expected error as the plan's own summary (costmodels.step_error)
+        f"\n{step_error.describe(mode=problem.workflow.mode)}",
     )
