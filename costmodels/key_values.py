@@ -25,12 +25,6 @@ from costmodels.errors import SpecError
 Kind = type[int] | type[float] | type[str]
 
 
-def split_generator(text: str) -> tuple[str, str]:
-    """``NAME:rest`` into the generator's name and its ``key=value,...`` text."""
-    name, _, rest = text.partition(":")
-    return name, rest
-
-
 def parse_key_values(
     rest: str, kinds: Mapping[str, Kind], *, field: str, name: str
 ) -> dict[str, int | float | str]:

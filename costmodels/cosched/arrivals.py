@@ -46,7 +46,7 @@ from typing import Any
 
 from costmodels.catalog import reference_table
 from costmodels.errors import SpecError
-from costmodels.key_values import parse_key_values, split_generator
+from costmodels.key_values import parse_key_values
 from costmodels.limits import MAX_JOBS
 
 #: the longest trace a generator draws: Philly spans 83 days (~2 000 h); 100 years is absurd
@@ -93,7 +93,7 @@ GENERATORS: dict[str, dict[str, float | str]] = {
 
 def parse_generator(text: str) -> tuple[str, dict[str, Any]]:  # noqa: C901
     """``NAME:key=value,...`` into the generator's name and its arguments (defaults filled in)."""
-    name, rest = split_generator(text)
+    name, _, rest = text.partition(":")
     if name not in GENERATORS:
         raise SpecError(
             "trace", text, f"not a file or preset, and not a generator ({', '.join(GENERATORS)})"

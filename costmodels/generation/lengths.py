@@ -20,7 +20,7 @@ import numpy as np
 from costmodels.csvtable import read_rows
 from costmodels.decode import LengthHistogram
 from costmodels.errors import SpecError
-from costmodels.key_values import Kind, parse_key_values, split_generator
+from costmodels.key_values import Kind, parse_key_values
 from costmodels.limits import MAX_TOKENS, REQUEST_BYTES, check_memory
 
 #: each distribution's arguments and their kinds (``costmodels.key_values``): token counts are
@@ -57,7 +57,7 @@ def _distribution_args(name: str, rest: str) -> dict[str, float]:
 
 def parse_distribution(text: str, seed: int = 0, bin_tokens: int = 256) -> LengthHistogram:
     """A histogram from ``NAME:key=value,...`` (see module doc)."""
-    name, rest = split_generator(text)
+    name, _, rest = text.partition(":")
     if name not in DISTRIBUTIONS:
         raise SpecError(
             "lengths",
