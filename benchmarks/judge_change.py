@@ -11,6 +11,13 @@ working tree, and re-derives the decisions that matter (the fastest TP, the exac
 re-planner's baseline TP, the rollout search's TP) on both judges.
 
     python -m benchmarks.judge_change --before 3f89002 --out benchmarks/results/judge-change
+
+A later judge change reuses the tables with its own title and without those decisions (which
+compare the flat and calibrated judges); the decisions it changed are the plans in its tables:
+
+    python -m benchmarks.judge_change --before 04721ab --no-decisions \
+        --title "The expected longest response" "the top quantile of the step's responses" \
+        --out benchmarks/results/judge-change-longest
 """
 
 from __future__ import annotations
@@ -84,6 +91,36 @@ TABLES = (
         "benchmarks/results/cosched/quality.csv",
         ["jobs", "seed"],
         ["optimal_per_h", "rollmux_ratio", "greedy_ratio"],
+    ),
+    (
+        "Whole steps against verl's measured runs (predicted / measured)",
+        "benchmarks/results/fidelity/steps.csv",
+        ["id"],
+        ["predicted_step", "ratio_step", "predicted_generation", "ratio_generation"],
+    ),
+    (
+        "Placements with long-tailed response lengths (`benchmarks.long_tail`)",
+        "benchmarks/results/long-tail/results.csv",
+        ["cluster", "workflow"],
+        ["long_tail_s", "long_tail_gen_gpus", "long_tail_gen_tp", "long_tail_gen_dp"],
+    ),
+    (
+        "Fully asynchronous placements",
+        "benchmarks/results/fully-async/results.csv",
+        ["cluster", "workflow", "setting"],
+        ["objective_s", "generation_s", "gen_gpus", "gen_tp", "gen_dp"],
+    ),
+    (
+        "Job plans (sequential, fixed point, joint)",
+        "benchmarks/results/job-plans/results.csv",
+        ["instance"],
+        ["sequential_s", "placement_s", "knobs", "generation_ratio", "joint_s"],
+    ),
+    (
+        "Fleet plans",
+        "benchmarks/results/fleet-plans/results.csv",
+        ["fleet", "phases"],
+        ["cost_per_h", "groups", "rollout_gpus", "mean_step_s", "optimal_cost_per_h"],
     ),
 )
 #: bench suites re-run on the calibrated judge
@@ -216,13 +253,26 @@ def decisions() -> dict[str, Any]:
     return out
 
 
-def write(out: Path, commit: str, command: str) -> dict[str, Any]:
+#: the report's title and its *before*'s description for the change this tool was written for
+CALIBRATED = ("The calibrated judge", "flat kernels and training")
+
+
+def write(
+    out: Path,
+    commit: str,
+    command: str,
+    title: tuple[str, str] = CALIBRATED,
+    with_decisions: bool = True,
+) -> dict[str, Any]:
+    """The report of one judge change: ``title`` is (the change, what *before* judged with);
+    ``with_decisions`` re-derives the flat and calibrated judges' decisions (:func:`decisions`,
+    the calibrated judge's change only: other changes name theirs in the tables)."""
     out.mkdir(parents=True, exist_ok=True)
     lines = [
-        f"# The calibrated judge: before and after\n\nMade by `{command}`. *Before*: the "
+        f"# {title[0]}: before and after\n\nMade by `{command}`. *Before*: the "
         "published results of commit "
-        f"`{commit}` (flat kernels and training); *after*: the same commands re-run on the "
-        "calibrated judge. "
+        f"`{commit}` ({title[1]}); *after*: the same commands re-run on the "
+        "current judge. "
         "Bold: a value that changed.\n"
     ]
     summary: dict[str, Any] = {"command": command, "before": commit, "tables": {}}
@@ -243,6 +293,10 @@ def write(out: Path, commit: str, command: str) -> dict[str, Any]:
             *_markdown_table(df, ["instance"], ["best", "found_by", "worst_ratio"]),
             "",
         ]
+    if not with_decisions:
+        (out / "README.md").write_text("\n".join(lines) + "\n")
+        (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+        return summary
     dec = decisions()
     summary["decisions"] = dec
     changed = [r for r in dec["fastest_tp"] if r["fastest_before"] != r["fastest_after"]]
@@ -282,11 +336,25 @@ def main(argv: list[str] | None = None) -> None:
         "--before", default="3f89002", help="commit whose published results are the flat judge's"
     )
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/judge-change"))
+    parser.add_argument(
+        "--title",
+        nargs=2,
+        metavar=("CHANGE", "BEFORE"),
+        default=CALIBRATED,
+        help="the change's name and what the before commit judged with",
+    )
+    parser.add_argument(
+        "--no-decisions",
+        action="store_true",
+        help="skip re-deriving the flat and calibrated judges' decisions",
+    )
     args = parser.parse_args(argv)
     write(
         args.out,
         args.before,
         command_line("benchmarks.judge_change", sys.argv[1:] if argv is None else argv),
+        tuple(args.title),
+        not args.no_decisions,
     )
     print(f"wrote {args.out}")
 

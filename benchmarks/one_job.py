@@ -10,10 +10,13 @@ one training model (``costmodels.rl_training``: the placement judge's passes, pe
 pool's lengths, at ``Efficiency.compute``, as for any job that names no efficiency). The placement
 judge gets the same lengths: the pool's mean prompt and the histogram of its responses the
 rollout judge's training reads (``PromptPool.batch_shape``, 64-token bins), with the share of
-their spread a prompt's responses have in common (the pool's sigma_prompt^2 / sigma^2), on the
-training model's network. Reward: math answers checked by rule (verl's GSM8K/DAPO recipes), the
-rollout job's synchronous rule reward and the placement workflow's reward stage with the same
-figures. Per stage: each judge's seconds and their ratio, and the step time of each.
+their spread a prompt's responses have in common (the share of ln-length's variance the pool's
+prompts set, its hard prompts' shift included), on the training model's network. Reward: math
+answers checked by rule (verl's GSM8K/DAPO recipes), the rollout job's synchronous rule reward
+and the placement workflow's reward stage with the same figures. Per stage: each judge's seconds
+and their ratio, and the step time of each. Then RollPacker Table 2's long-cap jobs (16k and 32k
+responses, H800), the same way over eight seeds (:func:`long_cap`): there a step's longest
+response reaches the cap in some steps only.
 
     python -m benchmarks.one_job --out benchmarks/results/one-job
 """
@@ -76,30 +79,38 @@ def rollout_job() -> RolloutProblem:
 
 def lengths_of(problem: RolloutProblem) -> tuple[int, dict[str, Any]]:
     """The rollout pool's mean prompt (tokens) and the histogram of its responses the rollout
-    judge's training model reads (``PromptPool.batch_shape``)."""
+    judge's training model reads (``PromptPool.batch_shape``), with the share of their spread a
+    prompt's responses have in common."""
     shape = PromptPool(problem.job.workload, problem.seed).batch_shape
-    # the share of ln-length's spread a prompt's responses have in common, from the pool's own
-    # parameters (a prompt's difficulty and its responses' own spread): not fitted
+    # the share of ln-length's variance a prompt sets, from the pool's own parameters (not
+    # fitted): its difficulty N(0, sigma_prompt) plus the hard prompts' shift, a Bernoulli(p)
+    # of hard_shift (variance p (1 - p) shift^2), against its responses' own sigma_response
     lp = problem.job.workload.lengths
-    share = lp.sigma_prompt**2 / (lp.sigma_prompt**2 + lp.sigma_response**2)
+    prompt_var = lp.sigma_prompt**2 + lp.p_hard * (1 - lp.p_hard) * lp.hard_shift**2
+    share = prompt_var / (prompt_var + lp.sigma_response**2)
     return shape.prompt, {**shape.lengths.model_dump(), "prompt_share": share}
 
 
-def placement_job(prompt: int, hist: dict[str, Any]) -> tuple[PlacementProblem, PlacementPlan]:
+def placement_job(problem: RolloutProblem) -> tuple[PlacementProblem, PlacementPlan]:
+    """The rollout job as a placement problem on the same GPUs, with verl's colocated plan:
+    generation at the job's TP, training and the log-prob pass at its ``replica_gpus`` (TP up
+    to a node, PP across nodes), every task on every GPU."""
+    w = problem.job.workload
+    prompt, hist = lengths_of(problem)
     # the training model's nodes and network, so both judges cost the same links
-    cluster = training_cluster(GPU, GPUS, PER_NODE)
+    cluster = training_cluster(w.gpu, w.gpus, w.gpus_per_node)
     cluster.check()
     wf = WorkflowSpec.model_validate(
         {
             "algorithm": "grpo",
             "mode": "sync",
-            "models": {"actor": MODEL},
-            "global_batch": PROMPTS,
-            "responses_per_prompt": RESPONSES,
+            "models": {"actor": w.model},
+            "global_batch": w.prompts_per_step,
+            "responses_per_prompt": w.responses_per_prompt,
             "prompt_length": prompt,
-            "response_length": CAP,
+            "response_length": w.max_response,
             "response_lengths": hist,
-            "decode_batch_size": 256,
+            "decode_batch_size": w.serving().max_num_seqs,
             # the rollout job's synchronous rule reward (``RuleReward``'s defaults): the same
             # reward stage in both judges
             "reward": {
@@ -110,16 +121,23 @@ def placement_job(prompt: int, hist: dict[str, Any]) -> tuple[PlacementProblem, 
         }
     )
     wf.check()
-    problem = PlacementProblem(cluster, wf, CostParams(efficiency=Efficiency()))
-    devices = [d.id for d in problem.topology.devices]
+    # the rollout job's training efficiency (a preset's fitted MFU, else the judge's default)
+    mfu = w.training.mfu
+    efficiency = Efficiency(training_mfu={w.gpu: mfu}) if mfu else Efficiency()
+    problem_ = PlacementProblem(cluster, wf, CostParams(efficiency=efficiency))
+    devices = [d.id for d in problem_.topology.devices]
+    train_tp = min(w.training.replica_gpus, w.gpus_per_node)
+    train_pp = max(1, w.training.replica_gpus // train_tp)
     tasks = [
-        grid(devices, GEN_TP if t.name == ACTOR_GENERATION else TRAIN_TP, 1, t.name)
-        for t in problem.tasks
+        grid(devices, w.tp, 1, t.name)
+        if t.name == ACTOR_GENERATION
+        else grid(devices, train_tp, train_pp, t.name)
+        for t in problem_.tasks
     ]
     plan = PlacementPlan(
-        groups=[TaskGroup(tasks=[t.name for t in problem.tasks], devices=devices)], tasks=tasks
+        groups=[TaskGroup(tasks=[t.name for t in problem_.tasks], devices=devices)], tasks=tasks
     )
-    return problem, plan
+    return problem_, plan
 
 
 def same_lengths(
@@ -130,13 +148,14 @@ def same_lengths(
     prompts of ``responses_per_prompt`` (sharing each prompt's prefill), at the same batch
     limit ``dbs`` (the placement judge's). What differs between the judges beyond this is the
     draw: which responses a step holds and how they fall on the instances."""
-    wf = pp.workflow
+    w, wf = rp.job.workload, pp.workflow
     gen = plan.task(ACTOR_GENERATION)
     lengths = workflow_replica_lengths(wf, wf.samples // gen.dp)
-    serving = rp.job.workload.serving().model_copy(update={"max_num_seqs": dbs})
-    inst = Instance(get_model(MODEL), get_gpu(GPU), GEN_TP, serving)
+    serving = w.serving().model_copy(update={"max_num_seqs": dbs})
+    inst = Instance(get_model(w.model), get_gpu(w.gpu), w.tp, serving)
+    per_prompt = w.responses_per_prompt
     requests = [
-        Request(i, wf.prompt_length, n, group=i // RESPONSES) for i, n in enumerate(lengths)
+        Request(i, wf.prompt_length, n, group=i // per_prompt) for i, n in enumerate(lengths)
     ]
     task = next(t for t in pp.tasks if t.name == ACTOR_GENERATION)
     one = gen.model_copy(update={"decode_batch": dbs})
@@ -147,15 +166,15 @@ def same_lengths(
     }
 
 
-def run() -> dict[str, Any]:
-    rp = rollout_job()
+def both_judges(rp: RolloutProblem) -> dict[str, Any]:
+    """Each judge's stages on the job: the rollout judge's mean over its epoch's steps, the
+    placement judge's expected step (``costmodels.response_lengths``)."""
     _, rb = evaluate_rollout(rp, verl_plan(rp.job.workload))
     steps = rb["steps"]
-    prompt, hist = lengths_of(rp)
-    pp, plan = placement_job(prompt, hist)
+    pp, plan = placement_job(rp)
     assert check_placement(pp, plan) == [], check_placement(pp, plan)
     ev = evaluate_placement(pp, plan)
-    phases, tasks = ev.breakdown["phases"], ev.breakdown["tasks"]
+    phases = ev.breakdown["phases"]
     rollout = {
         "generation": float(np.mean([s["rollout_s"] for s in steps])),
         "reward": float(np.mean([s["reward_s"] for s in steps])),
@@ -171,6 +190,22 @@ def run() -> dict[str, Any]:
         "step": ev.objective,
     }
     return {
+        "rollout_judge": rollout,
+        "placement_judge": placement,
+        "rollout_steps": len(steps),
+        "evaluation": ev,
+        "problem": pp,
+        "plan": plan,
+    }
+
+
+def run() -> dict[str, Any]:
+    rp = rollout_job()
+    judged = both_judges(rp)
+    pp, plan, ev = judged["problem"], judged["plan"], judged["evaluation"]
+    rollout, placement = judged["rollout_judge"], judged["placement_judge"]
+    tasks = ev.breakdown["tasks"]
+    return {
         "job": {
             "model": MODEL,
             "gpus": f"{GPUS} x {GPU}",
@@ -179,7 +214,7 @@ def run() -> dict[str, Any]:
             "cap": CAP,
             "generation_tp": GEN_TP,
             "training_tp": TRAIN_TP,
-            "mean_prompt": prompt,
+            "mean_prompt": pp.workflow.prompt_length,
             "mean_response": pp.workflow.mean_response_length,
         },
         "rollout_judge": rollout,
@@ -190,9 +225,47 @@ def run() -> dict[str, Any]:
         "placement_training_detail": {
             k: v for k, v in tasks[ACTOR_TRAINING].items() if isinstance(v, float)
         },
-        "rollout_steps": len(steps),
+        "rollout_steps": judged["rollout_steps"],
         "same_lengths": same_lengths(rp, pp, plan, max(tasks[ACTOR_GENERATION]["decode_batch"])),
     }
+
+
+#: RollPacker Table 2's long-cap jobs (``rlplan presets show``), whose step's longest response
+#: reaches the cap in only some steps: the judges are compared over seeds, not one epoch
+LONG_CAP_JOBS = ("rollout-14b-16k", "rollout-32b-32k")
+#: seeds (prompt pools) the long-cap comparison averages: each is one epoch of 10 steps
+LONG_CAP_SEEDS = 8
+
+
+def long_cap(name: str, seeds: int = LONG_CAP_SEEDS) -> dict[str, Any]:
+    """The two judges on a long-cap preset over ``seeds`` prompt pools, math answers checked by
+    rule as above: each judge's mean step and generation, and the rollout judge's standard
+    error over its seeds' epochs (a step's longest response varies a lot from step to step)."""
+    from costmodels.rollout.presets import table2_job
+
+    rows = []
+    for seed in range(seeds):
+        spec = table2_job(name, seed=seed)
+        # math answers checked by rule, as the short job: the reward stage is then the same
+        wl = {**spec["workload"], "reward": {"rule": 1.0, "sandbox": 0.0, "judge": 0.0}}
+        job = JobSpec.model_validate({"workload": wl, "seed": seed})
+        job.check()
+        rows.append(both_judges(RolloutProblem(job)))
+    out: dict[str, Any] = {
+        "job": name,
+        "seeds": seeds,
+        "steps": sum(r["rollout_steps"] for r in rows),
+    }
+    for stage in ("generation", "step"):
+        r = np.array([x["rollout_judge"][stage] for x in rows])
+        p = np.array([x["placement_judge"][stage] for x in rows])
+        out[stage] = {
+            "rollout_s": float(r.mean()),
+            "rollout_standard_error_s": float(r.std(ddof=1) / np.sqrt(len(r))),
+            "placement_s": float(p.mean()),
+            "ratio": float(r.mean() / p.mean()),
+        }
+    return out
 
 
 def markdown(result: dict[str, Any], command: str) -> str:
@@ -227,8 +300,9 @@ def markdown(result: dict[str, Any], command: str) -> str:
         "is the draw. Both keep a prompt's responses together (ROLL's and verl's dispatch), so "
         "the slowest replica holds more than its share of the hard prompts' long responses: "
         "the rollout judge draws its prompts, the placement judge takes the most loaded of "
-        "its replicas in expectation (`ResponseLengths.prompt_share`, here the pool's own "
-        "sigma_prompt^2 / sigma^2) beside the step's longest response. Log-prob and training "
+        "its replicas in expectation (`ResponseLengths.prompt_share`, here the share of the "
+        "pool's ln-length variance its prompts set, hard prompts included) beside the step's "
+        "expected longest response and its prompt. Log-prob and training "
         "agree to "
         f"{abs(ratio['log-prob + training'] - 1):.1%}: both are the one training model "
         "(`costmodels/replica_cost.py` per strategy at `Efficiency.compute`; the rollout judge "
@@ -237,6 +311,30 @@ def markdown(result: dict[str, Any], command: str) -> str:
         "`costmodels.workflow.RewardStage`). The step agrees to "
         f"{abs(ratio['step'] - 1):.1%}: generation's gap is what is left.",
     ]
+    if result.get("long_cap"):
+        lines += [
+            "",
+            "## Long caps, over seeds",
+            "",
+            "RollPacker Table 2's long-cap jobs (`rlplan presets show NAME`, rule reward as "
+            "above), each judge's mean over "
+            f"{result['long_cap'][0]['seeds']} prompt pools (seeds), the rollout judge's epoch "
+            "of 10 steps each: a step's longest response reaches the cap in some steps only, "
+            "so one epoch's mean is a draw. The placement judge takes the step's expected "
+            "longest response (`ResponseLengths.longest_of`).",
+            "",
+            "| job | stage | rollout judge s (standard error) | placement judge s | "
+            "rollout / placement |",
+            "|---|---|---:|---:|---:|",
+        ]
+        for job in result["long_cap"]:
+            for stage in ("generation", "step"):
+                x = job[stage]
+                lines.append(
+                    f"| {job['job']} | {stage} | {x['rollout_s']:.1f} "
+                    f"({x['rollout_standard_error_s']:.1f}) | {x['placement_s']:.1f} | "
+                    f"{x['ratio']:.3f} |"
+                )
     return "\n".join(lines) + "\n"
 
 
@@ -245,6 +343,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/one-job"))
     args = ap.parse_args(argv)
     result = run()
+    result["long_cap"] = [long_cap(name) for name in LONG_CAP_JOBS]
     args.out.mkdir(parents=True, exist_ok=True)
     command = command_line("benchmarks.one_job", argv)
     (args.out / "results.json").write_text(

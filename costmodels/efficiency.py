@@ -188,6 +188,8 @@ class Efficiency(BaseModel):
         }
         if self.per_gpu:
             out["per_gpu"] = {k: v.model_dump() for k, v in self.per_gpu.items()}
+        if self.training_mfu:
+            out["training_mfu"] = dict(self.training_mfu)  # type: ignore[assignment]
         if self.profiles:
             out["profiles"] = {
                 k: {"source": v.source, "tps": sorted(v.weight_efficiency)}

@@ -285,8 +285,10 @@ def test_plan_profile_is_recorded_and_validated(tmp_path):
     import json
 
     out = tmp_path / "replan.json"
-    proc = run_cli("plan", "replan", "--profile", "aic-vllm", "-q", "-o", str(out))
+    proc = run_cli("plan", "replan", "--profile", "aic-vllm", "-o", str(out))
     assert proc.returncode == 0, proc.stderr
+    # the summary names the profiles the plan was costed with as the user's
+    assert "kernels: aic-vllm (yours for " in " ".join(proc.stdout.split())
     doc = json.loads(out.read_text())
     assert "H800" in doc["inputs"]["state"]["serving"]["efficiency"]["profiles"]
     assert run_cli("validate", str(out)).returncode == 0
@@ -467,6 +469,26 @@ def test_calibrate_training_rows_drive_the_rollout_job(tmp_path):
         return sim["results"][0]["objective_s"]
 
     assert step("--profile", str(out)) < step()
+    # a placement's summary names the fitted training efficiency it used
+    cluster = tmp_path / "h800.yaml"
+    cluster.write_text(
+        "nodes: [{name: n0, gpu: H800, count: 8, zone: dc}]\n"
+        "network: {intra_zone: {bandwidth_gbps: 400, latency_ms: 0.005}}\n"
+    )
+    placed = run_cli(
+        "plan", "placement", "--cluster", str(cluster), "--workflow", "grpo-sync-qwen3-8b",
+        "--solver", "sha-ea", "-O", "evaluations=4", "--profile", str(out),
+        "-o", str(tmp_path / "p.json"),
+    )  # fmt: skip
+    assert placed.returncode == 0, placed.stderr
+    mfu = doc["training"][0]["mfu"]
+    assert f"training and log-prob at {mfu:.1%} of H800's peak" in placed.stdout
+    rollout = run_cli(
+        "plan", "rollout", "--job", "rollout-7b-8k", "--solver", "verl", "--profile", str(out),
+        "-o", str(tmp_path / "r.json"),
+    )  # fmt: skip
+    assert rollout.returncode == 0, rollout.stderr
+    assert f"training at {mfu:.1%} of H800 peak" in rollout.stdout
     bad = tmp_path / "bad.csv"
     bad.write_text(TRAIN_CSV + "train,H800,Qwen2.5-7B,30.5,0,1000000\n")
     proc = run_cli("calibrate", "--measurements", str(bad), "-o", str(tmp_path / "q.yaml"))

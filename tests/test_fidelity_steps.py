@@ -216,7 +216,10 @@ def test_a_heavier_tail_refits_a_smaller_median_and_reaches_the_cap(rows):
     assert heavy["ratios"]["B3"] == pytest.approx(1.0, abs=0.02)
     b3 = SPECS["B3"]
     longest = predict(b3, heavy["median"], sigma=1.5)["longest_response"]
-    assert longest == b3.max_response > predict(b3, base["median"])["longest_response"]
+    # the expected longest of the step's draws (``ResponseLengths.longest_of``): near the cap,
+    # which some steps' longest stops short of
+    assert b3.max_response >= longest >= 0.9 * b3.max_response
+    assert longest > predict(b3, base["median"])["longest_response"]
     shipped = assess(base["median"], rows, None, 1.0)
     heavier = assess(heavy["median"], rows, None, 1.0, sigma=1.5)
     assert heavier["sigma"] == 1.5 and shipped["sigma"] == SIGMA

@@ -25,3 +25,16 @@ def test_the_two_judges_agree_on_generation_and_training():
     # the generation gap above is the draw (a prompt's responses on one instance), not physics
     same = result["same_lengths"]
     assert same["rollout_engine_s"] == pytest.approx(same["placement_replica_s"], rel=0.01)
+
+
+def test_a_long_cap_job_gives_the_same_step_over_seeds():
+    """RollPacker's 16k job, whose step's longest response reaches the cap in most steps but not
+    all: the placement judge's expected step is the rollout judge's mean over its seeds' epochs,
+    to 1% beside two of the rollout mean's standard errors."""
+    from benchmarks.one_job import long_cap
+
+    out = long_cap("rollout-14b-16k")
+    step = out["step"]
+    tolerance = 0.01 + 2 * step["rollout_standard_error_s"] / step["rollout_s"]
+    assert step["ratio"] == pytest.approx(1.0, abs=tolerance)
+    assert out["generation"]["ratio"] == pytest.approx(1.0, abs=0.05)

@@ -200,3 +200,69 @@ def test_a_histogram_whose_median_is_past_the_cap_is_refused_as_a_lognormals_is(
     even = ResponseLengths(distribution="histogram", bins=((100, 1), (200, 1), (400, 2)))
     assert even.uncapped_median() == 400  # the length quantile(0.5) gives
     assert even.quantile(np.array([0.5]), 4096)[0] == 400
+
+
+def _drawn_longest(rl, n, per_prompt, cap, draws=4000, seed=0):
+    """The mean over ``draws`` steps of the longest of ``n`` responses drawn by the module's
+    model: prompts of ``per_prompt`` responses sharing sqrt(rho) A of their normal scores."""
+    from scipy.special import ndtr
+
+    rng = np.random.default_rng(seed)
+    rho, g = rl.prompt_share, -(-n // per_prompt)
+    a = rng.standard_normal((draws, g, 1))
+    e = rng.standard_normal((draws, g, per_prompt))
+    score = (np.sqrt(rho) * a + np.sqrt(1 - rho) * e).reshape(draws, -1)[:, :n]
+    return float(rl.quantile(ndtr(score.max(axis=1)), cap).mean())
+
+
+@pytest.mark.parametrize(
+    "fields,n,per_prompt,cap",
+    [
+        ({"median": 420, "sigma": 0.93}, 1024, 1, 32768),  # RollPacker §2.2's tail, 32k cap
+        ({"median": 420, "sigma": 0.93, "prompt_share": 0.65}, 1024, 8, 32768),
+        ({"median": 420, "sigma": 0.93, "prompt_share": 0.65}, 100, 8, 32768),  # a part prompt
+        ({"median": 1000, "sigma": 0.5, "prompt_share": 0.9}, 256, 16, 4096),
+        ({"median": 800, "sigma": 1.2, "prompt_share": 1.0}, 512, 8, 16384),
+    ],
+)
+def test_the_longest_response_is_the_expected_longest_of_the_draws(fields, n, per_prompt, cap):
+    """``longest_of`` is E[min(cap, max L)] of the step's draws, prompts' responses alike,
+    held to 4 000 drawn steps (the draws' standard error is about 0.5%)."""
+    rl = ResponseLengths(distribution="lognormal", **fields)
+    drawn = _drawn_longest(rl, n, per_prompt, cap)
+    assert rl.longest_of(n, cap, per_prompt) == pytest.approx(drawn, rel=0.02)
+
+
+def test_a_capped_tail_reaches_the_cap_only_as_often_as_its_draws_do():
+    """The top stratified quantile F^-1(1 - 1/(2n)) sits at the cap whenever the cap holds
+    more than 1/(2n) of the responses; the expected longest does not, and alike responses
+    (fewer independent prompts) give a shorter one."""
+    cap, n = 32768, 1024
+    # a thousandth of the responses run to the cap: a step of 1 024 reaches it 64% of the time
+    bins = ((400, 600), (2000, 350), (20000, 49), (40000, 1))
+    rl = ResponseLengths(distribution="histogram", bins=bins)
+    shared = rl.model_copy(update={"prompt_share": 0.65})
+    top = int(rl.quantile(np.array([1 - 0.5 / n]), cap)[0])
+    assert top == cap
+    assert shared.longest_of(n, cap, 8) < rl.longest_of(n, cap) < cap
+    assert rl.longest_of(n, cap) == shared.longest_of(n, cap, 1)  # one per prompt: independent
+    assert ResponseLengths().longest_of(n, 700) == 700  # HetRL's constant
+    assert rl.longest_of(4 * n, cap) > rl.longest_of(n, cap)  # more responses, a longer one
+
+
+def test_the_longest_responses_prompt_is_as_hard_as_the_draws_say():
+    """The prompt that holds a step's longest response is a hard one: its A (the score its
+    responses share) from the regression the judge uses (``_prompt_of_longest`` at the expected
+    largest score) against the mean A of that prompt over 4 000 drawn steps."""
+    from costmodels.response_lengths import _longest_law, _prompt_of_longest
+
+    rho, n, m = 0.7, 1024, 8
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((4000, n // m, 1))
+    score = np.sqrt(rho) * a + np.sqrt(1 - rho) * rng.standard_normal((4000, n // m, m))
+    top = score.max(axis=2).argmax(axis=1)
+    drawn = a[np.arange(4000), top, 0].mean()
+    rl = ResponseLengths(distribution="lognormal", median=400, sigma=0.9, prompt_share=rho)
+    assert _prompt_of_longest(rho, m, _longest_law(rl, n, m, 1 << 20)[1]) == pytest.approx(
+        drawn, abs=0.1
+    )

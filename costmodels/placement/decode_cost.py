@@ -46,14 +46,17 @@ def replica_lengths(
     """The response lengths, in admission order, of the replica that holds the longest of the
     step's ``step`` responses (``costmodels.response_lengths``): its ``sequences`` stratified
     quantiles (of the most loaded of step / sequences replicas when a prompt's
-    ``per_prompt`` responses are alike: ``ResponseLengths.slowest_replica``), its longest
-    replaced by the step's. A synchronous phase ends with its slowest
+    ``per_prompt`` responses are alike: ``ResponseLengths.slowest_replica``, with the step's
+    longest response's prompt), its longest
+    raised to the step's expected longest (``ResponseLengths.longest_of``). A
+    synchronous phase ends with its slowest
     replica, and the one that drew the step's longest response is it: adding replicas does not
     shorten the longest response the phase waits for (verl ``fully_async.md``: 64 -> 128 GPUs,
     generation 151 -> 178 s)."""
     replicas = max(1, round(step / sequences)) if sequences else 1
-    ascending = np.array(lengths.slowest_replica(sequences, per_prompt, replicas, cap))
-    ascending[-1] = max(ascending[-1], lengths.longest_of(max(step, sequences), cap))
+    total = max(step, sequences)
+    ascending = np.array(lengths.slowest_replica(sequences, per_prompt, replicas, cap, total))
+    ascending[-1] = max(ascending[-1], lengths.longest_of(total, cap, per_prompt))
     return tuple(int(ascending[k]) for k in admission_order(sequences))
 
 

@@ -48,6 +48,10 @@ def _efficiency(breakdown: dict[str, Any]) -> str:
     )
     if e.get("per_gpu"):
         text += " (per-GPU overrides: " + ", ".join(sorted(e["per_gpu"])) + ")"
+    if e.get("training_mfu"):  # a calibration's fitted training efficiency (rlplan calibrate)
+        text += "; training and log-prob at " + ", ".join(
+            f"{v:.1%} of {gpu}'s peak" for gpu, v in sorted(e["training_mfu"].items())
+        )
     text += f"; decode model {m['decode']}"
     if "responses" in m:
         text += f"\nresponses: {m['responses']}"

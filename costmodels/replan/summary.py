@@ -8,6 +8,18 @@ from costmodels.replan.plan import ReplanPlan
 from costmodels.replan.problem import ReplanProblem
 
 
+def _kernels(problem: ReplanProblem) -> str:
+    """The kernels and engine the instances' decode was costed with, a calibration's
+    (``--profile``) named as the user's, as the placement summary does."""
+    e = problem.spec.serving.efficiency
+    own = sorted(e.profiles)
+    return (
+        f"kernels: {e.kernels}"
+        + (f" (yours for {', '.join(own)})" if own else "")
+        + (f", engine {e.engine}")
+    )
+
+
 def replan_summary(solved: SolvedPlan[ReplanProblem, ReplanPlan]) -> Summary:
     b = solved.breakdown
     rows = []
@@ -41,6 +53,8 @@ def replan_summary(solved: SolvedPlan[ReplanProblem, ReplanPlan]) -> Summary:
             "instances kept, "
             f"{b['switched_instances']} switched, {b['migrated_requests']} requests migrated"
             + (f"; {more} more instances in the plan file" if more > 0 else "")
+            + "\n"
+            + _kernels(solved.problem)
             + "\n"
             + step_error.describe("generation", judge="replan")
         ),

@@ -37,6 +37,21 @@ def knobs_line(plan: RolloutPlan) -> str:
     )
 
 
+def judge_line(wl: Any) -> str:
+    """The kernels, engine and training efficiency the rollout judge costed the job with: a
+    calibration's (``--profile``) named as the user's, as the placement summary does."""
+    kernels = f"kernels: {wl.kernels}" + (
+        f" (yours for {', '.join(sorted(wl.profiles))})" if wl.profiles else ""
+    )
+    mfu = wl.training.mfu
+    training = (
+        f"training at {mfu:.1%} of {wl.gpu} peak (training.mfu)"
+        if mfu is not None
+        else "training at the judge's efficiency"
+    )
+    return f"{kernels}, engine {wl.engine}; {training}"
+
+
 def rollout_summary(solved: SolvedPlan[RolloutProblem, RolloutPlan]) -> Summary:
     problem, plan, breakdown = solved.problem, solved.plan, solved.breakdown
     rows = []
@@ -88,6 +103,8 @@ def rollout_summary(solved: SolvedPlan[RolloutProblem, RolloutPlan]) -> Summary:
             f"{wl.dataset_prompts} prompts in {breakdown['epoch_s']:.0f} s; every prompt trained "
             "once "
             f"(lost {breakdown['lost']}, repeated {breakdown['repeated']})\n"
+            + judge_line(wl)
+            + "\n"
             + step_error.describe("step", judge="rollout")
         ),
     )
