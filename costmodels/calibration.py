@@ -361,6 +361,11 @@ class CalibrationError(ValueError):
     """A fit that cannot be trusted: too few measurements, or no convergence."""
 
 
+def _case(m: Measurement) -> tuple[Any, ...]:
+    """What a prediction reads of a measurement: equal cases are predicted once."""
+    return (m.kind, m.model.name if m.model else "", m.tp, m.batch, m.context, m.bytes)
+
+
 def fit_profile(gpu_name: str, rows: list[Measurement], source: str = "") -> HardwareProfile:
     """The profile of ``gpu_name`` that best explains ``rows`` (module doc), with its residuals."""
     from scipy.optimize import least_squares
@@ -388,10 +393,19 @@ def fit_profile(gpu_name: str, rows: list[Measurement], source: str = "") -> Har
     x0 = [math.log(_START[f]) for f in families]
     measured = np.log([r.seconds for r in rows])
     tables = allreduce_tables(rows)
+    # a case measured more than once is predicted once (repeated runs of one sweep are common;
+    # every residual call predicts every case, and scipy's Jacobian calls it once a parameter)
+    first: dict[tuple[Any, ...], Measurement] = {}
+    for r in rows:
+        first.setdefault(_case(r), r)
+    distinct = list(first.values())
+    index = {case: k for k, case in enumerate(first)}
+    of_row = np.array([index[_case(r)] for r in rows])
 
     def residual(x: np.ndarray) -> np.ndarray:  # least_squares keeps x inside the bounds
         p = _profile(gpu_name, names, x, tables=tables)
-        return np.log([predict(p, gpu, r, affine_allreduce=True) for r in rows]) - measured
+        predicted = np.log([predict(p, gpu, r, affine_allreduce=True) for r in distinct])
+        return predicted[of_row] - measured
 
     result = least_squares(
         residual, np.array(x0), bounds=(lower, upper), method="trf", x_scale=1.0, max_nfev=2000

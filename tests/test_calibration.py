@@ -76,6 +76,21 @@ def test_fit_recovers_a_known_profile_within_5_percent(seed):
     assert fitted.residuals["all"] < 0.015
 
 
+def test_a_case_measured_twice_is_weighed_twice_and_predicted_once():
+    """Repeated runs of one case enter the least squares once each (two runs of a case weigh
+    twice), as before the fit predicted each distinct case once: the fit on a sweep measured
+    three times over is the fit on the sweep once, whose every case carries the same weight."""
+    once = _synthetic(KNOWN, noise=0.01, seed=0)
+    _, alone = vector(fit_profile("H100-SXM", once))
+    _, thrice = vector(fit_profile("H100-SXM", once * 3))
+    assert np.allclose(alone, thrice, atol=1e-6)
+    # a case measured twice with different times is pulled to their geometric mean
+    skew = once + [Measurement(r.kind, r.model, r.tp, r.batch, r.context, r.seconds * 1.5,
+                               bytes=r.bytes) for r in once[:40]]  # fmt: skip
+    _, skewed = vector(fit_profile("H100-SXM", skew))
+    assert not np.allclose(alone, skewed, atol=1e-6)
+
+
 def test_fit_refuses_too_few_measurements():
     from costmodels.calibration import CalibrationError
 
