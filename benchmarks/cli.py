@@ -82,13 +82,17 @@ def bench(
     Over 80 lines for its typer option declarations; the checks are in _checked_arguments and
     _load_suite."""
     # imported here: pandas and matplotlib would cost every `rlplan` command half a second
-    from benchmarks.harness import run_specs
+    from benchmarks.harness import check_resumed, run_specs
     from benchmarks.report import write_report
 
     suite, out_dir = _checked_arguments(
         suite, problem, solver, time_limit, seeds, jobs, executor, memory_limit_gb, out_path
     )
     s = _load_suite(suite, problem, solver, time_limit, seeds, tuple(plugin or ()))
+    try:
+        check_resumed(s.runs, out_dir / "runs.jsonl")
+    except SpecError as exc:
+        fail(str(exc))
     rows = run_specs(
         s.runs,
         out_dir,

@@ -490,6 +490,33 @@ def check_rows(path: Path) -> None:
                 )
 
 
+#: the fields of a row that say which run it is (:func:`_base_row`), checked against the run its
+#: key names when a run resumes
+_IDENTITY = ("suite", "instance", "kind", "solver", "options", "seed", "time_limit")
+
+
+def check_resumed(specs: Iterable[RunSpec], path: Path) -> None:
+    """Refuse a ``runs.jsonl`` row whose key names one of ``specs`` but whose suite, instance,
+    kind, solver, options, seed or time limit are another run's (an edited or merged file): a
+    resumed run would report it as that run. Raises :class:`SpecError` naming the file, the
+    row, the field and the value, before anything is written."""
+    from costmodels.errors import SpecError
+
+    runs = {spec.key(): _base_row(spec) for spec in specs}
+    for n, row in enumerate(load_rows(path), start=1):
+        expected = runs.get(row.get("key")) if isinstance(row, dict) else None
+        if expected is None:
+            continue
+        for name in _IDENTITY:
+            if row.get(name) != expected[name]:
+                raise SpecError(
+                    f"row {n}.{name}",
+                    row.get(name),
+                    f"{expected[name]!r}, as the run its key {row['key']} names",
+                    str(path),
+                )
+
+
 def run_specs(
     specs: Iterable[RunSpec],
     out: Path,

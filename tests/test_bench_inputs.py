@@ -134,6 +134,12 @@ def finished(tmp_path_factory) -> tuple[Path, list[str]]:
         ("violations", "q"),
         ("time_limit", "q"),
         ("termination", "q"),
+        # well-typed, but another run's: the row would be reported as the run its key names
+        ("solver", "sha-ea"),
+        ("seed", 7),
+        ("instance", "another"),
+        ("options", '{"evaluations": 3}'),
+        ("time_limit", 5.0),
     ],
 )
 def test_resuming_into_an_edited_row_is_refused_before_writing(finished, tmp_path, field, value):
@@ -160,3 +166,12 @@ def test_every_published_run_file_resumes():
     assert published
     for path in published:
         check_rows(path)
+    # and every row of a named suite's file is the run its key names
+    from benchmarks.cli import _load_suite
+    from benchmarks.harness import check_resumed
+
+    results = Path(__file__).parents[1] / "benchmarks/results"
+    for suite in ("placement", "scale", "scenarios"):
+        check_resumed(
+            _load_suite(suite, None, None, None, 1, ()).runs, results / suite / "runs.jsonl"
+        )
