@@ -80,17 +80,23 @@ def run(out_dir: Path) -> list[dict]:
     return rows
 
 
+def write_csv(rows: list[dict], path: Path) -> None:
+    """The rows as CSV, a case's name quoted (it holds commas), floats to 6 significant digits."""
+    import csv
+
+    with path.open("w", newline="") as f:
+        out = csv.DictWriter(f, fieldnames=list(rows[0]), lineterminator="\n")
+        out.writeheader()
+        for r in rows:
+            out.writerow(
+                {k: "" if v is None else f"{v:.6g}" if isinstance(v, float) else v
+                 for k, v in r.items()}
+            )  # fmt: skip
+
+
 def write(rows: list[dict], out_dir: Path, command: str) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
-    keys = list(rows[0])
-    lines = [",".join(keys)] + [
-        ",".join(
-            "" if r[k] is None else (f"{r[k]:.6g}" if isinstance(r[k], float) else str(r[k]))
-            for k in keys
-        )
-        for r in rows
-    ]
-    (out_dir / "results.csv").write_text("\n".join(lines) + "\n")
+    write_csv(rows, out_dir / "results.csv")
     import matplotlib
 
     matplotlib.use("Agg")

@@ -16,7 +16,7 @@ A later judge change reuses the tables with its own title and without those deci
 compare the flat and calibrated judges); the decisions it changed are the plans in its tables:
 
     python -m benchmarks.judge_change --before 04721ab --no-decisions \
-        --title "The expected longest response" "the top quantile of the step's responses" \
+        --title "The expected longest response" "the top quantile F^-1(1 - 1/2n) of n responses" \
         --out benchmarks/results/judge-change-longest
 """
 
@@ -273,7 +273,8 @@ def write(
         "published results of commit "
         f"`{commit}` ({title[1]}); *after*: the same commands re-run on the "
         "current judge. "
-        "Bold: a value that changed.\n"
+        "Bold: a value that changed; a table without one did not change (or its command was "
+        "not re-run, the change not reaching it).\n"
     ]
     summary: dict[str, Any] = {"command": command, "before": commit, "tables": {}}
     for title, path, keys, values in TABLES:

@@ -44,8 +44,11 @@ def instance_args(
 
 
 def command_line(module: str, argv: list[str] | None) -> str:
-    """``python -m <module> <args>`` as the script was run (``argv`` when called from Python)."""
-    return f"python -m {module} " + " ".join(sys.argv[1:] if argv is None else argv)
+    """``python -m <module> <args>`` as the script was run (``argv`` when called from Python),
+    each argument quoted as a shell needs it, so the command can be pasted back."""
+    import shlex
+
+    return f"python -m {module} " + shlex.join(sys.argv[1:] if argv is None else argv)
 
 
 def dash(x: Any, fmt: str) -> str:
