@@ -294,10 +294,16 @@ def write(
             *_markdown_table(df, ["instance"], ["best", "found_by", "worst_ratio"]),
             "",
         ]
-    if not with_decisions:
-        (out / "README.md").write_text("\n".join(lines) + "\n")
-        (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
-        return summary
+    if with_decisions:
+        lines += _decision_lines(summary)
+    (out / "README.md").write_text("\n".join(lines) + "\n")
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    return summary
+
+
+def _decision_lines(summary: dict[str, Any]) -> list[str]:
+    """:func:`decisions` as markdown, kept in ``summary`` too."""
+    lines: list[str] = []
     dec = decisions()
     summary["decisions"] = dec
     changed = [r for r in dec["fastest_tp"] if r["fastest_before"] != r["fastest_after"]]
@@ -324,9 +330,7 @@ def write(
         f"{'**' + r['plan_after'] + '**' if r['changed'] else 'same'} |"
         for r in dec["placement"]
     ]
-    (out / "README.md").write_text("\n".join(lines) + "\n")
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
-    return summary
+    return lines
 
 
 def main(argv: list[str] | None = None) -> None:

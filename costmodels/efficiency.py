@@ -39,6 +39,7 @@ verl up to 0.5 ran (``enforce_eager: True``), the papers' veRL baselines, fitted
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -56,6 +57,13 @@ DEFAULT_ENGINE = "cuda-graph"
 
 def _engine_default(field: str) -> float:
     return float(getattr(engine_profiles()[DEFAULT_ENGINE], field))
+
+
+def kernels_phrase(kernels: str, own: Iterable[str] = ()) -> str:
+    """How a summary names the decode kernels it costed with: ``kernels: aic-vllm``, with the
+    GPU types a calibration (``--profile``) gave their own profiles named as the user's."""
+    mine = sorted(own)
+    return f"kernels: {kernels}" + (f" (yours for {', '.join(mine)})" if mine else "")
 
 
 class GPUEfficiency(BaseModel):

@@ -24,9 +24,9 @@ waits for a longer one, as a real one does, and a capped tail reaches the cap on
 as the draws do. A step's expected phase time is near linear in its longest response where
 the tail decides it, so the expectation is the statistic the mean step needs. The order a
 replica admits them in is a fixed interleaving (:func:`admission_order`), neither shortest
-nor longest first, as
-requests arrive at a serving engine. The placement judge costs each generation replica as the
-one that drew the step's longest response (``costmodels.placement.decode_cost.replica_lengths``).
+nor longest first, as requests arrive at a serving engine. The placement judge costs each
+generation replica as the one that drew the step's longest response
+(``costmodels.placement.decode_cost.replica_lengths``).
 
 **Prompts.** A prompt's responses are alike: a hard prompt's are all long (RollPacker §2.2's
 synthetic traces split ln-length's spread into a prompt's and a response's part,
@@ -185,7 +185,7 @@ class ResponseLengths(BaseModel):
         """The expected longest of ``n`` responses, E[min(cap, max L)], tokens: of n drawn on
         their own (``per_prompt`` 1), or of prompts of ``per_prompt`` alike responses
         (module doc, "Prompts"), whose longest is shorter: a step's responses come from fewer
-        independent prompts (:func:`expected_longest`)."""
+        independent prompts (:func:`_longest_law`)."""
         if self.distribution == "constant":
             return cap
         return _longest_law(self, max(1, n), max(1, min(per_prompt, n)), cap)[0]
@@ -270,13 +270,16 @@ def _longest_law(lengths: ResponseLengths, n: int, per_prompt: int, cap: int) ->
         inner = np.exp(m * log_ndtr(z)) @ (w / w.sum())
         return np.log(np.maximum(inner, 1e-300))
 
-    log_f = q * log_p(per_prompt) + (log_p(r) if r else 0.0)
-    f = np.exp(log_f)
-    length = lengths.quantile(ndtr(s), cap)
-    mean = length[0] * f[0] + np.sum(0.5 * (length[1:] + length[:-1]) * np.diff(f))
-    mean += length[-1] * (1 - f[-1])
-    score = s[0] * f[0] + np.sum(0.5 * (s[1:] + s[:-1]) * np.diff(f)) + s[-1] * (1 - f[-1])
-    return int(min(cap, max(1, round(float(mean))))), float(score)
+    f = np.exp(q * log_p(per_prompt) + (log_p(r) if r else 0.0))
+    # M's mass: below the grid, in each cell, above it
+    mass = np.concatenate(([f[0]], np.diff(f), [1 - f[-1]]))
+
+    def expect(v: np.ndarray) -> float:
+        """E[v(M)] of a v sampled on the grid (each cell at its midpoint)."""
+        return float(mass @ np.concatenate(([v[0]], 0.5 * (v[1:] + v[:-1]), [v[-1]])))
+
+    mean = expect(lengths.quantile(ndtr(s), cap))
+    return int(min(cap, max(1, round(mean)))), expect(s)
 
 
 def _prompt_of_longest(rho: float, m: int, x: float) -> float:

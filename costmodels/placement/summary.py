@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from costmodels import step_error
+from costmodels.efficiency import kernels_phrase
 from costmodels.placement.plan import PlacementPlan
 from costmodels.placement.problem import PlacementProblem
 from costmodels.problem import SolvedPlan, Summary
@@ -32,10 +33,7 @@ def _efficiency(breakdown: dict[str, Any]) -> str:
     if e.get("kernels", "flat") == "flat":
         kernels = f"efficiency: compute {e['compute']:.0%} of peak, HBM {e['hbm']:.0%}"
     else:
-        own = sorted(e.get("profiles", {}))
-        kernels = f"kernels: {e['kernels']} profiles per GPU type" + (
-            f" (yours for {', '.join(own)})" if own else ""
-        )
+        kernels = kernels_phrase(f"{e['kernels']} profiles per GPU type", e.get("profiles", {}))
     text = (
         f"{kernels}, NVLink hop {e['intra_node_hop_latency_ms'] * 1e3:.1f} us, "
         f"engine {e.get('engine', 'cuda-graph')}: decode step overhead "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from costmodels import step_error
+from costmodels.efficiency import kernels_phrase
 from costmodels.problem import SolvedPlan, Summary
 from costmodels.replan.plan import ReplanPlan
 from costmodels.replan.problem import ReplanProblem
@@ -12,12 +13,7 @@ def _kernels(problem: ReplanProblem) -> str:
     """The kernels and engine the instances' decode was costed with, a calibration's
     (``--profile``) named as the user's, as the placement summary does."""
     e = problem.spec.serving.efficiency
-    own = sorted(e.profiles)
-    return (
-        f"kernels: {e.kernels}"
-        + (f" (yours for {', '.join(own)})" if own else "")
-        + (f", engine {e.engine}")
-    )
+    return f"{kernels_phrase(e.kernels, e.profiles)}, engine {e.engine}"
 
 
 def replan_summary(solved: SolvedPlan[ReplanProblem, ReplanPlan]) -> Summary:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from costmodels import step_error
+from costmodels.efficiency import kernels_phrase
 from costmodels.problem import SolvedPlan, Summary
 from costmodels.rollout.plan import RolloutPlan
 from costmodels.rollout.problem import RolloutProblem
@@ -40,9 +41,7 @@ def knobs_line(plan: RolloutPlan) -> str:
 def judge_line(wl: Any) -> str:
     """The kernels, engine and training efficiency the rollout judge costed the job with: a
     calibration's (``--profile``) named as the user's, as the placement summary does."""
-    kernels = f"kernels: {wl.kernels}" + (
-        f" (yours for {', '.join(sorted(wl.profiles))})" if wl.profiles else ""
-    )
+    kernels = kernels_phrase(wl.kernels, wl.profiles)
     mfu = wl.training.mfu
     training = (
         f"training at {mfu:.1%} of {wl.gpu} peak (training.mfu)"
