@@ -29,14 +29,19 @@ What each case assumes (the ``steps.md`` output repeats it):
   (rows B) ``enforce_eager: False`` (@b25bb7d4f): ``cuda-graph``, the default. Kernels: the
   default profile (``aic-vllm``), as ``rlplan plan placement`` judges. ``max_num_seqs`` 1024 at
   both commits: the workflow's ``decode_batch_size``.
-* **Plans**: colocated rows put every task on all N GPUs; generation TP as the script (2), DP =
-  N/TP. Every FSDP2 script runs Ulysses sequence parallelism of 4 (``ulysses_sequence_parallel_
-  size=4``): each sequence is split over 4 GPUs, so a data-parallel rank is 4 GPUs and holds a
-  quarter of the mini-batch's sequences per GPU that plain FSDP would. rlplan has no sequence
-  parallelism; its nearest strategy is TP4 (each sequence's compute split over the 4 GPUs of a
-  node's NVLink, all-reduces instead of Ulysses' all-to-alls), used for training and the
-  log-prob pass alike, DP = N/4. This decides how long a mini-batch waits for its slowest rank
-  (``costmodels.straggler``). rlplan's memory model keeps BF16 weights and FP32
+* **Plans**: colocated rows put every task on all N GPUs; generation TP as the run's script, DP =
+  N/TP: 2 for A1 and A3 (``recipe/one_step_off_policy``), 4 for B1, B3 and B5, whose experiments'
+  own scripts set ``gen_tp=4``
+  (``recipe/fully_async_policy/exp/qwen2-7B-math_{32,64,128}/fsdp2_colocate*/*.sh``, the
+  experiments ``dapo_qwen2-7B-math_28k_fsdp2_colocate_{32,64,128}_mbs32``: 28K responses,
+  mini-batch 32, 400 steps, as the table; until 2026-11-28 these rows took the recipe's generic
+  colocate script's 2). Every FSDP2 script runs Ulysses sequence parallelism of 4
+  (``ulysses_sequence_parallel_size=4``): each sequence is split over 4 GPUs, so a data-parallel
+  rank is 4 GPUs and holds a quarter of the mini-batch's sequences per GPU that plain FSDP would.
+  rlplan has no sequence parallelism; its nearest strategy is TP4 (each sequence's compute split
+  over the 4 GPUs of a node's NVLink, all-reduces instead of Ulysses' all-to-alls), used for
+  training and the log-prob pass alike, DP = N/4. This decides how long a mini-batch waits for its
+  slowest rank (``costmodels.straggler``). rlplan's memory model keeps BF16 weights and FP32
   gradients per TP shard and shards only optimizer states, and has no CPU offload; every plan
   fits. Megatron rows use the scripts' TP2 PP2 for training and reference, micro-batch 2.
 * **One-step-off** (A2, A4; the ``*_4_12.sh`` scripts): 2 rollout GPUs per node (generation TP2,
@@ -118,6 +123,8 @@ MEGATRON = {"train": (2, 2), "reference": (2, 2), "micro_batch": 2}
 UPDATES_PER_SYNC = 4
 #: fully_async_policy's 7B scripts: rollout TP 4, FSDP2 training (module doc)
 FULLY_ASYNC = {**FSDP, "gen_tp": 4}
+#: the colocated 28K experiments' scripts (B1, B3, B5): rollout TP 4, FSDP2 training (module doc)
+COLOCATED_28K = {**FSDP, "gen_tp": 4}
 
 SPECS: dict[str, CaseSpec] = {
     s.id: s
@@ -133,9 +140,9 @@ SPECS: dict[str, CaseSpec] = {
             **MEGATRON,
             note="responses per prompt 16 from the colocate script (the 4_12 script: 12)",
         ),
-        CaseSpec("B1", "sync", 32, 16, 28672, **FSDP),
-        CaseSpec("B3", "sync", 64, 16, 28672, **FSDP),
-        CaseSpec("B5", "sync", 128, 16, 28672, **FSDP),
+        CaseSpec("B1", "sync", 32, 16, 28672, **COLOCATED_28K),
+        CaseSpec("B3", "sync", 64, 16, 28672, **COLOCATED_28K),
+        CaseSpec("B5", "sync", 128, 16, 28672, **COLOCATED_28K),
         CaseSpec(
             "A2",
             "one-step-off",

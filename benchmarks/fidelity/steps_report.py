@@ -247,7 +247,9 @@ def markdown(result: dict[str, Any]) -> str:
         "GRPO without reward model; verl's old_log_prob costed as rlplan's reference inference "
         "(fully-async rows run none: `reference_pass: false`); FSDP2 with Ulysses SP=4 as TP4 "
         "DP=N/4 for training and the log-prob pass (each sequence split over 4 GPUs), Megatron "
-        "as the scripts' TP2 PP2.",
+        "as the scripts' TP2 PP2; generation at each run's script's TP: 2 for the A rows, 4 for "
+        "the B rows (the colocated ones' experiments set `gen_tp=4`: "
+        "`recipe/fully_async_policy/exp/qwen2-7B-math_*/fsdp2_colocate*`).",
         "",
         f"**Split.** Calibration: {', '.join(CALIBRATION)}, the colocated run whose published "
         "100-step windows are equal, so its stage means hold one length regime (*Per 100-step "
