@@ -1,6 +1,7 @@
-"""One RL job, two judges: the rollout judge (``rlplan plan rollout``) and the placement judge
-(``rlplan plan placement``) on the same job, the same GPUs, the same plan and the same response
-lengths, stage by stage (``docs/judge.md``, "How accurate is the judge").
+"""One RL job, three judges: the rollout judge (``rlplan plan rollout``), the placement judge
+(``rlplan plan placement``) and the co-scheduling judge (``rlplan plan cosched``) on the same job,
+the same GPUs, the same plan and the same response lengths, stage by stage (``docs/judge.md``,
+"How accurate is the judge").
 
 The job: GRPO on Qwen3-32B over 32 H100-SXM in 4 nodes of 8 (400 Gb/s per GPU between nodes),
 256 prompts x 8 responses, responses cut at 4 096 tokens, verl's synchronous colocated plan:
@@ -16,7 +17,9 @@ answers checked by rule (verl's GSM8K/DAPO recipes), the rollout job's synchrono
 and the placement workflow's reward stage with the same figures. Per stage: each judge's seconds
 and their ratio, and the step time of each. Then RollPacker Table 2's long-cap jobs (16k and 32k
 responses, H800), the same way over eight seeds (:func:`long_cap`): there a step's longest
-response reaches the cap in some steps only.
+response reaches the cap in some steps only. Each job also goes to the co-scheduling judge
+(``rlplan plan cosched``, :func:`cosched_judge`) as RollMux's two phases made from the placement
+judge's step, so the one job is costed by the three problems that plan a whole step.
 
     python -m benchmarks.one_job --out benchmarks/results/one-job
 """
@@ -55,6 +58,9 @@ PROMPTS, RESPONSES, CAP, DATASET = 256, 8, 4096, 1024
 GEN_TP, TRAIN_TP = 4, 8
 RULE = RuleReward()
 BIN = 64
+#: a catalog GPU without a price -> its priced twin, for the co-scheduling judge's $/h objective
+#: (:func:`cosched_judge`)
+PRICED_TWIN = {"H100-SXM": "H800"}
 
 
 def rollout_job() -> RolloutProblem:
@@ -192,11 +198,83 @@ def both_judges(rp: RolloutProblem) -> dict[str, Any]:
     return {
         "rollout_judge": rollout,
         "placement_judge": placement,
+        "cosched_step": cosched_judge(rp, ev.breakdown)["step"],
         "rollout_steps": len(steps),
         "evaluation": ev,
         "problem": pp,
         "plan": plan,
     }
+
+
+def cosched_judge(rp: RolloutProblem, breakdown: dict[str, Any], worst_case: bool = False):
+    """The job as RollMux's co-scheduling problem plans it (``rlplan plan cosched``): its two
+    phases from the placement judge's step (``costmodels.fleet.derive.phases_of``: rollout =
+    generation + reward, training = log-prob + training + weight sync), the job alone in a
+    colocated group on its own nodes and alone in a disaggregated one (as many rollout nodes
+    again, of the same GPU), each through the co-scheduling judge; with ``worst_case``, for
+    scale, the rollout phase RollMux's conservative planning would give it (every response at
+    the cap, ``costmodels.cosched.phases.worst_case_rollout_s``).
+
+    The co-scheduling judge reads a pool's GPU for its price (its objective is $/h), HBM
+    bandwidth (rollout on training GPUs) and memory only; the catalog prices RollMux Table 1's
+    GPUs alone, so an H100-SXM pool is costed as :data:`PRICED_TWIN`'s H800, its export twin
+    (the same 989 TFLOPS, 3 350 GB/s and 80 GB; only NVLink differs, which that judge does not
+    read)."""
+    from costmodels.cosched.judge import evaluate_cosched
+    from costmodels.cosched.phases import worst_case_rollout_s
+    from costmodels.cosched.plan import CoschedulePlan, Group, Member
+    from costmodels.cosched.problem import CoscheduleProblem, JobsSpec
+    from costmodels.fleet.derive import phases_of
+
+    w = rp.job.workload
+    roll, train = phases_of(breakdown)
+    nodes = -(-w.gpus // w.gpus_per_node)
+    pool = {"gpu": PRICED_TWIN.get(w.gpu, w.gpu), "gpus_per_node": w.gpus_per_node}
+    spec = JobsSpec.model_validate(
+        {
+            "rollout_pool": pool,
+            "train_pool": pool,
+            "jobs": [
+                {
+                    "name": "job",
+                    "model": w.model,
+                    "rollout_gpus": w.gpus,
+                    "train_gpus": w.gpus,
+                    "t_rollout_s": roll,
+                    "t_train_s": train,
+                    "slo": 1.0,
+                }
+            ],
+        }
+    )
+    spec.check()
+    problem = CoscheduleProblem(spec)
+    alone = {}
+    for label, colocated in (("colocated", True), ("disaggregated", False)):
+        group = Group(
+            rollout_nodes=0 if colocated else nodes,
+            train_nodes=nodes,
+            colocated=colocated,
+            jobs=[Member(name="job", rollout=[] if colocated else list(range(nodes)))],
+        )
+        _, b = evaluate_cosched(problem, CoschedulePlan(groups=[group]))
+        alone[label] = b["jobs"]["job"]["coexec_s"]
+    out: dict[str, Any] = {
+        "rollout_phase_s": roll,
+        "training_phase_s": train,
+        "iteration_alone_s": alone,
+        "step": alone["colocated"],
+    }
+    if worst_case:
+        out["worst_case_rollout_s"] = worst_case_rollout_s(
+            w.model,
+            w.gpu,
+            w.gpus,
+            w.prompts_per_step * w.responses_per_prompt,
+            w.max_response,
+            prompt=round(lengths_of(rp)[0]),
+        )
+    return out
 
 
 def run() -> dict[str, Any]:
@@ -226,6 +304,7 @@ def run() -> dict[str, Any]:
             k: v for k, v in tasks[ACTOR_TRAINING].items() if isinstance(v, float)
         },
         "rollout_steps": judged["rollout_steps"],
+        "cosched_judge": cosched_judge(rp, ev.breakdown, worst_case=True),
         "same_lengths": same_lengths(rp, pp, plan, max(tasks[ACTOR_GENERATION]["decode_batch"])),
     }
 
@@ -265,13 +344,15 @@ def long_cap(name: str, seeds: int = LONG_CAP_SEEDS) -> dict[str, Any]:
             "placement_s": float(p.mean()),
             "ratio": float(r.mean() / p.mean()),
         }
+    cosched = np.array([x["cosched_step"] for x in rows])
+    out["step"]["cosched_s"] = float(cosched.mean())
     return out
 
 
 def markdown(result: dict[str, Any], command: str) -> str:
     j = result["job"]
     lines = [
-        "# One RL job, two judges",
+        "# One RL job, three judges",
         "",
         f"Made by `{command}` (`benchmarks/one_job.py`, whose docstring states the job). GRPO on "
         f"{j['model']}, {j['gpus']}, {j['prompts']} prompts x {j['responses']} responses, cap "
@@ -311,6 +392,25 @@ def markdown(result: dict[str, Any], command: str) -> str:
         "`costmodels.workflow.RewardStage`). The step agrees to "
         f"{abs(ratio['step'] - 1):.1%}: generation's gap is what is left.",
     ]
+    co = result["cosched_judge"]
+    alone = co["iteration_alone_s"]
+    lines += [
+        "",
+        "**The same job co-scheduled** (`rlplan plan cosched`, RollMux's problem; "
+        "`cosched_judge`). The placement judge's phases make RollMux's two: rollout "
+        f"(generation + reward) {co['rollout_phase_s']:.1f} s, training (log-prob, training "
+        f"and the weight sync) {co['training_phase_s']:.1f} s. Alone, the co-scheduling judge "
+        f"runs the job in {alone['colocated']:.1f} s a step in a colocated group and "
+        f"{alone['disaggregated']:.1f} s in a disaggregated one: the placement judge's step "
+        f"(ratio {alone['colocated'] / result['placement_judge']['step']:.3f}), the rollout "
+        f"judge's to {abs(result['rollout_judge']['step'] / alone['colocated'] - 1):.1%}. "
+        "RollMux's conservative planning (every response at the cap) would give the rollout "
+        f"phase {co['worst_case_rollout_s']:.1f} s, "
+        f"{co['worst_case_rollout_s'] / result['placement_judge']['generation']:.1f}x the "
+        "expected generation: a co-scheduling job whose phases are not given is planned on "
+        "that worst case (`costmodels.cosched.phases`), a fleet's on the expected phases "
+        "(`phases: expected`) or the worst case.",
+    ]
     if result.get("long_cap"):
         lines += [
             "",
@@ -324,16 +424,17 @@ def markdown(result: dict[str, Any], command: str) -> str:
             "longest response (`ResponseLengths.longest_of`).",
             "",
             "| job | stage | rollout judge s (standard error) | placement judge s | "
-            "rollout / placement |",
-            "|---|---|---:|---:|---:|",
+            "rollout / placement | co-scheduling judge s |",
+            "|---|---|---:|---:|---:|---:|",
         ]
         for job in result["long_cap"]:
             for stage in ("generation", "step"):
                 x = job[stage]
+                co = f"{x['cosched_s']:.1f}" if "cosched_s" in x else "-"
                 lines.append(
                     f"| {job['job']} | {stage} | {x['rollout_s']:.1f} "
                     f"({x['rollout_standard_error_s']:.1f}) | {x['placement_s']:.1f} | "
-                    f"{x['ratio']:.3f} |"
+                    f"{x['ratio']:.3f} | {co} |"
                 )
     return "\n".join(lines) + "\n"
 

@@ -21,6 +21,7 @@ from costmodels.fleet.derive import (
 from costmodels.fleet.judge import evaluate_fleet
 from costmodels.fleet.presets import two_small_jobs
 from costmodels.fleet.problem import FleetProblem, FleetSpec
+from costmodels.placement.judge import evaluate_placement
 from costmodels.workflow import ACTOR_GENERATION
 from planner import solve
 from tests.conftest import run_cli
@@ -152,6 +153,27 @@ def test_an_unknown_workflow_points_to_a_command_that_lists_workflows():
     proc = run_cli(*shlex.split(hint.group(1)))
     assert proc.returncode == 0, proc.stderr
     assert "grpo-sync-qwen3-4b" in proc.stdout
+
+
+def test_a_job_alone_iterates_in_the_placement_judges_step_reward_stage_included():
+    """RollMux §2's rollout phase scores what it generates: a job's two co-scheduling phases add
+    up to the placement judge's synchronous step, its reward stage in the rollout phase."""
+    spec = two_small_jobs(phases="expected")
+    for job in spec["jobs"]:
+        job["workflow"] = {
+            **job["workflow"],
+            "reward": {"seconds_per_response": 0.05, "workers": 2},
+        }
+    problem = _fleet(**spec)
+    result = solve(problem, "stages", seed=0)
+    assert result.success, result.message
+    assert check_fleet(problem, result.plan) == []
+    for name, phases in result.plan.phases.items():
+        solo = evaluate_placement(solo_problem(problem, name), phases.placement).breakdown
+        reward = solo["phases"]["reward_s"]
+        assert reward == pytest.approx(16 * 4 * 0.05 / 2)
+        assert phases.rollout_s == pytest.approx(solo["phases"]["generation_s"] + reward)
+        assert phases.rollout_s + phases.train_s == pytest.approx(solo["iteration_time_s"])
 
 
 def test_the_cosched_problem_carries_the_judges_phases(planned):

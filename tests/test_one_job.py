@@ -1,8 +1,9 @@
-"""One job, two judges (``benchmarks/one_job.py``): on the same lengths and plan, the rollout and
+"""One job, three judges (``benchmarks/one_job.py``): on the same lengths and plan, the rollout and
 placement judges give the same generation (to 5%: one draws its prompts, the other takes the
 expected most loaded replica) and the same log-prob and training stage (one training model,
 ``costmodels.rl_training``) and reward stage; the step agrees to 1%; on the same requests the two
-generation engines agree to 1%."""
+generation engines agree to 1%; the co-scheduling judge runs the job alone in the placement
+judge's step, from the two phases that step makes."""
 
 from __future__ import annotations
 
@@ -25,6 +26,16 @@ def test_the_two_judges_agree_on_generation_and_training():
     # the generation gap above is the draw (a prompt's responses on one instance), not physics
     same = result["same_lengths"]
     assert same["rollout_engine_s"] == pytest.approx(same["placement_replica_s"], rel=0.01)
+    # planned as a co-scheduled job (RollMux's two phases), alone in a colocated or a
+    # disaggregated group, the job takes the placement judge's step
+    co = result["cosched_judge"]
+    step = result["placement_judge"]["step"]
+    assert co["rollout_phase_s"] + co["training_phase_s"] == pytest.approx(step, rel=1e-9)
+    for alone in co["iteration_alone_s"].values():
+        assert alone == pytest.approx(step, rel=1e-9)
+    assert result["rollout_judge"]["step"] == pytest.approx(alone, rel=0.01)
+    # RollMux's conservative rollout phase (every response at the cap) is no shorter
+    assert co["worst_case_rollout_s"] >= result["placement_judge"]["generation"]
 
 
 def test_a_long_cap_job_gives_the_same_step_over_seeds():
@@ -38,3 +49,4 @@ def test_a_long_cap_job_gives_the_same_step_over_seeds():
     tolerance = 0.01 + 2 * step["rollout_standard_error_s"] / step["rollout_s"]
     assert step["ratio"] == pytest.approx(1.0, abs=tolerance)
     assert out["generation"]["ratio"] == pytest.approx(1.0, abs=0.05)
+    assert step["cosched_s"] == pytest.approx(step["placement_s"], rel=1e-9)

@@ -8,9 +8,12 @@
   cap (RollMux §4.2's conservative planning; HetRL's constant lengths), else the workflow's
   distribution.
 * **Its phases** (:func:`phase_times`): the placement judge's phases of a plan that runs
-  generation on the rollout GPUs and every other task on the training GPUs: rollout = generation;
-  training = inference + training + weight transfer (RollMux's Sync phase follows training on
-  the training pool, §5, and the co-scheduling model has two phases, so it is counted there).
+  generation on the rollout GPUs and every other task on the training GPUs: rollout = generation
+  + the workflow's reward stage (RollMux §2: the rollout phase generates the responses and
+  "subsequently" scores them; ``costmodels.workflow.RewardStage``, 0 without one); training =
+  inference + training + weight transfer (RollMux's Sync phase follows training on the training
+  pool, §5, and the co-scheduling model has two phases, so it is counted there). A job alone
+  therefore iterates in exactly the placement judge's synchronous step.
 * **The co-scheduling problem** (:func:`cosched_problem`): those phase times, the job's SLO and
   host memory, the actor as its model (RollMux Table 2's warm state and the training pool's GPU
   memory rule), and its own training GPUs as the fewest it may train on: its placement was
@@ -103,7 +106,8 @@ def train_devices(problem: PlacementProblem) -> list[str]:
 def phases_of(breakdown: Mapping[str, Any]) -> tuple[float, float]:
     """(rollout, training) seconds of a placement judge's breakdown (module doc)."""
     ph = breakdown["phases"]
-    return ph["generation_s"], ph["inference_s"] + ph["training_s"] + ph["weight_transfer_s"]
+    rollout = ph["generation_s"] + ph.get("reward_s", 0.0)
+    return rollout, ph["inference_s"] + ph["training_s"] + ph["weight_transfer_s"]
 
 
 def phase_times(fp: FleetProblem, name: str, plan: PlacementPlan) -> tuple[float, float]:
