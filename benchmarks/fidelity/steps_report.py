@@ -112,7 +112,9 @@ def _sensitivity(result: dict[str, Any]) -> list[str]:
         "measurement fixes (`benchmarks/fidelity/steps_sensitivity.py`): the cuda-graph "
         "engine's CPU time per decode step (`engines.yaml`: 0.2 ms, assumed; B rows only, the A "
         "rows ran the fitted eager engine), the H20's HBM shares (its profile is the H100's, "
-        "derived: AIConfigurator has no H20 data), and the response lengths' spread (verl "
+        "derived: the shipped AIConfigurator has no H20 data; also at the shares measured on the "
+        "H20's die, [h20_kernels.md](h20_kernels.md), at their two bounds), and the response "
+        "lengths' spread (verl "
         "publishes no lengths). The median stays at its fit, except for a new spread, whose "
         "median is refitted to B3's training (training reads the lengths, not the other two). "
         "Generation ratios are predicted / measured; the error is over the synchronous and "
@@ -129,6 +131,14 @@ def _sensitivity(result: dict[str, Any]) -> list[str]:
         lines.append(_setting_row(f"engine step {a['engine_step_ms']:g} ms{shipped}", a))
     for a in sens["hbm"]:
         lines.append(_setting_row(f"H20 HBM shares x {a['hbm_share']:g}", a))
+    for a in sens.get("h20_measured", []):
+        lines.append(
+            _setting_row(
+                f"H20 shares measured on its die: HBM x {a['hbm_share']:.2f}, GEMM x "
+                f"{a['gemm_share']:.2f}",
+                a,
+            )
+        )
     for a in sens.get("spread", []):
         lines.append(
             _setting_row(f"lengths' sigma {a['sigma']:g} (median refitted: {a['median']:.0f})", a)
@@ -152,12 +162,27 @@ def _sensitivity(result: dict[str, Any]) -> list[str]:
         + f"). Halving the H20's HBM shares moves B3's "
         f"generation only to {sens['hbm'][-1]['calibration_generation']['B3']:.2f}: on these "
         "rows generation is mostly the longest response decoded at small batch, where the "
-        "weight stream is a part of each step, not all of it.",
+        "weight stream is a part of each step, not all of it." + _h20_measured(sens),
         "",
         *_spread(sens),
         *_engine_default(sens),
     ]
     return lines
+
+
+def _h20_measured(sens: dict[str, Any]) -> str:
+    """What the H20 shares measured on its die do (empty when not run)."""
+    measured = sens.get("h20_measured")
+    if not measured:
+        return ""
+    b3 = " and ".join(f"{a['calibration_generation']['B3']:.2f}" for a in measured)
+    derived = sens["engine"][0]["calibration_generation"]["B3"]
+    return (
+        " The shares measured on the H20's die (AIConfigurator's H20-3e GEMMs against its H100 "
+        "ones, [h20_kernels.md](h20_kernels.md)) put B3's generation at "
+        f"{b3} at their two bounds (derived: {derived:.2f}): the derived profile is not where "
+        "generation's shortfall comes from."
+    )
 
 
 def _spread(sens: dict[str, Any]) -> list[str]:

@@ -8,7 +8,10 @@ of the constants it rests on are not measured:
   ``costmodels/data/profiles/engines.yaml``: 0.2 ms, assumed), which the B rows' rollout pays
   once per token of its longest response;
 * the H20's kernel profile, derived from the H100's (``costmodels.calibration.DERIVED``): the
-  H100's fitted shares of its own HBM bandwidth, ASSUMED, for AIConfigurator ships no H20 data;
+  H100's fitted shares of its own HBM bandwidth and FLOP/s, ASSUMED, for the shipped
+  AIConfigurator has no H20 data; besides halving the HBM shares, the shares measured on the H20's
+  die (:mod:`benchmarks.fidelity.h20_kernels`: AIConfigurator's H20-3e GEMMs against its H100
+  ones) are tried at their two bounds;
 * the response lengths' spread (lognormal sigma, fixed at the project's trace spread: verl
   publishes no lengths for these runs), whose tail decides whether a step holds a response that
   runs to the 28 672-token cap (DAPO shapes overlong rewards because some do); each spread
@@ -62,27 +65,30 @@ FIT_STEP_MS = (0.0, 50.0)
 GPU = "H20"
 
 
-def h20_profile(share: float) -> HardwareProfile:
+def h20_profile(share: float, gemm_share: float = 1.0) -> HardwareProfile:
     """The shipped H20 profile with its weight and KV streams at ``share`` of the derived
-    bandwidth shares."""
+    bandwidth shares and its GEMMs at ``gemm_share`` of the derived FLOP share (at most 1)."""
     base = shipped_profiles()[GPU]
     return base.model_copy(
         update={
             "weight_efficiency": {t: e * share for t, e in base.weight_efficiency.items()},
             "kv_efficiency": base.kv_efficiency * share,
+            "gemm_efficiency": min(1.0, base.gemm_efficiency * gemm_share),
         }
     )
 
 
-def row_efficiency(engine: str, step_ms: float | None, hbm_share: float) -> dict[str, Any]:
+def row_efficiency(
+    engine: str, step_ms: float | None, hbm_share: float, gemm_share: float = 1.0
+) -> dict[str, Any]:
     """The :class:`~costmodels.efficiency.Efficiency` fields of one setting for a row run on
     ``engine``: the step term only where the row ran CUDA graphs (the eager rows' terms are
     fitted, ``costmodels.engine_fit``)."""
     update: dict[str, Any] = {}
     if step_ms is not None and engine == DEFAULT_ENGINE:
         update["decode_step_overhead_ms"] = step_ms
-    if hbm_share != 1.0:
-        update["profiles"] = {GPU: h20_profile(hbm_share)}
+    if hbm_share != 1.0 or gemm_share != 1.0:
+        update["profiles"] = {GPU: h20_profile(hbm_share, gemm_share)}
     return update
 
 
@@ -92,6 +98,7 @@ def assess(
     step_ms: float | None,
     hbm_share: float,
     sigma: float = SIGMA,
+    gemm_share: float = 1.0,
 ) -> dict[str, Any]:
     """One setting: the calibration row's generation ratio, the test rows' generation and step
     errors (synchronous and one-step-off rows, as ``steps.md``'s summary), B5's generation, and
@@ -102,7 +109,7 @@ def assess(
         i: predict(
             SPECS[i],
             median,
-            efficiency=row_efficiency(SPECS[i].engine, step_ms, hbm_share),
+            efficiency=row_efficiency(SPECS[i].engine, step_ms, hbm_share, gemm_share),
             sigma=sigma,
         )
         for i in [*waits, *order]
@@ -117,6 +124,7 @@ def assess(
     return {
         "engine_step_ms": step_ms,
         "hbm_share": hbm_share,
+        "gemm_share": gemm_share,
         "sigma": sigma,
         "median": median,
         "calibration_generation": {i: ratio[i] for i in CALIBRATION},
@@ -163,6 +171,9 @@ def rollpacker_step_error(step_ms: float) -> dict[str, Any]:
 def sensitivity(median: float, rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Every setting (module doc), the engine term's fit to the calibration row last; each engine
     setting also with RollPacker's step error under it (:func:`rollpacker_step_error`)."""
+    from benchmarks.fidelity.h20_kernels import analyse
+
+    measured = analyse()
     fitted = fit_engine_step(median, rows)
     engine = [assess(median, rows, ms, 1.0) for ms in ENGINE_STEP_MS]
     fit = assess(median, rows, fitted, 1.0)
@@ -173,6 +184,13 @@ def sensitivity(median: float, rows: dict[str, dict[str, Any]]) -> dict[str, Any
         "sigma": SIGMA,
         "engine": engine,
         "hbm": [assess(median, rows, None, share) for share in HBM_SHARES[1:]],
+        "h20_measured": [
+            assess(median, rows, None, stream, gemm_share=measured["compute_share_ratio"])
+            for stream in (
+                measured["stream_share_ratio"],
+                measured["stream_share_ratio_same_bytes"],
+            )
+        ],
         "spread": [
             assess(fit_median(rows, sigma=sigma)["median"], rows, None, 1.0, sigma)
             for sigma in SPREADS
