@@ -158,6 +158,16 @@ def test_window_checks_read_what_verl_published(rows):
     assert set(w["first_window_ratio"]) == set(w["steps"])
 
 
+def test_every_verl_row_is_costed_on_the_engine_its_code_ran():
+    """verl's rollout default was ``enforce_eager: True`` at every commit these runs' scripts
+    come from (July 2025 for rows A; the fully-async branch, August-September 2025, for rows B),
+    and no script overrides it: every modelled row runs the eager engine, at its script's TP."""
+    for spec in SPECS.values():
+        if not spec.reason:
+            assert spec.engine == "eager", spec.id
+    assert {SPECS[i].gen_tp for i in ("B1", "B3", "B5")} == {4}
+
+
 def test_sensitivity_starts_from_the_shipped_judge_and_fits_on_calibration_only(rows):
     """The sensitivity's shipped setting is the report's judge (same generation ratios), more
     CPU time per decode step never makes generation faster, and the engine term's fit reads the

@@ -24,11 +24,16 @@ What each case assumes (the ``steps.md`` output repeats it):
   DAPO-Math-17k's prompt is a fixed instruction (about 50 tokens) around one competition
   problem; 256 tokens is our estimate, no published statistic was found (``steps.md`` shows the
   cap's result too).
-* **Engine**: verl of July 2025 (rows A) ran vLLM with ``enforce_eager: True``
-  (``verl/trainer/config/rollout/rollout.yaml`` @503ea75f): ``--engine eager``; October 2025
-  (rows B) ``enforce_eager: False`` (@b25bb7d4f): ``cuda-graph``, the default. Kernels: the
+* **Engine**: every row ran vLLM with ``enforce_eager: True``
+  (``verl/trainer/config/rollout/rollout.yaml``; no script overrides it): ``--engine eager``.
+  Rows A at @503ea75f (July 2025). Rows B were run from the fully-async recipe's development
+  branch, whose experiment scripts (``recipe/fully_async_policy/exp/``) were committed from
+  2025-08-25 to 2025-09-10 (@7a41993 ... @547d68f), every commit of it with
+  ``enforce_eager: True``: the branch predates main's switch to CUDA graphs (2025-08-08,
+  ff6978c14); the recipe merged as @b25bb7d4f (2025-10-17), where the default is ``False``.
+  Until 2026-11-28 rows B were costed on ``cuda-graph`` from that merge commit. Kernels: the
   default profile (``aic-vllm``), as ``rlplan plan placement`` judges. ``max_num_seqs`` 1024 at
-  both commits: the workflow's ``decode_batch_size``.
+  every one of these commits: the workflow's ``decode_batch_size``.
 * **Plans**: colocated rows put every task on all N GPUs; generation TP as the run's script, DP =
   N/TP: 2 for A1 and A3 (``recipe/one_step_off_policy``), 4 for B1, B3 and B5, whose experiments'
   own scripts set ``gen_tp=4``
@@ -121,10 +126,11 @@ MEGATRON = {"train": (2, 2), "reference": (2, 2), "micro_batch": 2}
 #: fully_async_policy's ``trigger_parameter_sync_step`` in the 7B scripts (4 local updates of
 #: require_batches 4 x 32 prompts per weight sync: the step's 512 prompts)
 UPDATES_PER_SYNC = 4
-#: fully_async_policy's 7B scripts: rollout TP 4, FSDP2 training (module doc)
-FULLY_ASYNC = {**FSDP, "gen_tp": 4}
-#: the colocated 28K experiments' scripts (B1, B3, B5): rollout TP 4, FSDP2 training (module doc)
-COLOCATED_28K = {**FSDP, "gen_tp": 4}
+#: fully_async_policy's 7B scripts: rollout TP 4, FSDP2 training, eager vLLM (module doc)
+FULLY_ASYNC = {**FSDP, "gen_tp": 4, "engine": "eager"}
+#: the colocated 28K experiments' scripts (B1, B3, B5): rollout TP 4, FSDP2 training, eager vLLM
+#: (module doc)
+COLOCATED_28K = {**FSDP, "gen_tp": 4, "engine": "eager"}
 
 SPECS: dict[str, CaseSpec] = {
     s.id: s

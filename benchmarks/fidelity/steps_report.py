@@ -109,9 +109,10 @@ def _sensitivity(result: dict[str, Any]) -> list[str]:
         "## Sensitivity: the unmeasured constants under generation",
         "",
         "Each setting varies one constant the judge's generation on these rows rests on and no "
-        "measurement fixes (`benchmarks/fidelity/steps_sensitivity.py`): the cuda-graph "
-        "engine's CPU time per decode step (`engines.yaml`: 0.2 ms, assumed; B rows only, the A "
-        "rows ran the fitted eager engine), the H20's HBM shares (its profile is the H100's, "
+        "measurement fixes (`benchmarks/fidelity/steps_sensitivity.py`): the serving engine's "
+        "CPU time per decode step (`engines.yaml`: 0.2 ms, assumed, in both of vLLM's modes; "
+        "every verl row ran eager vLLM, whose fitted per-layer and per-sequence terms stay), "
+        "the H20's HBM shares (its profile is the H100's, "
         "derived: the shipped AIConfigurator has no H20 data; also at the shares measured on the "
         "H20's die, [h20_kernels.md](h20_kernels.md), at their two bounds), and the response "
         "lengths' spread (verl "
@@ -192,16 +193,28 @@ def _spread(sens: dict[str, Any]) -> list[str]:
         return []
     shipped = sens["engine"][0]
     best = max(spread, key=lambda a: a["calibration_generation"]["B3"])
+    closes = [a for a in spread if a["calibration_generation"]["B3"] >= 1.0]
+    b3 = ", ".join(
+        f"{a['calibration_generation']['B3']:.2f} at sigma {a['sigma']:g}" for a in spread
+    )
+    tail = (
+        f"B3's generation goes to {b3} (shipped {shipped['calibration_generation']['B3']:.2f}): "
+        f"sigma {closes[0]['sigma']:g} closes the calibration row, but the test rows' "
+        f"generation error is then {closes[0]['test_generation']['rms_log']:.2f} (shipped "
+        f"{shipped['test_generation']['rms_log']:.2f}): a heavier tail moves the rows together, "
+        "not toward their measured spread."
+        if closes
+        else f"B3's generation rises to {best['calibration_generation']['B3']:.2f} at best "
+        f"(sigma {best['sigma']:g}; shipped {shipped['calibration_generation']['B3']:.2f}) and "
+        "no further, for a response at the cap is then generation's floor. The spread alone "
+        "does not close the calibration row either."
+    )
     return [
         "A heavier length tail (sigma "
         + " and ".join(f"{a['sigma']:g}" for a in spread)
         + f" against the traces' {sens['sigma']:.2f}, each median refitted to B3's "
         "training) brings the step's longest response near or to the 28 672-token cap, far "
-        "above the shipped spread's; B3's generation rises to "
-        f"{best['calibration_generation']['B3']:.2f} at best "
-        f"(sigma {best['sigma']:g}; shipped {shipped['calibration_generation']['B3']:.2f}) and "
-        "no further, for a response at the cap is then generation's floor. The spread alone "
-        "does not close the calibration row either.",
+        "above the shipped spread's; " + tail,
         "",
     ]
 
@@ -227,16 +240,15 @@ def _engine_default(sens: dict[str, Any]) -> list[str]:
     best = min(pooled, key=pooled.__getitem__)
     rows = pooled_rows[shipped["engine_step_ms"]][1]
     return [
-        "**The engine term's default, settled on both sources.** The cuda-graph term is one "
-        "constant of every rollout on that engine, and the other whole steps on record, "
-        "RollPacker's Tables 3 and 4 (H800, the rollout judge, `rollout_steps.md`), are "
-        "over-predicted: their step error is "
+        "**The engine term's default, settled on both sources.** The per-step term is one "
+        "constant of every vLLM rollout, and the other whole steps on record, "
+        "RollPacker's Tables 3 and 4 (H800, the rollout judge on CUDA graphs, "
+        "`rollout_steps.md`), are over-predicted: their step error is "
         f"{rp[shipped['engine_step_ms']]:.2f} at the shipped "
         f"{shipped['engine_step_ms']:g} ms and grows with the term ("
         + ", ".join(f"{v:.2f} at {k:g} ms" for k, v in rp.items() if k != shipped["engine_step_ms"])
         + f"; {fit['rollpacker_step']['rms_log']:.2f} at B3's {fit['engine_step_ms']:.2f} ms). "
-        "The two sources pull the term in opposite directions, and the verl rows' shortfall is "
-        "not the engine's alone (the H20's derived profile moves B3 as far, above). Pooled over "
+        "The two sources pull the term in opposite directions. Pooled over "
         f"both sources' {rows} out-of-sample steps, the step's RMS log error is "
         + ", ".join(f"{v:.3f} at {k:.3g} ms" for k, v in pooled.items())
         + f": least at {best:.3g} ms of the settings tried"
@@ -264,7 +276,8 @@ def markdown(result: dict[str, Any]) -> str:
         "`benchmarks/fidelity/steps_cases.py`). Measured: verl `docs/advance/one_step_off.md` "
         "(A rows) and `docs/advance/fully_async.md` (B rows) at volcengine/verl@b178a3cd, copied "
         "to `benchmarks/fidelity/data/verl_published_steps.csv`. Predicted: `evaluate_placement` "
-        "with the default kernels (aic-vllm) and the engine verl ran (A: eager, B: cuda-graph).",
+        "with the default kernels (aic-vllm) and the engine verl ran (eager vLLM: "
+        "`enforce_eager: True` in every run's code, `steps_cases`).",
         "",
         "Assumed: Qwen2.5-7B for Qwen2.5-Math-7B (same architecture); nodes of 8 H20 on NVLink, "
         f"{net['bandwidth_gbps']:g} Gb/s per GPU and {net['latency_ms'] * 1000:g} us between "

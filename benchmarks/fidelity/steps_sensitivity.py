@@ -4,9 +4,12 @@ that no measurement fixes (``steps.md``, "Sensitivity").
 The judge's generation on verl's H20 rows is well below the measured one (``steps.md``). Three
 of the constants it rests on are not measured:
 
-* the serving engine's CPU time per decode step with CUDA graphs (``cuda-graph`` in
-  ``costmodels/data/profiles/engines.yaml``: 0.2 ms, assumed), which the B rows' rollout pays
-  once per token of its longest response;
+* the serving engine's CPU time per decode step (``step_ms`` in
+  ``costmodels/data/profiles/engines.yaml``: 0.2 ms, assumed, in both of vLLM's modes: the
+  scheduling and input preparation that run whether or not the decode is a CUDA graph; eager
+  mode adds its fitted per-layer launches and per-sequence work on top), which a rollout pays
+  once per token of its longest response; every verl row ran eager, RollPacker's rows CUDA
+  graphs;
 * the H20's kernel profile, derived from the H100's (``costmodels.calibration.DERIVED``): the
   H100's fitted shares of its own HBM bandwidth and FLOP/s, ASSUMED, for the shipped
   AIConfigurator has no H20 data; besides halving the HBM shares, the shares measured on the H20's
@@ -25,10 +28,10 @@ term is also fitted to B3's generation (the calibration row, so its ratio is 1 b
 to show what the test rows and the checks do then. Nothing here changes the judge: it measures
 how far each constant would have to move, and what that would buy.
 
-The engine term is one constant of every cuda-graph rollout, not of the H20's alone, so each
-engine setting is also held against the other whole-step measurements on record: RollPacker's
-Tables 3 and 4 (H800, the rollout judge, :func:`rollpacker_step_error`), where the judge
-over-predicts. A default must serve both: ``docs/judge.md`` settles it on this table.
+The engine term is one constant of every vLLM rollout, not of the H20's alone, so each engine
+setting is also held against the other whole-step measurements on record: RollPacker's Tables 3
+and 4 (H800, the rollout judge on the cuda-graph engine, :func:`rollpacker_step_error`), where
+the judge over-predicts. A default must serve both: ``docs/judge.md`` settles it on this table.
 """
 
 from __future__ import annotations
@@ -49,7 +52,6 @@ from benchmarks.fidelity.steps_predict import (
     same_order,
     staleness_order,
 )
-from costmodels.efficiency import DEFAULT_ENGINE
 from costmodels.profiles import HardwareProfile, shipped_profiles
 
 #: the cuda-graph engine's CPU time per decode step tried, ms (the first: the shipped value)
@@ -82,10 +84,11 @@ def row_efficiency(
     engine: str, step_ms: float | None, hbm_share: float, gemm_share: float = 1.0
 ) -> dict[str, Any]:
     """The :class:`~costmodels.efficiency.Efficiency` fields of one setting for a row run on
-    ``engine``: the step term only where the row ran CUDA graphs (the eager rows' terms are
-    fitted, ``costmodels.engine_fit``)."""
+    ``engine``: the per-step term replaces the engine's (both modes have one; the eager mode's
+    per-layer and per-sequence terms, fitted in ``costmodels.engine_fit``, stay)."""
+    del engine  # the per-step term is both modes' (module doc)
     update: dict[str, Any] = {}
-    if step_ms is not None and engine == DEFAULT_ENGINE:
+    if step_ms is not None:
         update["decode_step_overhead_ms"] = step_ms
     if hbm_share != 1.0 or gemm_share != 1.0:
         update["profiles"] = {GPU: h20_profile(hbm_share, gemm_share)}
@@ -138,14 +141,14 @@ def assess(
 
 
 def fit_engine_step(median: float, rows: dict[str, dict[str, Any]]) -> float:
-    """The cuda-graph step term (ms) that makes the calibration rows' generation match (least
-    squares in log ratio); test rows are never read."""
-    cal = [i for i in CALIBRATION if SPECS[i].engine == DEFAULT_ENGINE]
+    """The engine's step term (ms) that makes the calibration rows' generation match (least
+    squares in log ratio, each row on its own engine); test rows are never read."""
+    cal = list(CALIBRATION)
 
     def loss(step_ms: float) -> float:
         return sum(
             math.log(
-                predict(SPECS[i], median, efficiency=row_efficiency(DEFAULT_ENGINE, step_ms, 1.0))[
+                predict(SPECS[i], median, efficiency=row_efficiency(SPECS[i].engine, step_ms, 1.0))[
                     "generation"
                 ]
                 / measured_stages(SPECS[i], rows[i])["generation"]
