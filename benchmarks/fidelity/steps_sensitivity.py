@@ -54,7 +54,7 @@ from benchmarks.fidelity.steps_predict import (
 )
 from costmodels.profiles import HardwareProfile, shipped_profiles
 
-#: the cuda-graph engine's CPU time per decode step tried, ms (the first: the shipped value)
+#: vLLM's CPU time per decode step tried, ms, in both modes (the first: the shipped value)
 ENGINE_STEP_MS = (0.2, 1.0, 2.0, 4.0)
 #: the H20's HBM shares tried, as fractions of the derived profile's
 HBM_SHARES = (1.0, 0.75, 0.5)
@@ -81,12 +81,11 @@ def h20_profile(share: float, gemm_share: float = 1.0) -> HardwareProfile:
 
 
 def row_efficiency(
-    engine: str, step_ms: float | None, hbm_share: float, gemm_share: float = 1.0
+    step_ms: float | None, hbm_share: float, gemm_share: float = 1.0
 ) -> dict[str, Any]:
-    """The :class:`~costmodels.efficiency.Efficiency` fields of one setting for a row run on
-    ``engine``: the per-step term replaces the engine's (both modes have one; the eager mode's
-    per-layer and per-sequence terms, fitted in ``costmodels.engine_fit``, stay)."""
-    del engine  # the per-step term is both modes' (module doc)
+    """The :class:`~costmodels.efficiency.Efficiency` fields of one setting, over the engine a
+    row ran: the per-step term replaces the engine's (both of vLLM's modes have one; the eager
+    mode's per-layer and per-sequence terms, fitted in ``costmodels.engine_fit``, stay)."""
     update: dict[str, Any] = {}
     if step_ms is not None:
         update["decode_step_overhead_ms"] = step_ms
@@ -112,7 +111,7 @@ def assess(
         i: predict(
             SPECS[i],
             median,
-            efficiency=row_efficiency(SPECS[i].engine, step_ms, hbm_share, gemm_share),
+            efficiency=row_efficiency(step_ms, hbm_share, gemm_share),
             sigma=sigma,
         )
         for i in [*waits, *order]
@@ -148,9 +147,7 @@ def fit_engine_step(median: float, rows: dict[str, dict[str, Any]]) -> float:
     def loss(step_ms: float) -> float:
         return sum(
             math.log(
-                predict(SPECS[i], median, efficiency=row_efficiency(SPECS[i].engine, step_ms, 1.0))[
-                    "generation"
-                ]
+                predict(SPECS[i], median, efficiency=row_efficiency(step_ms, 1.0))["generation"]
                 / measured_stages(SPECS[i], rows[i])["generation"]
             )
             ** 2
