@@ -172,9 +172,10 @@ def same_lengths(
     }
 
 
-def both_judges(rp: RolloutProblem) -> dict[str, Any]:
+def both_judges(rp: RolloutProblem, worst_case: bool = False) -> dict[str, Any]:
     """Each judge's stages on the job: the rollout judge's mean over its epoch's steps, the
-    placement judge's expected step (``costmodels.response_lengths``)."""
+    placement judge's expected step (``costmodels.response_lengths``), and the co-scheduling
+    judge's from the placement judge's phases (:func:`cosched_judge`, ``worst_case`` passed on)."""
     _, rb = evaluate_rollout(rp, verl_plan(rp.job.workload))
     steps = rb["steps"]
     pp, plan = placement_job(rp)
@@ -198,7 +199,7 @@ def both_judges(rp: RolloutProblem) -> dict[str, Any]:
     return {
         "rollout_judge": rollout,
         "placement_judge": placement,
-        "cosched_step": cosched_judge(rp, ev.breakdown)["step"],
+        "cosched_judge": cosched_judge(rp, pp, ev.breakdown, worst_case),
         "rollout_steps": len(steps),
         "evaluation": ev,
         "problem": pp,
@@ -206,7 +207,9 @@ def both_judges(rp: RolloutProblem) -> dict[str, Any]:
     }
 
 
-def cosched_judge(rp: RolloutProblem, breakdown: dict[str, Any], worst_case: bool = False):
+def cosched_judge(
+    rp: RolloutProblem, pp: PlacementProblem, breakdown: dict[str, Any], worst_case: bool = False
+) -> dict[str, Any]:
     """The job as RollMux's co-scheduling problem plans it (``rlplan plan cosched``): its two
     phases from the placement judge's step (``costmodels.fleet.derive.phases_of``: rollout =
     generation + reward, training = log-prob + training + weight sync), the job alone in a
@@ -272,14 +275,14 @@ def cosched_judge(rp: RolloutProblem, breakdown: dict[str, Any], worst_case: boo
             w.gpus,
             w.prompts_per_step * w.responses_per_prompt,
             w.max_response,
-            prompt=round(lengths_of(rp)[0]),
+            prompt=round(pp.workflow.prompt_length),
         )
     return out
 
 
 def run() -> dict[str, Any]:
     rp = rollout_job()
-    judged = both_judges(rp)
+    judged = both_judges(rp, worst_case=True)
     pp, plan, ev = judged["problem"], judged["plan"], judged["evaluation"]
     rollout, placement = judged["rollout_judge"], judged["placement_judge"]
     tasks = ev.breakdown["tasks"]
@@ -304,7 +307,7 @@ def run() -> dict[str, Any]:
             k: v for k, v in tasks[ACTOR_TRAINING].items() if isinstance(v, float)
         },
         "rollout_steps": judged["rollout_steps"],
-        "cosched_judge": cosched_judge(rp, ev.breakdown, worst_case=True),
+        "cosched_judge": judged["cosched_judge"],
         "same_lengths": same_lengths(rp, pp, plan, max(tasks[ACTOR_GENERATION]["decode_batch"])),
     }
 
@@ -344,7 +347,7 @@ def long_cap(name: str, seeds: int = LONG_CAP_SEEDS) -> dict[str, Any]:
             "placement_s": float(p.mean()),
             "ratio": float(r.mean() / p.mean()),
         }
-    cosched = np.array([x["cosched_step"] for x in rows])
+    cosched = np.array([x["cosched_judge"]["step"] for x in rows])
     out["step"]["cosched_s"] = float(cosched.mean())
     return out
 

@@ -188,7 +188,7 @@ class ResponseLengths(BaseModel):
         independent prompts (:func:`_longest_law`)."""
         if self.distribution == "constant":
             return cap
-        return _longest_law(self, max(1, n), max(1, min(per_prompt, n)), cap)[0]
+        return _step_longest(self, n, per_prompt, cap)[0]
 
     def mean(self, cap: int) -> float:
         """E[min(L, cap)], tokens."""
@@ -236,6 +236,13 @@ _SCORE_SPAN, _SCORE_POINTS = 8.5, 1701
 #: a prompt's normal scores A the conditional law of its responses is averaged over (beyond 6
 #: standard deviations lies 2e-9 of A's mass) and their points, 0.05 apart
 _PROMPT_SPAN, _PROMPT_POINTS = 6.0, 241
+
+
+def _step_longest(lengths: ResponseLengths, n: int, per_prompt: int, cap: int) -> tuple[int, float]:
+    """:func:`_longest_law` of a step of ``n`` responses in prompts of ``per_prompt`` (at least
+    one of each, a prompt no larger than the step)."""
+    n = max(1, n)
+    return _longest_law(lengths, n, max(1, min(per_prompt, n)), cap)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -310,7 +317,7 @@ def _slowest_replica(
     rho = lengths.prompt_share
     prompts = ndtri((np.arange(g) + 0.5) / g) + expected_max_normal(replicas) / math.sqrt(g)
     if step:  # the prompt of the step's longest response (ascending: the last)
-        longest_score = _longest_law(lengths, step, max(1, min(per_prompt, step)), cap)[1]
+        longest_score = _step_longest(lengths, step, per_prompt, cap)[1]
         prompts[-1] = max(prompts[-1], _prompt_of_longest(rho, per_prompt, longest_score))
     own = ndtri((np.arange(per_prompt) + 0.5) / per_prompt)
     score = math.sqrt(rho) * prompts[:, None] + math.sqrt(1 - rho) * own[None, :]

@@ -36,15 +36,25 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from costmodels.catalog import get_gpu
+
 DATA = Path(__file__).parent / "data" / "aic_h20_3e_gemm.csv"
 #: where the H20-3e's measured GEMMs are (the commit before their removal)
 SOURCE_COMMIT = "3359b493d^"
 SOURCE_PATH = "src/aiconfigurator/systems/data/h20_sxm/sglang/0.5.1.post1/gemm_perf.txt.bak"
 #: the H100's, same collector, in the installed aiconfigurator-core
 H100_VERSION = "0.5.6.post2"
-#: peaks: H20-3e 4.8 TB/s HBM3e and the H20 die's 148 dense bf16 TFLOP/s (NVIDIA's H20 141GB
-#: specification); H100-SXM 3.35 TB/s and 989 TFLOP/s (the catalog's, costmodels/data/gpus.csv)
-PEAK = {"H20-3e": (4.8e12, 148e12), "H100-SXM": (3.35e12, 989e12)}
+#: peaks, bytes/s and FLOP/s: H20-3e 4.8 TB/s HBM3e and the H20 die's 148 dense bf16 TFLOP/s
+#: (NVIDIA's H20 141GB specification; not a catalog GPU); H100-SXM the catalog's
+PEAK = {
+    "H20-3e": (4.8e12, 148e12),
+    "H100-SXM": (
+        get_gpu("H100-SXM").hbm_gb_per_s * 1e9,
+        get_gpu("H100-SXM").tflops_bf16_dense * 1e12,
+    ),
+}
+#: the H20's (96 GB HBM3) peak bandwidth, bytes/s: the catalog's
+H20_HBM = get_gpu("H20").hbm_gb_per_s * 1e9
 #: weight-sized GEMMs (at least a 2048 x 2048 bf16 weight, 8 MB): the stream dominates at small m
 MIN_WEIGHT = 2048 * 2048
 #: the two regimes: the weight stream (decode at small batch) and the GEMM's compute
@@ -104,59 +114,36 @@ def shares(row: dict[str, float], gpu: str, ms: float) -> tuple[float, float]:
 def analyse(rows: list[dict[str, float]] | None = None) -> dict[str, Any]:
     """Per m, the median shares of both parts and their ratios; the two regimes' ratios."""
     rows = rows if rows is not None else read()
-    per_m = {}
-    for m in sorted({r["m"] for r in rows}):
-        sel = [r for r in rows if r["m"] == m]
-        h20 = [shares(r, "H20-3e", r["h20_3e_ms"]) for r in sel]
-        h100 = [shares(r, "H100-SXM", r["h100_ms"]) for r in sel]
-        per_m[int(m)] = {
-            "gemms": len(sel),
-            "hbm_share": [
-                statistics.median(a[0] for a in h20),
-                statistics.median(b[0] for b in h100),
-            ],
-            "flop_share": [
-                statistics.median(a[1] for a in h20),
-                statistics.median(b[1] for b in h100),
-            ],
-            "ratio": statistics.median(r["h100_ms"] / r["h20_3e_ms"] for r in sel),
+    # each GEMM's (HBM, FLOP) shares on both parts, once
+    measured = [
+        (r, shares(r, "H20-3e", r["h20_3e_ms"]), shares(r, "H100-SXM", r["h100_ms"])) for r in rows
+    ]
+
+    def median(ms: Any, value: Any) -> float:
+        return statistics.median(value(*x) for x in measured if int(x[0]["m"]) in ms)
+
+    per_m = {
+        m: {
+            "gemms": sum(int(x[0]["m"]) == m for x in measured),
+            "hbm_share": [median((m,), lambda r, a, b: a[0]), median((m,), lambda r, a, b: b[0])],
+            "flop_share": [median((m,), lambda r, a, b: a[1]), median((m,), lambda r, a, b: b[1])],
+            "ratio": median((m,), lambda r, a, b: r["h100_ms"] / r["h20_3e_ms"]),
         }
-
-    def regime(ms: tuple[int, ...], kind: str) -> float:
-        ratios = []
-        for r in rows:
-            if int(r["m"]) in ms:
-                a = shares(r, "H20-3e", r["h20_3e_ms"])
-                b = shares(r, "H100-SXM", r["h100_ms"])
-                ratios.append(a[kind == "flop"] / b[kind == "flop"])
-        return statistics.median(ratios)
-
-    stream = regime(STREAM_M, "hbm")
+        for m in sorted({int(r["m"]) for r in rows})
+    }
+    # the other bound: the H20 moves the H20-3e's bytes per second (SM-limited GEMVs), capped at
+    # its own peak, a share of its HBM against the H100's share
+    h20_stream = median(STREAM_M, lambda r, a, b: a[0]) * PEAK["H20-3e"][0] / H20_HBM
     return {
         "per_m": per_m,
-        "stream_share_ratio": stream,
-        "compute_share_ratio": regime(COMPUTE_M, "flop"),
-        # the other bound: the H20 moves the H20-3e's bytes per second (SM-limited GEMVs),
-        # capped at its own peak, as a share of 4.0 TB/s against the H100's share
-        "stream_share_ratio_same_bytes": min(
-            1.0 / _h100_stream_share(rows),
-            statistics.median(
-                shares(r, "H20-3e", r["h20_3e_ms"])[0] for r in rows if int(r["m"]) in STREAM_M
-            )
-            * PEAK["H20-3e"][0]
-            / 4.0e12
-            / _h100_stream_share(rows),
-        ),
+        "stream_share_ratio": median(STREAM_M, lambda r, a, b: a[0] / b[0]),
+        "compute_share_ratio": median(COMPUTE_M, lambda r, a, b: a[1] / b[1]),
+        "stream_share_ratio_same_bytes": min(1.0, h20_stream)
+        / median(STREAM_M, lambda r, a, b: b[0]),
         "gemms": len(rows),
         "source": f"ai-dynamo/aiconfigurator@{SOURCE_COMMIT}:{SOURCE_PATH} (H20-3e, SGLang "
         f"0.5.1.post1) against aiconfigurator-core 0.12.0's h100_sxm SGLang {H100_VERSION}",
     }
-
-
-def _h100_stream_share(rows: list[dict[str, float]]) -> float:
-    return statistics.median(
-        shares(r, "H100-SXM", r["h100_ms"])[0] for r in rows if int(r["m"]) in STREAM_M
-    )
 
 
 def markdown(result: dict[str, Any], command: str) -> str:
