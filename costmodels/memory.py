@@ -62,6 +62,12 @@ def logits_gb(m: ModelSpec, seq: int, mbs: int, tp: int) -> float:
     return float(seq) * mbs * m.vocab * BYTES_FP32 / tp / GB
 
 
+def micro_batches_in_flight(pp: int, micro_batches: float) -> int:
+    """Micro-batches whose activations a training stage holds at once (1F1B: up to PP, no more
+    than there are): the only way a training tasklet's memory reads its micro-batch count."""
+    return max(1, min(pp, int(micro_batches) if micro_batches >= 1 else 1))
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def tasklet_memory(
     kind: TaskKind,
@@ -87,7 +93,7 @@ def tasklet_memory(
     p = stage_params(m, stage_layers, first, last) / tp
     if kind is TaskKind.TRAINING:
         model = training_model_gb(p, dp, grad_bytes, optimizer_bytes, distributed_optimizer)
-        in_flight = max(1, min(pp, int(micro_batches) if micro_batches >= 1 else 1))
+        in_flight = micro_batches_in_flight(pp, micro_batches)
         work = activation_gb(m, seq, mbs, stage_layers, tp, recompute, in_flight)
         if last:
             work += logits_gb(m, seq, mbs, tp)

@@ -199,8 +199,21 @@ class TaskCoster:
         )
         if cache is not None:
             # everything else a replica's cost reads: the parameters and workflow, the
-            # constants, and whether its decode is left out
-            context = (self._context(), consts, prefill_only)
+            # constants, and whether its decode is left out; with what :meth:`_replica_key`
+            # takes of the task and layout, numbered once per call (hashing the nested tuple
+            # again for every replica was most of a many-replica config's key time)
+            contexts = self.topo.memo.setdefault("replica_key_prefix", {})
+            prefix = (
+                self._context(),
+                consts,
+                prefill_only,
+                self.task.name,
+                self.m.name,
+                self.tp_.tp,
+                tuple(self.split),
+                self.tp_.decode_batch,
+            )
+            context = contexts.setdefault(prefix, len(contexts))
         # prefill alone does not read dbs (it only sets HetRL's literal decode steps): those
         # entries are keyed without it, so residents that change a replica's dbs share them
         blind = prefill_only and not literal
@@ -338,21 +351,16 @@ class TaskCoster:
         )
 
     def _replica_key(self, i: int, replica: list[list[int]]) -> tuple[Any, ...]:
-        """What a replica's cost depends on, up to renaming nodes: on a hierarchical network a
-        link is fixed by whether its ends share a node (that node's intra-node link) or a zone
-        (the zone's link, or the zone pair's), so replicas whose GPUs sit on nodes of the same
-        class (GPU type, zone, intra-node link) in the same pattern cost the same. Generation
-        "as many as fit" also reads each GPU's resident memory, but only through the replica's
-        dbs (:meth:`_resident_dbs`), which :meth:`cost` adds to the key."""
-        return (
-            self.task.name,
-            self.m.name,
-            self.tp_.tp,
-            tuple(self.split),
-            self.shares[i],
-            self.tp_.decode_batch,
-            self._pattern(replica),
-        )
+        """What a replica's cost depends on besides :meth:`cost`'s context, up to renaming
+        nodes: the task, model, TP, layer split and ``decode_batch`` (numbered with the context
+        once per call, :meth:`cost`), and the replica's batch share and GPU pattern. On a
+        hierarchical network a link is fixed by whether its ends share a node (that node's
+        intra-node link) or a zone (the zone's link, or the zone pair's), so replicas whose GPUs
+        sit on nodes of the same class (GPU type, zone, intra-node link) in the same pattern
+        cost the same. Generation "as many as fit" also reads each GPU's resident memory, but
+        only through the replica's dbs (:meth:`_resident_dbs`), which :meth:`cost` adds to the
+        key."""
+        return (self.shares[i], self._pattern(replica))
 
     def _pattern(self, replica: list[list[int]]) -> tuple[Any, ...]:
         """A replica's GPUs as :meth:`_replica_key` tells them apart: per stage, how many GPUs it

@@ -107,6 +107,9 @@ class GenerationCoster(TaskCoster):
     """A generation task's costs: :class:`TaskCoster`'s, with decode (HetRL Appendix B.2's decode
     term, as ``costmodels.placement.judge``'s module doc departs from it)."""
 
+    #: :meth:`decode_floor`'s memo key, the part every replica of the coster shares
+    _floor_prefix: tuple[Any, ...] | None = None
+
     def _round_time(
         self,
         replica: list[list[int]],
@@ -410,15 +413,9 @@ class GenerationCoster(TaskCoster):
         model, TP and layer split, the workload and the parameters."""
         memo = replica_cost.REPLICA_MEMO and not self.topo.explicit_matrix
         if memo:
-            key = (
-                self._context(),
-                self.m.name,
-                self.tp_.tp,
-                tuple(self.split),
-                self._pattern(replica),
-                sequences,
-                max_dbs,
-            )
+            if self._floor_prefix is None:  # the coster's part of the key, taken once
+                self._floor_prefix = (self._context(), self.m.name, self.tp_.tp, tuple(self.split))
+            key = (self._floor_prefix, self._pattern(replica), sequences, max_dbs)
             cache = self.topo.memo.setdefault("decode_floor", {})
             hit = cache.get(key)
             if hit is None:

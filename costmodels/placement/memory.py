@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from costmodels.layout import batch_shares, layer_split
-from costmodels.memory import GB, TaskletMemory, tasklet_memory, training_model_gb
+from costmodels.memory import GB, micro_batches_in_flight, tasklet_memory, training_model_gb
 from costmodels.placement.plan import PlacementPlan, TaskPlacement
 from costmodels.placement.problem import PlacementProblem
 from costmodels.transformer import (
@@ -24,23 +24,71 @@ def task_memory(
     A generation task with an explicit ``decode_batch`` holds the KV cache of that many sequences
     (or of its replica's samples, if fewer) as working memory.
     """
-    wf = problem.workflow
     index = problem.topology.index_of()
+    out: dict[int, tuple[float, float]] = {}
+    rows = tasklet_rows(problem, task, tp_)
+    for replica, per_stage in zip(tp_.devices, rows, strict=True):
+        for stage, mem in zip(replica, per_stage, strict=True):
+            for dev in stage:
+                out[index[dev]] = mem
+    return out
+
+
+def tasklet_rows_key(problem: PlacementProblem, task: Task, tp_: TaskPlacement) -> tuple:
+    """What :func:`tasklet_rows` reads of ``task`` and ``tp_`` (the problem fixed), hashable: the
+    kind, the model, TP, PP, DP and the layer split, and the replicas' batch shares only where
+    they matter: an explicit dbs (its KV scales with the replica's samples) or a training
+    replica with fewer micro-batches than stages (:func:`micro_batches_in_flight`)."""
+    wf = problem.workflow
+    shares = tp_.batch_shares
+    explicit = task.kind is TaskKind.GENERATION and tp_.decode_batch is not None
+    if shares is not None and not explicit:
+        if task.kind is not TaskKind.TRAINING:
+            shares = None
+        elif wf.samples * (min(shares) / sum(shares)) / wf.micro_batch_size >= tp_.pp:
+            shares = None  # every replica has a stage's worth of micro-batches in flight
+    return (
+        task.kind,
+        wf.model(task.role).name,
+        tp_.tp,
+        tp_.pp,
+        tp_.dp,
+        None if tp_.layers_per_stage is None else tuple(tp_.layers_per_stage),
+        None if shares is None else tuple(shares),
+        tp_.decode_batch,
+    )
+
+
+def tasklet_rows(
+    problem: PlacementProblem, task: Task, tp_: TaskPlacement
+) -> list[list[tuple[float, float]]]:
+    """(model GB, working GB) of each tasklet of one task per replica and stage, the same on
+    every GPU of the stage's TP group (:func:`task_memory` spreads them over the GPUs; a search
+    whose layouts fill its GPUs in order reads them per position)."""
+    wf = problem.workflow
     m = wf.model(task.role)
     split = layer_split(m.layers, tp_.pp, tp_.layers_per_stage)
     shares = batch_shares(tp_.dp, tp_.batch_shares)
     seq = wf.prompt_length + wf.response_length
-    out: dict[int, tuple[float, float]] = {}
-    # a tasklet's memory reads its stage and its replica's micro-batches, nothing else that
-    # varies here: replicas with one batch share (every even split) repeat each stage's
-    seen: dict[tuple[int, float], TaskletMemory] = {}
-    for i, replica in enumerate(tp_.devices):
+    params = problem.params
+    explicit = task.kind is TaskKind.GENERATION and tp_.decode_batch is not None
+    training = task.kind is TaskKind.TRAINING
+    out: list[list[tuple[float, float]]] = []
+    # a tasklet's memory reads its stage and, in training, how many of its replica's
+    # micro-batches are in flight, nothing else that varies here (an explicit dbs scales
+    # generation's working memory by the replica's samples below): replicas that agree on
+    # those repeat each stage's
+    seen: dict[tuple[int, float], list[tuple[float, float]]] = {}
+    for i in range(tp_.dp):
         samples = wf.samples * shares[i]
         nm = samples / wf.micro_batch_size
-        for j, stage in enumerate(replica):
-            mem = seen.get((j, nm))
-            if mem is None:
-                mem = seen[(j, nm)] = tasklet_memory(
+        flight = float(micro_batches_in_flight(tp_.pp, nm)) if training else 1.0
+        scale = max(1, min(tp_.decode_batch, math.ceil(samples))) if explicit else 1
+        stages = seen.get((scale, flight))
+        if stages is None:
+            stages = []
+            for j in range(tp_.pp):
+                mem = tasklet_memory(
                     task.kind,
                     m,
                     stage_layers=split[j],
@@ -51,17 +99,18 @@ def task_memory(
                     dp=tp_.dp,
                     seq=seq,
                     mbs=wf.micro_batch_size,
-                    micro_batches=nm,
+                    micro_batches=flight,
                     recompute=wf.recompute,
-                    grad_bytes=problem.params.grad_bytes_per_param,
-                    optimizer_bytes=problem.params.optimizer_bytes_per_param,
-                    distributed_optimizer=problem.params.distributed_optimizer,
+                    grad_bytes=params.grad_bytes_per_param,
+                    optimizer_bytes=params.optimizer_bytes_per_param,
+                    distributed_optimizer=params.distributed_optimizer,
                 )
-            working = mem.working_gb
-            if task.kind is TaskKind.GENERATION and tp_.decode_batch is not None:
-                working *= max(1, min(tp_.decode_batch, math.ceil(samples)))
-            for dev in stage:
-                out[index[dev]] = (mem.model_gb, working)
+                working = mem.working_gb
+                if explicit:
+                    working *= scale
+                stages.append((mem.model_gb, working))
+            seen[(scale, flight)] = stages
+        out.append(stages)
     return out
 
 

@@ -108,12 +108,11 @@ def task_configs(
 def _weight(problem: PlacementProblem, task: Task, device_ids: list[str], balance: str) -> float:
     """What a TP group is balanced by: its slowest member's speed, or its smallest memory."""
     gpu_of = problem.topology.gpu_of()
-    gpus = [gpu_of[d] for d in device_ids]
     if balance == "memory":
-        return min(g.memory_gb for g in gpus)
+        return min(gpu_of[d].memory_gb for d in device_ids)
     if task.kind is TaskKind.GENERATION:
-        return min(g.hbm_gb_per_s for g in gpus)
-    return min(g.tflops_bf16_dense for g in gpus)
+        return min(gpu_of[d].hbm_gb_per_s for d in device_ids)
+    return min(gpu_of[d].tflops_bf16_dense for d in device_ids)
 
 
 def proportional_split(total: int, weights: list[float]) -> list[int]:
@@ -163,7 +162,10 @@ def place_task(
         if cfg.dp > 1:
             weight = [sum(row) for row in w]
             shares = [s / sum(weight) for s in weight]
-    return TaskPlacement(
+    # built from a TaskConfig and the group's own GPUs, so valid by construction: validating
+    # it again was a tenth of the ILP's single-task tables (a search places every
+    # configuration on every composition)
+    return TaskPlacement.model_construct(
         task=task.name,
         tp=cfg.tp,
         pp=cfg.pp,

@@ -15,7 +15,7 @@ import numpy as np
 from costmodels import comm
 from costmodels.placement.decode_cost import GenerationCoster
 from costmodels.placement.frameworks import rules_of
-from costmodels.placement.memory import task_memory
+from costmodels.placement.memory import tasklet_rows, tasklet_rows_key
 from costmodels.placement.plan import TaskPlacement
 from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.space import (
@@ -28,7 +28,7 @@ from costmodels.placement.space import (
 from costmodels.placement.task_cost import coster_cost, coster_floor, task_cost
 from costmodels.placement.transfer import full_weights_gb, replica_allgather, zone_fanout
 from costmodels.solving import UNLIMITED, Deadline
-from costmodels.workflow import ACTOR_GENERATION, ACTOR_TRAINING, TaskKind
+from costmodels.workflow import ACTOR_GENERATION, ACTOR_TRAINING, Task, TaskKind
 from search.placement.options import Candidate, CandidateTable
 from search.placement.pareto import pareto_candidates
 
@@ -69,6 +69,8 @@ class TaskCandidates:
         self._resolved: dict[Any, float] = {}
         #: deferred generation candidates' placements, costed again for every resident set
         self._placements: dict[tuple[str, tuple[int, ...], TaskConfig], TaskPlacement] = {}
+        #: per-GPU memory arrays per layout shape (:meth:`_memory`)
+        self._rows: dict[Any, tuple[np.ndarray, np.ndarray]] = {}
         #: :meth:`_configured`'s costed configurations per (kind, model, composition, explicit
         #: dbs): tasks that share them cost alike (PPO's actor and critic training on one model)
         self._alike: dict[Any, list[Costed]] = {}
@@ -213,17 +215,13 @@ class TaskCandidates:
         p, task = self.problem, self.tasks[name]
         gpus = self.gpus(comp)
         capacity = self.capacity(comp)
-        pos = {self._index[g]: i for i, g in enumerate(gpus)}
         out = []
         for cfg in task_configs(p, task, len(gpus), is_heterogeneous(p, gpus)):
             if not explicit_dbs and cfg.decode_batch is not None:
                 continue
             deadline.check()
             placement = place_task(p, task, gpus, cfg)
-            model = np.zeros(len(gpus))
-            working = np.zeros(len(gpus))
-            for d, (mo, wo) in task_memory(p, task, placement).items():
-                model[pos[d]], working[pos[d]] = mo, wo
+            model, working = self._memory(task, placement)
             if np.any(model + working > capacity + 1e-9):
                 continue
             if task.kind is TaskKind.GENERATION and (
@@ -237,6 +235,23 @@ class TaskCandidates:
             ag = replica_allgather(p, placement)[0] if allgather else [0.0]
             out.append((cfg, cost["time_s"], model, working, False, (min(ag), max(ag))))
         return out
+
+    def _memory(self, task: Task, placement: TaskPlacement) -> tuple[np.ndarray, np.ndarray]:
+        """Per-GPU (model, working) GB of ``task`` under ``placement``, position by position of
+        its GPUs: the canonical layout (``place_task``) fills them in order, TP innermost, so
+        each tasklet's row repeats over its TP group. A tasklet's memory reads only the task's
+        kind and model and the layout's shape (``tasklet_rows_key``), which compositions of one
+        size share (every even split), so the arrays are memoised on it and kept read-only."""
+        key = tasklet_rows_key(self.problem, task, placement)
+        hit = self._rows.get(key)
+        if hit is None:
+            per_gpu = [
+                mem for stages in tasklet_rows(self.problem, task, placement) for mem in stages
+            ]
+            model, working = np.repeat(np.array(per_gpu), placement.tp, axis=0).T.copy()
+            model.flags.writeable = working.flags.writeable = False
+            hit = self._rows[key] = (model, working)
+        return hit
 
     def _table(
         self, name: str, comp: tuple[int, ...], deadline: Deadline = UNLIMITED
