@@ -198,6 +198,8 @@ class PlacementILP:
         self.leftover: LeftoverBounds | None = None
         self.last_master: float | None = None  # the last master's optimum (the ladder's hint)
         self.deferred_whole = False  # whether a whole-plan pair waited once (_defer_whole)
+        #: per option (by identity, with the option): the least plan using it (_least_plan)
+        self._least: dict[int, tuple[GroupOption, float]] = {}
 
     def memory_infeasible(self) -> str | None:
         """Why no plan fits, when the tasks' least model memory exceeds the cluster's (C3)."""
@@ -215,19 +217,31 @@ class PlacementILP:
             self.trace.record(cost)
 
     def _keep_option(self, o: GroupOption) -> bool:
-        if option_bound(o, self.shape, self.phase_lb) > self.cutoff * (1 + 1e-9):
-            return False
+        """Whether a plan using ``o`` may beat the cutoff: its bound (:meth:`_least_plan`)."""
         if self.leftover is None:
-            return True
-        rest = self.leftover.phases(o)
+            return option_bound(o, self.shape, self.phase_lb) <= self.cutoff * (1 + 1e-9)
+        hit = self._least.get(id(o))
+        if hit is None:
+            # keyed by identity, holding the option so that its id is not reused
+            hit = self._least[id(o)] = (o, self._least_plan(o))
+        return hit[1] <= self.cutoff * (1 + 1e-9)
+
+    def _least_plan(self, o: GroupOption) -> float:
+        """The least iteration time of any plan using ``o``: its terms, raised to the
+        whole-cluster phase bounds and to what the tasks it leaves out cost on the GPUs it
+        leaves (inf when they do not fit there). Both bounds are fixed once the single-task
+        columns are built, so every master reads it once per option."""
+        rest = self.leftover.phases(o) if self.leftover is not None else (0.0, 0.0, 0.0)
         if rest is None:  # the tasks it leaves out do not fit on the GPUs it leaves
-            return False
+            return math.inf
         lb = (
             max(self.phase_lb[0], rest[0]),
             max(self.phase_lb[1], rest[1]),
             max(self.phase_lb[2], rest[2]),
         )
-        return option_bound(o, self.shape, lb) <= self.cutoff * (1 + 1e-9)
+        # the larger of the two bounds, so that the test is the one of the whole-cluster bound
+        # and then the leftover one, to the last bit
+        return max(option_bound(o, self.shape, self.phase_lb), option_bound(o, self.shape, lb))
 
     def _admit(self, subset: tuple[str, ...], comp: tuple[int, ...]) -> bool:
         """Whether a pair is worth a relaxed column: its tasks each at their single-task bound on
@@ -239,7 +253,8 @@ class PlacementILP:
             [self.tasks[n].kind for n in subset], times, self.problem.workflow.eta
         )  # type: ignore[arg-type]
         busy = gen + inf + trn if ACTOR_GENERATION in subset else 0.0
-        return self._keep_option(GroupOption(subset, comp, {}, gen, inf, trn, 0.0, busy))
+        bound = self._least_plan(GroupOption(subset, comp, {}, gen, inf, trn, 0.0, busy))
+        return bound <= self.cutoff * (1 + 1e-9)
 
     def _keep_spec(self, pair: Pair) -> KeepSpec:
         """The pruning bound of ``pair``'s partial combinations while it is expanded

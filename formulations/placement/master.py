@@ -395,13 +395,18 @@ class Master:
         )
 
     def _matrix(self) -> csr_array:
-        data, ri, ci = [], [], []
-        for r, (coef, _, _) in enumerate(self.rows):
-            for j, v in coef.items():
-                ri.append(r)
-                ci.append(j)
-                data.append(v)
-        return csr_array((data, (ri, ci)), shape=(len(self.rows), self.size))
+        # CSR straight from the rows (a row's columns are a dict's keys: no duplicates)
+        data: list[float] = []
+        ci: list[int] = []
+        indptr = [0]
+        for coef, _, _ in self.rows:
+            ci.extend(coef)
+            data.extend(coef.values())
+            indptr.append(len(ci))
+        return csr_array(
+            (np.array(data, dtype=float), np.array(ci, dtype=np.int64), np.array(indptr)),
+            shape=(len(self.rows), self.size),
+        )
 
     def _cbc(
         self, time_limit: float | None, threads: int | None

@@ -345,15 +345,17 @@ class GroupOptions(TaskCandidates):
         """Every partial combination extended by every candidate of task ``name`` that still fits
         (C3); deferred generation candidates costed knowing the residents."""
         kind = self.tasks[name].kind
-        out = []
+        out: list[Partial] = []
         work = len(cands) * len(
             capacity
         )  # one step's cost: candidates x the group's GPUs (work boxes count it)
+        if not cands:
+            return out
+        fits = _fitting(cands, capacity)
         for st in states:
             deadline.check(work)
-            for c in cands:
-                if not _fits(st, c, capacity):  # before costing: memory is not the time's
-                    continue
+            for i in fits(st):  # before costing: memory is not the time's
+                c = cands[i]
                 if c.deferred:
                     c = self._resolve(name, comp, c, st, col_of)
                 out.append(st.add(name, kind, c))
@@ -506,6 +508,21 @@ class GroupOptions(TaskCandidates):
         if cache:
             self._opts[key] = out
         return out
+
+
+def _fitting(cands: list[Candidate], capacity: np.ndarray) -> Callable[[Partial], np.ndarray]:
+    """The indices of ``cands`` that fit beside a combination, in order: :func:`_fits` of every
+    candidate at once (the same sums and maxima element by element, so the same answers)."""
+    model = np.array([c.model for c in cands])
+    working = np.array([c.working for c in cands])
+    limit = capacity + 1e-9
+
+    def fits(st: Partial) -> np.ndarray:
+        return np.flatnonzero(
+            (st.model + model + np.maximum(st.working, working) <= limit).all(axis=1)
+        )
+
+    return fits
 
 
 def _fits(st: Partial, c: Candidate, capacity: np.ndarray) -> bool:
