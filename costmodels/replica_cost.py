@@ -410,6 +410,12 @@ class TaskCoster:
             self._dbs = tuple(self._decode_batch(replica) for replica in self.idx)
         return self._dbs
 
+    def reside(self, mem: dict[int, dict[str, float]]) -> None:
+        """Read ``mem`` as the memory map from now on (its dbs are taken again): a search that
+        bounds one layout beside many resident sets keeps one coster and the parts of its cost
+        that do not read them (``costmodels.placement.task_cost.FloorKernel``)."""
+        self.mem, self._dbs = mem, None
+
     def _dp_cost(self) -> float:
         dp, tp = self.tp_.dp, self.tp_.tp
         if dp == 1:

@@ -86,3 +86,51 @@ def test_replica_memo_tells_problems_sharing_a_topology_apart():
     a, _ = task_cost(p, task, place_task(p, task, gpus, cfg))
     b, _ = task_cost(q, task, place_task(q, task, gpus, cfg))
     assert a["time_s"] != b["time_s"]
+
+
+@pytest.mark.parametrize(
+    "cluster,workflow,seed",
+    [
+        ("small-24", "ppo-sync-qwen3-8b", 0),
+        (random_cluster(64, seed=1, zones=2, per_node=4, types=3), "grpo-async-qwen3-8b", 1),
+    ],
+)
+def test_a_floor_kernel_gives_every_resident_sets_floor_to_the_last_bit(cluster, workflow, seed):
+    """The placement ILP keeps one coster per generation layout and takes its prefill once
+    (``FloorKernel``); beside each of several resident sets it must give the floor a coster
+    built for that set gives."""
+    from costmodels.placement.decode_cost import GenerationCoster
+    from costmodels.placement.task_cost import FloorKernel, coster_floor
+
+    p = build_problem("placement", {"cluster": cluster, "workflow": workflow})
+    assert FloorKernel.applies(p)
+    rng = random.Random(seed)
+    devs = [d.id for d in p.topology.devices]
+    task = next(t for t in p.tasks if t.kind.value == "generation")
+    checked = 0
+    for _ in range(12):
+        k = rng.choice([s for s in (4, 8, 16) if s <= len(devs)])
+        gpus = sorted(rng.sample(devs, k), key=devs.index)
+        cfgs = [
+            c for c in task_configs(p, task, k, is_heterogeneous(p, gpus)) if c.decode_batch is None
+        ]
+        tp_ = place_task(p, task, gpus, rng.choice(cfgs))
+        own = task_memory(p, task, tp_)
+
+        def mem(residents: float) -> dict:
+            return {
+                d: {
+                    "model_gb": mo * residents,
+                    "working_gb": 0.0,
+                    "capacity_gb": p.topology.devices[d].gpu.memory_gb - p.params.memory_reserve_gb,
+                }
+                for d, (mo, _) in own.items()
+            }
+
+        kernel = FloorKernel(GenerationCoster(p, task, tp_, mem(1.0)))
+        for residents in (1.0, 1.7, 2.5, 1.2):
+            fresh = GenerationCoster(p, task, tp_, mem(residents))
+            assert kernel.dbs(mem(residents)) == fresh.replica_dbs()
+            assert kernel.floor() == coster_floor(fresh)
+            checked += 1
+    assert checked == 48

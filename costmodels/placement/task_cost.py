@@ -5,6 +5,7 @@ search, ``search.placement``, costs candidates with)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from costmodels.placement.decode_cost import GenerationCoster
@@ -56,14 +57,47 @@ def coster_floor(coster: GenerationCoster) -> float:
     if problem.params.decode_model == "hetrl":
         return coster.cost()["time_s"] * scale
     cost = coster.cost(prefill_only=True)  # the decode model itself is what the floor replaces
-    wf = problem.workflow
+    return _floor(coster, cost["prefill_times_s"], cost["decode_batch"])
+
+
+def _floor(coster: GenerationCoster, prefill: list[float], dbs: Sequence[int]) -> float:
+    """max over replicas of prefill + the decode floor at the replica's dbs, scaled."""
+    wf = coster.problem.workflow
     worst = 0.0
     for i, replica in enumerate(coster.idx):
         samples = wf.samples * coster.shares[i]
         decode = (
-            coster.decode_floor(replica, math.ceil(samples - 1e-9), cost["decode_batch"][i])
-            if samples > 0
-            else 0.0
+            coster.decode_floor(replica, math.ceil(samples - 1e-9), dbs[i]) if samples > 0 else 0.0
         )
-        worst = max(worst, cost["prefill_times_s"][i] + decode)
-    return worst * scale
+        worst = max(worst, prefill[i] + decode)
+    return worst * coster.problem.params.generation_scale
+
+
+class FloorKernel:
+    """:func:`coster_floor` of one layout beside any resident set, its prefill taken once.
+
+    Under the physical decode model prefill does not read the residents (its memo entries are
+    keyed without dbs, ``TaskCoster.cost``), only the decode floor does, through each replica's
+    dbs; so the coster and its prefill times are kept and each resident set costs its dbs and
+    the (memoised) floors alone, the same numbers :func:`coster_floor` gives."""
+
+    def __init__(self, coster: GenerationCoster):
+        self.coster = coster
+        self._prefill: list[float] | None = None
+
+    @staticmethod
+    def applies(problem: PlacementProblem) -> bool:
+        """Whether the kernel's shortcut holds: HetRL's literal decode reads dbs in prefill."""
+        return problem.params.decode_model != "hetrl"
+
+    def dbs(self, mem: dict[int, dict[str, float]]) -> tuple[int, ...]:
+        """Each replica's dbs beside the residents of ``mem``, which the next :meth:`floor`
+        reads."""
+        self.coster.reside(mem)
+        return self.coster.replica_dbs()
+
+    def floor(self) -> float:
+        """:func:`coster_floor` beside the residents :meth:`dbs` last read."""
+        if self._prefill is None:
+            self._prefill = self.coster.cost(prefill_only=True)["prefill_times_s"]
+        return _floor(self.coster, self._prefill, self.coster.replica_dbs())

@@ -25,7 +25,7 @@ from costmodels.placement.space import (
     place_task,
     task_configs,
 )
-from costmodels.placement.task_cost import coster_cost, coster_floor, task_cost
+from costmodels.placement.task_cost import FloorKernel, coster_cost, coster_floor, task_cost
 from costmodels.placement.transfer import full_weights_gb, replica_allgather, zone_fanout
 from costmodels.solving import UNLIMITED, Deadline
 from costmodels.workflow import ACTOR_GENERATION, ACTOR_TRAINING, Task, TaskKind
@@ -69,6 +69,8 @@ class TaskCandidates:
         self._resolved: dict[Any, float] = {}
         #: deferred generation candidates' placements, costed again for every resident set
         self._placements: dict[tuple[str, tuple[int, ...], TaskConfig], TaskPlacement] = {}
+        #: generation floors' costers per (task, composition, layout) (:meth:`_beside`)
+        self._kernels: dict[tuple[str, tuple[int, ...], TaskConfig], FloorKernel | None] = {}
         #: per-GPU memory arrays per layout shape (:meth:`_memory`)
         self._rows: dict[Any, tuple[np.ndarray, np.ndarray]] = {}
         #: :meth:`_configured`'s costed configurations per (kind, model, composition, explicit
@@ -310,6 +312,24 @@ class TaskCandidates:
         if placement is None:  # its canonical layout: the same for every resident set
             placement = place_task(p, task, self.gpus(comp), cfg)
             self._placements[(name, comp, cfg)] = placement
+        layout = (name, comp, cfg)
+        if what == "floor" and FloorKernel.applies(p) and layout in self._kernels:
+            # one coster per layout for every resident set after the first (a layout bounded
+            # beside one resident set only, alone, keeps none): its prefill is taken once
+            kernel = self._kernels[layout]
+            if kernel is None:
+                kernel = self._kernels[layout] = FloorKernel(
+                    GenerationCoster(p, task, placement, mem)
+                )
+            key = (what, name, comp, cfg, kernel.dbs(mem))
+            hit = self._resolved.get(key)
+            if hit is None:
+                self.evaluations += 1
+                hit = self._resolved[key] = kernel.floor()
+            self._resolved[seen] = hit
+            return hit
+        if what == "floor":
+            self._kernels[layout] = None  # the next resident set gets a kernel
         coster = GenerationCoster(p, task, placement, mem)  # its dbs are read once, here
         key = (what, name, comp, cfg, coster.replica_dbs())
         hit = self._resolved.get(key)
