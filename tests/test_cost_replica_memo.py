@@ -117,7 +117,7 @@ def test_a_floor_kernel_gives_every_resident_sets_floor_to_the_last_bit(cluster,
         tp_ = place_task(p, task, gpus, rng.choice(cfgs))
         own = task_memory(p, task, tp_)
 
-        def mem(residents: float) -> dict:
+        def mem(residents: float, own: dict = own) -> dict:
             return {
                 d: {
                     "model_gb": mo * residents,
