@@ -423,3 +423,29 @@ def test_the_memory_screen_keeps_the_best_colocated_plan(cluster, workflow):
     cost, plan = best_colocated(p)
     assert cost == keep.best
     assert plan == keep.plan
+
+
+def test_an_option_whose_left_out_tasks_cannot_fit_is_dropped_under_any_cutoff():
+    """The ILP keeps an option only when some plan may use it: one whose left-out tasks do not
+    fit on the GPUs it leaves is dropped even before any incumbent (an infinite cutoff), and its
+    least plan cost, taken once per option, is the leftover-raised bound."""
+    p = build_problem("placement", {"cluster": "small-16", "workflow": "ppo-sync-qwen3-8b"})
+    ilp = PlacementILP(p)
+    ilp.pool.relax_singles()
+    ilp.phase_lb = ilp._phase_bounds()
+    ilp.leftover = LeftoverBounds(ilp.pool, {t.name: memory_floor_gb(p, t) for t in p.tasks})
+    assert math.isinf(ilp.cutoff)
+    crowded = kept = 0
+    for (subset, comp), o in list(ilp.pool.relaxed.items()):
+        rest = ilp.leftover.phases(o)
+        if rest is None:
+            assert not ilp._keep_option(o), (subset, comp)
+            crowded += 1
+            continue
+        lb = tuple(max(a, b) for a, b in zip(ilp.phase_lb, rest, strict=True))
+        assert ilp._least_plan(o) == max(
+            option_bound(o, ilp.shape, ilp.phase_lb), option_bound(o, ilp.shape, lb)
+        )
+        assert ilp._keep_option(o)
+        kept += 1
+    assert crowded and kept

@@ -224,16 +224,17 @@ class PlacementILP:
         if hit is None:
             # keyed by identity, holding the option so that its id is not reused
             hit = self._least[id(o)] = (o, self._least_plan(o))
-        return hit[1] <= self.cutoff * (1 + 1e-9)
+        return hit[1] is not None and hit[1] <= self.cutoff * (1 + 1e-9)
 
-    def _least_plan(self, o: GroupOption) -> float:
+    def _least_plan(self, o: GroupOption) -> float | None:
         """The least iteration time of any plan using ``o``: its terms, raised to the
         whole-cluster phase bounds and to what the tasks it leaves out cost on the GPUs it
-        leaves (inf when they do not fit there). Both bounds are fixed once the single-task
-        columns are built, so every master reads it once per option."""
+        leaves (None when they do not fit there: no plan uses it, whatever the cutoff). Both
+        bounds are fixed once the single-task columns are built, so every master reads it once
+        per option."""
         rest = self.leftover.phases(o) if self.leftover is not None else (0.0, 0.0, 0.0)
         if rest is None:  # the tasks it leaves out do not fit on the GPUs it leaves
-            return math.inf
+            return None
         lb = (
             max(self.phase_lb[0], rest[0]),
             max(self.phase_lb[1], rest[1]),
@@ -254,7 +255,7 @@ class PlacementILP:
         )  # type: ignore[arg-type]
         busy = gen + inf + trn if ACTOR_GENERATION in subset else 0.0
         bound = self._least_plan(GroupOption(subset, comp, {}, gen, inf, trn, 0.0, busy))
-        return bound <= self.cutoff * (1 + 1e-9)
+        return bound is not None and bound <= self.cutoff * (1 + 1e-9)
 
     def _keep_spec(self, pair: Pair) -> KeepSpec:
         """The pruning bound of ``pair``'s partial combinations while it is expanded
