@@ -217,21 +217,25 @@ class TaskCoster:
         # prefill alone does not read dbs (it only sets HetRL's literal decode steps): those
         # entries are keyed without it, so residents that change a replica's dbs share them
         blind = prefill_only and not literal
+        # replicas of one key repeat a replica already taken in this call: its time and
+        # prefill (and its dbs, unless the replica reads its own); every component is a
+        # maximum over replicas, which a repeat leaves as it is
+        repeats: dict[Any, tuple[float, float, int | None]] = {}
         for i, replica in enumerate(self.idx):
             dbs = self._resident_dbs(i)
             keyed = None if blind else dbs
             key = (context, *self._replica_key(i, replica), keyed) if cache is not None else None
-            hit = cache.get(key) if cache is not None else None
-            if hit is None:
-                before, self.exact = self.exact, True
-                hit = (*self._replica(i, replica, consts, dbs, prefill_only), self.exact)
-                self.exact = before
-                if cache is not None and len(cache) < REPLICA_MEMO_ENTRIES:
-                    cache[key] = hit
-            total, pre, comp_s, tp_s, pp_s, bubble, decode, detail, hit_dbs, exact = hit
+            if key is not None and key in repeats:
+                total, pre, hit_dbs = repeats[key]
+                per_replica.append(total)
+                prefill.append(pre)
+                if gen:
+                    decode_batches.append(hit_dbs if dbs is None else dbs)
+                continue
+            hit = self._memo_replica(i, replica, consts, dbs, prefill_only, cache, key)
+            total, pre, comp_s, tp_s, pp_s, bubble, decode, detail, hit_dbs = hit
             if dbs is None:  # else the replica's own (a blind entry holds another's)
                 dbs = hit_dbs
-            self.exact = self.exact and exact
             if not gen and not wf.response_lengths.is_constant:
                 # outside the memo: the factor reads the replica count, which its key does not
                 wait = total * (self._straggler(i) - 1.0)
@@ -243,6 +247,8 @@ class TaskCoster:
                 decode_detail[k] = max(decode_detail.get(k, 0.0), v)
             per_replica.append(total)
             prefill.append(pre)
+            if key is not None:
+                repeats[key] = (total, pre, hit_dbs)
             for name, v in (
                 ("comp_s", comp_s),
                 ("tp_s", tp_s),
@@ -261,6 +267,28 @@ class TaskCoster:
         if decode_detail:
             out["decode"] = decode_detail
         return out
+
+    def _memo_replica(
+        self,
+        i: int,
+        replica: list[list[int]],
+        consts: tuple[Any, ...],
+        dbs: int | None,
+        prefill_only: bool,
+        cache: dict[Any, Any] | None,
+        key: Any,
+    ) -> tuple[Any, ...]:
+        """:meth:`_replica`'s result for replica ``i``, from the memo ``cache`` under ``key``
+        when it holds it (None: no memo); whether its rings were exact joins :attr:`exact`."""
+        hit = cache.get(key) if cache is not None else None
+        if hit is None:
+            before, self.exact = self.exact, True
+            hit = (*self._replica(i, replica, consts, dbs, prefill_only), self.exact)
+            self.exact = before
+            if cache is not None and len(cache) < REPLICA_MEMO_ENTRIES:
+                cache[key] = hit
+        self.exact = self.exact and hit[-1]
+        return hit[:-1]
 
     def _replica(
         self,

@@ -105,14 +105,20 @@ def task_configs(
     return out
 
 
-def _weight(problem: PlacementProblem, task: Task, device_ids: list[str], balance: str) -> float:
-    """What a TP group is balanced by: its slowest member's speed, or its smallest memory."""
-    gpu_of = problem.topology.gpu_of()
-    if balance == "memory":
-        return min(gpu_of[d].memory_gb for d in device_ids)
-    if task.kind is TaskKind.GENERATION:
-        return min(gpu_of[d].hbm_gb_per_s for d in device_ids)
-    return min(gpu_of[d].tflops_bf16_dense for d in device_ids)
+def _weights(problem: PlacementProblem, task: Task, balance: str) -> dict[str, float]:
+    """Each GPU's balancing weight (memory GB, HBM GB/s for generation, dense BF16 TFLOP/s
+    otherwise; a TP group weighs its least member's), per topology (a search places every
+    configuration on every group)."""
+    what = (
+        "memory_gb"
+        if balance == "memory"
+        else ("hbm_gb_per_s" if task.kind is TaskKind.GENERATION else "tflops_bf16_dense")
+    )
+    memo = problem.topology.memo.setdefault("balance_weights", {})
+    hit = memo.get(what)
+    if hit is None:
+        hit = memo[what] = {d: getattr(g, what) for d, g in problem.topology.gpu_of().items()}
+    return hit
 
 
 def proportional_split(total: int, weights: list[float]) -> list[int]:
@@ -135,8 +141,10 @@ def proportional_split(total: int, weights: list[float]) -> list[int]:
 
 def tasklet_layout(devices: list[str], tp: int, pp: int, dp: int) -> list[list[list[str]]]:
     """Tasklet map [dp][pp][tp] filling ``devices`` in order, TP innermost (Level 5)."""
-    it = iter(devices)
-    return [[[next(it) for _ in range(tp)] for _ in range(pp)] for _ in range(dp)]
+    devices = list(devices)  # slices of a list are lists, whatever sequence came in
+    return [
+        [devices[(i * pp + j) * tp : (i * pp + j + 1) * tp] for j in range(pp)] for i in range(dp)
+    ]
 
 
 def place_task(
@@ -151,17 +159,20 @@ def place_task(
     layers = shares = None
     if cfg.balance != "even":
         m = problem.workflow.model(task.role)
-        # each TP group's weight, taken once for both splits below
-        w = [
-            [_weight(problem, task, stage, cfg.balance) for stage in replica] for replica in devices
-        ]
+        # each TP group's weight (its slowest member's speed, or its smallest memory), taken
+        # once for both splits below
+        per_gpu = list(map(_weights(problem, task, cfg.balance).__getitem__, group_gpus))
+        if cfg.tp > 1:  # the layout's TP groups are consecutive runs of tp GPUs
+            per_gpu = [min(per_gpu[k : k + cfg.tp]) for k in range(0, len(per_gpu), cfg.tp)]
+        w = [per_gpu[i * cfg.pp : (i + 1) * cfg.pp] for i in range(cfg.dp)]
         if cfg.pp > 1:
             # a stage's weight: its weakest TP group over the replicas
             stage_w = [min(w[i][j] for i in range(cfg.dp)) for j in range(cfg.pp)]
             layers = proportional_split(m.layers, stage_w)
         if cfg.dp > 1:
             weight = [sum(row) for row in w]
-            shares = [s / sum(weight) for s in weight]
+            total = sum(weight)
+            shares = [s / total for s in weight]
     # built from a TaskConfig and the group's own GPUs, so valid by construction: validating
     # it again was a tenth of the ILP's single-task tables (a search places every
     # configuration on every composition)
