@@ -141,7 +141,6 @@ def proportional_split(total: int, weights: list[float]) -> list[int]:
 
 def tasklet_layout(devices: list[str], tp: int, pp: int, dp: int) -> list[list[list[str]]]:
     """Tasklet map [dp][pp][tp] filling ``devices`` in order, TP innermost (Level 5)."""
-    devices = list(devices)  # slices of a list are lists, whatever sequence came in
     return [
         [devices[(i * pp + j) * tp : (i * pp + j + 1) * tp] for j in range(pp)] for i in range(dp)
     ]

@@ -54,7 +54,7 @@ def coster_floor(coster: GenerationCoster) -> float:
     """:func:`generation_floor` from a generation coster built for it."""
     problem = coster.problem
     scale = problem.params.generation_scale  # task_cost's scale: the floor scales with the cost
-    if problem.params.decode_model == "hetrl":
+    if not FloorKernel.applies(problem):
         return coster.cost()["time_s"] * scale
     cost = coster.cost(prefill_only=True)  # the decode model itself is what the floor replaces
     return _floor(coster, cost["prefill_times_s"], cost["decode_batch"])

@@ -218,13 +218,17 @@ class PlacementILP:
 
     def _keep_option(self, o: GroupOption) -> bool:
         """Whether a plan using ``o`` may beat the cutoff: its bound (:meth:`_least_plan`)."""
-        if self.leftover is None:
-            return option_bound(o, self.shape, self.phase_lb) <= self.cutoff * (1 + 1e-9)
+        if self.leftover is None:  # the bounds are not fixed yet: nothing to keep
+            return self._below_cutoff(self._least_plan(o))
         hit = self._least.get(id(o))
         if hit is None:
             # keyed by identity, holding the option so that its id is not reused
             hit = self._least[id(o)] = (o, self._least_plan(o))
-        return hit[1] is not None and hit[1] <= self.cutoff * (1 + 1e-9)
+        return self._below_cutoff(hit[1])
+
+    def _below_cutoff(self, bound: float | None) -> bool:
+        """Whether a plan bounded below by ``bound`` (None: no plan) may beat the cutoff."""
+        return bound is not None and bound <= self.cutoff * (1 + 1e-9)
 
     def _least_plan(self, o: GroupOption) -> float | None:
         """The least iteration time of any plan using ``o``: its terms, raised to the
@@ -254,8 +258,9 @@ class PlacementILP:
             [self.tasks[n].kind for n in subset], times, self.problem.workflow.eta
         )  # type: ignore[arg-type]
         busy = gen + inf + trn if ACTOR_GENERATION in subset else 0.0
-        bound = self._least_plan(GroupOption(subset, comp, {}, gen, inf, trn, 0.0, busy))
-        return bound is not None and bound <= self.cutoff * (1 + 1e-9)
+        return self._below_cutoff(
+            self._least_plan(GroupOption(subset, comp, {}, gen, inf, trn, 0.0, busy))
+        )
 
     def _keep_spec(self, pair: Pair) -> KeepSpec:
         """The pruning bound of ``pair``'s partial combinations while it is expanded

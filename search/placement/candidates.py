@@ -8,6 +8,7 @@ candidates of co-located tasks into group options."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -308,11 +309,11 @@ class TaskCandidates:
             return hit
         p, task = self.problem, self.tasks[name]
         mem = self._memory_map(comp, resident)
-        placement = self._placements.get((name, comp, cfg))
-        if placement is None:  # its canonical layout: the same for every resident set
-            placement = place_task(p, task, self.gpus(comp), cfg)
-            self._placements[(name, comp, cfg)] = placement
         layout = (name, comp, cfg)
+        placement = self._placements.get(layout)
+        if placement is None:  # its canonical layout: the same for every resident set
+            placement = self._placements[layout] = place_task(p, task, self.gpus(comp), cfg)
+        value: Callable[[], float]
         if what == "floor" and FloorKernel.applies(p) and layout in self._kernels:
             # one coster per layout for every resident set after the first (a layout bounded
             # beside one resident set only, alone, keeps none): its prefill is taken once
@@ -321,22 +322,22 @@ class TaskCandidates:
                 kernel = self._kernels[layout] = FloorKernel(
                     GenerationCoster(p, task, placement, mem)
                 )
-            key = (what, name, comp, cfg, kernel.dbs(mem))
-            hit = self._resolved.get(key)
-            if hit is None:
-                self.evaluations += 1
-                hit = self._resolved[key] = kernel.floor()
-            self._resolved[seen] = hit
-            return hit
-        if what == "floor":
-            self._kernels[layout] = None  # the next resident set gets a kernel
-        coster = GenerationCoster(p, task, placement, mem)  # its dbs are read once, here
-        key = (what, name, comp, cfg, coster.replica_dbs())
+            dbs, value = kernel.dbs(mem), kernel.floor
+        else:
+            if what == "floor":
+                self._kernels[layout] = None  # the next resident set gets a kernel
+            coster = GenerationCoster(p, task, placement, mem)  # its dbs are read once, here
+            dbs = coster.replica_dbs()
+            value = (
+                (lambda: coster_cost(coster)["time_s"])
+                if what == "time"
+                else (lambda: coster_floor(coster))
+            )
+        key = (what, name, comp, cfg, dbs)
         hit = self._resolved.get(key)
         if hit is None:
             self.evaluations += 1
-            hit = coster_cost(coster)["time_s"] if what == "time" else coster_floor(coster)
-            self._resolved[key] = hit
+            hit = self._resolved[key] = value()
         self._resolved[seen] = hit
         return hit
 
