@@ -14,6 +14,7 @@ into one :class:`HighsOutcome`: why it stopped, separately from whether it holds
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -87,12 +88,15 @@ def solve_highs(
     sub_mip_heuristics: bool = True,
     restarts: bool = True,
     warm_start: np.ndarray | None = None,
+    cancel: threading.Event | None = None,
 ) -> HighsOutcome:
     """Solve the model (module doc) on HiGHS. ``a`` is any scipy sparse array of shape (rows,
     columns), converted to column-wise storage here; ``integer=None`` solves the LP and returns
     its column duals. Options left None keep HiGHS's defaults; ``node_limit`` caps
     branch-and-bound nodes (HiGHS reports it as a solution limit); ``warm_start`` is a full
-    primal vector HiGHS may start from."""
+    primal vector HiGHS may start from; ``cancel``, set from another thread, interrupts a MIP at
+    its next callback check (HiGHS's MIP interrupt: about a hundred a second on placement's
+    masters) and the run then reports ``other``."""
     import highspy
 
     lp = _highs_lp(highspy, cost, a, row_lower, row_upper, col_lower, col_upper, integer)
@@ -110,6 +114,8 @@ def solve_highs(
         restarts=restarts,
     )
     h.passModel(lp)
+    if cancel is not None:
+        h.cbMipInterrupt += lambda e: e.interrupt() if cancel.is_set() else None
     if warm_start is not None:
         sol = highspy.HighsSolution()
         sol.col_value = list(warm_start)

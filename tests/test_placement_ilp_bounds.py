@@ -449,3 +449,52 @@ def test_an_option_whose_left_out_tasks_cannot_fit_is_dropped_under_any_cutoff()
         assert ilp._keep_option(o)
         kept += 1
     assert crowded and kept
+
+
+@pytest.mark.parametrize("workflow", ["grpo-sync-qwen3-8b", "ppo-sync-qwen3-4b"])
+def test_rungs_run_at_once_give_the_one_by_one_answer(monkeypatch, workflow):
+    """The ladder's rungs run two or three at a time (``Master.rung_threads``, HiGHS in
+    threads) give what one at a time gives: status, solution, value, bound, the probes counted
+    and the highest rung proven empty, under a loose cutoff, a near one, a hint and rungs that
+    close empty (below the LP optimum)."""
+    import numpy as np
+
+    import formulations.placement.master as master
+
+    problem = build_problem("placement", {"cluster": "small-8", "workflow": workflow})
+    optimum = solve_placement_ilp(problem).objective
+    m, _ = _relaxed_master(problem)
+    cases = [(10 * optimum, None), (optimum * (1 + 1e-7), None), (optimum * 1.01, 0.9 * optimum)]
+    seen_empty = False
+    for ladder in (master.LADDER, (-0.5, -0.1, 0.0005) + master.LADDER):
+        monkeypatch.setattr(master, "LADDER", ladder)
+        for cutoff, hint in cases:
+            answers = []
+            for threads in (1, 2, 3):
+                m.rung_threads = threads
+                status, x, value, bound = m.solve("highs", None, None, cutoff, hint=hint)
+                picked = None if x is None else tuple(np.flatnonzero(x > 0.5))
+                answers.append((status, picked, value, bound, m.probes, m.rung_floor))
+            assert answers[0] == answers[1] == answers[2]
+            seen_empty = seen_empty or answers[0][5] is not None
+    assert seen_empty  # some rung closed empty, so a later one ran beside it
+
+
+def test_a_cancelled_master_run_stops_without_a_proof():
+    """``solve_highs(cancel=...)``: a MIP whose event is set stops at HiGHS's first interrupt
+    check and says so (``other``), holding no proof; the ladder sets it on the rungs above one
+    with a solution below its bound."""
+    import threading
+
+    import numpy as np
+    from scipy.sparse import csc_array
+
+    problem = build_problem("placement", {"cluster": "small-8", "workflow": "ppo-sync-qwen3-4b"})
+    m, _ = _relaxed_master(problem)
+    a = csc_array(m._matrix())
+    keep = np.arange(m.size)
+    event = threading.Event()
+    assert m._run(a, keep, None, None, math.inf, cancel=event).stopped == "optimal"
+    event.set()
+    out = m._run(a, keep, None, None, math.inf, cancel=event)
+    assert out.stopped == "other" and "nterrupt" in out.highs_status

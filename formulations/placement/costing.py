@@ -75,13 +75,16 @@ def partial_keep(shape: StepShape, eta: float, spec: KeepSpec) -> Callable[[Part
     if not math.isfinite(cutoff):
         return lambda st: True
     f = floor if floor is not None else GroupOption((), (), {}, 0.0, 0.0, 0.0, 0.0)
+    # option_bound of the option with the partial's phases raised to the relaxed column's,
+    # written out: the test runs once per partial, most of an expansion's calls
+    g0, i0, r0 = max(f.gen, lb[0]), max(f.inf, lb[1]), max(f.trn, lb[2])
+    limit = cutoff * (1 + 1e-9)
 
     def keep(st: Partial) -> bool:
         g, i, r = st.phases(eta)
-        o = GroupOption(
-            (), (), {}, max(g, f.gen), max(i, f.inf), max(r, f.trn), f.xfer, f.busy, joint=f.joint
-        )
-        return option_bound(o, shape, lb) <= cutoff * (1 + 1e-9)
+        i = max(i, i0)
+        r = max(r, r0, f.joint - i)
+        return shape.core(max(g, g0), i, r, f.busy) + f.xfer <= limit
 
     return keep
 

@@ -453,6 +453,10 @@ class PlacementILP:
             self.pool.interchangeable(),
             self.pool.ranks(columns),
             leftover,
+            # two rungs at a time when the columns are costed in worker processes: those idle
+            # while a master is solved, and were started because the CPUs are there; the
+            # answer is the same either way (Master._ladder)
+            rung_threads=2 if self.pool.costing.workers > 1 else 1,
         )
 
     def _defer_whole(self, picked: list[Pair]) -> list[Pair]:

@@ -27,7 +27,14 @@ from costmodels.placement.problem import PlacementProblem
 from costmodels.solving import UNLIMITED, Deadline
 from costmodels.workflow import ACTOR_GENERATION, ACTOR_TRAINING, TaskKind
 from search.placement.candidates import TaskCandidates
-from search.placement.options import Candidate, CandidateTable, GroupOption, Partial, group_phases
+from search.placement.options import (
+    Candidate,
+    CandidateTable,
+    GroupOption,
+    Partial,
+    added_key,
+    group_phases,
+)
 from search.placement.pareto import pareto_rows, prune_partials, thin_front
 
 
@@ -239,11 +246,14 @@ class GroupOptions(TaskCandidates):
                 extended = self._extend_fastest(
                     states, lsts[0], floors, refine, comp, col_of, capacity, deadline, keep
                 )
-            else:
-                extended = self._extend_step(states, names, lsts, comp, col_of, capacity, deadline)
-            merged = [m for m in extended if keep is None or keep(m)]
+                # its bound test took a lower bound on each candidate's time: test the result
+                extended = [m for m in extended if keep is None or keep(m)]
+            else:  # tested before each combination is built (most fail: no arrays for them)
+                extended = self._extend_step(
+                    states, names, lsts, comp, col_of, capacity, deadline, keep
+                )
             deadline.check()
-            states = prune_partials(merged, deadline)
+            states = prune_partials(extended, deadline)
             if not states:
                 break
         return self._store(key, self._front(subset, comp, states), keep is None or cache_pruned)
@@ -313,10 +323,12 @@ class GroupOptions(TaskCandidates):
         col_of: np.ndarray,
         capacity: np.ndarray,
         deadline: Deadline,
+        keep: Callable[[Partial], bool] | None = None,
     ) -> list[Partial]:
-        """:meth:`_extend` by one task, or by a tied pair's candidates of equal TP and PP."""
+        """:meth:`_extend` by one task, or by a tied pair's candidates of equal TP and PP; only
+        the combinations ``keep`` passes."""
         if len(names) == 1:
-            return self._extend(states, names[0], lists[0], comp, col_of, capacity, deadline)
+            return self._extend(states, names[0], lists[0], comp, col_of, capacity, deadline, keep)
         (a, b), (first, second) = names, lists
         ka, kb = self.tasks[a].kind, self.tasks[b].kind
         by_layout: dict[tuple[int, int], list[Candidate]] = {}
@@ -327,6 +339,10 @@ class GroupOptions(TaskCandidates):
             deadline.check(len(first) * len(second) * len(capacity))
             for ca in first:
                 for cb in by_layout.get((ca.cfg.tp, ca.cfg.pp), ()):
+                    if keep is not None:
+                        key = added_key(added_key(st.key, a, ka, ca), b, kb, cb)
+                        if not keep(st.with_key(key)):
+                            continue
                     m = st.add(a, ka, ca).add(b, kb, cb)
                     if (m.model + m.working <= capacity + 1e-9).all():
                         out.append(m)
@@ -341,9 +357,11 @@ class GroupOptions(TaskCandidates):
         col_of: np.ndarray,
         capacity: np.ndarray,
         deadline: Deadline,
+        keep: Callable[[Partial], bool] | None = None,
     ) -> list[Partial]:
         """Every partial combination extended by every candidate of task ``name`` that still fits
-        (C3); deferred generation candidates costed knowing the residents."""
+        (C3) and that ``keep`` passes (on its metrics, before its memory is added); deferred
+        generation candidates costed knowing the residents."""
         kind = self.tasks[name].kind
         out: list[Partial] = []
         work = len(cands) * len(
@@ -358,6 +376,8 @@ class GroupOptions(TaskCandidates):
                 c = cands[i]
                 if c.deferred:
                     c = self._resolve(name, comp, c, st, col_of)
+                if keep is not None and not keep(st.with_key(added_key(st.key, name, kind, c))):
+                    continue
                 out.append(st.add(name, kind, c))
         return out
 

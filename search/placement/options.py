@@ -77,26 +77,23 @@ class Partial:
         return Partial((0.0,) * 7, np.zeros(n), np.zeros(n), {})
 
     def add(self, name: str, kind: TaskKind, c: Candidate) -> Partial:
-        gen, imax, isum, tmax, tsum, agn, agx = self.key
-        if kind is TaskKind.GENERATION:
-            gen = c.time
-        elif kind is TaskKind.INFERENCE:
-            imax, isum = max(imax, c.time), isum + c.time
-        else:
-            tmax, tsum = max(tmax, c.time), tsum + c.time
-        if name == ACTOR_TRAINING:
-            agn, agx = c.ag_min, c.ag_max
         return Partial(
-            (gen, imax, isum, tmax, tsum, agn, agx),
+            added_key(self.key, name, kind, c),
             self.model + c.model,
             np.maximum(self.working, c.working),
             {**self.configs, name: c.cfg},
         )
 
+    def with_key(self, key: tuple[float, ...]) -> Partial:
+        """This combination with its metrics replaced by ``key``, for a bound test before the
+        combination it stands for is built (its memory is not added: the test reads phases
+        only)."""
+        return Partial(key, self.model, self.working, self.configs)
+
     def with_generation(self, time: float) -> Partial:
         """This combination's phases with generation at ``time``, for a bound test before a
-        generation candidate is costed (its memory is not added: the test reads phases only)."""
-        return Partial((time, *self.key[1:]), self.model, self.working, self.configs)
+        generation candidate is costed (:meth:`with_key`)."""
+        return self.with_key((time, *self.key[1:]))
 
     def phases(self, eta: float) -> tuple[float, float, float]:
         """(generation, Φ_η inference, Φ_η training) of the combination so far."""
@@ -118,6 +115,22 @@ class Partial:
             xfer, fan = 0.0, (fanout if has_gen else None)
         busy = gen + inf + trn if has_gen else 0.0
         return GroupOption(subset, comp, dict(self.configs), gen, inf, trn, xfer, busy, fan)
+
+
+def added_key(key: tuple[float, ...], name: str, kind: TaskKind, c: Candidate) -> tuple[float, ...]:
+    """The metrics (:attr:`Partial.key`) of a combination of metrics ``key`` once task ``name``
+    of ``kind`` joins it as candidate ``c``: generation's time, inference's and training's
+    largest and sum, and the actor's all-gather range."""
+    gen, imax, isum, tmax, tsum, agn, agx = key
+    if kind is TaskKind.GENERATION:
+        gen = c.time
+    elif kind is TaskKind.INFERENCE:
+        imax, isum = max(imax, c.time), isum + c.time
+    else:
+        tmax, tsum = max(tmax, c.time), tsum + c.time
+    if name == ACTOR_TRAINING:
+        agn, agx = c.ag_min, c.ag_max
+    return (gen, imax, isum, tmax, tsum, agn, agx)
 
 
 def group_phases(
