@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from costmodels.catalog import get_gpu, get_model
@@ -57,6 +57,9 @@ def _step(model, gpu, tp, batch, context, eff=None):
     context=st.integers(1, 32768),
     more=st.integers(1, 32768),
 )
+# the measured L40S TP8 all-reduce dips at 8-16 KiB: read as measured, two sequences' step was
+# 0.2% faster than one's (costmodels.profiles.AllReduceTerm reads its padded envelope)
+@example(model="Qwen3-8B", gpu="L40S", tp=8, batch=1, context=1, more=1)
 def test_decode_step_grows_with_context_and_never_beats_the_floor(
     model, gpu, tp, batch, context, more
 ):
