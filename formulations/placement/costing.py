@@ -58,6 +58,12 @@ def option_bound(o: GroupOption, shape: StepShape, phase_lb: tuple[float, float,
     ``joint`` bounds its inference + training together: every step formula reads those two
     through their sum, so training raised to ``joint`` - inference keeps the bound."""
     g, i, r = max(o.gen, phase_lb[0]), max(o.inf, phase_lb[1]), max(o.trn, phase_lb[2])
+    return _raised_bound(shape, g, i, r, o)
+
+
+def _raised_bound(shape: StepShape, g: float, i: float, r: float, o: GroupOption) -> float:
+    """:func:`option_bound` once its phases are raised to their bounds: training to at least
+    ``o.joint`` - inference, and ``o``'s busy time and transfer."""
     return shape.core(g, i, max(r, o.joint - i), o.busy) + o.xfer
 
 
@@ -75,16 +81,14 @@ def partial_keep(shape: StepShape, eta: float, spec: KeepSpec) -> Callable[[Part
     if not math.isfinite(cutoff):
         return lambda st: True
     f = floor if floor is not None else GroupOption((), (), {}, 0.0, 0.0, 0.0, 0.0)
-    # option_bound of the option with the partial's phases raised to the relaxed column's,
-    # written out: the test runs once per partial, most of an expansion's calls
+    # option_bound of the option with the partial's phases raised to the relaxed column's, the
+    # two raises taken once: the test runs once per partial, most of an expansion's calls
     g0, i0, r0 = max(f.gen, lb[0]), max(f.inf, lb[1]), max(f.trn, lb[2])
     limit = cutoff * (1 + 1e-9)
 
     def keep(st: Partial) -> bool:
         g, i, r = st.phases(eta)
-        i = max(i, i0)
-        r = max(r, r0, f.joint - i)
-        return shape.core(max(g, g0), i, r, f.busy) + f.xfer <= limit
+        return _raised_bound(shape, max(g, g0), max(i, i0), max(r, r0), f) <= limit
 
     return keep
 

@@ -357,11 +357,11 @@ class Master:
             # co-located plan's loose cutoff, is the slowest without a rung
             base = self.lp[0] if hint is None else max(hint, self.lp[0])
             rungs = [u for u in (base * (1 + s) for s in LADDER) if u < cutoff] + [cutoff]
-        cols = [self._rung_columns(keep, u, cutoff) for u in rungs]
         if self.rung_threads > 1 and len(rungs) > 1:
-            return self._rungs_at_once(a, rungs, cols, threads, time_limit, cutoff)
-        for u, c in zip(rungs, cols, strict=True):
+            return self._rungs_at_once(a, keep, rungs, threads, time_limit, cutoff)
+        for u in rungs:
             t0 = time.perf_counter()
+            c = self._rung_columns(keep, u, cutoff)
             out = self._run(a, c, threads, time_limit, u)
             if time_limit is not None:
                 time_limit -= time.perf_counter() - t0
@@ -372,8 +372,8 @@ class Master:
     def _rungs_at_once(
         self,
         a: csc_array,
+        keep: np.ndarray,
         rungs: list[float],
-        cols: list[np.ndarray],
         threads: int | None,
         time_limit: float | None,
         cutoff: float,
@@ -384,11 +384,13 @@ class Master:
         cancel = [threading.Event() for _ in rungs]
         running: dict[Future, int] = {}
         done: dict[int, HighsOutcome] = {}
+        cols: dict[int, np.ndarray] = {}  # per rung started, the columns it runs on
         below = len(rungs)  # the lowest rung known to hold a solution below its bound
         with ThreadPoolExecutor(self.rung_threads) as pool:
 
             def launch(j: int) -> None:
                 left = None if time_limit is None else time_limit - (time.perf_counter() - start)
+                cols[j] = self._rung_columns(keep, rungs[j], cutoff)
                 job = pool.submit(self._run, a, cols[j], threads, left, rungs[j], cancel=cancel[j])
                 running[job] = j
 
