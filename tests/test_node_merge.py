@@ -3,6 +3,7 @@ never makes a plan slower, so the ILP's optimum on the merged cluster bounds the
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
@@ -133,6 +134,54 @@ def test_the_testbed_report_shows_a_row_without_a_bound(tmp_path):
     assert "0.28%" in text and "| - | - |" in text
     assert "1 of 2 scenarios" in text
     plot([row, capped], tmp_path / "gap.png")
+    assert (tmp_path / "gap.png").stat().st_size > 0
+
+
+def test_the_testbed_report_shows_the_bound_climb_where_the_cap_stopped_it(tmp_path):
+    """A capped row's masters: their optima, the pace of the last three, and how many more
+    masters at that pace would reach 1% of SHA-EA's step (testbed PPO async's measured climb)."""
+    from benchmarks.testbed_bound import climb, plot, report
+
+    masters = [
+        [120.0, 170.94, 32.2, 10000],
+        [200.0, 175.03, 75.2, 10000],
+        [214.0, 175.86, 13.6, 10000],
+        [297.0, 179.29, 82.5, 10000],
+        [360.0, 179.87, 63.2, 10000],
+        [429.0, 180.19, 68.7, 10000],
+        [482.0, 180.20, 53.2, 10000],
+        [551.0, None, 69.4, 10000],  # stopped by the cap: no optimum
+    ]
+    row = {
+        "cluster": "hetrl-single-region",
+        "workflow": "ppo-async-qwen3-8b",
+        "merged_nodes": "24 A100-40GB + 24 L40S + 16 L4",
+        "sha_ea_objective": 194.66,
+        "sha_ea_wall_s": 39.0,
+        "ilp_status": "feasible",
+        "ilp_termination": "time_limit",
+        "ilp_wall_s": 601.0,
+        "build_s": 95.0,
+        "master_s": 460.0,
+        "expand_s": 41.0,
+        "pairs": 146228,
+        "bound": 181.10,
+        "sha_ea_gap": 194.66 / 181.10 - 1,
+        "masters": masters,
+    }
+    c = climb(row)
+    assert c["rise"] == pytest.approx((180.20 / 179.29) ** (1 / 3) - 1)
+    assert c["seconds"] == pytest.approx((63.2 + 68.7 + 53.2) / 3)
+    assert c["needed"] == pytest.approx(194.66 / 1.01)
+    # from the proven bound (181.10, above the last optimum) at that pace
+    assert c["to_go"] == math.ceil(math.log(194.66 / 1.01 / 181.10) / math.log(1 + c["rise"]))
+    text = report([row], "python -m benchmarks.testbed_bound")
+    assert "## The bound's climb" in text and "170.9 / 175.0" in text
+    assert f"| {c['to_go']} |" in text
+    # a proven row has no climb to report, nor does a row from before masters were recorded
+    proven = {**row, "ilp_termination": "proof"}
+    assert "climb" not in report([proven, {**row, "masters": []}], "x")
+    plot([row, proven], tmp_path / "gap.png")
     assert (tmp_path / "gap.png").stat().st_size > 0
 
 

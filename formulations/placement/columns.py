@@ -135,14 +135,26 @@ class ColumnPool:
     ) -> None:
         """The relaxed columns of co-located tasks (two or more), for the pairs ``admit`` lets
         through: a caller that can rule a pair out from the single-task columns alone saves
-        costing it (building them is most of the ILP's set-up on 24 GPUs)."""
+        costing it (building them is most of the ILP's set-up on 24 GPUs). ``admit`` is asked
+        once per symmetry class, of its canonical pair: a pair's twins have its tasks'
+        signatures, so the same costs, and one verdict keeps the pool symmetric under renaming
+        (small-24 PPO: 41 496 -> 19 656 tests, PPO's three inference tasks on one model)."""
+        verdict: dict[Pair, bool] = {}
+
+        def admitted(pair: Pair) -> bool:
+            if admit is None:
+                return True
+            key = self.class_of(pair)
+            hit = verdict.get(key)
+            if hit is None:
+                hit = verdict[key] = admit(*key)
+            return hit
+
         self._start_relax(
             (subset, comp)
             for comp in compositions(self.builder.cap)
             for subset in self.subsets()
-            if len(subset) > 1
-            and self.admissible((subset, comp))
-            and (admit is None or admit(subset, comp))
+            if len(subset) > 1 and self.admissible((subset, comp)) and admitted((subset, comp))
         )()
 
     def _start_relax(self, pairs: Iterator[Pair]) -> Callable[[], None]:
