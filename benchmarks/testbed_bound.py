@@ -130,7 +130,8 @@ def report(rows: list[dict[str, Any]], command: str) -> str:
             "panel of the plot). The climb per master, and what closing to 1% of SHA-EA's step "
             "would take at the pace of the last three:",
             "",
-            "| cluster | workflow | masters | optima (s) | last 3: rise per master | "
+            "| cluster | workflow | masters | optima (s; the last a bound, its master capped) "
+            "| last 3: rise per master | "
             "s per master | bound needed (s) | masters to it at that pace |",
             "|---|---|---:|---|---:|---:|---:|---:|",
         ]
@@ -144,9 +145,9 @@ def report(rows: list[dict[str, Any]], command: str) -> str:
             )
         lines += [
             "",
-            "Every master here is a branch and bound over ten thousand columns or more (their "
-            "counts are in `testbed_bound.json`, `masters`), and expanding the relaxed pairs "
-            "it picked raises the next optimum by a fraction of a percent: a proof at this "
+            "Every master here is a branch and bound over about a hundred thousand columns "
+            "(`masters` in `testbed_bound.json`), and expanding the relaxed pairs it picked "
+            "raises the next optimum by a fraction of a percent: a proof at this "
             "scale needs relaxed columns that bound their exact options closer "
             "(`ilp_analysis.md`, bound ratios), not only faster masters.",
         ]
