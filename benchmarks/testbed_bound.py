@@ -139,7 +139,7 @@ def report(rows: list[dict[str, Any]], command: str) -> str:
             c = climb(r)
             lines.append(
                 f"| {r['cluster']} | {r['workflow']} | {len(r['masters'])} | "
-                f"{' / '.join(f'{m[1]:.1f}' for m in r['masters'] if m[1] is not None)} | "
+                f"{' / '.join(f'{m[1]:.1f}' for m in _solved(r))} | "
                 f"{dash(c['rise'], '.2%')} | {c['seconds']:.0f} | {c['needed']:.2f} | "
                 f"{dash(c['to_go'], 'd')} |"
             )
@@ -154,12 +154,18 @@ def report(rows: list[dict[str, Any]], command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _solved(row: dict[str, Any]) -> list[list[Any]]:
+    """A row's masters that returned an optimum or a bound (rows from before masters were
+    recorded have none)."""
+    return [m for m in row.get("masters", []) if m[1] is not None]
+
+
 def climb(row: dict[str, Any]) -> dict[str, Any]:
     """The pace of a row's lower bound: the mean relative rise per master over its last three
     masters with an optimum, their mean seconds, the bound 1% below SHA-EA's step (what a proof
     within 1% of that plan needs) and the masters it would take at that pace (None when the
     bound did not rise)."""
-    done = [m for m in row["masters"] if m[1] is not None]
+    done = _solved(row)
     last = done[-4:]
     needed = row["sha_ea_objective"] / 1.01
     rise = seconds = None
@@ -204,7 +210,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     one_percent_axes(ax, labels, "SHA-EA step over the bound (%)")
     # the lower bound's climb: each master's optimum over SHA-EA's step
     for r, label in zip(rows, labels, strict=True):
-        done = [m for m in r.get("masters", []) if m[1] is not None]
+        done = _solved(r)
         if done and r["sha_ea_objective"]:
             climbing.plot(
                 [m[0] for m in done],

@@ -346,17 +346,14 @@ class PlacementILP:
             self.stats["master_solves"] = self.stats.get("master_solves", 0) + master.probes
             if status == "optimal" and value is not None:
                 self.last_master = value  # the next master's optimum is at least this
-            self.stats["master_s"] = self.stats.get("master_s", 0.0) + time.perf_counter() - t0
+            now = time.perf_counter()
+            self.stats["master_s"] = self.stats.get("master_s", 0.0) + now - t0
             # the lower bound's climb: per master, [seconds since the start, its optimum (or
             # the bound it proved when the limit stopped it), its seconds, its columns]; a
             # proof that does not close shows here how far each master still moves it
+            optimum = value if status == "optimal" else bound
             self.stats.setdefault("masters", []).append(
-                [
-                    round(time.perf_counter() - start, 2),
-                    value if status == "optimal" else bound,
-                    round(time.perf_counter() - t0, 2),
-                    len(columns),
-                ]
+                [round(now - start, 2), optimum, round(now - t0, 2), len(columns)]
             )
             if status == "infeasible":
                 # no plan beats the incumbent: it is optimal (or nothing fits at all)
