@@ -77,6 +77,9 @@ def _run(name: str, spec: Any, workflow: str) -> dict[str, Any]:
         # per master solve: [seconds since the ILP started, its optimum or proven bound,
         # its seconds, its columns] (the bound's climb, ``climb``)
         "masters": ilp.stats.get("masters", []),
+        # per master over the exact columns alone (the ILP's own incumbent while it improves):
+        # [seconds since the start, its seconds, the incumbent before, after]
+        "restricted": ilp.stats.get("restricted", []),
     }
     print(row, flush=True)
     return row
