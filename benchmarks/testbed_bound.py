@@ -33,8 +33,15 @@ from typing import Any
 
 from benchmarks.ilp_size_curve import ilp_fields
 from benchmarks.publish import command_line, dash, parse_out_dir, publish_rows, save_figure
+from costmodels.placement.check import check_placement
+from costmodels.placement.judge import evaluate_placement
 from costmodels.placement.presets import hetrl_multi_region_hybrid, hetrl_single_region
-from formulations.placement.node_merge import merge_identical_nodes, merged_node_bound
+from formulations.placement.node_merge import (
+    merge_identical_nodes,
+    merged_node_bound,
+    merged_problem,
+    plan_on,
+)
 from planner.io import build_problem
 from planner.solve import solve
 
@@ -63,6 +70,9 @@ def _run(name: str, spec: Any, workflow: str) -> dict[str, Any]:
     bound, ilp = merged_node_bound(problem, time_limit=TIME_LIMIT, upper_bound=upper)
     wall = time.perf_counter() - t0
     assert ilp is not None
+    testbed_step = _on_testbed(ilp.plan, problem)
+    steps = [s for s in (sha.objective, testbed_step) if s is not None]
+    best = min(steps) if steps else None
     row = {
         "cluster": name,
         "workflow": workflow,
@@ -74,6 +84,12 @@ def _run(name: str, spec: Any, workflow: str) -> dict[str, Any]:
         "ilp_termination": "proof" if ilp.stats.get("proven") else "time_limit",
         "bound": bound,
         "sha_ea_gap": (sha.objective / bound - 1) if bound and sha.objective else None,
+        # the merged ILP's own incumbent, read back on the testbed GPU for GPU (a valid
+        # testbed plan costs no less there), and the best plan known against the bound
+        "ilp_objective": ilp.objective,
+        "ilp_testbed_step": testbed_step,
+        "best_step": best,
+        "best_gap": (best / bound - 1) if bound and best else None,
         # per master solve: [seconds since the ILP started, its optimum or proven bound,
         # its seconds, its columns] (the bound's climb, ``climb``)
         "masters": ilp.stats.get("masters", []),
@@ -83,6 +99,18 @@ def _run(name: str, spec: Any, workflow: str) -> dict[str, Any]:
     }
     print(row, flush=True)
     return row
+
+
+def _on_testbed(plan: Any, problem: Any) -> float | None:
+    """The step on the testbed of a merged-cluster plan read back GPU for GPU (None without a
+    plan, or when the read-back plan breaks a constraint there)."""
+    merged = merged_problem(problem)
+    if plan is None or merged is None:
+        return None
+    back = plan_on(plan, merged, problem)
+    if check_placement(problem, back):
+        return None
+    return evaluate_placement(problem, back).objective
 
 
 def _why(row: dict[str, Any]) -> str:
@@ -103,8 +131,8 @@ def report(rows: list[dict[str, Any]], command: str) -> str:
         "one after another.",
         "",
         "| cluster | workflow | merged nodes | SHA-EA step s (wall s) | merged ILP | ILP wall s | "
-        "build / master / expand s | pairs | bound s | SHA-EA gap |",
-        "|---|---|---|---:|---|---:|---|---:|---:|---:|",
+        "build / master / expand s | pairs | bound s | SHA-EA gap | best plan s | its gap |",
+        "|---|---|---|---:|---|---:|---|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(
@@ -113,14 +141,18 @@ def report(rows: list[dict[str, Any]], command: str) -> str:
             f"{r['ilp_status']}{_why(r)} | {r['ilp_wall_s']:.0f} | "
             f"{r['build_s']:.0f} / {r['master_s']:.0f} / {r['expand_s']:.0f} | "
             f"{dash(r['pairs'], 'd')} | {dash(r['bound'], '.2f')} | "
-            f"{dash(r['sha_ea_gap'], '.2%')} |"
+            f"{dash(r['sha_ea_gap'], '.2%')} | {dash(r.get('best_step'), '.2f')} | "
+            f"{dash(r.get('best_gap'), '.2%')} |"
         )
     within = [r for r in rows if r["sha_ea_gap"] is not None and r["sha_ea_gap"] <= 0.01]
+    best = [r for r in rows if r.get("best_gap") is not None and r["best_gap"] <= 0.01]
     lines += [
         "",
-        f"Proven within 1% (SHA-EA's plan against the bound): {len(within)} of {len(rows)} "
-        "scenarios. A row without a bound: the cap stopped the merged ILP before its first "
-        "master solve.",
+        f"Proven within 1%: SHA-EA's plan against the bound in {len(within)} of {len(rows)} "
+        f"scenarios; the best plan known in {len(best)}. The best plan known is SHA-EA's or the "
+        "merged ILP's own incumbent read back on the testbed GPU for GPU (valid there, costed "
+        "there), whichever is faster. A row without a bound: the cap stopped the merged ILP "
+        "before its first master solve.",
     ]
     open_rows = [r for r in rows if r["ilp_termination"] != "proof" and r.get("masters")]
     if open_rows:
@@ -165,12 +197,12 @@ def _solved(row: dict[str, Any]) -> list[list[Any]]:
 
 def climb(row: dict[str, Any]) -> dict[str, Any]:
     """The pace of a row's lower bound: the mean relative rise per master over its last three
-    masters with an optimum, their mean seconds, the bound 1% below SHA-EA's step (what a proof
-    within 1% of that plan needs) and the masters it would take at that pace (None when the
+    masters with an optimum, their mean seconds, the bound 1% below the best plan known (SHA-EA's
+    or the ILP's own read back on the testbed; what a proof within 1% of that plan needs) and the masters it would take at that pace (None when the
     bound did not rise)."""
     done = _solved(row)
     last = done[-4:]
-    needed = row["sha_ea_objective"] / 1.01
+    needed = (row.get("best_step") or row["sha_ea_objective"]) / 1.01
     rise = seconds = None
     if len(last) >= 2:
         rise = (last[-1][1] / last[0][1]) ** (1 / (len(last) - 1)) - 1
