@@ -162,8 +162,8 @@ def report(rows: list[dict[str, Any]], command: str) -> str:
             "",
             "Each master is solved to optimality over the relaxed and exact columns, so its "
             "optimum is a lower bound that only rises as relaxed pairs are expanded (the right "
-            "panel of the plot). The climb per master, and what closing to 1% of SHA-EA's step "
-            "would take at the pace of the last three:",
+            "panel of the plot). The climb per master, and what closing to 1% of the best plan "
+            "known would take at the pace of the last three:",
             "",
             "| cluster | workflow | masters | optima (s; the last a bound, its master capped) "
             "| last 3: rise per master | "
@@ -198,8 +198,8 @@ def _solved(row: dict[str, Any]) -> list[list[Any]]:
 def climb(row: dict[str, Any]) -> dict[str, Any]:
     """The pace of a row's lower bound: the mean relative rise per master over its last three
     masters with an optimum, their mean seconds, the bound 1% below the best plan known (SHA-EA's
-    or the ILP's own read back on the testbed; what a proof within 1% of that plan needs) and the masters it would take at that pace (None when the
-    bound did not rise)."""
+    or the ILP's own read back on the testbed; what a proof within 1% of that plan needs) and
+    the masters it would take at that pace (None when the bound did not rise)."""
     done = _solved(row)
     last = done[-4:]
     needed = (row.get("best_step") or row["sha_ea_objective"]) / 1.01

@@ -277,6 +277,27 @@ def test_a_whole_plan_is_expanded_under_a_better_cutoff_than_the_co_located_one(
     assert out.stats["task_evaluations"] < 10_000
 
 
+@pytest.mark.parametrize(
+    ("cluster", "workflow"),
+    [("small-8", "ppo-async-qwen3-4b"), ("small-16", "ppo-sync-qwen3-8b")],
+)
+def test_the_exact_columns_master_is_asked_again_only_after_a_better_plan(cluster, workflow):
+    """The master over the exact columns alone gives the incumbent after each iteration while
+    it keeps improving it, and never a plan the cost model prices otherwise: each call's
+    incumbent is at least the optimum, every call but the last found a better plan, and the
+    optimum is the one the solve proves."""
+    p = build_problem("placement", {"cluster": cluster, "workflow": workflow})
+    out = solve_placement_ilp(p, workers=1)
+    assert out.status is Status.OPTIMAL
+    calls = out.stats["restricted"]
+    assert calls
+    for _, seconds, before, after in calls[:-1]:
+        assert seconds >= 0 and after < before
+    for *_, before, after in calls:
+        assert after >= out.objective * (1 - 1e-9)
+        assert before is None or after <= before
+
+
 def test_an_upper_bound_below_every_plan_is_not_a_proof():
     p = build_problem("placement", {"cluster": "small-8", "workflow": "grpo-sync-qwen3-4b"})
     out = solve_placement_ilp(p, upper_bound=1.0)
