@@ -90,7 +90,9 @@ generation's "as many as fit" decode batch for each combination of residents. In
 * the master ILP over relaxed and exact columns is a relaxation: its optimum is a lower bound;
 * each pair the master picks while relaxed is *expanded* into its exact Pareto options, pruned by
   the incumbent, and the master is solved again. Picked pairs that are all exact give a feasible
-  plan (it becomes the incumbent when it is better); when the master's optimum uses exact
+  plan (it becomes the incumbent when it is better), and so does the master over the exact
+  columns alone, asked after each iteration while it keeps finding better plans
+  (:meth:`PlacementILP._restricted_while_better`); when the master's optimum uses exact
   columns only, that optimum is attained and proven: status optimal;
 * a master solve costs far more than an expansion once the incumbent prunes them, so each
   iteration expands more than the master picked: the pairs that swap tasks of one kind and model
