@@ -36,12 +36,7 @@ from benchmarks.publish import command_line, dash, parse_out_dir, publish_rows, 
 from costmodels.placement.check import check_placement
 from costmodels.placement.judge import evaluate_placement
 from costmodels.placement.presets import hetrl_multi_region_hybrid, hetrl_single_region
-from formulations.placement.node_merge import (
-    merge_identical_nodes,
-    merged_node_bound,
-    merged_problem,
-    plan_on,
-)
+from formulations.placement.node_merge import merged_node_bound, merged_problem, plan_on
 from planner.io import build_problem
 from planner.solve import solve
 
@@ -58,7 +53,8 @@ SCENARIOS = (
 
 def _run(name: str, spec: Any, workflow: str) -> dict[str, Any]:
     problem = build_problem("placement", {"cluster": spec(), "workflow": workflow})
-    merged = merge_identical_nodes(problem.cluster)  # the label; the bound merges it again
+    # the label and the read-back of the ILP's plan; the bound merges the cluster again
+    merged = merged_problem(problem)
     assert merged is not None
     t0 = time.perf_counter()
     sha = solve(problem, "sha-ea", seed=0)
@@ -70,13 +66,13 @@ def _run(name: str, spec: Any, workflow: str) -> dict[str, Any]:
     bound, ilp = merged_node_bound(problem, time_limit=TIME_LIMIT, upper_bound=upper)
     wall = time.perf_counter() - t0
     assert ilp is not None
-    testbed_step = _on_testbed(ilp.plan, problem)
+    testbed_step = _on_testbed(ilp.plan, merged, problem)
     steps = [s for s in (sha.objective, testbed_step) if s is not None]
     best = min(steps) if steps else None
     row = {
         "cluster": name,
         "workflow": workflow,
-        "merged_nodes": " + ".join(f"{n.count} {n.gpu}" for n in merged.nodes),
+        "merged_nodes": " + ".join(f"{n.count} {n.gpu}" for n in merged.cluster.nodes),
         "sha_ea_objective": sha.objective,
         "sha_ea_wall_s": round(sha_wall, 1),
         **ilp_fields(ilp, wall),
@@ -101,11 +97,10 @@ def _run(name: str, spec: Any, workflow: str) -> dict[str, Any]:
     return row
 
 
-def _on_testbed(plan: Any, problem: Any) -> float | None:
+def _on_testbed(plan: Any, merged: Any, problem: Any) -> float | None:
     """The step on the testbed of a merged-cluster plan read back GPU for GPU (None without a
     plan, or when the read-back plan breaks a constraint there)."""
-    merged = merged_problem(problem)
-    if plan is None or merged is None:
+    if plan is None:
         return None
     back = plan_on(plan, merged, problem)
     if check_placement(problem, back):

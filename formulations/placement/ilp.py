@@ -541,10 +541,10 @@ class PlacementILP:
         before = self.incumbent[0]
         self._restricted_incumbent(backend, threads)
         self.restricting = self.incumbent[0] < before
-        now = time.perf_counter()
+        seconds = round(time.perf_counter() - t0, 2)
+        known = before if math.isfinite(before) else None
         self.stats.setdefault("restricted", []).append(
-            [round(t0 - start, 2), round(now - t0, 2), before if math.isfinite(before) else None]
-            + [self.incumbent[0]]
+            [round(t0 - start, 2), seconds, known, self.incumbent[0]]
         )
 
     def _best_plan_of(
