@@ -158,12 +158,16 @@ from search.placement.group_options import GroupOptions
 from search.placement.options import GroupOption, group_phases
 
 #: after each master, at most this many relaxed pairs it did not pick are expanded too. On the
-#: merged 64-GPU testbed a master over ~68 000 columns takes seconds and an expansion under
-#: the incumbent milliseconds: 48 left PPO sync 5.7% short of a proof in 600 s, 500 proves it
-#: in 419 s (44 masters); on small-24 PPO it saves two masters (15.0 -> 12.6 s). Every pair the
-#: LP leaves in reach fits under it there (465 expansions at 400 as at 200).
-#: (benchmarks/results/performance-history.md)
-EXPAND_MORE = 500
+#: merged 64-GPU testbed a master over 60 000-90 000 columns takes 2-160 s and an expansion
+#: under the incumbent milliseconds: 48 left PPO sync 5.7% short of a proof in 600 s, 500 proves
+#: it in 419 s (44 masters). PPO async's first master leaves 7 490 pairs in reach (3 088
+#: symmetry classes): at a 600 s cap, 500 bound it within 1.06% (seven masters), 1 000 within
+#: 0.70%, 2 000 prove it in 520 s (four masters), and every pair in reach only within 1.67%:
+#: more exact columns make the exact-columns master and the next master slower (117 s and
+#: 105 s against 62 s and 34 s at 2 000). On small-24 PPO every pair the LP leaves in reach
+#: fits under 500 (the same 450 and 310 expansions at 2 000), and the placement suite's 15
+#: presets take the same path at both (benchmarks/results/performance-history.md)
+EXPAND_MORE = 2000
 
 
 class PlacementILP:
