@@ -298,6 +298,30 @@ def test_the_exact_columns_master_is_asked_again_only_after_a_better_plan(cluste
         assert before is None or after <= before
 
 
+@pytest.mark.parametrize(
+    ("cluster", "workflow"),
+    [("small-8", "ppo-async-qwen3-4b"), ("small-16", "grpo-async-qwen3-8b")],
+)
+def test_how_many_promising_pairs_are_expanded_moves_the_path_not_the_optimum(
+    monkeypatch, cluster, workflow
+):
+    """``EXPAND_MORE`` (the relaxed pairs expanded beside a master's picks) only decides which
+    pairs are made exact early: none, one and the shipped count prove the same optimum, and
+    more of them never take more masters on these instances."""
+    import formulations.placement.ilp as ilp
+
+    problem = build_problem("placement", {"cluster": cluster, "workflow": workflow})
+    runs = {}
+    for more in (0, 1, ilp.EXPAND_MORE):
+        monkeypatch.setattr(ilp, "EXPAND_MORE", more)
+        runs[more] = solve_placement_ilp(problem, workers=1)
+        assert runs[more].status is Status.OPTIMAL
+    shipped = runs[ilp.EXPAND_MORE]
+    for out in runs.values():
+        assert out.objective == pytest.approx(shipped.objective, rel=1e-9)
+    assert shipped.stats["iterations"] <= runs[0].stats["iterations"]
+
+
 def test_an_upper_bound_below_every_plan_is_not_a_proof():
     p = build_problem("placement", {"cluster": "small-8", "workflow": "grpo-sync-qwen3-4b"})
     out = solve_placement_ilp(p, upper_bound=1.0)
