@@ -311,12 +311,13 @@ def test_how_many_promising_pairs_are_expanded_moves_the_path_not_the_optimum(
     import formulations.placement.ilp as ilp
 
     problem = build_problem("placement", {"cluster": cluster, "workflow": workflow})
+    shipped_count = ilp.EXPAND_MORE
     runs = {}
-    for more in (0, 1, ilp.EXPAND_MORE):
+    for more in (0, 1, shipped_count):
         monkeypatch.setattr(ilp, "EXPAND_MORE", more)
         runs[more] = solve_placement_ilp(problem, workers=1)
         assert runs[more].status is Status.OPTIMAL
-    shipped = runs[ilp.EXPAND_MORE]
+    shipped = runs[shipped_count]
     for out in runs.values():
         assert out.objective == pytest.approx(shipped.objective, rel=1e-9)
     assert shipped.stats["iterations"] <= runs[0].stats["iterations"]

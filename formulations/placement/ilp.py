@@ -530,13 +530,14 @@ class PlacementILP:
         chose, and the masters choose relaxed pairs whose exact options are slower than their
         bounds; the promising pairs' expansions meanwhile make exact columns that the master
         never combines while relaxed ones look better. On the merged testbed's PPO async, under
-        SHA-EA's 194.66 s, the picked pairs' plans stayed above 211 s for six masters, while
-        the exact columns after the first master held a 186.14 s plan and after the second the
-        optimum, 185.09 s (10 and 15 s solves). The restricted master grows with the exact
-        columns (54 s by the sixth master there), so it is asked again only after it found a
-        better plan: once it finds none, the masters go on alone. A count of improvements, not
-        a time, so the path stays deterministic. Skipped while the cutoff is the co-located
-        plan's: the loop then takes this incumbent before the promising pairs
+        SHA-EA's 194.66 s and 500 promising pairs a master, the picked pairs' plans stayed
+        above 211 s for six masters, while the exact columns after the first master held a
+        186.14 s plan and after the second the optimum, 185.09 s (12 and 16 s solves; at
+        :data:`EXPAND_MORE` = 2 000 the first call finds it, in 62 s). The restricted master
+        grows with the exact columns (54 s by the sixth master there), so it is asked again
+        only after it found a better plan: once it finds none, the masters go on alone. A count
+        of improvements, not a time, so the path stays deterministic. Skipped while the cutoff
+        is the co-located plan's: the loop then takes this incumbent before the promising pairs
         (:meth:`_loose`). Each call: [seconds since the start, its seconds, the incumbent
         before and after] in ``stats["restricted"]``."""
         if not self.restricting or self._loose():
