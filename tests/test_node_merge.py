@@ -245,3 +245,138 @@ def test_the_relaxation_report_names_the_scenarios_merging_cannot_prove(tmp_path
     assert "1 of 2 (ppo-async-qwen3-8b (hetrl-single-region))" in text
     plot([row, crossing], tmp_path / "relax.png")
     assert (tmp_path / "relax.png").stat().st_size > 0
+
+
+def _nodes(*nodes):
+    """A cluster of the testbed's GPUs and network with nodes of ``(gpu, count)``."""
+    spec = hetrl_single_region()
+    like = {n["gpu"]: n for n in spec["nodes"]}
+    spec["nodes"] = [
+        {**like[gpu], "name": f"{gpu.lower()}-{i}", "count": count}
+        for i, (gpu, count) in enumerate(nodes)
+    ]
+    return spec
+
+
+@pytest.mark.parametrize(
+    "nodes,workflow,proven_merged",
+    [
+        # the merged optimum's plan costs the same here: proven on the merged cluster
+        ((("A100-40GB", 2), ("A100-40GB", 2), ("L40S", 4)), "grpo-sync-qwen3-8b", True),
+        (
+            (("A100-40GB", 2), ("A100-40GB", 2), ("L40S", 2), ("L40S", 2)),
+            "grpo-sync-qwen3-4b",
+            True,
+        ),
+        # its plan spans the two nodes' link, which costs more here: the ILP on these nodes
+        ((("A100-40GB", 4), ("A100-40GB", 4)), "grpo-sync-qwen3-4b", False),
+    ],
+)
+def test_the_ilp_solver_proves_through_the_merged_cluster_the_direct_ilps_optimum(
+    nodes, workflow, proven_merged
+):
+    """The placement solver "ilp" (``solve_merging_nodes``) proves the optimum the ILP on the
+    cluster as it is proves, either through the merged cluster or on these nodes after it, and
+    its plan is valid here and costs what it says."""
+    from costmodels.placement.check import check_placement
+    from planner.solve import solve
+
+    p = _problem(_nodes(*nodes), workflow)
+    direct = solve_placement_ilp(p)
+    out = solve(p, "ilp")
+    assert direct.status is Status.OPTIMAL and out.status is Status.OPTIMAL
+    assert out.objective == pytest.approx(direct.objective, rel=1e-9)
+    assert check_placement(p, out.plan) == []
+    assert evaluate_placement(p, out.plan).objective == pytest.approx(out.objective, rel=1e-12)
+    merged = out.stats["merged"]
+    assert merged["merged_nodes"] < merged["nodes"] and merged["status"] == "optimal"
+    assert merged["objective"] <= out.objective * (1 + 1e-12)  # T' <= T
+    if proven_merged:
+        assert merged["plan_here"] == pytest.approx(merged["objective"], rel=1e-9)
+        assert "its plan costs the same here" in out.message
+    else:
+        assert merged["plan_here"] > merged["objective"] * (1 + 1e-9)
+        assert "on these nodes" in out.message
+    # merge_nodes=false is the ILP on the cluster as it is
+    alone = solve(p, "ilp", merge_nodes=False)
+    assert "merged" not in alone.stats and alone.objective == pytest.approx(direct.objective)
+
+
+def test_the_ilp_solver_keeps_the_upper_bound_semantics_through_the_merged_cluster():
+    """An upper bound below the optimum: no plan below it, merged or here, as the ILP on the
+    cluster as it is says; one above it leaves the optimum."""
+    from planner.solve import solve
+
+    p = _problem(_nodes(("A100-40GB", 2), ("A100-40GB", 2), ("L40S", 4)), "grpo-sync-qwen3-8b")
+    optimum = solve(p, "ilp").objective
+    low = solve(p, "ilp", upper_bound=optimum * 0.9)
+    direct = solve(p, "ilp", upper_bound=optimum * 0.9, merge_nodes=False)
+    assert low.status is direct.status and low.objective == pytest.approx(direct.objective)
+    assert "no plan costs less than upper_bound" in low.message
+    assert solve(p, "ilp", upper_bound=optimum * 1.1).objective == pytest.approx(optimum)
+
+
+def test_the_ilp_solver_does_not_merge_under_a_framework_target():
+    """A target's rules bind the plan, which the merged cluster's plan need not keep."""
+    from planner.solve import solve
+
+    spec = _nodes(("A100-40GB", 2), ("A100-40GB", 2))
+    p = build_problem(
+        "placement",
+        {"cluster": spec, "workflow": "grpo-sync-qwen3-4b", "target": {"framework": "verl"}},
+    )
+    out = solve(p, "ilp")
+    assert out.status is Status.OPTIMAL and "merged" not in out.stats
+
+
+def test_the_size_curve_report_says_which_ilp_proved_each_size(tmp_path):
+    from benchmarks.ilp_size_curve import plot, report
+
+    row = {
+        "gpus": 40,
+        "mix": "24 A100-40GB + 16 L40S",
+        "merged_mix": "24 A100-40GB + 16 L40S",
+        "ilp_status": "optimal",
+        "ilp_termination": "optimal",
+        "ilp_wall_s": 8.1,
+        "build_s": 3.0,
+        "master_s": 2.0,
+        "expand_s": 2.0,
+        "pairs": 1234,
+        "proved_by": "merged",
+        "merged_plan_here": 170.81,
+        "direct_status": "feasible",
+        "direct_termination": "time_limit",
+        "direct_wall_s": 303.3,
+        "direct_objective": 176.8,
+        "direct_bound": None,
+        "ilp_objective": 170.81,
+        "ilp_bound": 170.81,
+        "ilp_gap": 0.0,
+        "sha_ea_objective": 172.4,
+        "sha_ea_wall_s": 27.0,
+        "sha_ea_over_ilp": 172.4 / 170.81,
+        "sha_ea_over_bound": 172.4 / 170.81,
+    }
+    spanning = {
+        **row,
+        "gpus": 48,
+        "ilp_status": "feasible",
+        "ilp_termination": "converged",
+        "proved_by": "merged bound",
+        "merged_plan_here": 143.53,
+        "ilp_objective": 143.53,
+        "ilp_bound": 142.68,
+        "ilp_gap": 143.53 / 142.68 - 1,
+        "sha_ea_objective": 143.1,
+        "sha_ea_over_bound": 143.1 / 142.68,
+    }
+    text = report([row, spanning], "python -m benchmarks.ilp_size_curve")
+    assert (
+        "Proven optimal by the ILP: 40 GPUs; by the ILP on the cluster as it is alone: none" in text
+    )
+    assert "| merged |" in text and "| merged bound |" in text
+    assert "At 48 GPUs the ILP's plan is within 0.60% of the proven bound" in text
+    assert "SHA-EA's within 0.29%" in text
+    plot([row, spanning], tmp_path / "curve.png")
+    assert (tmp_path / "curve.png").stat().st_size > 0

@@ -651,37 +651,55 @@ class PlacementILP:
         return build_plan(self.problem, groups, configs)
 
 
+#: the ILP's solver options, as the planner reads them (shared by every entry that runs it)
+Backend = Annotated[
+    Literal["highs", "cbc"], Field(description="MILP backend: HiGHS (highspy) or CBC (PuLP)")
+]
+Threads = Annotated[int | None, Field(ge=1, description="solver threads (default: the backend's)")]
+UpperBound = Annotated[
+    float | None, Field(gt=0, description="prune options whose cost exceeds this (s/iteration)")
+]
+Workers = Annotated[
+    int | None,
+    Field(
+        ge=1,
+        le=LOCAL_WORKERS,
+        description=(
+            "processes that cost the columns (1: in process; default: up to 2 on instances "
+            "of 4096 relaxed pairs or more); the same plan and path with any number"
+        ),
+    ),
+]
+
+
 def solve_placement_ilp(
     problem: PlacementProblem,
     *,
     time_limit: float | None = None,
     seed: int = 0,
-    backend: Annotated[
-        Literal["highs", "cbc"], Field(description="MILP backend: HiGHS (highspy) or CBC (PuLP)")
-    ] = "highs",
-    threads: Annotated[
-        int | None, Field(ge=1, description="solver threads (default: the backend's)")
-    ] = None,
-    upper_bound: Annotated[
-        float | None, Field(gt=0, description="prune options whose cost exceeds this (s/iteration)")
-    ] = None,
-    workers: Annotated[
-        int | None,
-        Field(
-            ge=1,
-            le=LOCAL_WORKERS,
-            description=(
-                "processes that cost the columns (1: in process; default: up to 2 on instances "
-                "of 4096 relaxed pairs or more); the same plan and path with any number"
-            ),
-        ),
-    ] = None,
+    backend: Backend = "highs",
+    threads: Threads = None,
+    upper_bound: UpperBound = None,
+    workers: Workers = None,
 ) -> SolverOutput:
     """HetRL §3.5 ILP by lazy column expansion on HiGHS (``backend="cbc"`` for CBC). With a time
     limit it returns the incumbent with status feasible and the best proven lower bound; building
     the columns counts against the limit too."""
     del seed  # deterministic
-    model = PlacementILP(problem, Deadline(time_limit), upper_bound, workers)
+    return solve_under(problem, Deadline(time_limit), backend, threads, upper_bound, workers)
+
+
+def solve_under(
+    problem: PlacementProblem,
+    deadline: Deadline,
+    backend: str = "highs",
+    threads: int | None = None,
+    upper_bound: float | None = None,
+    workers: int | None = None,
+) -> SolverOutput:
+    """:func:`solve_placement_ilp` under a deadline already running: a solve that runs the ILP
+    more than once (``formulations.placement.node_merge.solve_merging_nodes``) shares one."""
+    model = PlacementILP(problem, deadline, upper_bound, workers)
     try:
         return model.solve(backend, threads)
     except DeadlineExceeded:

@@ -26,20 +26,51 @@ cluster within 1% of it is proven within 1% of T. The HetRL testbed merges into 
 A framework target (``--target``) is dropped: the whole space's bound is also a bound on the
 target's optimum, a restriction of it. A cluster given by explicit GPU matrices has no nodes to
 merge, and nodes whose intra-node link is slower than their zone's are left apart.
+
+**The placement solver "ilp" proves through it** (:func:`solve_merging_nodes`). The merged
+cluster's optimum T' <= T, and its plan, read on the original cluster GPU for GPU
+(:func:`plan_on`), is a plan there costing some U >= T. When U = T' (to a relative 1e-9), the
+plan is optimal here: T' <= T <= U = T'. That is the common case: the merged link is only
+cheaper for a group that spans nodes, and the merged ILP's canonical layouts fill a node's GPUs
+in order, so its groups and their TP rings mostly stay within the nodes they would have here.
+When U > T', the ILP on the original cluster goes on under U as its upper bound, in the time
+left, and the best bound either proved is reported. The HetRL testbed's eight nodes become
+three: 10 625 compositions instead of 43 million, so the ILP proves its optimum where the direct
+one never solves a master (``benchmarks/results/placement/ilp_size_curve.md``).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from costmodels.cluster import ClusterSpec, NodeSpec, intra_node_link, intra_zone_link
+from costmodels.placement.judge import evaluate_placement
 from costmodels.placement.plan import PlacementPlan
 from costmodels.placement.problem import FrameworkTarget, PlacementProblem
-from costmodels.solving import SolverOutput, Status
-from formulations.placement.ilp import solve_placement_ilp
+from costmodels.placement.space import node_classes
+from costmodels.solving import Deadline, SolverOutput, Status
+from formulations.placement.ilp import (
+    Backend,
+    Threads,
+    UpperBound,
+    Workers,
+    solve_placement_ilp,
+    solve_under,
+)
 
 #: the most GPUs one merged node may hold (``NodeSpec.count``'s limit)
 MAX_NODE_GPUS = 64
+#: the merged optimum's plan "costs the same" on the original cluster within this relative slack
+#: (the two evaluations read the same numbers, except the links a spanning group crosses)
+SAME_COST = 1e-9
+#: the most relaxed pairs (2^|tasks| prod_k (N_k + 1)) for which the ILP on the cluster as it is
+#: is tried after the merged one proves no optimum here. Measured (``ilp_size_curve.md``, GRPO,
+#: the testbed's first nodes): 105 k pairs (32 GPUs, 4 nodes) proven in 29 s; 945 k (40 GPUs)
+#: not even built in 300 s. Above it the merged bound is the answer's bound, at once
+DIRECT_PAIRS = 2**18
 
 
 def merge_identical_nodes(spec: ClusterSpec) -> ClusterSpec | None:
@@ -120,3 +151,154 @@ def plan_on(
     for t in d["tasks"]:
         t["devices"] = [[[rename[x] for x in stage] for stage in r] for r in t["devices"]]
     return PlacementPlan.model_validate(d)
+
+
+def solve_merging_nodes(
+    problem: PlacementProblem,
+    *,
+    time_limit: float | None = None,
+    seed: int = 0,
+    backend: Backend = "highs",
+    threads: Threads = None,
+    upper_bound: UpperBound = None,
+    workers: Workers = None,
+    merge_nodes: Annotated[
+        bool,
+        Field(
+            description=(
+                "solve the cluster with its identical nodes merged first (a relaxation): its "
+                "optimum, costing the same here, is proven optimal; false: the ILP on the "
+                "cluster as it is"
+            )
+        ),
+    ] = True,
+) -> SolverOutput:
+    """The placement ILP (:func:`~formulations.placement.ilp.solve_placement_ilp`), first on the
+    cluster with its identical nodes merged (module doc, "The placement solver"): proven optimal
+    here when the merged optimum's plan costs the same on this cluster; otherwise the ILP on
+    this cluster under that plan's cost, in the time left, reporting the better of the two
+    proven bounds. Without nodes to merge, or under a framework target (whose rules the merged
+    plan need not keep), it is the ILP on the cluster as it is. One time limit covers both.
+    The stats are the ILP's that decided, with ``merged`` saying what the merged run found."""
+    del seed  # deterministic
+    deadline = Deadline(time_limit)
+    merged = merged_problem(problem) if merge_nodes and problem.target.framework is None else None
+    if merged is None:
+        return solve_under(problem, deadline, backend, threads, upper_bound, workers)
+    first = solve_under(merged, deadline, backend, threads, upper_bound, workers)
+    where = f"nodes merged {len(problem.cluster.nodes)} -> {len(merged.cluster.nodes)}"
+    info: dict[str, Any] = {
+        "nodes": len(problem.cluster.nodes),
+        "merged_nodes": len(merged.cluster.nodes),
+        "status": first.status.value,
+        "objective": first.objective,
+        "bound": first.bound,
+    }
+    back: tuple[float, PlacementPlan] | None = None
+    if first.plan is not None:
+        plan = plan_on(first.plan, merged, problem)  # type: ignore[arg-type]
+        back = (evaluate_placement(problem, plan).objective, plan)
+        info["plan_here"] = back[0]
+    stats = {**first.stats, "merged": info}
+    if first.status is Status.INFEASIBLE:
+        # the merged cluster holds the same GPUs: what fits here fits there
+        return SolverOutput(Status.INFEASIBLE, message=f"{first.message}; {where}", stats=stats)
+    if first.stats.get("proven") and first.status is not Status.OPTIMAL:
+        # no merged plan below the caller's upper bound: none here either (T' <= T)
+        return SolverOutput(
+            first.status,
+            plan=None if back is None else back[1],
+            objective=None if back is None else back[0],
+            message=f"{first.message}; {where}",
+            stats=stats,
+        )
+    if (
+        first.status is Status.OPTIMAL
+        and back is not None
+        and back[0] <= first.objective * (1 + SAME_COST)  # type: ignore[operator]
+    ):
+        return SolverOutput(
+            Status.OPTIMAL,
+            plan=back[1],
+            objective=back[0],
+            bound=min(first.objective, back[0]),  # type: ignore[type-var]
+            message=f"{first.message}; {where}, its plan costs the same here",
+            stats=stats,
+        )
+    lower = first.bound
+    pairs = direct_pairs(problem)
+    if deadline.expired() or pairs > DIRECT_PAIRS:
+        why = "the merged optimum's plan costs more here" if back else "stopped merged"
+        if pairs > DIRECT_PAIRS:
+            why += f"; {pairs:.3g} relaxed pairs on these nodes, beyond the direct ILP"
+        return _best_of(back, None, lower, f"{why} ({where}: {_said(first)})", stats)
+    cutoffs = [b for b in (upper_bound, None if back is None else back[0]) if b is not None]
+    here = solve_under(problem, deadline, backend, threads, min(cutoffs, default=None), workers)
+    stats = {**here.stats, "merged": info}
+    if here.status is Status.OPTIMAL:
+        return SolverOutput(
+            Status.OPTIMAL,
+            plan=here.plan,
+            objective=here.objective,
+            bound=here.objective,
+            message=f"{here.message} (on these nodes; merged: {_said(first)})",
+            stats=stats,
+        )
+    if (
+        here.stats.get("proven")
+        and back is not None
+        and (upper_bound is None or back[0] <= upper_bound)
+    ):
+        # nothing here below the merged optimum's plan: it is optimal
+        return SolverOutput(
+            Status.OPTIMAL,
+            plan=back[1],
+            objective=back[0],
+            bound=back[0],
+            message=f"the merged optimum's plan, proven optimal on these nodes; {where}",
+            stats=stats,
+        )
+    if here.stats.get("proven"):
+        return SolverOutput(
+            here.status, plan=here.plan, objective=here.objective, message=here.message, stats=stats
+        )
+    bounds = [b for b in (lower, here.bound) if b is not None]
+    why = f"stopped on these nodes ({where}: {_said(first)})"
+    return _best_of(back, here, max(bounds, default=None), why, stats)
+
+
+def direct_pairs(problem: PlacementProblem) -> int:
+    """The relaxed pairs of the ILP on ``problem``'s cluster as it is: 2^|tasks| prod_k (N_k + 1)
+    over its node classes (``formulations.placement.costing``)."""
+    return 2 ** len(problem.tasks) * math.prod(len(g) + 1 for _, g in node_classes(problem))
+
+
+def _said(out: SolverOutput) -> str:
+    """The merged run's outcome in a few words."""
+    if out.objective is None:
+        return out.status.value
+    return f"{out.status.value} at {out.objective:.6g}"
+
+
+def _best_of(
+    back: tuple[float, PlacementPlan] | None,
+    here: SolverOutput | None,
+    bound: float | None,
+    message: str,
+    stats: dict[str, Any],
+) -> SolverOutput:
+    """The better of the merged plan read here and the direct ILP's, unproven, with ``bound``."""
+    plans = [
+        p
+        for p in (back, None if here is None or here.plan is None else (here.objective, here.plan))
+        if p is not None
+    ]
+    if not plans:
+        return SolverOutput(Status.NO_SOLUTION, message=message, bound=bound, stats=stats)
+    cost, plan = min(plans, key=lambda p: p[0])
+    if bound is not None:
+        gap = (cost - bound) / cost if cost > 0 else 0.0
+        message = f"{message}; incumbent {cost:.4g}, bound {bound:.4g} (gap {gap:.1%})"
+    return SolverOutput(
+        Status.FEASIBLE, plan=plan, objective=cost, bound=bound, message=message, stats=stats
+    )

@@ -16,9 +16,9 @@ def _sha_ea():
 
 
 def _ilp():
-    from formulations.placement import ilp
+    from formulations.placement import node_merge
 
-    return ilp
+    return node_merge
 
 
 def _ea():
@@ -70,10 +70,10 @@ SOLVERS = (
     ),
     SolverEntry(
         "ilp",
-        lambda: _ilp().solve_placement_ilp,
+        lambda: _ilp().solve_merging_nodes,
         description=(
             "HetRL ILP (§3.5) by lazy column expansion on HiGHS (backend=cbc for "
-            "CBC); optimal over rlplan's placement space"
+            "CBC), identical nodes merged first; optimal over rlplan's placement space"
         ),
         exact=True,
         time_limit=300.0,
