@@ -380,3 +380,28 @@ def test_the_size_curve_report_says_which_ilp_proved_each_size(tmp_path):
     assert "SHA-EA's within 0.29%" in text
     plot([row, spanning], tmp_path / "curve.png")
     assert (tmp_path / "curve.png").stat().st_size > 0
+
+
+def test_the_merged_plans_groups_configured_here_cost_no_less_than_the_optimum():
+    """Level 4 on the original nodes for the merged optimum's groups (``configured_here``): a
+    valid plan here, no slower than the plan read back, no faster than the proven optimum; on
+    the testbed's first three nodes it is the optimum (243.14 s against 245.12 s read back)."""
+    from costmodels.placement.check import check_placement
+    from costmodels.solving import UNLIMITED
+    from formulations.placement.node_merge import configured_here
+
+    spec = hetrl_single_region()
+    spec["nodes"] = spec["nodes"][:3]
+    p = _problem(spec, "grpo-sync-qwen3-8b")
+    q = merged_problem(p)
+    exact = solve_placement_ilp(p)
+    merged = solve_placement_ilp(q)
+    back = plan_on(merged.plan, q, p)
+    read = evaluate_placement(p, back).objective
+    cost, plan = configured_here(p, back, read, UNLIMITED)
+    assert check_placement(p, plan) == []
+    assert evaluate_placement(p, plan).objective == cost
+    assert exact.objective * (1 - 1e-12) <= cost < read
+    assert cost == pytest.approx(exact.objective, rel=1e-9)
+    # nothing below the optimum: the pruned search finds no plan
+    assert configured_here(p, back, exact.objective * 0.99, UNLIMITED) is None

@@ -139,7 +139,7 @@ from pydantic import Field
 from costmodels.placement.judge import StepShape, evaluate_placement
 from costmodels.placement.memory import memory_floor_gb, memory_need_and_capacity
 from costmodels.placement.problem import PlacementProblem
-from costmodels.placement.space import best_colocated, build_plan
+from costmodels.placement.space import best_colocated
 from costmodels.solving import (
     LOCAL_WORKERS,
     UNLIMITED,
@@ -153,7 +153,7 @@ from costmodels.workflow import ACTOR_GENERATION, TaskKind
 from formulations.placement.columns import Column, ColumnPool, LeftoverBounds, Pair
 from formulations.placement.costing import KeepSpec, column_costing, option_bound
 from formulations.placement.master import Master
-from search.placement.combine import combine
+from search.placement.combine import combine, plan_of
 from search.placement.group_options import GroupOptions
 from search.placement.options import GroupOption, group_phases
 
@@ -639,16 +639,7 @@ class PlacementILP:
         )
 
     def decode(self, chosen: list[GroupOption]):
-        used = [0] * len(self.classes)
-        groups, configs = [], {}
-        for o in chosen:
-            gpus = []
-            for k, n in enumerate(o.comp):
-                gpus.extend(self.classes[k][1][used[k] : used[k] + n])
-                used[k] += n
-            groups.append((list(o.tasks), gpus))
-            configs.update(o.configs)
-        return build_plan(self.problem, groups, configs)
+        return plan_of(self.problem, self.classes, chosen)
 
 
 #: the ILP's solver options, as the planner reads them (shared by every entry that runs it)

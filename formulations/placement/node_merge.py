@@ -47,11 +47,12 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from costmodels.cluster import ClusterSpec, NodeSpec, intra_node_link, intra_zone_link
-from costmodels.placement.judge import evaluate_placement
+from costmodels.placement.judge import StepShape, evaluate_placement
 from costmodels.placement.plan import PlacementPlan
 from costmodels.placement.problem import FrameworkTarget, PlacementProblem
 from costmodels.placement.space import node_classes
-from costmodels.solving import Deadline, SolverOutput, Status
+from costmodels.solving import Deadline, DeadlineExceeded, SolverOutput, Status
+from formulations.placement.costing import partial_keep
 from formulations.placement.ilp import (
     Backend,
     Threads,
@@ -60,6 +61,8 @@ from formulations.placement.ilp import (
     solve_placement_ilp,
     solve_under,
 )
+from search.placement.combine import combine, plan_of
+from search.placement.group_options import GroupOptions
 
 #: the most GPUs one merged node may hold (``NodeSpec.count``'s limit)
 MAX_NODE_GPUS = 64
@@ -199,6 +202,18 @@ def solve_merging_nodes(
         plan = plan_on(first.plan, merged, problem)  # type: ignore[arg-type]
         back = (evaluate_placement(problem, plan).objective, plan)
         info["plan_here"] = back[0]
+    how = "its plan costs the same here"
+    if (
+        first.status is Status.OPTIMAL
+        and back is not None
+        and back[0] > first.objective * (1 + SAME_COST)  # type: ignore[operator]
+    ):
+        # its groups may run faster here with other configurations (a DP ring that no longer
+        # spans the merged node's link): Level 4 on these nodes, below the plan's cost
+        better = configured_here(problem, back[1], back[0], deadline)
+        if better is not None and better[0] < back[0]:
+            back, how = better, "its groups, configured here, cost the same"
+            info["configured_here"] = back[0]
     stats = {**first.stats, "merged": info}
     if first.status is Status.INFEASIBLE:
         # the merged cluster holds the same GPUs: what fits here fits there
@@ -222,7 +237,7 @@ def solve_merging_nodes(
             plan=back[1],
             objective=back[0],
             bound=min(first.objective, back[0]),  # type: ignore[type-var]
-            message=f"{first.message}; {where}, its plan costs the same here",
+            message=f"{first.message}; {where}, {how}",
             stats=stats,
         )
     lower = first.bound
@@ -265,6 +280,32 @@ def solve_merging_nodes(
     bounds = [b for b in (lower, here.bound) if b is not None]
     why = f"stopped on these nodes ({where}: {_said(first)})"
     return _best_of(back, here, max(bounds, default=None), why, stats)
+
+
+def configured_here(
+    problem: PlacementProblem, plan: PlacementPlan, cutoff: float, deadline: Deadline
+) -> tuple[float, PlacementPlan] | None:
+    """The best configurations of ``plan``'s groups on ``problem``'s cluster: Level 4 solved
+    exactly (HetRL §3.4, SHA-EA's exact pass) on the compositions its GPU groups have here,
+    partial combinations pruned at ``cutoff``; its cost and plan, or None when nothing fits below
+    ``cutoff`` or the deadline passes first."""
+    builder = GroupOptions(problem)
+    wf = problem.workflow
+    shape = StepShape.of(wf)
+    pairs = [
+        (tuple(n for n in builder.tasks if n in g.tasks), builder.composition(list(g.devices)))
+        for g in plan.groups
+    ]
+    keep = partial_keep(shape, wf.eta, ((0.0, 0.0, 0.0), cutoff, None))
+    try:
+        lists = [builder.options(s, c, keep, deadline=deadline) for s, c in pairs]
+    except DeadlineExceeded:
+        return None
+    best = combine(lists, shape, builder.plan_sync_time(pairs))
+    if best is None:
+        return None
+    here = plan_of(problem, builder.classes, best[1])
+    return evaluate_placement(problem, here).objective, here
 
 
 def direct_pairs(problem: PlacementProblem) -> int:

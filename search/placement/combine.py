@@ -3,7 +3,12 @@ reads it), shared by the ILP's incumbents and SHA-EA's exact Level 4 (§3.4, §3
 
 from __future__ import annotations
 
+from typing import Any
+
 from costmodels.placement.judge import StepShape
+from costmodels.placement.plan import PlacementPlan
+from costmodels.placement.problem import PlacementProblem
+from costmodels.placement.space import build_plan
 from search.placement.options import GroupOption
 from search.placement.pareto import pareto_pairs
 
@@ -34,3 +39,22 @@ def combine(
         if best is None or total < best[0]:
             best = (total, chosen)
     return best
+
+
+def plan_of(
+    problem: PlacementProblem, classes: list[tuple[str, list[str]]], chosen: list[GroupOption]
+) -> PlacementPlan:
+    """The plan of one option per group: each group takes the next GPUs of each class it uses,
+    in order (the canonical layout its option was costed on; ``classes`` as
+    ``costmodels.placement.space.node_classes`` gives them)."""
+    used = [0] * len(classes)
+    groups: list[tuple[list[str], list[str]]] = []
+    configs: dict[str, Any] = {}
+    for o in chosen:
+        gpus = []
+        for k, n in enumerate(o.comp):
+            gpus.extend(classes[k][1][used[k] : used[k] + n])
+            used[k] += n
+        groups.append((list(o.tasks), gpus))
+        configs.update(o.configs)
+    return build_plan(problem, groups, configs)
