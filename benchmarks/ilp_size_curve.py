@@ -156,17 +156,24 @@ def report(rows: list[dict[str, Any]], command: str) -> str:
         f"ILP on the cluster as it is alone: {', '.join(map(str, direct)) or 'none'}.",
     ]
     for r in open_:
-        lines.append(
-            f"At {r['gpus']} GPUs the ILP's plan is within {dash(r['ilp_gap'], '.2%')} of "
-            f"the proven bound and SHA-EA's within {dash(_less(r['sha_ea_over_bound']), '.2%')}"
-            + (
-                f": the merged optimum's plan costs {r['merged_plan_here']:.2f} s here, "
-                f"{r['merged_plan_here'] / r['ilp_bound'] - 1:.2%} above it (a group that "
-                "spans nodes pays their link, which merging made the intra-node one)."
-                if r.get("merged_plan_here") and r.get("ilp_bound")
-                else "."
-            )
+        text = (
+            f"At {r['gpus']} GPUs the ILP's plan, {dash(r['ilp_objective'], '.2f')} s, is within "
+            f"{dash(r['ilp_gap'], '.2%')} of the proven bound, {dash(r['ilp_bound'], '.2f')} s, "
+            f"and SHA-EA's within {dash(_less(r['sha_ea_over_bound']), '.2%')}"
         )
+        here, bound = r.get("merged_plan_here"), r.get("ilp_bound")
+        if here and bound and r.get("proved_by") == "merged bound":
+            text += (
+                f": the merged optimum's plan costs {here:.2f} s here, {here / bound - 1:.2%} "
+                "above the bound (a group that spans nodes pays their link, which merging made "
+                "the intra-node one)"
+                + (
+                    ", and its groups configured again on these nodes are the ILP's plan"
+                    if r["ilp_objective"] is not None and r["ilp_objective"] < here
+                    else ""
+                )
+            )
+        lines.append(text + ".")
     return "\n".join(lines) + "\n"
 
 

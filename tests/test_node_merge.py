@@ -376,8 +376,11 @@ def test_the_size_curve_report_says_which_ilp_proved_each_size(tmp_path):
         "Proven optimal by the ILP: 40 GPUs; by the ILP on the cluster as it is alone: none" in text
     )
     assert "| merged |" in text and "| merged bound |" in text
-    assert "At 48 GPUs the ILP's plan is within 0.60% of the proven bound" in text
-    assert "SHA-EA's within 0.29%" in text
+    assert "At 48 GPUs the ILP's plan, 143.53 s, is within 0.60% of the proven bound" in text
+    assert "SHA-EA's within 0.29%: the merged optimum's plan costs 143.53 s here" in text
+    assert "configured again" not in text  # its plan here is the ILP's
+    better = {**spanning, "ilp_objective": 143.07, "ilp_gap": 143.07 / 142.68 - 1}
+    assert "are the ILP's plan" in report([better], "x")
     plot([row, spanning], tmp_path / "curve.png")
     assert (tmp_path / "curve.png").stat().st_size > 0
 

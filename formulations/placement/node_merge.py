@@ -30,13 +30,17 @@ merge, and nodes whose intra-node link is slower than their zone's are left apar
 **The placement solver "ilp" proves through it** (:func:`solve_merging_nodes`). The merged
 cluster's optimum T' <= T, and its plan, read on the original cluster GPU for GPU
 (:func:`plan_on`), is a plan there costing some U >= T. When U = T' (to a relative 1e-9), the
-plan is optimal here: T' <= T <= U = T'. That is the common case: the merged link is only
-cheaper for a group that spans nodes, and the merged ILP's canonical layouts fill a node's GPUs
-in order, so its groups and their TP rings mostly stay within the nodes they would have here.
-When U > T', the ILP on the original cluster goes on under U as its upper bound, in the time
-left, and the best bound either proved is reported. The HetRL testbed's eight nodes become
-three: 10 625 compositions instead of 43 million, so the ILP proves its optimum where the direct
-one never solves a master (``benchmarks/results/placement/ilp_size_curve.md``).
+plan is optimal here: T' <= T <= U = T'. The merged link is only cheaper for a group that
+spans nodes, and the merged ILP's canonical layouts fill a node's GPUs in order, so a plan
+whose groups fit in nodes costs the same (the testbed's first 4 and 5 nodes, GRPO). When
+U > T' (a group spanning nodes, whose DP or PP ring then crosses their link), its groups are
+configured again on these nodes (Level 4 solved exactly below U, :func:`configured_here`): a
+different TP/PP/DP split may keep its rings off that link, and reaching T' proves it too.
+Otherwise the ILP on the original cluster goes on under the better plan's cost, in the time
+left, while its relaxed pairs are within reach (:data:`DIRECT_PAIRS`); beyond, the merged
+optimum is the answer's proven bound, with the gap. The HetRL testbed's eight nodes become
+three: 10 625 compositions instead of 43 million, where the direct ILP never solves a master
+(``benchmarks/results/placement/ilp_size_curve.md``).
 """
 
 from __future__ import annotations
@@ -178,11 +182,13 @@ def solve_merging_nodes(
 ) -> SolverOutput:
     """The placement ILP (:func:`~formulations.placement.ilp.solve_placement_ilp`), first on the
     cluster with its identical nodes merged (module doc, "The placement solver"): proven optimal
-    here when the merged optimum's plan costs the same on this cluster; otherwise the ILP on
-    this cluster under that plan's cost, in the time left, reporting the better of the two
-    proven bounds. Without nodes to merge, or under a framework target (whose rules the merged
-    plan need not keep), it is the ILP on the cluster as it is. One time limit covers both.
-    The stats are the ILP's that decided, with ``merged`` saying what the merged run found."""
+    here when the merged optimum's plan, or its groups configured again here, costs the same on
+    this cluster; otherwise the ILP on this cluster under that plan's cost while within reach,
+    in the time left, reporting the better of the two proven bounds. Without nodes to merge, or
+    under a framework target (whose rules the merged plan need not keep), it is the ILP on the
+    cluster as it is. One time limit covers all of it. The stats are those of the ILP that
+    decided, with ``merged`` saying what the merged run found (its optimum or bound, its plan's
+    cost here, and configured again here)."""
     del seed  # deterministic
     deadline = Deadline(time_limit)
     merged = merged_problem(problem) if merge_nodes and problem.target.framework is None else None
@@ -245,7 +251,7 @@ def solve_merging_nodes(
     if deadline.expired() or pairs > DIRECT_PAIRS:
         why = "the merged optimum's plan costs more here" if back else "stopped merged"
         if pairs > DIRECT_PAIRS:
-            why += f"; {pairs:.3g} relaxed pairs on these nodes, beyond the direct ILP"
+            why += f"; {pairs / 1e6:.1f} million relaxed pairs here, beyond the direct ILP"
         return _best_of(back, None, lower, f"{why} ({where}: {_said(first)})", stats)
     cutoffs = [b for b in (upper_bound, None if back is None else back[0]) if b is not None]
     here = solve_under(problem, deadline, backend, threads, min(cutoffs, default=None), workers)
