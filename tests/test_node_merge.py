@@ -408,3 +408,22 @@ def test_the_merged_plans_groups_configured_here_cost_no_less_than_the_optimum()
     assert cost == pytest.approx(exact.objective, rel=1e-9)
     # nothing below the optimum: the pruned search finds no plan
     assert configured_here(p, back, exact.objective * 0.99, UNLIMITED) is None
+
+
+def test_an_upper_bound_between_the_merged_optimum_and_its_plan_here_keeps_the_better_plan():
+    """Two nodes of 4 A100: the merged optimum's plan costs more here than the merged optimum.
+    With the caller's upper bound between the two, nothing here is below it (the direct ILP
+    proves it), and the plan returned is the best known: the merged plan read back, no worse
+    than what the direct ILP alone returns."""
+    from planner.solve import solve
+
+    p = _problem(_nodes(("A100-40GB", 4), ("A100-40GB", 4)), "grpo-sync-qwen3-4b")
+    full = solve(p, "ilp")
+    merged = full.stats["merged"]
+    assert merged["objective"] < merged["plan_here"]
+    between = (merged["objective"] + merged["plan_here"]) / 2
+    out = solve(p, "ilp", upper_bound=between)
+    alone = solve(p, "ilp", upper_bound=between, merge_nodes=False)
+    assert out.status is Status.FEASIBLE and "no plan costs less than upper_bound" in out.message
+    assert out.objective == pytest.approx(merged["plan_here"], rel=1e-12)
+    assert out.objective <= alone.objective

@@ -280,6 +280,11 @@ def solve_merging_nodes(
             stats=stats,
         )
     if here.stats.get("proven"):
+        # nothing below the caller's upper bound: the best plan known is the better of the two
+        if back is not None and (here.objective is None or back[0] < here.objective):
+            return SolverOutput(
+                Status.FEASIBLE, plan=back[1], objective=back[0], message=here.message, stats=stats
+            )
         return SolverOutput(
             here.status, plan=here.plan, objective=here.objective, message=here.message, stats=stats
         )
