@@ -204,6 +204,12 @@ class ProcessCosting(ColumnCosting):
             pool.shutdown(wait=idle, cancel_futures=True)
 
 
+def relaxed_pairs(tasks: int, cap: Sequence[int]) -> int:
+    """The ILP's relaxed pairs: every task subset on every composition, 2^|tasks| prod_k
+    (N_k + 1) over the classes' capacities ``cap``."""
+    return 2**tasks * math.prod(n + 1 for n in cap)
+
+
 def column_costing(builder: GroupOptions, workers: int | None) -> ColumnCosting:
     """The costing for ``workers`` processes (1: in process). ``None`` picks in process below
     :data:`PROCESS_PAIRS` relaxed pairs, where starting workers costs more than it saves, and
@@ -211,7 +217,7 @@ def column_costing(builder: GroupOptions, workers: int | None) -> ColumnCosting:
     worker of a process pool: ``rlplan bench``'s local executor) may not start processes, so
     there the costing is in process whatever ``workers`` says; the result is the same."""
     if workers is None:
-        pairs = 2 ** len(builder.tasks) * math.prod(n + 1 for n in builder.cap)
+        pairs = relaxed_pairs(len(builder.tasks), builder.cap)
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
         workers = min(AUTO_WORKERS, cpus or 1) if pairs >= PROCESS_PAIRS else 1
     if workers <= 1 or multiprocessing.current_process().daemon:

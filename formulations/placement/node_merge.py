@@ -45,7 +45,6 @@ three: 10 625 compositions instead of 43 million, where the direct ILP never sol
 
 from __future__ import annotations
 
-import math
 from typing import Annotated, Any
 
 from pydantic import Field
@@ -56,7 +55,7 @@ from costmodels.placement.plan import PlacementPlan
 from costmodels.placement.problem import FrameworkTarget, PlacementProblem
 from costmodels.placement.space import node_classes
 from costmodels.solving import Deadline, DeadlineExceeded, SolverOutput, Status
-from formulations.placement.costing import partial_keep
+from formulations.placement.costing import partial_keep, relaxed_pairs
 from formulations.placement.ilp import (
     Backend,
     Threads,
@@ -208,12 +207,17 @@ def solve_merging_nodes(
         plan = plan_on(first.plan, merged, problem)  # type: ignore[arg-type]
         back = (evaluate_placement(problem, plan).objective, plan)
         info["plan_here"] = back[0]
+
+    def at_optimum(plan: tuple[float, PlacementPlan] | None) -> bool:
+        """Whether ``plan`` costs the proven merged optimum here (so it is optimal here)."""
+        return (
+            first.status is Status.OPTIMAL
+            and plan is not None
+            and plan[0] <= first.objective * (1 + SAME_COST)  # type: ignore[operator]
+        )
+
     how = "its plan costs the same here"
-    if (
-        first.status is Status.OPTIMAL
-        and back is not None
-        and back[0] > first.objective * (1 + SAME_COST)  # type: ignore[operator]
-    ):
+    if first.status is Status.OPTIMAL and back is not None and not at_optimum(back):
         # its groups may run faster here with other configurations (a DP ring that no longer
         # spans the merged node's link): Level 4 on these nodes, below the plan's cost
         better = configured_here(problem, back[1], back[0], deadline)
@@ -233,11 +237,8 @@ def solve_merging_nodes(
             message=f"{first.message}; {where}",
             stats=stats,
         )
-    if (
-        first.status is Status.OPTIMAL
-        and back is not None
-        and back[0] <= first.objective * (1 + SAME_COST)  # type: ignore[operator]
-    ):
+    if at_optimum(back):
+        assert back is not None
         return SolverOutput(
             Status.OPTIMAL,
             plan=back[1],
@@ -265,21 +266,17 @@ def solve_merging_nodes(
             message=f"{here.message} (on these nodes; merged: {_said(first)})",
             stats=stats,
         )
-    if (
-        here.stats.get("proven")
-        and back is not None
-        and (upper_bound is None or back[0] <= upper_bound)
-    ):
-        # nothing here below the merged optimum's plan: it is optimal
-        return SolverOutput(
-            Status.OPTIMAL,
-            plan=back[1],
-            objective=back[0],
-            bound=back[0],
-            message=f"the merged optimum's plan, proven optimal on these nodes; {where}",
-            stats=stats,
-        )
     if here.stats.get("proven"):
+        if back is not None and (upper_bound is None or back[0] <= upper_bound):
+            # nothing here below the merged optimum's plan: it is optimal
+            return SolverOutput(
+                Status.OPTIMAL,
+                plan=back[1],
+                objective=back[0],
+                bound=back[0],
+                message=f"the merged optimum's plan, proven optimal on these nodes; {where}",
+                stats=stats,
+            )
         # nothing below the caller's upper bound: the best plan known is the better of the two
         if back is not None and (here.objective is None or back[0] < here.objective):
             return SolverOutput(
@@ -322,7 +319,7 @@ def configured_here(
 def direct_pairs(problem: PlacementProblem) -> int:
     """The relaxed pairs of the ILP on ``problem``'s cluster as it is: 2^|tasks| prod_k (N_k + 1)
     over its node classes (``formulations.placement.costing``)."""
-    return 2 ** len(problem.tasks) * math.prod(len(g) + 1 for _, g in node_classes(problem))
+    return relaxed_pairs(len(problem.tasks), [len(g) for _, g in node_classes(problem)])
 
 
 def _said(out: SolverOutput) -> str:
