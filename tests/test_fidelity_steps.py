@@ -196,7 +196,7 @@ def test_the_engine_step_what_if_changes_the_rollout_engine_term_only():
     (``benchmarks.instances.engine_step_what_if``): at the profile's own term the what-if is the
     published judge, a larger term decodes slower, and the two workloads hash apart (the judge's
     caches must not hand one the other's rounds)."""
-    from benchmarks.fidelity.rollout_steps import JOB, ROWS
+    from benchmarks.fidelity.rollout_rows import JOB, ROWS
     from benchmarks.instances import rollout_problem
     from benchmarks.rollout_breakdown import long_step
     from costmodels.profiles import engine_profiles

@@ -50,7 +50,7 @@ def test_the_summary_line_fits_80_columns():
 @pytest.mark.slow
 def test_shipped_rollout_error_is_the_current_rollout_judges():
     """The rollout judge's entry (RollPacker's measured steps) is what a fresh run gives."""
-    from benchmarks.fidelity.rollout_steps import run as run_rollout
+    from benchmarks.fidelity.rollout_rows import run as run_rollout
 
     fresh = run_rollout()["error"]["step"]
     shipped = step_error_table()["rollout"]["step"]

@@ -8,8 +8,11 @@ as a step's expected error).
 Measured: RollPacker §6.6 Table 3 (the stream trainer: no scaling, fixed 20/30/40% triggers,
 adaptive) and Table 4 (fetch-once capped at 20-50%; its streaming row is Table 3's adaptive
 one), long-round step times of RollPacker on Qwen2.5-7B/8k (claims.md). Predicted: the rollout
-judge's mean long-round step of the same plans on the 7B/8k Table 2 job, over :data:`SEEDS`
-epochs, as ``benchmarks.rollout_breakdown`` reproduces Tables 3 and 4.
+judge's mean long-round step of the same plans on the 7B/8k Table 2 job, over
+``benchmarks.fidelity.rollout_rows.SEEDS`` epochs, as ``benchmarks.rollout_breakdown``
+reproduces Tables 3 and 4 (the rows: ``benchmarks.fidelity.rollout_rows``). The report's
+*Sensitivity* section (``benchmarks.fidelity.rollout_sensitivity``; ``--no-sensitivity`` skips
+it) fits the training MFU to Table 3's steps alone and tests it on Table 4's.
 
 **Split.** Every row here is a test row: the rollout judge's only fitted constant, the training
 MFU (``costmodels.rl_training.FITTED_MFU``), is fitted to RollPacker Table 1's stage shares
@@ -25,55 +28,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.fidelity.steps_predict import ERROR_FILE, ratio_error
+from benchmarks.fidelity.rollout_rows import run
+from benchmarks.fidelity.steps_predict import ERROR_FILE
 from benchmarks.publish import write_csv
-from benchmarks.rollout_breakdown import (
-    PAPER_TABLE3,
-    PAPER_TABLE4,
-    TABLE3_TRIGGERS,
-    long_step,
-)
-
-JOB = "rollout-7b-8k"
-#: epochs averaged per row (``benchmarks.rollout_breakdown``'s default)
-SEEDS = range(3)
-#: row id -> (the plan's stream-trainer knobs, the measured long-round step, s, and its table)
-ROWS: dict[str, tuple[dict[str, Any], float, str]] = {
-    **{
-        f"T3 {label}": (kw, PAPER_TABLE3[label], "Table 3") for label, kw in TABLE3_TRIGGERS.items()
-    },
-    **{
-        f"T4 once-{c:.0%}": (
-            {"scale": "adaptive", "fetch": "once", "fetch_cap": c},
-            PAPER_TABLE4[f"once-{c:.0%}"],
-            "Table 4",
-        )
-        for c in (0.2, 0.3, 0.4, 0.5)
-    },
-}
-SOURCE = (
-    "benchmarks/fidelity/rollout_steps.py: RollPacker §6.6 Tables 3-4, long-round steps of "
-    "Qwen2.5-7B/8k, all out of sample (the training MFU is fitted to Table 1's shares)"
-)
-
-
-def run(seeds: range = SEEDS, **job: Any) -> dict[str, Any]:
-    """Every row predicted, its ratio, and the error summary (``job``: what-ifs of
-    :func:`benchmarks.instances.rollout_problem`, none for the published figures)."""
-    rows = []
-    for row_id, (kw, measured, table) in ROWS.items():
-        predicted = long_step(JOB, seeds, kw, **job)
-        rows.append(
-            {
-                "id": row_id,
-                "table": table,
-                "measured_s": measured,
-                "predicted_s": predicted,
-                "ratio": predicted / measured,
-            }
-        )
-    error = {"step": ratio_error([(r["id"], r["ratio"]) for r in rows]), "source": SOURCE}
-    return {"job": JOB, "seeds": len(seeds), "rows": rows, "error": error}
 
 
 def update_error_file(result: dict[str, Any], path: Path = ERROR_FILE) -> None:
@@ -108,6 +65,10 @@ def markdown(result: dict[str, Any], command: str) -> str:
         "RollPacker's steps. Every rollout plan's summary and plan file carries this figure as "
         "its expected step error.",
     ]
+    if "sensitivity" in result:
+        from benchmarks.fidelity.rollout_sensitivity import markdown as sensitivity_lines
+
+        lines += sensitivity_lines(result["sensitivity"])
     return "\n".join(lines) + "\n"
 
 
@@ -118,9 +79,18 @@ def main() -> None:
     )
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/fidelity"))
     parser.add_argument("--error-file", type=Path, default=ERROR_FILE)
+    parser.add_argument(
+        "--no-sensitivity",
+        action="store_true",
+        help="skip the training-efficiency sensitivity (its fit runs the rows ~15 times)",
+    )
     args = parser.parse_args()
     start = time.time()
     result = run()
+    if not args.no_sensitivity:
+        from benchmarks.fidelity.rollout_sensitivity import sensitivity
+
+        result["sensitivity"] = sensitivity()
     args.out.mkdir(parents=True, exist_ok=True)
     write_csv(args.out / "rollout_steps.csv", result["rows"])
     (args.out / "rollout_steps.json").write_text(json.dumps(result, indent=1) + "\n")

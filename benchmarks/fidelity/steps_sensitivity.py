@@ -163,7 +163,7 @@ def rollpacker_step_error(step_ms: float) -> dict[str, Any]:
     (``benchmarks.fidelity.rollout_steps``: Tables 3 and 4, H800, the cuda-graph engine) with the
     engine's CPU time per decode step at ``step_ms``: the other whole-step source the engine term
     bears on. Its rows are out of sample for every setting here (nothing is fitted to them)."""
-    from benchmarks.fidelity.rollout_steps import run as rollout_rows
+    from benchmarks.fidelity.rollout_rows import run as rollout_rows
 
     return rollout_rows(engine_step_ms=step_ms)["error"]["step"]
 
