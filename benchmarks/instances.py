@@ -275,17 +275,21 @@ def rollout_problem(
     dataset_prompts: int = 1280,
     training_mfu: float | None = None,
     engine_step_ms: float | None = None,
+    log_prob_pass: bool | None = None,
 ) -> Any:
     """A RollPacker Table 2 job (``rollout-7b-8k`` ...) on the epoch of ``seed``, as a rollout
     problem; ``training_mfu`` replaces the training stage's fitted MFU (a what-if on training's
     size), ``engine_step_ms`` the rollout engine's CPU time per decode step (a what-if on the
-    engine term, :class:`EngineStepWhatIf`)."""
+    engine term, :class:`EngineStepWhatIf`), ``log_prob_pass`` the training stage's old
+    log-prob pass (false: as RollPacker's artifact trains, ``TrainingSpec``)."""
     from costmodels.rollout.presets import table2_job
     from planner.io import build_problem
 
     job = table2_job(name, seed=seed, dataset_prompts=dataset_prompts)
     if training_mfu is not None:
         job["workload"].setdefault("training", {})["mfu"] = training_mfu
+    if log_prob_pass is not None:
+        job["workload"].setdefault("training", {})["log_prob_pass"] = log_prob_pass
     problem = build_problem("rollout", {"job": job})
     if engine_step_ms is None:
         return problem

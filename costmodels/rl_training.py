@@ -74,6 +74,26 @@ SHARD_BYTES, OPTIMIZER_STATE_BYTES = 6.0, 12.0
 REFERENCE_SEQUENCE = 2048
 
 
+def log_prob_field() -> Any:
+    """A spec field for the old log-prob pass: a forward pass over the batch before training.
+
+    A trainer that makes one optimizer update per RL step needs no old log-probs: at that update
+    the policy is the one that generated, so the importance ratio is exp(logp - logp.detach())
+    = 1 and the log-probs of the training pass's own forward serve. RollPacker's artifact runs
+    so: its launcher sets ``fake_old_log_probs = True`` and, with autoscaling, asserts
+    ``SKIP_OLD_LOG_PROBS`` ("we should directly skip old log probs computation",
+    ``examples/start_rlvr_pipeline_async.py``), and leaves the reference cluster out (no KL);
+    its stream trainer defers the one update to the end of rollout (RollPacker §4.4). veRL
+    recomputes them whatever the updates (RollPacker Table 1's runs, ``docs/judge.md``)."""
+    return Field(
+        default=True,
+        description=(
+            "the old log-prob forward pass before training (veRL; false: the trainer makes one "
+            "update a step and needs none, as RollPacker's artifact runs)"
+        ),
+    )
+
+
 def mfu_field(description: str) -> Any:
     """A spec field for the training efficiency: in (0, 1], or None for the judge's."""
     return Field(default=None, gt=0, le=1, description=description)
@@ -234,6 +254,7 @@ class TrainingProfile(BaseModel):
         "share of dense BF16 peak the training and log-prob GEMMs reach (None: the judge's)"
     )
     source: str = Field(default="the judge's efficiency (costmodels.efficiency)")
+    log_prob_pass: bool = log_prob_field()
 
     def efficiency(self, gpu: str, params: ServingParams | None = None) -> float:
         """The efficiency the passes run at: the profile's, else the judge's for ``gpu``."""
@@ -259,7 +280,14 @@ class TrainingProfile(BaseModel):
             return 0.0
         shape = shape or BatchShape.of_tokens(tokens)
         log_prob, train = stage_seconds(
-            model, gpu, gpus, shape, self.efficiency(gpu, params), gpus_per_node, replica_gpus
+            model,
+            gpu,
+            gpus,
+            shape,
+            self.efficiency(gpu, params),
+            gpus_per_node,
+            replica_gpus,
+            reference_pass=self.log_prob_pass,
         )
         return (log_prob + train) * tokens / shape.tokens
 

@@ -91,3 +91,41 @@ def test_a_default_replica_holds_the_training_state_and_bare_tokens_get_constant
     assert training_replica("Qwen2.5-72B", "H800", 4) == 4  # never more than the GPUs
     shape = BatchShape.of_tokens(1e6)
     assert shape.lengths.is_constant and shape.tokens == pytest.approx(488 * 2048)
+
+
+def test_without_the_log_prob_pass_the_stage_is_the_training_pass_alone():
+    """``log_prob_pass: false`` (one update a step, as RollPacker's artifact trains,
+    ``costmodels.rl_training.log_prob_field``) drops the forward pass and nothing else: the
+    stage is the training pass of the same job, and the default keeps both."""
+    shape = BatchShape(512, 300, LOGNORMAL, 4096)
+    log_prob, train = stage_seconds("Qwen2.5-7B", "H800", 16, shape, 0.3, 8, 2)
+    tokens = 3 * shape.tokens
+    both = TrainingProfile(mfu=0.3).compute_s("Qwen2.5-7B", "H800", 16, tokens, shape, 8, 2)
+    alone = TrainingProfile(mfu=0.3, log_prob_pass=False).compute_s(
+        "Qwen2.5-7B", "H800", 16, tokens, shape, 8, 2
+    )
+    assert log_prob > 0
+    assert both == pytest.approx(3 * (log_prob + train), rel=1e-12)
+    assert alone == pytest.approx(3 * train, rel=1e-12)
+    no_pass = stage_seconds("Qwen2.5-7B", "H800", 16, shape, 0.3, 8, 2, reference_pass=False)
+    assert no_pass == (0.0, pytest.approx(train, rel=1e-12))
+
+
+def test_a_rollout_job_without_the_log_prob_pass_trains_faster_and_hashes_apart():
+    from benchmarks.instances import rollout_problem
+    from costmodels.rollout.judge import evaluate_rollout
+    from costmodels.rollout.space import verl_plan
+
+    base = rollout_problem("rollout-7b-8k", dataset_prompts=128)
+    bare = rollout_problem("rollout-7b-8k", dataset_prompts=128, log_prob_pass=False)
+    assert base.workload.training.log_prob_pass and not bare.workload.training.log_prob_pass
+    assert hash(base.workload) != hash(bare.workload)
+    _, with_pass = evaluate_rollout(base, verl_plan(base.workload))
+    _, without = evaluate_rollout(bare, verl_plan(bare.workload))
+    assert 0 < without["train_s"] < with_pass["train_s"]
+    assert without["rollout_s"] == pytest.approx(with_pass["rollout_s"], rel=1e-12)
+    # the summary says which training it judged
+    from costmodels.rollout.summary import judge_line
+
+    assert "no old log-prob pass" in judge_line(bare.workload)
+    assert "log-prob" not in judge_line(base.workload)

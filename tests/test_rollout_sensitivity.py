@@ -87,3 +87,25 @@ def test_the_real_judges_steps_fall_as_the_training_mfu_rises():
     assert rs.predicted_steps(FITTED_MFU) == pytest.approx(published, rel=1e-12)
     faster = rs.predicted_steps(2 * FITTED_MFU)
     assert all(faster[r] < published[r] for r in ROWS)
+
+
+def test_the_rows_run_the_job_as_rollpackers_artifact_trains(monkeypatch):
+    """RollPacker's rows are judged without the old log-prob pass (its launcher fakes the old
+    log-probs), and every what-if keeps that unless it says otherwise."""
+    from benchmarks.fidelity import rollout_rows
+
+    seen: list[dict] = []
+
+    def fake(job, seeds, kw, **opts):
+        seen.append(opts)
+        return ROWS[next(r for r in ROWS if ROWS[r][0] == kw)][1]
+
+    monkeypatch.setattr(rollout_rows, "long_step", fake)
+    result = rollout_rows.run(range(1), training_mfu=0.2)
+    assert len(seen) == len(ROWS)
+    assert all(o == {"log_prob_pass": False, "training_mfu": 0.2} for o in seen)
+    assert result["error"]["step"]["rms_log"] == pytest.approx(0.0, abs=1e-12)
+    assert "no old log-prob pass" in result["error"]["source"]
+    seen.clear()
+    rollout_rows.run(range(1), log_prob_pass=True)
+    assert all(o == {"log_prob_pass": True} for o in seen)

@@ -6,8 +6,9 @@ The rollout judge's one fitted constant is the training MFU (``costmodels.rl_tra
 rlplan's run of RollPacker Table 1's job is the measured 22%, a share, fitted on veRL. RollPacker's
 own steps (Tables 3 and 4, Qwen2.5-7B/8k on 16 H800) are absolute times of a different trainer:
 RollPacker trains on Megatron-LM v0.12.2 with a distributed optimizer (RollPacker §5), so the two
-sources need not agree on one efficiency. This module measures how far they disagree, with the
-calibration and test rows kept apart:
+sources need not agree on one efficiency. (The rows are judged as RollPacker's artifact trains,
+without the old log-prob pass that veRL's Table 1 runs pay: ``rollout_rows.AS_RUN``.) This
+module measures how far they disagree, with the calibration and test rows kept apart:
 
 * **Fit on Table 3, test on Table 4.** The MFU minimising the RMS log error of Table 3's five rows
   (the stream trainer's scaling triggers) is found by bounded Brent search
@@ -132,7 +133,8 @@ def markdown(sens: dict[str, Any]) -> list[str]:
         "## Sensitivity: the training efficiency",
         "",
         "The judge's one fitted constant is the training MFU, fitted to veRL's training share of "
-        "RollPacker Table 1's job (a share, on veRL); RollPacker trains on Megatron-LM (§5). "
+        "RollPacker Table 1's job (a share, on veRL, with its old log-prob pass); RollPacker "
+        "trains on Megatron-LM (§5), without one (the rows above). "
         f"Here the MFU is fitted to {CALIBRATION}'s five steps alone (bounded Brent search) and "
         f"tested on {TEST}'s four (`benchmarks/fidelity/rollout_sensitivity.py`). Gains: no "
         "GPU scaling over adaptive scaling (Table 3), fetch-once at 50% over streaming (Table 4).",

@@ -8,7 +8,8 @@ as a step's expected error).
 Measured: RollPacker §6.6 Table 3 (the stream trainer: no scaling, fixed 20/30/40% triggers,
 adaptive) and Table 4 (fetch-once capped at 20-50%; its streaming row is Table 3's adaptive
 one), long-round step times of RollPacker on Qwen2.5-7B/8k (claims.md). Predicted: the rollout
-judge's mean long-round step of the same plans on the 7B/8k Table 2 job, over
+judge's mean long-round step of the same plans on the 7B/8k Table 2 job as RollPacker's artifact
+trains it (no old log-prob pass, ``benchmarks.fidelity.rollout_rows.AS_RUN``), over
 ``benchmarks.fidelity.rollout_rows.SEEDS`` epochs, as ``benchmarks.rollout_breakdown``
 reproduces Tables 3 and 4 (the rows: ``benchmarks.fidelity.rollout_rows``). The report's
 *Sensitivity* section (``benchmarks.fidelity.rollout_sensitivity``; ``--no-sensitivity`` skips
@@ -47,8 +48,10 @@ def markdown(result: dict[str, Any], command: str) -> str:
         "",
         f"Made by `{command}` (`benchmarks/fidelity/rollout_steps.py`). Measured: RollPacker "
         "§6.6 Tables 3 and 4, long-round step times (claims.md). Predicted: the rollout judge's "
-        f"mean long-round step of the same plan on `{result['job']}`, over {result['seeds']} "
-        "epochs. Every row is out of sample (the training MFU is fitted to Table 1's shares).",
+        f"mean long-round step of the same plan on `{result['job']}` as RollPacker's artifact "
+        "trains it (no old log-prob pass: its launcher fakes the old log-probs, "
+        f"`costmodels.rl_training.log_prob_field`), over {result['seeds']} epochs. Every row is "
+        "out of sample (the training MFU is fitted to Table 1's shares).",
         "",
         "| row | table | measured s | predicted s | predicted / measured |",
         "|---|---|---:|---:|---:|",

@@ -48,6 +48,8 @@ def judge_line(wl: Any) -> str:
         if mfu is not None
         else "training at the judge's efficiency"
     )
+    if not wl.training.log_prob_pass:
+        training += ", no old log-prob pass"
     return f"{kernels}, engine {wl.engine}; {training}"
 
 

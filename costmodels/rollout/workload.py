@@ -37,7 +37,7 @@ from costmodels.generation.request_traces import (
 )
 from costmodels.profiles import HardwareProfile
 from costmodels.response_lengths import ResponseLengths
-from costmodels.rl_training import BatchShape, TrainingProfile, mfu_field
+from costmodels.rl_training import BatchShape, TrainingProfile, log_prob_field, mfu_field
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 #: tokens per bin of the epoch's response histogram (:meth:`PromptPool.batch_shape`)
@@ -219,7 +219,10 @@ class TrainingSpec(BaseModel):
     over nodes) on every rollout GPU, at ``mfu`` of the GPUs' dense peak (None: the judge's
     efficiency for the GPU type), per token at the epoch's own lengths; then the optimizer step and
     the weight sync to the rollout engine (``update_s``; by default what that model gives for the
-    job). The stream trainer can only train on a multiple of ``replica_gpus``."""
+    job). The stream trainer can only train on a multiple of ``replica_gpus``. The job makes one
+    optimizer update a step (the stream trainer defers it to the end of rollout, RollPacker
+    §4.4), so ``log_prob_pass: false`` may drop the old log-prob pass, as RollPacker's artifact
+    does (``costmodels.rl_training.log_prob_field``)."""
 
     model_config = _STRICT
 
@@ -240,8 +243,10 @@ class TrainingSpec(BaseModel):
         ),
     )
 
+    log_prob_pass: bool = log_prob_field()
+
     def profile(self) -> TrainingProfile:
-        return TrainingProfile(mfu=self.mfu)
+        return TrainingProfile(mfu=self.mfu, log_prob_pass=self.log_prob_pass)
 
 
 class RolloutWorkload(BaseModel):
