@@ -333,6 +333,13 @@ def test_rollout_export_needs_the_fork_for_what_only_the_fork_has():
     upstream = strict_roll_errors(doc["document"], roll_fields())
     assert sorted(e.split(":")[0] for e in upstream) == doc["needs_rollpacker_fork"]
     assert set(doc["needs_rollpacker_fork"]) <= ROLLPACKER_ONLY_KEYS
+    # the old log-prob pass: the note says how the fork runs it and what the judge charged
+    assert any("which the fork's async launcher skips" in n for n in doc["notes"])
+    training = {**TINY["workload"]["training"], "log_prob_pass": False}
+    job = {**TINY, "workload": {**TINY["workload"], "training": training}}
+    bare = build_problem("rollout", {"job": job})
+    notes = rollout_export(bare, r.plan)["notes"]
+    assert any("with SKIP_OLD_LOG_PROBS=True" in n for n in notes)
 
 
 def test_plan_target_through_the_cli_as_a_user_runs_it(tmp_path):

@@ -176,6 +176,17 @@ def export_roll(problem: RolloutProblem, plan: RolloutPlan) -> dict[str, Any]:
             f"stream trainer: free {plan.scale_fraction:.0%} of rollout ranks {when}; the fork "
             "scales at 40% with half the ranks"
         )
+    if wl.training.log_prob_pass:
+        notes.append(
+            "old log-probs: judged with their forward pass, which the fork's async launcher "
+            "skips (SKIP_OLD_LOG_PROBS=True, fake old log-probs); training.log_prob_pass: false "
+            "judges the job as the fork runs it"
+        )
+    else:
+        notes.append(
+            "old log-probs: judged without their forward pass; run the fork's async launcher "
+            "with SKIP_OLD_LOG_PROBS=True (it requires it with autoscaling)"
+        )
     fork_only = sorted(k for k in keys if k in ROLLPACKER_ONLY_KEYS)
     comments = [
         "RollPacker's ROLL-based RLVR config from an rlplan rollout plan; top-level RLVRConfig "
