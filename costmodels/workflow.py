@@ -169,7 +169,9 @@ class WorkflowSpec(BaseModel):
         description=(
             "a forward pass over the batch before training (the reference's log-probs for the "
             "KL term; verl's recompute of the old policy's log-probs costs the same); false: no "
-            "KL and the trainer reads the rollout's log-probs (fully-async only)"
+            "KL and the trainer takes the rollout's log-probs as the old policy's (verl's "
+            "rollout_correction bypass mode or fully_async_policy, ROLL's "
+            "force_disable_old_logprobs_recompute: the exports set them)"
         ),
     )
     reward: RewardStage | None = Field(
@@ -213,14 +215,6 @@ class WorkflowSpec(BaseModel):
                 "step takes a whole mini-batch (verl refuses it too)",
             )
         self._check_fully_async()
-        if not self.reference_pass and self.mode != "fully-async":
-            raise SpecError(
-                "reference_pass",
-                False,
-                f"needs mode: fully-async (mode is {self.mode}): synchronous and one-step-off "
-                "trainers recompute the old policy's log-probs, a forward pass over the batch "
-                "(verl, ROLL), so the pass stays",
-            )
         lengths = self.response_lengths
         median = lengths.uncapped_median()
         if median is not None and median > self.response_length:

@@ -29,7 +29,7 @@ from planner.registry import Registry, default_registry
 from planner.result import Result, relative_gap
 from planner.solve import EXACT_RTOL, check_plan
 
-SCHEMA_VERSION = "1.10"
+SCHEMA_VERSION = "1.11"
 #: versions this rlplan reads: 1.0 lacks ``clock`` (read as a plan whose clock decided nothing:
 #: 1.0 did not record it); 1.0 and 1.1 were judged on the flat kernels (:func:`_judge_of`);
 #: before 1.3 no file records ``termination``; 1.4 adds a placement workflow's ``response_lengths``
@@ -40,9 +40,24 @@ SCHEMA_VERSION = "1.10"
 #: ``reference_pass`` (absent: true, the only model before) and the training and inference
 #: breakdowns' ``straggler_s``; 1.8 adds the ``job`` problem and the placement params'
 #: ``generation_scale`` (absent: 1, the only model before); 1.9 adds the ``fleet`` problem;
-#: 1.10 adds a job plan's ``replan`` advice (absent: none, the only plan before); anything
-#: else is refused naming both versions
-READABLE_VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8", "1.9", "1.10")
+#: 1.10 adds a job plan's ``replan`` advice (absent: none, the only plan before); 1.11 adds a
+#: rollout job's ``training.log_prob_pass`` (absent: true, the only model before) and lets a
+#: placement workflow of any mode drop its ``reference_pass``; anything else is refused naming
+#: both versions
+READABLE_VERSIONS = (
+    "1.0",
+    "1.1",
+    "1.2",
+    "1.3",
+    "1.4",
+    "1.5",
+    "1.6",
+    "1.7",
+    "1.8",
+    "1.9",
+    "1.10",
+    "1.11",
+)
 
 
 class _PlanFileBase(BaseModel):
@@ -51,7 +66,7 @@ class _PlanFileBase(BaseModel):
     )  # NaN objectives and bounds are no numbers
 
     schema_version: Literal[
-        "1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8", "1.9", "1.10"
+        "1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8", "1.9", "1.10", "1.11"
     ] = SCHEMA_VERSION
     rlplan_version: str = ""
     judge: str = Field(

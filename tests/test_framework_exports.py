@@ -462,6 +462,36 @@ def test_a_fully_async_plan_without_the_reference_pass_exports_no_kl(version):
     assert "reference" not in roll
 
 
+@pytest.mark.parametrize("version", list(VERL_RELEASES))
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_plan_without_the_reference_pass_runs_no_forward_pass_before_training(version, mode):
+    """``reference_pass: false`` in a synchronous or one-step-off workflow: the judge charges no
+    pass before training, so verl runs in bypass mode (the rollout's log-probs as the old
+    policy's, no ``old_log_prob`` pass) with no KL, and the config composes; ROLL is told not to
+    recompute them (``force_disable_old_logprobs_recompute``)."""
+    wf = {**_workflow("grpo", mode, False), "reference_pass": False}
+    problem = build_problem("placement", {"cluster": H800_2x4, "workflow": wf})
+    plan = _disaggregated(problem) if mode == "async" else colocated_plan(problem, 2, 2, 1)
+    doc = export_verl(problem, plan, version)
+    cfg = compose_verl(version, doc["config_name"], hydra_overrides(doc))
+    assert cfg.algorithm.rollout_correction.bypass_mode
+    assert cfg.actor_rollout_ref.rollout.calculate_log_probs
+    assert not cfg.actor_rollout_ref.actor.use_kl_loss and not cfg.algorithm.use_kl_in_reward
+    roll = export_roll(problem, plan)["document"]
+    assert roll["force_disable_old_logprobs_recompute"] is True
+    assert strict_roll_errors(roll, roll_fields()) == []
+    # with the pass, nothing of the kind is set
+    with_pass = build_problem(
+        "placement", {"cluster": H800_2x4, "workflow": _workflow("grpo", mode, False)}
+    )
+    plan = _disaggregated(with_pass) if mode == "async" else colocated_plan(with_pass, 2, 2, 1)
+    assert (
+        "algorithm.rollout_correction.bypass_mode"
+        not in export_verl(with_pass, plan, version)["overrides"]
+    )
+    assert export_roll(with_pass, plan)["document"]["force_disable_old_logprobs_recompute"] is False
+
+
 def test_an_uneven_split_does_not_hide_a_shape_verl_cannot_serve():
     """A reward model pipelined (PP2) and split unevenly breaks two of verl's rules: both are
     listed, so the export never writes the PP away silently."""

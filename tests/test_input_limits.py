@@ -245,15 +245,6 @@ SIZES_AND_CONTRADICTIONS = [
         ["fully_async.updates_per_sync", "5"],
     ),
     (
-        "workflow-no-reference-pass-in-sync-mode",
-        _argv_with_preset(
-            "plan placement --workflow w.yaml",
-            preset="grpo-sync-qwen3-4b",
-            mutate=lambda d: d.update(reference_pass=False),
-        ),
-        ["reference_pass", "mode is sync"],
-    ),
-    (
         "gpu-absurd-tflops",
         _plan_placement_on_cluster(_custom_gpu(tflops_bf16_dense=1e308)),
         ["tflops_bf16_dense"],

@@ -9,7 +9,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from costmodels.catalog import get_model
-from costmodels.errors import SpecError
 from costmodels.placement.canned import ONE_ZONE, small_workflow
 from costmodels.placement.judge import evaluate_placement
 from costmodels.placement.space import TaskConfig, build_plan
@@ -120,7 +119,12 @@ def test_without_the_reference_pass_grpo_trains_on_generation_output():
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
-def test_the_reference_pass_stays_where_trainers_recompute_log_probs(mode):
-    with pytest.raises(SpecError) as err:
-        _tail_problem(mode=mode, reference_pass=False)
-    assert err.value.field == "reference_pass"
+def test_every_mode_may_train_on_the_rollouts_log_probs(mode):
+    """Without the pass a synchronous or one-step-off trainer takes the rollout's log-probs as
+    the old policy's (verl's bypass mode, ROLL's force_disable_old_logprobs_recompute: the
+    exports set them): no reference task, and inference costs nothing."""
+    p = _tail_problem(mode=mode, reference_pass=False)
+    assert "reference_inference" not in {t.name for t in p.tasks}
+    out = solve(p, "ilp", seed=0)
+    assert out.status.value == "optimal"
+    assert evaluate_placement(p, out.plan).breakdown["phases"]["inference_s"] == 0.0

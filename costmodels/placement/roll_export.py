@@ -253,6 +253,10 @@ def _pipeline_config(wf: WorkflowSpec, per_node: int) -> dict[str, Any]:
         "enable_reference": wf.reference_pass,
         "use_kl_loss": not ppo and wf.reference_pass,
         "init_kl_coef": 0.2 if ppo and wf.reference_pass else 0.0,
+        # without the pass, no forward pass before training at all: the old policy's log-probs
+        # are the rollout's (RLVRConfig; by itself ROLL skips the recompute only when a step
+        # makes one update, set_old_logprobs_status)
+        "force_disable_old_logprobs_recompute": not wf.reference_pass,
         "rollout_batch_size": wf.global_batch,
         "num_return_sequences_in_group": wf.responses_per_prompt,
         "prompt_length": wf.prompt_length,

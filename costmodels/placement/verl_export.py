@@ -20,8 +20,12 @@ Read in verl's source at those releases (file names relative to the ``verl`` pac
   critic: ``trainer/ppo/utils.py`` ``need_critic``); the reference exists only when
   ``actor.use_kl_loss`` or ``algorithm.use_kl_in_reward`` is set (``need_reference_policy``):
   a workflow with its reference pass (the default) gets GRPO's KL loss or PPO's in-reward KL
-  penalty, the usual choice of each; one without (``reference_pass: false``, fully-async only)
-  neither, and trains on the rollout's log-probs. ``data.train_batch_size`` prompts,
+  penalty, the usual choice of each; one without (``reference_pass: false``) neither, and
+  trains on the rollout's log-probs: fully_async_policy's ``use_rollout_log_probs``, else the
+  trainer's bypass mode (``algorithm.rollout_correction.bypass_mode`` with
+  ``rollout.calculate_log_probs``; ``trainer/ppo/ray_trainer.py`` then skips the
+  ``old_log_prob`` forward pass, ``rollout_corr_helper.apply_bypass_mode``; 0.7.0's one-step-off
+  recipe sets it by default). ``data.train_batch_size`` prompts,
   ``rollout.n`` responses each, ``data.max_prompt_length`` / ``max_response_length``.
 * **Batch sizes.** ``ppo_mini_batch_size`` is the workflow's ``mini_batch`` (prompts per
   optimizer step), or the whole batch: one optimizer step per iteration, HetRL Appendix B.3.
@@ -157,7 +161,7 @@ def _workflow_overrides(
         "algorithm.adv_estimator": "gae" if ppo else "grpo",
         "critic.enable": ppo,
         # verl builds the reference only when KL is used: with the reference pass, GRPO's KL
-        # loss or PPO's in-reward penalty; without it (fully-async only), no KL
+        # loss or PPO's in-reward penalty; without it, no KL
         "actor_rollout_ref.actor.use_kl_loss": not ppo and wf.reference_pass,
         "algorithm.use_kl_in_reward": ppo and wf.reference_pass,
         "data.train_batch_size": wf.global_batch,
@@ -167,6 +171,11 @@ def _workflow_overrides(
         "actor_rollout_ref.actor.ppo_mini_batch_size": wf.mini_batch or wf.global_batch,
         "actor_rollout_ref.actor.ppo_epochs": 1,
     }
+    if not wf.reference_pass and wf.mode != "fully-async":
+        # no forward pass before training: the rollout's log-probs stand for the old policy's
+        # (bypass mode; fully_async_policy has its own key, _fully_async_overrides)
+        ov["algorithm.rollout_correction.bypass_mode"] = True
+        ov["actor_rollout_ref.rollout.calculate_log_probs"] = True
     actor = plan.task(ACTOR_TRAINING)
     micro = _micro_batch(problem, actor.dp, "actor_training", notes)
     ov["actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"] = micro
