@@ -17,7 +17,7 @@ from costmodels.placement.plan import PlacementPlan
 from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.roll_export import export_roll, roll_rule_violations
 from costmodels.placement.space import TaskConfig, build_plan
-from costmodels.placement.verl_export import VERL_RELEASES, export_verl
+from costmodels.placement.verl_export import OLD_LOG_PROB_NOTE, VERL_RELEASES, export_verl
 from formulations.placement.ilp import solve_placement_ilp
 from heuristics.placement.colocated import colocated_plan
 from planner import solve
@@ -485,11 +485,14 @@ def test_a_plan_without_the_reference_pass_runs_no_forward_pass_before_training(
         "placement", {"cluster": H800_2x4, "workflow": _workflow("grpo", mode, False)}
     )
     plan = _disaggregated(with_pass) if mode == "async" else colocated_plan(with_pass, 2, 2, 1)
-    assert (
-        "algorithm.rollout_correction.bypass_mode"
-        not in export_verl(with_pass, plan, version)["overrides"]
-    )
+    doc = export_verl(with_pass, plan, version)
+    assert "algorithm.rollout_correction.bypass_mode" not in doc["overrides"]
     assert export_roll(with_pass, plan)["document"]["force_disable_old_logprobs_recompute"] is False
+    # main_ppo then recomputes the old log-probs beside the reference's, which the judge does not
+    # charge, and the export says so; one_step_off's recipe config is in bypass mode already
+    cfg = compose_verl(version, doc["config_name"], hydra_overrides(doc))
+    assert cfg.algorithm.rollout_correction.bypass_mode == (mode == "async")
+    assert (OLD_LOG_PROB_NOTE in doc["notes"]) == (mode == "sync")
 
 
 def test_an_uneven_split_does_not_hide_a_shape_verl_cannot_serve():

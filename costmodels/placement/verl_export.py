@@ -294,7 +294,8 @@ def export_verl(
                 else {}
             ),
         },
-        "notes": _release_notes(release, disaggregated, fully_async),
+        "notes": _release_notes(release, disaggregated, fully_async)
+        + _log_prob_notes(problem, disaggregated),
         "rule_violations": violations,
         "not_expressible": notes + violations,
     }
@@ -400,6 +401,27 @@ def _release_notes(release: VerlRelease, disaggregated: bool, fully_async: bool)
         return []
     note = release.fully_async_note if fully_async else release.one_step_off_note
     return [note] if note else []
+
+
+#: what a synchronous plan with the reference pass runs beyond the judged step
+OLD_LOG_PROB_NOTE = (
+    "old log-probs: main_ppo recomputes them (the old_log_prob pass) beside the reference's, "
+    "one more forward pass over the batch than the plan was judged with; "
+    "algorithm.rollout_correction.bypass_mode=true with "
+    "actor_rollout_ref.rollout.calculate_log_probs=true runs it as judged (the rollout's "
+    "log-probs stand for the old policy's, as the one-step-off recipe sets by default)"
+)
+
+
+def _log_prob_notes(problem: PlacementProblem, disaggregated: bool) -> list[str]:
+    """The forward passes before training verl runs beyond the plan's: main_ppo's trainer
+    recomputes the old policy's log-probs unless in bypass mode (``trainer/ppo/ray_trainer.py``
+    at both releases), while the judge charges one pass, the reference's; one_step_off's
+    recipe config and fully_async_policy use the rollout's log-probs already, and a workflow
+    without the pass gets bypass mode (:func:`_workflow_overrides`)."""
+    if problem.workflow.reference_pass and not disaggregated:
+        return [OLD_LOG_PROB_NOTE]
+    return []
 
 
 def _hydra_value(v: Any) -> str:
