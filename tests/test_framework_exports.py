@@ -493,6 +493,13 @@ def test_a_plan_without_the_reference_pass_runs_no_forward_pass_before_training(
     cfg = compose_verl(version, doc["config_name"], hydra_overrides(doc))
     assert cfg.algorithm.rollout_correction.bypass_mode == (mode == "async")
     assert (OLD_LOG_PROB_NOTE in doc["notes"]) == (mode == "sync")
+    # ROLL recomputes them only when a step makes several updates
+    several = {**_workflow("grpo", mode, False), "mini_batch": BATCH["global_batch"] // 2}
+    several_p = build_problem("placement", {"cluster": H800_2x4, "workflow": several})
+    assert not any(c.startswith("old log-probs") for c in export_roll(with_pass, plan)["comments"])
+    plan = _disaggregated(several_p) if mode == "async" else colocated_plan(several_p, 2, 2, 1)
+    comments = export_roll(several_p, plan)["comments"]
+    assert any(c.startswith("old log-probs: 2 optimizer updates") for c in comments)
 
 
 def test_an_uneven_split_does_not_hide_a_shape_verl_cannot_serve():

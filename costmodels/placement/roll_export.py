@@ -185,6 +185,14 @@ def export_roll(problem: PlacementProblem, plan: PlacementPlan) -> dict[str, Any
         "GPU ranks (node rank x num_gpus_per_node + local index): "
         + ", ".join(f"{d}={r}" for d, r in rank_of.items()),
     ]
+    if wf.reference_pass and wf.optimizer_steps > 1:
+        # RLVRConfig.set_old_logprobs_status: ROLL recomputes the old policy's log-probs only
+        # when a step makes more than one optimizer update
+        comments.append(
+            f"old log-probs: {wf.optimizer_steps} optimizer updates a step, so ROLL recomputes "
+            "them beside the reference's, one more forward pass over the batch than the plan "
+            "was judged with"
+        )
     comments += [f"NOT EXPRESSIBLE: {n}" for n in notes + violations]
     return {
         "framework": "roll",
