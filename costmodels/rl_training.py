@@ -83,13 +83,17 @@ def log_prob_field() -> Any:
     so: its launcher sets ``fake_old_log_probs = True`` and, with autoscaling, asserts
     ``SKIP_OLD_LOG_PROBS`` ("we should directly skip old log probs computation",
     ``examples/start_rlvr_pipeline_async.py``), and leaves the reference cluster out (no KL);
-    its stream trainer defers the one update to the end of rollout (RollPacker §4.4). veRL
-    recomputes them whatever the updates (RollPacker Table 1's runs, ``docs/judge.md``)."""
+    its stream trainer defers the one update to the end of rollout (RollPacker §4.4). Upstream
+    ROLL skips the pass by itself when a step makes one update
+    (``RLVRConfig.set_old_logprobs_status``); veRL recomputes them whatever the updates unless
+    in its bypass mode (verl >= 0.7, ``algorithm.rollout_correction.bypass_mode``), and did in
+    RollPacker Table 1's runs, which the training efficiency is fitted to, so the default
+    keeps the pass."""
     return Field(
         default=True,
         description=(
             "the old log-prob forward pass before training (veRL; false: the trainer makes one "
-            "update a step and needs none, as RollPacker's artifact runs)"
+            "update a step and needs none, as RollPacker's artifact and ROLL run)"
         ),
     )
 
