@@ -63,7 +63,9 @@ BIN = 64
 PRICED_TWIN = {"H100-SXM": "H800"}
 
 
-def rollout_job() -> RolloutProblem:
+def rollout_job(log_prob_pass: bool = True) -> RolloutProblem:
+    """The job as a rollout problem; ``log_prob_pass`` false drops the old log-prob pass, which
+    :func:`placement_job` carries over as the workflow's ``reference_pass``."""
     wl = {
         "model": MODEL,
         "gpu": GPU,
@@ -74,7 +76,7 @@ def rollout_job() -> RolloutProblem:
         "responses_per_prompt": RESPONSES,
         "max_response": CAP,
         "dataset_prompts": DATASET,
-        "training": {"replica_gpus": TRAIN_TP},
+        "training": {"replica_gpus": TRAIN_TP, "log_prob_pass": log_prob_pass},
         # math answers checked by rule, as verl's GSM8K/DAPO recipes score them
         "reward": {"rule": 1.0, "sandbox": 0.0, "judge": 0.0},
     }
@@ -117,6 +119,8 @@ def placement_job(problem: RolloutProblem) -> tuple[PlacementProblem, PlacementP
             "response_length": w.max_response,
             "response_lengths": hist,
             "decode_batch_size": w.serving().max_num_seqs,
+            # the one forward pass before training, or none in both judges
+            "reference_pass": w.training.log_prob_pass,
             # the rollout job's synchronous rule reward (``RuleReward``'s defaults): the same
             # reward stage in both judges
             "reward": {

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.one_job import run
+from benchmarks.one_job import both_judges, rollout_job, run
 
 
 def test_the_two_judges_agree_on_generation_and_training():
@@ -50,3 +50,22 @@ def test_a_long_cap_job_gives_the_same_step_over_seeds():
     assert step["ratio"] == pytest.approx(1.0, abs=tolerance)
     assert out["generation"]["ratio"] == pytest.approx(1.0, abs=0.05)
     assert step["cosched_s"] == pytest.approx(step["placement_s"], rel=1e-9)
+
+
+def test_without_the_log_prob_pass_the_two_judges_still_agree():
+    """The job with no forward pass before training (``training.log_prob_pass: false`` as a
+    rollout job, ``reference_pass: false`` as a placement workflow, now allowed in sync mode):
+    the placement judge has no inference phase, and the two judges' training and step agree as
+    with the pass."""
+    judged = both_judges(rollout_job(log_prob_pass=False))
+    rollout, placement = judged["rollout_judge"], judged["placement_judge"]
+    assert judged["evaluation"].breakdown["phases"]["inference_s"] == 0.0
+    assert not judged["problem"].workflow.reference_pass
+    # the rollout judge's optimizer step and weight sync after the last gradient are a larger
+    # share of a stage without the pass (2.2% here, under 2% with it)
+    assert rollout["log-prob + training"] == pytest.approx(
+        placement["log-prob + training"], rel=0.03
+    )
+    assert rollout["step"] == pytest.approx(placement["step"], rel=0.01)
+    with_pass = both_judges(rollout_job())["placement_judge"]
+    assert placement["log-prob + training"] < with_pass["log-prob + training"]
