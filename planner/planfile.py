@@ -44,20 +44,7 @@ SCHEMA_VERSION = "1.11"
 #: rollout job's ``training.log_prob_pass`` (absent: true, the only model before) and lets a
 #: placement workflow of any mode drop its ``reference_pass``; anything else is refused naming
 #: both versions
-READABLE_VERSIONS = (
-    "1.0",
-    "1.1",
-    "1.2",
-    "1.3",
-    "1.4",
-    "1.5",
-    "1.6",
-    "1.7",
-    "1.8",
-    "1.9",
-    "1.10",
-    "1.11",
-)
+READABLE_VERSIONS = tuple(f"1.{minor}" for minor in range(12))
 
 
 class _PlanFileBase(BaseModel):
@@ -65,9 +52,8 @@ class _PlanFileBase(BaseModel):
         extra="forbid", allow_inf_nan=False
     )  # NaN objectives and bounds are no numbers
 
-    schema_version: Literal[
-        "1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8", "1.9", "1.10", "1.11"
-    ] = SCHEMA_VERSION
+    # one version list: Literal of a tuple is the Literal of its items
+    schema_version: Literal[READABLE_VERSIONS] = SCHEMA_VERSION  # type: ignore[valid-type]
     rlplan_version: str = ""
     judge: str = Field(
         default="",

@@ -4,6 +4,7 @@ rollout judge's prediction of each: the rows ``benchmarks.fidelity.rollout_steps
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from benchmarks.fidelity.steps_predict import ratio_error
@@ -41,12 +42,14 @@ SOURCE = (
 )
 
 
-def run(seeds: range = SEEDS, **job: Any) -> dict[str, Any]:
-    """Every row predicted, its ratio, and the error summary (``job``: what-ifs of
-    :func:`benchmarks.instances.rollout_problem` over :data:`AS_RUN`, none for the published
-    figures)."""
+def run(seeds: range = SEEDS, only: Collection[str] | None = None, **job: Any) -> dict[str, Any]:
+    """Every row (or the rows ``only`` names) predicted, its ratio, and the error summary
+    (``job``: what-ifs of :func:`benchmarks.instances.rollout_problem` over :data:`AS_RUN`, none
+    for the published figures)."""
     rows = []
     for row_id, (kw, measured, table) in ROWS.items():
+        if only is not None and row_id not in only:
+            continue
         predicted = long_step(JOB, seeds, kw, **{**AS_RUN, **job})
         rows.append(
             {

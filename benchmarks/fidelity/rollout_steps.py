@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.fidelity.rollout_rows import run
+from benchmarks.fidelity.rollout_sensitivity import markdown as sensitivity_lines
+from benchmarks.fidelity.rollout_sensitivity import sensitivity
 from benchmarks.fidelity.steps_predict import ERROR_FILE
 from benchmarks.publish import write_csv
 
@@ -69,8 +71,6 @@ def markdown(result: dict[str, Any], command: str) -> str:
         "its expected step error.",
     ]
     if "sensitivity" in result:
-        from benchmarks.fidelity.rollout_sensitivity import markdown as sensitivity_lines
-
         lines += sensitivity_lines(result["sensitivity"])
     return "\n".join(lines) + "\n"
 
@@ -85,14 +85,12 @@ def main() -> None:
     parser.add_argument(
         "--no-sensitivity",
         action="store_true",
-        help="skip the training-efficiency sensitivity (its fit runs the rows ~15 times)",
+        help="skip the training-efficiency sensitivity (its fit runs Table 3's rows ~15 times)",
     )
     args = parser.parse_args()
     start = time.time()
     result = run()
     if not args.no_sensitivity:
-        from benchmarks.fidelity.rollout_sensitivity import sensitivity
-
         result["sensitivity"] = sensitivity()
     args.out.mkdir(parents=True, exist_ok=True)
     write_csv(args.out / "rollout_steps.csv", result["rows"])
