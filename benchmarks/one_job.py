@@ -65,7 +65,7 @@ PRICED_TWIN = {"H100-SXM": "H800"}
 
 def rollout_job(log_prob_pass: bool = True) -> RolloutProblem:
     """The job as a rollout problem; ``log_prob_pass`` false drops the old log-prob pass, which
-    :func:`placement_job` carries over as the workflow's ``reference_pass``."""
+    :func:`placement_job` carries over as the workflow's ``old_log_prob_pass``."""
     wl = {
         "model": MODEL,
         "gpu": GPU,
@@ -119,8 +119,9 @@ def placement_job(problem: RolloutProblem) -> tuple[PlacementProblem, PlacementP
             "response_length": w.max_response,
             "response_lengths": hist,
             "decode_batch_size": w.serving().max_num_seqs,
-            # the one forward pass before training, or none in both judges
-            "reference_pass": w.training.log_prob_pass,
+            # the trainer's recompute of the old log-probs, or none, in both judges; no KL
+            "reference_pass": False,
+            "old_log_prob_pass": w.training.log_prob_pass,
             # the rollout job's synchronous rule reward (``RuleReward``'s defaults): the same
             # reward stage in both judges
             "reward": {

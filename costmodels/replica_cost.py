@@ -29,7 +29,13 @@ from costmodels.transformer import (
     lm_head_forward_flops,
     stage_params,
 )
-from costmodels.workflow import Task, TaskKind, WorkflowSpec
+from costmodels.workflow import (
+    ACTOR_TRAINING,
+    OLD_LOG_PROB_PASS,
+    Task,
+    TaskKind,
+    WorkflowSpec,
+)
 
 
 class CostContext(Protocol):
@@ -260,6 +266,7 @@ class TaskCoster:
         # every optimizer step synchronises the gradients (verl: one per ppo mini-batch)
         dp_s = self._dp_cost() * wf.optimizer_steps if train else 0.0
         out: dict[str, Any] = {"time_s": max(per_replica) + dp_s, **totals, "dp_s": dp_s}
+        self._add_old_log_prob_pass(out)
         out["replica_times_s"] = per_replica
         out["prefill_times_s"] = prefill
         if decode_batches:
@@ -267,6 +274,18 @@ class TaskCoster:
         if decode_detail:
             out["decode"] = decode_detail
         return out
+
+    def _add_old_log_prob_pass(self, out: dict[str, Any]) -> None:
+        """Actor training's recompute of the old policy's log-probs, when the workflow has it
+        (``WorkflowSpec.old_log_prob_pass``, verl's ``old_log_prob``), into ``out``: its trainer
+        runs it on its own GPUs and layout before it trains, so it is an inference pass of the
+        actor's model under this strategy (``log_prob_s``, part of ``time_s``)."""
+        if self.task.name != ACTOR_TRAINING or not self.wf.old_log_prob_pass:
+            return
+        coster = TaskCoster(self.problem, OLD_LOG_PROB_PASS, self.tp_, self.mem)
+        out["log_prob_s"] = coster.cost()["time_s"]
+        out["time_s"] += out["log_prob_s"]
+        self.exact = self.exact and coster.exact
 
     def _memo_replica(
         self,

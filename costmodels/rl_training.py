@@ -4,8 +4,9 @@ placement judge's own model, so one job gets one training time whichever problem
 (``docs/architecture.md``, "One step model").
 
 **The passes** are ``costmodels.replica_cost``'s per-strategy terms (HetRL Appendix B.2-B.3 as
-``costmodels.placement.judge`` departs from it) for GRPO's reference (old log-prob) pass and the
-actor's training pass, co-located on the job's ``G`` GPUs of one type: TP inside a node, PP over
+``costmodels.placement.judge`` departs from it) for the actor's old log-prob pass (on its
+training layout, ``WorkflowSpec.old_log_prob_pass``; no KL, so no reference) and its training
+pass, co-located on the job's ``G`` GPUs of one type: TP inside a node, PP over
 nodes when a replica needs more than a node, DP over the rest; the batch's sequences packed at the
 expected sequence of the response-length distribution (verl's dynamic batch size), activation
 recomputation, the slowest data-parallel rank (``costmodels.straggler``), the TP and PP traffic and
@@ -48,7 +49,7 @@ from costmodels.limits import MAX_GLOBAL_BATCH, MAX_RESPONSES_PER_PROMPT
 from costmodels.replica_cost import TaskCoster
 from costmodels.response_lengths import ResponseLengths
 from costmodels.transformer import total_params
-from costmodels.workflow import ACTOR_TRAINING, REFERENCE_INFERENCE, WorkflowSpec
+from costmodels.workflow import ACTOR_TRAINING, WorkflowSpec
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
@@ -187,7 +188,7 @@ def _context(
     gpus_per_node: int,
     shape: BatchShape,
     efficiency: float,
-    reference_pass: bool,
+    log_prob_pass: bool,
 ) -> _Context:
     cluster = training_cluster(gpu, gpus, gpus_per_node)
     # one prompt per sequence (prefill sharing is generation's, not costed here), in groups of r
@@ -207,7 +208,10 @@ def _context(
             "response_length": shape.cap,
             "response_lengths": shape.lengths.model_dump(),
             "mini_batch": prompts // shape.mini_batches if shape.mini_batches > 1 else None,
-            "reference_pass": reference_pass,
+            # no KL (no reference); the trainer's own recompute of the old log-probs, on its
+            # layout, when the job keeps it
+            "reference_pass": False,
+            "old_log_prob_pass": log_prob_pass,
         }
     )
     params = CostParams(efficiency=Efficiency(training_mfu={gpu: efficiency}))
@@ -234,19 +238,19 @@ def stage_seconds(
     efficiency: float,
     gpus_per_node: int = 8,
     replica_gpus: int | None = None,
-    reference_pass: bool = True,
+    log_prob_pass: bool = True,
 ) -> tuple[float, float]:
     """(log-prob pass, training pass) seconds of one step of ``shape`` on ``gpus`` GPUs
-    (module doc): what the placement judge gives the same job co-located on them."""
+    (module doc): what the placement judge gives the same job co-located on them, its actor
+    training's old log-prob pass (``WorkflowSpec.old_log_prob_pass``) apart."""
     replica = min(replica_gpus or training_replica(model, gpu, gpus, gpus_per_node), gpus)
-    ctx = _context(model, gpu, gpus, gpus_per_node, shape, efficiency, reference_pass)
+    ctx = _context(model, gpu, gpus, gpus_per_node, shape, efficiency, log_prob_pass)
     devices = [d.id for d in ctx.topology.devices]
-    out = {}
-    for task in ctx.workflow.tasks():
-        if task.name in (REFERENCE_INFERENCE, ACTOR_TRAINING):
-            strategy = _grid(devices, replica, gpus_per_node, task.name)
-            out[task.name] = TaskCoster(ctx, task, strategy, None).cost()["time_s"]
-    return out.get(REFERENCE_INFERENCE, 0.0), out[ACTOR_TRAINING]
+    task = next(t for t in ctx.workflow.tasks() if t.name == ACTOR_TRAINING)
+    strategy = _grid(devices, replica, gpus_per_node, task.name)
+    cost = TaskCoster(ctx, task, strategy, None).cost()
+    log_prob = cost.get("log_prob_s", 0.0)
+    return log_prob, cost["time_s"] - log_prob
 
 
 class TrainingProfile(BaseModel):
@@ -291,7 +295,7 @@ class TrainingProfile(BaseModel):
             self.efficiency(gpu, params),
             gpus_per_node,
             replica_gpus,
-            reference_pass=self.log_prob_pass,
+            log_prob_pass=self.log_prob_pass,
         )
         return (log_prob + train) * tokens / shape.tokens
 

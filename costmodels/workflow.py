@@ -167,11 +167,20 @@ class WorkflowSpec(BaseModel):
     reference_pass: bool = Field(
         default=True,
         description=(
-            "a forward pass over the batch before training (the reference's log-probs for the "
-            "KL term; verl's recompute of the old policy's log-probs costs the same); false: no "
-            "KL and the trainer takes the rollout's log-probs as the old policy's (verl's "
+            "the reference model's forward pass over the batch before training (its "
+            "log-probs for the KL term: HetRL's reference inference task); false: no KL"
+        ),
+    )
+    old_log_prob_pass: bool = Field(
+        default=False,
+        description=(
+            "the actor's own forward pass over the batch before training, on its training "
+            "GPUs and layout, recomputing the old policy's log-probs (verl's old_log_prob, "
+            "ROLL's enable_old_logprobs_recompute), charged to actor training; false (HetRL's "
+            "DAG): the trainer takes the rollout's log-probs as the old policy's (verl's "
             "rollout_correction bypass mode or fully_async_policy, ROLL's "
-            "force_disable_old_logprobs_recompute: the exports set them)"
+            "force_disable_old_logprobs_recompute: the exports set them when it has no "
+            "reference pass either)"
         ),
     )
     reward: RewardStage | None = Field(
@@ -376,6 +385,13 @@ class Task:
     @property
     def trains(self) -> bool:
         return self.kind is TaskKind.TRAINING
+
+
+#: the actor's forward pass over the batch before it trains, to recompute the old policy's
+#: log-probs (verl's ``old_log_prob``; ``WorkflowSpec.old_log_prob_pass``): not a task of HetRL's
+#: DAG, costed as an inference pass on actor training's own GPUs and layout, where the
+#: frameworks run it, and charged to actor training (``costmodels.replica_cost``)
+OLD_LOG_PROB_PASS = Task("old_log_prob", TaskKind.INFERENCE, "actor", ())
 
 
 def derive_tasks(spec: WorkflowSpec) -> tuple[Task, ...]:

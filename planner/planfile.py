@@ -29,7 +29,7 @@ from planner.registry import Registry, default_registry
 from planner.result import Result, relative_gap
 from planner.solve import EXACT_RTOL, check_plan
 
-SCHEMA_VERSION = "1.11"
+SCHEMA_VERSION = "1.12"
 #: versions this rlplan reads: 1.0 lacks ``clock`` (read as a plan whose clock decided nothing:
 #: 1.0 did not record it); 1.0 and 1.1 were judged on the flat kernels (:func:`_judge_of`);
 #: before 1.3 no file records ``termination``; 1.4 adds a placement workflow's ``response_lengths``
@@ -42,9 +42,10 @@ SCHEMA_VERSION = "1.11"
 #: ``generation_scale`` (absent: 1, the only model before); 1.9 adds the ``fleet`` problem;
 #: 1.10 adds a job plan's ``replan`` advice (absent: none, the only plan before); 1.11 adds a
 #: rollout job's ``training.log_prob_pass`` (absent: true, the only model before) and lets a
-#: placement workflow of any mode drop its ``reference_pass``; anything else is refused naming
-#: both versions
-READABLE_VERSIONS = tuple(f"1.{minor}" for minor in range(12))
+#: placement workflow of any mode drop its ``reference_pass``; 1.12 adds a placement workflow's
+#: ``old_log_prob_pass`` (absent: false, the only model before) and actor training's
+#: ``log_prob_s``; anything else is refused naming both versions
+READABLE_VERSIONS = tuple(f"1.{minor}" for minor in range(13))
 
 
 class _PlanFileBase(BaseModel):

@@ -17,7 +17,12 @@ from costmodels.placement.plan import PlacementPlan
 from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.roll_export import export_roll, roll_rule_violations
 from costmodels.placement.space import TaskConfig, build_plan
-from costmodels.placement.verl_export import OLD_LOG_PROB_NOTE, VERL_RELEASES, export_verl
+from costmodels.placement.verl_export import (
+    FULLY_ASYNC_LOG_PROB_NOTE,
+    OLD_LOG_PROB_NOTE,
+    VERL_RELEASES,
+    export_verl,
+)
 from formulations.placement.ilp import solve_placement_ilp
 from heuristics.placement.colocated import colocated_plan
 from planner import solve
@@ -500,6 +505,51 @@ def test_a_plan_without_the_reference_pass_runs_no_forward_pass_before_training(
     plan = _disaggregated(several_p) if mode == "async" else colocated_plan(several_p, 2, 2, 1)
     comments = export_roll(several_p, plan)["comments"]
     assert any(c.startswith("old log-probs: 2 optimizer updates") for c in comments)
+
+
+@pytest.mark.parametrize("version", list(VERL_RELEASES))
+@pytest.mark.parametrize("mode", ["sync", "async", "fully-async"])
+@pytest.mark.parametrize("reference", [True, False])
+def test_a_plan_with_the_old_log_prob_pass_makes_the_trainer_recompute_them(
+    version, mode, reference
+):
+    """``old_log_prob_pass: true``: the judge charges the actor's recompute of the old
+    log-probs, so verl runs it (bypass mode off, fully_async_policy not on the rollout's
+    log-probs) beside the reference's when there is one, with no note of a pass beyond the
+    judged ones; the config composes. ROLL is told to recompute them, strictly loaded."""
+    wf = {
+        **_workflow("grpo", mode, False),
+        "reference_pass": reference,
+        "old_log_prob_pass": True,
+    }
+    problem = build_problem("placement", {"cluster": H800_2x4, "workflow": wf})
+    plan = _disaggregated(problem) if mode != "sync" else colocated_plan(problem, 2, 2, 1)
+    doc = export_verl(problem, plan, version)
+    assert doc["not_expressible"] == []
+    cfg = compose_verl(version, doc["config_name"], hydra_overrides(doc))
+    assert not cfg.algorithm.rollout_correction.bypass_mode
+    assert bool(cfg.actor_rollout_ref.actor.use_kl_loss) == reference
+    assert OLD_LOG_PROB_NOTE not in doc["notes"]
+    if mode == "fully-async":
+        key = VERL_RELEASES[version].rollout_log_probs_key
+        assert doc["overrides"][key] is False
+        assert FULLY_ASYNC_LOG_PROB_NOTE in doc["notes"]
+    roll = export_roll(problem, plan)
+    assert roll["document"]["enable_old_logprobs_recompute"] is True
+    assert roll["document"]["force_disable_old_logprobs_recompute"] is False
+    assert strict_roll_errors(roll["document"], roll_fields()) == []
+    assert not any(c.startswith("old log-probs") for c in roll["comments"])
+
+
+def test_roll_export_says_when_ppo_recomputes_the_old_log_probs():
+    """PPO with its reference pass puts KL in the reward (``init_kl_coef`` > 0), for which ROLL
+    recomputes the old log-probs whatever the updates (``set_old_logprobs_status``): one pass
+    more than judged without ``old_log_prob_pass``, which the export says; with it, none."""
+    for old, said in ((False, True), (True, False)):
+        wf = {**_workflow("ppo", "sync", False), "old_log_prob_pass": old}
+        problem = build_problem("placement", {"cluster": H800_2x4, "workflow": wf})
+        comments = export_roll(problem, colocated_plan(problem, 2, 2, 1))["comments"]
+        assert any("PPO's KL penalty in the reward" in c for c in comments) == said
 
 
 def test_an_uneven_split_does_not_hide_a_shape_verl_cannot_serve():

@@ -104,6 +104,15 @@ CASES = [
         ["w.yaml", "reference_pass", "true or false", "(got 0)"],
     ),
     (
+        "workflow-string-old-log-prob-pass",
+        _argv_with_preset(
+            "plan placement --cluster small-8 --workflow w.yaml",
+            preset="grpo-sync-qwen3-4b",
+            mutate=lambda d: d.update(old_log_prob_pass="yes please"),
+        ),
+        ["w.yaml", "old_log_prob_pass", "true or false", "'yes please'"],
+    ),
+    (
         "dup-custom-gpu",
         _plan_placement_on_cluster(
             lambda d: d.update(

@@ -80,6 +80,20 @@ INSTANCES = {
             "reference_pass": False,
         },
     ),
+    # verl's main_ppo and one_step_off with the trainer's recompute of the old log-probs: one
+    # forward pass more on actor training's own GPUs (with and without the reference's)
+    "three-zones-grpo-sync-old-log-prob": (
+        THREE_ZONES,
+        {**small_workflow(eta=0.5), "old_log_prob_pass": True},
+    ),
+    "three-zones-grpo-async-old-log-prob-no-reference": (
+        THREE_ZONES,
+        {**small_workflow(mode="async"), "old_log_prob_pass": True, "reference_pass": False},
+    ),
+    "pair-ppo-sync-old-log-prob": (
+        PAIR,
+        {**small_workflow("ppo", decode_batch_size=4), "old_log_prob_pass": True},
+    ),
 }
 
 

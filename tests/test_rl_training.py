@@ -107,7 +107,7 @@ def test_without_the_log_prob_pass_the_stage_is_the_training_pass_alone():
     assert log_prob > 0
     assert both == pytest.approx(3 * (log_prob + train), rel=1e-12)
     assert alone == pytest.approx(3 * train, rel=1e-12)
-    no_pass = stage_seconds("Qwen2.5-7B", "H800", 16, shape, 0.3, 8, 2, reference_pass=False)
+    no_pass = stage_seconds("Qwen2.5-7B", "H800", 16, shape, 0.3, 8, 2, log_prob_pass=False)
     assert no_pass == (0.0, pytest.approx(train, rel=1e-12))
 
 

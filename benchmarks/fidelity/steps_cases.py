@@ -15,9 +15,11 @@ What each case assumes (the ``steps.md`` output repeats it):
   8 x ConnectX-7 (verl's documents do not state the network).
 * **Workflow**: GRPO (DAPO: GRPO advantages, no KL, rule-based reward, so no reward model), 512
   prompts, the row's responses per prompt, ``response_length`` = the row's max response length.
-  rlplan's GRPO always has a reference inference task; verl's ``old_log_prob`` is one forward
-  pass of the actor over the batch, the same cost on the same model, so stages map gen <->
-  actor_generation, old_log_prob <-> reference_inference, update_actor <-> actor_training.
+  No KL, so no reference pass (``reference_pass: false``); verl's ``old_log_prob`` is the
+  trainer's forward pass of the actor over the batch on its own GPUs and layout
+  (``old_log_prob_pass: true``), charged to actor training, so stages map gen <->
+  actor_generation, old_log_prob <-> actor training's ``log_prob_s``, update_actor <-> the rest
+  of actor training.
 * **Prompt length**: :data:`PROMPT_TOKENS`. verl packs sequences without padding
   (``use_remove_padding``, dynamic batch size), so a phase costs the prompt's real tokens, not the
   2048-token cap ``max_prompt_length``; rlplan's workflow has one ``prompt_length`` for both.
@@ -48,13 +50,15 @@ What each case assumes (the ``steps.md`` output repeats it):
   training and the log-prob pass alike, DP = N/4. This decides how long a mini-batch waits for its
   slowest rank (``costmodels.straggler``). rlplan's memory model keeps BF16 weights and FP32
   gradients per TP shard and shards only optimizer states, and has no CPU offload; every plan
-  fits. Megatron rows use the scripts' TP2 PP2 for training and reference, micro-batch 2.
+  fits. Megatron rows use the scripts' TP2 PP2 for training (and so the log-prob pass),
+  micro-batch 2.
 * **One-step-off** (A2, A4; the ``*_4_12.sh`` scripts): 2 rollout GPUs per node (generation TP2,
   DP2) and the other 12 training (FSDP: TP4 DP3; Megatron: TP2 PP2).
 * **Fully async** (B2, B4, B6-B9): rollout.nnodes whole nodes (generation TP4), the trainer on
-  the rest. DAPO takes no KL and ``fully_async_policy`` trains on the rollout's log-probs, so
-  the workflow has no reference pass (``reference_pass: false``): the trainer runs
-  update_actor only, as measured.
+  the rest. DAPO takes no KL and ``fully_async_policy`` trains on the rollout's log-probs (it
+  recomputes them only for its rollout-correction modes, which these scripts do not set), so
+  the workflow has no forward pass before training (``old_log_prob_pass: false``): the trainer
+  runs update_actor only, as measured.
 * **Measured generation**: synchronous rows' ``gen`` (the whole phase, with the engine's wake-up
   and weight load: ``generate_sequences`` alone is 77% of it in A1/A3); one-step-off rows'
   ``generate_sequences``, which the step hides behind training.
@@ -75,7 +79,6 @@ from costmodels.placement.problem import CostParams, PlacementProblem
 from costmodels.workflow import (
     ACTOR_GENERATION,
     ACTOR_TRAINING,
-    REFERENCE_INFERENCE,
     WorkflowSpec,
 )
 from planner.efficiency_choice import efficiency_update
@@ -112,7 +115,6 @@ class CaseSpec:
     staleness: float = 0.0  # fully-async: staleness_threshold
     partial_rollout: bool = True  # fully-async: partial_rollout
     train: tuple[int, int] = (1, 1)  # (tp, pp); dp fills the training GPUs
-    reference: tuple[int, int] = (2, 1)
     micro_batch: int = 1
     reason: str = ""
     note: str = ""
@@ -121,8 +123,8 @@ class CaseSpec:
 #: verl's ``actor_rollout_ref.actor.ppo_mini_batch_size`` in the recipes' scripts (prompts)
 MINI_BATCH = 32
 #: FSDP2 with Ulysses SP=4 (every FSDP script): each sequence split over 4 GPUs, as TP4 (module doc)
-FSDP = {"train": (4, 1), "reference": (4, 1), "micro_batch": 1}
-MEGATRON = {"train": (2, 2), "reference": (2, 2), "micro_batch": 2}
+FSDP = {"train": (4, 1), "micro_batch": 1}
+MEGATRON = {"train": (2, 2), "micro_batch": 2}
 #: fully_async_policy's ``trigger_parameter_sync_step`` in the 7B scripts (4 local updates of
 #: require_batches 4 x 32 prompts per weight sync: the step's 512 prompts)
 UPDATES_PER_SYNC = 4
@@ -280,9 +282,10 @@ def workflow(spec: CaseSpec, lengths: dict[str, Any], prompt: int = PROMPT_TOKEN
             # 16 optimizer steps per RL step
             "mini_batch": MINI_BATCH,
             "decode_batch_size": MAX_NUM_SEQS,
-            # DAPO takes no KL, and fully_async_policy trains on the rollout's log-probs: no
-            # forward pass before training; the other modes recompute old_log_prob
-            "reference_pass": spec.mode != "fully-async",
+            # DAPO takes no KL: no reference; fully_async_policy trains on the rollout's
+            # log-probs, the other modes' trainers recompute them (old_log_prob)
+            "reference_pass": False,
+            "old_log_prob_pass": spec.mode != "fully-async",
         }
     )
     wf.check()
@@ -334,11 +337,6 @@ def plan(spec: CaseSpec, prob: PlacementProblem) -> PlacementPlan:
         groups = [TaskGroup(tasks=[t.name for t in prob.tasks], devices=devices)]
     tasks = [
         grid(rollout, spec.gen_tp, 1, ACTOR_GENERATION),
-        *(
-            [grid(train, *spec.reference, REFERENCE_INFERENCE)]
-            if prob.workflow.reference_pass
-            else []
-        ),
         grid(train, *spec.train, ACTOR_TRAINING),
     ]
     return PlacementPlan(groups=groups, tasks=tasks)

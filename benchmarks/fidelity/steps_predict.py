@@ -32,7 +32,6 @@ from costmodels.placement.task_cost import task_cost
 from costmodels.workflow import (
     ACTOR_GENERATION,
     ACTOR_TRAINING,
-    REFERENCE_INFERENCE,
     WorkflowSpec,
 )
 
@@ -82,8 +81,9 @@ def predict(
     out: dict[str, Any] = {
         "step": ev.objective,
         "generation": gen["time_s"],
-        "inference": tasks[REFERENCE_INFERENCE]["time_s"] if REFERENCE_INFERENCE in tasks else 0.0,
-        "training": tasks[ACTOR_TRAINING]["time_s"],
+        # verl's old_log_prob is actor training's recompute of the old log-probs, timed apart
+        "inference": tasks[ACTOR_TRAINING].get("log_prob_s", 0.0),
+        "training": tasks[ACTOR_TRAINING]["time_s"] - tasks[ACTOR_TRAINING].get("log_prob_s", 0.0),
         "weight_transfer": ev.breakdown["phases"]["weight_transfer_s"],
         "violations": [str(v) for v in check_placement(prob, pl)],
         "decode_batch": max(gen["decode_batch"]),

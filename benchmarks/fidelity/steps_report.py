@@ -282,8 +282,9 @@ def markdown(result: dict[str, Any]) -> str:
         "Assumed: Qwen2.5-7B for Qwen2.5-Math-7B (same architecture); nodes of 8 H20 on NVLink, "
         f"{net['bandwidth_gbps']:g} Gb/s per GPU and {net['latency_ms'] * 1000:g} us between "
         f"nodes; real prompt {PROMPT_TOKENS} tokens (verl removes padding; the cap is 2048); "
-        "GRPO without reward model; verl's old_log_prob costed as rlplan's reference inference "
-        "(fully-async rows run none: `reference_pass: false`); FSDP2 with Ulysses SP=4 as TP4 "
+        "GRPO without reward model or reference (DAPO: no KL); verl's old_log_prob is actor "
+        "training's recompute on its own layout (`old_log_prob_pass: true`; fully-async rows "
+        "run none, as measured); FSDP2 with Ulysses SP=4 as TP4 "
         "DP=N/4 for training and the log-prob pass (each sequence split over 4 GPUs), Megatron "
         "as the scripts' TP2 PP2; generation at each run's script's TP: 2 for the A rows, 4 for "
         "the B rows (the colocated ones' experiments set `gen_tp=4`: "
@@ -328,8 +329,7 @@ def markdown(result: dict[str, Any]) -> str:
         "4 local updates of 128 prompts per weight sync): verl publishes the trainer's wait "
         "(`gen(wait)`), not generation, and runs no `old_log_prob` (it trains on the rollout's "
         "log-probs), so only the step and `update_actor` are compared; the predicted "
-        "generation and inference are the judge's (rlplan's GRPO always places a reference "
-        "pass, which the judge's trainer pays and verl's does not).",
+        "generation is the judge's, and its trainer runs no pass before training either.",
         "",
         "## Summary (test rows only)",
         "",

@@ -99,7 +99,7 @@ from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.task_cost import task_cost
 from costmodels.placement.transfer import weight_transfer
 from costmodels.step_error import expected_errors
-from costmodels.workflow import ACTOR_GENERATION, TaskKind, WorkflowSpec
+from costmodels.workflow import ACTOR_GENERATION, ACTOR_TRAINING, TaskKind, WorkflowSpec
 
 
 @dataclass(frozen=True)
@@ -202,6 +202,9 @@ def evaluate_placement(problem: PlacementProblem, plan: PlacementPlan) -> Evalua
     }
     if wf.reward is not None:
         phases["reward_s"] = wf.reward_s
+    if "log_prob_s" in task_costs.get(ACTOR_TRAINING, {}):
+        # part of training_s: the actor's trainer runs it before it trains
+        phases["old_log_prob_s"] = task_costs[ACTOR_TRAINING]["log_prob_s"]
     busy = gen
     if wf.overlaps and params.group_aware_overlap:
         # generation overlaps training only on other GPUs: its group is busy with what shares it

@@ -185,13 +185,12 @@ def export_roll(problem: PlacementProblem, plan: PlacementPlan) -> dict[str, Any
         "GPU ranks (node rank x num_gpus_per_node + local index): "
         + ", ".join(f"{d}={r}" for d, r in rank_of.items()),
     ]
-    if wf.reference_pass and wf.optimizer_steps > 1:
-        # RLVRConfig.set_old_logprobs_status: ROLL recomputes the old policy's log-probs only
-        # when a step makes more than one optimizer update
+    why = _recompute_reason(wf)
+    if why:
         comments.append(
-            f"old log-probs: {wf.optimizer_steps} optimizer updates a step, so ROLL recomputes "
-            "them beside the reference's, one more forward pass over the batch than the plan "
-            "was judged with"
+            f"old log-probs: {why}, so ROLL recomputes them beside the reference's, one more "
+            "forward pass over the batch than the plan was judged with (old_log_prob_pass: true "
+            "judges it; force_disable_old_logprobs_recompute: true runs it as judged)"
         )
     comments += [f"NOT EXPRESSIBLE: {n}" for n in notes + violations]
     return {
@@ -237,6 +236,20 @@ def _async_ratio(wf: WorkflowSpec) -> float:
     return 0.0
 
 
+def _recompute_reason(wf: WorkflowSpec) -> str:
+    """Why ROLL recomputes the old policy's log-probs by itself when the plan was judged
+    without that pass beside the reference's ("": it does not): RLVRConfig's
+    set_old_logprobs_status turns the recompute on for several backward steps a step (here
+    optimizer updates) and for a KL penalty in the reward (PPO's ``init_kl_coef``)."""
+    if not wf.reference_pass or wf.old_log_prob_pass:
+        return ""
+    if wf.optimizer_steps > 1:
+        return f"{wf.optimizer_steps} optimizer updates a step"
+    if wf.algorithm == "ppo":
+        return "PPO's KL penalty in the reward (init_kl_coef > 0)"
+    return ""
+
+
 def _async_notes(wf: WorkflowSpec) -> list[str]:
     """What ROLL's async ratio cannot say of the workflow's asynchrony."""
     staleness = wf.asynchrony.staleness if wf.mode == "fully-async" else None
@@ -261,10 +274,13 @@ def _pipeline_config(wf: WorkflowSpec, per_node: int) -> dict[str, Any]:
         "enable_reference": wf.reference_pass,
         "use_kl_loss": not ppo and wf.reference_pass,
         "init_kl_coef": 0.2 if ppo and wf.reference_pass else 0.0,
-        # without the pass, no forward pass before training at all: the old policy's log-probs
-        # are the rollout's (RLVRConfig; by itself ROLL skips the recompute only when a step
-        # makes one update, set_old_logprobs_status)
-        "force_disable_old_logprobs_recompute": not wf.reference_pass,
+        # the old log-prob pass, as judged: recomputed (a user's enable_old_logprobs_recompute
+        # stands: set_old_logprobs_status only turns it on), or, with no pass before training
+        # at all, never (the training forward's own log-probs stand for the old policy's,
+        # ActorWorker.get_old_log_probs_with_cache); by itself ROLL recomputes them when a
+        # step makes several updates or PPO puts KL in the reward (set_old_logprobs_status)
+        "enable_old_logprobs_recompute": wf.old_log_prob_pass,
+        "force_disable_old_logprobs_recompute": not (wf.reference_pass or wf.old_log_prob_pass),
         "rollout_batch_size": wf.global_batch,
         "num_return_sequences_in_group": wf.responses_per_prompt,
         "prompt_length": wf.prompt_length,

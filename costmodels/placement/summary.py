@@ -18,7 +18,12 @@ def _phases(breakdown: dict[str, Any]) -> str:
     text = (
         f"generation {ph['generation_s']:.2f} s{reward} + inference {ph['inference_s']:.2f} s + "
         f"training {ph['training_s']:.2f} s"
-        f" + {ph['weight_transfer']} {ph['weight_transfer_s']:.2f} s"
+        + (
+            f" (old log-prob pass {ph['old_log_prob_s']:.2f} s of it)"
+            if "old_log_prob_s" in ph
+            else ""
+        )
+        + f" + {ph['weight_transfer']} {ph['weight_transfer_s']:.2f} s"
     )
     if "generation_group_busy_s" in ph:
         text += f" (async: generation's GPUs busy {ph['generation_group_busy_s']:.2f} s)"
@@ -127,6 +132,8 @@ def placement_cost_table(
     waits = any("straggler_s" in c for c in breakdown["tasks"].values())
     if waits:
         keys += ("straggler_s",)
+    if any("log_prob_s" in c for c in breakdown["tasks"].values()):
+        keys += ("log_prob_s",)  # actor training's old log-prob pass (in its time_s)
     rows = [
         (name, *(f"{c.get(k, 0.0):.2f}" for k in keys)) for name, c in breakdown["tasks"].items()
     ]
@@ -143,6 +150,7 @@ def placement_cost_table(
             "bubble s",
             "decode s",
             *(("straggler s",) if waits else ()),
+            *(("log-prob s",) if "log_prob_s" in keys else ()),
         ),
         rows=rows,
         caption=f"iteration {breakdown['iteration_time_s']:.2f} s = {_phases(breakdown)};"

@@ -171,7 +171,11 @@ def _workflow_overrides(
         "actor_rollout_ref.actor.ppo_mini_batch_size": wf.mini_batch or wf.global_batch,
         "actor_rollout_ref.actor.ppo_epochs": 1,
     }
-    if not wf.reference_pass and wf.mode != "fully-async":
+    if wf.old_log_prob_pass:
+        # the trainer recomputes the old policy's log-probs, as judged: main_ppo's default,
+        # while the off-policy entry points' configs default to bypass mode
+        ov["algorithm.rollout_correction.bypass_mode"] = False
+    elif not wf.reference_pass and wf.mode != "fully-async":
         # no forward pass before training: the rollout's log-probs stand for the old policy's
         # (bypass mode; fully_async_policy has its own key, _fully_async_overrides)
         ov["algorithm.rollout_correction.bypass_mode"] = True
@@ -360,7 +364,8 @@ def _fully_async_overrides(problem: PlacementProblem, release: VerlRelease) -> d
         "actor_rollout_ref.actor.ppo_mini_batch_size": mini,
         "actor_rollout_ref.rollout.mode": "async",
         "actor_rollout_ref.rollout.calculate_log_probs": True,
-        release.rollout_log_probs_key: True,
+        # the rollout's log-probs as the old policy's, unless the trainer recomputes them
+        release.rollout_log_probs_key: not wf.old_log_prob_pass,
         # prompts over the whole run: 100 steps here (listed under set_before_running)
         "rollout.total_rollout_steps": 100 * wf.global_batch,
         "async_training.staleness_threshold": knobs.staleness,
@@ -403,24 +408,37 @@ def _release_notes(release: VerlRelease, disaggregated: bool, fully_async: bool)
     return [note] if note else []
 
 
-#: what a synchronous plan with the reference pass runs beyond the judged step
+#: what a synchronous plan with the reference pass and without the old log-prob pass runs
+#: beyond the judged step
 OLD_LOG_PROB_NOTE = (
     "old log-probs: main_ppo recomputes them (the old_log_prob pass) beside the reference's, "
-    "one more forward pass over the batch than the plan was judged with; "
-    "algorithm.rollout_correction.bypass_mode=true with "
+    "one more forward pass over the batch than the plan was judged with; the workflow's "
+    "old_log_prob_pass: true judges it, or algorithm.rollout_correction.bypass_mode=true with "
     "actor_rollout_ref.rollout.calculate_log_probs=true runs it as judged (the rollout's "
     "log-probs stand for the old policy's, as the one-step-off recipe sets by default)"
 )
 
+#: what fully_async_policy adds to a recomputed old log-prob pass, which the judge does not
+FULLY_ASYNC_LOG_PROB_NOTE = (
+    "old log-probs in fully_async_policy: the trainer recomputes them with the parameters "
+    "of a sync's first local update, copied to host memory then and swapped back in around "
+    "each later update's pass (fully_async_trainer._compute_old_log_prob, 0.9.1), copies the "
+    "judge does not charge"
+)
+
 
 def _log_prob_notes(problem: PlacementProblem, disaggregated: bool) -> list[str]:
-    """The forward passes before training verl runs beyond the plan's: main_ppo's trainer
-    recomputes the old policy's log-probs unless in bypass mode (``trainer/ppo/ray_trainer.py``
-    at both releases), while the judge charges one pass, the reference's; one_step_off's
-    recipe config and fully_async_policy use the rollout's log-probs already, and a workflow
-    without the pass gets bypass mode (:func:`_workflow_overrides`)."""
-    if problem.workflow.reference_pass and not disaggregated:
+    """Where verl's forward passes before training differ from the judged ones: main_ppo's
+    trainer recomputes the old policy's log-probs unless in bypass mode
+    (``trainer/ppo/ray_trainer.py`` at both releases), which the judge charges only with
+    ``old_log_prob_pass``; one_step_off's recipe config and fully_async_policy use the
+    rollout's log-probs unless told otherwise (:func:`_workflow_overrides`,
+    :func:`_fully_async_overrides`), and fully_async_policy's recompute copies parameters."""
+    wf = problem.workflow
+    if wf.reference_pass and not wf.old_log_prob_pass and not disaggregated:
         return [OLD_LOG_PROB_NOTE]
+    if wf.old_log_prob_pass and wf.mode == "fully-async":
+        return [FULLY_ASYNC_LOG_PROB_NOTE]
     return []
 
 

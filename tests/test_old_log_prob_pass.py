@@ -1,0 +1,74 @@
+"""The actor's recompute of the old policy's log-probs (``old_log_prob_pass``): a forward pass
+on actor training's own GPUs and layout, charged to actor training, costed as the inference pass
+it is (``costmodels.workflow.OLD_LOG_PROB_PASS``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from costmodels.placement.canned import qwen3_workflow
+from costmodels.placement.judge import evaluate_placement
+from costmodels.placement.summary import placement_cost_table
+from heuristics.placement.colocated import colocated_plan
+from planner.io import build_problem
+from tests.test_framework_exports import MIXED, H800_2x4
+
+BATCH = {"global_batch": 48, "responses_per_prompt": 8, "micro_batch_size": 4}
+LENGTHS = {"prompt_length": 1024, "response_length": 2048}
+TAIL = {"distribution": "lognormal", "median": 300, "sigma": 0.9}
+
+
+def _judged(cluster, alg, mode="sync", **fields):
+    wf = {**qwen3_workflow(alg, mode, **BATCH, **LENGTHS), **fields}
+    problem = build_problem("placement", {"cluster": cluster, "workflow": wf})
+    plan = colocated_plan(problem, 2, 2, 1)
+    return problem, plan, evaluate_placement(problem, plan).breakdown
+
+
+@pytest.mark.parametrize("cluster", [H800_2x4, MIXED])
+@pytest.mark.parametrize("lengths", [None, TAIL])
+def test_the_pass_costs_what_the_reference_costs_on_the_same_layout(cluster, lengths):
+    """GRPO's reference is the actor's model: on actor training's layout its forward pass is the
+    old log-prob pass to the last bit (long tail and stragglers included), and actor training
+    grows by exactly it; the synchronous step by exactly it too."""
+    extra = {"response_lengths": lengths} if lengths else {}
+    _, _, without = _judged(cluster, "grpo", **extra)
+    _, _, with_pass = _judged(cluster, "grpo", old_log_prob_pass=True, **extra)
+    ref = with_pass["tasks"]["reference_inference"]["time_s"]
+    train = with_pass["tasks"]["actor_training"]
+    assert train["log_prob_s"] == pytest.approx(ref, rel=1e-12)
+    assert train["time_s"] == pytest.approx(
+        without["tasks"]["actor_training"]["time_s"] + ref, rel=1e-12
+    )
+    assert with_pass["phases"]["old_log_prob_s"] == train["log_prob_s"]
+    assert with_pass["iteration_time_s"] == pytest.approx(
+        without["iteration_time_s"] + ref, rel=1e-12
+    )
+    assert "old_log_prob_s" not in without["phases"]
+    assert "log_prob_s" not in without["tasks"]["actor_training"]
+
+
+def test_only_the_actor_recomputes():
+    """PPO's critic trains on values it already has: the pass is the actor's alone."""
+    _, _, without = _judged(H800_2x4, "ppo")
+    _, _, with_pass = _judged(H800_2x4, "ppo", old_log_prob_pass=True)
+    for name in ("critic_training", "critic_inference", "reference_inference"):
+        assert with_pass["tasks"][name] == without["tasks"][name]
+    assert with_pass["tasks"]["actor_training"]["log_prob_s"] > 0
+
+
+def test_a_dapo_step_without_a_reference_still_pays_the_recompute():
+    """verl's DAPO (no KL) in main_ppo: no reference task, the trainer's recompute alone, at the
+    cost of a reference pass on the same layout."""
+    _, _, dapo = _judged(H800_2x4, "grpo", reference_pass=False, old_log_prob_pass=True)
+    _, _, grpo = _judged(H800_2x4, "grpo")
+    assert "reference_inference" not in dapo["tasks"]
+    assert dapo["phases"]["inference_s"] == 0
+    assert dapo["iteration_time_s"] == pytest.approx(grpo["iteration_time_s"], rel=1e-12)
+
+
+def test_the_cost_table_and_summary_show_the_pass():
+    problem, plan, breakdown = _judged(H800_2x4, "grpo", old_log_prob_pass=True)
+    table = placement_cost_table(problem, plan, breakdown["iteration_time_s"], breakdown, "x")
+    assert table.columns[-1] == "log-prob s"
+    assert "old log-prob pass" in table.caption
