@@ -108,9 +108,9 @@ CASES = [
         _argv_with_preset(
             "plan placement --cluster small-8 --workflow w.yaml",
             preset="grpo-sync-qwen3-4b",
-            mutate=lambda d: d.update(old_log_prob_pass="yes please"),
+            mutate=lambda d: d.update(old_log_prob_pass="yes"),
         ),
-        ["w.yaml", "old_log_prob_pass", "true or false", "'yes please'"],
+        ["w.yaml", "old_log_prob_pass", "true or false", "'yes'"],
     ),
     (
         "dup-custom-gpu",

@@ -18,7 +18,8 @@ type without pipeline stages. The derived job:
   spread of its log-lengths. No hard-prompt mode, and every prompt ``prompt_length`` long (the
   workflow states no more);
 * reward: rule-based only (the placement workflow has no sandbox or judge stage);
-* training replica: the actor training task's TP x PP;
+* training replica: the actor training task's TP x PP; its one forward pass before training when
+  the workflow has its reference pass or the old log-prob recompute (both: still one);
 * the judge's engine, kernels and profiles: the placement problem's.
 
 The same placement also leaves a generation pool to re-plan (OrchestrRL §4.1,
@@ -230,7 +231,12 @@ def rollout_problem(problem: JobProblem, plan: PlacementPlan) -> tuple[RolloutPr
             "prompt_sigma": lengths.prompt_sigma,
         },
         "reward": {"rule": 1.0, "sandbox": 0.0, "judge": 0.0},
-        "training": {"replica_gpus": min(gpus, train.tp * train.pp)},
+        # the rollout judge charges one forward pass before training or none: the workflow's
+        # reference pass or its old log-prob recompute (both: one, the rollout judge's limit)
+        "training": {
+            "replica_gpus": min(gpus, train.tp * train.pp),
+            "log_prob_pass": wf.reference_pass or wf.old_log_prob_pass,
+        },
         "kernels": eff.kernels,
         "profiles": eff.profiles,
     }
