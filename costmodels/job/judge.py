@@ -9,7 +9,7 @@ generation TP (``costmodels.rollout.space.verl_plan``):
     r = rollout_K / rollout_B,      step = step_placement - gen + r gen,
 
 where rollout_X is the rollout judge's mean rollout seconds per trained step under X (speculative
-rounds included). Why a ratio: the two judges' generation agree to 4% on the same lengths and
+rounds included). Why a ratio: the two judges' generation agree to 0.3% on the same lengths and
 plan and their training is one model (1.2%, ``benchmarks/results/one-job``), but only the
 rollout judge has a reward stage, and the placement judge's whole step is the one held to
 measured runs (``costmodels.step_error``). So the knobs are credited for what they do to
