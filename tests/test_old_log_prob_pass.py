@@ -5,13 +5,17 @@ it is (``costmodels.workflow.OLD_LOG_PROB_PASS``)."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from costmodels.placement.canned import qwen3_workflow
 from costmodels.placement.judge import evaluate_placement
+from costmodels.placement.problem import PlacementProblem
 from costmodels.placement.summary import placement_cost_table
 from heuristics.placement.colocated import colocated_plan
-from planner.io import build_problem
+from planner.io import build_problem, load_cluster, load_workflow
 from tests.test_framework_exports import MIXED, H800_2x4
+from tests.test_properties import WORKFLOWS, clusters
 
 BATCH = {"global_batch": 48, "responses_per_prompt": 8, "micro_batch_size": 4}
 LENGTHS = {"prompt_length": 1024, "response_length": 2048}
@@ -72,3 +76,37 @@ def test_the_cost_table_and_summary_show_the_pass():
     table = placement_cost_table(problem, plan, breakdown["iteration_time_s"], breakdown, "x")
     assert table.columns[-1] == "log-prob s"
     assert "old log-prob pass" in table.caption
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    cluster=clusters(),
+    workflow=WORKFLOWS,
+    tp=st.sampled_from([1, 2, 4]),
+    pp=st.sampled_from([1, 2]),
+)
+def test_the_pass_is_a_forward_pass_cheaper_than_training(cluster, workflow, tp, pp):
+    """On any cluster and layout: the pass adds exactly its own time to actor training, at least
+    its forward FLOPs over the group's peak (2 x params per token, below the real count), and
+    less than the training passes it precedes (a forward against forward, backward and the
+    recompute), and only the actor's training moves."""
+    base = load_workflow(workflow)
+    problem = PlacementProblem(load_cluster(cluster), base)
+    devices = len(problem.topology.devices)
+    assume(devices % (tp * pp) == 0)
+    with_pass = PlacementProblem(
+        problem.cluster, base.model_copy(update={"old_log_prob_pass": True})
+    )
+    plan = colocated_plan(problem, tp, tp, pp, decode_batch=64)
+    without = evaluate_placement(problem, plan).breakdown["tasks"]
+    judged = evaluate_placement(with_pass, plan).breakdown["tasks"]
+    train, alone = judged["actor_training"], without["actor_training"]
+    assert train["time_s"] == pytest.approx(alone["time_s"] + train["log_prob_s"], rel=1e-12)
+    wf = with_pass.workflow
+    peak = sum(d.gpu.tflops_bf16_dense * 1e12 for d in with_pass.topology.devices)
+    tokens = wf.samples * (wf.prompt_length + wf.response_length)
+    assert train["log_prob_s"] >= 2 * wf.model("actor").params_b * 1e9 * tokens / peak
+    assert train["log_prob_s"] < alone["time_s"]
+    for name, cost in judged.items():
+        if name != "actor_training":
+            assert cost == without[name]
