@@ -39,7 +39,9 @@ def test_the_dapo_presets_carry_the_fitted_lengths_and_the_recipe():
         assert wf.response_length == fit["cap"] and wf.prompt_length == fit["prompt_tokens"]
         assert "fitted to verl's measured B3" in wf.response_lengths.source
         assert (wf.global_batch, wf.responses_per_prompt, wf.mini_batch) == (512, 16, 32)
-    assert sync.reference_pass and not fully.reference_pass
+    # no KL: no reference; main_ppo recomputes the old log-probs, fully_async_policy does not
+    assert not sync.reference_pass and not fully.reference_pass
+    assert sync.old_log_prob_pass and not fully.old_log_prob_pass
     assert fully.asynchrony.updates_per_sync == 4 and fully.asynchrony.staleness == 0.5
 
 

@@ -289,8 +289,10 @@ def _dapo(mode: str) -> Callable[[], dict[str, Any]]:
     (``benchmarks/fidelity/steps_cases.py``: 512 prompts x 16 responses, 28K cap, mini-batch 32,
     max_num_seqs 1024, no KL, rule reward), with the response lengths fitted to those runs
     (``costmodels/data/measured/step_error.json``, written by ``benchmarks.fidelity.steps``).
-    ``fully-async`` is the recipe's fully_async_policy: staleness 0.5, partial rollout, 4 local
-    updates per sync, the rollout's log-probs."""
+    No KL, so no reference pass; ``sync`` recomputes the old log-probs on the trainer, as verl's
+    ``main_ppo`` runs it (``old_log_prob_pass``); ``fully-async`` is the recipe's
+    fully_async_policy: staleness 0.5, partial rollout, 4 local updates per sync, the rollout's
+    log-probs."""
 
     def build() -> dict[str, Any]:
         from costmodels.step_error import step_error_table
@@ -313,10 +315,11 @@ def _dapo(mode: str) -> Callable[[], dict[str, Any]]:
             "response_lengths": fit,
             "mini_batch": 32,
             "decode_batch_size": 1024,
+            "reference_pass": False,
+            "old_log_prob_pass": mode != "fully-async",
         }
         if mode == "fully-async":
             wf["fully_async"] = {"staleness": 0.5, "partial_rollout": True, "updates_per_sync": 4}
-            wf["reference_pass"] = False
         return wf
 
     return build
