@@ -171,8 +171,8 @@ class WorkflowSpec(BaseModel):
             "log-probs for the KL term: HetRL's reference inference task); false: no KL"
         ),
     )
-    old_log_prob_pass: bool = Field(
-        default=False,
+    old_log_prob_pass: bool | None = Field(
+        default=None,
         description=(
             "the actor's own forward pass over the batch before training, on its training "
             "GPUs and layout, recomputing the old policy's log-probs (verl's old_log_prob, "
@@ -180,7 +180,8 @@ class WorkflowSpec(BaseModel):
             "DAG): the trainer takes the rollout's log-probs as the old policy's (verl's "
             "rollout_correction bypass mode or fully_async_policy, ROLL's "
             "force_disable_old_logprobs_recompute: the exports set them when it has no "
-            "reference pass either)"
+            "reference pass either); unset: as the target framework runs it by default "
+            "(recompute_by_default), decided when the problem is built"
         ),
     )
     reward: RewardStage | None = Field(
@@ -362,6 +363,28 @@ class WorkflowSpec(BaseModel):
     @functools.cached_property
     def _tasks(self) -> tuple[Task, ...]:
         return derive_tasks(self)
+
+
+def recompute_by_default(wf: WorkflowSpec, framework: str | None) -> bool:
+    """Whether ``framework``'s trainer recomputes the old policy's log-probs for ``wf`` unless
+    told otherwise (``WorkflowSpec.old_log_prob_pass`` unset). ROLL (``RLVRConfig.
+    set_old_logprobs_status``): only when a step makes several optimizer updates or PPO puts KL in
+    the reward. verl, and any framework when none is named: in sync mode (``main_ppo``
+    recomputes unless in bypass mode, as OpenRLHF's and NeMo RL's synchronous trainers do), not
+    in the overlapping ones (verl's one-step-off recipe config and fully_async_policy train on
+    the rollout's log-probs by default, verl >= 0.7; its July 2025 one-step-off recipe still
+    recomputed them, ``benchmarks/fidelity`` rows A2 and A4)."""
+    if framework == "roll":
+        return wf.optimizer_steps > 1 or (wf.algorithm == "ppo" and wf.reference_pass)
+    return wf.mode == "sync"
+
+
+def with_framework_passes(wf: WorkflowSpec, framework: str | None) -> WorkflowSpec:
+    """``wf`` with ``old_log_prob_pass`` decided: its own when set, else
+    :func:`recompute_by_default` (a copy; ``wf`` itself when nothing is left to decide)."""
+    if wf.old_log_prob_pass is not None:
+        return wf
+    return wf.model_copy(update={"old_log_prob_pass": recompute_by_default(wf, framework)})
 
 
 #: task names of the RL workflow DAG (HetRL §3.3): use these, never string literals

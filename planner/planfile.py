@@ -227,11 +227,33 @@ def _not_a_plan_file(data: dict[str, Any], source: str) -> SpecError:
     )
 
 
+def _workflows_judged_without_recompute(node: Any) -> Any:
+    """``node`` with every placement workflow in it (a mapping with ``algorithm``, ``mode`` and
+    ``models``) given ``old_log_prob_pass: false`` where it has none: before schema 1.12 no
+    workflow recomputed the old log-probs, and an unset one now takes its framework's default."""
+    if isinstance(node, list):
+        return [_workflows_judged_without_recompute(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _workflows_judged_without_recompute(v) for k, v in node.items()}
+    if {"algorithm", "mode", "models"} <= set(out) and "old_log_prob_pass" not in out:
+        out["old_log_prob_pass"] = False
+    return out
+
+
 def _migrate(data: dict[str, Any]) -> dict[str, Any]:
-    """A schema 1.0 file as this rlplan reads it. 1.0 files written before the judge's one
-    efficiency set carried placement ``inputs.params.compute_efficiency`` and ``hbm_efficiency``;
-    they become ``efficiency.compute`` and ``efficiency.hbm`` (the same derating of peak FLOP/s and
-    HBM bandwidth), and the plan is then re-checked by today's judge."""
+    """A file of an earlier schema as this rlplan reads it. 1.0 files written before the judge's
+    one efficiency set carried placement ``inputs.params.compute_efficiency`` and
+    ``hbm_efficiency``; they become ``efficiency.compute`` and ``efficiency.hbm`` (the same
+    derating of peak FLOP/s and HBM bandwidth), and the plan is then re-checked by today's judge.
+    Files before 1.12 judged every workflow without the old log-prob recompute, which an unset
+    ``old_log_prob_pass`` no longer means: it is written in
+    (:func:`_workflows_judged_without_recompute`)."""
+    version = data.get("schema_version")
+    if version in READABLE_VERSIONS and READABLE_VERSIONS.index(version) < READABLE_VERSIONS.index(
+        "1.12"
+    ):
+        data = {**data, "inputs": _workflows_judged_without_recompute(data.get("inputs"))}
     params = (
         (data.get("inputs") or {}).get("params") if isinstance(data.get("inputs"), dict) else None
     )

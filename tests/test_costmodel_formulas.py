@@ -67,6 +67,7 @@ def problem(mode="sync", count=2, params=LITERAL):
             "mode": mode,
             "models": {"actor": "Tiny"},
             "custom_models": [TINY],
+            "old_log_prob_pass": False,  # HetRL Appendix B's terms, by hand
             "global_batch": 2,
             "responses_per_prompt": 2,
             "prompt_length": 6,

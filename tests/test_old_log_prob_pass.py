@@ -110,3 +110,79 @@ def test_the_pass_is_a_forward_pass_cheaper_than_training(cluster, workflow, tp,
     for name, cost in judged.items():
         if name != "actor_training":
             assert cost == without[name]
+
+
+def _user_workflow(alg="grpo", mode="sync", **fields):
+    """A workflow as a user writes it: no ``old_log_prob_pass``."""
+    wf = qwen3_workflow(alg, mode, **BATCH, **LENGTHS)
+    wf.pop("old_log_prob_pass")
+    return {**wf, **fields}
+
+
+@pytest.mark.parametrize(
+    ("target", "alg", "mode", "fields", "recompute"),
+    [
+        # verl, and any framework when none is named: main_ppo recomputes; the one-step-off
+        # recipe and fully_async_policy train on the rollout's log-probs
+        (None, "grpo", "sync", {}, True),
+        (None, "grpo", "async", {}, False),
+        (None, "grpo", "fully-async", {}, False),
+        ("verl", "ppo", "sync", {}, True),
+        ("verl", "grpo", "async", {}, False),
+        # ROLL: several updates a step, or PPO's KL in the reward
+        ("roll", "grpo", "sync", {}, False),
+        ("roll", "grpo", "sync", {"mini_batch": 24}, True),
+        ("roll", "ppo", "sync", {}, True),
+        ("roll", "ppo", "sync", {"reference_pass": False}, False),
+        # the user's word stands
+        (None, "grpo", "sync", {"old_log_prob_pass": False}, False),
+        ("roll", "grpo", "async", {"old_log_prob_pass": True}, True),
+    ],
+)
+def test_an_unset_pass_is_what_the_target_framework_runs(target, alg, mode, fields, recompute):
+    spec = {"cluster": H800_2x4, "workflow": _user_workflow(alg, mode, **fields)}
+    if target:
+        spec["target"] = {"framework": target}
+    problem = build_problem("placement", spec)
+    assert problem.workflow.old_log_prob_pass is recompute
+    assert problem.to_inputs()["workflow"]["old_log_prob_pass"] is recompute
+
+
+def test_presets_keep_hetrl_s_dag_and_verl_s_jobs_run_verl_s_passes():
+    from costmodels.placement.presets import placement_presets
+    from costmodels.placement.verl_export import OLD_LOG_PROB_NOTE, export_verl
+
+    presets = {p.name: p for p in placement_presets() if p.kind == "workflow"}
+    hetrl = build_problem("placement", {"cluster": "small-8", "workflow": "grpo-sync-qwen3-4b"})
+    assert hetrl.workflow.old_log_prob_pass is False
+    assert presets["grpo-sync-qwen3-4b"].build()["old_log_prob_pass"] is False
+    verl = build_problem("placement", {"cluster": "h100-32", "workflow": "grpo-sync-qwen3-8b-verl"})
+    assert verl.workflow.old_log_prob_pass is True and verl.workflow.reference_pass
+    plan = colocated_plan(verl, 4, 4, 1)
+    assert OLD_LOG_PROB_NOTE not in export_verl(verl, plan)["notes"]
+    off = build_problem("placement", {"cluster": "h100-32", "workflow": "grpo-async-qwen3-8b-verl"})
+    assert off.workflow.old_log_prob_pass is False
+
+
+def test_a_plan_file_before_1_12_was_judged_without_the_recompute(tmp_path):
+    """Before schema 1.12 no workflow recomputed the old log-probs: a file of then, whose
+    workflow has no ``old_log_prob_pass``, reads back as judged (false), not as the framework
+    default an unset field now takes, and validates."""
+    import json
+
+    from planner import solve
+    from tests.conftest import run_cli
+
+    problem = build_problem(
+        "placement", {"cluster": H800_2x4, "workflow": _user_workflow(old_log_prob_pass=False)}
+    )
+    from planner.planfile import result_to_dict
+
+    doc = result_to_dict(solve(problem, "verl"))
+    doc["inputs"]["workflow"].pop("old_log_prob_pass")
+    doc["schema_version"] = "1.11"
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(doc))
+    proc = run_cli("validate", str(path))
+    assert proc.returncode == 0, proc.stderr
+    assert "[judge moved]" not in proc.stdout

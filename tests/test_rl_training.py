@@ -56,6 +56,8 @@ def test_the_stage_is_the_placement_judges_passes_on_the_same_job(gpus, replica)
             "prompt_length": 300,
             "response_length": 4096,
             "response_lengths": LOGNORMAL.model_dump(),
+            # the one pass before training: the reference's here, the recompute's there
+            "old_log_prob_pass": False,
         }
     )
     problem = PlacementProblem(

@@ -79,6 +79,7 @@ def _small_workflow(model: str) -> dict[str, Any]:
         "prompt_length": 256,
         "response_length": 1024,
         "response_lengths": {"distribution": "lognormal", "median": 300, "sigma": 0.9},
+        "old_log_prob_pass": False,  # HetRL's DAG, as the placement presets
     }
 
 

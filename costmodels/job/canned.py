@@ -29,6 +29,7 @@ def _workflow(tail: bool) -> dict:
         "prompt_length": 256,
         "response_length": 1024,
         "decode_batch_size": 32,
+        "old_log_prob_pass": False,  # HetRL's DAG, as the placement presets
     }
     if tail:
         wf["response_lengths"] = {"distribution": "lognormal", "median": 300, "sigma": 0.9}

@@ -235,7 +235,7 @@ def rollout_problem(problem: JobProblem, plan: PlacementPlan) -> tuple[RolloutPr
         # reference pass or its old log-prob recompute (both: one, the rollout judge's limit)
         "training": {
             "replica_gpus": min(gpus, train.tp * train.pp),
-            "log_prob_pass": wf.reference_pass or wf.old_log_prob_pass,
+            "log_prob_pass": bool(wf.reference_pass or wf.old_log_prob_pass),
         },
         "kernels": eff.kernels,
         "profiles": eff.profiles,

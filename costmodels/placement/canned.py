@@ -47,13 +47,20 @@ def qwen3_workflow(
     algorithm: str, mode: str, *, reward: bool = False, **fields: Any
 ) -> dict[str, Any]:
     """A workflow spec whose models are all Qwen3-1.7B: the actor, a critic for PPO and a reward
-    model if ``reward``; ``fields`` sets the batch and lengths."""
+    model if ``reward``; ``fields`` sets the batch and lengths. HetRL's DAG: no old log-prob
+    recompute unless ``fields`` asks for it."""
     models = {"actor": "Qwen3-1.7B"}
     if algorithm == "ppo":
         models["critic"] = "Qwen3-1.7B"
     if reward:
         models["reward"] = "Qwen3-1.7B"
-    return {"algorithm": algorithm, "mode": mode, "models": models, **fields}
+    return {
+        "algorithm": algorithm,
+        "mode": mode,
+        "models": models,
+        "old_log_prob_pass": False,
+        **fields,
+    }
 
 
 def small_workflow(

@@ -183,6 +183,8 @@ def _workflow(algorithm: str, mode: str, size: str) -> Callable[[], dict[str, An
             "prompt_length": 1024,
             "response_length": 1024,
             "eta": 0.0,
+            # HetRL's DAG: no old log-prob recompute (its §5.1 workflow)
+            "old_log_prob_pass": False,
         }
 
     return build
@@ -264,7 +266,8 @@ GRPO_ASYNC_JOBS = (
 def _grpo_job(name: str, model: str, mode: str = "sync") -> Callable[[], dict[str, Any]]:
     """GRPO as verl's example scripts run it (256 prompts x 8 responses, KL against a reference,
     rule reward, 4K response cap, mini-batch 64), responses long-tailed as RollPacker §2.2;
-    ``mode`` sync or async (one step off)."""
+    ``mode`` sync or async (one step off). The old log-prob recompute is left to the framework's
+    default (``costmodels.workflow.recompute_by_default``): verl's sync trainer runs it."""
 
     def build() -> dict[str, Any]:
         return {

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from costmodels.cluster import ClusterSpec, Topology, build_topology
 from costmodels.cost_params import CostParams as CostParams
-from costmodels.workflow import Task, WorkflowSpec
+from costmodels.workflow import Task, WorkflowSpec, with_framework_passes
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
@@ -43,6 +43,11 @@ class PlacementProblem:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "topology", build_topology(self.cluster))
+        # the passes before training the target framework runs when the workflow leaves them
+        # open: decided once, so every solver, the judge and the plan file see the same
+        object.__setattr__(
+            self, "workflow", with_framework_passes(self.workflow, self.target.framework)
+        )
 
     @property
     def tasks(self) -> tuple[Task, ...]:
