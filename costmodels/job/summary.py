@@ -81,7 +81,12 @@ def job_summary(solved: SolvedPlan[JobProblem, JobPlan]) -> Summary:
     rows.append(_replan_row(b["replan"]))
     rows += [
         ("inference", "", f"{ph['inference_s']:.1f} s"),
-        ("training", "", f"{ph['training_s']:.1f} s"),
+        (
+            "training",
+            # actor training's recompute of the old log-probs, when judged, is part of it
+            f"old log-prob pass {ph['old_log_prob_s']:.1f} s" if "old_log_prob_s" in ph else "",
+            f"{ph['training_s']:.1f} s",
+        ),
         ("weight sync", ph["weight_transfer"], f"{ph['weight_transfer_s']:.2f} s"),
         _circuits_row(b["circuits"]),
         ("step", "", f"{solved.objective:.1f} s"),
