@@ -209,11 +209,13 @@ class TaskCoster:
             # takes of the task and layout, numbered once per call (hashing the nested tuple
             # again for every replica was most of a many-replica config's key time)
             contexts = self.topo.memo.setdefault("replica_key_prefix", {})
+            # the task enters only through its kind (``consts``) and model: tasks of one kind
+            # and model share entries (the old log-prob pass and a reference of the actor's
+            # model on the same layout, PPO's inference tasks on one model)
             prefix = (
                 self._context(),
                 consts,
                 prefill_only,
-                self.task.name,
                 self.m.name,
                 self.tp_.tp,
                 tuple(self.split),

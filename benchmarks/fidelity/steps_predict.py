@@ -78,12 +78,13 @@ def predict(
     ev = evaluate_placement(prob, pl)
     tasks = ev.breakdown["tasks"]
     gen = tasks[ACTOR_GENERATION]
+    # verl's old_log_prob is actor training's recompute of the old log-probs, timed apart
+    log_prob = tasks[ACTOR_TRAINING].get("log_prob_s", 0.0)
     out: dict[str, Any] = {
         "step": ev.objective,
         "generation": gen["time_s"],
-        # verl's old_log_prob is actor training's recompute of the old log-probs, timed apart
-        "inference": tasks[ACTOR_TRAINING].get("log_prob_s", 0.0),
-        "training": tasks[ACTOR_TRAINING]["time_s"] - tasks[ACTOR_TRAINING].get("log_prob_s", 0.0),
+        "inference": log_prob,
+        "training": tasks[ACTOR_TRAINING]["time_s"] - log_prob,
         "weight_transfer": ev.breakdown["phases"]["weight_transfer_s"],
         "violations": [str(v) for v in check_placement(prob, pl)],
         "decode_batch": max(gen["decode_batch"]),

@@ -202,7 +202,7 @@ def evaluate_placement(problem: PlacementProblem, plan: PlacementPlan) -> Evalua
     }
     if wf.reward is not None:
         phases["reward_s"] = wf.reward_s
-    if "log_prob_s" in task_costs.get(ACTOR_TRAINING, {}):
+    if "log_prob_s" in task_costs[ACTOR_TRAINING]:
         # part of training_s: the actor's trainer runs it before it trains
         phases["old_log_prob_s"] = task_costs[ACTOR_TRAINING]["log_prob_s"]
     busy = gen

@@ -50,6 +50,7 @@ from costmodels.workflow import (
     REFERENCE_INFERENCE,
     REWARD_INFERENCE,
     WorkflowSpec,
+    recompute_by_default,
 )
 
 ROLL_REVISION = "alibaba/ROLL main @ 8eb27cc2 (2026-08-19)"
@@ -241,13 +242,11 @@ def _recompute_reason(wf: WorkflowSpec) -> str:
     without that pass beside the reference's ("": it does not): RLVRConfig's
     set_old_logprobs_status turns the recompute on for several backward steps a step (here
     optimizer updates) and for a KL penalty in the reward (PPO's ``init_kl_coef``)."""
-    if not wf.reference_pass or wf.old_log_prob_pass:
+    if not wf.reference_pass or wf.old_log_prob_pass or not recompute_by_default(wf, "roll"):
         return ""
     if wf.optimizer_steps > 1:
         return f"{wf.optimizer_steps} optimizer updates a step"
-    if wf.algorithm == "ppo":
-        return "PPO's KL penalty in the reward (init_kl_coef > 0)"
-    return ""
+    return "PPO's KL penalty in the reward (init_kl_coef > 0)"
 
 
 def _async_notes(wf: WorkflowSpec) -> list[str]:
